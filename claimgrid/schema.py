@@ -1,0 +1,54 @@
+"""Strict data models: a file with one bad field is rejected whole, naming the field."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from .errors import DataError
+
+
+class Strict(BaseModel):
+    """Base for every data file model: unknown fields are errors, values are frozen."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _first_error(exc: ValidationError) -> tuple[str, str]:
+    err = exc.errors()[0]
+    field = ".".join(str(p) for p in err.get("loc", ())) or None
+    msg = err.get("msg", "invalid")
+    if err.get("type") == "extra_forbidden":
+        msg = "unknown field"
+    elif err.get("type") == "missing":
+        msg = "required field is missing"
+    return field, msg
+
+
+def validate(model: type[M], data: dict, path: Path | str) -> M:
+    """Validate ``data`` against ``model``; raise one-line DataError naming path and field."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        field, msg = _first_error(exc)
+        more = len(exc.errors()) - 1
+        if more:
+            msg += f" (and {more} more error{'s' if more > 1 else ''})"
+        raise DataError(path, field, msg) from None
+
+
+def load_toml(path: Path) -> dict:
+    """Read a TOML file; a syntax error becomes a DataError with the file's path."""
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise DataError(path, None, "file not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise DataError(path, None, f"not valid TOML: {exc}") from None
