@@ -216,6 +216,9 @@ def build_template(task: Task, slot_text: str, dest: Path) -> str:
     shutil.copytree(task.repo, dest)
     (dest / task.spec.content_slot).write_text(slot_text)
     git(["init", "-q", "-b", "main"], dest)
+    # Interpreter caches are not work: running the tests must not count as a change.
+    (dest / ".git" / "info").mkdir(parents=True, exist_ok=True)
+    (dest / ".git" / "info" / "exclude").write_text("__pycache__/\n*.pyc\n")
     git(["add", "-A"], dest)
     git(["commit", "-q", "-m", f"fixture {task.id}"], dest)
     return git(["rev-parse", "HEAD"], dest).stdout.strip()

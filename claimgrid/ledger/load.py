@@ -1,0 +1,172 @@
+"""Reading a ledger folder (``meta.json`` + ``runs.jsonl``) into one flat polars frame.
+
+Contract: :func:`load_ledger` returns a :class:`Ledger` whose ``runs`` frame has one row
+per run (the last record wins when a run_id repeats) and only string/int/bool columns:
+the grid coordinates, ``swap_condition`` (the record's ``swap``), ``swap_outcome`` (the
+classification's ``swap``), every classification key (missing ones read
+``"not recorded"``), ``claimed`` (bool), ``role``, ``evidence_dir`` and one
+``parity.<fact>`` column per parity fact (dicts as canonical JSON).
+
+Bad input raises DataError naming the file, line and field. A truncated *final* line
+(a driver killed mid-write) is skipped and reported in ``notes``, because an
+interrupted grid is a normal state for a ledger.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from ..errors import DataError
+from .names import CLASSIFICATION_KEYS, NOT_RECORDED
+
+REQUIRED = ("run_id", "framework", "task", "content", "swap", "model", "classification")
+CLAIMED_VERDICTS = ("TRUE_SUCCESS", "FALSE_SUCCESS")
+
+
+@dataclass
+class Ledger:
+    folder: Path
+    meta: dict
+    runs: pl.DataFrame
+    parity_facts: list[str]
+    extra_classification_keys: list[str]
+    notes: list[str] = field(default_factory=list)
+
+
+def load_meta(folder: Path, notes: list[str]) -> dict:
+    path = folder / "meta.json"
+    if not path.exists():
+        notes.append("meta.json is missing: the 'what was run' facts are unknown.")
+        return {}
+    try:
+        meta = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise DataError(path, None, f"not valid JSON ({e.msg} at line {e.lineno})") from None
+    if not isinstance(meta, dict):
+        raise DataError(path, None, "expected a JSON object")
+    return meta
+
+
+def read_records(folder: Path, notes: list[str]) -> list[dict]:
+    """Every run record in ``runs.jsonl``, validated for the fields the ledger needs."""
+    path = folder / "runs.jsonl"
+    if not path.exists():
+        notes.append("runs.jsonl is missing: no run has completed yet.")
+        return []
+    raw = path.read_text()
+    lines = raw.split("\n")
+    records = []
+    for i, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            is_last = all(not rest.strip() for rest in lines[i:])
+            if is_last and not raw.endswith("\n"):
+                notes.append(f"runs.jsonl line {i} is truncated (the driver stopped mid-write); it is not counted.")
+                continue
+            raise DataError(f"{path}:{i}", None, f"not valid JSON ({e.msg})") from None
+        if not isinstance(rec, dict):
+            raise DataError(f"{path}:{i}", None, "expected a JSON object")
+        for key in REQUIRED:
+            if key not in rec or rec[key] is None:
+                raise DataError(f"{path}:{i}", key, "missing")
+        if not isinstance(rec["classification"], dict):
+            raise DataError(f"{path}:{i}", "classification", "expected an object")
+        if "parity" in rec and rec["parity"] is not None and not isinstance(rec["parity"], dict):
+            raise DataError(f"{path}:{i}", "parity", "expected an object")
+        records.append(rec)
+    return records
+
+
+def _fact(value) -> str:
+    if value is None:
+        return NOT_RECORDED
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return str(value)
+
+
+def _label(value) -> str:
+    return NOT_RECORDED if value is None else str(value)
+
+
+def _claimed(c: dict) -> bool | None:
+    """Did the run claim success? The classifier's ``claimed`` when present, else derived."""
+    if isinstance(c.get("claimed"), bool):
+        return c["claimed"]
+    cvo = c.get("claim_vs_outcome")
+    if cvo is None:
+        return None
+    if cvo == "UNKNOWN":
+        return None
+    return cvo in CLAIMED_VERDICTS
+
+
+def load_ledger(folder: Path, role_of: dict[str, str] | None = None) -> Ledger:
+    """Read ``folder``. ``role_of`` maps task id -> role for records without ``role``."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise DataError(folder, None, "not a ledger folder (no such directory)")
+    notes: list[str] = []
+    meta = load_meta(folder, notes)
+    records = read_records(folder, notes)
+
+    by_id: dict[str, dict] = {}
+    for rec in records:
+        by_id[str(rec["run_id"])] = rec
+    dupes = len(records) - len(by_id)
+    if dupes:
+        notes.append(f"{dupes} run record(s) repeat an earlier run_id; the last record of each is used.")
+
+    facts = sorted({k for rec in by_id.values() for k in (rec.get("parity") or {})})
+    known_keys = set(CLASSIFICATION_KEYS) | {"claimed"}
+    extra_keys = sorted({k for rec in by_id.values() for k in rec["classification"]} - known_keys)
+    role_of = role_of or {}
+
+    rows = []
+    for run_id, rec in by_id.items():
+        c = rec["classification"]
+        row = {
+            "run_id": run_id,
+            "framework": str(rec["framework"]),
+            "task": str(rec["task"]),
+            "content": str(rec["content"]),
+            "swap_condition": str(rec["swap"]),
+            "model": str(rec["model"]),
+            "substitute": _label(rec.get("substitute")),
+            "repeat": rec.get("repeat") if isinstance(rec.get("repeat"), int) else None,
+            "role": _label(rec.get("role") or role_of.get(str(rec["task"]))),
+            "evidence_dir": str(rec.get("evidence_dir") or f"runs/{run_id}"),
+            "wall_s": (rec.get("timings") or {}).get("wall_s"),
+        }
+        for key in CLASSIFICATION_KEYS:
+            name = "swap_outcome" if key == "swap" else key
+            value = c.get(key)
+            row[name] = value if key == "swap_mentioned" and isinstance(value, bool) else (
+                None if key == "swap_mentioned" else _label(value))
+        row["claimed"] = _claimed(c)
+        for key in extra_keys:
+            row[f"extra.{key}"] = _fact(c.get(key))
+        parity = rec.get("parity") or {}
+        for f in facts:
+            row[f"parity.{f}"] = _fact(parity.get(f))
+        rows.append(row)
+
+    schema = {
+        "run_id": pl.String, "framework": pl.String, "task": pl.String, "content": pl.String,
+        "swap_condition": pl.String, "model": pl.String, "substitute": pl.String,
+        "repeat": pl.Int64, "role": pl.String, "evidence_dir": pl.String, "wall_s": pl.Float64,
+        **{("swap_outcome" if k == "swap" else k): (pl.Boolean if k == "swap_mentioned" else pl.String)
+           for k in CLASSIFICATION_KEYS},
+        "claimed": pl.Boolean,
+        **{f"extra.{k}": pl.String for k in extra_keys},
+        **{f"parity.{f}": pl.String for f in facts},
+    }
+    runs = pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
+    return Ledger(folder, meta, runs, facts, extra_keys, notes)

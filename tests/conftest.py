@@ -1,0 +1,35 @@
+"""Shared fixtures: tasks are loaded from the repo; workspaces live under tmp_path."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+# Importing LiteLLM must never reach for the network in tests.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from claimgrid.tasks import build_template, load_tasks, materialise  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def tasks():
+    return load_tasks()
+
+
+@pytest.fixture
+def workspace(tmp_path, tasks):
+    """Factory: ``workspace(task_id, slot_text=None) -> (template, ws, base_commit)``."""
+
+    def make(task_id: str, slot_text: str | None = None):
+        task = tasks[task_id]
+        template = tmp_path / f"template-{task_id}"
+        base = build_template(task, task.slot_text() if slot_text is None else slot_text, template)
+        ws = tmp_path / f"ws-{task_id}"
+        materialise(template, ws)
+        return template, ws, base
+
+    return make
