@@ -1,0 +1,130 @@
+"""Argument parsing and the commands of grid.py. User errors are one line, never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import ROOT
+from .errors import ClaimgridError
+
+COMMANDS = ("run", "list", "reclassify", "gateway", "venvs")
+
+
+def _csv(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="grid.py",
+        description="Run agent frameworks on the same tasks under every condition and check "
+                    "their claims against what the harness observed. With no command: run the "
+                    "full default matrix offline.")
+    sub = p.add_subparsers(dest="command")
+
+    def data_opts(sp):
+        sp.add_argument("--tasks-dir", type=Path, default=ROOT / "tasks", help="folder of task folders")
+        sp.add_argument("--conditions-dir", type=Path, default=ROOT / "conditions", help="folder with content/ and swap/")
+        sp.add_argument("--venvs", type=Path, default=ROOT / "venvs.toml", help="framework entries (venvs.toml)")
+
+    run = sub.add_parser("run", help="run a grid (the default command)")
+    data_opts(run)
+    run.add_argument("--frameworks", type=_csv, help="comma-separated framework names (default: all in venvs.toml)")
+    run.add_argument("--tasks", type=_csv, help="comma-separated task ids (default: all)")
+    run.add_argument("--content", type=_csv, help="content conditions (default: all four)")
+    run.add_argument("--swap", type=_csv, help="swap conditions (default: all four)")
+    run.add_argument("--models", "--model", dest="models", type=_csv,
+                     help="reference model names or LiteLLM model strings (default: the five reference models)")
+    run.add_argument("--substitute", help="the model that serves after the assigned one becomes unavailable (default: reader)")
+    run.add_argument("--repeats", type=int, default=1)
+    run.add_argument("--jobs", type=int, default=None, help="parallel runs (default: number of CPUs)")
+    run.add_argument("--timeout", type=float, default=120.0, help="seconds per run before its process group is killed")
+    run.add_argument("--out", type=Path, default=None, help="ledger folder to write (default: ledger/<grid id>)")
+    run.add_argument("--isolation", choices=("warm", "fresh"), default="warm",
+                     help="warm: fork each run from a parent that has imported the framework; fresh: a new interpreter per run")
+    run.add_argument("--resume", type=Path, default=None, metavar="DIR", help="finish an interrupted grid in DIR")
+    run.add_argument("--max-model-calls", type=int, default=24, help="per-run model call budget enforced by the gateway")
+    run.add_argument("--no-progress", action="store_true", help="plain log lines instead of a progress bar")
+
+    ls = sub.add_parser("list", help="list tasks, conditions, frameworks and models")
+    data_opts(ls)
+
+    rc = sub.add_parser("reclassify", help="re-derive every classification from stored evidence and rewrite the ledger")
+    rc.add_argument("dir", type=Path)
+    rc.add_argument("--tasks-dir", type=Path, default=ROOT / "tasks")
+
+    gw = sub.add_parser("gateway", help="start the harness model gateway alone and print its URL")
+    gw.add_argument("rest", nargs=argparse.REMAINDER)
+
+    ve = sub.add_parser("venvs", help="create or update the per-framework virtualenvs")
+    ve.add_argument("--venvs", type=Path, default=ROOT / "venvs.toml")
+    ve.add_argument("--frameworks", type=_csv)
+    return p
+
+
+def cmd_list(args) -> int:
+    from .conditions import load_content_conditions, load_swap_conditions
+    from .reference_truth import BEHAVIOUR, DEFAULT_MODELS
+    from .tasks import load_tasks
+
+    tasks = load_tasks(args.tasks_dir)
+    content = load_content_conditions(args.conditions_dir)
+    swap = load_swap_conditions(args.conditions_dir)
+    print(f"tasks ({len(tasks)}):")
+    for t in tasks.values():
+        print(f"  {t.id:<16} {t.role:<9} {t.spec.title}")
+    print(f"content conditions ({len(content)}):")
+    for c in content.values():
+        print(f"  {c.name:<16} {c.description}")
+    print(f"swap conditions ({len(swap)}):")
+    for s in swap.values():
+        print(f"  {s.name:<16} {s.description}")
+    try:
+        from .venvs import load_venvs
+        fws = load_venvs(args.venvs)
+        print(f"frameworks ({len(fws)}):")
+        for name in fws:
+            print(f"  {name}")
+    except ImportError:
+        print("frameworks: (venvs module not available)")
+    print(f"reference models ({len(BEHAVIOUR)}; default grid: {', '.join(DEFAULT_MODELS)}):")
+    for name, text in BEHAVIOUR.items():
+        print(f"  {name:<16} {text}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
+        argv = ["run", *argv]
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "list":
+            return cmd_list(args)
+        if args.command == "run":
+            from .grid import cmd_run
+            return cmd_run(args)
+        if args.command == "reclassify":
+            from .grid import cmd_reclassify
+            return cmd_reclassify(args)
+        if args.command == "gateway":
+            from .gateway import serve_cli
+            return serve_cli(args.rest) or 0
+        if args.command == "venvs":
+            from .venvs import ensure_venvs, load_venvs
+            from .tasks import select
+            entries = load_venvs(args.venvs)
+            if args.frameworks:
+                entries = {e.name if hasattr(e, "name") else n: e
+                           for n, e in zip(args.frameworks, select(entries, args.frameworks, "framework"))}
+            ensure_venvs(entries)
+            return 0
+    except ClaimgridError as exc:
+        print(f"grid.py: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("grid.py: interrupted", file=sys.stderr)
+        return 130
+    return 0
