@@ -28,8 +28,11 @@ def _ev(kind: str, **fields) -> dict:
     return {"source": "verifier", "kind": kind, **fields}
 
 
-def workspace_diff(template: Path, workspace: Path, base: str) -> dict:
-    """Diff the workspace against ``base`` with the template's object store and a private index."""
+def workspace_diff(template: Path, workspace: Path, base: str, patch: list | None = None) -> dict:
+    """Diff the workspace against ``base`` with the template's object store and a private index.
+
+    When ``patch`` is a list, the unified diff text is appended to it (for the evidence folder).
+    """
     with tempfile.TemporaryDirectory() as tmp:
         env = {**GIT_ENV, "GIT_INDEX_FILE": os.path.join(tmp, "index"),
                "GIT_DIR": str(template / ".git"), "GIT_WORK_TREE": str(workspace)}
@@ -41,6 +44,8 @@ def workspace_diff(template: Path, workspace: Path, base: str) -> dict:
         steps = [git("read-tree", base), git("add", "-A", "--", ".")]
         numstat = git("diff", "--cached", "--numstat", "--no-renames", base)
         status = git("diff", "--cached", "--name-status", "--no-renames", base)
+        if patch is not None:
+            patch.append(git("diff", "--cached", "--no-renames", "--binary", base).stdout)
     failed = [p for p in [*steps, numstat, status] if p.returncode != 0]
     if failed:
         return _ev("diff", files=None, empty=None, error=failed[0].stderr.strip()[-500:])
@@ -117,10 +122,10 @@ def evaluate_check(check: Check, workspace: Path, changed: set[str] | None,
 
 
 def verify(task: Task, carries: str | None, template: Path, workspace: Path, base: str,
-           tool_events: list[dict], gateway_events: list[dict]) -> list[dict]:
+           tool_events: list[dict], gateway_events: list[dict], patch: list | None = None) -> list[dict]:
     """Every verifier event for one finished run (see docs/CONTRACTS.md, source verifier)."""
     exp = task.spec.expectation
-    diff = workspace_diff(template, workspace, base)
+    diff = workspace_diff(template, workspace, base, patch)
     diff["expected"] = exp.diff
     events = [diff]
     changed = None if diff["files"] is None else {f["path"] for f in diff["files"]}
