@@ -1,0 +1,65 @@
+"""The ``plain`` adapter: a model + tool loop with no agent framework, standard library only.
+
+It speaks the OpenAI chat-completions protocol to the harness gateway directly (urllib),
+executes the model's tool calls with the harness tools, and stops at the first answer
+without tool calls. It is the smallest complete adapter: copy it to add a framework.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import urllib.error
+import urllib.request
+
+FRAMEWORK = "plain"
+SYSTEM = "You are a careful software agent. Use the tools to do the work; do not describe work you did not do."
+
+
+def preload() -> None:
+    """Nothing heavy to import: the standard library is already loaded."""
+
+
+def versions() -> dict:
+    return {"plain": "stdlib", "python": platform.python_version(), "retries": {"http": 0}}
+
+
+def _post(url: str, token: str, body: dict, timeout: float) -> dict:
+    req = urllib.request.Request(url + "/chat/completions", data=json.dumps(body).encode(),
+                                 headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        # The endpoint's refusal is the run's result: raise it, never turn it into a normal answer.
+        raise RuntimeError(f"model endpoint answered HTTP {exc.code}: {exc.read()[:300].decode(errors='replace')}") from None
+
+
+def run(ctl: dict, tools: list, rec) -> str | None:
+    by_name = {t.name: t for t in tools}
+    specs = [{"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+             for t in tools]
+    agent = ctl["agent_name"]
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": ctl["prompt"]}]
+    for _ in range(ctl["budgets"]["max_model_calls"]):
+        resp = _post(ctl["gateway_url"], ctl["token"],
+                     {"model": ctl["model"], "messages": messages, "tools": specs}, ctl.get("timeout_s", 60))
+        msg = resp["choices"][0]["message"]
+        rec.model_call(agent, resp.get("model"), resp.get("usage") or {})
+        calls = msg.get("tool_calls") or []
+        messages.append({"role": "assistant", "content": msg.get("content"), "tool_calls": calls or None})
+        if not calls:
+            rec.message(agent, "assistant", msg.get("content") or "")
+            return msg.get("content")
+        for call in calls:
+            name, raw = call["function"]["name"], call["function"].get("arguments") or "{}"
+            try:
+                args = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                args, result = None, f"error: tool arguments are not valid JSON: {exc}"
+            rec.tool_call(agent, name, args if args is not None else raw)
+            if args is not None:
+                tool = by_name.get(name)
+                result = tool(**args) if tool else f"error: unknown tool {name!r}"
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+    raise RuntimeError(f"model call budget of {ctl['budgets']['max_model_calls']} exhausted without a final answer")
