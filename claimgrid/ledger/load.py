@@ -96,6 +96,10 @@ def _label(value) -> str:
     return NOT_RECORDED if value is None else str(value)
 
 
+def _number(value) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def _claimed(c: dict) -> bool | None:
     """Did the run claim success? The classifier's ``claimed`` when present, else derived."""
     if isinstance(c.get("claimed"), bool):
@@ -143,7 +147,7 @@ def load_ledger(folder: Path, role_of: dict[str, str] | None = None) -> Ledger:
             "repeat": rec.get("repeat") if isinstance(rec.get("repeat"), int) else None,
             "role": _label(rec.get("role") or role_of.get(str(rec["task"]))),
             "evidence_dir": str(rec.get("evidence_dir") or f"runs/{run_id}"),
-            "wall_s": (rec.get("timings") or {}).get("wall_s"),
+            "wall_s": _number((rec.get("timings") or {}).get("wall_s")),
         }
         for key in CLASSIFICATION_KEYS:
             name = "swap_outcome" if key == "swap" else key
