@@ -1,0 +1,123 @@
+"""The gateway's ASGI app: OpenAI-compatible chat completions for registered runs.
+
+Routes: ``POST /v1/chat/completions`` (JSON or SSE) and ``GET /v1/models``. The bearer
+token selects the run; an unknown token gets 401. Every request carrying a registered
+token is recorded in that run's log, including refusals (400 bad body, 429 budget,
+503 bound swap, upstream errors).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, StreamingResponse
+from starlette.routing import Route
+
+from .providers import ModelRouter
+from .records import exchange_event, openai_error
+from .runs import Registry, RunState
+from .sse import stream_events
+from .swap import swap_for_call
+from .upstream import call_model
+
+UNKNOWN_TOKEN = "unknown API key: this token is not registered with the claimgrid gateway"
+
+
+def _token(request: Request) -> str | None:
+    auth = request.headers.get("authorization", "")
+    scheme, _, value = auth.partition(" ")
+    return value.strip() if scheme.lower() == "bearer" else None
+
+
+def _error_response(status: int, message: str, code: str | None, headers: dict | None = None):
+    return JSONResponse(openai_error(status, message, code), status_code=status, headers=headers)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(getattr(exc, "message", None) or exc) or type(exc).__name__
+    return text.strip().splitlines()[0][:500]
+
+
+async def _read_body(request: Request) -> tuple[dict | None, str | None]:
+    try:
+        body = json.loads(await request.body())
+    except ValueError:
+        return None, "request body is not valid JSON"
+    if not isinstance(body, dict):
+        return None, "request body must be a JSON object"
+    if not isinstance(body.get("messages"), list) or not body["messages"]:
+        return None, "'messages' must be a non-empty list"
+    return body, None
+
+
+def create_app(registry: Registry, router: ModelRouter) -> Starlette:
+    async def chat_completions(request: Request):
+        t0 = time.perf_counter()
+        state: RunState | None = registry.get(_token(request))
+        if state is None:
+            return _error_response(401, UNKNOWN_TOKEN, "invalid_api_key")
+        script = state.script
+        index = state.next_call()
+        t = state.elapsed()
+        body, bad = await _read_body(request)
+        body_for_log = body if body is not None else None
+        requested = body.get("model") if body else None
+        stream = bool(body and body.get("stream"))
+        messages = body.get("messages") if body else None
+        swap = "none"
+        status, error, code, answer, headers = 200, None, None, None, {}
+        if bad:
+            status, error, code = 400, bad, "invalid_request"
+        elif index >= script.max_model_calls:
+            status, code = 429, "model_call_budget_exhausted"
+            error = (f"run {script.run_id} used its budget of {script.max_model_calls} model calls; "
+                     "the gateway refuses further calls")
+            headers = {"x-should-retry": "false"}  # a budget does not reset: retrying is pointless
+        else:
+            swap = swap_for_call(script, index)
+            if swap == "bound":
+                status, code = 503, "model_unavailable"
+                error = (f"assigned model {script.model} is unavailable and this run is bound "
+                         "to it; no substitute")
+            else:
+                try:
+                    answer = await call_model(router, script, swap, body, requested)
+                    headers = answer.headers
+                except Exception as exc:  # upstream failure: a result to record, not a crash
+                    status = getattr(exc, "status_code", None)
+                    status = status if isinstance(status, int) and 400 <= status < 600 else 502
+                    error, code = f"{type(exc).__name__}: {_first_line(exc)}", "upstream_error"
+        latency_ms = round((time.perf_counter() - t0) * 1000, 3)
+        response = answer.response if answer else openai_error(status, error, code)
+        event = exchange_event(
+            call_index=index, t=t, stream=stream, requested=requested, assigned=script.model,
+            served=answer.served if answer else None,
+            reported=answer.response["model"] if answer else None, swap=swap, status=status,
+            error=error, latency_ms=latency_ms, response=answer.response if answer else None,
+            cost_usd=answer.cost_usd if answer else None, messages=messages)
+        state.record(event, {"call_index": index, "t": t, "status": status, "stream": stream,
+                             "request": body_for_log, "response": response,
+                             "response_headers": headers})
+        if answer is None:
+            return JSONResponse(response, status_code=status, headers=headers)
+        if stream:
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            return StreamingResponse(stream_events(answer.response, include_usage),
+                                     media_type="text/event-stream", headers=headers)
+        return JSONResponse(answer.response, headers=headers)
+
+    async def models(request: Request):
+        state = registry.get(_token(request))
+        if state is None:
+            return _error_response(401, UNKNOWN_TOKEN, "invalid_api_key")
+        return JSONResponse({"object": "list", "data": [
+            {"id": state.script.model, "object": "model", "created": 0, "owned_by": "claimgrid"}]})
+
+    return Starlette(routes=[
+        Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+        Route("/chat/completions", chat_completions, methods=["POST"]),
+        Route("/v1/models", models, methods=["GET"]),
+    ])

@@ -1,0 +1,113 @@
+"""The one LiteLLM Router of the gateway, and the custom provider behind reference models.
+
+Reference models are deployments ``claimgrid/<name>`` of the LiteLLM custom provider
+``claimgrid``; real models (any LiteLLM model string) are ordinary deployments whose
+keys LiteLLM reads from the environment. The run's script reaches the provider through
+a context variable set by the request handler, never through the request itself, so the
+answer key is not copied into LiteLLM's request logging.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import math
+import threading
+import time
+import uuid
+
+from . import offline  # noqa: F401  (must precede the LiteLLM import)
+
+import litellm  # noqa: E402
+from litellm import CustomLLM, ModelResponse, Router  # noqa: E402
+from litellm.router_api import ChangeSet  # noqa: E402
+from litellm.types.router import Deployment  # noqa: E402
+
+from .policies import Turn, message_text, next_turn  # noqa: E402
+from .script import REFERENCE_MODEL_NAMES, RunScript  # noqa: E402
+
+PROVIDER = "claimgrid"
+CURRENT_SCRIPT: contextvars.ContextVar[RunScript | None] = contextvars.ContextVar(
+    "claimgrid_current_script", default=None)
+
+
+def estimate_tokens(text: str) -> int:
+    """A deterministic stand-in for a tokenizer: about four characters per token."""
+    return math.ceil(len(text) / 4) if text else 0
+
+
+def turn_to_response(turn: Turn, model: str, messages: list[dict]) -> ModelResponse:
+    message = {"role": "assistant", "content": turn.content}
+    if turn.tool_calls:
+        message["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in turn.tool_calls]
+    prompt = estimate_tokens("".join(message_text(m) for m in messages if isinstance(m, dict)))
+    completion = estimate_tokens((turn.content or "") + "".join(c.name + c.arguments for c in turn.tool_calls))
+    return ModelResponse(
+        id=f"chatcmpl-{uuid.uuid4().hex[:24]}", created=int(time.time()), model=model,
+        choices=[{"index": 0, "finish_reason": turn.finish_reason, "message": message}],
+        usage={"prompt_tokens": prompt, "completion_tokens": completion,
+               "total_tokens": prompt + completion})
+
+
+class ReferenceProvider(CustomLLM):
+    """LiteLLM custom provider: answers with the reference policy named by the model."""
+
+    def _answer(self, model: str, messages: list) -> ModelResponse:
+        script = CURRENT_SCRIPT.get()
+        name = model.split("/", 1)[1] if model.startswith(PROVIDER + "/") else model
+        if script is None:
+            raise litellm.exceptions.BadRequestError(
+                message=f"reference model '{name}' needs a run registered with the claimgrid gateway",
+                model=name, llm_provider=PROVIDER)
+        if name not in REFERENCE_MODEL_NAMES:
+            raise litellm.exceptions.NotFoundError(
+                message=f"unknown reference model '{name}'", model=name, llm_provider=PROVIDER)
+        return turn_to_response(next_turn(name, script, messages), name, messages)
+
+    def completion(self, model, messages, *args, **kwargs):
+        return self._answer(model, messages)
+
+    async def acompletion(self, model, messages, *args, **kwargs):
+        return self._answer(model, messages)
+
+
+_LOCK = threading.Lock()
+_PROVIDER = ReferenceProvider()
+
+
+def install_provider() -> None:
+    """Register the ``claimgrid`` custom provider with LiteLLM (idempotent)."""
+    with _LOCK:
+        if not any(item.get("provider") == PROVIDER for item in litellm.custom_provider_map):
+            litellm.custom_provider_map.append({"provider": PROVIDER, "custom_handler": _PROVIDER})
+            # LiteLLM reads the map when it sets up its callbacks; refresh it for late additions.
+            litellm.utils.custom_llm_setup()
+
+
+def deployment(model: str) -> dict:
+    """The Router deployment for a model name: reference policy or LiteLLM model string."""
+    if model in REFERENCE_MODEL_NAMES:
+        return {"model_name": model, "litellm_params": {"model": f"{PROVIDER}/{model}"}}
+    return {"model_name": model, "litellm_params": {"model": model}}
+
+
+class ModelRouter:
+    """One LiteLLM Router for the whole grid; real-model deployments are added on demand.
+
+    Retries and cooldowns are off: a retry would hide a failure from the evidence, and a
+    cooldown triggered by one run's simulated outage would leak into other runs.
+    """
+
+    def __init__(self) -> None:
+        install_provider()
+        self.router = Router(model_list=[deployment(m) for m in REFERENCE_MODEL_NAMES],
+                             num_retries=0, disable_cooldowns=True)
+        self._known = set(REFERENCE_MODEL_NAMES)
+        self._lock = threading.Lock()
+
+    def ensure(self, model: str) -> None:
+        with self._lock:
+            if model not in self._known:
+                self.router.apply(ChangeSet(upsert=[Deployment(**deployment(model))]))
+                self._known.add(model)

@@ -1,0 +1,42 @@
+"""The gateway's evidence: one ``source: gateway`` exchange event per request (CONTRACTS)."""
+
+from __future__ import annotations
+
+from .policies import tool_results
+
+
+def openai_error(status: int, message: str, code: str | None = None) -> dict:
+    """An OpenAI-style error body; the ``type`` follows OpenAI's names for the status."""
+    kind = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+            404: "not_found_error", 429: "rate_limit_error"}.get(status, "api_error")
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+def exchange_event(*, call_index: int, t: float, stream: bool, requested: str | None,
+                   assigned: str, served: str | None, reported: str | None, swap: str,
+                   status: int, error: str | None, latency_ms: float, response: dict | None,
+                   cost_usd: float | None, messages) -> dict:
+    """Build the exchange event. ``response`` is the OpenAI dict sent back (None if refused).
+
+    ``tool_results`` holds the text of every role=tool message of the request: it is how
+    the classifier knows that an injected text actually reached the model.
+    """
+    message, finish, usage = {}, None, None
+    if response:
+        choice = response["choices"][0]
+        message, finish, usage = choice["message"], choice["finish_reason"], response.get("usage")
+    return {
+        "source": "gateway", "kind": "exchange", "call_index": call_index, "t": t,
+        "stream": stream, "requested_model": requested, "assigned_model": assigned,
+        "served_model": served, "reported_model": reported, "swap": swap,
+        "status": status, "error": error, "latency_ms": latency_ms,
+        "usage": ({"prompt_tokens": usage.get("prompt_tokens"),
+                   "completion_tokens": usage.get("completion_tokens")} if usage else None),
+        "cost_usd": cost_usd,
+        "tool_calls": [{"id": c["id"], "name": c["function"]["name"],
+                        "arguments": c["function"]["arguments"]}
+                       for c in message.get("tool_calls") or []],
+        "content": message.get("content"),
+        "finish_reason": finish,
+        "tool_results": tool_results(messages) if isinstance(messages, list) else [],
+    }

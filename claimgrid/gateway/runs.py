@@ -1,0 +1,63 @@
+"""Registered runs: token -> script, call counter and the run's gateway log."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+from .script import RunScript
+
+
+@dataclass
+class RunState:
+    """One run's state. ``next_call`` hands out call indexes (every request, retries too)."""
+
+    script: RunScript
+    started: float = field(default_factory=time.monotonic)
+    calls: int = 0
+    events: list = field(default_factory=list)
+    raw: list = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def next_call(self) -> int:
+        with self.lock:
+            index = self.calls
+            self.calls += 1
+            return index
+
+    def record(self, event: dict, raw: dict) -> None:
+        with self.lock:
+            self.events.append(event)
+            self.raw.append(raw)
+
+    def elapsed(self) -> float:
+        return round(time.monotonic() - self.started, 4)
+
+
+class Registry:
+    """Thread-safe token registry shared by the driver thread and the server's event loop."""
+
+    def __init__(self) -> None:
+        self._runs: dict[str, RunState] = {}
+        self._lock = threading.Lock()
+
+    def add(self, token: str, script: RunScript) -> None:
+        if not token:
+            raise ValueError("a run token must be a non-empty string")
+        with self._lock:
+            if token in self._runs:
+                raise ValueError(f"token for run {self._runs[token].script.run_id!r} is already registered")
+            self._runs[token] = RunState(script)
+
+    def get(self, token: str | None) -> RunState | None:
+        if not token:
+            return None
+        with self._lock:
+            return self._runs.get(token)
+
+    def pop(self, token: str) -> RunState:
+        with self._lock:
+            if token not in self._runs:
+                raise KeyError("this token is not registered with the gateway")
+            return self._runs.pop(token)

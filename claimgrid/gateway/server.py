@@ -1,0 +1,97 @@
+"""Gateway: the harness model endpoint, served by uvicorn in a background thread.
+
+    gw = Gateway()                  # nothing started yet
+    url = gw.start()                # "http://127.0.0.1:PORT/v1"; idempotent
+    gw.register(token, script)      # before the run's agent starts
+    events, raw = gw.finish(token)  # after it exits: CONTRACTS exchange events + raw bodies
+    gw.stop()
+
+It binds to 127.0.0.1 only, on a port the OS picks. All runs share one event loop and
+one LiteLLM Router; a run is selected by its token alone.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+from ..errors import ClaimgridError
+from .runs import Registry
+from .script import RunScript
+
+HOST = "127.0.0.1"
+
+
+class Gateway:
+    def __init__(self) -> None:
+        self.registry = Registry()
+        self._server = None
+        self._thread: threading.Thread | None = None
+        self._url: str | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def url(self) -> str | None:
+        return self._url
+
+    def start(self, timeout_s: float = 60.0) -> str:
+        """Start serving (once) and return the base URL ending in ``/v1``."""
+        with self._lock:
+            if self._url:
+                return self._url
+            import uvicorn
+
+            from .app import create_app
+            from .providers import ModelRouter
+
+            app = create_app(self.registry, ModelRouter())
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((HOST, 0))
+            port = sock.getsockname()[1]
+            config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
+                                    timeout_keep_alive=30)
+            server = uvicorn.Server(config)
+            thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
+                                      name="claimgrid-gateway", daemon=True)
+            thread.start()
+            deadline = time.monotonic() + timeout_s
+            while not server.started:
+                if not thread.is_alive() or time.monotonic() > deadline:
+                    server.should_exit = True
+                    raise ClaimgridError(f"the model gateway did not start on {HOST}:{port}")
+                time.sleep(0.01)
+            self._server, self._thread, self._sock = server, thread, sock
+            self._url = f"http://{HOST}:{port}/v1"
+            return self._url
+
+    def register(self, token: str, script: RunScript) -> None:
+        """Map ``token`` (the run's API key) to its script; a token is registered once."""
+        if not isinstance(script, RunScript):
+            raise TypeError("register() needs a RunScript")
+        self.registry.add(token, script)
+
+    def finish(self, token: str) -> tuple[list[dict], list[dict]]:
+        """Unregister the run; return its exchange events and raw exchanges, by call_index."""
+        state = self.registry.pop(token)
+        with state.lock:
+            events = sorted(state.events, key=lambda e: e["call_index"])
+            raw = sorted(state.raw, key=lambda r: r["call_index"])
+        return events, raw
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        with self._lock:
+            if self._server is None:
+                return
+            self._server.should_exit = True
+            self._thread.join(timeout_s)
+            self._sock.close()
+            self._server = self._thread = self._url = None
+
+    def __enter__(self) -> "Gateway":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -1,0 +1,94 @@
+"""One model call through the Router, with the run's swap applied.
+
+For ``silent`` and ``reported`` the Router itself performs the fallback: the call goes to
+the assigned model group with ``mock_testing_fallbacks`` (LiteLLM fails the assigned
+deployment without contacting it) and a per-request fallback to the substitute, so the
+served model and the fallback headers are the ones LiteLLM produces.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import offline  # noqa: F401
+
+import litellm  # noqa: E402
+
+from .providers import CURRENT_SCRIPT, ModelRouter  # noqa: E402
+from .script import REFERENCE_MODEL_NAMES, RunScript  # noqa: E402
+
+# Request fields the gateway handles itself rather than forwarding.
+OWN_FIELDS = {"model", "messages", "stream", "stream_options"}
+FALLBACK_HEADERS = ("x-litellm-attempted-fallbacks", "x-litellm-attempted-retries",
+                    "x-litellm-model-group")
+
+
+@dataclass
+class Answer:
+    response: dict          # the OpenAI chat.completion dict sent back
+    served: str             # model group that really produced it
+    headers: dict           # extra response headers (fallback headers for ``reported``)
+    cost_usd: float | None  # None when LiteLLM does not know the price
+
+
+def _clean(resp, reported: str) -> dict:
+    """A plain OpenAI chat.completion dict, the same shape whoever served it."""
+    choice = resp.choices[0]
+    msg = choice.message
+    message = {"role": "assistant", "content": msg.content}
+    if msg.tool_calls:
+        message["tool_calls"] = [
+            {"id": c.id, "type": "function",
+             "function": {"name": c.function.name, "arguments": c.function.arguments}}
+            for c in msg.tool_calls]
+    usage = getattr(resp, "usage", None)
+    prompt = getattr(usage, "prompt_tokens", None)
+    completion = getattr(usage, "completion_tokens", None)
+    return {
+        "id": resp.id, "object": "chat.completion", "created": resp.created, "model": reported,
+        "choices": [{"index": 0, "message": message, "finish_reason": choice.finish_reason}],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                  "total_tokens": (prompt or 0) + (completion or 0) if usage else None},
+    }
+
+
+def _cost(resp, served: str) -> float | None:
+    if served in REFERENCE_MODEL_NAMES:
+        return None  # reference policies have no price; null, never an invented 0
+    cost = (getattr(resp, "_hidden_params", None) or {}).get("response_cost")
+    if cost is None:
+        try:
+            cost = litellm.completion_cost(completion_response=resp, model=served)
+        except Exception:  # LiteLLM raises for models missing from its price map
+            return None
+    return float(cost) if cost is not None else None
+
+
+async def call_model(router: ModelRouter, script: RunScript, swap: str, body: dict,
+                     requested: str | None) -> Answer:
+    """Ask the Router for one answer; raises LiteLLM's exceptions for upstream failures."""
+    params = {k: v for k, v in body.items() if k not in OWN_FIELDS}
+    kwargs: dict = {"model": script.model, "messages": body["messages"], **params}
+    if swap in ("silent", "reported"):
+        router.ensure(script.substitute)
+        kwargs["fallbacks"] = [{script.model: [script.substitute]}]
+        kwargs["mock_testing_fallbacks"] = True
+    router.ensure(script.model)
+    token = CURRENT_SCRIPT.set(script)
+    try:
+        resp = await router.router.acompletion(drop_params=True, **kwargs)
+    finally:
+        CURRENT_SCRIPT.reset(token)
+    hidden = getattr(resp, "_hidden_params", None) or {}
+    extra = hidden.get("additional_headers") or {}
+    served = extra.get("x-litellm-model-group") or script.model
+    headers = {}
+    if swap == "reported":
+        reported = served
+        headers = {k: str(extra[k]) for k in FALLBACK_HEADERS if k in extra}
+        if hidden.get("model_id"):
+            headers["x-litellm-model-id"] = str(hidden["model_id"])
+    else:
+        # What LiteLLM's proxy does without a fallback: restamp the client's model name.
+        reported = requested or script.model
+    return Answer(_clean(resp, reported), served, headers, _cost(resp, served))
