@@ -1,0 +1,217 @@
+"""One locked uv virtualenv per framework, described by ``venvs.toml``.
+
+``venvs.toml``::
+
+    [frameworks.strands]
+    python = "3.11"                          # the interpreter uv uses (no downloads)
+    project = "frameworks/strands"           # holds pyproject.toml + uv.lock
+    adapter = "frameworks/strands/adapter.py"
+    pass_env = []                            # optional: env var names (API keys) the adapter may see
+
+* ``load_venvs(path)`` validates strictly: an unknown or missing field, a missing
+  folder, ``pyproject.toml``, ``uv.lock`` or adapter is one-line ``DataError``
+  naming ``venvs.toml`` and the field.
+* ``ensure_venvs(entries)`` runs ``uv sync --locked --compile-bytecode`` into
+  ``<root>/.venvs/<name>`` only when the stamp (sha256 of pyproject, lock, python,
+  harness version and the sync command) differs from the one recorded after the last
+  successful build; an unchanged env costs a stat and two file hashes.
+* ``framework_versions(entry)`` reads the locked versions of the project's direct
+  dependencies from ``uv.lock`` without importing anything (ledger parity facts).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import time
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import Field
+
+from . import ROOT
+from .errors import ClaimgridError, DataError
+from .schema import Strict, load_toml, validate
+
+HARNESS_DIR = ROOT / "frameworks" / "_harness"
+STAMP_NAME = ".claimgrid-stamp"
+SYNC_ARGS = ("sync", "--locked", "--compile-bytecode", "--no-install-project")
+
+
+class VenvError(ClaimgridError):
+    """A framework environment could not be built; the message is one line."""
+
+
+class EntrySpec(Strict):
+    python: str
+    project: str
+    adapter: str
+    pass_env: list[str] = Field(default_factory=list)
+
+
+class VenvsFile(Strict):
+    frameworks: dict[str, EntrySpec]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One framework: where its locked project, adapter and venv live."""
+
+    name: str
+    python: str
+    project: Path
+    adapter: Path
+    venv: Path
+    pass_env: tuple[str, ...] = ()
+
+    @property
+    def adapter_dir(self) -> Path:
+        return self.adapter.parent
+
+    @property
+    def venv_python(self) -> Path:
+        return self.venv / "bin" / "python"
+
+
+@dataclass
+class EnvInfo:
+    name: str
+    python: Path
+    built: bool          # False: the stamp matched and uv was not called
+    seconds: float
+    stamp: str
+
+
+def load_venvs(path: Path | str | None = None) -> dict[str, Entry]:
+    """Parse ``venvs.toml`` (default: the repo root's); venvs go to ``<its folder>/.venvs``."""
+    path = Path(path) if path else ROOT / "venvs.toml"
+    spec = validate(VenvsFile, load_toml(path), path)
+    root = path.resolve().parent
+    if not spec.frameworks:
+        raise DataError(path, "frameworks", "no framework entries")
+    out = {}
+    for name, e in spec.frameworks.items():
+        where = f"frameworks.{name}"
+        if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", name):
+            raise DataError(path, where, "framework names are lowercase letters, digits, '-' and '_'")
+        project = (root / e.project).resolve()
+        if not project.is_dir():
+            raise DataError(path, f"{where}.project", f"folder '{e.project}' does not exist")
+        for needed in ("pyproject.toml", "uv.lock"):
+            if not (project / needed).is_file():
+                raise DataError(path, f"{where}.project", f"'{e.project}' has no {needed}")
+        adapter = (root / e.adapter).resolve()
+        if not adapter.is_file() or adapter.name != "adapter.py":
+            raise DataError(path, f"{where}.adapter", f"'{e.adapter}' is not an existing adapter.py")
+        if not re.fullmatch(r"3\.\d+(\.\d+)?", e.python):
+            raise DataError(path, f"{where}.python", f"'{e.python}' is not a Python version like '3.11'")
+        out[name] = Entry(name, e.python, project, adapter, root / ".venvs" / name, tuple(e.pass_env))
+    return out
+
+
+def _harness_digest() -> bytes:
+    h = hashlib.sha256()
+    for p in sorted(HARNESS_DIR.glob("*.py")):
+        h.update(p.name.encode() + b"\0" + p.read_bytes())
+    return h.digest()
+
+
+def stamp_for(entry: Entry) -> str:
+    h = hashlib.sha256()
+    for part in (
+        (entry.project / "pyproject.toml").read_bytes(),
+        (entry.project / "uv.lock").read_bytes(),
+        entry.python.encode(),
+        _harness_digest(),
+        " ".join(SYNC_ARGS).encode(),
+    ):
+        h.update(hashlib.sha256(part).digest())
+    return h.hexdigest()
+
+
+def _stamp_file(entry: Entry) -> Path:
+    return entry.venv / STAMP_NAME
+
+
+def is_current(entry: Entry, stamp: str | None = None) -> bool:
+    try:
+        recorded = _stamp_file(entry).read_text().strip()
+    except OSError:
+        return False
+    return recorded == (stamp or stamp_for(entry)) and entry.venv_python.exists()
+
+
+def _cause(stderr: str) -> str:
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        if ln.lower().startswith(("error", "×", "x ", "╰─▶", "caused by")):
+            return ln.lstrip("×╰─▶ ").strip()
+    meaningful = [ln for ln in lines if not ln.lower().startswith(("hint", "help", "warning"))]
+    return (meaningful or lines or ["no output"])[-1]
+
+
+def build(entry: Entry, uv: str, stamp: str) -> None:
+    env = {**os.environ, "UV_PROJECT_ENVIRONMENT": str(entry.venv), "UV_PYTHON_DOWNLOADS": "never"}
+    cmd = [uv, *SYNC_ARGS, "--project", str(entry.project), "--python", entry.python]
+    _stamp_file(entry).unlink(missing_ok=True)  # a half-built env must not look current
+    try:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    except OSError as exc:
+        raise VenvError(f"venvs: framework '{entry.name}' failed to install: {exc}") from None
+    if proc.returncode != 0:
+        raise VenvError(f"venvs: framework '{entry.name}' failed to install: {_cause(proc.stderr)}")
+    if not entry.venv_python.exists():
+        raise VenvError(f"venvs: framework '{entry.name}' failed to install: {entry.venv_python} missing after uv sync")
+    _stamp_file(entry).write_text(stamp + "\n")
+
+
+def ensure_venvs(entries: dict[str, Entry], console=None) -> dict[str, EnvInfo]:
+    """Create or update each framework's venv; an unchanged one is left alone.
+
+    Raises ``VenvError`` (one line) for a missing ``uv`` or a failed install.
+    ``console`` (optional, e.g. rich.Console) gets one line per environment built.
+    """
+    out = {}
+    uv = None
+    for name, entry in entries.items():
+        t0 = time.perf_counter()
+        stamp = stamp_for(entry)
+        built = False
+        if not is_current(entry, stamp):
+            if uv is None:
+                uv = shutil.which("uv")
+                if uv is None:
+                    raise VenvError("venvs: 'uv' was not found on PATH; it is needed to build the framework environments")
+            if console is not None:
+                console.print(f"building venv for {name} (uv sync --locked) ...")
+            build(entry, uv, stamp)
+            built = True
+        out[name] = EnvInfo(name, entry.venv_python, built, round(time.perf_counter() - t0, 4), stamp)
+    return out
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def framework_versions(entry: Entry) -> dict:
+    """``{package: version}`` from ``uv.lock`` for the project's direct dependencies."""
+    try:
+        with open(entry.project / "pyproject.toml", "rb") as fh:
+            deps = tomllib.load(fh).get("project", {}).get("dependencies", [])
+        with open(entry.project / "uv.lock", "rb") as fh:
+            lock = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    wanted = {_norm(re.split(r"[\s\[<>=!~;@]", d, maxsplit=1)[0]) for d in deps}
+    wanted.add("litellm")  # the model path every framework shares: always a parity fact
+    out = {}
+    for pkg in lock.get("package", []):
+        name = _norm(pkg.get("name", ""))
+        if name in wanted and "version" in pkg:
+            out[name] = pkg["version"]
+    return dict(sorted(out.items()))
