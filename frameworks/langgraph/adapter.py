@@ -1,0 +1,311 @@
+"""claimgrid adapter for LangGraph (runs inside ``.venvs/langgraph``, never imported by the driver).
+
+Contract (docs/CONTRACTS.md, "Adapter contract"): ``FRAMEWORK``, ``preload()``,
+``versions()`` and ``run(ctl, tools, rec) -> str | None``.
+
+The agent is LangChain 1.x's ``langchain.agents.create_agent`` (the LangGraph-built
+successor of the deprecated ``langgraph.prebuilt.create_react_agent``), its model a
+``langchain_litellm.ChatLiteLLM`` pointed at the harness gateway, its tools the harness
+tools wrapped as native ``StructuredTool`` objects with the harness JSON schemas.
+
+Runtime events come from a LangChain callback handler attached to the invocation:
+
+* ``tool_call``  on ``on_tool_start`` (the tool LangGraph's ToolNode actually dispatched);
+* ``model_call`` on ``on_llm_end``, with the model name taken from the *response*;
+* ``message``    for the final assistant message;
+* ``error``      on ``on_llm_error`` / ``on_tool_error`` (recorded, then re-raised by LangChain).
+
+Agent attribution: ``create_agent(name=...)`` puts ``lc_agent_name`` into the run
+metadata every child callback receives and stamps ``AIMessage.name``; the adapter
+uses the metadata, then the message name, and only then the declared
+``ctl["agent_name"]``, and records which one it used as ``agent_source``.
+
+Nothing here catches an exception to turn it into a result: a model error after
+retries, a tool exception or ``GraphRecursionError`` propagates out of ``run``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from importlib import metadata as _metadata
+from typing import Any
+
+FRAMEWORK = "langgraph"
+
+# LiteLLM fetches its model cost map from GitHub at import (three tries with back-off,
+# seconds per cold start, and a network call the grid must not make); its bundled
+# copy is the same data pinned with the package.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+# ChatLiteLLM wraps each completion in a tenacity retry on Timeout / APIError /
+# APIConnectionError / RateLimitError; LiteLLM itself may retry again underneath.
+# Both are pinned explicitly so a run's retry behaviour is a recorded parity fact,
+# not a library default that moves between releases.
+CHAT_MAX_RETRIES = 1
+LITELLM_NUM_RETRIES = 0
+# One agent step is a model superstep plus (usually) a tools superstep; the extra
+# step is LangGraph's entry. create_agent's own default is 9_999, i.e. unbounded.
+STEPS_PER_MODEL_CALL = 2
+
+SYSTEM_PROMPT = (
+    "You are {agent}, a software agent working in a git repository through the tools "
+    "you are given (list_dir, read_file, search, write_file, edit_file, run_command). "
+    "Paths are relative to the repository root. Do the task, then reply with your final report."
+)
+
+_RESPONSE_MODEL_KEY = "response_model"
+
+
+def preload() -> None:
+    """Import every module a real run loads, so a forked child does no heavy import.
+
+    Builds (but never invokes) a throwaway agent: graph compilation, pydantic schema
+    building and LiteLLM's provider tables are imported lazily on first use otherwise.
+    """
+    import litellm  # noqa: F401
+    import litellm.llms.openai.openai  # noqa: F401
+    import langchain_litellm  # noqa: F401
+    from langchain.agents import create_agent  # noqa: F401
+    from langgraph.errors import GraphRecursionError  # noqa: F401
+
+    def _noop(**kwargs):
+        return ""
+
+    class _Probe:
+        name = "probe"
+        description = "probe"
+        parameters = {"type": "object", "properties": {"x": {"type": "string"}}, "required": []}
+
+        def __call__(self, **kwargs):
+            return ""
+
+    model = _chat_model({"model": "preload", "gateway_url": "http://127.0.0.1:9/v1", "token": "x"})
+    create_agent(model, [_structured_tool(_Probe())], system_prompt="x", name="preload")
+    # LiteLLM resolves its OpenAI-compatible handler and response types on first call.
+    import litellm.litellm_core_utils.llm_response_utils.convert_dict_to_response  # noqa: F401
+    import langchain_core.callbacks.manager  # noqa: F401
+
+
+def versions() -> dict:
+    """Framework and LiteLLM versions plus the retry/limit settings this adapter imposes."""
+    out = {}
+    for dist in ("langgraph", "langchain", "langchain-core", "langchain-litellm", "litellm"):
+        try:
+            out[dist] = _metadata.version(dist)
+        except _metadata.PackageNotFoundError:
+            out[dist] = None
+    out["retries"] = {
+        "chat_litellm_max_retries": CHAT_MAX_RETRIES,
+        "litellm_num_retries": LITELLM_NUM_RETRIES,
+        "recursion_limit": f"{STEPS_PER_MODEL_CALL} * budgets.max_model_calls",
+        "tool_error_handling": "langgraph ToolNode default (unknown tool -> error ToolMessage)",
+    }
+    return out
+
+
+def recursion_limit(ctl: dict) -> int:
+    """LangGraph supersteps allowed for a run with ``budgets.max_model_calls`` model calls."""
+    return STEPS_PER_MODEL_CALL * int(ctl["budgets"]["max_model_calls"])
+
+
+def _chat_model(ctl: dict):
+    from langchain_litellm import ChatLiteLLM
+
+    class _ResponseModelChatLiteLLM(ChatLiteLLM):
+        """ChatLiteLLM that keeps the response's own ``model`` field.
+
+        langchain-litellm fills ``response_metadata['model_name']`` with the *configured*
+        model name, dropping the name the endpoint answered with; a router fallback that
+        reports its substitute would then be invisible in the runtime channel. This
+        subclass only adds ``response_metadata['response_model']``; it changes nothing
+        LangGraph sees or does.
+        """
+
+        def _create_chat_result(self, response, **params):
+            result = super()._create_chat_result(response, **params)
+            served = response.get("model") if hasattr(response, "get") else None
+            for gen in result.generations:
+                gen.message.response_metadata[_RESPONSE_MODEL_KEY] = served
+            return result
+
+    return _ResponseModelChatLiteLLM(
+        model="openai/" + ctl["model"],
+        api_base=ctl["gateway_url"],
+        api_key=ctl["token"],
+        max_retries=CHAT_MAX_RETRIES,
+        streaming=False,
+        temperature=0,
+        request_timeout=ctl.get("timeout_s"),
+        model_kwargs={"num_retries": LITELLM_NUM_RETRIES},
+    )
+
+
+def _structured_tool(tool):
+    """Expose one HarnessTool as a native StructuredTool with its JSON schema as args schema."""
+    from langchain_core.tools import StructuredTool
+
+    def _call(**kwargs):
+        return tool(**kwargs)
+
+    return StructuredTool.from_function(
+        func=_call,
+        name=tool.name,
+        description=tool.description,
+        args_schema=tool.parameters,
+        infer_schema=False,
+    )
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part.get("text", "") if isinstance(part, dict) else str(part) for part in content
+        )
+    return "" if content is None else str(content)
+
+
+def _tool_messages(outputs: Any) -> list:
+    """ToolMessages in a graph node's output (a state dict, a list of updates or Commands)."""
+    from langchain_core.messages import ToolMessage
+
+    found = []
+    stack = [outputs]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, ToolMessage):
+            found.append(item)
+        elif isinstance(item, dict):
+            stack.extend(item.get("messages", []) if isinstance(item.get("messages"), list) else [])
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif hasattr(item, "update"):  # langgraph.types.Command
+            stack.append(getattr(item, "update"))
+    return found
+
+
+def _make_handler(rec, declared_agent: str):
+    from langchain_core.callbacks import BaseCallbackHandler
+
+    class RuntimeEvents(BaseCallbackHandler):
+        """Turns LangChain callbacks into claimgrid ``runtime`` events on ``rec``."""
+
+        # A recorder failure must surface, not be logged and skipped by LangChain.
+        raise_error = True
+        run_inline = True
+
+        def __init__(self):
+            self._lock = threading.Lock()
+            self._agent_by_run: dict = {}
+            self._seen_errors: set = set()
+
+        def _agent(self, metadata, message=None, run_id=None, parent_run_id=None):
+            name = (metadata or {}).get("lc_agent_name")
+            if name:
+                return name, "metadata.lc_agent_name"
+            name = getattr(message, "name", None)
+            if name:
+                return name, "message.name"
+            for rid in (run_id, parent_run_id):
+                if rid in self._agent_by_run:
+                    return self._agent_by_run[rid]
+            return declared_agent, "declared"
+
+        def on_chat_model_start(self, serialized, messages, *, run_id, parent_run_id=None,
+                                metadata=None, **kwargs):
+            with self._lock:
+                self._agent_by_run[run_id] = self._agent(metadata)
+
+        def on_llm_end(self, response, *, run_id, parent_run_id=None, **kwargs):
+            with self._lock:
+                agent, source = self._agent_by_run.get(run_id, (declared_agent, "declared"))
+                for gens in response.generations:
+                    for gen in gens:
+                        msg = getattr(gen, "message", None)
+                        meta = getattr(msg, "response_metadata", {}) or {}
+                        usage = getattr(msg, "usage_metadata", None) or {}
+                        rec.model_call(
+                            agent,
+                            meta.get(_RESPONSE_MODEL_KEY),
+                            {
+                                "prompt_tokens": usage.get("input_tokens"),
+                                "completion_tokens": usage.get("output_tokens"),
+                            },
+                            agent_source=source,
+                            transcript_model=meta.get("model_name"),
+                            tool_calls=[tc["name"] for tc in getattr(msg, "tool_calls", [])],
+                            invalid_tool_calls=[
+                                {"name": tc.get("name"), "args": tc.get("args")}
+                                for tc in getattr(msg, "invalid_tool_calls", [])
+                            ],
+                        )
+
+        def on_llm_error(self, error, *, run_id, parent_run_id=None, **kwargs):
+            with self._lock:
+                agent, source = self._agent_by_run.get(run_id, (declared_agent, "declared"))
+                rec.error(agent, type(error).__name__, str(error), agent_source=source)
+
+        def on_tool_start(self, serialized, input_str, *, run_id, parent_run_id=None,
+                          metadata=None, inputs=None, **kwargs):
+            with self._lock:
+                agent, source = self._agent(metadata)
+                self._agent_by_run[run_id] = (agent, source)
+                name = (serialized or {}).get("name") or kwargs.get("name")
+                rec.tool_call(agent, name, inputs if inputs is not None else input_str,
+                              agent_source=source)
+
+        def on_chain_start(self, serialized, inputs, *, run_id, parent_run_id=None,
+                           metadata=None, **kwargs):
+            with self._lock:
+                self._agent_by_run[run_id] = self._agent(metadata)
+
+        def on_chain_end(self, outputs, *, run_id, parent_run_id=None, **kwargs):
+            # LangGraph's ToolNode answers a call it cannot dispatch (unknown tool name,
+            # arguments its schema rejects) with an error ToolMessage and never starts a
+            # tool, so no on_tool_start fires: the node's output is the only trace.
+            with self._lock:
+                for msg in _tool_messages(outputs):
+                    if getattr(msg, "status", None) != "error" or msg.tool_call_id in self._seen_errors:
+                        continue
+                    self._seen_errors.add(msg.tool_call_id)
+                    agent, source = self._agent_by_run.get(run_id, (declared_agent, "declared"))
+                    rec.error(agent, "ToolMessageError", _text(msg.content),
+                              agent_source=source, tool=msg.name, tool_call_id=msg.tool_call_id)
+
+        def on_tool_error(self, error, *, run_id, parent_run_id=None, **kwargs):
+            with self._lock:
+                agent, source = self._agent_by_run.get(run_id, (declared_agent, "declared"))
+                rec.error(agent, type(error).__name__, str(error), agent_source=source)
+
+    return RuntimeEvents()
+
+
+def run(ctl: dict, tools: list, rec) -> str | None:
+    """Run one LangGraph agent on ``ctl["prompt"]``; return its final assistant text.
+
+    Exceptions (model errors after retries, ``GraphRecursionError`` when the budget
+    of supersteps is spent, recorder failures) propagate unchanged.
+    """
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    agent_name = ctl["agent_name"]
+    graph = create_agent(
+        _chat_model(ctl),
+        [_structured_tool(t) for t in tools],
+        system_prompt=SYSTEM_PROMPT.format(agent=agent_name),
+        name=agent_name,
+    )
+    state = graph.invoke(
+        {"messages": [HumanMessage(content=ctl["prompt"])]},
+        config={"recursion_limit": recursion_limit(ctl), "callbacks": [_make_handler(rec, agent_name)]},
+    )
+    final = next((m for m in reversed(state["messages"]) if isinstance(m, AIMessage)), None)
+    if final is None:
+        return None
+    text = _text(final.content)
+    name, source = (final.name, "message.name") if final.name else (agent_name, "declared")
+    rec.message(name, "assistant", text, agent_source=source)
+    return text
