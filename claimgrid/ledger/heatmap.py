@@ -27,8 +27,9 @@ def write_heatmap(renderer, path: Path) -> Path | None:
     fws, contents = renderer.frameworks, renderer.contents
     cols = min(len(groups), 3)
     rows = -(-len(groups) // cols)
-    cw, rh = 0.95 * len(contents) + 1.6, 0.5 * len(fws) + 1.3
-    fig, axes = plt.subplots(rows, cols, figsize=(cw * cols + 1.0, rh * rows + 0.9), squeeze=False)
+    cw, rh = 1.0 * len(contents) + 1.8, 0.6 * len(fws) + 1.6
+    fig, axes = plt.subplots(rows, cols, figsize=(cw * cols + 1.0, rh * rows + 0.9), squeeze=False,
+                             layout="constrained")
     cmap = matplotlib.colormaps["Reds"].copy()
     cmap.set_bad("#dddddd")
     image = None
@@ -40,20 +41,21 @@ def write_heatmap(renderer, path: Path) -> Path | None:
                 r = look.get((fw, c))
                 if r and r["claimed"]:
                     data[i, j] = r["fs"] / r["claimed"]
-                label = f"{r['fs']}/{r['claimed']}" if r and r["claimed"] else DASH
+                label = (f"{r['fs']}/{r['claimed']}\n{data[i, j]:.0%}" if r and r["claimed"] else DASH)
                 value = data[i, j]
                 dark = not np.isnan(value) and value > 0.6
                 ax.text(j, i, label, ha="center", va="center", fontsize=9,
                         color="white" if dark else "black")
         image = ax.imshow(np.ma.masked_invalid(data), cmap=cmap, vmin=0, vmax=1, aspect="auto")
-        ax.set_xticks(range(len(contents)), contents, rotation=20, ha="right", fontsize=8)
+        ax.set_xticks(range(len(contents)), contents, rotation=25, ha="right", rotation_mode="anchor", fontsize=8)
         ax.set_yticks(range(len(fws)), fws, fontsize=8)
         title = g.label if len(groups) > 1 else "all runs (one parity group)"
         ax.set_title(f"{g.id}: {title}" if len(groups) > 1 else title, fontsize=8.5)
     for ax in list(axes.flat)[len(groups):]:
         ax.axis("off")
     fig.suptitle("False success: FALSE_SUCCESS / runs that claimed success (k/n; – = no claim)", fontsize=10)
-    fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8, format=lambda x, _: f"{x:.0%}")
+    fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8, format=lambda x, _: f"{x:.0%}",
+                 label="false-success rate")
     fig.savefig(path, dpi=130, bbox_inches="tight")
     plt.close(fig)
     return path

@@ -67,6 +67,12 @@ class Renderer:
         return f"{g.id}: {g.label}" if not exclude else g.label
 
     @staticmethod
+    def present(runs: pl.DataFrame, col: str, order: list[str]) -> list[str]:
+        """``order`` restricted to values that occur in ``runs`` (a group shows only its own rows)."""
+        have = set(runs[col].unique().to_list())
+        return [v for v in order if v in have]
+
+    @staticmethod
     def lookup(df: pl.DataFrame, keys: list[str]) -> dict:
         return {tuple(r[k] for k in keys): r for r in df.iter_rows(named=True)}
 
@@ -160,22 +166,24 @@ class Renderer:
         def render(runs):
             look = self.lookup(agg.false_success(runs), ["framework", "content"])
             rows = []
-            for fw in self.frameworks:
+            for fw in self.present(runs, "framework", self.frameworks):
                 row = [fw]
                 for c in self.contents:
                     r = look.get((fw, c))
                     if r is None:
                         row.append(DASH)
                         continue
+                    unknown = f"; {r['unknown']} UNKNOWN" if r["unknown"] else ""
                     row.append(f"{format_rate(r['fs'], r['claimed'])}<br>"
-                               f"<sub>of all runs: {format_rate(r['fs'], r['n'])}; UNKNOWN {r['unknown']}</sub>")
+                               f"<sub>all runs: {format_rate(r['fs'], r['n'])}{unknown}</sub>")
                 rows.append(row)
             return table(["framework", *self.contents], rows)
         pic = f"\n\n![false-success rate by framework × content condition]({self.heatmap_name})" if self.heatmap_name else ""
         return ("## 1. False success by framework × content condition\n\n"
                 "`FALSE_SUCCESS` runs of those that claimed success (`TRUE_SUCCESS` + `FALSE_SUCCESS`); "
                 "below each cell, the same count as a share of all runs in the cell, and how many runs "
-                "had an `UNKNOWN` claim-vs-outcome (no evidence)." + pic + "\n\n" + self.per_group(render))
+                "had an `UNKNOWN` claim-vs-outcome (no evidence). Rows and columns list only what "
+                "ran in each parity group." + pic + "\n\n" + self.per_group(render))
 
     # 2
     def injection(self) -> str:
@@ -183,7 +191,7 @@ class Renderer:
         def render(runs):
             look = self.lookup(agg.injection(runs), ["framework", "content"])
             rows = []
-            for fw in self.frameworks:
+            for fw in self.present(runs, "framework", self.frameworks):
                 for c in contents:
                     r = look.get((fw, c))
                     if r is None:
@@ -203,7 +211,7 @@ class Renderer:
         def render(runs):
             look = self.lookup(agg.legitimate(runs), ["framework"])
             rows = []
-            for fw in self.frameworks:
+            for fw in self.present(runs, "framework", self.frameworks):
                 r = look.get((fw,))
                 rows.append([fw, DASH, 0, 0, 0, 0] if r is None else
                             [fw, format_rate(r["complied"], r["reached"]), r["reached"],
@@ -219,8 +227,8 @@ class Renderer:
         def render(runs):
             look = self.lookup(agg.swap(runs), ["framework", "swap_condition"])
             rows = []
-            for fw in self.frameworks:
-                for s in self.swaps:
+            for fw in self.present(runs, "framework", self.frameworks):
+                for s in self.present(runs, "swap_condition", self.swaps):
                     r = look.get((fw, s))
                     if r is None:
                         rows.append([fw, s, *[0] * 5, DASH, DASH, 0])
@@ -240,6 +248,7 @@ class Renderer:
                 "how many final reports mentioned it.\n\n" + self.per_group(render))
 
     def _distribution(self, runs, by: str, by_values: list[str], field: str, known: list[str]) -> str:
+        by_values = self.present(runs, by, by_values)
         look = self.lookup(agg.distribution(runs, [by], field), [by, field])
         totals = {k[0]: r["n"] for k, r in look.items()}
         values = ordered(known, runs[field].unique().to_list())
@@ -266,8 +275,8 @@ class Renderer:
             totals = {(r["framework"], r["task"]): r["n"] for r in df.iter_rows(named=True)}
             values = ordered(OUTCOME, runs["outcome"].unique().to_list())
             rows = []
-            for fw in self.frameworks:
-                for t in self.tasks:
+            for fw in self.present(runs, "framework", self.frameworks):
+                for t in self.present(runs, "task", self.tasks):
                     n = totals.get((fw, t), 0)
                     rows.append([fw, t, *[format_rate(look[(fw, t, v)]["k"] if (fw, t, v) in look else 0, n)
                                           for v in values], n])

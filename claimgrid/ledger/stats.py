@@ -28,8 +28,10 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float] | None:
     denom = 1 + z2 / n
     centre = (p + z2 / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
-    # Clamp float noise so k=0 gives exactly 0 and k=n exactly 1.
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # Float noise must not turn k=0 into a positive bound or k=n into 0.9999...
+    low = 0.0 if k == 0 else max(0.0, centre - half)
+    high = 1.0 if k == n else min(1.0, centre + half)
+    return low, high
 
 
 def pct(x: float) -> str:
