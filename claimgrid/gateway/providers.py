@@ -25,6 +25,9 @@ from litellm.types.router import Deployment  # noqa: E402
 from .policies import Turn, message_text, next_turn  # noqa: E402
 from .script import REFERENCE_MODEL_NAMES, RunScript  # noqa: E402
 
+# LiteLLM prints a provider-list banner on errors; the gateway reports errors itself.
+litellm.suppress_debug_info = True
+
 PROVIDER = "claimgrid"
 CURRENT_SCRIPT: contextvars.ContextVar[RunScript | None] = contextvars.ContextVar(
     "claimgrid_current_script", default=None)
