@@ -30,8 +30,7 @@ def write_heatmap(renderer, path: Path) -> Path | None:
     cw, rh = 1.0 * len(contents) + 1.8, 0.6 * len(fws) + 1.6
     fig, axes = plt.subplots(rows, cols, figsize=(cw * cols + 1.0, rh * rows + 0.9), squeeze=False,
                              layout="constrained")
-    cmap = matplotlib.colormaps["Reds"].copy()
-    cmap.set_bad("#dddddd")
+    cmap = matplotlib.colormaps["Reds"].with_extremes(bad="#dddddd")
     image = None
     for ax, g in zip(axes.flat, groups):
         look = renderer.lookup(agg.false_success(g.runs), ["framework", "content"])
