@@ -1,0 +1,160 @@
+"""venvs.toml parsing, the rebuild stamp, uv failures as one line, locked versions."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from claimgrid.errors import DataError
+from claimgrid.venvs import VenvError, ensure_venvs, framework_versions, load_venvs
+
+LOCK = '''version = 1
+requires-python = "==3.11.*"
+
+[[package]]
+name = "strands-agents"
+version = "1.62.0"
+source = { registry = "https://pypi.org/simple" }
+
+[[package]]
+name = "litellm"
+version = "1.110.2"
+source = { registry = "https://pypi.org/simple" }
+
+[[package]]
+name = "httpx"
+version = "0.28.1"
+source = { registry = "https://pypi.org/simple" }
+'''
+
+PYPROJECT = '''[project]
+name = "fw"
+version = "0"
+requires-python = ">=3.11,<3.12"
+dependencies = ["strands-agents==1.62.0", "litellm==1.110.2"]
+'''
+
+# A stand-in for uv: counts its calls; "fails" when FAKE_UV_FAIL is set, else makes the venv python.
+FAKE_UV = '''#!/bin/sh
+echo "$@" >> "{log}"
+if [ -n "$FAKE_UV_FAIL" ]; then
+  echo "Resolved 3 packages" >&2
+  echo "error: Failed to download \\`strands-agents==1.62.0\\`" >&2
+  echo "" >&2
+  exit 2
+fi
+mkdir -p "$UV_PROJECT_ENVIRONMENT/bin"
+ln -sf /bin/true "$UV_PROJECT_ENVIRONMENT/bin/python"
+'''
+
+
+def _framework(root: Path, name: str) -> None:
+    d = root / "frameworks" / name
+    d.mkdir(parents=True)
+    (d / "pyproject.toml").write_text(PYPROJECT)
+    (d / "uv.lock").write_text(LOCK)
+    (d / "adapter.py").write_text("FRAMEWORK = 'x'\n")
+
+
+def _venvs_toml(root: Path, names=("a", "b", "c"), extra: str = "") -> Path:
+    body = "".join(f'[frameworks.{n}]\npython = "3.11"\nproject = "frameworks/{n}"\n'
+                   f'adapter = "frameworks/{n}/adapter.py"\n{extra}\n' for n in names)
+    path = root / "venvs.toml"
+    path.write_text(body)
+    return path
+
+
+@pytest.fixture
+def repo(tmp_path):
+    for n in ("a", "b", "c"):
+        _framework(tmp_path, n)
+    return tmp_path
+
+
+@pytest.fixture
+def fake_uv(tmp_path, monkeypatch):
+    bindir = tmp_path / "fakebin"
+    bindir.mkdir()
+    log = tmp_path / "uv-calls.log"
+    uv = bindir / "uv"
+    uv.write_text(FAKE_UV.format(log=log))
+    uv.chmod(uv.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bindir}:/usr/bin:/bin")
+    return lambda: log.read_text().splitlines() if log.exists() else []
+
+
+def test_the_repo_venvs_toml_parses():
+    entries = load_venvs()
+    assert set(entries) == {"strands", "langgraph", "crewai"}
+    assert all(e.venv.name == e.name and e.venv.parent.name == ".venvs" for e in entries.values())
+
+
+def test_entries_and_paths(repo):
+    entries = load_venvs(_venvs_toml(repo))
+    a = entries["a"]
+    assert a.project == repo / "frameworks" / "a" and a.adapter_dir == a.project
+    assert a.venv_python == repo / ".venvs" / "a" / "bin" / "python" and a.pass_env == ()
+
+
+@pytest.mark.parametrize("mutate, field, message", [
+    (lambda t: t.replace('python = "3.11"\nproject = "frameworks/a"', 'python = "3.11"\nflavour = 1\nproject = "frameworks/a"'),
+     "frameworks.a.flavour", "unknown field"),
+    (lambda t: t.replace('adapter = "frameworks/b/adapter.py"\n', ""), "frameworks.b.adapter", "required field is missing"),
+    (lambda t: t.replace('project = "frameworks/c"', 'project = "frameworks/zz"'), "frameworks.c.project", "does not exist"),
+    (lambda t: t.replace('python = "3.11"\nproject = "frameworks/a"', 'python = "eleven"\nproject = "frameworks/a"'),
+     "frameworks.a.python", "not a Python version"),
+])
+def test_bad_entries_are_one_line_naming_file_and_field(repo, mutate, field, message):
+    path = _venvs_toml(repo)
+    path.write_text(mutate(path.read_text()))
+    with pytest.raises(DataError) as exc:
+        load_venvs(path)
+    text = str(exc.value)
+    assert "\n" not in text and text.startswith(str(path)) and f"field '{field}'" in text and message in text
+
+
+def test_missing_lock_is_rejected(repo):
+    (repo / "frameworks" / "b" / "uv.lock").unlink()
+    with pytest.raises(DataError, match=r"venvs.toml: field 'frameworks.b.project': 'frameworks/b' has no uv.lock"):
+        load_venvs(_venvs_toml(repo))
+
+
+def test_unchanged_env_is_not_rebuilt(repo, fake_uv):
+    entries = load_venvs(_venvs_toml(repo))
+    first = ensure_venvs(entries)
+    assert [i.built for i in first.values()] == [True, True, True]
+    calls = fake_uv()
+    assert len(calls) == 3 and all("sync --locked --compile-bytecode" in c for c in calls)
+    assert "--python 3.11" in calls[0] and f"--project {repo / 'frameworks' / 'a'}" in calls[0]
+    second = ensure_venvs(entries)
+    assert [i.built for i in second.values()] == [False, False, False]
+    assert len(fake_uv()) == 3  # uv was not called again
+    (repo / "frameworks" / "b" / "uv.lock").write_text(LOCK + "\n# relocked\n")
+    third = ensure_venvs(entries)
+    assert [i.built for i in third.values()] == [False, True, False]
+    assert len(fake_uv()) == 4
+
+
+def test_failed_install_is_one_line_with_the_cause(repo, fake_uv, monkeypatch):
+    monkeypatch.setenv("FAKE_UV_FAIL", "1")
+    entries = load_venvs(_venvs_toml(repo, names=("a",)))
+    with pytest.raises(VenvError) as exc:
+        ensure_venvs(entries)
+    assert str(exc.value) == "venvs: framework 'a' failed to install: error: Failed to download `strands-agents==1.62.0`"
+    assert not (repo / ".venvs" / "a" / ".claimgrid-stamp").exists()
+
+
+def test_missing_uv_is_one_line(repo, monkeypatch, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    with pytest.raises(VenvError, match=r"^venvs: 'uv' was not found on PATH"):
+        ensure_venvs(load_venvs(_venvs_toml(repo)))
+
+
+def test_framework_versions_from_the_lock(repo):
+    entry = load_venvs(_venvs_toml(repo))["a"]
+    assert framework_versions(entry) == {"litellm": "1.110.2", "strands-agents": "1.62.0"}
