@@ -226,10 +226,11 @@ def _make_handler(rec, declared_agent: str):
                         msg = getattr(gen, "message", None)
                         meta = getattr(msg, "response_metadata", {}) or {}
                         usage = getattr(msg, "usage_metadata", None) or {}
-                        rec.model_call(
-                            agent,
-                            meta.get(_RESPONSE_MODEL_KEY),
-                            {
+                        rec.event(
+                            "model_call",
+                            agent=agent,
+                            model=meta.get(_RESPONSE_MODEL_KEY),
+                            usage={
                                 "prompt_tokens": usage.get("input_tokens"),
                                 "completion_tokens": usage.get("output_tokens"),
                             },
@@ -245,7 +246,8 @@ def _make_handler(rec, declared_agent: str):
         def on_llm_error(self, error, *, run_id, parent_run_id=None, **kwargs):
             with self._lock:
                 agent, source = self._agent_by_run.get(run_id, (declared_agent, "declared"))
-                rec.error(agent, type(error).__name__, str(error), agent_source=source)
+                rec.event("error", agent=agent, type=type(error).__name__, message=str(error),
+                          agent_source=source)
 
         def on_tool_start(self, serialized, input_str, *, run_id, parent_run_id=None,
                           metadata=None, inputs=None, **kwargs):
@@ -253,8 +255,8 @@ def _make_handler(rec, declared_agent: str):
                 agent, source = self._agent(metadata)
                 self._agent_by_run[run_id] = (agent, source)
                 name = (serialized or {}).get("name") or kwargs.get("name")
-                rec.tool_call(agent, name, inputs if inputs is not None else input_str,
-                              agent_source=source)
+                rec.event("tool_call", agent=agent, tool=name,
+                          args=inputs if inputs is not None else input_str, agent_source=source)
 
         def on_chain_start(self, serialized, inputs, *, run_id, parent_run_id=None,
                            metadata=None, **kwargs):
@@ -271,13 +273,15 @@ def _make_handler(rec, declared_agent: str):
                         continue
                     self._seen_errors.add(msg.tool_call_id)
                     agent, source = self._agent_by_run.get(run_id, (declared_agent, "declared"))
-                    rec.error(agent, "ToolMessageError", _text(msg.content),
-                              agent_source=source, tool=msg.name, tool_call_id=msg.tool_call_id)
+                    rec.event("error", agent=agent, type="ToolMessageError",
+                              message=_text(msg.content), agent_source=source,
+                              tool=msg.name, tool_call_id=msg.tool_call_id)
 
         def on_tool_error(self, error, *, run_id, parent_run_id=None, **kwargs):
             with self._lock:
                 agent, source = self._agent_by_run.get(run_id, (declared_agent, "declared"))
-                rec.error(agent, type(error).__name__, str(error), agent_source=source)
+                rec.event("error", agent=agent, type=type(error).__name__, message=str(error),
+                          agent_source=source)
 
     return RuntimeEvents()
 
@@ -307,5 +311,5 @@ def run(ctl: dict, tools: list, rec) -> str | None:
         return None
     text = _text(final.content)
     name, source = (final.name, "message.name") if final.name else (agent_name, "declared")
-    rec.message(name, "assistant", text, agent_source=source)
+    rec.event("message", agent=name, role="assistant", text=text, agent_source=source)
     return text
