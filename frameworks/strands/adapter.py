@@ -18,10 +18,13 @@ How a run is built, all with Strands' own parts:
 
 What Strands does not expose, and what is recorded instead:
 
-- Strands drops the ``model`` field of LiteLLM's responses (neither the stream events
-  nor ``AfterModelCallEvent`` carry it), so ``model_call`` events carry the model id the
-  runtime was configured with, with ``model_source: "configured"``. A "reported" swap is
-  therefore not visible in this framework's runtime channel: only the gateway shows it.
+- Strands drops the ``model`` field of LiteLLM's responses (neither its stream events
+  nor ``AfterModelCallEvent`` carry it). The adapter wraps ``litellm.acompletion`` (the
+  call ``LiteLLMModel`` makes) to note the model name on the response/chunks LiteLLM hands
+  to Strands (for streams, LiteLLM's ``provider_response_model`` hidden param: it rewrites
+  each chunk's ``model`` to the requested name), and ``model_call`` events carry that
+  name: a "reported" swap is visible in the runtime channel, a "silent" one is not. Only
+  if no response carried a name does the event fall back to the configured model.
 - Strands has no limit on event-loop cycles. The budget ``max_model_calls`` is enforced
   by the gateway (it refuses with HTTP 429 once spent); what Strands does with that
   refusal is the framework's own behaviour and is part of the result.
@@ -104,6 +107,7 @@ def preload() -> None:
     for name in _RUN_MODULES:
         importlib.import_module(name)
     _configure_litellm()
+    _install_model_probe()
     agent = _build_agent(
         ctl={"agent_name": "preload", "model": "preload", "token": "x",
              "gateway_url": "http://127.0.0.1:9/v1"},
@@ -135,7 +139,7 @@ def versions() -> dict:
         "streaming": True,
         "tool_executor": TOOL_EXECUTOR,
         "max_model_calls_enforced_by": "gateway",
-        "runtime_model_name": "configured",
+        "runtime_model_name": "litellm response (Strands drops it; noted at litellm.acompletion)",
     }
 
 
@@ -146,6 +150,7 @@ def run(ctl: dict, tools: list, rec) -> str | None:
     shared harness, which records them; nothing here turns a failure into a result.
     """
     _configure_litellm()
+    _install_model_probe()
     agent = _build_agent(ctl, tools, rec)
     result = agent(ctl["prompt"])
     return _message_text(result.message)
@@ -162,6 +167,67 @@ def _configure_litellm() -> None:
     litellm.suppress_debug_info = True
     # Never let LiteLLM drop or rewrite parameters silently for an unknown model name.
     litellm.drop_params = False
+
+
+class _ModelProbe:
+    """The model name on the last response LiteLLM returned (one agent, calls in sequence)."""
+
+    last: str | None = None
+
+
+def _install_model_probe() -> None:
+    """Wrap ``litellm.acompletion`` once per process so each response's model name is noted.
+
+    The wrapper returns what LiteLLM returned (a stream is wrapped only to read each
+    chunk's ``model``); it changes no request and no response.
+    """
+    import litellm
+
+    if getattr(litellm.acompletion, "_claimgrid_probe", False):
+        return
+    original = litellm.acompletion
+
+    async def acompletion(*args, **kwargs):
+        _ModelProbe.last = None
+        response = await original(*args, **kwargs)
+        if kwargs.get("stream"):
+            return _ObservedStream(response)
+        _ModelProbe.last = getattr(response, "model", None) or None
+        return response
+
+    acompletion._claimgrid_probe = True
+    litellm.acompletion = acompletion
+
+
+class _ObservedStream:
+    """Async-iterates LiteLLM's stream unchanged, noting the model name the chunks carry.
+
+    Strands iterates the same stream twice (up to ``finish_reason``, then for the usage
+    chunk), so this is its own iterator over the one underlying iterator.
+    """
+
+    def __init__(self, stream):
+        self._stream = stream
+        self._it = stream.__aiter__()
+        self._sent: str | None = None
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        chunk = await self._it.__anext__()
+        # LiteLLM rewrites a stream chunk's ``model`` to the requested name; the name the
+        # endpoint actually sent is kept in the chunk's hidden params.
+        # (A usage-only chunk may lack it: it must not overwrite the name already seen.)
+        hidden = getattr(chunk, "_hidden_params", None) or {}
+        sent = hidden.get("provider_response_model")
+        if sent:
+            self._sent = sent
+        _ModelProbe.last = self._sent or getattr(chunk, "model", None) or _ModelProbe.last
+        return chunk
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
 
 
 def _build_agent(ctl: dict, tools: list, rec):
@@ -245,7 +311,8 @@ class _RuntimeHooks:
 
     def _model_call(self, event) -> None:
         if event.stop_response is not None:
-            self.rec.model_call(event.agent.name, self.runtime_model, _usage(event.stop_response.message))
+            seen = _ModelProbe.last or self.runtime_model
+            self.rec.model_call(event.agent.name, seen, _usage(event.stop_response.message))
         elif event.exception is not None and hasattr(self.rec, "error"):
             # Recorded as the runtime saw it; the exception itself still propagates.
             self.rec.error(event.agent.name, type(event.exception).__name__, str(event.exception))
