@@ -68,7 +68,12 @@ class WarmParent:
         signal.signal(signal.SIGCHLD, lambda *_: None)
         signal.signal(signal.SIGTERM, self._on_term)
         signal.set_wakeup_fd(self.wake_w)
+        driver = os.getppid()
         while not self.stopping:
+            if os.getppid() != driver:
+                # The driver died (kill -9 included): nobody can read our children's results.
+                self.stopping = True
+                break
             for key, _ in self.sel.select(timeout=1.0):
                 if key.data == "accept":
                     self._accept()
