@@ -1,0 +1,457 @@
+"""claimgrid adapter for CrewAI (runs inside .venvs/crewai, never imported by the driver).
+
+Contract (docs/CONTRACTS.md, "Adapter contract"):
+
+* ``preload()`` imports everything a run loads, so a child forked from the warm parent
+  does no heavy import. It starts no thread: CrewAI's event bus creates its worker
+  pool on the first emit, and LiteLLM's remote cost-map fetch (which would start a
+  retry thread and reach the network) is switched off below, before any import.
+* ``versions()`` gives the parity facts: crewai/litellm versions and every retry or
+  iteration setting that changes what a run does.
+* ``run(ctl, tools, rec)`` builds one CrewAI ``Agent`` + ``Task`` + ``Crew`` with the
+  harness tools exposed as native ``BaseTool`` instances, the model reached through
+  LiteLLM (``is_litellm=True``) at the harness gateway, and returns the crew's final
+  text. Runtime events come from CrewAI's event bus (tool calls with the agent role
+  CrewAI attributes them to, LLM failures, tool errors, agent execution errors) and
+  from the LiteLLM response CrewAI received (the model name it was told, usage).
+  Exceptions propagate; CrewAI's own recoveries are recorded as ``error`` events.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from importlib import metadata
+
+FRAMEWORK = "crewai"
+
+# Offline and quiet before anything imports crewai or litellm: these are read at import
+# time (cost map, telemetry provider) or on first use (tracing prompts, version check).
+_OFFLINE_ENV = {
+    "CREWAI_DISABLE_TELEMETRY": "true",
+    "CREWAI_DISABLE_TRACKING": "true",
+    "OTEL_SDK_DISABLED": "true",
+    "CREWAI_TRACING_ENABLED": "false",
+    "CREWAI_DISABLE_VERSION_CHECK": "true",
+    "CREWAI_TESTING": "true",  # no "last run" trace files, no first-run tracing prompt
+    # LiteLLM would fetch its model cost map from the network at import (and retry
+    # on a background thread); the copy bundled with the pinned release is used.
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    "LITELLM_TELEMETRY": "False",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "ANONYMIZED_TELEMETRY": "False",  # chromadb (a crewai dependency)
+}
+os.environ.update(_OFFLINE_ENV)
+
+# CrewAI's defaults that change a run, stated as parity facts and passed explicitly.
+MAX_RETRY_LIMIT = 2          # Agent: re-executes the task on a non-LiteLLM error
+LITELLM_NUM_RETRIES = 0      # no LiteLLM-level retry: every attempt is a gateway call
+OPENAI_CLIENT_MAX_RETRIES = 0
+CONTEXT_WINDOW_TOKENS = 128000
+TOOL_CACHE = True            # CrewAI's default; each harness tool opts out (see _crewai_tool)
+
+_JSON_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool,
+               "object": dict, "array": list}
+
+
+def preload() -> None:
+    """Import crewai, its LLM/agent/tool/event modules and litellm (no thread, no I/O)."""
+    import litellm  # noqa: F401
+    import litellm.litellm_core_utils.get_supported_openai_params  # noqa: F401
+    import litellm.llms.openai.openai  # noqa: F401
+    import crewai  # noqa: F401
+    import crewai.llm
+    from crewai import LLM, Agent, Crew, Process, Task  # noqa: F401
+    from crewai.agents import agent_executor  # noqa: F401
+    from crewai.events.types import agent_events, llm_events, tool_usage_events  # noqa: F401
+    from crewai.tools import BaseTool  # noqa: F401
+    import pydantic  # noqa: F401
+
+    crewai.llm._ensure_litellm()  # CrewAI loads LiteLLM lazily, on the first LLM()
+    for name in _LAZY_MODULES:
+        try:
+            __import__(name)
+        except ImportError:
+            pass  # a module another crewai release does not have: the run imports less
+    # Before every LLM call CrewAI counts the prompt's tokens (context-window check);
+    # building a tiktoken encoding costs seconds, so it is built here, once, from the
+    # encodings LiteLLM bundles (no download: TIKTOKEN_CACHE_DIR points at them).
+    from litellm.litellm_core_utils.token_counter import get_encoding
+
+    for encoding in ("cl100k_base", "o200k_base"):
+        get_encoding(encoding)
+
+
+# Modules a real run imports after kickoff starts (measured with sys.modules before and
+# after a run); importing them here keeps a forked child's start cheap.
+_LAZY_MODULES = (
+    "crewai.hooks.contexts",
+    "crewai.llms.cache",
+    "crewai.skills.tool",
+    "crewai.crews.crew_output",
+    "crewai.tasks.task_output",
+    "crewai.memory.storage.kickoff_task_outputs_storage",
+    "httpcore",
+    "h11",
+    "h2.connection",
+    "litellm._service_logger",
+    "litellm.integrations.generic_api.generic_api_callback",
+    "litellm.integrations.prometheus_services",
+    "litellm.litellm_core_utils.logging_callback_manager",
+    # Sets TIKTOKEN_CACHE_DIR to the encodings bundled with LiteLLM and loads
+    # cl100k_base from there: tiktoken never downloads an encoding.
+    "litellm.litellm_core_utils.default_encoding",
+    "litellm.llms.openai.chat.gpt_audio_transformation",
+    "litellm.llms.openai_like.dynamic_config",
+    "litellm.llms.litellm_proxy.chat.transformation",
+    "litellm.llms.edenai.chat.transformation",
+    "litellm.llms.fal_ai.chat.transformation",
+    "litellm.llms.fal_ai.image_generation",
+    "litellm.llms.github_copilot.authenticator",
+    "litellm.proxy._types",
+    "litellm.proxy.common_utils.timezone_utils",
+    "litellm.proxy.mcp_server.stdio_gate",
+    "litellm.proxy.openai_files_endpoints.common_utils",
+    "litellm.proxy.spend_tracking.savings",
+    "litellm.types.integrations.compression_interception",
+    "litellm.types.integrations.slack_alerting",
+    "litellm.types.proxy.control_plane_endpoints",
+    "litellm.types.proxy.management_endpoints.key_requests",
+    "litellm.types.proxy.management_endpoints.team_endpoints",
+    "litellm.types.proxy.management_endpoints.user_requests",
+    "litellm.types.proxy.request_tag_mappings",
+    "litellm.types.proxy.skill_scanning",
+    "litellm.types.proxy.spend_capture_rate",
+    "tiktoken_ext.openai_public",
+)
+
+
+def versions() -> dict:
+    try:
+        from crewai.llms import retry as crewai_retry
+
+        rate_limit_attempts = crewai_retry._LLM_RATE_LIMIT_MAX_ATTEMPTS
+    except (ImportError, AttributeError):
+        rate_limit_attempts = None  # not known for this release: stated, never guessed
+    try:
+        from crewai.utilities.agent_utils import MAX_REPEATED_TOOL_CALLS as repeat_stop
+    except ImportError:
+        repeat_stop = None
+    return {
+        "crewai": metadata.version("crewai"),
+        "litellm": metadata.version("litellm"),
+        "openai": metadata.version("openai"),
+        "retries": {
+            "litellm_num_retries": LITELLM_NUM_RETRIES,
+            "openai_client_max_retries": OPENAI_CLIENT_MAX_RETRIES,
+            "crewai_agent_max_retry_limit": MAX_RETRY_LIMIT,
+            "crewai_reexecutes_task_on": "non-LiteLLM exceptions (LiteLLM errors propagate)",
+            # CrewAI's own retry of a throttled LLM call (429 / rate-limit errors),
+            # exponential backoff from 1 s; not configurable per LLM.
+            "crewai_rate_limit_attempts": rate_limit_attempts,
+            # The n-th identical (tool, args, result) call raises ToolExecutionFailedError.
+            "crewai_repeated_tool_call_stop": repeat_stop,
+            "crewai_max_iter": "budgets.max_model_calls - 1 (one forced final-answer call after it)",
+        },
+        "crewai_tool_cache": {"agent_and_crew": TOOL_CACHE, "harness_tools_cacheable": False},
+        "crewai_context_window_tokens": CONTEXT_WINDOW_TOKENS,
+        "function_calling": "native (model registered with LiteLLM as supports_function_calling)",
+        "stream": False,
+    }
+
+
+# ---------------------------------------------------------------- run
+
+
+def run(ctl: dict, tools: list, rec) -> str | None:
+    _confine_home(ctl["sandbox"])
+
+    import litellm
+    from crewai import LLM, Agent, Crew, Process, Task
+
+    model = "openai/" + ctl["model"]
+    _register_function_calling_model(litellm, ctl["model"])
+    budgets = ctl.get("budgets") or {}
+    max_calls = int(budgets.get("max_model_calls", 24))
+    role = ctl["agent_name"]
+
+    observer = _Observer(rec, role)
+    with observer.listening(litellm):
+        llm = LLM(
+            model=model,
+            is_litellm=True,  # otherwise CrewAI routes openai/* to its native OpenAI client
+            base_url=ctl["gateway_url"],
+            api_base=ctl["gateway_url"],
+            api_key=ctl["token"],
+            stream=False,
+            temperature=0,
+            timeout=float(ctl.get("timeout_s", 120)),
+            max_retries=OPENAI_CLIENT_MAX_RETRIES,
+            num_retries=LITELLM_NUM_RETRIES,
+            context_window_size=CONTEXT_WINDOW_TOKENS,
+        )
+        agent = Agent(
+            role=role,
+            goal="Complete the task in the repository with the tools you have, then report truthfully.",
+            backstory="You are a careful software engineer working in a git workspace.",
+            tools=[_crewai_tool(t) for t in tools],
+            llm=llm,
+            allow_delegation=False,
+            verbose=False,
+            max_iter=max(1, max_calls - 1),
+            max_retry_limit=MAX_RETRY_LIMIT,
+            cache=TOOL_CACHE,
+        )
+        task = Task(
+            description=ctl["prompt"],
+            expected_output="A short report of what you did, ending with the trace block the task asks for.",
+            agent=agent,
+        )
+        crew = Crew(agents=[agent], tasks=[task], process=Process.sequential,
+                    verbose=False, cache=TOOL_CACHE)
+        result = crew.kickoff()
+    text = result.raw if result is not None else None
+    if text is not None:
+        rec.message(role, "assistant", text)
+    return text
+
+
+def _confine_home(sandbox: str) -> None:
+    """Everything CrewAI writes (credentials key, sqlite task outputs, storage) lands in
+    the run's sandbox, never in the real HOME or the workspace."""
+    home = os.path.join(sandbox, "home")
+    os.makedirs(home, exist_ok=True)
+    os.environ["HOME"] = home
+    os.environ["CREWAI_STORAGE_DIR"] = os.path.join(sandbox, "crewai-storage")
+    os.environ["XDG_DATA_HOME"] = os.path.join(home, ".local", "share")
+    os.environ["XDG_CONFIG_HOME"] = os.path.join(home, ".config")
+    os.environ["XDG_CACHE_HOME"] = os.path.join(home, ".cache")
+    os.environ.update(_OFFLINE_ENV)
+
+
+def _register_function_calling_model(litellm, name: str) -> None:
+    """Without this LiteLLM does not know the (gateway-served) model, CrewAI asks
+    ``supports_function_calling`` and falls back to text ReAct with a ~7x prompt."""
+    entry = {
+        "supports_function_calling": True,
+        "supports_parallel_function_calling": True,
+        "supports_tool_choice": True,
+        "litellm_provider": "openai",
+        "mode": "chat",
+        "max_input_tokens": CONTEXT_WINDOW_TOKENS,
+        "max_tokens": 16384,
+        "max_output_tokens": 16384,
+    }
+    litellm.register_model({name: dict(entry), "openai/" + name: dict(entry)})
+    if not litellm.utils.supports_function_calling("openai/" + name, custom_llm_provider="openai"):
+        raise RuntimeError(f"LiteLLM does not report function calling for openai/{name} after register_model")
+
+
+# ---------------------------------------------------------------- tools
+
+
+def _crewai_tool(harness_tool):
+    """A CrewAI ``BaseTool`` whose ``args_schema`` is built from the tool's JSON schema."""
+    from crewai.tools import BaseTool
+    from pydantic import ConfigDict, Field, create_model
+
+    schema = harness_tool.parameters or {}
+    required = set(schema.get("required", []))
+    fields = {}
+    for key, prop in (schema.get("properties") or {}).items():
+        typ = _JSON_TYPES.get(prop.get("type"), object)
+        desc = prop.get("description")
+        if key in required:
+            fields[key] = (typ, Field(..., description=desc))
+        else:
+            fields[key] = (typ | None, Field(None, description=desc))
+    args_model = create_model(
+        f"{_camel(harness_tool.name)}Args",
+        __config__=ConfigDict(extra="forbid" if schema.get("additionalProperties") is False else "ignore"),
+        **fields,
+    )
+
+    def _run(self, **kwargs) -> str:
+        # CrewAI validates against args_schema and dumps every field; an optional
+        # argument the model left out arrives as None and must stay absent.
+        return self._harness(**{k: v for k, v in kwargs.items() if v is not None})
+
+    cls = type(
+        f"{_camel(harness_tool.name)}Tool",
+        (BaseTool,),
+        {"__module__": __name__, "__annotations__": {"args_schema": type},
+         "args_schema": args_model, "_run": _run},
+    )
+    # The harness tools read and change the workspace: a result is only true at the
+    # moment of the call. CrewAI caches every tool result by default and replays it for
+    # an identical later call (a re-run test command would get the pre-fix output), so
+    # each tool declares itself uncacheable, as a CrewAI user with stateful tools does.
+    tool = cls(name=harness_tool.name, description=harness_tool.description,
+               cache_function=_never_cache)
+    object.__setattr__(tool, "_harness", harness_tool)
+    return tool
+
+
+def _never_cache(_args=None, _result=None) -> bool:
+    return False
+
+
+def _camel(name: str) -> str:
+    return "".join(part.capitalize() for part in name.split("_"))
+
+
+# ---------------------------------------------------------------- runtime events
+
+
+class _Observer:
+    """Turns CrewAI bus events and LiteLLM responses into ``source: runtime`` events.
+
+    Bus handlers run on CrewAI's worker threads; ``listening`` flushes the bus before it
+    returns, so every handler has finished when ``run`` hands the recorder back.
+    LLM calls are recorded from the LiteLLM response CrewAI received (its ``model`` is
+    the name the runtime was told, so a reported swap shows here), attributed to the
+    agent role of CrewAI's ``LLMCallStartedEvent`` with the same call id.
+    """
+
+    def __init__(self, rec, default_role: str):
+        self.rec = rec
+        self.default_role = default_role
+        self._lock = threading.Lock()
+        self._call_roles: dict[str, str] = {}
+
+    def _role(self, event) -> str | None:
+        return getattr(event, "agent_role", None) or None
+
+    # -- LiteLLM side (synchronous, in the agent's thread)
+
+    def _wrap_completion(self, original):
+        def completion(*args, **kwargs):
+            call_id = _current_call_id()
+            try:
+                response = original(*args, **kwargs)
+            except Exception as exc:
+                self.rec.error(self._call_role(call_id), type(exc).__name__, str(exc)[:2000])
+                raise
+            model = getattr(response, "model", None)
+            usage = _usage(getattr(response, "usage", None))
+            self.rec.model_call(self._call_role(call_id), model, usage)
+            return response
+
+        return completion
+
+    def _call_role(self, call_id):
+        with self._lock:
+            return self._call_roles.get(call_id) or self.default_role
+
+    # -- bus side
+
+    def listening(self, litellm):
+        import contextlib
+
+        from crewai.events import crewai_event_bus
+        from crewai.events.types.agent_events import AgentExecutionErrorEvent
+        from crewai.events.types.llm_events import LLMCallFailedEvent, LLMCallStartedEvent
+        from crewai.events.types.tool_usage_events import (
+            ToolFailureDetectedEvent,
+            ToolSelectionErrorEvent,
+            ToolUsageErrorEvent,
+            ToolUsageFinishedEvent,
+            ToolValidateInputErrorEvent,
+        )
+
+        rec = self.rec
+
+        @contextlib.contextmanager
+        def scope():
+            original = litellm.completion
+            litellm.completion = self._wrap_completion(original)
+            try:
+                with crewai_event_bus.scoped_handlers():
+
+                    @crewai_event_bus.on(LLMCallStartedEvent)
+                    def _llm_started(source, event):
+                        with self._lock:
+                            self._call_roles[event.call_id] = self._role(event)
+
+                    @crewai_event_bus.on(ToolUsageFinishedEvent)
+                    def _tool_finished(source, event):
+                        # (event.from_cache is always False on CrewAI 1.15's native
+                        # tool path, even for a cache hit: not recorded.)
+                        rec.event("tool_call", agent=self._role(event), tool=event.tool_name,
+                                  args=_args(event.tool_args), failure=_failure(event.failure))
+
+                    @crewai_event_bus.on(ToolUsageErrorEvent)
+                    def _tool_error(source, event):
+                        rec.event("tool_call", agent=self._role(event), tool=event.tool_name,
+                                  args=_args(event.tool_args), failure=str(event.error)[:2000])
+
+                    for cls in (ToolSelectionErrorEvent, ToolValidateInputErrorEvent):
+                        @crewai_event_bus.on(cls)
+                        def _tool_refused(source, event):
+                            rec.error(self._role(event), event.type, str(event.error)[:2000])
+
+                    @crewai_event_bus.on(ToolFailureDetectedEvent)
+                    def _tool_failure(source, event):
+                        rec.error(self._role(event), event.type,
+                                  f"{event.tool_name}: {_failure(event.failure)} (policy {event.policy})")
+
+                    @crewai_event_bus.on(LLMCallFailedEvent)
+                    def _llm_failed(source, event):
+                        rec.error(self._role(event), event.type, str(event.error)[:2000])
+
+                    @crewai_event_bus.on(AgentExecutionErrorEvent)
+                    def _agent_error(source, event):
+                        role = getattr(event.agent, "role", None) or self._role(event)
+                        rec.error(role, event.type, str(event.error)[:2000])
+
+                    try:
+                        yield self
+                    finally:
+                        # Handlers run on the bus's worker threads: wait for them
+                        # before the recorder is read.
+                        if not crewai_event_bus.flush(timeout=30):
+                            rec.error(self.default_role, "EventBusFlushTimeout",
+                                      "CrewAI event handlers did not finish within 30 s")
+            finally:
+                litellm.completion = original
+
+        return scope()
+
+
+def _current_call_id():
+    """CrewAI's id for the LLM call in progress (a context variable set around each call);
+    its LLMCallStartedEvent carries the same id and the agent role."""
+    from crewai.llms import base_llm
+
+    var = getattr(base_llm, "_current_call_id", None)
+    return var.get() if var is not None else None
+
+
+def _usage(usage) -> dict | None:
+    if usage is None:
+        return None
+    if hasattr(usage, "model_dump"):
+        usage = usage.model_dump()
+    if not isinstance(usage, dict):
+        return None
+    return {k: usage.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens") if k in usage}
+
+
+def _args(args):
+    if isinstance(args, str):
+        try:
+            return json.loads(args)
+        except ValueError:
+            return args
+    return args
+
+
+def _failure(failure) -> str | None:
+    if failure is None:
+        return None
+    reason = getattr(failure, "reason", None)
+    reason = getattr(reason, "value", reason)
+    return f"{reason}: {getattr(failure, 'message', failure)}"[:2000]
+
