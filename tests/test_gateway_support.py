@@ -7,9 +7,9 @@ temporary copy of a task fixture, so the tests see what a framework would see.
 from __future__ import annotations
 
 import atexit
-import fnmatch
 import json
 import shutil
+import threading
 import uuid
 from functools import lru_cache
 from pathlib import Path
@@ -28,12 +28,19 @@ TOOLS = [
 ]
 
 
-@lru_cache(maxsize=1)
+_GATEWAY: list[Gateway] = []
+_GATEWAY_LOCK = threading.Lock()
+
+
 def shared_gateway() -> Gateway:
-    gw = Gateway()
-    gw.start()
-    atexit.register(gw.stop)
-    return gw
+    """One started gateway for the whole test session (LiteLLM's import is the slow part)."""
+    with _GATEWAY_LOCK:
+        if not _GATEWAY:
+            gw = Gateway()
+            gw.start()
+            atexit.register(gw.stop)
+            _GATEWAY.append(gw)
+        return _GATEWAY[0]
 
 
 @lru_cache(maxsize=1)
@@ -110,14 +117,20 @@ def changed(task, ws: Path) -> set[str]:
 
 # -- clients -------------------------------------------------------------------------------
 
-def http_turn(url: str, token: str, model: str, messages: list, stream: bool) -> tuple[dict, dict]:
-    """One raw-HTTP call; returns (assistant message dict, info with status/model/usage/headers)."""
+def http_turn(url: str, token: str, model: str, messages: list, stream: bool,
+              capture: list | None = None) -> tuple[dict, dict]:
+    """One raw-HTTP call; returns (assistant message dict, info with status/model/usage/headers).
+
+    ``capture`` collects (headers, body text) of every response, exactly as received.
+    """
     body = {"model": model, "messages": messages, "tools": TOOLS}
     if stream:
         body |= {"stream": True, "stream_options": {"include_usage": True}}
     headers = {"Authorization": f"Bearer {token}"}
     r = httpx.post(f"{url}/chat/completions", json=body, headers=headers, timeout=30)
     info = {"status": r.status_code, "headers": dict(r.headers)}
+    if capture is not None:
+        capture.append((dict(r.headers), r.text))
     if r.status_code != 200:
         info["error"] = r.json()["error"]
         return {}, info
@@ -204,6 +217,3 @@ def drive(turn, url, token, model, task, ws: Path, stream: bool, max_turns: int 
                              "content": run_tool(ws, call["function"]["name"], call["function"]["arguments"])})
     return None, infos, messages
 
-
-def matches(path: str, patterns) -> bool:
-    return any(fnmatch.fnmatch(path, pat) for pat in patterns)

@@ -76,7 +76,8 @@ async def call_model(router: ModelRouter, script: RunScript, swap: str, body: di
     router.ensure(script.model)
     token = CURRENT_SCRIPT.set(script)
     try:
-        resp = await router.router.acompletion(drop_params=True, **kwargs)
+        # no-log: LiteLLM's logging callbacks are unused here and cost ~20% of the Router's time.
+        resp = await router.router.acompletion(drop_params=True, **{"no-log": True}, **kwargs)
     finally:
         CURRENT_SCRIPT.reset(token)
     hidden = getattr(resp, "_hidden_params", None) or {}
