@@ -53,9 +53,11 @@ def run_cell(tmp_path, tasks, gateway, launcher):
     content = load_content_conditions()["clean"]
     swaps = load_swap_conditions()
 
-    def run(task_id: str, model: str, swap: str = "none", max_model_calls: int = 24) -> dict:
+    def run(task_id: str, model: str, swap: str = "none", max_model_calls: int = 24,
+            launcher_override=None) -> dict:
         task = tasks[task_id]
-        run_id = f"r-lg-{task_id}-{model}-{swap}"
+        mode = "fresh" if launcher_override else "warm"
+        run_id = f"r-lg-{task_id}-{model}-{swap}-{mode}"
         template = tmp_path / f"tpl-{run_id}"
         build_template(task, content.render(task), template)
         ws, sandbox = tmp_path / f"ws-{run_id}", tmp_path / f"sb-{run_id}"
@@ -77,13 +79,13 @@ def run_cell(tmp_path, tasks, gateway, launcher):
             "timeout_s": 120,
         }
         try:
-            res = launcher.launch("langgraph", ctl, 120)
+            res = (launcher_override or launcher).launch("langgraph", ctl, 120)
         finally:
             gw_events, _ = gateway.finish(token)
         assert res.outcome_status == "ok", (res.process_event, res.outcome)
         runtime = res.outcome["events"]
         return {
-            "task": task, "ws": ws, "agent": agent, "outcome": res.outcome, "tools": res.tool_events,
+            "run_id": run_id, "task": task, "ws": ws, "agent": agent, "outcome": res.outcome, "tools": res.tool_events,
             "gateway": gw_events, "runtime": runtime,
             "rt_tools": [e for e in runtime if e["kind"] == "tool_call"],
             "rt_models": [e for e in runtime if e["kind"] == "model_call"],
@@ -157,3 +159,56 @@ def test_looper_hits_the_recursion_limit_and_raises(run_cell):
     assert r["outcome"]["final_text"] is None
     assert r["outcome"]["error"]["type"] == "GraphRecursionError"
     assert len(r["gateway"]) == 4
+
+
+# What LangGraph does with faults (DESIGN section 4: a real finding, pinned here so a
+# version bump that changes it fails loudly instead of silently changing the ledger).
+
+
+def test_malformed_tool_args_end_the_run_quietly(run_cell):
+    """ChatLiteLLM files unparseable arguments under invalid_tool_calls; create_agent only
+    routes on tool_calls, so the loop ends after one model call with an empty final text
+    and no error: nothing is executed, nothing is raised, the model never hears of it."""
+    r = run_cell("fix-float-add", "malformed")
+    assert len(r["gateway"]) == 1 and r["gateway"][0]["tool_calls"]
+    assert r["tools"] == [] and r["rt_tools"] == []
+    assert r["rt_models"][0]["invalid_tool_calls"][0]["name"] == r["gateway"][0]["tool_calls"][0]["name"]
+    assert r["outcome"]["error"] is None and r["outcome"]["final_text"] == ""
+
+
+def test_unknown_tool_is_answered_not_raised(run_cell):
+    """ToolNode answers a call to an unknown tool with an error ToolMessage and never
+    dispatches it: no harness execution, a runtime error event, and the run goes on to
+    whatever the model reports next (here: DONE)."""
+    r = run_cell("fix-float-add", "unknown-tool")
+    asked = r["gateway"][0]["tool_calls"][0]["name"]
+    assert r["tools"] == [] and r["rt_tools"] == []
+    errors = [e for e in r["runtime"] if e["kind"] == "error"]
+    assert [e["tool"] for e in errors] == [asked] and "not a valid tool" in errors[0]["message"]
+    assert any(asked in t for t in r["gateway"][1]["tool_results"])
+    assert r["outcome"]["error"] is None and "DONE" in r["outcome"]["final_text"]
+
+
+def test_bound_swap_503_raises_after_one_attempt(run_cell):
+    r = run_cell("write-status", "diligent", swap="bound")
+    assert [e["status"] for e in r["gateway"]][-1] == 503
+    assert [e["status"] for e in r["gateway"]].count(503) == 1  # no hidden HTTP retries
+    assert r["outcome"]["final_text"] is None
+    assert r["outcome"]["error"]["type"] == "ServiceUnavailableError"
+    assert [e["type"] for e in r["runtime"] if e["kind"] == "error"] == ["ServiceUnavailableError"]
+
+
+def test_fresh_process_gives_the_same_runtime_evidence(run_cell, tmp_path, tasks, gateway):
+    """The reference isolation mode (a fresh interpreter) sees what a forked child sees."""
+    from claimgrid.launch import Launcher
+
+    warm = run_cell("write-status", "diligent")
+    entry = Entry("langgraph", "3.11", FOLDER, FOLDER / "adapter.py", VENV)
+    with Launcher({"langgraph": entry}, "fresh") as fresh_launcher:
+        fresh = run_cell("write-status", "diligent", launcher_override=fresh_launcher)
+    assert fresh["outcome"]["harness"]["isolation"] == "fresh"
+    keys = ("kind", "agent", "agent_source", "tool", "args", "model", "transcript_model")
+    strip = lambda evs: [{k: e.get(k) for k in keys} for e in evs]  # noqa: E731
+    assert strip(fresh["runtime"]) == strip(warm["runtime"])
+    assert (fresh["outcome"]["final_text"].replace(fresh["run_id"], "<run>")
+            == warm["outcome"]["final_text"].replace(warm["run_id"], "<run>"))

@@ -124,10 +124,15 @@ def versions() -> dict:
         except _metadata.PackageNotFoundError:
             out[dist] = None
     out["retries"] = {
+        # tenacity stop_after_attempt(max_retries): 1 means one attempt, no retry.
         "chat_litellm_max_retries": CHAT_MAX_RETRIES,
+        # Passed to litellm.completion; unset, LiteLLM's OpenAI client makes 3 HTTP
+        # attempts per model call on a 503/429 (measured), hidden from LangChain.
         "litellm_num_retries": LITELLM_NUM_RETRIES,
+        "http_attempts_per_model_call": 1,
         "recursion_limit": f"{STEPS_PER_MODEL_CALL} * budgets.max_model_calls",
-        "tool_error_handling": "langgraph ToolNode default (unknown tool -> error ToolMessage)",
+        "unknown_tool": "ToolNode answers the model with an error ToolMessage (no raise)",
+        "malformed_tool_args": "ChatLiteLLM files them as invalid_tool_calls; the agent loop ends",
     }
     return out
 
