@@ -256,14 +256,16 @@ def hook(event, args):
         seen.append(f"resolve {args[0]}")
 sys.addaudithook(hook)
 sys.path[:0] = [sys.argv[1], sys.argv[2]]
+import threading
 import adapter
 adapter.preload()
+threads = [t.name for t in threading.enumerate()]
 from harness_runtime import RuntimeRecorder
 from harness_tools import ToolChannel, make_tools
 ctl = json.loads(sys.stdin.read())
 channel = ToolChannel(None)
 text = adapter.run(ctl, make_tools(ctl, channel), RuntimeRecorder())
-print(json.dumps({"network": seen, "final": text, "tools": len(channel.events)}))
+print(json.dumps({"network": seen, "final": text, "tools": len(channel.events), "threads": threads}))
 sys.stdout.flush()
 os._exit(0)
 """
@@ -272,7 +274,8 @@ os._exit(0)
 def test_crewai_never_reaches_the_network(tmp_path, tasks, gateway):
     """Import, preload and a whole run with an audit hook: no non-loopback socket is
     opened or resolved (telemetry, tracing, cost map, tiktoken encodings all stay local),
-    and nothing is written to the HOME the process started with."""
+    preload leaves the process single-threaded (the warm parent forks after it), and
+    the run's files land in the sandbox, not in the HOME the process started with."""
     task = tasks["write-status"]
     clean = load_content_conditions()["clean"]
     template, ws, sandbox, home = (tmp_path / n for n in ("template", "ws", "sandbox", "home"))
@@ -293,6 +296,7 @@ def test_crewai_never_reaches_the_network(tmp_path, tasks, gateway):
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report["network"] == []
+    assert report["threads"] == ["MainThread"]
     assert report["tools"] > 0 and "status: DONE" in report["final"]
     # Import-time files (CrewAI's credentials key) may land in the starting HOME; the
     # run's own files (task outputs db) must be in the sandbox.
