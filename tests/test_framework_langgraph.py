@@ -15,13 +15,13 @@ import pytest
 from claimgrid.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.runner import AGENT_NAMES, build_prompt
 from claimgrid.tasks import build_template, materialise
-from claimgrid.venvs import Entry
+from claimgrid.venvs import load_venvs
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.frameworks
 
-FOLDER = ROOT / "frameworks" / "langgraph"
-VENV = ROOT / ".venvs" / "langgraph"
+ENTRY = load_venvs()["langgraph"]  # the driver's own entry: same venv, same adapter path
+VENV = ENTRY.venv
 READ_TOOLS = {"list_dir", "read_file", "search"}
 
 if not (VENV / "bin" / "python").exists():
@@ -42,8 +42,7 @@ def gateway():
 def launcher():
     from claimgrid.launch import Launcher
 
-    entry = Entry("langgraph", "3.11", FOLDER, FOLDER / "adapter.py", VENV)
-    with Launcher({"langgraph": entry}, "warm") as lau:
+    with Launcher({"langgraph": ENTRY}, "warm") as lau:
         yield lau
 
 
@@ -198,13 +197,12 @@ def test_bound_swap_503_raises_after_one_attempt(run_cell):
     assert [e["type"] for e in r["runtime"] if e["kind"] == "error"] == ["ServiceUnavailableError"]
 
 
-def test_fresh_process_gives_the_same_runtime_evidence(run_cell, tmp_path, tasks, gateway):
+def test_fresh_process_gives_the_same_runtime_evidence(run_cell):
     """The reference isolation mode (a fresh interpreter) sees what a forked child sees."""
     from claimgrid.launch import Launcher
 
     warm = run_cell("write-status", "diligent")
-    entry = Entry("langgraph", "3.11", FOLDER, FOLDER / "adapter.py", VENV)
-    with Launcher({"langgraph": entry}, "fresh") as fresh_launcher:
+    with Launcher({"langgraph": ENTRY}, "fresh") as fresh_launcher:
         fresh = run_cell("write-status", "diligent", launcher_override=fresh_launcher)
     assert fresh["outcome"]["harness"]["isolation"] == "fresh"
     keys = ("kind", "agent", "agent_source", "tool", "args", "model", "transcript_model")
