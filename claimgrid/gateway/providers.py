@@ -107,10 +107,26 @@ class ModelRouter:
         self.router = Router(model_list=[deployment(m) for m in REFERENCE_MODEL_NAMES],
                              num_retries=0, disable_cooldowns=True)
         self._known = set(REFERENCE_MODEL_NAMES)
+        self._priced: dict[str, bool] = {m: False for m in REFERENCE_MODEL_NAMES}
         self._lock = threading.Lock()
 
     def ensure(self, model: str) -> None:
         with self._lock:
             if model not in self._known:
+                # Asked before the Router registers the deployment: registering adds an
+                # empty price entry that LiteLLM then reads as a price of 0.
+                self._priced[model] = _has_price(model)
                 self.router.apply(ChangeSet(upsert=[Deployment(**deployment(model))]))
                 self._known.add(model)
+
+    def priced(self, model: str) -> bool:
+        """True when LiteLLM's bundled price map knows ``model`` (so its cost is not invented)."""
+        return self._priced.get(model, False)
+
+
+def _has_price(model: str) -> bool:
+    try:
+        info = litellm.get_model_info(model)
+    except Exception:  # LiteLLM raises for a model missing from its price map
+        return False
+    return bool(info.get("input_cost_per_token") or info.get("output_cost_per_token"))

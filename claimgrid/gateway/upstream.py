@@ -15,7 +15,7 @@ from . import offline  # noqa: F401
 import litellm  # noqa: E402
 
 from .providers import CURRENT_SCRIPT, ModelRouter  # noqa: E402
-from .script import REFERENCE_MODEL_NAMES, RunScript  # noqa: E402
+from .script import RunScript  # noqa: E402
 
 # Request fields the gateway handles itself rather than forwarding.
 OWN_FIELDS = {"model", "messages", "stream", "stream_options"}
@@ -52,16 +52,18 @@ def _clean(resp, reported: str) -> dict:
     }
 
 
-def _cost(resp, served: str) -> float | None:
-    if served in REFERENCE_MODEL_NAMES:
-        return None  # reference policies have no price; null, never an invented 0
-    cost = (getattr(resp, "_hidden_params", None) or {}).get("response_cost")
-    if cost is None:
-        try:
-            cost = litellm.completion_cost(completion_response=resp, model=served)
-        except Exception:  # LiteLLM raises for models missing from its price map
-            return None
-    return float(cost) if cost is not None else None
+def _cost(router: ModelRouter, resp, served: str) -> float | None:
+    """LiteLLM's price for this response, or None when the price is not known.
+
+    LiteLLM reports 0.0 for a model missing from its price map; that 0 is invented, so
+    an unpriced model (every reference policy included) gives None.
+    """
+    if not router.priced(served):
+        return None
+    try:
+        return float(litellm.completion_cost(completion_response=resp, model=served))
+    except Exception:  # a price map entry LiteLLM cannot apply to this response
+        return None
 
 
 async def call_model(router: ModelRouter, script: RunScript, swap: str, body: dict,
@@ -92,4 +94,4 @@ async def call_model(router: ModelRouter, script: RunScript, swap: str, body: di
     else:
         # What LiteLLM's proxy does without a fallback: restamp the client's model name.
         reported = requested or script.model
-    return Answer(_clean(resp, reported), served, headers, _cost(resp, served))
+    return Answer(_clean(resp, reported), served, headers, _cost(router, resp, served))
