@@ -214,7 +214,9 @@ def run(ctl: dict, tools: list, rec) -> str | None:
         result = crew.kickoff()
     text = result.raw if result is not None else None
     if text is not None:
-        rec.message(role, "assistant", text)
+        # The role CrewAI attributes the task's output to (None if it names none).
+        outputs = getattr(result, "tasks_output", None) or []
+        rec.message(getattr(outputs[-1], "agent", None) if outputs else None, "assistant", text)
     return text
 
 
@@ -312,7 +314,9 @@ class _Observer:
     returns, so every handler has finished when ``run`` hands the recorder back.
     LLM calls are recorded from the LiteLLM response CrewAI received (its ``model`` is
     the name the runtime was told, so a reported swap shows here), attributed to the
-    agent role of CrewAI's ``LLMCallStartedEvent`` with the same call id.
+    agent role of CrewAI's ``LLMCallStartedEvent`` with the same call id. An event CrewAI
+    attributes to no agent is recorded with ``agent: None``, never the declared name
+    (the driver does that fallback, visibly).
     """
 
     def __init__(self, rec, default_role: str):
@@ -327,23 +331,32 @@ class _Observer:
     # -- LiteLLM side (synchronous, in the agent's thread)
 
     def _wrap_completion(self, original):
+        from crewai.events import crewai_event_bus
+
         def completion(*args, **kwargs):
             call_id = _current_call_id()
             try:
                 response = original(*args, **kwargs)
             except Exception as exc:
-                self.rec.error(self._call_role(call_id), type(exc).__name__, str(exc)[:2000])
+                self.rec.error(self._call_role(crewai_event_bus, call_id), type(exc).__name__,
+                               str(exc)[:2000])
                 raise
             model = getattr(response, "model", None)
             usage = _usage(getattr(response, "usage", None))
-            self.rec.model_call(self._call_role(call_id), model, usage)
+            self.rec.model_call(self._call_role(crewai_event_bus, call_id), model, usage)
             return response
 
         return completion
 
-    def _call_role(self, call_id):
+    def _call_role(self, bus, call_id):
+        """The role on this call's LLMCallStartedEvent, or None if CrewAI gave none.
+
+        Flushing the bus first makes the lookup deterministic, and it also means every
+        tool event of the previous step is recorded before this model call.
+        """
+        bus.flush(timeout=5)
         with self._lock:
-            return self._call_roles.get(call_id) or self.default_role
+            return self._call_roles.get(call_id)
 
     # -- bus side
 
