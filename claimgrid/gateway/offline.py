@@ -14,9 +14,8 @@ OFFLINE_ENV = {
     # The bundled model cost map instead of a download from GitHub at import time.
     "LITELLM_LOCAL_MODEL_COST_MAP": "True",
     # LiteLLM 1.110: any catalog, check or tokenizer it would fetch by itself is skipped.
+    # (Its telemetry lives in the proxy server, which the gateway does not use.)
     "LITELLM_OFFLINE_MODE": "true",
-    # No anonymous usage telemetry.
-    "LITELLM_TELEMETRY": "False",
 }
 
 
