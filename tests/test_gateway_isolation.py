@@ -186,3 +186,28 @@ def test_runscript_cannot_leave_the_process(tasks):
     # No route of the gateway returns a script: every other path is a 404 or 405.
     for path in ("/", "/v1", "/v1/scripts", "/v1/runs", "/debug"):
         assert httpx.get(shared_gateway().url.removesuffix("/v1") + path, timeout=30).status_code in (404, 405)
+
+
+def test_request_cannot_steer_litellm(tasks):
+    """LiteLLM-only request keys (mock_response, api_base, fallbacks...) are not forwarded."""
+    token, _ = register(tasks["write-status"], model="diligent")
+    body = {"model": "diligent", "messages": [{"role": "user", "content": "go"}],
+            "mock_response": "FORGED DONE", "api_base": "http://203.0.113.1:9", "api_key": "x",
+            "fallbacks": [{"diligent": ["narrator"]}], "mock_testing_fallbacks": True,
+            "model_list": [], "metadata": {"x": 1}}
+    r = post(token, body)
+    assert r.status_code == 200
+    message = r.json()["choices"][0]["message"]
+    assert message["content"] is None and message["tool_calls"][0]["function"]["name"] == "read_file"
+    events, raw = shared_gateway().finish(token)
+    assert events[0]["served_model"] == "diligent" and events[0]["swap"] == "none"
+    assert raw[0]["request"]["mock_response"] == "FORGED DONE"  # kept as evidence, not obeyed
+
+
+def test_listening_socket_disables_nagle():
+    import socket
+
+    sock = shared_gateway()._sock
+    assert sock.proto == socket.IPPROTO_TCP  # asyncio sets TCP_NODELAY on accepted sockets only then
+    assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+    assert sock.getsockname()[0] == "127.0.0.1"

@@ -17,8 +17,14 @@ import litellm  # noqa: E402
 from .providers import CURRENT_SCRIPT, ModelRouter  # noqa: E402
 from .script import RunScript  # noqa: E402
 
-# Request fields the gateway handles itself rather than forwarding.
-OWN_FIELDS = {"model", "messages", "stream", "stream_options"}
+# OpenAI chat parameters forwarded to the model. Only these: LiteLLM also honours
+# request keys such as ``mock_response``, ``api_base``, ``api_key`` or ``fallbacks``, and
+# an agent that could send them would choose its own answer or upstream, forging the
+# gateway's evidence. Everything else stays in the raw request log only.
+FORWARDED = {"temperature", "top_p", "max_tokens", "max_completion_tokens", "stop", "tools",
+             "tool_choice", "parallel_tool_calls", "response_format", "seed",
+             "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs",
+             "n", "user", "reasoning_effort"}
 FALLBACK_HEADERS = ("x-litellm-attempted-fallbacks", "x-litellm-attempted-retries",
                     "x-litellm-model-group")
 
@@ -69,7 +75,7 @@ def _cost(router: ModelRouter, resp, served: str) -> float | None:
 async def call_model(router: ModelRouter, script: RunScript, swap: str, body: dict,
                      requested: str | None) -> Answer:
     """Ask the Router for one answer; raises LiteLLM's exceptions for upstream failures."""
-    params = {k: v for k, v in body.items() if k not in OWN_FIELDS}
+    params = {k: v for k, v in body.items() if k in FORWARDED}
     kwargs: dict = {"model": script.model, "messages": body["messages"], **params}
     if swap in ("silent", "reported"):
         router.ensure(script.substitute)
