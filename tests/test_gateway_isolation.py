@@ -211,3 +211,12 @@ def test_listening_socket_disables_nagle():
     assert sock.proto == socket.IPPROTO_TCP  # asyncio sets TCP_NODELAY on accepted sockets only then
     assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
     assert sock.getsockname()[0] == "127.0.0.1"
+
+
+def test_the_token_not_the_requested_name_picks_the_model(tasks):
+    token, _ = register(tasks["fix-float-add"], model="diligent")
+    r = post(token, {"model": "narrator", "messages": [{"role": "user", "content": "go"}]})
+    assert r.json()["choices"][0]["message"]["tool_calls"]  # diligent's read, not narrator's story
+    events, _ = shared_gateway().finish(token)
+    assert (events[0]["requested_model"], events[0]["assigned_model"], events[0]["served_model"]) == \
+        ("narrator", "diligent", "diligent")
