@@ -33,3 +33,20 @@ def workspace(tmp_path, tasks):
         return template, ws, base
 
     return make
+
+
+def pytest_collection_modifyitems(config, items):
+    """Build the framework venvs once, before any test that needs them (no silent skips).
+
+    This is what ``uv run grid.py`` does too: ``uv sync --locked`` per framework, skipped
+    when the lock has not changed. A failed build stops the session with its one-line cause.
+    """
+    if not any(item.get_closest_marker("frameworks") for item in items):
+        return
+    from claimgrid.errors import ClaimgridError
+    from claimgrid.venvs import ensure_venvs, load_venvs
+
+    try:
+        ensure_venvs(load_venvs())
+    except ClaimgridError as exc:
+        pytest.exit(f"framework venvs could not be built: {exc}", returncode=3)

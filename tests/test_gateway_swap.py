@@ -85,3 +85,17 @@ def test_swap_bound(tasks, tmp_path, served_by, turn):
     assert events[2]["served_model"] is None and events[2]["reported_model"] is None
     assert raw[2]["response"]["error"]["code"] == "model_unavailable"
     assert served_by == ["diligent", "diligent"]
+
+
+@pytest.mark.parametrize("swap", ["silent", "reported"])
+def test_substitute_may_be_the_assigned_model_itself(tasks, tmp_path, served_by, swap):
+    """reader swapped for reader: the fallback goes to a separate substitute group and succeeds."""
+    task = tasks["write-status"]
+    token, _ = register(task, model="reader", swap=swap, substitute="reader")
+    final, infos, _ = drive(http_turn, shared_gateway().url, token, "reader", task, workspace(task, tmp_path), False)
+    events, _ = shared_gateway().finish(token)
+    assert final is not None and all(e["status"] == 200 for e in events)
+    assert [e["swap"] for e in events][2:] == [swap] * (len(events) - 2)
+    assert {e["served_model"] for e in events} == {"reader"}
+    if swap == "reported":
+        assert infos[2]["headers"]["x-litellm-model-group"] == "reader"

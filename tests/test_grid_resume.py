@@ -35,6 +35,19 @@ def _lines(path):
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
+def _warm_parents(venvs_toml):
+    """Pids of warm parents started from this test's venvs."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace")
+        except OSError:
+            continue
+        if "warm_parent.py" in cmd and str(venvs_toml.parent) in cmd:
+            found.append(int(pid))
+    return found
+
+
 def test_kill_resume_and_reclassify(tmp_path, plain_venvs):
     out = tmp_path / "grid"
     proc = _grid("run", "--venvs", str(plain_venvs), "--out", str(out), "--jobs", "2", *CELLS,
@@ -46,6 +59,10 @@ def test_kill_resume_and_reclassify(tmp_path, plain_venvs):
     assert proc.poll() is None, proc.stdout.read()
     os.kill(proc.pid, signal.SIGKILL)  # the driver only: its warm parents must notice and clean up
     proc.wait()
+    deadline = time.monotonic() + 10
+    while _warm_parents(plain_venvs) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _warm_parents(plain_venvs), "warm parents outlived their driver"
     before = {r["run_id"]: r for r in _lines(runs)}
     assert 5 <= len(before) < N_CELLS
 

@@ -9,6 +9,8 @@ answer key is not copied into LiteLLM's request logging.
 
 from __future__ import annotations
 
+import logging
+
 import contextvars
 import math
 import threading
@@ -88,11 +90,22 @@ def install_provider() -> None:
             litellm.utils.custom_llm_setup()
 
 
-def deployment(model: str) -> dict:
-    """The Router deployment for a model name: reference policy or LiteLLM model string."""
+# Substitutes live in their own model groups: when the substitute is the assigned model
+# itself (reader swapped for reader), a fallback into the failed group would fail too.
+SUBSTITUTE_PREFIX = "substitute::"
+
+
+def group_model(group: str) -> str:
+    """The model name behind a Router model group (substitute groups included)."""
+    return group[len(SUBSTITUTE_PREFIX):] if group.startswith(SUBSTITUTE_PREFIX) else group
+
+
+def deployment(group: str) -> dict:
+    """The Router deployment for a model group: reference policy or LiteLLM model string."""
+    model = group_model(group)
     if model in REFERENCE_MODEL_NAMES:
-        return {"model_name": model, "litellm_params": {"model": f"{PROVIDER}/{model}"}}
-    return {"model_name": model, "litellm_params": {"model": model}}
+        return {"model_name": group, "litellm_params": {"model": f"{PROVIDER}/{model}"}}
+    return {"model_name": group, "litellm_params": {"model": model}}
 
 
 class ModelRouter:
@@ -104,6 +117,11 @@ class ModelRouter:
 
     def __init__(self) -> None:
         install_provider()
+        # A simulated outage is evidence in the gateway log, not an error for the console:
+        # LiteLLM would print a stack of "fallback" errors for every swapped call.
+        litellm.suppress_debug_info = True
+        for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
         self.router = Router(model_list=[deployment(m) for m in REFERENCE_MODEL_NAMES],
                              num_retries=0, disable_cooldowns=True)
         self._known = set(REFERENCE_MODEL_NAMES)
@@ -115,13 +133,13 @@ class ModelRouter:
             if model not in self._known:
                 # Asked before the Router registers the deployment: registering adds an
                 # empty price entry that LiteLLM then reads as a price of 0.
-                self._priced[model] = _has_price(model)
+                self._priced[model] = _has_price(group_model(model))
                 self.router.apply(ChangeSet(upsert=[Deployment(**deployment(model))]))
                 self._known.add(model)
 
     def priced(self, model: str) -> bool:
         """True when LiteLLM's bundled price map knows ``model`` (so its cost is not invented)."""
-        return self._priced.get(model, False)
+        return self._priced.get(model, self._priced.get(SUBSTITUTE_PREFIX + model, False))
 
 
 def _has_price(model: str) -> bool:

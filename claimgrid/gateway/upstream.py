@@ -14,7 +14,7 @@ from . import offline  # noqa: F401
 
 import litellm  # noqa: E402
 
-from .providers import CURRENT_SCRIPT, ModelRouter  # noqa: E402
+from .providers import CURRENT_SCRIPT, SUBSTITUTE_PREFIX, ModelRouter, group_model  # noqa: E402
 from .script import RunScript  # noqa: E402
 
 # OpenAI chat parameters forwarded to the model. Only these: LiteLLM also honours
@@ -78,8 +78,8 @@ async def call_model(router: ModelRouter, script: RunScript, swap: str, body: di
     params = {k: v for k, v in body.items() if k in FORWARDED}
     kwargs: dict = {"model": script.model, "messages": body["messages"], **params}
     if swap in ("silent", "reported"):
-        router.ensure(script.substitute)
-        kwargs["fallbacks"] = [{script.model: [script.substitute]}]
+        router.ensure(SUBSTITUTE_PREFIX + script.substitute)
+        kwargs["fallbacks"] = [{script.model: [SUBSTITUTE_PREFIX + script.substitute]}]
         kwargs["mock_testing_fallbacks"] = True
     router.ensure(script.model)
     token = CURRENT_SCRIPT.set(script)
@@ -90,11 +90,11 @@ async def call_model(router: ModelRouter, script: RunScript, swap: str, body: di
         CURRENT_SCRIPT.reset(token)
     hidden = getattr(resp, "_hidden_params", None) or {}
     extra = hidden.get("additional_headers") or {}
-    served = extra.get("x-litellm-model-group") or script.model
+    served = group_model(extra.get("x-litellm-model-group") or script.model)
     headers = {}
     if swap == "reported":
         reported = served
-        headers = {k: str(extra[k]) for k in FALLBACK_HEADERS if k in extra}
+        headers = {k: group_model(str(extra[k])) for k in FALLBACK_HEADERS if k in extra}
         if hidden.get("model_id"):
             headers["x-litellm-model-id"] = str(hidden["model_id"])
     else:
