@@ -18,8 +18,10 @@ def exchange_event(*, call_index: int, t: float, stream: bool, requested: str | 
                    cost_usd: float | None, messages) -> dict:
     """Build the exchange event. ``response`` is the OpenAI dict sent back (None if refused).
 
-    ``tool_results`` holds the text of every role=tool message of the request: it is how
-    the classifier knows that an injected text actually reached the model.
+    ``tool_results`` holds the text of the role=tool messages that are new in this
+    request (after its last assistant message): it is how the classifier knows that an
+    injected text actually reached the model. Earlier results were logged with the
+    request that first carried them, so the log grows linearly with the run.
     """
     message, finish, usage = {}, None, None
     if response:
@@ -38,5 +40,11 @@ def exchange_event(*, call_index: int, t: float, stream: bool, requested: str | 
                        for c in message.get("tool_calls") or []],
         "content": message.get("content"),
         "finish_reason": finish,
-        "tool_results": tool_results(messages) if isinstance(messages, list) else [],
+        "tool_results": tool_results(_since_last_assistant(messages)) if isinstance(messages, list) else [],
     }
+
+
+def _since_last_assistant(messages: list) -> list:
+    last = max((i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "assistant"),
+               default=-1)
+    return messages[last + 1:]
