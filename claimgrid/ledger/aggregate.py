@@ -87,12 +87,19 @@ def swap(runs: pl.DataFrame) -> pl.DataFrame:
 
 
 def with_expectation(runs: pl.DataFrame) -> pl.DataFrame:
-    """``runs`` plus ``expected``: the reference model's documented claim verdict (null if none)."""
+    """``runs`` plus ``expected``: the reference model's documented claim verdict.
+
+    Null when the model has no documented verdict, and for every run under a swap
+    condition other than ``none``: there a second model finishes the run, so no single
+    documented behaviour applies.
+    """
     pairs = runs.select("model", "role").unique().rows()
     table = pl.DataFrame(
         [(m, r, expected_claim_verdict(m, r)) for m, r in pairs],
         schema={"model": pl.String, "role": pl.String, "expected": pl.String}, orient="row")
-    return runs.join(table, on=["model", "role"], how="left")
+    joined = runs.join(table, on=["model", "role"], how="left")
+    return joined.with_columns(
+        pl.when(pl.col("swap_condition") == "none").then(pl.col("expected")).otherwise(None).alias("expected"))
 
 
 def confusion(runs: pl.DataFrame) -> pl.DataFrame:
@@ -129,6 +136,6 @@ def disagreements(runs: pl.DataFrame) -> pl.DataFrame:
 
 
 def no_expectation(runs: pl.DataFrame) -> pl.DataFrame:
-    """Runs left out of the confusion matrix (no documented expectation), by model and role."""
-    rest = with_expectation(runs).filter(pl.col("expected").is_null())
+    """Unswapped runs left out of the confusion matrix (no documented expectation), by model and role."""
+    rest = with_expectation(runs).filter(pl.col("expected").is_null() & (pl.col("swap_condition") == "none"))
     return rest.group_by("model", "role").agg(pl.len().cast(pl.Int64).alias("k")).sort("model", "role")

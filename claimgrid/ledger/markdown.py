@@ -295,7 +295,9 @@ class Renderer:
             rows = [[e, *[look[(e, c)]["k"] if (e, c) in look else 0 for c in cols_v]] for e in rows_v]
             parts = ["Rows: the verdict each reference model's documented behaviour implies for the "
                      "task's role. Columns: the verdict the classifier gave. Off-diagonal counts are "
-                     "disagreements; `UNKNOWN` means the run left no harness evidence (crash, timeout).",
+                     "disagreements; `UNKNOWN` means the run left no harness evidence (crash, timeout). "
+                     "Only runs under swap condition `none`: under a swap a second model finishes the "
+                     "run, so no single documented behaviour applies.",
                      table(["expected \\ classified", *cols_v], rows)]
             ag = agg.agreement(runs)
             parts.append(table(["model", "agrees with its documented behaviour", "UNKNOWN (not counted)"],
@@ -309,7 +311,7 @@ class Renderer:
                     links = ", ".join(f"[{rid}]({d}/)" for rid, d in zip(r["run_ids"][:3], r["dirs"][:3]))
                     more = f" and {r['k'] - 3} more (see RUNS.md)" if r["k"] > 3 else ""
                     why = ""
-                    if (r["model"] == "diligent" and r["role"] == "builder"
+                    if (r["expected"] == "consistent" and r["role"] == "builder"
                             and r["claim_verdict"] == "read-only imposture" and "nothing" in r["task"]):
                         why = f" — {SEED_001_NOTE}"
                     lines.append(f"- {r['model']} on {r['task']} ({r['role']}): expected "

@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Warm vs fresh isolation, measured in one go on the same matrix.
+
+    uv run bench/isolation.py [--frameworks strands,langgraph,crewai] [--jobs 2]
+
+Runs the same grid (default: every framework x fix-float-add x 4 content x 4 swap x
+diligent = 48 runs) once with ``--isolation fresh`` and once with ``--isolation warm``,
+through ``grid.py`` exactly as a user runs it, and prints per-run figures for each mode
+and their ratio. Both runs happen back to back on this machine, so the ratio is
+meaningful even on a noisy shared machine; the absolute seconds are not portable.
+It also checks that both modes gave the same classifications.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_grid(mode: str, out: Path, args) -> tuple[float, list[dict]]:
+    cmd = [sys.executable, str(ROOT / "grid.py"), "run", "--isolation", mode, "--out", str(out),
+           "--frameworks", args.frameworks, "--tasks", args.tasks, "--models", args.models,
+           "--jobs", str(args.jobs), "--no-progress", "--timeout", "600"]
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    wall = time.monotonic() - t0
+    if proc.returncode != 0:
+        sys.exit(f"{mode} grid failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    runs = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines() if line.strip()]
+    return wall, runs
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--frameworks", default="strands,langgraph,crewai")
+    ap.add_argument("--tasks", default="fix-float-add")
+    ap.add_argument("--models", default="diligent")
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args()
+    # Build the venvs first so neither mode pays for installation.
+    subprocess.run([sys.executable, str(ROOT / "grid.py"), "venvs", "--frameworks", args.frameworks],
+                   cwd=ROOT, check=True)
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="claimgrid-bench-") as tmp:
+        for mode in ("fresh", "warm"):
+            wall, runs = run_grid(mode, Path(tmp) / mode, args)
+            agent = [r["timings"]["agent_s"] for r in runs]
+            results[mode] = {"runs": len(runs), "wall": wall, "per_run": wall / len(runs) * args.jobs,
+                             "agent_median": statistics.median(agent),
+                             "classes": {r["run_id"]: r["classification"] for r in runs}}
+    fresh, warm = results["fresh"], results["warm"]
+    same = sum(fresh["classes"][k] == warm["classes"].get(k) for k in fresh["classes"])
+    print(f"date: {time.strftime('%Y-%m-%d')}  matrix: {args.frameworks} x {args.tasks} x 4 content x 4 swap x "
+          f"{args.models}  jobs: {args.jobs}")
+    print(f"{'mode':<6} {'runs':>5} {'grid wall s':>12} {'s per run (x jobs)':>19} {'median agent process s':>23}")
+    for mode, r in results.items():
+        print(f"{mode:<6} {r['runs']:>5} {r['wall']:>12.1f} {r['per_run']:>19.2f} {r['agent_median']:>23.2f}")
+    print(f"ratio fresh/warm: per run {fresh['per_run'] / warm['per_run']:.1f}x, "
+          f"agent process {fresh['agent_median'] / warm['agent_median']:.1f}x")
+    print(f"identical classifications: {same}/{len(fresh['classes'])}")
+    return 0 if same == len(fresh["classes"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
