@@ -39,7 +39,8 @@ def test_the_matrix_is_complete_and_the_ledger_written(warm_grid):
     assert len(runs) == 3 * 2 * 2 * 2 * 3
     assert len({r["run_id"] for r in runs}) == len(runs)
     ledger = (out / "LEDGER.md").read_text()
-    for heading in ("False success", "Injection", "Swap", "confusion", "Process"):
+    for heading in ("## 1. False success", "## 2. Injected instruction", "## 4. Model swap",
+                    "confusion matrix", "## 8. Process outcome"):
         assert heading.lower() in ledger.lower(), heading
     for fw in FRAMEWORKS.split(","):
         assert fw in ledger
