@@ -20,39 +20,28 @@ from pathlib import Path
 import pytest
 
 from claimgrid.conditions import load_content_conditions, load_swap_conditions
-from claimgrid.gateway import Gateway, RunScript
+from claimgrid.gateway import RunScript
 from claimgrid.launch import Launcher
 from claimgrid.tasks import TOOL_NAMES, build_template, materialise
-from claimgrid.venvs import Entry
+from tests.framework_support import (READ_TOOLS, assert_runtime_matches_harness, entry, gateway,  # noqa: F401
+                                     make_run_cell, warm_launcher)
 
 pytestmark = pytest.mark.frameworks
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = ROOT / "frameworks" / "crewai"
 VENV = ROOT / ".venvs" / "crewai"
-READ_TOOLS = {"list_dir", "read_file", "search"}
 TIMEOUT_S = 180
 
 # The venv is built by tests/conftest.py before any test marked `frameworks` runs.
 
 
 @pytest.fixture(scope="module")
-def gateway():
-    with Gateway() as gw:
-        yield gw
-
-
-def _entry() -> Entry:
-    return Entry("crewai", "3.11", PROJECT, PROJECT / "adapter.py", VENV)
-
-
-@pytest.fixture(scope="module")
 def launcher():
-    with Launcher({"crewai": _entry()}, "warm") as la:
-        yield la
+    yield from warm_launcher("crewai")
 
 
-def _control(run_id, task, ws, sandbox, gateway, token, model) -> dict:
+def _control(run_id, task, ws, sandbox, gateway, token, model) -> dict:  # noqa: F811
     return {
         "schema": 1, "run_id": run_id, "framework": "crewai", "task_id": task.spec.id,
         "prompt": task.spec.prompt, "workspace": str(ws), "sandbox": str(sandbox),
@@ -64,39 +53,8 @@ def _control(run_id, task, ws, sandbox, gateway, token, model) -> dict:
 
 
 @pytest.fixture
-def run_cell(tmp_path, tasks, gateway, launcher):
-    """Factory: ``run_cell(task_id, model, swap="none", launcher=None) -> dict`` of evidence."""
-    clean = load_content_conditions()["clean"]
-    swaps = load_swap_conditions()
-
-    def run(task_id: str, model: str, swap: str = "none", via=None) -> dict:
-        task = tasks[task_id]
-        folder = tmp_path / f"{task_id}-{model}-{swap}"
-        template, ws, sandbox = folder / "template", folder / "ws", folder / "sandbox"
-        folder.mkdir()
-        build_template(task, clean.render(task), template)
-        materialise(template, ws)
-        sandbox.mkdir()
-        run_id = f"r-crewai-{task_id}-{model}-{swap}"
-        token = "tok-" + secrets.token_hex(16)
-        gateway.register(token, RunScript.for_cell(run_id, task, clean, swaps[swap], model, "reader",
-                                                   task.role))
-        ctl = _control(run_id, task, ws, sandbox, gateway, token, model)
-        res = (via or launcher).launch("crewai", ctl, timeout_s=TIMEOUT_S)
-        exchanges, _raw = gateway.finish(token)
-        assert res.outcome_status == "ok", res.process_event
-        runtime = res.outcome["events"]
-        return {
-            "task": task, "ws": ws, "sandbox": sandbox, "agent_name": task.role,
-            "outcome": res.outcome, "process": res.process_event, "tools": res.tool_events,
-            "gateway": exchanges,
-            "runtime_tools": [e for e in runtime if e["kind"] == "tool_call"],
-            "runtime_models": [e for e in runtime if e["kind"] == "model_call"],
-            "runtime_messages": [e for e in runtime if e["kind"] == "message"],
-            "runtime_errors": [e for e in runtime if e["kind"] == "error"],
-        }
-
-    return run
+def run_cell(tmp_path, tasks, gateway, launcher):  # noqa: F811
+    return make_run_cell("crewai", tmp_path, tasks, gateway, launcher, TIMEOUT_S)
 
 
 def _assert_clean_run(r: dict) -> None:
@@ -116,11 +74,6 @@ def _assert_clean_run(r: dict) -> None:
     assert r["runtime_errors"] == []
 
 
-def _assert_runtime_matches_harness(r: dict) -> None:
-    """The calls CrewAI says it ran are the ones the harness tool layer executed."""
-    assert [(e["tool"], e["args"]) for e in r["runtime_tools"]] == [(e["tool"], e["args"]) for e in r["tools"]]
-    assert {e["agent"] for e in r["runtime_tools"]} == {r["agent_name"]}
-
 
 def _assert_native_function_calling(r: dict) -> None:
     """Native tool calls, not text ReAct: the model answered with structured tool_calls
@@ -132,7 +85,7 @@ def _assert_native_function_calling(r: dict) -> None:
 def test_diligent_write_status_writes_exact_file(run_cell):
     r = run_cell("write-status", "diligent")
     _assert_clean_run(r)
-    _assert_runtime_matches_harness(r)
+    assert_runtime_matches_harness(r)
     _assert_native_function_calling(r)
     assert (r["ws"] / "output" / "status.txt").read_bytes() == b"CLAIMGRID_OK"
     assert "write_file" in {e["tool"] for e in r["runtime_tools"]}
@@ -144,7 +97,7 @@ def test_diligent_write_status_writes_exact_file(run_cell):
 def test_diligent_fix_float_add_makes_tests_pass(run_cell):
     r = run_cell("fix-float-add", "diligent")
     _assert_clean_run(r)
-    _assert_runtime_matches_harness(r)
+    assert_runtime_matches_harness(r)
     assert any(e["changed_workspace"] for e in r["tools"])
     assert "run_command" in {e["tool"] for e in r["runtime_tools"]}
     proc = subprocess.run(r["task"].test_command(), cwd=r["ws"], capture_output=True, text=True, timeout=60)
@@ -161,7 +114,7 @@ def test_narrator_calls_no_tool(run_cell):
 def test_reader_only_reads(run_cell):
     r = run_cell("fix-float-add", "reader")
     _assert_clean_run(r)
-    _assert_runtime_matches_harness(r)
+    assert_runtime_matches_harness(r)
     assert r["runtime_tools"], "reader reads before it reports"
     assert {e["tool"] for e in r["runtime_tools"]} <= READ_TOOLS
     assert not any(e["changed_workspace"] for e in r["tools"])
@@ -236,10 +189,10 @@ def test_looper_is_stopped_by_crewai_repeat_detection(run_cell):
 def test_fresh_interpreter_run_exits_and_matches_warm(run_cell):
     """Fresh mode leaves through a normal interpreter exit (CrewAI's atexit bus shutdown
     runs in a non-forked process) and gives the same evidence as a forked child."""
-    with Launcher({"crewai": _entry()}, "fresh") as fresh:
+    with Launcher({"crewai": entry("crewai")}, "fresh") as fresh:
         r = run_cell("write-status", "diligent", via=fresh)
     _assert_clean_run(r)
-    _assert_runtime_matches_harness(r)
+    assert_runtime_matches_harness(r)
     assert r["process"]["isolation"] == "fresh" and r["process"]["exit_code"] == 0
     assert (r["ws"] / "output" / "status.txt").read_bytes() == b"CLAIMGRID_OK"
 
@@ -269,7 +222,7 @@ os._exit(0)
 """
 
 
-def test_crewai_never_reaches_the_network(tmp_path, tasks, gateway):
+def test_crewai_never_reaches_the_network(tmp_path, tasks, gateway):  # noqa: F811
     """Import, preload and a whole run with an audit hook: no non-loopback socket is
     opened or resolved (telemetry, tracing, cost map, tiktoken encodings all stay local),
     preload leaves the process single-threaded (the warm parent forks after it), and

@@ -7,81 +7,25 @@ parent) against ``claimgrid.gateway.Gateway``; the workspace is built with
 
 from __future__ import annotations
 
-import secrets
 import subprocess
-from pathlib import Path
 
 import pytest
 
-from claimgrid.conditions import load_content_conditions, load_swap_conditions
-from claimgrid.gateway import Gateway, RunScript
-from claimgrid.launch import Launcher
-from claimgrid.tasks import TOOL_NAMES, build_template, materialise
-from claimgrid.venvs import Entry
+from tests.framework_support import READ_TOOLS, assert_runtime_matches_harness, gateway, make_run_cell, warm_launcher  # noqa: F401
 
 pytestmark = pytest.mark.frameworks
 
-ROOT = Path(__file__).resolve().parent.parent
-PROJECT = ROOT / "frameworks" / "strands"
-VENV = ROOT / ".venvs" / "strands"
-READ_TOOLS = {"list_dir", "read_file", "search"}
 TIMEOUT_S = 120
-
-# The venv is built by tests/conftest.py before any test marked `frameworks` runs.
-
-
-@pytest.fixture(scope="module")
-def gateway():
-    with Gateway() as gw:
-        yield gw
 
 
 @pytest.fixture(scope="module")
 def launcher():
-    entry = Entry("strands", "3.11", PROJECT, PROJECT / "adapter.py", VENV)
-    with Launcher({"strands": entry}, "warm") as la:
-        yield la
+    yield from warm_launcher("strands")
 
 
 @pytest.fixture
-def run_cell(tmp_path, tasks, gateway, launcher):
-    """Factory: ``run_cell(task_id, model, swap="none") -> dict`` with the run's evidence."""
-    clean = load_content_conditions()["clean"]
-    swaps = load_swap_conditions()
-
-    def run(task_id: str, model: str, swap: str = "none") -> dict:
-        task = tasks[task_id]
-        folder = tmp_path / f"{task_id}-{model}-{swap}"
-        template, ws, sandbox = folder / "template", folder / "ws", folder / "sandbox"
-        folder.mkdir()
-        build_template(task, clean.render(task), template)
-        materialise(template, ws)
-        sandbox.mkdir()
-        run_id = f"r-strands-{task_id}-{model}"
-        token = "tok-" + secrets.token_hex(16)
-        agent_name = task.role
-        gateway.register(token, RunScript.for_cell(run_id, task, clean, swaps[swap], model, "reader", agent_name))
-        ctl = {
-            "schema": 1, "run_id": run_id, "framework": "strands", "task_id": task_id,
-            "prompt": task.spec.prompt, "workspace": str(ws), "sandbox": str(sandbox),
-            "outcome_path": str(sandbox / "outcome.json"), "gateway_url": gateway.url,
-            "token": token, "model": model, "agent_name": agent_name, "tools": list(TOOL_NAMES),
-            "budgets": {"max_model_calls": 24, "command_timeout_s": 30, "max_output_chars": 16000},
-            "timeout_s": TIMEOUT_S,
-        }
-        res = launcher.launch("strands", ctl, timeout_s=TIMEOUT_S)
-        exchanges, _raw = gateway.finish(token)
-        assert res.outcome_status == "ok", res.process_event
-        runtime = res.outcome["events"]
-        return {
-            "task": task, "ws": ws, "agent_name": agent_name, "outcome": res.outcome,
-            "process": res.process_event, "tools": res.tool_events, "gateway": exchanges,
-            "runtime_tools": [e for e in runtime if e["kind"] == "tool_call"],
-            "runtime_models": [e for e in runtime if e["kind"] == "model_call"],
-            "runtime_messages": [e for e in runtime if e["kind"] == "message"],
-        }
-
-    return run
+def run_cell(tmp_path, tasks, gateway, launcher):  # noqa: F811
+    return make_run_cell("strands", tmp_path, tasks, gateway, launcher, TIMEOUT_S)
 
 
 def _assert_clean_run(r: dict) -> None:
@@ -96,16 +40,11 @@ def _assert_clean_run(r: dict) -> None:
     assert final and [m["text"] for m in r["runtime_messages"]] == [final]
 
 
-def _assert_runtime_matches_harness(r: dict) -> None:
-    """The tools the Strands runtime says it called are the ones the harness tool layer executed."""
-    assert [(e["tool"], e["args"]) for e in r["runtime_tools"]] == [(e["tool"], e["args"]) for e in r["tools"]]
-    assert {e["agent"] for e in r["runtime_tools"]} == {r["agent_name"]}
-
 
 def test_diligent_write_status_writes_exact_file(run_cell):
     r = run_cell("write-status", "diligent")
     _assert_clean_run(r)
-    _assert_runtime_matches_harness(r)
+    assert_runtime_matches_harness(r)
     assert (r["ws"] / "output" / "status.txt").read_bytes() == b"CLAIMGRID_OK"
     assert "write_file" in {e["tool"] for e in r["runtime_tools"]}
 
@@ -113,7 +52,7 @@ def test_diligent_write_status_writes_exact_file(run_cell):
 def test_diligent_fix_float_add_makes_tests_pass(run_cell):
     r = run_cell("fix-float-add", "diligent")
     _assert_clean_run(r)
-    _assert_runtime_matches_harness(r)
+    assert_runtime_matches_harness(r)
     assert any(e["changed_workspace"] for e in r["tools"])
     proc = subprocess.run(r["task"].test_command(), cwd=r["ws"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -129,7 +68,7 @@ def test_narrator_calls_no_tool(run_cell):
 def test_reader_only_reads(run_cell):
     r = run_cell("fix-float-add", "reader")
     _assert_clean_run(r)
-    _assert_runtime_matches_harness(r)
+    assert_runtime_matches_harness(r)
     assert r["runtime_tools"], "reader reads before it reports"
     assert {e["tool"] for e in r["runtime_tools"]} <= READ_TOOLS
     assert not any(e["changed_workspace"] for e in r["tools"])

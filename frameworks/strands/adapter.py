@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import os
 from importlib import metadata
-from typing import Any
 
 # LiteLLM would otherwise try to download its model cost map at import (no network here).
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
