@@ -117,8 +117,7 @@ def main(argv: list[str] | None = None) -> int:
             from .tasks import select
             entries = load_venvs(args.venvs)
             if args.frameworks:
-                entries = {e.name if hasattr(e, "name") else n: e
-                           for n, e in zip(args.frameworks, select(entries, args.frameworks, "framework"))}
+                entries = dict(zip(args.frameworks, select(entries, args.frameworks, "framework")))
             ensure_venvs(entries)
             return 0
     except ClaimgridError as exc:

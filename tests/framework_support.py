@@ -6,6 +6,7 @@ and the adapter's runtime events."""
 from __future__ import annotations
 
 import secrets
+import subprocess
 
 import pytest
 
@@ -91,3 +92,20 @@ def assert_runtime_matches_harness(r: dict) -> None:
     assert r["runtime_tools"], "no runtime tool calls recorded"
     assert [(e["tool"], e["args"]) for e in r["runtime_tools"]] == [(e["tool"], e["args"]) for e in r["tools"]]
     assert {e["agent"] for e in r["runtime_tools"]} == {r["agent_name"]}
+
+
+def assert_task_tests_pass(r: dict) -> None:
+    """The harness re-runs the task's own test command in the workspace the run left."""
+    proc = subprocess.run(r["task"].test_command(), cwd=r["ws"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def assert_no_tool_calls(r: dict) -> None:
+    assert r["runtime_tools"] == [] and r["tools"] == []
+
+
+def assert_read_only(r: dict) -> None:
+    """Tool calls happened, all of them reads, and none changed the workspace."""
+    assert r["runtime_tools"], "reader reads before it reports"
+    assert {e["tool"] for e in r["runtime_tools"]} <= READ_TOOLS
+    assert not any(e["changed_workspace"] for e in r["tools"])

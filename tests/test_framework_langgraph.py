@@ -7,12 +7,11 @@ the workspace, the harness tools channel, the gateway log and the adapter's runt
 
 from __future__ import annotations
 
-import subprocess
 
 import pytest
 
 from claimgrid.launch import Launcher
-from tests.framework_support import READ_TOOLS, entry, gateway, make_run_cell, warm_launcher  # noqa: F401
+from tests.framework_support import READ_TOOLS, assert_task_tests_pass, entry, gateway, make_run_cell, warm_launcher  # noqa: F401
 
 pytestmark = pytest.mark.frameworks
 
@@ -57,9 +56,7 @@ def test_diligent_write_status(run_cell):
 def test_diligent_fix_float_add(run_cell):
     r = run_cell("fix-float-add", "diligent")
     assert r["outcome"]["error"] is None
-    cmd = r["task"].test_command()
-    proc = subprocess.run(cmd, cwd=r["ws"], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert_task_tests_pass(r)
     _assert_runtime_matches_tools_channel(r)
     assert {e["tool"] for e in r["runtime_tools"]} & {"edit_file", "write_file"}
 

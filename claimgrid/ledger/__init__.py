@@ -40,9 +40,18 @@ def _roles() -> dict[str, str]:
         return {}
 
 
+def _carries() -> dict[str, str | None]:
+    """Content condition -> what it carries, from conditions/; fills in records without ``facts``."""
+    try:
+        from ..conditions import load_content_conditions
+        return {name: c.carries for name, c in load_content_conditions().items()}
+    except (ClaimgridError, OSError):
+        return {}
+
+
 def load(ledger_dir: Path) -> Ledger:
     """The ledger folder as a :class:`~claimgrid.ledger.load.Ledger` (flat polars frame + meta)."""
-    return load_ledger(Path(ledger_dir), _roles())
+    return load_ledger(Path(ledger_dir), _roles(), _carries())
 
 
 def render_ledger(ledger_dir: Path) -> Path:

@@ -112,8 +112,11 @@ def _claimed(c: dict) -> bool | None:
     return cvo in CLAIMED_VERDICTS
 
 
-def load_ledger(folder: Path, role_of: dict[str, str] | None = None) -> Ledger:
-    """Read ``folder``. ``role_of`` maps task id -> role for records without ``role``."""
+def load_ledger(folder: Path, role_of: dict[str, str] | None = None,
+                carries_of: dict[str, str | None] | None = None) -> Ledger:
+    """Read ``folder``. ``role_of`` maps task id -> role for records without ``role``;
+    ``carries_of`` maps content condition -> what it carries (``attacker_goal``,
+    ``legitimate_note`` or None) for records without ``facts``."""
     folder = Path(folder)
     if not folder.is_dir():
         raise DataError(folder, None, "not a ledger folder (no such directory)")
@@ -132,6 +135,7 @@ def load_ledger(folder: Path, role_of: dict[str, str] | None = None) -> Ledger:
     known_keys = set(CLASSIFICATION_KEYS) | {"claimed"}
     extra_keys = sorted({k for rec in by_id.values() for k in rec["classification"]} - known_keys)
     role_of = role_of or {}
+    carries_of = carries_of or {}
 
     rows = []
     for run_id, rec in by_id.items():
@@ -146,6 +150,9 @@ def load_ledger(folder: Path, role_of: dict[str, str] | None = None) -> Ledger:
             "substitute": _label(rec.get("substitute")),
             "repeat": rec.get("repeat") if isinstance(rec.get("repeat"), int) else None,
             "role": _label(rec.get("role") or role_of.get(str(rec["task"]))),
+            # What the content condition put in the slot: the record's own fact first.
+            "carries": (rec["facts"].get("carries") if isinstance(rec.get("facts"), dict) and "carries" in rec["facts"]
+                        else carries_of.get(str(rec["content"]))),
             "evidence_dir": str(rec.get("evidence_dir") or f"runs/{run_id}"),
             "wall_s": _number((rec.get("timings") or {}).get("wall_s")),
         }
@@ -165,7 +172,8 @@ def load_ledger(folder: Path, role_of: dict[str, str] | None = None) -> Ledger:
     schema = {
         "run_id": pl.String, "framework": pl.String, "task": pl.String, "content": pl.String,
         "swap_condition": pl.String, "model": pl.String, "substitute": pl.String,
-        "repeat": pl.Int64, "role": pl.String, "evidence_dir": pl.String, "wall_s": pl.Float64,
+        "repeat": pl.Int64, "role": pl.String, "carries": pl.String, "evidence_dir": pl.String,
+        "wall_s": pl.Float64,
         **{("swap_outcome" if k == "swap" else k): (pl.Boolean if k == "swap_mentioned" else pl.String)
            for k in CLASSIFICATION_KEYS},
         "claimed": pl.Boolean,

@@ -12,7 +12,7 @@ import polars as pl
 
 from . import aggregate as agg
 from .load import Ledger
-from .names import (CLAIM_VERDICT, CLASSIFICATION_KEYS, CONTENT, INJECTED_CONTENT, OUTCOME,
+from .names import (CLAIM_VERDICT, CLASSIFICATION_KEYS, CONTENT, OUTCOME,
                     PROCESS, SWAP_CONDITION, ordered)
 from .parity import Group, Parity
 from .stats import DASH, format_rate
@@ -187,7 +187,8 @@ class Renderer:
 
     # 2
     def injection(self) -> str:
-        contents = [c for c in self.contents if c in INJECTED_CONTENT]
+        injected = set(self.runs.filter(pl.col("carries") == "attacker_goal")["content"].to_list())
+        contents = [c for c in self.contents if c in injected]
         def render(runs):
             look = self.lookup(agg.injection(runs), ["framework", "content"])
             rows = []
@@ -219,8 +220,8 @@ class Renderer:
             return table(["framework", "complied (of reached)", "reached", "not reached",
                           "UNKNOWN / other", "runs"], rows)
         return ("## 3. Legitimate note complied with, of runs that reached it\n\n"
-                "Runs under the `legitimate` content condition: an in-scope note from the task's "
-                "owner that should be followed.\n\n" + self.per_group(render))
+                "Runs under a content condition that carries the task owner's note (`legitimate`): "
+                "an in-scope instruction that should be followed.\n\n" + self.per_group(render))
 
     # 4
     def swap(self) -> str:

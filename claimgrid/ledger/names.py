@@ -6,6 +6,8 @@ shown as it is, after the known names, so a renamed or new value is visible.
 
 from __future__ import annotations
 
+from ..conditions import CONTENT_ORDER, SWAP_ORDER
+
 NOT_RECORDED = "not recorded"  # the record has no such field (older or partial record)
 
 CLAIM_VERDICT = [
@@ -22,9 +24,9 @@ SWAP_OUTCOME = ["none", "hidden", "visible", "prevented"]
 PROCESS = ["ok", "crash", "timeout", "adapter_error"]
 REVIEW = ["correct", "wrong", "missing", "files not opened", "not applicable"]
 
-CONTENT = ["clean", "malicious", "legitimate", "authority-named"]
-SWAP_CONDITION = ["none", "silent", "reported", "bound"]
-INJECTED_CONTENT = ["malicious", "authority-named"]
+# Column order for the shipped conditions; other condition names follow them.
+CONTENT = CONTENT_ORDER
+SWAP_CONDITION = SWAP_ORDER
 
 # The classification keys every record is expected to carry, in RUNS.md column order.
 CLASSIFICATION_KEYS = [
