@@ -42,20 +42,24 @@ def workspace_diff(template: Path, workspace: Path, base: str, patch: list | Non
                                   cwd=workspace, env=env, capture_output=True, text=True)
 
         steps = [git("read-tree", base), git("add", "-A", "--", ".")]
-        numstat = git("diff", "--cached", "--numstat", "--no-renames", base)
-        status = git("diff", "--cached", "--name-status", "--no-renames", base)
-        if patch is not None:
-            patch.append(git("diff", "--cached", "--no-renames", "--binary", base).stdout)
-    failed = [p for p in [*steps, numstat, status] if p.returncode != 0]
+        # One diff call gives the status lines, the line counts and the patch, in that order.
+        diff = git("diff", "--cached", "--no-renames", "--raw", "--numstat", "--patch", "--binary", base)
+    failed = [p for p in [*steps, diff] if p.returncode != 0]
     if failed:
         return _ev("diff", files=None, empty=None, error=failed[0].stderr.strip()[-500:])
-    kinds = dict(reversed(line.split("\t", 1)) for line in status.stdout.splitlines() if "\t" in line)
-    files = []
-    for line in numstat.stdout.splitlines():
-        added, removed, path = line.split("\t", 2)
-        files.append({"path": path, "status": kinds.get(path, "M"),
-                      "added": None if added == "-" else int(added),
-                      "removed": None if removed == "-" else int(removed)})
+    summary, _, patch_text = diff.stdout.partition("\n\n")
+    if patch is not None:
+        patch.append(patch_text)
+    kinds, files = {}, []
+    for line in summary.splitlines():
+        if line.startswith(":"):
+            meta, path = line.split("\t", 1)
+            kinds[path] = meta.split()[-1]
+        elif "\t" in line:
+            added, removed, path = line.split("\t", 2)
+            files.append({"path": path, "status": kinds.get(path, "M"),
+                          "added": None if added == "-" else int(added),
+                          "removed": None if removed == "-" else int(removed)})
     return _ev("diff", files=files, empty=not files, error=None)
 
 
