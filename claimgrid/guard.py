@@ -200,3 +200,22 @@ def detect(mode: str = "auto") -> Guard:
     if mode == "on":
         raise ClaimgridError(f"--guard on: cannot sandbox here: {reason}")
     return Guard(enabled=False, reason=reason)
+
+
+def python_roots(python: str) -> list[str]:
+    """Folders to bind read-only so ``python`` runs inside the sandbox at its own path:
+    a venv's folder plus the base interpreter's prefix (from ``pyvenv.cfg``), or the
+    interpreter's own prefix."""
+    exe = Path(python)
+    venv = exe.parent.parent
+    cfg = venv / "pyvenv.cfg"
+    roots = []
+    base = exe.resolve().parent.parent
+    if cfg.is_file():
+        roots.append(str(venv.resolve()))
+        for line in cfg.read_text(errors="replace").splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() == "home" and value.strip():
+                base = Path(value.strip()).resolve().parent
+    roots.append(str(base))
+    return sorted(set(roots))
