@@ -149,7 +149,13 @@ class Task:
         cmd = self.spec.expectation.test_command
         if not cmd:
             return None
-        return [sys.executable if part == "{python}" else part for part in cmd]
+        return [self.python if part == "{python}" else part for part in cmd]
+
+    @property
+    def python(self) -> str:
+        """The task's interpreter: ``{python}`` in its test command, and ``python``/``python3``
+        in the agent's sandboxed shell. Today the driver's own; a task environment replaces it."""
+        return sys.executable
 
 
 def load_task(folder: Path) -> Task:
