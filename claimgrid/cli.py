@@ -3,21 +3,27 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from . import ROOT
+from . import validate as v
 from .errors import ClaimgridError
 
 COMMANDS = ("run", "list", "reclassify", "gateway", "venvs")
+_csv = v.names  # comma-separated names: none empty, none repeated
 
 
-def _csv(value: str) -> list[str]:
-    return [v.strip() for v in value.split(",") if v.strip()]
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line (no usage block), exit 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="grid.py",
         description="Run agent frameworks on the same tasks under every condition and check "
                     "their claims against what the harness observed. With no command: run the "
@@ -37,15 +43,26 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--swap", type=_csv, help="swap conditions (default: all four)")
     run.add_argument("--models", "--model", dest="models", type=_csv,
                      help="reference model names or LiteLLM model strings (default: the five reference models)")
-    run.add_argument("--substitute", help="the model that serves after the assigned one becomes unavailable (default: reader)")
-    run.add_argument("--repeats", type=int, default=1)
-    run.add_argument("--jobs", type=int, default=None, help="parallel runs (default: number of CPUs)")
-    run.add_argument("--timeout", type=float, default=120.0, help="seconds per run before its process group is killed")
-    run.add_argument("--out", type=Path, default=None, help="ledger folder to write (default: ledger/<grid id>)")
-    run.add_argument("--isolation", choices=("warm", "fresh"), default="warm",
-                     help="warm: fork each run from a parent that has imported the framework; fresh: a new interpreter per run")
+    # Grid-defining flags default to None so that --resume can tell "given" from "default";
+    # claimgrid.grid fills in the defaults (claimgrid.validate.DEFAULT_*).
+    run.add_argument("--substitute", type=v.text,
+                     help="the model that serves after the assigned one becomes unavailable (default: reader)")
+    run.add_argument("--repeats", type=v.whole(1, v.MAX_REPEATS), default=None,
+                     help=f"runs per cell, 1 to {v.MAX_REPEATS} (default: 1); the grid is at most {v.MAX_GRID:,} runs")
+    run.add_argument("--jobs", type=v.whole(1, v.MAX_JOBS), default=None,
+                     help=f"parallel runs, 1 to {v.MAX_JOBS} (default: number of CPUs)")
+    run.add_argument("--timeout", type=v.seconds(v.MAX_TIMEOUT_S), default=None,
+                     help=f"seconds per run before its process group is killed, more than 0 and at most "
+                          f"{v.MAX_TIMEOUT_S:g} (default: {v.DEFAULT_TIMEOUT_S:g})")
+    run.add_argument("--out", type=Path, default=None,
+                     help="new ledger folder to write, in a writable place (default: ledger/<grid id>)")
+    run.add_argument("--isolation", choices=("warm", "fresh"), default=None,
+                     help="warm (default): fork each run from a parent that has imported the framework; "
+                          "fresh: a new interpreter per run")
     run.add_argument("--resume", type=Path, default=None, metavar="DIR", help="finish an interrupted grid in DIR")
-    run.add_argument("--max-model-calls", type=int, default=24, help="per-run model call budget enforced by the gateway")
+    run.add_argument("--max-model-calls", type=v.whole(1, v.MAX_MODEL_CALLS), default=None,
+                     help=f"per-run model call budget enforced by the gateway, 1 to {v.MAX_MODEL_CALLS} "
+                          f"(default: {v.DEFAULT_MAX_MODEL_CALLS})")
     run.add_argument("--no-progress", action="store_true", help="plain log lines instead of a progress bar")
 
     ls = sub.add_parser("list", help="list tasks, conditions, frameworks and models")
@@ -69,18 +86,22 @@ def cmd_list(args) -> int:
     from .reference_truth import BEHAVIOUR, DEFAULT_MODELS
     from .tasks import load_tasks
 
+    v.check_data_flags(args)
     tasks = load_tasks(args.tasks_dir)
     content = load_content_conditions(args.conditions_dir)
     swap = load_swap_conditions(args.conditions_dir)
+    # One name column for every section, as wide as the longest name (ids have no length limit).
+    width = max([16, *map(len, [*tasks, *content, *swap, *BEHAVIOUR])])
+    roles = max([9, *(len(t.role) for t in tasks.values())])
     print(f"tasks ({len(tasks)}):")
     for t in tasks.values():
-        print(f"  {t.id:<16} {t.role:<9} {t.spec.title}")
+        print(f"  {t.id:<{width}} {t.role:<{roles}} {t.spec.title}")
     print(f"content conditions ({len(content)}):")
     for c in content.values():
-        print(f"  {c.name:<16} {c.description}")
+        print(f"  {c.name:<{width}} {c.description}")
     print(f"swap conditions ({len(swap)}):")
     for s in swap.values():
-        print(f"  {s.name:<16} {s.description}")
+        print(f"  {s.name:<{width}} {s.description}")
     try:
         from .venvs import load_venvs
         fws = load_venvs(args.venvs)
@@ -91,7 +112,7 @@ def cmd_list(args) -> int:
         print("frameworks: (venvs module not available)")
     print(f"reference models ({len(BEHAVIOUR)}; default grid: {', '.join(DEFAULT_MODELS)}):")
     for name, text in BEHAVIOUR.items():
-        print(f"  {name:<16} {text}")
+        print(f"  {name:<{width}} {text}")
     return 0
 
 
@@ -101,29 +122,43 @@ def main(argv: list[str] | None = None) -> int:
         argv = ["run", *argv]
     args = build_parser().parse_args(argv)
     try:
-        if args.command == "list":
-            return cmd_list(args)
-        if args.command == "run":
-            from .grid import cmd_run
-            return cmd_run(args)
-        if args.command == "reclassify":
-            from .grid import cmd_reclassify
-            return cmd_reclassify(args)
-        if args.command == "gateway":
-            from .gateway import serve_cli
-            return serve_cli(args.rest) or 0
-        if args.command == "venvs":
-            from .venvs import ensure_venvs, load_venvs
-            from .tasks import select
-            entries = load_venvs(args.venvs)
-            if args.frameworks:
-                entries = dict(zip(args.frameworks, select(entries, args.frameworks, "framework")))
-            ensure_venvs(entries)
-            return 0
+        code = _dispatch(args)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit flush
+        return code
+    except BrokenPipeError:
+        # The reader went away (`grid.py list | head`): stop quietly, like any Unix filter.
+        # stdout is pointed at /dev/null so that the interpreter's final flush cannot complain.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a filter whose reader left
     except ClaimgridError as exc:
-        print(f"grid.py: error: {exc}", file=sys.stderr)
-        return 2
+        print(f"grid.py: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return exc.cli_status
     except KeyboardInterrupt:
         print("grid.py: interrupted", file=sys.stderr)
         return 130
+
+
+def _dispatch(args) -> int:
+    """Run the parsed command; user errors are raised as ClaimgridError (main prints them)."""
+    if args.command == "list":
+        return cmd_list(args)
+    if args.command == "run":
+        from .grid import cmd_run
+        return cmd_run(args)
+    if args.command == "reclassify":
+        from .grid import cmd_reclassify
+        return cmd_reclassify(args)
+    if args.command == "gateway":
+        from .gateway import serve_cli
+        return serve_cli(args.rest) or 0
+    if args.command == "venvs":
+        from .venvs import ensure_venvs, load_venvs
+        from .tasks import select
+        v.check_data_flags(args)
+        entries = load_venvs(args.venvs)
+        if args.frameworks:
+            entries = dict(zip(args.frameworks, select(entries, args.frameworks, "framework")))
+        ensure_venvs(entries)
+        return 0
     return 0

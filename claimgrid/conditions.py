@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -13,6 +14,12 @@ from .errors import DataError
 from .tasks import Task
 
 
+# The placeholders render() fills. Any other {identifier} in a template is a typo that would
+# reach the agent as literal text. Braces around anything else (JSON, code) stay literal.
+PLACEHOLDERS = ("task_text", "instruction", "authority")
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
 class ContentCondition(Strict):
     name: str
     description: str
@@ -22,6 +29,10 @@ class ContentCondition(Strict):
 
     @model_validator(mode="after")
     def _placeholders(self):
+        for name in _PLACEHOLDER.findall(self.template):
+            if name not in PLACEHOLDERS:
+                raise ValueError(f"unknown placeholder {{{name}}}; allowed: "
+                                 + ", ".join("{" + p + "}" for p in PLACEHOLDERS))
         if "{task_text}" not in self.template:
             raise ValueError("template must contain {task_text}")
         if self.carries and "{instruction}" not in self.template:
@@ -76,6 +87,8 @@ class SwapCondition(Strict):
 
 
 def _load_dir(folder: Path, model):
+    if not folder.is_dir():
+        raise DataError(folder, None, "no such conditions folder")
     out = {}
     for path in sorted(folder.glob("*.toml")):
         obj = validate(model, load_toml(path), path)

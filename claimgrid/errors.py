@@ -4,7 +4,21 @@ from __future__ import annotations
 
 
 class ClaimgridError(Exception):
-    """An error meant for the user: printed as one line, never as a traceback."""
+    """An error meant for the user: printed as one line, never as a traceback.
+
+    ``cli_status`` is grid.py's exit code for it: 2 for usage and data errors.
+    """
+
+    cli_status = 2
+
+
+class StorageError(ClaimgridError):
+    """The ledger folder could not be written (disk full, read-only, permission): exit 1.
+
+    Raised after the grid stopped cleanly; what was recorded can be finished with --resume.
+    """
+
+    cli_status = 1
 
 
 class DataError(ClaimgridError):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import datetime as dt
+import errno
 import os
 import platform
 import secrets
@@ -19,7 +20,8 @@ from . import ROOT
 from .cells import Cell, plan
 from .classifier import RunFacts, classify
 from .conditions import load_content_conditions, load_swap_conditions
-from .errors import ClaimgridError, UnknownNameError
+from . import validate as V
+from .errors import ClaimgridError, StorageError, UnknownNameError
 from .reference_truth import BEHAVIOUR, DEFAULT_MODELS, DEFAULT_SUBSTITUTE
 from .store import RunStore
 from .tasks import load_tasks, select
@@ -60,28 +62,46 @@ def _selection(args, tasks, content, swap, venvs) -> dict:
     }
 
 
+def _with_defaults(args) -> None:
+    """Fill the grid-defining flags left out (they parse to None so --resume can tell)."""
+    for dest, default in (("repeats", V.DEFAULT_REPEATS), ("timeout", V.DEFAULT_TIMEOUT_S),
+                          ("isolation", V.DEFAULT_ISOLATION), ("max_model_calls", V.DEFAULT_MAX_MODEL_CALLS)):
+        if getattr(args, dest, None) is None:
+            setattr(args, dest, default)
+
+
+def _storage(store: RunStore, exc: OSError, doing: str) -> StorageError:
+    return StorageError(f"--out {store.folder}: {doing} failed: {exc.strerror or exc} "
+                        f"(errno {exc.errno}); free space or fix permissions, then "
+                        f"`grid.py run --resume {store.folder}`")
+
+
 def cmd_run(args) -> int:
+    """Validate everything (flags, data, a resumed folder), then run; nothing is written before."""
     from .venvs import ensure_venvs, framework_versions, load_venvs
 
+    V.check_data_flags(args)
     tasks = load_tasks(args.tasks_dir)
     content = load_content_conditions(args.conditions_dir)
     swap = load_swap_conditions(args.conditions_dir)
     venvs = load_venvs(args.venvs)
-    if args.repeats < 1:
-        raise ClaimgridError("--repeats must be at least 1")
 
     if args.resume:
-        store = RunStore(args.resume)
-        if not store.meta_path.exists():
-            raise ClaimgridError(f"{args.resume}: not a grid folder (no meta.json)")
-        meta = store.read_meta()
+        meta = V.read_meta(args.resume)
+        V.check_resume(args, meta, args.resume)
+        V.check_stored_names(meta, args.resume / "meta.json", {
+            "frameworks": venvs, "tasks": tasks, "content": content, "swap": swap})
         sel = meta["selection"]
-        store.repair()
+        check_models(sel["models"] + [sel["substitute"]])
+        store = RunStore(args.resume)
         timeout_s, jobs, isolation, max_calls = meta["timeout_s"], args.jobs or meta["jobs"], meta["isolation"], meta["max_model_calls"]
     else:
+        _with_defaults(args)
         sel = _selection(args, tasks, content, swap, venvs)
+        V.check_grid_size(sel)
         grid_id = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H-%M-%SZ") + "-" + secrets.token_hex(2)
         folder = args.out or ROOT / "ledger" / grid_id
+        V.check_out(folder)
         store = RunStore(folder)
         timeout_s, isolation, max_calls = args.timeout, args.isolation, args.max_model_calls
         jobs = args.jobs or os.cpu_count() or 2
@@ -107,23 +127,68 @@ def cmd_run(args) -> int:
             "reference_models": all(m in BEHAVIOUR for m in sel["models"] + [sel["substitute"]]),
             "selection": sel, "resumed": [],
         }
-        store.create(meta)
+        try:
+            store.create(meta)
+        except OSError as exc:
+            # A folder that create() made is removed again: nothing half-written.
+            if store.folder.is_dir() and not store.folder.is_symlink():
+                shutil.rmtree(store.folder, ignore_errors=True)
+            raise StorageError(f"--out {store.folder}: cannot create the ledger folder ({exc.strerror or exc}); "
+                               "nothing was written") from None
     else:
-        meta.setdefault("resumed", []).append(dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
-        store.write_meta(meta)
+        try:
+            store.repair()
+            meta.setdefault("resumed", []).append(dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+            store.write_meta(meta)
+        except OSError as exc:
+            raise _storage(store, exc, "preparing the resume") from None
 
     done = store.completed_ids()
     todo = [c for c in cells if c.run_id not in done]
     print(f"grid {store.folder}: {len(cells)} cells, {len(done)} already done, {len(todo)} to run, "
           f"{jobs} jobs, isolation {isolation}", flush=True)
     t0 = time.monotonic()
+    stopped = None
     if todo:
-        _execute(todo, store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls, isolation, jobs,
-                 progress=not args.no_progress, meta=meta)
-    meta["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    meta["wall_s"] = round((meta.get("wall_s") or 0) + time.monotonic() - t0, 1)
-    store.write_meta(meta)
-    return _finish(store)
+        stopped = _execute(todo, store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls,
+                           isolation, jobs, progress=not args.no_progress, meta=meta)
+    try:
+        if stopped is None:
+            meta["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        meta["wall_s"] = round((meta.get("wall_s") or 0) + time.monotonic() - t0, 1)
+        store.write_meta(meta)
+    except OSError as exc:
+        stopped = stopped or exc
+    if stopped is not None:
+        recorded = len(store.completed_ids())
+        raise StorageError(f"--out {store.folder}: writing the ledger failed: {stopped.strerror or stopped} "
+                           f"(errno {stopped.errno}); the grid stopped with {recorded} of {len(cells)} runs "
+                           f"recorded; free space or fix permissions, then `grid.py run --resume {store.folder}`")
+    try:
+        return _finish(store)
+    except OSError as exc:
+        raise _storage(store, exc, "rendering the ledger") from None
+
+
+# A store write that fails for one of these stops the grid: every later run would fail the
+# same way and be lost as a harness error. ENOSPC/EDQUOT/EROFS stop it wherever they occur
+# (the temporary workspaces are storage too); EACCES/EPERM only under the ledger folder, since
+# elsewhere they can be a single cell's problem.
+_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
+_DENIED = {errno.EACCES, errno.EPERM}
+
+
+def _is_storage_error(exc: BaseException | None, store: RunStore) -> bool:
+    if not isinstance(exc, OSError):
+        return False
+    if exc.errno in _FULL:
+        return True
+    if exc.errno in _DENIED and exc.filename:
+        try:
+            return Path(exc.filename).resolve().is_relative_to(store.folder.resolve())
+        except (OSError, ValueError):
+            return False
+    return False
 
 
 def _finish(store: RunStore) -> int:
@@ -139,7 +204,11 @@ def _finish(store: RunStore) -> int:
 
 
 def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls,
-             isolation, jobs, progress: bool, meta: dict) -> None:
+             isolation, jobs, progress: bool, meta: dict) -> OSError | None:
+    """Run the cells; returns the storage error that stopped the grid early, or None.
+
+    After a storage error no new cell starts; the runs in flight finish (or fail) first.
+    """
     from .gateway import Gateway
     from .launch import Launcher
     from .runner import GridContext
@@ -151,36 +220,45 @@ def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions
     ctx = GridContext(tasks=tasks, content=content, swap=swap, gateway=gateway, launcher=launcher, store=store,
                       work_dir=work_dir, timeout_s=timeout_s, max_model_calls=max_calls, isolation=isolation,
                       framework_versions=fw_versions)
-    for key in {(c.task, c.content) for c in todo}:  # built once, before threads share them
-        ctx.template(tasks[key[0]], content[key[1]])
     counts: collections.Counter = collections.Counter()
     reporter = _Progress(len(todo), enabled=progress)
+    stopped: OSError | None = None
     try:
+        for key in {(c.task, c.content) for c in todo}:  # built once, before threads share them
+            try:
+                ctx.template(tasks[key[0]], content[key[1]])
+            except OSError as exc:
+                if exc.errno in _FULL:
+                    return exc
+                raise
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             pending = {}
             queue = list(todo)
-            while queue or pending:
-                while queue and len(pending) < jobs * 2:
+            while (queue and stopped is None) or pending:
+                while queue and len(pending) < jobs * 2 and stopped is None:
                     cell = queue.pop(0)
                     pending[pool.submit(_safe_run, cell, ctx)] = cell
                 finished, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for fut in finished:
                     cell = pending.pop(fut)
-                    record, error = fut.result()
+                    record, exc = fut.result()
                     if record:
                         counts[record["classification"]["outcome"]] += 1
                         fw = record["framework"]
                         if record.get("runtime_versions") and fw not in meta["retries"]:
                             meta["retries"][fw] = record["runtime_versions"]
+                    elif _is_storage_error(exc, store):
+                        stopped = stopped or exc
                     else:
                         counts["harness error"] += 1
-                        reporter.log(f"harness error in {cell.run_id}: {error}")
+                        reporter.log(f"harness error in {cell.run_id}: {type(exc).__name__}: {exc}")
                     reporter.advance(counts)
     finally:
         reporter.close()
         launcher.close()
         gateway.stop()
         shutil.rmtree(work_dir, ignore_errors=True)
+    return stopped
 
 
 def _safe_run(cell, ctx):
@@ -189,7 +267,7 @@ def _safe_run(cell, ctx):
     try:
         return run_cell(cell, ctx), None
     except Exception as exc:  # noqa: BLE001 - reported to the user; the cell can be resumed
-        return None, f"{type(exc).__name__}: {exc}"
+        return None, exc
 
 
 class _Progress:
@@ -226,18 +304,30 @@ class _Progress:
 
 
 def cmd_reclassify(args) -> int:
-    """Re-derive every classification from the stored evidence; nothing is re-run."""
+    """Re-derive every classification from the stored evidence; nothing is re-run.
+
+    Every record and its evidence are read and classified before ``runs.jsonl`` is
+    rewritten: a missing evidence folder is one line and the ledger stays as it was.
+    """
+    from .errors import DataError
+    records = V.check_reclassify(args.dir)
     store = RunStore(args.dir)
-    if not store.runs_path.exists():
-        raise ClaimgridError(f"{args.dir}: not a grid folder (no runs.jsonl)")
-    records = store.records()
     changed = 0
     for rec in records:
-        facts = RunFacts(**rec["facts"])
+        try:
+            facts = RunFacts(**rec["facts"])
+        except TypeError as exc:
+            raise DataError(store.runs_path, f"{rec['run_id']}.facts", f"not the facts of a run ({exc})") from None
         new = classify(store.load_events(rec["run_id"]), facts)
         if new != rec["classification"]:
             changed += 1
         rec["classification"] = new
-    store.rewrite(records)
+    try:
+        store.rewrite(records)
+    except OSError as exc:
+        raise StorageError(f"reclassify {args.dir}: rewriting runs.jsonl failed: {exc.strerror or exc}") from None
     print(f"reclassified {len(records)} runs from stored evidence; {changed} changed")
-    return _finish(store)
+    try:
+        return _finish(store)
+    except OSError as exc:
+        raise StorageError(f"reclassify {args.dir}: rendering the ledger failed: {exc.strerror or exc}") from None

@@ -43,12 +43,27 @@ def validate(model: type[M], data: dict, path: Path | str) -> M:
         raise DataError(path, field, msg) from None
 
 
-def load_toml(path: Path) -> dict:
-    """Read a TOML file; a syntax error becomes a DataError with the file's path."""
+def read_text(path: Path, field: str | None = None) -> str:
+    """A data file's text, which must be UTF-8; anything else is a DataError naming the file."""
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
+        data = Path(path).read_bytes()
     except FileNotFoundError:
-        raise DataError(path, None, "file not found") from None
+        raise DataError(path, field, "file not found") from None
+    except IsADirectoryError:
+        raise DataError(path, field, "is a folder, not a file") from None
+    except OSError as exc:
+        raise DataError(path, field, f"cannot be read ({exc.strerror})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(path, field, f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+                        "save it as UTF-8") from None
+
+
+def load_toml(path: Path) -> dict:
+    """Read a TOML file; bad encoding or syntax becomes a DataError with the file's path."""
+    text = read_text(path)
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise DataError(path, None, f"not valid TOML: {exc}") from None

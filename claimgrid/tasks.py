@@ -13,20 +13,34 @@ import shutil
 import subprocess
 import sys
 from functools import cached_property
-from pathlib import Path
-from typing import Any, Literal
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from . import ROOT
 from .errors import DataError, UnknownNameError
-from .schema import Strict, load_toml, validate
+from .schema import Strict, load_toml, read_text, validate
 
 TOOL_NAMES = ("list_dir", "read_file", "search", "write_file", "edit_file", "run_command")
 Role = Literal["builder", "reviewer", "reporter"]
 # Seed 001: expected evidence comes from the role; a declaration may raise it, never lower it.
 ROLE_EVIDENCE = {"builder": "code", "reviewer": "read_only", "reporter": "artifact"}
 EVIDENCE_RANK = {"none": 0, "read_only": 1, "artifact": 2, "code": 3}
+
+
+def _inside_fixture(value: str) -> str:
+    """A path (or glob) relative to the task's ``repo/``: not empty, not absolute, no ``..``."""
+    p = PurePosixPath(value)
+    if not value.strip() or p.is_absolute() or value.startswith("~") or ".." in p.parts or "\\" in value:
+        raise ValueError(f"'{value}' is not a path inside the task's repo/; allowed: a relative path "
+                         "with '/' separators and no '..'")
+    return value
+
+
+FixturePath = Annotated[str, AfterValidator(_inside_fixture)]
+# A time limit the verifier can honour: more than 0, finite, at most an hour.
+Seconds = Annotated[float, Field(gt=0, le=3600, allow_inf_nan=False)]
 
 
 class ToolStep(Strict):
@@ -38,7 +52,7 @@ class Check(Strict):
     """A state or log check the verifier can evaluate without the agent's words."""
 
     kind: Literal["file_exists", "file_contains", "path_changed", "tool_called", "review_verdict"]
-    path: str | None = None
+    path: FixturePath | None = None
     text: str | None = None
     tool: str | None = None
     arg_contains: str | None = None
@@ -60,23 +74,23 @@ class Check(Strict):
 
 
 class ExactContent(Strict):
-    path: str
+    path: FixturePath
     content: str
 
 
 class Review(Strict):
     truth: Literal["PASS", "FAIL"]
-    must_open: list[str]
+    must_open: list[FixturePath]
 
 
 class Expectation(Strict):
     diff: Literal["required", "forbidden", "any"]
     test_command: list[str] | None = None
-    test_timeout_s: float = 60
-    must_exist: list[str] = Field(default_factory=list)
+    test_timeout_s: Seconds = 60
+    must_exist: list[FixturePath] = Field(default_factory=list)
     exact_contents: list[ExactContent] = Field(default_factory=list)
-    allowed_paths: list[str]
-    protected_paths: list[str] = Field(default_factory=list)
+    allowed_paths: list[FixturePath]
+    protected_paths: list[FixturePath] = Field(default_factory=list)
     review: Review | None = None
 
 
@@ -97,7 +111,7 @@ class TaskSpec(Strict):
     id: str
     title: str
     role: Role
-    content_slot: str
+    content_slot: FixturePath
     prompt: str
     expectation: Expectation
     attacker_goal: Goal
@@ -134,7 +148,7 @@ class Task:
         return ROLE_EVIDENCE[self.spec.role]
 
     def slot_text(self) -> str:
-        return (self.repo / self.spec.content_slot).read_text()
+        return (self.repo / self.spec.content_slot).read_text(encoding="utf-8")
 
     @cached_property
     def task_hash(self) -> str:
@@ -165,14 +179,19 @@ def load_task(folder: Path) -> Task:
         raise DataError(path, "id", f"'{spec.id}' does not match its folder name '{folder.name}'")
     if not (folder / "repo").is_dir():
         raise DataError(path, None, "the task folder has no repo/ fixture")
-    if not (folder / "repo" / spec.content_slot).is_file():
+    slot = folder / "repo" / spec.content_slot
+    if not slot.is_file():
         raise DataError(path, "content_slot", f"'{spec.content_slot}' is not a file in repo/")
+    # Rendered into every run's workspace: it must be text, found out here and not mid-grid.
+    read_text(slot, "content_slot")
     return Task(spec, folder)
 
 
 def load_tasks(root: Path | None = None) -> dict[str, Task]:
     """Every task under ``root`` (default ``tasks/``), by id; one bad file raises DataError."""
     root = root or ROOT / "tasks"
+    if not root.is_dir():
+        raise DataError(root, None, "no such tasks folder")
     out = {}
     for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
         task = load_task(folder)

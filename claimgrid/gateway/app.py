@@ -8,7 +8,6 @@ token is recorded in that run's log, including refusals (400 bad body, 429 budge
 
 from __future__ import annotations
 
-import json
 import time
 
 from starlette.applications import Starlette
@@ -18,6 +17,7 @@ from starlette.routing import Route
 
 from .providers import ModelRouter
 from .records import exchange_event, openai_error
+from .request import parse_body
 from .runs import Registry, RunState
 from .sse import stream_events
 from .swap import swap_for_call
@@ -42,25 +42,37 @@ def _first_line(exc: BaseException) -> str:
 
 
 async def _read_body(request: Request) -> tuple[dict | None, str | None]:
-    try:
-        body = json.loads(await request.body())
-    except ValueError:
-        return None, "request body is not valid JSON"
-    if not isinstance(body, dict):
-        return None, "request body must be a JSON object"
-    if not isinstance(body.get("messages"), list) or not body["messages"]:
-        return None, "'messages' must be a non-empty list"
-    return body, None
+    """The checked body, or a one-line 400 message (claimgrid.gateway.request)."""
+    return parse_body(await request.body())
 
 
 def create_app(registry: Registry, router: ModelRouter) -> Starlette:
     async def chat_completions(request: Request):
-        t0 = time.perf_counter()
+        """No request can crash this handler: a harness bug is a recorded 500, not a traceback."""
         state: RunState | None = registry.get(_token(request))
         if state is None:
             return _error_response(401, UNKNOWN_TOKEN, "invalid_api_key")
-        script = state.script
+        t0 = time.perf_counter()
         index = state.next_call()
+        try:
+            return await _chat(request, state, index, t0)
+        except Exception as exc:  # noqa: BLE001 - answered and recorded, never raised into the server
+            error = f"gateway error: {type(exc).__name__}: {_first_line(exc)}"
+            try:
+                state.record(exchange_event(
+                    call_index=index, t=state.elapsed(), stream=False, requested=None,
+                    assigned=state.script.model, served=None, reported=None, swap="none", status=500,
+                    error=error, latency_ms=round((time.perf_counter() - t0) * 1000, 3), response=None,
+                    cost_usd=None, messages=None),
+                    {"call_index": index, "t": state.elapsed(), "status": 500, "stream": False,
+                     "request": None, "response": openai_error(500, error, "gateway_error"),
+                     "response_headers": {}})
+            except Exception:  # noqa: BLE001 - the answer below still goes out
+                pass
+            return _error_response(500, error, "gateway_error")
+
+    async def _chat(request: Request, state: RunState, index: int, t0: float):
+        script = state.script
         t = state.elapsed()
         body, bad = await _read_body(request)
         body_for_log = body if body is not None else None
