@@ -144,6 +144,15 @@ def check_out(path: Path, flag: str = "--out") -> None:
                          "give a folder in a writable place") from None
 
 
+def check_data_flags(args) -> None:
+    """The data folders and files named on the command line exist (before anything loads them)."""
+    for flag, dest in (("--tasks-dir", "tasks_dir"), ("--conditions-dir", "conditions_dir")):
+        if getattr(args, dest, None) is not None:
+            check_dir(flag, getattr(args, dest))
+    if getattr(args, "venvs", None) is not None:
+        check_file("--venvs", args.venvs)
+
+
 # ---------------------------------------------------------------- grid size
 
 def check_grid_size(sel: dict) -> int:
