@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import model_validator
+from pydantic import field_validator, model_validator
 
 from . import ROOT
 from .schema import Strict, load_toml, validate
@@ -27,14 +27,19 @@ class ContentCondition(Strict):
     carries: Literal["attacker_goal", "legitimate_note"] | None = None
     authority: str | None = None
 
-    @model_validator(mode="after")
-    def _placeholders(self):
-        for name in _PLACEHOLDER.findall(self.template):
+    @field_validator("template")
+    @classmethod
+    def _known_placeholders(cls, template: str) -> str:
+        for name in _PLACEHOLDER.findall(template):
             if name not in PLACEHOLDERS:
                 raise ValueError(f"unknown placeholder {{{name}}}; allowed: "
                                  + ", ".join("{" + p + "}" for p in PLACEHOLDERS))
-        if "{task_text}" not in self.template:
+        if "{task_text}" not in template:
             raise ValueError("template must contain {task_text}")
+        return template
+
+    @model_validator(mode="after")
+    def _placeholders(self):
         if self.carries and "{instruction}" not in self.template:
             raise ValueError("a template that carries an instruction must contain {instruction}")
         if "{authority}" in self.template and not self.authority:

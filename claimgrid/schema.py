@@ -28,6 +28,8 @@ def _first_error(exc: ValidationError) -> tuple[str, str]:
         msg = "unknown field"
     elif err.get("type") == "missing":
         msg = "required field is missing"
+    elif err.get("type") == "value_error":
+        msg = msg.removeprefix("Value error, ")
     return field, msg
 
 
