@@ -93,6 +93,7 @@ def cmd_run(args) -> int:
             "frameworks": venvs, "tasks": tasks, "content": content, "swap": swap})
         sel = meta["selection"]
         check_models(sel["models"] + [sel["substitute"]])
+        V.check_records(args.resume)  # what is kept must be readable: the ledger is rendered from it
         store = RunStore(args.resume)
         timeout_s, jobs, isolation, max_calls = meta["timeout_s"], args.jobs or meta["jobs"], meta["isolation"], meta["max_model_calls"]
     else:

@@ -273,9 +273,20 @@ def check_reclassify(folder: Path) -> list[dict]:
     ledger as it was.
     """
     check_dir("reclassify", folder)
-    runs = folder / "runs.jsonl"
-    if not runs.is_file():
+    if not (folder / "runs.jsonl").is_file():
         raise UsageError(f"reclassify {folder}: not a grid folder (no runs.jsonl)")
+    return check_records(folder)
+
+
+def check_records(folder: Path) -> list[dict]:
+    """The records of ``folder/runs.jsonl`` (none if it is absent), each with readable evidence.
+
+    A torn last line (the driver killed mid-write) is not a record and not an error: the
+    store's repair() drops it. Any other unreadable line or evidence is a DataError.
+    """
+    runs = folder / "runs.jsonl"
+    if not runs.exists():
+        return []
     try:
         raw = runs.read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
