@@ -166,9 +166,16 @@ def cmd_run(args) -> int:
                            f"(errno {stopped.errno}); the grid stopped with {recorded} of {len(cells)} runs "
                            f"recorded; free space or fix permissions, then `grid.py run --resume {store.folder}`")
     try:
-        return _finish(store)
+        _finish(store)
     except OSError as exc:
         raise _storage(store, exc, "rendering the ledger") from None
+    missing = len(cells) - len(store.completed_ids() & {c.run_id for c in cells})
+    if missing:
+        # Harness errors leave cells without a record: the ledger is incomplete, so is the exit.
+        print(f"grid.py: {missing} of {len(cells)} runs have no record (harness errors above); "
+              f"`grid.py run --resume {store.folder}` retries them", file=sys.stderr)
+        return 1
+    return 0
 
 
 # A store write that fails for one of these stops the grid: every later run would fail the

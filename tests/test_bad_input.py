@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import tomllib
 from pathlib import Path
 
@@ -356,23 +357,51 @@ def test_reclassify_of_a_folder_that_is_not_a_grid(base, tmp_path):
     assert_one_line(proc, 2, str(tmp_path), "runs.jsonl")
 
 
-def test_disk_full_stops_the_grid_in_one_line_and_resume_completes_it(base, mountpoint):
-    """A real ENOSPC: a 2 MiB tmpfs, filled until a few runs' evidence still fits."""
+def _records(out: Path) -> list[dict]:
+    path = out / "runs.jsonl"
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip().endswith("}")] if path.exists() else []
+
+
+@pytest.mark.parametrize("failure", ["disk-full", "read-only"])
+def test_a_storage_failure_stops_the_grid_in_one_line_and_resume_completes_it(base, mountpoint, failure):
+    """Real failures on a small tmpfs: ENOSPC (filled until a run or two still fits), or EROFS
+    (remounted read-only once the first run is recorded). Then space is freed / the mount made
+    writable again, and --resume completes the grid."""
     project = base[0]
-    disk = mountpoint("size=2m")
-    filler = disk / "filler"
-    with open(filler, "wb") as fh:  # leave ~160 KiB: meta.json and a run or two, not six
-        fh.write(b"\0" * (os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize - 160 * 1024))
-    out = disk / "grid"
     cells = ["--tasks", ",".join(TASKS[:3]), "--content", ",".join(CONTENT[:2]), "--swap", SWAP[0],
              "--models", MODELS[0]]
     n_cells = min(3, len(TASKS)) * min(2, len(CONTENT))
-    proc = grid(project, "run", "--out", str(out), "--jobs", "1", "--no-progress", *cells)
-    line = assert_one_line(proc, 1, "--out", str(out), "No space left on device", "--resume")
-    recorded = [json.loads(x) for x in (out / "runs.jsonl").read_text().splitlines() if x.strip().endswith("}")]
-    assert len(recorded) < n_cells, line
+    args = [sys.executable, str(project / "grid.py"), "run", "--jobs", "1", "--no-progress", *cells]
+    if failure == "disk-full":
+        disk = mountpoint("size=2m")
+        filler = disk / "filler"
+        st = os.statvfs(disk)
+        with open(filler, "wb") as fh:  # leave ~160 KiB: meta.json and a run or two, not six
+            fh.write(b"\0" * (st.f_bavail * st.f_frsize - 160 * 1024))
+        out = disk / "grid"
+        proc = grid(project, *args[2:], "--out", str(out))
+        line = assert_one_line(proc, 1, "--out", str(out), "No space left on device", "--resume")
+        filler.unlink()
+    else:
+        disk = mountpoint("size=16m")
+        out = disk / "grid"
+        run = subprocess.Popen([*args, "--out", str(out)], cwd=project, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 300
+        while not _records(out) and run.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        remounted = False
+        while not remounted and run.poll() is None and time.monotonic() < deadline:
+            # EBUSY while a file is open for writing: try again a moment later
+            remounted = subprocess.run(["mount", "-o", "remount,ro", str(disk)], capture_output=True).returncode == 0
+            time.sleep(0.01)
+        stdout, stderr = run.communicate(timeout=300)
+        assert remounted, "the grid finished before the mount could be made read-only"
+        line = assert_one_line(subprocess.CompletedProcess(run.args, run.returncode, stdout, stderr), 1,
+                               "--out", str(out), "Read-only file system", "--resume")
+        subprocess.run(["mount", "-o", "remount,rw", str(disk)], check=True)
+    assert 1 <= len(_records(out)) < n_cells, line
 
-    filler.unlink()  # space freed
     resumed = grid(project, "run", "--resume", str(out), "--no-progress")
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     assert "Traceback" not in resumed.stderr
