@@ -12,6 +12,12 @@ class ClaimgridError(Exception):
     cli_status = 2
 
 
+class Interrupted(ClaimgridError):
+    """Ctrl-C during a grid: the runs recorded so far are kept for --resume (exit 130)."""
+
+    cli_status = 130
+
+
 class StorageError(ClaimgridError):
     """The ledger folder could not be written (disk full, read-only, permission): exit 1.
 

@@ -21,7 +21,7 @@ from .cells import Cell, plan
 from .classifier import RunFacts, classify
 from .conditions import load_content_conditions, load_swap_conditions
 from . import validate as V
-from .errors import ClaimgridError, StorageError, UnknownNameError
+from .errors import ClaimgridError, Interrupted, StorageError, UnknownNameError
 from .reference_truth import BEHAVIOUR, DEFAULT_MODELS, DEFAULT_SUBSTITUTE
 from .store import RunStore
 from .tasks import load_tasks, select
@@ -151,8 +151,12 @@ def cmd_run(args) -> int:
     t0 = time.monotonic()
     stopped = None
     if todo:
-        stopped = _execute(todo, store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls,
-                           isolation, jobs, progress=not args.no_progress, meta=meta)
+        try:
+            stopped = _execute(todo, store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls,
+                               isolation, jobs, progress=not args.no_progress, meta=meta)
+        except KeyboardInterrupt:
+            raise Interrupted(f"interrupted: {len(store.completed_ids())} of {len(cells)} runs recorded in "
+                              f"{store.folder}; `grid.py run --resume {store.folder}` finishes the grid") from None
     try:
         if stopped is None:
             meta["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -362,11 +363,12 @@ def _records(out: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip().endswith("}")] if path.exists() else []
 
 
-@pytest.mark.parametrize("failure", ["disk-full", "read-only"])
-def test_a_storage_failure_stops_the_grid_in_one_line_and_resume_completes_it(base, mountpoint, failure):
-    """Real failures on a small tmpfs: ENOSPC (filled until a run or two still fits), or EROFS
-    (remounted read-only once the first run is recorded). Then space is freed / the mount made
-    writable again, and --resume completes the grid."""
+@pytest.mark.parametrize("failure", ["disk-full", "read-only", "interrupted"])
+def test_a_grid_stopped_by_storage_or_ctrl_c_is_one_line_and_resume_completes_it(base, mountpoint, failure):
+    """Real failures on a small tmpfs: ENOSPC (filled until a run or two still fits), EROFS
+    (remounted read-only once the first run is recorded), or Ctrl-C (SIGINT once the first run
+    is recorded). Then space is freed / the mount made writable again, and --resume completes
+    the grid."""
     project = base[0]
     cells = ["--tasks", ",".join(TASKS[:3]), "--content", ",".join(CONTENT[:2]), "--swap", SWAP[0],
              "--models", MODELS[0]]
@@ -382,6 +384,18 @@ def test_a_storage_failure_stops_the_grid_in_one_line_and_resume_completes_it(ba
         proc = grid(project, *args[2:], "--out", str(out))
         line = assert_one_line(proc, 1, "--out", str(out), "No space left on device", "--resume")
         filler.unlink()
+    elif failure == "interrupted":
+        out = base[1].parent / "interrupted"
+        run = subprocess.Popen([*args, "--out", str(out)], cwd=project, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 300
+        while not _records(out) and run.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert run.poll() is None, "the grid finished before it could be interrupted"
+        run.send_signal(signal.SIGINT)
+        stdout, stderr = run.communicate(timeout=300)
+        line = assert_one_line(subprocess.CompletedProcess(run.args, run.returncode, stdout, stderr), 130,
+                               "interrupted", str(out), "--resume")
     else:
         disk = mountpoint("size=16m")
         out = disk / "grid"
