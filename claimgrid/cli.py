@@ -15,15 +15,8 @@ COMMANDS = ("run", "list", "reclassify", "gateway", "venvs")
 _csv = v.names  # comma-separated names: none empty, none repeated
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse whose usage errors are one line (no usage block), exit 2."""
-
-    def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = v.OneLineParser(
         prog="grid.py",
         description="Run agent frameworks on the same tasks under every condition and check "
                     "their claims against what the harness observed. With no command: run the "

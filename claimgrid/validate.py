@@ -43,6 +43,13 @@ class UsageError(ClaimgridError):
     """A flag's value is not allowed (exit 2)."""
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line (no usage block), exit 2; subparsers inherit it."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
+
+
 # ---------------------------------------------------------------- argparse types
 
 def whole(lo: int, hi: int) -> Callable[[str], int]:

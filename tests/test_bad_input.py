@@ -225,6 +225,19 @@ def test_a_bad_flag_is_one_line_naming_the_flag(project, tmp_path, case):
     assert not out.exists()
 
 
+@pytest.mark.parametrize("args, name", [
+    (["venvs", "--frameworks", "fake,fake"], "--frameworks"),
+    (["venvs", "--venvs", "no-such.toml"], "--venvs"),
+    (["list", "--tasks-dir", "no/such/dir"], "--tasks-dir"),
+    (["list", "--conditions-dir", "grid.py"], "--conditions-dir"),
+    (["reclassify"], "dir"),
+    (["explode"], "explode"),
+    (["gateway", "--port", "x"], "--port"),
+], ids=lambda a: "-".join(a) if isinstance(a, list) else None)
+def test_other_commands_reject_bad_flags_in_one_line(project, args, name):
+    assert_one_line(grid(project, *args), 2, name)
+
+
 def test_the_grid_size_bound_is_checked_before_planning(project, tmp_path):
     # Within each flag's own range, but the product is too big: refused at once, not a MemoryError.
     proc = grid(project, "run", "--out", str(tmp_path / "out"), "--repeats", str(V.MAX_REPEATS), timeout=60)

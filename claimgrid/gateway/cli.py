@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import threading
 
 from .script import REFERENCE_MODEL_NAMES, RunScript
@@ -25,7 +24,9 @@ def demo_scripts() -> dict[str, RunScript]:
 
 
 def serve_cli(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="grid.py gateway",
+    from ..validate import OneLineParser
+
+    parser = OneLineParser(prog="grid.py gateway",
                                      description="Serve the claimgrid model gateway with demo tokens.")
     parser.parse_args(argv)
     from .server import Gateway
