@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import signal
+import tempfile
 import subprocess
 import sys
 import time
@@ -56,9 +57,26 @@ def _make_project(dest: Path) -> Path:
     return dest
 
 
+def private_tmp() -> dict:
+    """An environment whose TMPDIR is a fresh folder, so a test can see what a run left there."""
+    tmp = Path(tempfile.mkdtemp(prefix="claimgrid-test-tmpdir-"))
+    return {**os.environ, "TMPDIR": str(tmp)}
+
+
+def assert_no_leftovers(env: dict) -> None:
+    # uv keeps a lock file per environment in TMPDIR by design (`uv-<hash>.lock`): uv's, not ours.
+    left = sorted(p.name for p in Path(env["TMPDIR"]).iterdir() if not re.fullmatch(r"uv-[0-9a-f]+\.lock", p.name))
+    shutil.rmtree(env["TMPDIR"])
+    assert left == [], f"temporary files left behind: {left}"
+
+
 def grid(project: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(project / "grid.py"), *args], cwd=project, capture_output=True,
-                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    """``python grid.py ARGS`` in ``project``; asserts that it left nothing in its TMPDIR."""
+    env = private_tmp()
+    proc = subprocess.run([sys.executable, str(project / "grid.py"), *args], cwd=project, capture_output=True,
+                          text=True, timeout=timeout, stdin=subprocess.DEVNULL, env=env)
+    assert_no_leftovers(env)
+    return proc
 
 
 def snapshot(folder: Path) -> dict:
@@ -399,21 +417,24 @@ def test_a_grid_stopped_by_storage_or_ctrl_c_is_one_line_and_resume_completes_it
         filler.unlink()
     elif failure == "interrupted":
         out = base[1].parent / "interrupted"
+        env = private_tmp()
         run = subprocess.Popen([*args, "--out", str(out)], cwd=project, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+                               stderr=subprocess.PIPE, text=True, env=env)
         deadline = time.monotonic() + 300
         while not _records(out) and run.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
         assert run.poll() is None, "the grid finished before it could be interrupted"
         run.send_signal(signal.SIGINT)
         stdout, stderr = run.communicate(timeout=300)
+        assert_no_leftovers(env)
         line = assert_one_line(subprocess.CompletedProcess(run.args, run.returncode, stdout, stderr), 130,
                                "interrupted", str(out), "--resume")
     else:
         disk = mountpoint("size=16m")
         out = disk / "grid"
+        env = private_tmp()
         run = subprocess.Popen([*args, "--out", str(out)], cwd=project, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+                               stderr=subprocess.PIPE, text=True, env=env)
         deadline = time.monotonic() + 300
         while not _records(out) and run.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -423,6 +444,7 @@ def test_a_grid_stopped_by_storage_or_ctrl_c_is_one_line_and_resume_completes_it
             remounted = subprocess.run(["mount", "-o", "remount,ro", str(disk)], capture_output=True).returncode == 0
             time.sleep(0.01)
         stdout, stderr = run.communicate(timeout=300)
+        assert_no_leftovers(env)
         assert remounted, "the grid finished before the mount could be made read-only"
         line = assert_one_line(subprocess.CompletedProcess(run.args, run.returncode, stdout, stderr), 1,
                                "--out", str(out), "Read-only file system", "--resume")
