@@ -21,7 +21,7 @@ from .cells import Cell, plan
 from .classifier import RunFacts, classify
 from .conditions import load_content_conditions, load_swap_conditions
 from . import validate as V
-from .errors import ClaimgridError, Interrupted, StorageError, UnknownNameError
+from .errors import Interrupted, StorageError, UnknownNameError
 from .reference_truth import BEHAVIOUR, DEFAULT_MODELS, DEFAULT_SUBSTITUTE
 from .store import RunStore
 from .tasks import load_tasks, select
