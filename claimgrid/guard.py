@@ -134,7 +134,12 @@ class Guard:
         else:
             args += ["--ro-bind", ws, SANDBOX_WORKSPACE]
         args += ["--chdir", SANDBOX_WORKSPACE]
-        full_env = {"LANG": "C.UTF-8", "HOME": "/tmp", **(env or {}), "PATH": SANDBOX_PATH}
+        path = SANDBOX_PATH
+        if python and (Path(python).parent.parent / "pyvenv.cfg").is_file():
+            # A venv is recognised from the path python was started by: the venv's own bin
+            # goes first, so python/python3 there keep its site-packages (a symlink would not).
+            path = f"{Path(python).parent}:{path}"
+        full_env = {"LANG": "C.UTF-8", "HOME": "/tmp", **(env or {}), "PATH": path}
         for key, value in full_env.items():
             args += ["--setenv", key, value]
         inner = [shutil.which("prlimit") or "/usr/bin/prlimit", *self.limits.prlimit_args(), "--"]

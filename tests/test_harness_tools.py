@@ -106,7 +106,7 @@ def test_bad_arguments_and_unknown_tools_are_events(kit):
 def test_command_timeout_kills_the_process_group(kit, tmp_path):
     ws, tools, channel = kit
     ctx = tools["run_command"]._ctx
-    ctx.command_timeout_s = 0.5
+    ctx.commands.timeout_s = 0.5
     marker = ws / "late.txt"
     out = tools["run_command"](command="(sleep 1.5; echo late > late.txt) & sleep 30")
     ev = last(channel)
