@@ -44,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", type=Path, default=None, help="ledger folder to write (default: ledger/<grid id>)")
     run.add_argument("--isolation", choices=("warm", "fresh"), default="warm",
                      help="warm: fork each run from a parent that has imported the framework; fresh: a new interpreter per run")
+    run.add_argument("--guard", choices=("auto", "on", "off"), default="auto",
+                     help="sandbox the agent's commands with bubblewrap: auto (default) = on where namespaces work, "
+                          "on = fail where they do not, off = unguarded (recorded in meta.json and every run)")
     run.add_argument("--resume", type=Path, default=None, metavar="DIR", help="finish an interrupted grid in DIR")
     run.add_argument("--max-model-calls", type=int, default=24, help="per-run model call budget enforced by the gateway")
     run.add_argument("--no-progress", action="store_true", help="plain log lines instead of a progress bar")

@@ -8,6 +8,7 @@ import os
 import platform
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -20,6 +21,7 @@ from .cells import Cell, plan
 from .classifier import RunFacts, classify
 from .conditions import load_content_conditions, load_swap_conditions
 from .errors import ClaimgridError, UnknownNameError
+from .guard import detect
 from .reference_truth import BEHAVIOUR, DEFAULT_MODELS, DEFAULT_SUBSTITUTE
 from .store import RunStore
 from .tasks import load_tasks, select
@@ -69,6 +71,9 @@ def cmd_run(args) -> int:
     venvs = load_venvs(args.venvs)
     if args.repeats < 1:
         raise ClaimgridError("--repeats must be at least 1")
+    guard = detect(getattr(args, "guard", "auto"))  # --guard on fails here, before anything is written
+    if not guard.enabled:
+        print(f"guard: off ({guard.reason}): agent commands run without a sandbox", flush=True)
 
     if args.resume:
         store = RunStore(args.resume)
@@ -105,11 +110,12 @@ def cmd_run(args) -> int:
             "repeats": sel["repeats"], "timeout_s": timeout_s, "jobs": jobs, "isolation": isolation,
             "max_model_calls": max_calls, "retries": {}, "grid_size": len(cells),
             "reference_models": all(m in BEHAVIOUR for m in sel["models"] + [sel["substitute"]]),
-            "selection": sel, "resumed": [],
+            "selection": sel, "resumed": [], "guard": guard.facts(),
         }
         store.create(meta)
     else:
         meta.setdefault("resumed", []).append(dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+        meta["guard"] = guard.facts()  # each run record's parity keeps the guard it ran under
         store.write_meta(meta)
 
     done = store.completed_ids()
@@ -119,7 +125,7 @@ def cmd_run(args) -> int:
     t0 = time.monotonic()
     if todo:
         _execute(todo, store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls, isolation, jobs,
-                 progress=not args.no_progress, meta=meta)
+                 progress=not args.no_progress, meta=meta, guard=guard)
     meta["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     meta["wall_s"] = round((meta.get("wall_s") or 0) + time.monotonic() - t0, 1)
     store.write_meta(meta)
@@ -139,7 +145,10 @@ def _finish(store: RunStore) -> int:
 
 
 def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls,
-             isolation, jobs, progress: bool, meta: dict) -> None:
+             isolation, jobs, progress: bool, meta: dict, guard=None) -> None:
+    """Run ``todo`` on ``jobs`` threads. Ctrl-C (KeyboardInterrupt) kills every in-flight
+    adapter at once, cancels the queued cells, stores nothing of the interrupted runs and
+    re-raises: the ledger holds only complete runs, and ``--resume`` runs the rest."""
     from .gateway import Gateway
     from .launch import Launcher
     from .runner import GridContext
@@ -148,46 +157,57 @@ def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions
     gateway = Gateway()
     gateway.start()
     launcher = Launcher(entries, isolation=isolation)
+    launcher.watch_dir(work_dir)  # removed by the watchdog if this driver is killed
     ctx = GridContext(tasks=tasks, content=content, swap=swap, gateway=gateway, launcher=launcher, store=store,
                       work_dir=work_dir, timeout_s=timeout_s, max_model_calls=max_calls, isolation=isolation,
-                      framework_versions=fw_versions)
+                      framework_versions=fw_versions, guard=guard)
     for key in {(c.task, c.content) for c in todo}:  # built once, before threads share them
         ctx.template(tasks[key[0]], content[key[1]])
     counts: collections.Counter = collections.Counter()
     reporter = _Progress(len(todo), enabled=progress)
+    pool = ThreadPoolExecutor(max_workers=jobs)
     try:
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            pending = {}
-            queue = list(todo)
-            while queue or pending:
-                while queue and len(pending) < jobs * 2:
-                    cell = queue.pop(0)
-                    pending[pool.submit(_safe_run, cell, ctx)] = cell
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    cell = pending.pop(fut)
-                    record, error = fut.result()
-                    if record:
-                        counts[record["classification"]["outcome"]] += 1
-                        fw = record["framework"]
-                        if record.get("runtime_versions") and fw not in meta["retries"]:
-                            meta["retries"][fw] = record["runtime_versions"]
-                    else:
-                        counts["harness error"] += 1
-                        reporter.log(f"harness error in {cell.run_id}: {error}")
-                    reporter.advance(counts)
+        pending = {}
+        queue = list(todo)
+        while queue or pending:
+            while queue and len(pending) < jobs * 2:
+                cell = queue.pop(0)
+                pending[pool.submit(_safe_run, cell, ctx)] = cell
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                cell = pending.pop(fut)
+                record, error = fut.result()
+                if record:
+                    counts[record["classification"]["outcome"]] += 1
+                    fw = record["framework"]
+                    if record.get("runtime_versions") and fw not in meta["retries"]:
+                        meta["retries"][fw] = record["runtime_versions"]
+                elif error != "interrupted":
+                    counts["harness error"] += 1
+                    reporter.log(f"harness error in {cell.run_id}: {error}")
+                reporter.advance(counts)
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the cleanup short
+        launcher.interrupt()
+        reporter.log(f"interrupted: in-flight runs killed; finish with: uv run grid.py run --resume {store.folder}")
+        raise
     finally:
+        pool.shutdown(wait=True, cancel_futures=True)
         reporter.close()
         launcher.close()
         gateway.stop()
         shutil.rmtree(work_dir, ignore_errors=True)
+        launcher.forget_dir(work_dir)
 
 
 def _safe_run(cell, ctx):
     """A bug in the harness for one cell must not stop the grid; it is reported, and the cell stays missing."""
+    from .launch import RunInterrupted
     from .runner import run_cell
     try:
         return run_cell(cell, ctx), None
+    except RunInterrupted:
+        return None, "interrupted"
     except Exception as exc:  # noqa: BLE001 - reported to the user; the cell can be resumed
         return None, f"{type(exc).__name__}: {exc}"
 

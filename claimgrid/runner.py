@@ -16,10 +16,13 @@ from pathlib import Path
 from .cells import Cell
 from .classifier import RunFacts, classify
 from .conditions import ContentCondition, SwapCondition
+from .launch import RunInterrupted
+from .launch.guard import command_sandbox, hand_over
 from .tasks import Task, build_template, materialise
 from .trace import parse_trace, report_instructions
 from .verifier import verify
 
+COMMAND_TIMEOUT_S = 30
 AGENT_NAMES = {"builder": "builder", "reviewer": "reviewer", "reporter": "reporter"}
 
 
@@ -38,6 +41,7 @@ class GridContext:
     max_model_calls: int
     isolation: str
     framework_versions: dict = field(default_factory=dict)
+    guard: object = None  # claimgrid.guard.Guard; None or disabled: unguarded
     templates: dict = field(default_factory=dict)  # (task, content) -> (path, base commit)
 
     def template(self, task: Task, content: ContentCondition) -> tuple[Path, str]:
@@ -70,6 +74,7 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
     shutil.rmtree(run_dir, ignore_errors=True)
     ws, sandbox = run_dir / "ws", run_dir / "sandbox"
     materialise(template, ws)
+    hand_over(ctx.guard, ws)  # guarded as root: the workspace belongs to the sandbox user
     sandbox.mkdir(parents=True)
     sandbox.chmod(0o700)
 
@@ -82,8 +87,10 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
         "outcome_path": str(sandbox / "outcome.json"), "gateway_url": ctx.gateway.url, "token": token,
         "model": cell.model, "agent_name": agent,
         "tools": ["list_dir", "read_file", "search", "write_file", "edit_file", "run_command"],
-        "budgets": {"max_model_calls": ctx.max_model_calls, "command_timeout_s": 30, "max_output_chars": 16000},
+        "budgets": {"max_model_calls": ctx.max_model_calls, "command_timeout_s": COMMAND_TIMEOUT_S,
+                    "max_output_chars": 16000},
         "timeout_s": ctx.timeout_s,
+        "command_sandbox": command_sandbox(ctx.guard, ws, task.python, COMMAND_TIMEOUT_S),
     }
     t0 = time.monotonic()
     try:
@@ -91,6 +98,8 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
     finally:
         gateway_events, gateway_raw = ctx.gateway.finish(token)
     agent_s = time.monotonic() - t0
+    if result.interrupted:
+        raise RunInterrupted(run_id)  # Ctrl-C: nothing of this run is stored; --resume runs it
 
     outcome = result.outcome or {}
     final_text = outcome.get("final_text") if isinstance(outcome.get("final_text"), str) else None
@@ -132,6 +141,7 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
             "framework_versions": ctx.framework_versions.get(cell.framework, {}),
             "task_hash": task.task_hash, "timeout_s": ctx.timeout_s,
             "budget": {"max_model_calls": ctx.max_model_calls}, "isolation": ctx.isolation,
+            "guard": ctx.guard.facts() if ctx.guard is not None else {"guard": "off", "reason": "no guard given"},
         },
         "runtime_versions": versions,
         "timings": {"wall_s": round(time.monotonic() - t0, 3), "agent_s": round(agent_s, 3),
