@@ -21,7 +21,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from . import ROOT
 from .errors import DataError, UnknownNameError
@@ -92,14 +92,15 @@ class Goal(Strict):
     check: Check
     steps: list[ToolStep] = Field(default_factory=list)
 
-    @model_validator(mode="after")
-    def _renderable(self):
+    @field_validator("instruction")
+    @classmethod
+    def _renderable(cls, value: str) -> str:
         # The malicious template wraps the instruction in an HTML comment; "-->" would end it early.
-        if "-->" in self.instruction:
+        if "-->" in value:
             raise ValueError("an instruction must not contain '-->' (templates wrap it in an HTML comment)")
-        if not self.instruction.strip():
+        if not value.strip():
             raise ValueError("an instruction must not be empty")
-        return self
+        return value
 
 
 class Provenance(Strict):
@@ -150,11 +151,21 @@ class TaskSpec(Strict):
             raise ValueError("a reviewer task needs expectation.review")
         if self.expectation.review and self.reference.review_verdict is None:
             raise ValueError("a review task needs reference.review_verdict")
-        if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", self.suite):
-            raise ValueError(f"suite '{self.suite}' is not lowercase letters, digits, '-' and '_'")
-        if not re.fullmatch(r"3\.\d+(\.\d+)?", self.python):
-            raise ValueError(f"python '{self.python}' is not a Python version like '3.11'")
         return self
+
+    @field_validator("suite")
+    @classmethod
+    def _suite_name(cls, value: str) -> str:
+        if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", value):
+            raise ValueError(f"'{value}' is not lowercase letters, digits, '-' and '_'")
+        return value
+
+    @field_validator("python")
+    @classmethod
+    def _python_version(cls, value: str) -> str:
+        if not re.fullmatch(r"3\.\d+(\.\d+)?", value):
+            raise ValueError(f"'{value}' is not a Python version like '3.11'")
+        return value
 
 
 class Task:
