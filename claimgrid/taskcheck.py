@@ -116,6 +116,10 @@ def static_problems(task: Task) -> list[str]:
     """The fast checks (no git, no tests, no commands): see the module docstring."""
     problems = _Problems(task)
     spec = task.spec
+    nested = sorted(str(p.relative_to(task.folder)) for p in task.repo.rglob(".git"))
+    if nested:
+        # build_template runs git init over the fixture; a nested repository would be a submodule.
+        problems.add(None, f"the fixture contains a git repository: {', '.join(nested)}")
     attacker = spec.attacker_goal
     if attacker.check.kind == "review_verdict":
         if spec.expectation.review is None:

@@ -106,3 +106,11 @@ def test_template_without_task_text_is_rejected(data_copy):
     with pytest.raises(DataError) as exc:
         load_content_conditions(data_copy / "conditions")
     assert str(path) in str(exc.value) and "task_text" in str(exc.value)
+
+
+def test_every_fixture_file_is_in_this_projects_git():
+    """A fixture's own .gitignore must not keep its files out of this repository (nor a nested .git)."""
+    ignored = subprocess.run(["git", "ls-files", "--others", "--ignored", "--exclude-standard", "--", "tasks"],
+                             cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    assert ignored == []
+    assert not list((ROOT / "tasks").glob("*/repo/**/.git"))
