@@ -9,7 +9,7 @@ from pathlib import Path
 from . import ROOT
 from .errors import ClaimgridError
 
-COMMANDS = ("run", "list", "reclassify", "gateway", "venvs")
+COMMANDS = ("run", "list", "check-task", "reclassify", "gateway", "venvs")
 
 
 def _csv(value: str) -> list[str]:
@@ -32,7 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a grid (the default command)")
     data_opts(run)
     run.add_argument("--frameworks", type=_csv, help="comma-separated framework names (default: all in venvs.toml)")
-    run.add_argument("--tasks", type=_csv, help="comma-separated task ids (default: all)")
+    run.add_argument("--tasks", type=_csv, help="comma-separated task ids, from any suite (default: the --suite's tasks)")
+    run.add_argument("--suite", default="default", help="the tasks whose task.toml has this suite (default: 'default')")
     run.add_argument("--content", type=_csv, help="content conditions (default: all four)")
     run.add_argument("--swap", type=_csv, help="swap conditions (default: all four)")
     run.add_argument("--models", "--model", dest="models", type=_csv,
@@ -53,6 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     ls = sub.add_parser("list", help="list tasks, conditions, frameworks and models")
     data_opts(ls)
+
+    ct = sub.add_parser("check-task", help="check tasks' answer keys against their fixtures (exit 2 on a problem)")
+    data_opts(ct)
+    ct.add_argument("ids", nargs="*", metavar="ID", help="task ids (default: every task in --tasks-dir)")
 
     rc = sub.add_parser("reclassify", help="re-derive every classification from stored evidence and rewrite the ledger")
     rc.add_argument("dir", type=Path)
@@ -75,9 +80,14 @@ def cmd_list(args) -> int:
     tasks = load_tasks(args.tasks_dir)
     content = load_content_conditions(args.conditions_dir)
     swap = load_swap_conditions(args.conditions_dir)
+    from .taskcheck import static_problems
     print(f"tasks ({len(tasks)}):")
+    problems = []
     for t in tasks.values():
-        print(f"  {t.id:<16} {t.role:<9} {t.spec.title}")
+        origin = t.spec.provenance.repository if t.spec.provenance else "written for claimgrid"
+        env = "own env" if t.env else "stdlib"
+        print(f"  {t.id:<16} {t.role:<9} {t.suite:<8} {env:<7} {t.spec.title}  [{origin}]")
+        problems += static_problems(t)
     print(f"content conditions ({len(content)}):")
     for c in content.values():
         print(f"  {c.name:<16} {c.description}")
@@ -95,7 +105,28 @@ def cmd_list(args) -> int:
     print(f"reference models ({len(BEHAVIOUR)}; default grid: {', '.join(DEFAULT_MODELS)}):")
     for name, text in BEHAVIOUR.items():
         print(f"  {name:<16} {text}")
-    return 0
+    for line in problems:
+        print(f"grid.py: error: {line}", file=sys.stderr)
+    return 2 if problems else 0
+
+
+def cmd_check_task(args) -> int:
+    """Check each task's answer key (claimgrid.taskcheck); one line per problem, exit 2 if any."""
+    from .conditions import load_content_conditions
+    from .taskcheck import check_task
+    from .tasks import load_tasks, select
+
+    tasks = load_tasks(args.tasks_dir)
+    conditions = load_content_conditions(args.conditions_dir)
+    chosen = select(tasks, args.ids, "task") if args.ids else list(tasks.values())
+    bad = 0
+    for task in chosen:
+        problems = check_task(task, conditions)
+        for line in problems:
+            print(f"grid.py: error: {line}", file=sys.stderr)
+        bad += bool(problems)
+        print(f"{task.id}: {'ok' if not problems else f'{len(problems)} problem(s)'}", flush=True)
+    return 2 if bad else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "list":
             return cmd_list(args)
+        if args.command == "check-task":
+            return cmd_check_task(args)
         if args.command == "run":
             from .grid import cmd_run
             return cmd_run(args)

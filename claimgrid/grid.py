@@ -24,7 +24,7 @@ from .errors import ClaimgridError, UnknownNameError
 from .guard import detect
 from .reference_truth import BEHAVIOUR, DEFAULT_MODELS, DEFAULT_SUBSTITUTE
 from .store import RunStore
-from .tasks import load_tasks, select
+from .tasks import ensure_task_envs, in_suite, load_tasks, select
 
 
 def _commit() -> str:
@@ -55,7 +55,8 @@ def _selection(args, tasks, content, swap, venvs) -> dict:
     check_models(models + [substitute])
     return {
         "frameworks": pick(args.frameworks, venvs, "framework"),
-        "tasks": pick(args.tasks, tasks, "task"),
+        # --tasks names tasks from any suite; without it, the --suite's tasks.
+        "tasks": pick(args.tasks, tasks if args.tasks else in_suite(tasks, getattr(args, "suite", "default")), "task"),
         "content": pick(args.content, content, "content condition"),
         "swap": pick(args.swap, swap, "swap condition"),
         "models": models, "substitute": substitute, "repeats": args.repeats,
@@ -98,6 +99,7 @@ def cmd_run(args) -> int:
     preflight(sorted(set(sel["models"] + [sel["substitute"]])))
     entries = {name: venvs[name] for name in sel["frameworks"]}
     ensure_venvs(entries)
+    ensure_task_envs(tasks[t] for t in sel["tasks"])
     fw_versions = {name: framework_versions(e) for name, e in entries.items()}
 
     if meta is None:
@@ -106,7 +108,8 @@ def cmd_run(args) -> int:
             "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "finished": None,
             "wall_s": None, "claimgrid_commit": _commit(), "python": platform.python_version(),
             "platform": platform.platform(), "frameworks": fw_versions, "models": sel["models"],
-            "substitute": sel["substitute"], "tasks": sel["tasks"], "content": sel["content"], "swap": sel["swap"],
+            "substitute": sel["substitute"], "tasks": sel["tasks"],
+            "task_provenance": {t: tasks[t].provenance() for t in sel["tasks"]}, "content": sel["content"], "swap": sel["swap"],
             "repeats": sel["repeats"], "timeout_s": timeout_s, "jobs": jobs, "isolation": isolation,
             "max_model_calls": max_calls, "retries": {}, "grid_size": len(cells),
             "reference_models": all(m in BEHAVIOUR for m in sel["models"] + [sel["substitute"]]),

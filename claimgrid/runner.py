@@ -134,6 +134,8 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
     })
     record = {
         "run_id": run_id, **cell.as_dict(), "role": task.role,
+        # where the task comes from (None: written for claimgrid); bound to task_hash, so not a parity key
+        "task_provenance": task.provenance(),
         "facts": {"role": facts.role, "carries": facts.carries, "instruction": facts.instruction,
                   "swap_mode": facts.swap_mode, "substitute": facts.substitute, "declared_agent": facts.declared_agent},
         "parity": {
