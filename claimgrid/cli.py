@@ -9,6 +9,7 @@ from pathlib import Path
 from . import ROOT
 from .errors import ClaimgridError
 
+INTERRUPTED = 130  # exit code after Ctrl-C (128 + SIGINT)
 COMMANDS = ("run", "list", "check-task", "reclassify", "gateway", "venvs")
 
 
@@ -161,5 +162,5 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         print("grid.py: interrupted", file=sys.stderr)
-        return 130
+        return INTERRUPTED
     return 0

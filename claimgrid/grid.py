@@ -157,19 +157,20 @@ def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions
     from .runner import GridContext
 
     work_dir = Path(tempfile.mkdtemp(prefix="claimgrid-"))
-    gateway = Gateway()
-    gateway.start()
-    launcher = Launcher(entries, isolation=isolation)
-    launcher.watch_dir(work_dir)  # removed by the watchdog if this driver is killed
-    ctx = GridContext(tasks=tasks, content=content, swap=swap, gateway=gateway, launcher=launcher, store=store,
-                      work_dir=work_dir, timeout_s=timeout_s, max_model_calls=max_calls, isolation=isolation,
-                      framework_versions=fw_versions, guard=guard)
-    for key in {(c.task, c.content) for c in todo}:  # built once, before threads share them
-        ctx.template(tasks[key[0]], content[key[1]])
-    counts: collections.Counter = collections.Counter()
-    reporter = _Progress(len(todo), enabled=progress)
-    pool = ThreadPoolExecutor(max_workers=jobs)
+    gateway = launcher = pool = reporter = None
     try:
+        launcher = Launcher(entries, isolation=isolation)
+        launcher.watch_dir(work_dir)  # removed by the watchdog if this driver is killed
+        gateway = Gateway()
+        gateway.start()
+        ctx = GridContext(tasks=tasks, content=content, swap=swap, gateway=gateway, launcher=launcher, store=store,
+                          work_dir=work_dir, timeout_s=timeout_s, max_model_calls=max_calls, isolation=isolation,
+                          framework_versions=fw_versions, guard=guard)
+        for key in {(c.task, c.content) for c in todo}:  # built once, before threads share them
+            ctx.template(tasks[key[0]], content[key[1]])
+        counts: collections.Counter = collections.Counter()
+        reporter = _Progress(len(todo), enabled=progress)
+        pool = ThreadPoolExecutor(max_workers=jobs)
         pending = {}
         queue = list(todo)
         while queue or pending:
@@ -191,16 +192,21 @@ def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions
                 reporter.advance(counts)
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the cleanup short
-        launcher.interrupt()
-        reporter.log(f"interrupted: in-flight runs killed; finish with: uv run grid.py run --resume {store.folder}")
+        if launcher is not None:
+            launcher.interrupt()
+        print(f"interrupted: in-flight runs killed; finish with: uv run grid.py run --resume {store.folder}",
+              flush=True)
         raise
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-        reporter.close()
-        launcher.close()
-        gateway.stop()
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        if reporter is not None:
+            reporter.close()
+        if launcher is not None:
+            launcher.close()
+        if gateway is not None:
+            gateway.stop()
         shutil.rmtree(work_dir, ignore_errors=True)
-        launcher.forget_dir(work_dir)
 
 
 def _safe_run(cell, ctx):

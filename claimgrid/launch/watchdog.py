@@ -14,6 +14,7 @@ exit finds nothing left to do.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import signal
@@ -74,8 +75,12 @@ class Watchdog:
 def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
-    from claimgrid.launch.kill import kill_tree
+    # kill.py alone (stdlib only), not the claimgrid package: its imports would cost a second
+    # of CPU exactly when the driver is gone and the machine is busy.
+    spec = importlib.util.spec_from_file_location("_cg_kill", Path(__file__).with_name("kill.py"))
+    kill = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kill)
+    kill_tree = kill.kill_tree
 
     trees: dict[int, None] = {}
     dirs: dict[str, None] = {}

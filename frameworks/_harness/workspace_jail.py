@@ -94,7 +94,7 @@ class Jail:
         todo.reverse()                       # a stack: next component at the end
         stack = [os.open(self.root, _DIR_FLAGS)]
         names: list[str] = []
-        links = 0
+        links = retries = 0
         try:
             while todo:
                 part = todo.pop()
@@ -111,8 +111,16 @@ class Jail:
                     fd = os.open(part, _PATH_FLAGS, dir_fd=cur)
                 except FileNotFoundError:
                     if todo and create_dirs:
-                        os.mkdir(part, 0o777, dir_fd=cur)
-                        self._adopt(part, cur, is_dir=True)
+                        retries += 1
+                        if retries > MAX_LINKS:
+                            raise ToolRefused(f"'{path}' keeps changing while it is resolved") from None
+                        try:
+                            os.mkdir(part, 0o777, dir_fd=cur)
+                            self._adopt(part, cur, is_dir=True)
+                        except FileExistsError:
+                            pass             # made by someone else meanwhile: walk it like any other
+                        except OSError as exc:
+                            raise ToolRefused(f"'{path}' changed while it was resolved ({exc.strerror})") from None
                         todo.append(part)    # open it like any other folder (never followed)
                         continue
                     if todo:
