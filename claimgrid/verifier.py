@@ -72,11 +72,13 @@ def _ev(kind: str, **fields) -> dict:
 
 # --------------------------------------------------------------------------- the walk
 
-def scan_workspace(workspace: Path, max_bytes: int = caps.MAX_WORKSPACE_BYTES,
-                   max_files: int = caps.MAX_WORKSPACE_FILES) -> list[tuple[bytes, int, os.stat_result]]:
+def scan_workspace(workspace: Path, max_bytes: int | None = None,
+                   max_files: int | None = None) -> list[tuple[bytes, int, os.stat_result]]:
     """Every entry the diff records: ``(relative path, git mode, lstat)`` for regular files
     and symlinks, symlinks never followed. Counts the *whole* workspace (``.git`` and caches
     too) against the caps before anything is read; raises :class:`LimitExceeded`."""
+    max_bytes = caps.MAX_WORKSPACE_BYTES if max_bytes is None else max_bytes
+    max_files = caps.MAX_WORKSPACE_FILES if max_files is None else max_files
     root = os.fsencode(workspace)
     entries, total, count = [], 0, 0
     stack = [b""]
