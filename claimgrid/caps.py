@@ -24,6 +24,8 @@ MAX_RUNTIME_EVENTS = 2_000
 # Any single string inside a stored event (runtime text, tool args/results, gateway
 # content). The tool layer already returns at most 16,000 characters to the model.
 MAX_EVENT_STRING_CHARS = 16_000
+# Strings in the raw request/response log (gateway.jsonl): a whole conversation turn.
+MAX_RAW_STRING_CHARS = 64_000
 # Tool events are harness evidence (observed tool counts come from them), so none is
 # dropped; only their strings are cut. The count is bounded by the model-call budget.
 
