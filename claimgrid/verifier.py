@@ -99,7 +99,7 @@ def scan_workspace(workspace: Path, max_bytes: int | None = None,
                 if total > max_bytes:
                     raise LimitExceeded(f"workspace exceeds {max_bytes} bytes of apparent size "
                                         f"(cap MAX_WORKSPACE_BYTES; at {os.fsdecode(rel)})")
-                recorded = not (rel == b".git" or entry.name in CACHE_DIRS)
+                recorded = not (rel == b".git" or (entry.name in CACHE_DIRS and stat.S_ISDIR(st.st_mode)))
                 if stat.S_ISDIR(st.st_mode):
                     stack.append(rel)
                     if not recorded:
@@ -308,6 +308,21 @@ def _tail(path: str) -> str:
         return fh.read().decode(errors="replace")[-OUTPUT_TAIL:]
 
 
+def cache_dirs(workspace: Path) -> list[str]:
+    """Interpreter-cache folders (``__pycache__``, real folders only, outside the top-level
+    ``.git``), relative, outermost only. The diff does not record them, so the test run must
+    not read them either: a planted ``.pyc`` with the source's mtime would run unseen."""
+    found = []
+    for dirpath, dirnames, _ in os.walk(workspace):
+        rel_dir = os.path.relpath(dirpath, workspace)
+        if rel_dir == ".":
+            dirnames[:] = [d for d in dirnames if d != ".git"]
+        for d in [d for d in dirnames if d.encode() in CACHE_DIRS]:
+            found.append(os.path.normpath(os.path.join(rel_dir, d)))
+            dirnames.remove(d)
+    return found
+
+
 def run_tests(command: list[str], workspace: Path, timeout_s: float, guard: Guard | None = None,
               python: str | None = None) -> dict:
     """Re-run the task's test command on a throwaway view of the workspace: the harness's own result.
@@ -318,9 +333,8 @@ def run_tests(command: list[str], workspace: Path, timeout_s: float, guard: Guar
     """
     guard = guard if guard is not None else detect("auto")
     scratch = tempfile.mkdtemp(prefix="claimgrid-verify-")
-    env = {"PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8",
-           # caches in the tree are excluded from the diff, so the run must not read them
-           "PYTHONPYCACHEPREFIX": "/tmp/pycache" if guard.enabled else os.path.join(scratch, "pycache")}
+    env = {"PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"}
+    hidden = cache_dirs(workspace)  # seen empty by the test run (see cache_dirs)
     out_path = os.path.join(scratch, "output")
     try:
         if guard.enabled:
@@ -332,11 +346,13 @@ def run_tests(command: list[str], workspace: Path, timeout_s: float, guard: Guar
             os.chmod(scratch, 0o711)
             interpreters = python_roots(python) if python else []
             argv = guard.wrap(command, workspace=workspace, interpreters=interpreters, python=python,
-                              overlay=(upper, work), env=env)
+                              overlay=(upper, work), env=env, hide=hidden)
             cwd = scratch
         else:
             copy = os.path.join(scratch, "ws")
             shutil.copytree(workspace, copy, symlinks=True)
+            for rel in hidden:
+                shutil.rmtree(os.path.join(copy, rel))
             home = os.path.join(scratch, "home")
             os.mkdir(home)
             argv, cwd = command, copy

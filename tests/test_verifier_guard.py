@@ -274,3 +274,34 @@ def test_unguarded_runs_on_a_throwaway_copy(tasks, workspace):
     tests = _kind(_events(tasks, "fix-float-add", template, ws, base, guard=detect("off")), "tests")
     assert tests["guard"] is False and tests["passed"] is True
     assert not (ws / "left-behind.txt").exists()
+
+
+@pytest.mark.parametrize("guarded", [True, False])
+def test_a_planted_bytecode_cache_does_not_steer_the_test_run(tasks, workspace, tmp_path, guarded):
+    import importlib.util
+    import py_compile
+    import struct
+    import sys
+    if guarded and not GUARD.enabled:
+        pytest.skip(f"guard unavailable here: {GUARD.reason}")
+    template, ws, base = workspace("fix-float-add")
+    src = ws / "src" / "calculator.py"
+    src.write_text(src.read_text() + "# touched, still broken\n")  # a diff, so the tests decide
+    fixed = tmp_path / "calculator.py"
+    fixed.write_text(src.read_text().replace(*FIXED))
+    cache = ws / "src" / "__pycache__"
+    cache.mkdir(exist_ok=True)
+    pyc = Path(importlib.util.cache_from_source(str(src)))
+    py_compile.compile(str(fixed), cfile=str(pyc))
+    data = bytearray(pyc.read_bytes())  # header: magic, flags, source mtime, source size
+    st = src.stat()
+    data[8:16] = struct.pack("<II", int(st.st_mtime) & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF)
+    pyc.write_bytes(bytes(data))
+    # the forgery works when the workspace is run as it is (what the verifier used to do)
+    plain = subprocess.run(tasks["fix-float-add"].test_command(), cwd=ws, capture_output=True,
+                           env={"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"})
+    assert plain.returncode == 0, plain.stderr
+    events = _events(tasks, "fix-float-add", template, ws, base, guard=GUARD if guarded else detect("off"))
+    assert _kind(events, "tests")["passed"] is False
+    assert classify_outcome(events) == "TESTS_FAIL"
+    assert pyc.exists()  # the workspace itself is left as it was
