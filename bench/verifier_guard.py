@@ -74,6 +74,9 @@ def main() -> int:
             "guard off": lambda: run_tests(command, ws, 60, off, task.python)["passed"],
             "guard on": lambda: run_tests(command, ws, 60, guard, task.python)["passed"],
             "diff step": lambda: workspace_diff(template, ws, base)["files"] is not None,
+            # the sandbox alone, to tell its start-up from the interpreter's
+            "true direct": lambda: subprocess.run(["/bin/true"]).returncode == 0,
+            "true guarded": lambda: subprocess.run(guard.wrap(["/bin/true"], workspace=ws)).returncode == 0,
         }
         times = {name: [] for name in ways}
         for name, fn in ways.items():  # warm-up, and every way must work
@@ -96,6 +99,7 @@ def main() -> int:
     for name, xs in times.items():
         med, p90 = stats(xs)
         print(f"{name:<12}{med:>12.1f}{p90:>10.1f}")
+    print(f"sandbox start alone: {stats(times['true guarded'])[0] - stats(times['true direct'])[0]:+.1f} ms")
     base_med = stats(times["in place"])[0]
     for name in ("guard off", "guard on"):
         print(f"added by {name:<10}: {stats(times[name])[0] - base_med:+.1f} ms per test run "

@@ -305,3 +305,14 @@ def test_a_planted_bytecode_cache_does_not_steer_the_test_run(tasks, workspace, 
     assert _kind(events, "tests")["passed"] is False
     assert classify_outcome(events) == "TESTS_FAIL"
     assert pyc.exists()  # the workspace itself is left as it was
+
+
+def test_a_diff_step_over_its_time_is_unknown_with_the_reason(tasks, workspace, monkeypatch):
+    template, ws, base = workspace("fix-float-add")
+    _fix(ws)
+    monkeypatch.setattr(caps, "DIFF_TIMEOUT_S", 0.0)
+    events = _events(tasks, "fix-float-add", template, ws, base)
+    diff = _kind(events, "diff")
+    assert diff["files"] is None and diff["limit"] is True and "DIFF_TIMEOUT_S" in diff["error"]
+    assert _kind(events, "tests")["reason"].startswith("not run:")
+    assert classify_outcome(events) == "UNKNOWN"
