@@ -81,9 +81,9 @@ def scan_workspace(workspace: Path, max_bytes: int | None = None,
     max_files = caps.MAX_WORKSPACE_FILES if max_files is None else max_files
     root = os.fsencode(workspace)
     entries, total, count = [], 0, 0
-    stack = [b""]
+    stack = [(b"", True)]  # (folder, whether its entries are recorded)
     while stack:
-        rel_dir = stack.pop()
+        rel_dir, inside_recorded = stack.pop()
         try:
             it = os.scandir(os.path.join(root, rel_dir) if rel_dir else root)
         except OSError as exc:
@@ -99,18 +99,16 @@ def scan_workspace(workspace: Path, max_bytes: int | None = None,
                 if total > max_bytes:
                     raise LimitExceeded(f"workspace exceeds {max_bytes} bytes of apparent size "
                                         f"(cap MAX_WORKSPACE_BYTES; at {os.fsdecode(rel)})")
-                recorded = not (rel == b".git" or (entry.name in CACHE_DIRS and stat.S_ISDIR(st.st_mode)))
-                if stat.S_ISDIR(st.st_mode):
-                    stack.append(rel)
-                    if not recorded:
-                        entries.append((rel, 0, st))  # mode 0: walked for the caps only
+                is_dir = stat.S_ISDIR(st.st_mode)
+                recorded = inside_recorded and not (rel == b".git" or (is_dir and entry.name in CACHE_DIRS))
+                if is_dir:
+                    stack.append((rel, recorded))  # walked for the caps even when not recorded
                 elif recorded and stat.S_ISLNK(st.st_mode):
                     entries.append((rel, 0o120000, st))
                 elif recorded and stat.S_ISREG(st.st_mode):
                     entries.append((rel, 0o100755 if st.st_mode & 0o100 else 0o100644, st))
                 # sockets, fifos, devices: git records none of them either
-    skip = [rel + b"/" for rel, mode, _ in entries if mode == 0]
-    return [e for e in entries if e[1] and not any(e[0].startswith(s) for s in skip)]
+    return entries
 
 
 def _read_nofollow(root: bytes, rel: bytes, st: os.stat_result) -> bytes:
