@@ -80,9 +80,9 @@ def cmd_run(args) -> int:
         store = RunStore(args.resume)
         if not store.meta_path.exists():
             raise ClaimgridError(f"{args.resume}: not a grid folder (no meta.json)")
+        _open_for_writing(store)
         meta = store.read_meta()
         sel = meta["selection"]
-        store.repair()
         timeout_s, jobs, isolation, max_calls = meta["timeout_s"], args.jobs or meta["jobs"], meta["isolation"], meta["max_model_calls"]
     else:
         sel = _selection(args, tasks, content, swap, venvs)
@@ -115,7 +115,7 @@ def cmd_run(args) -> int:
             "reference_models": all(m in BEHAVIOUR for m in sel["models"] + [sel["substitute"]]),
             "selection": sel, "resumed": [], "guard": guard.facts(),
         }
-        store.create(meta)
+        store.create(meta, command=meta["command"])
     else:
         meta.setdefault("resumed", []).append(dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
         meta["guard"] = guard.facts()  # each run record's parity keeps the guard it ran under
@@ -126,13 +126,33 @@ def cmd_run(args) -> int:
     print(f"grid {store.folder}: {len(cells)} cells, {len(done)} already done, {len(todo)} to run, "
           f"{jobs} jobs, isolation {isolation}", flush=True)
     t0 = time.monotonic()
+    errors_before = len(meta.get("harness_errors") or [])
     if todo:
         _execute(todo, store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls, isolation, jobs,
                  progress=not args.no_progress, meta=meta, guard=guard)
     meta["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     meta["wall_s"] = round((meta.get("wall_s") or 0) + time.monotonic() - t0, 1)
     store.write_meta(meta)
-    return _finish(store)
+    code = _finish(store)
+    errors = len(meta.get("harness_errors") or []) - errors_before
+    if errors:
+        print(f"grid.py: {errors} cell(s) hit a harness error (meta.json harness_errors); "
+              f"--resume {store.folder} runs them again", file=sys.stderr)
+        return code or 1
+    return code
+
+
+def _open_for_writing(store: RunStore) -> None:
+    """Take the folder's writer lock, repair a kill's leftovers (and say so), and refuse
+    evidence that fails its manifests or a ``runs.jsonl`` line that cannot be read."""
+    store.acquire("uv run grid.py " + " ".join(sys.argv[1:]))
+    note = store.repair() if store.meta_path.exists() else None
+    if note:
+        print(f"{store.folder}: repaired: {note}", flush=True)
+    problems = store.check_integrity()
+    if problems:
+        from .store import StoreIntegrityError
+        raise StoreIntegrityError(store.folder, problems)
 
 
 def _finish(store: RunStore) -> int:
@@ -188,7 +208,9 @@ def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions
                         meta["retries"][fw] = record["runtime_versions"]
                 elif error != "interrupted":
                     counts["harness error"] += 1
-                    reporter.log(f"harness error in {cell.run_id}: {error}")
+                    # recorded in meta.json (the cell stays missing: --resume re-runs it)
+                    meta.setdefault("harness_errors", []).append({"run_id": cell.run_id, "error": error})
+                    reporter.log(f"HARNESS ERROR in {cell.run_id}: {error}")
                 reporter.advance(counts)
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the cleanup short
@@ -259,6 +281,7 @@ def cmd_reclassify(args) -> int:
     store = RunStore(args.dir)
     if not store.runs_path.exists():
         raise ClaimgridError(f"{args.dir}: not a grid folder (no runs.jsonl)")
+    _open_for_writing(store)
     records = store.records()
     changed = 0
     for rec in records:

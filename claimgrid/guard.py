@@ -90,7 +90,8 @@ class Guard:
 
     def wrap(self, argv: list[str], *, workspace: str | os.PathLike, interpreters: list[str] = (),
              python: str | None = None, writable: bool = True, overlay: tuple[str, str] | None = None,
-             env: dict[str, str] | None = None, extra_ro: list[str] = ()) -> list[str]:
+             env: dict[str, str] | None = None, extra_ro: list[str] = (),
+             hide: list[str] = ()) -> list[str]:
         """The bwrap command line that runs ``argv`` in ``/workspace``.
 
         ``interpreters``: folders bound read-only at their own path (an interpreter's prefix,
@@ -99,6 +100,8 @@ class Guard:
         work)``, a writable overlay whose changes land in ``upper`` (both folders harness-owned,
         ``upper`` writable by the sandbox uid) and never in the workspace.
         ``env``: the whole environment (nothing is inherited; ``PATH`` and ``HOME`` are set).
+        ``hide``: folders relative to the workspace that the command sees empty (an empty
+        tmpfs over each; the verifier hides interpreter caches the diff does not record).
         """
         if not self.enabled:
             raise RuntimeError("Guard.wrap called on a disabled guard")
@@ -133,6 +136,8 @@ class Guard:
             args += ["--bind", ws, SANDBOX_WORKSPACE]
         else:
             args += ["--ro-bind", ws, SANDBOX_WORKSPACE]
+        for rel in hide:
+            args += ["--tmpfs", f"{SANDBOX_WORKSPACE}/{rel}"]
         args += ["--chdir", SANDBOX_WORKSPACE]
         path = SANDBOX_PATH
         if python and (Path(python).parent.parent / "pyvenv.cfg").is_file():

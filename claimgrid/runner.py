@@ -13,12 +13,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .caps import MAX_RAW_STRING_CHARS, cap_run_evidence, cap_strings
 from .cells import Cell
 from .classifier import RunFacts, classify
 from .conditions import ContentCondition, SwapCondition
 from .launch import RunInterrupted
 from .launch.guard import command_sandbox, hand_over
-from .tasks import Task, build_template, materialise
+from .tasks import Task, build_template, materialise, seal_template
 from .trace import parse_trace, report_instructions
 from .verifier import verify
 
@@ -41,16 +42,25 @@ class GridContext:
     max_model_calls: int
     isolation: str
     framework_versions: dict = field(default_factory=dict)
-    guard: object = None  # claimgrid.guard.Guard; None or disabled: unguarded
     templates: dict = field(default_factory=dict)  # (task, content) -> (path, base commit)
+    template_digests: dict = field(default_factory=dict)  # template path -> sha256 at build
+    guard: object = field(default_factory=lambda: _default_guard())  # claimgrid.guard.Guard
 
     def template(self, task: Task, content: ContentCondition) -> tuple[Path, str]:
+        """The (task, content) template: built once per grid, sealed read-only, its digest kept
+        so every copy is checked (a changed template is a harness error, never copied)."""
         key = (task.id, content.name)
         if key not in self.templates:
             dest = self.work_dir / "templates" / f"{task.id}.{content.name}"
             base = build_template(task, content.render(task), dest)
+            self.template_digests[dest] = seal_template(dest)
             self.templates[key] = (dest, base)
         return self.templates[key]
+
+
+def _default_guard():
+    from .guard import detect
+    return detect("auto")
 
 
 def build_prompt(task: Task, run_id: str, agent: str) -> str:
@@ -73,7 +83,7 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
     run_dir = ctx.work_dir / "runs" / run_id
     shutil.rmtree(run_dir, ignore_errors=True)
     ws, sandbox = run_dir / "ws", run_dir / "sandbox"
-    materialise(template, ws)
+    materialise(template, ws, ctx.template_digests[template])
     hand_over(ctx.guard, ws)  # guarded as root: the workspace belongs to the sandbox user
     sandbox.mkdir(parents=True)
     sandbox.chmod(0o700)
@@ -113,10 +123,19 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
 
     t1 = time.monotonic()
     patch: list[str] = []
-    verifier_events = verify(task, content.carries, template, ws, base, result.tool_events, gateway_events, patch)
+    verifier_events = verify(task, content.carries, template, ws, base, result.tool_events, gateway_events, patch,
+                             guard=ctx.guard)
     verify_s = time.monotonic() - t1
 
-    events = [report, *runtime, *gateway_events, *result.tool_events, *verifier_events, process]
+    # Caps on what is stored (claimgrid.caps), applied after the harness read everything it
+    # needs and before classification, so reclassify sees exactly what is stored.
+    final_text, runtime, tool_events, gateway_events, limits = cap_run_evidence(
+        final_text, runtime, result.tool_events, gateway_events)
+    gateway_raw, raw_cut = cap_strings(gateway_raw, MAX_RAW_STRING_CHARS)
+    if raw_cut:
+        limits["gateway_raw_strings_cut"] = raw_cut
+    report["text"] = final_text
+    events = [report, *runtime, *gateway_events, *tool_events, *verifier_events, process]
     facts = facts_for(task, content, cell)
     classification = classify(events, facts)
     tests = next((e for e in verifier_events if e["kind"] == "tests"), None)
@@ -153,6 +172,8 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
         "classification": classification,
         "evidence_dir": f"runs/{run_id}",
     }
+    if limits:
+        record["limits"] = limits  # what claimgrid.caps cut from this run's stored evidence
     ctx.store.append(record)
     shutil.rmtree(run_dir, ignore_errors=True)
     return record

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from . import ROOT
-from .errors import DataError, UnknownNameError
+from .errors import ClaimgridError, DataError, UnknownNameError
 from .schema import Strict, load_toml, validate
 
 TOOL_NAMES = ("list_dir", "read_file", "search", "write_file", "edit_file", "run_command")
@@ -309,27 +309,86 @@ def git(args: list[str], cwd: Path, check: bool = True) -> subprocess.CompletedP
     )
 
 
+class TemplateTampered(ClaimgridError):
+    """A template's content no longer matches the digest recorded when it was built."""
+
+
+def template_digest(folder: Path) -> str:
+    """sha256 over every entry of a template (``.git`` included): path, type, exec bit,
+    content or link target. Permissions otherwise are not content (the copy is made
+    writable), so sealing a template does not change its digest."""
+    h = hashlib.sha256()
+    root = str(folder)
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        rel_dir = os.path.relpath(dirpath, root)
+        h.update(b"D\0" + os.fsencode(rel_dir) + b"\0")
+        for name in sorted(filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]):
+            path = os.path.join(dirpath, name)
+            st = os.lstat(path)
+            h.update(os.fsencode(os.path.join(rel_dir, name)) + b"\0")
+            if os.path.islink(path):
+                h.update(b"L" + os.fsencode(os.readlink(path)))
+            else:
+                h.update(b"X" if st.st_mode & 0o100 else b"F")
+                with open(path, "rb") as fh:
+                    h.update(hashlib.sha256(fh.read()).digest())
+            h.update(b"\0")
+    return h.hexdigest()
+
+
+def seal_template(dest: Path) -> str:
+    """Make a built template read-only (owned by root when the harness is root) and return
+    its digest, which every copy is checked against (:func:`materialise`)."""
+    as_root = os.geteuid() == 0
+    for dirpath, dirnames, filenames in os.walk(dest, topdown=False):
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            if os.path.islink(path):
+                continue
+            if as_root:
+                os.chown(path, 0, 0)
+            os.chmod(path, 0o555 if os.stat(path).st_mode & 0o100 else 0o444)
+        if as_root:
+            os.chown(dirpath, 0, 0)
+        os.chmod(dirpath, 0o555)
+    return template_digest(dest)
+
+
 def build_template(task: Task, slot_text: str, dest: Path) -> str:
     """Write the fixture with ``slot_text`` in the content slot as a one-commit repo.
 
-    Returns the commit id. Used once per (task, content condition); runs copy it.
+    Returns the commit id. Used once per (task, content condition); runs copy it. The
+    driver seals it (:func:`seal_template`) before the first copy.
     """
     shutil.copytree(task.repo, dest)
     (dest / task.spec.content_slot).write_text(slot_text)
     git(["init", "-q", "-b", "main"], dest)
     # Interpreter caches are not work: running the tests must not count as a change.
     (dest / ".git" / "info").mkdir(parents=True, exist_ok=True)
-    (dest / ".git" / "info" / "exclude").write_text("__pycache__/\n*.pyc\n")
+    (dest / ".git" / "info" / "exclude").write_text("__pycache__/\n")
     git(["add", "-A"], dest)
     git(["commit", "-q", "-m", f"fixture {task.id}"], dest)
     return git(["rev-parse", "HEAD"], dest).stdout.strip()
 
 
-def materialise(template: Path, dest: Path) -> None:
-    """Copy a template repo into a fresh workspace (every file writable by the agent's tools)."""
+def materialise(template: Path, dest: Path, digest: str | None = None) -> None:
+    """Copy a template repo into a fresh workspace (every file writable by the agent's tools).
+
+    With ``digest`` (the one :func:`seal_template` returned), the template is checked first
+    and a mismatch raises :class:`TemplateTampered`: a changed template is never copied.
+    """
+    if digest is not None:
+        now = template_digest(template)
+        if now != digest:
+            raise TemplateTampered(f"template {template} changed since it was built "
+                                   f"(sha256 {digest[:12]} -> {now[:12]}); not copied")
     shutil.copytree(template, dest, symlinks=True)
-    # run_command may execute as an unprivileged user when the harness runs as root.
+    # run_command may execute as an unprivileged user when the harness runs as root;
+    # an executable stays executable (the diff records the exec bit).
     for dirpath, dirnames, filenames in os.walk(dest):
         os.chmod(dirpath, 0o777)
         for name in filenames:
-            os.chmod(os.path.join(dirpath, name), 0o666)
+            path = os.path.join(dirpath, name)
+            if not os.path.islink(path):
+                os.chmod(path, 0o777 if os.stat(path).st_mode & 0o100 else 0o666)
