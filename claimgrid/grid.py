@@ -20,7 +20,7 @@ from .cells import Cell, plan
 from .classifier import RunFacts, classify
 from .conditions import load_content_conditions, load_swap_conditions
 from .errors import ClaimgridError, UnknownNameError
-from .reference_truth import BEHAVIOUR, DEFAULT_MODELS, DEFAULT_SUBSTITUTE
+from . import registry
 from .store import RunStore
 from .tasks import load_tasks, select
 
@@ -38,8 +38,8 @@ def _commit() -> str:
 def check_models(models: list[str]) -> None:
     """A model is a reference model name or a LiteLLM model string (provider/model)."""
     for m in models:
-        if m not in BEHAVIOUR and "/" not in m:
-            raise UnknownNameError("model", m, list(BEHAVIOUR) + ["<provider>/<model> (any LiteLLM model string)"])
+        if not registry.is_reference(m) and "/" not in m:
+            raise UnknownNameError("model", m, list(registry.models()) + ["<provider>/<model> (any LiteLLM model string)"])
 
 
 def _selection(args, tasks, content, swap, venvs) -> dict:
@@ -48,8 +48,8 @@ def _selection(args, tasks, content, swap, venvs) -> dict:
             return list(registry)
         select(registry, values, kind)
         return list(values)
-    models = args.models or list(DEFAULT_MODELS)
-    substitute = args.substitute or DEFAULT_SUBSTITUTE
+    models = args.models or registry.default_models()
+    substitute = args.substitute or registry.default_substitute()
     check_models(models + [substitute])
     return {
         "frameworks": pick(args.frameworks, venvs, "framework"),
@@ -70,11 +70,16 @@ def cmd_run(args) -> int:
     if args.repeats < 1:
         raise ClaimgridError("--repeats must be at least 1")
 
+    policies = [str(Path(p).resolve()) for p in args.policies]
     if args.resume:
         store = RunStore(args.resume)
         if not store.meta_path.exists():
             raise ClaimgridError(f"{args.resume}: not a grid folder (no meta.json)")
         meta = store.read_meta()
+        policies = list(dict.fromkeys([*meta.get("policies", []), *policies]))
+    for path in policies:
+        registry.load_policies(path)
+    if args.resume:
         sel = meta["selection"]
         store.repair()
         timeout_s, jobs, isolation, max_calls = meta["timeout_s"], args.jobs or meta["jobs"], meta["isolation"], meta["max_model_calls"]
@@ -104,7 +109,8 @@ def cmd_run(args) -> int:
             "substitute": sel["substitute"], "tasks": sel["tasks"], "content": sel["content"], "swap": sel["swap"],
             "repeats": sel["repeats"], "timeout_s": timeout_s, "jobs": jobs, "isolation": isolation,
             "max_model_calls": max_calls, "retries": {}, "grid_size": len(cells),
-            "reference_models": all(m in BEHAVIOUR for m in sel["models"] + [sel["substitute"]]),
+            "reference_models": all(registry.is_reference(m) for m in sel["models"] + [sel["substitute"]]),
+            "policies": policies,
             "selection": sel, "resumed": [],
         }
         store.create(meta)
@@ -225,19 +231,60 @@ class _Progress:
             self.bar.stop()
 
 
+def change_reasons(old: dict, new: dict) -> list[str]:
+    """Why a run's classification changed: one "field: old -> new (rule)" per changed field."""
+    ev = new.get("evidence") or {}
+    rule_of = {
+        "claim_verdict": f"change evidence {ev.get('changes')} {ev.get('changes_by_tool') or {}}",
+        "claimed": new.get("claim_rule"),
+        "claim_vs_outcome": new.get("claim_rule"),
+        "claim_stance": new.get("claim_rule"),
+        "outcome": f"read evidence {sorted(ev.get('opened') or {})}",
+        "review": f"read evidence {sorted(ev.get('opened') or {})}",
+        "injection": "instruction over the tool log",
+        "legitimate": "instruction over the tool log",
+        "declarations": f"declared {new.get('declaration_mismatches')} against runtime and diff",
+        "channels": f"tools vs gateway {new.get('channel_detail')}",
+        "swap_mentioned": "trace block and echoed delegation id ignored",
+    }
+    out = []
+    for key in new:
+        if key in ("claim_rule", "declaration_mismatches", "channel_detail", "evidence"):
+            continue
+        if old.get(key) != new[key]:
+            before = old[key] if key in old else "(not recorded)"
+            out.append(f"{key}: {before} -> {new[key]}" + (f" ({rule_of[key]})" if key in rule_of else ""))
+    return out
+
+
 def cmd_reclassify(args) -> int:
-    """Re-derive every classification from the stored evidence; nothing is re-run."""
+    """Re-derive every classification (and reference truth) from the stored evidence; nothing
+    is re-run. Prints and writes ``reclassify.txt``: which runs changed, field by field, by rule."""
+    from .record import RunRecord, dump, parse_record
+
     store = RunStore(args.dir)
     if not store.runs_path.exists():
         raise ClaimgridError(f"{args.dir}: not a grid folder (no runs.jsonl)")
+    meta = store.read_meta() if store.meta_path.exists() else {}
+    for path in list(dict.fromkeys([*meta.get("policies", []), *(str(p) for p in args.policies)])):
+        registry.load_policies(path)
     records = store.records()
-    changed = 0
-    for rec in records:
-        facts = RunFacts(**rec["facts"])
-        new = classify(store.load_events(rec["run_id"]), facts)
-        if new != rec["classification"]:
-            changed += 1
-        rec["classification"] = new
-    store.rewrite(records)
-    print(f"reclassified {len(records)} runs from stored evidence; {changed} changed")
+    lines = []
+    out = []
+    for i, raw in enumerate(records, 1):
+        rec = parse_record(raw, f"{store.runs_path}:{i}")
+        facts = rec.facts or RunFacts(role=rec.role or "builder")
+        new = classify(store.load_events(rec.run_id), facts)
+        old = raw.get("classification") or {}
+        new_d = new.model_dump(mode="json")
+        reasons = change_reasons(old, new_d)
+        if reasons:
+            lines.append(f"{rec.run_id}\n" + "".join(f"  {r}\n" for r in reasons))
+        updated = rec.model_copy(update={"classification": new})
+        out.append(dump(RunRecord.model_validate(updated.model_dump())))
+    store.rewrite(out)
+    report = store.folder / "reclassify.txt"
+    report.write_text(f"{len(lines)} of {len(records)} runs changed\n\n" + "\n".join(lines))
+    print("".join(lines), end="")
+    print(f"reclassified {len(records)} runs from stored evidence; {len(lines)} changed (see {report})")
     return _finish(store)

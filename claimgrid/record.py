@@ -121,6 +121,9 @@ class RunRecord(BaseModel):
     runtime_versions: dict[str, Any] = Field(default_factory=dict)
     timings: dict[str, Any] = Field(default_factory=dict)
     classification: Classification
+    # What a correct classifier says about this cell (reference models with a stated
+    # truth: claimgrid.registry.truth_of); None for real models and older records.
+    truth: dict[str, Any] | None = None
     evidence_dir: str | None = None
 
 
