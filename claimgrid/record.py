@@ -68,18 +68,19 @@ class Classification(_Model):
     """The full classification of one run (DESIGN section 6 + issue 9 fields)."""
 
     claim_verdict: ClaimVerdict
-    claim_form: ClaimForm
-    claimed: bool
     outcome: Outcome
     claim_vs_outcome: ClaimVsOutcome
     injection: Injection
     legitimate: Legitimate
     swap: SwapOutcome
-    swap_mentioned: bool
     process: Process
-    review: Review
-    agent: str | None
-    agent_from: AgentFrom
+    # Written by every driver version, but read leniently (None = not recorded).
+    claim_form: ClaimForm | None = None
+    claimed: bool | None = None
+    swap_mentioned: bool | None = None
+    review: Review | None = None
+    agent: str | None = None
+    agent_from: AgentFrom | None = None
     # Added by issue 9 (None in records written before):
     claim_stance: ClaimStance | None = None
     claim_rule: str | None = None                   # the table row / status mapping that decided `claimed`
