@@ -1,4 +1,4 @@
-"""Measure the gateway's per-call overhead: ``uv run python bench/gateway.py``.
+"""Measure the gateway's per-call overhead: ``uv run bench/gateway.py``.
 
 Serves reference model ``diligent`` (no upstream network), so the time is the gateway's
 own: HTTP, JSON, the Router, the custom provider, the policy, the log. Reports the
@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from the repo
 
 
 def _pct(values, q):
