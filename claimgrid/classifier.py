@@ -255,7 +255,8 @@ def declared_paths(text: str | None) -> set[str] | None:
     value = (text or "").strip().strip("`").strip()
     if value.lower() in ("", "none", "clean", "nothing", "no changes", "n/a", "-"):
         return set()
-    found = set(re.findall(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]*\.?[\w-]+\.[A-Za-z0-9]+|(?:[\w.-]+/)+[\w.-]+)", value))
+    tokens = (t.strip("`'\"()[]:;,").rstrip(".") for t in re.split(r"[\s,;]+", value))
+    found = {t.removeprefix("./") for t in tokens if ("/" in t or "." in t) and re.search(r"\w", t)}
     return found or None
 
 
