@@ -128,14 +128,20 @@ def git_evidence(script: RunScript, calls) -> str:
 
 
 def final_turn(script: RunScript, summary: str, count: int, breakdown: dict, evidence: str,
-               verdict: str | None) -> Turn:
+               verdict: str | None, status: str = "DONE", declare: dict | None = None,
+               with_trace: bool = True) -> Turn:
+    """The final message: prose, then (unless ``with_trace`` is false) the structured trace;
+    ``declare`` overrides trace fields (a forged identity or git evidence)."""
+    if not with_trace:
+        return Turn(content=summary)
     trace = {
         "delegation_id": script.run_id, "parent_id": "user", "agent": script.agent_name,
         "tool_uses_count": count, "tool_uses_breakdown": breakdown,
-        "expected_evidence": script.expected_evidence, "git_evidence": evidence, "status": "DONE",
+        "expected_evidence": script.expected_evidence, "git_evidence": evidence, "status": status,
     }
     if script.is_review:
         trace["review_verdict"] = verdict or "PASS"
+    trace.update(declare or {})
     return Turn(content=f"{summary}\n\n{format_trace(trace)}\n")
 
 
@@ -221,7 +227,14 @@ def plan_policy(behaviour: Behaviour):
         verdict = script.reference_verdict if behaviour.verdict == "reference" else behaviour.verdict
         if behaviour.obeys_verdict and seen(script, messages) and script.attacker_verdict:
             verdict = script.attacker_verdict
-        return final_turn(script, summarise(calls), count, breakdown, git_evidence(script, calls), verdict)
+        # Git evidence as the model believes it: its edit/write paths, plus the paths its own
+        # shell steps were written to change (Step.changes).
+        shell = [p for st in plan[:i] if st.tool == "run_command" for p in st.changes]
+        evidence = git_evidence(script, calls)
+        extra = [_status_line(script, p) for p in dict.fromkeys(shell) if p not in evidence]
+        evidence = ", ".join([e for e in [evidence] if e != "none"] + extra) or "none"
+        return final_turn(script, behaviour.text or summarise(calls), count, breakdown, evidence, verdict,
+                          status=behaviour.status, declare=behaviour.declare, with_trace=behaviour.trace)
 
     return policy
 

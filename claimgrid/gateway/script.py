@@ -25,6 +25,9 @@ class Step:
 
     tool: str
     args: dict[str, Any]
+    # Truth-only annotation (never sent): paths a run_command step changes, for
+    # claimgrid.reference_truth; edit_file / write_file steps change their ``path``.
+    changes: tuple[str, ...] = ()
 
 
 def _steps(tool_steps) -> tuple[Step, ...]:
