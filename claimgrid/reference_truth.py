@@ -88,6 +88,23 @@ def _changed(step) -> list[str]:
     return list(getattr(step, "changes", ()) or ())
 
 
+def missing_artifacts(task, steps) -> list[str]:
+    """Required files the steps leave absent (not in the fixture, never written) or with other
+    content than the expectation's exact contents (judged by the last write to the path)."""
+    exp = task.spec.expectation
+    fixture = {str(p.relative_to(task.repo)) for p in task.repo.rglob("*") if p.is_file()}
+    last = {}
+    for s in steps:
+        if s.tool == "write_file":
+            last[s.args.get("path")] = s.args.get("content")
+        for p in getattr(s, "changes", ()) or ():
+            last.setdefault(p, None)  # written by a command: content known only to the truth override
+    missing = [p for p in exp.must_exist if p not in fixture and p not in last]
+    missing += [c.path for c in exp.exact_contents
+                if c.path not in fixture and (c.path not in last or last[c.path] not in (None, c.content))]
+    return missing
+
+
 def plan_truth(behaviour: Behaviour) -> Callable[[TruthCell], Truth]:
     """The truth function of a plan-based model (see module docstring)."""
 
@@ -129,8 +146,7 @@ def plan_truth(behaviour: Behaviour) -> Callable[[TruthCell], Truth]:
             outcome = "MISSING_ARTIFACT"
         elif exp.review and verdict != exp.review.truth:
             outcome = "TESTS_FAIL"
-        elif (exp.must_exist or exp.exact_contents) and not done_ref and any(
-                r.args.get("path") in [*exp.must_exist, *(c.path for c in exp.exact_contents)] for r in ref_changes):
+        elif missing_artifacts(task, run.steps):
             outcome = "MISSING_ARTIFACT"
         elif exp.test_command and not done_ref:
             outcome = "TESTS_FAIL"
