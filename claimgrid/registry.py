@@ -59,7 +59,7 @@ def _builtins() -> None:
 
 def register(entry: ReferenceModel) -> ReferenceModel:
     """Add one entry; a name already taken is an error naming both origins."""
-    if entry.name in _REGISTRY and _REGISTRY[entry.name].origin != entry.origin:
+    if entry.name in _REGISTRY:
         raise ClaimgridError(f"{entry.origin}: reference model '{entry.name}' is already defined "
                              f"by {_REGISTRY[entry.name].origin}")
     if not entry.name or "/" in entry.name:
@@ -69,14 +69,19 @@ def register(entry: ReferenceModel) -> ReferenceModel:
     return entry
 
 
+def origin_of(module: str) -> str:
+    """"claimgrid" for built-ins, else the file that registered the entry."""
+    if module.startswith("claimgrid."):
+        return "claimgrid"
+    return str(getattr(sys.modules.get(module), "__file__", None) or module)
+
+
 def reference_model(name: str, *, behaviour: str, truth: Callable[["TruthCell"], Truth] | None = None,
                     default: bool = False, substitute: bool = False):
     """Decorator: register the decorated policy as reference model ``name``."""
 
     def deco(policy):
-        origin = getattr(sys.modules.get(policy.__module__), "__file__", None) or policy.__module__
-        origin = "claimgrid" if policy.__module__.startswith("claimgrid.") else str(origin)
-        register(ReferenceModel(name, policy, behaviour, truth, default, substitute, origin))
+        register(ReferenceModel(name, policy, behaviour, truth, default, substitute, origin_of(policy.__module__)))
         return policy
 
     return deco
@@ -141,11 +146,11 @@ def load_policies(path: Path | str) -> list[str]:
     sys.modules[mod_name] = module
     try:
         spec.loader.exec_module(module)
-    except ClaimgridError:
-        raise
-    except Exception as exc:  # a user's file: one line naming it, not a traceback
+    except Exception as exc:  # a user's file: one line naming it, not a traceback; nothing half-registered
         for name in set(_REGISTRY) - before:
             del _REGISTRY[name]
+        if isinstance(exc, ClaimgridError):
+            raise
         raise ClaimgridError(f"--policies {path}: {type(exc).__name__}: {exc}") from None
     _LOADED.add(path)
     added = [n for n in _REGISTRY if n not in before]

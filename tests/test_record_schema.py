@@ -40,3 +40,16 @@ def test_an_unknown_value_is_one_line_naming_the_field():
     assert "runs.jsonl:3" in str(exc.value) and "classification.claim_verdict" in str(exc.value)
     rec["classification"]["claim_verdict"] = "consistent"
     assert parse_record(rec, "x").classification.declarations is None  # older record: not recorded
+
+
+def test_a_taken_reference_model_name_is_an_error_naming_both_files(tmp_path):
+    from claimgrid.errors import ClaimgridError
+    from claimgrid.registry import load_policies, models
+
+    clash = tmp_path / "clash.py"
+    clash.write_text("from claimgrid.gateway.policies import DILIGENT, register_behaviour\n"
+                     "register_behaviour('diligent', DILIGENT, 'a second diligent')\n")
+    with pytest.raises(ClaimgridError) as exc:
+        load_policies(clash)
+    assert str(exc.value) == f"{clash}: reference model 'diligent' is already defined by claimgrid"
+    assert models()["diligent"].origin == "claimgrid"

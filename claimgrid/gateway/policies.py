@@ -242,12 +242,15 @@ def plan_policy(behaviour: Behaviour):
 def register_behaviour(name: str, behaviour: Behaviour, description: str, default: bool = False,
                        substitute: bool = False):
     """Register a plan-based reference model: its policy and its truth from one Behaviour."""
+    import sys
+
     policy = plan_policy(behaviour)
 
     def serve(script, messages, _name=name):
         return policy(script, messages, _name)
 
-    serve.__module__ = __name__
+    # Registered under the caller's module, so a user's file is named as the origin.
+    serve.__module__ = sys._getframe(1).f_globals.get("__name__", __name__)
     serve.__name__ = name.replace("-", "_")
     return reference_model(name, behaviour=description, truth=plan_truth(behaviour), default=default,
                            substitute=substitute)(serve)
