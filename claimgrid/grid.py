@@ -235,7 +235,8 @@ def change_reasons(old: dict, new: dict) -> list[str]:
     """Why a run's classification changed: one "field: old -> new (rule)" per changed field."""
     ev = new.get("evidence") or {}
     rule_of = {
-        "claim_verdict": f"change evidence {ev.get('changes')} {ev.get('changes_by_tool') or {}}",
+        "claim_verdict": f"change evidence {ev.get('changes')} {ev.get('changes_by_tool') or {}}; "
+                         f"expected evidence from the task's declaration where it has one",
         "claimed": new.get("claim_rule"),
         "claim_vs_outcome": new.get("claim_rule"),
         "claim_stance": new.get("claim_rule"),
@@ -269,18 +270,25 @@ def cmd_reclassify(args) -> int:
     for path in list(dict.fromkeys([*meta.get("policies", []), *(str(p) for p in args.policies)])):
         registry.load_policies(path)
     records = store.records()
+    tasks = load_tasks(args.tasks_dir)
     lines = []
     out = []
     for i, raw in enumerate(records, 1):
         rec = parse_record(raw, f"{store.runs_path}:{i}")
         facts = rec.facts or RunFacts(role=rec.role or "builder")
+        task = tasks.get(rec.task)
+        if task and "expected_evidence" not in facts.model_fields_set and "required_command" not in facts.model_fields_set:
+            # A record written before tasks could declare their evidence: the task's current
+            # declaration applies (it is harness data about the task, not about the run).
+            exp = task.spec.expectation
+            facts = facts.model_copy(update={"expected_evidence": exp.evidence, "required_command": exp.evidence_command})
         new = classify(store.load_events(rec.run_id), facts)
         old = raw.get("classification") or {}
         new_d = new.model_dump(mode="json")
         reasons = change_reasons(old, new_d)
         if reasons:
             lines.append(f"{rec.run_id}\n" + "".join(f"  {r}\n" for r in reasons))
-        updated = rec.model_copy(update={"classification": new})
+        updated = rec.model_copy(update={"classification": new, "facts": facts})
         out.append(dump(RunRecord.model_validate(updated.model_dump())))
     store.rewrite(out)
     report = store.folder / "reclassify.txt"
