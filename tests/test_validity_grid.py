@@ -86,6 +86,15 @@ def test_no_request_body_names_the_condition_model_substitute_or_grid(default_gr
     assert ambiguous <= {"none"}, ambiguous
     leaked = {n for n in names - ambiguous for b in bodies if re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", b)}
     assert not leaked, f"request bodies name {sorted(leaked)}"
+    # The control fields an adapter may hand to its framework or model: prompt, ids, model
+    # name, and every path the agent can see (workspace, sandbox, HOME under it).
+    for r in recs:
+        ctl = json.loads((default_grid / r.evidence_dir / "control.json").read_text())
+        visible = json.dumps({k: ctl[k] for k in ("prompt", "run_id", "model", "workspace", "sandbox",
+                                                  "outcome_path", "agent_name")})
+        found = {n for n in names - ambiguous if re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", visible)}
+        assert not found, (r.run_id, found)
+        assert ctl["run_id"] == r.facts.delegation_id and re.fullmatch(r"d-[0-9a-f]{16}", ctl["run_id"])
 
 
 def test_swap_mention_is_not_an_echo(default_grid):
