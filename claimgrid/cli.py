@@ -30,16 +30,22 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--conditions-dir", type=Path, default=ROOT / "conditions", help="folder with content/ and swap/")
         sp.add_argument("--venvs", type=Path, default=ROOT / "venvs.toml", help="framework entries (venvs.toml)")
 
+    def policies_opt(sp):
+        sp.add_argument("--policies", type=Path, action="append", default=[], metavar="FILE.py",
+                        help="a Python file registering extra reference models (policy + true behaviour) "
+                             "with @claimgrid.registry.reference_model; may be repeated")
+
     run = sub.add_parser("run", help="run a grid (the default command)")
     data_opts(run)
+    policies_opt(run)
     run.add_argument("--frameworks", type=_csv, help="comma-separated framework names (default: all in venvs.toml)")
     run.add_argument("--tasks", type=_csv, help="comma-separated task ids, from any suite (default: the --suite's tasks)")
     run.add_argument("--suite", default="default", help="the tasks whose task.toml has this suite (default: 'default')")
     run.add_argument("--content", type=_csv, help="content conditions (default: all four)")
     run.add_argument("--swap", type=_csv, help="swap conditions (default: all four)")
     run.add_argument("--models", "--model", dest="models", type=_csv,
-                     help="reference model names or LiteLLM model strings (default: the five reference models)")
-    run.add_argument("--substitute", help="the model that serves after the assigned one becomes unavailable (default: reader)")
+                     help="reference model names or LiteLLM model strings (default: the registry's default models)")
+    run.add_argument("--substitute", help="the model that serves after the assigned one becomes unavailable (default: the registry's substitute)")
     run.add_argument("--repeats", type=int, default=1)
     run.add_argument("--jobs", type=int, default=None, help="parallel runs (default: number of CPUs)")
     run.add_argument("--timeout", type=float, default=120.0, help="seconds per run before its process group is killed")
@@ -55,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ls = sub.add_parser("list", help="list tasks, conditions, frameworks and models")
     data_opts(ls)
+    policies_opt(ls)
 
     ct = sub.add_parser("check-task", help="check tasks' answer keys against their fixtures (exit 2 on a problem)")
     data_opts(ct)
@@ -63,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     rc = sub.add_parser("reclassify", help="re-derive every classification from stored evidence and rewrite the ledger")
     rc.add_argument("dir", type=Path)
     rc.add_argument("--tasks-dir", type=Path, default=ROOT / "tasks")
+    rc.add_argument("--conditions-dir", type=Path, default=ROOT / "conditions")
+    policies_opt(rc)
 
     gw = sub.add_parser("gateway", help="start the harness model gateway alone and print its URL")
     gw.add_argument("rest", nargs=argparse.REMAINDER)
@@ -75,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_list(args) -> int:
     from .conditions import load_content_conditions, load_swap_conditions
-    from .reference_truth import BEHAVIOUR, DEFAULT_MODELS
+    from .registry import default_models, models
     from .tasks import load_tasks
 
     tasks = load_tasks(args.tasks_dir)
@@ -103,9 +112,15 @@ def cmd_list(args) -> int:
             print(f"  {name}")
     except ImportError:
         print("frameworks: (venvs module not available)")
-    print(f"reference models ({len(BEHAVIOUR)}; default grid: {', '.join(DEFAULT_MODELS)}):")
-    for name, text in BEHAVIOUR.items():
-        print(f"  {name:<16} {text}")
+    if getattr(args, "policies", None):
+        from .registry import load_policies
+        for path in args.policies:
+            load_policies(path)
+    registered = models()
+    print(f"reference models ({len(registered)}; default grid: {', '.join(default_models())}):")
+    for name, m in registered.items():
+        origin = "" if m.origin == "claimgrid" else f"  [{m.origin}]"
+        print(f"  {name:<16} {m.behaviour}{origin}")
     for line in problems:
         print(f"grid.py: error: {line}", file=sys.stderr)
     return 2 if problems else 0

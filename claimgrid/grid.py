@@ -21,8 +21,8 @@ from .cells import Cell, plan
 from .classifier import RunFacts, classify
 from .conditions import load_content_conditions, load_swap_conditions
 from .errors import ClaimgridError, UnknownNameError
+from . import registry
 from .guard import detect
-from .reference_truth import BEHAVIOUR, DEFAULT_MODELS, DEFAULT_SUBSTITUTE
 from .store import RunStore
 from .tasks import ensure_task_envs, in_suite, load_tasks, select
 
@@ -40,8 +40,8 @@ def _commit() -> str:
 def check_models(models: list[str]) -> None:
     """A model is a reference model name or a LiteLLM model string (provider/model)."""
     for m in models:
-        if m not in BEHAVIOUR and "/" not in m:
-            raise UnknownNameError("model", m, list(BEHAVIOUR) + ["<provider>/<model> (any LiteLLM model string)"])
+        if not registry.is_reference(m) and "/" not in m:
+            raise UnknownNameError("model", m, list(registry.models()) + ["<provider>/<model> (any LiteLLM model string)"])
 
 
 def _selection(args, tasks, content, swap, venvs) -> dict:
@@ -50,8 +50,8 @@ def _selection(args, tasks, content, swap, venvs) -> dict:
             return list(registry)
         select(registry, values, kind)
         return list(values)
-    models = args.models or list(DEFAULT_MODELS)
-    substitute = args.substitute or DEFAULT_SUBSTITUTE
+    models = args.models or registry.default_models()
+    substitute = args.substitute or registry.default_substitute()
     check_models(models + [substitute])
     return {
         "frameworks": pick(args.frameworks, venvs, "framework"),
@@ -76,12 +76,17 @@ def cmd_run(args) -> int:
     if not guard.enabled:
         print(f"guard: off ({guard.reason}): agent commands run without a sandbox", flush=True)
 
+    policies = [str(Path(p).resolve()) for p in args.policies]
     if args.resume:
         store = RunStore(args.resume)
         if not store.meta_path.exists():
             raise ClaimgridError(f"{args.resume}: not a grid folder (no meta.json)")
         _open_for_writing(store)
         meta = store.read_meta()
+        policies = list(dict.fromkeys([*meta.get("policies", []), *policies]))
+    for path in policies:
+        registry.load_policies(path)
+    if args.resume:
         sel = meta["selection"]
         timeout_s, jobs, isolation, max_calls = meta["timeout_s"], args.jobs or meta["jobs"], meta["isolation"], meta["max_model_calls"]
     else:
@@ -112,7 +117,8 @@ def cmd_run(args) -> int:
             "task_provenance": {t: tasks[t].provenance() for t in sel["tasks"]}, "content": sel["content"], "swap": sel["swap"],
             "repeats": sel["repeats"], "timeout_s": timeout_s, "jobs": jobs, "isolation": isolation,
             "max_model_calls": max_calls, "retries": {}, "grid_size": len(cells),
-            "reference_models": all(m in BEHAVIOUR for m in sel["models"] + [sel["substitute"]]),
+            "reference_models": all(registry.is_reference(m) for m in sel["models"] + [sel["substitute"]]),
+            "policies": policies,
             "selection": sel, "resumed": [], "guard": guard.facts(),
         }
         store.create(meta, command=meta["command"])
@@ -276,20 +282,69 @@ class _Progress:
             self.bar.stop()
 
 
+def change_reasons(old: dict, new: dict) -> list[str]:
+    """Why a run's classification changed: one "field: old -> new (rule)" per changed field."""
+    ev = new.get("evidence") or {}
+    rule_of = {
+        "claim_verdict": f"change evidence {ev.get('changes')} {ev.get('changes_by_tool') or {}}; "
+                         f"expected evidence from the task's declaration where it has one",
+        "claimed": new.get("claim_rule"),
+        "claim_vs_outcome": new.get("claim_rule"),
+        "claim_stance": new.get("claim_rule"),
+        "outcome": f"read evidence {sorted(ev.get('opened') or {})}",
+        "review": f"read evidence {sorted(ev.get('opened') or {})}",
+        "injection": "instruction over the tool log",
+        "legitimate": "instruction over the tool log",
+        "declarations": f"declared {new.get('declaration_mismatches')} against runtime and diff",
+        "channels": f"tools vs gateway {new.get('channel_detail')}",
+        "swap_mentioned": "trace block and echoed delegation id ignored",
+    }
+    out = []
+    for key in new:
+        if key in ("claim_rule", "declaration_mismatches", "channel_detail", "evidence"):
+            continue
+        if old.get(key) != new[key]:
+            before = old[key] if key in old else "(not recorded)"
+            out.append(f"{key}: {before} -> {new[key]}" + (f" ({rule_of[key]})" if key in rule_of else ""))
+    return out
+
+
 def cmd_reclassify(args) -> int:
-    """Re-derive every classification from the stored evidence; nothing is re-run."""
+    """Re-derive every classification (and reference truth) from the stored evidence; nothing
+    is re-run. Prints and writes ``reclassify.txt``: which runs changed, field by field, by rule."""
+    from .record import RunRecord, dump, parse_record
+
     store = RunStore(args.dir)
     if not store.runs_path.exists():
         raise ClaimgridError(f"{args.dir}: not a grid folder (no runs.jsonl)")
     _open_for_writing(store)
+    meta = store.read_meta() if store.meta_path.exists() else {}
+    for path in list(dict.fromkeys([*meta.get("policies", []), *(str(p) for p in args.policies)])):
+        registry.load_policies(path)
     records = store.records()
-    changed = 0
-    for rec in records:
-        facts = RunFacts(**rec["facts"])
-        new = classify(store.load_events(rec["run_id"]), facts)
-        if new != rec["classification"]:
-            changed += 1
-        rec["classification"] = new
-    store.rewrite(records)
-    print(f"reclassified {len(records)} runs from stored evidence; {changed} changed")
+    tasks = load_tasks(args.tasks_dir)
+    lines = []
+    out = []
+    for i, raw in enumerate(records, 1):
+        rec = parse_record(raw, f"{store.runs_path}:{i}")
+        facts = rec.facts or RunFacts(role=rec.role or "builder")
+        task = tasks.get(rec.task)
+        if task and "expected_evidence" not in facts.model_fields_set and "required_command" not in facts.model_fields_set:
+            # A record written before tasks could declare their evidence: the task's current
+            # declaration applies (it is harness data about the task, not about the run).
+            exp = task.spec.expectation
+            facts = facts.model_copy(update={"expected_evidence": exp.evidence, "required_command": exp.evidence_command})
+        new = classify(store.load_events(rec.run_id), facts)
+        old = raw.get("classification") or {}
+        new_d = new.model_dump(mode="json")
+        reasons = change_reasons(old, new_d)
+        if reasons:
+            lines.append(f"{rec.run_id}\n" + "".join(f"  {r}\n" for r in reasons))
+        updated = rec.model_copy(update={"classification": new, "facts": facts})
+        out.append(dump(RunRecord.model_validate(updated.model_dump())))
+    store.rewrite(out)
+    report = store.folder / "reclassify.txt"
+    report.write_text(f"{len(lines)} of {len(records)} runs changed\n\n" + "\n".join(lines))
+    print("".join(lines), end="")
+    print(f"reclassified {len(records)} runs from stored evidence; {len(lines)} changed (see {report})")
     return _finish(store)

@@ -20,11 +20,21 @@ from .conditions import ContentCondition, SwapCondition
 from .launch import RunInterrupted
 from .launch.guard import command_sandbox, hand_over
 from .tasks import Task, build_template, materialise, seal_template
+from .record import RunRecord, dump
 from .trace import parse_trace, report_instructions
 from .verifier import verify
 
 COMMAND_TIMEOUT_S = 30
 AGENT_NAMES = {"builder": "builder", "reviewer": "reviewer", "reporter": "reporter"}
+PARENT_ID = "user"
+# The model name the adapter is told. The gateway picks the model by the run's token, so
+# the agent (and its framework) never learn which model, condition or substitute it has.
+BLIND_MODEL = "agent-model"
+
+
+def delegation_id() -> str:
+    """An opaque, random id per run: the only id the agent sees (blinding, CONTRACTS)."""
+    return "d-" + secrets.token_hex(8)
 
 
 @dataclass
@@ -63,13 +73,26 @@ def _default_guard():
     return detect("auto")
 
 
-def build_prompt(task: Task, run_id: str, agent: str) -> str:
-    return task.spec.prompt.strip() + "\n" + report_instructions(run_id, agent, task.spec.expectation.review is not None)
+def build_prompt(task: Task, delegation: str, agent: str) -> str:
+    """The task's prompt and the trace instructions; ``delegation`` must be opaque (no cell names)."""
+    return task.spec.prompt.strip() + "\n" + report_instructions(delegation, agent, task.spec.expectation.review is not None)
 
 
-def facts_for(task: Task, content: ContentCondition, cell: Cell) -> RunFacts:
+def facts_for(task: Task, content: ContentCondition, cell: Cell, delegation: str | None = None,
+              tools: list[str] | None = None) -> RunFacts:
+    exp = task.spec.expectation
     return RunFacts(role=task.role, carries=content.carries, instruction=content.instruction_for(task),
-                    swap_mode=cell.swap, substitute=cell.substitute, declared_agent=AGENT_NAMES[task.role])
+                    swap_mode=cell.swap, substitute=cell.substitute, declared_agent=AGENT_NAMES[task.role],
+                    delegation_id=delegation, parent_id=PARENT_ID, expected_evidence=exp.evidence,
+                    required_command=exp.evidence_command, tools=tools)
+
+
+def truth_for(task: Task, content: ContentCondition, swap: SwapCondition, cell: Cell, max_calls: int) -> dict | None:
+    """The registered truth of a reference model on this cell (None for real models)."""
+    from .registry import TruthCell, truth_of
+
+    truth = truth_of(TruthCell(task, content, swap, cell.model, cell.substitute, max_calls))
+    return truth or None
 
 
 def run_cell(cell: Cell, ctx: GridContext) -> dict:
@@ -78,9 +101,11 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
 
     task, content, swap = ctx.tasks[cell.task], ctx.content[cell.content], ctx.swap[cell.swap]
     run_id = cell.run_id
+    delegation = delegation_id()
     agent = AGENT_NAMES[task.role]
     template, base = ctx.template(task, content)
-    run_dir = ctx.work_dir / "runs" / run_id
+    # Opaque folder name: the workspace path is visible to the agent (pwd, tool errors).
+    run_dir = ctx.work_dir / "runs" / secrets.token_hex(8)
     shutil.rmtree(run_dir, ignore_errors=True)
     ws, sandbox = run_dir / "ws", run_dir / "sandbox"
     materialise(template, ws, ctx.template_digests[template])
@@ -89,14 +114,15 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
     sandbox.chmod(0o700)
 
     token = "cg-" + secrets.token_urlsafe(24)
-    ctx.gateway.register(token, RunScript.for_cell(run_id, task, content, swap, cell.model, cell.substitute,
+    ctx.gateway.register(token, RunScript.for_cell(delegation, task, content, swap, cell.model, cell.substitute,
                                                    agent, max_model_calls=ctx.max_model_calls))
+    tools = ["list_dir", "read_file", "search", "write_file", "edit_file", "run_command"]
     ctl = {
-        "schema": 1, "run_id": run_id, "framework": cell.framework, "task_id": task.id,
-        "prompt": build_prompt(task, run_id, agent), "workspace": str(ws), "sandbox": str(sandbox),
+        "schema": 1, "run_id": delegation, "framework": cell.framework, "task_id": task.id,
+        "prompt": build_prompt(task, delegation, agent), "workspace": str(ws), "sandbox": str(sandbox),
         "outcome_path": str(sandbox / "outcome.json"), "gateway_url": ctx.gateway.url, "token": token,
-        "model": cell.model, "agent_name": agent,
-        "tools": ["list_dir", "read_file", "search", "write_file", "edit_file", "run_command"],
+        "model": BLIND_MODEL, "agent_name": agent,
+        "tools": tools,
         "budgets": {"max_model_calls": ctx.max_model_calls, "command_timeout_s": COMMAND_TIMEOUT_S,
                     "max_output_chars": 16000},
         "timeout_s": ctx.timeout_s,
@@ -136,7 +162,7 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
         limits["gateway_raw_strings_cut"] = raw_cut
     report["text"] = final_text
     events = [report, *runtime, *gateway_events, *tool_events, *verifier_events, process]
-    facts = facts_for(task, content, cell)
+    facts = facts_for(task, content, cell, delegation, tools)
     classification = classify(events, facts)
     tests = next((e for e in verifier_events if e["kind"] == "tests"), None)
     versions = outcome.get("versions") if isinstance(outcome.get("versions"), dict) else {}
@@ -155,8 +181,7 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
         "run_id": run_id, **cell.as_dict(), "role": task.role,
         # where the task comes from (None: written for claimgrid); bound to task_hash, so not a parity key
         "task_provenance": task.provenance(),
-        "facts": {"role": facts.role, "carries": facts.carries, "instruction": facts.instruction,
-                  "swap_mode": facts.swap_mode, "substitute": facts.substitute, "declared_agent": facts.declared_agent},
+        "facts": facts,
         "parity": {
             "model": cell.model, "substitute": cell.substitute,
             "framework_versions": ctx.framework_versions.get(cell.framework, {}),
@@ -174,6 +199,8 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
     }
     if limits:
         record["limits"] = limits  # what claimgrid.caps cut from this run's stored evidence
+    record["truth"] = truth_for(task, content, swap, cell, ctx.max_model_calls)
+    record = dump(RunRecord.model_validate(record))  # the typed record is what gets written
     ctx.store.append(record)
     shutil.rmtree(run_dir, ignore_errors=True)
     return record

@@ -83,6 +83,12 @@ class Expectation(Strict):
     allowed_paths: list[str]
     protected_paths: list[str] = Field(default_factory=list)
     review: Review | None = None
+    # What evidence the correct outcome needs, when the role's default is wrong for this
+    # task (a builder with nothing to fix: read_only). Harness data, so it may replace the
+    # role's default; the agent's own declaration can still only raise it.
+    evidence: Literal["code", "artifact", "read_only", "none"] | None = None
+    # A run_command the correct outcome needs (substring of the command), e.g. "unittest".
+    evidence_command: str | None = None
 
 
 class Goal(Strict):
@@ -186,7 +192,7 @@ class Task:
 
     @property
     def expected_evidence(self) -> str:
-        return ROLE_EVIDENCE[self.spec.role]
+        return self.spec.expectation.evidence or ROLE_EVIDENCE[self.spec.role]
 
     def slot_text(self) -> str:
         return (self.repo / self.spec.content_slot).read_text()

@@ -10,7 +10,7 @@ import pytest
 from claimgrid.errors import DataError
 from claimgrid.ledger import headline_table, load, render_ledger, wilson
 from claimgrid.ledger.stats import format_rate
-from claimgrid.ledger.synthetic import write_synthetic_ledger
+from .ledger_synthetic import write_synthetic_ledger
 from claimgrid.reference_truth import expected_claim_verdict
 
 

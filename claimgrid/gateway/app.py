@@ -107,8 +107,8 @@ def create_app(registry: Registry, router: ModelRouter) -> Starlette:
             swap = swap_for_call(script, index)
             if swap == "bound":
                 status, code = 503, "model_unavailable"
-                error = (f"assigned model {script.model} is unavailable and this run is bound "
-                         "to it; no substitute")
+                # Names no model: the agent must not learn what it runs on (blinding).
+                error = "the assigned model is unavailable and this run is bound to it; no substitute"
             else:
                 try:
                     answer = await call_model(router, script, swap, body, requested)

@@ -11,7 +11,7 @@ import polars as pl
 
 from ..reference_truth import expected_claim_verdict
 
-CLAIMED = ("TRUE_SUCCESS", "FALSE_SUCCESS")
+from .names import CLAIMED
 SWAPPED = ("hidden", "visible", "prevented")
 
 

@@ -24,7 +24,7 @@ from ..errors import DataError
 from .names import CLASSIFICATION_KEYS, NOT_RECORDED
 
 REQUIRED = ("run_id", "framework", "task", "content", "swap", "model", "classification")
-CLAIMED_VERDICTS = ("TRUE_SUCCESS", "FALSE_SUCCESS")
+from .names import CLAIMED as CLAIMED_VERDICTS
 
 
 @dataclass
