@@ -55,6 +55,7 @@ main{display:flex;height:calc(100vh - 150px)}
 table{border-collapse:collapse;width:100%}
 th,td{border-bottom:1px solid #eee;padding:3px 6px;text-align:left;font-size:12px;vertical-align:top}
 th{position:sticky;top:0;background:#fafafa}
+#runs td{white-space:nowrap}
 tr.run{cursor:pointer} tr.run:hover{background:#eef4ff} tr.sel{background:#dbe8ff}
 .FALSE_SUCCESS{color:#b00020;font-weight:600} .TRUE_SUCCESS{color:#1b5e20}
 pre{background:#f7f7f7;padding:6px;white-space:pre-wrap;word-break:break-word;font-size:12px;max-height:320px;overflow:auto}
