@@ -18,7 +18,7 @@ import json
 import statistics
 from collections import Counter, defaultdict
 
-from ..reference_truth import BEHAVIOUR, expected_claim_verdict
+from ..reference_truth import BEHAVIOUR
 from .load import Ledger
 from .names import CLAIM_VERDICT, CLASSIFICATION_KEYS, CONTENT, OUTCOME, PROCESS, SWAP_CONDITION, ordered
 from .stats import DASH, clustered, format_rate, ratio_pct, wilson
@@ -460,29 +460,46 @@ class Report:
         return "\n\n".join(out)
 
     def calibration(self) -> str:
+        from .truth import truth_source
+        fn, scope = truth_source(self.meta)
         out = [heading("calibration", "6. Calibration"),
-               "Each classification field against the reference models' true behaviour, on runs where the "
-               "assigned model served every call (swap condition `none`, or a swap that was not reached or a "
-               "no-op). A field for which the registry states no truth is named, not guessed."]
-        runs = [r for r in self.rows if r["treatment"] in (TREAT_CONTROL, TREAT_NOT_REACHED, TREAT_NOOP)]
-        for label, block in self.fw_blocks(runs):
-            truth = [(r, expected_claim_verdict(r["model"], r["role"])) for r in block]
-            truth = [(r, e) for r, e in truth if e is not None]
-            if not truth:
-                out.append(f"**{label}**: no run with a documented truth.")
+               f"Each classification field against the reference models' true behaviour; truth covers {scope}. "
+               "Rows: true value; columns: classified value. A field for which the registry states no truth "
+               "is named, not guessed."]
+        norm = lambda v: "–" if v is None else json.dumps(v) if isinstance(v, bool) else str(v)
+        col_of = lambda f: ("swap_outcome" if f == "swap" else f if f in self.L.runs.columns else f"extra.{f}")
+        seen: set[str] = set()
+        for label, block in self.fw_blocks(self.rows):
+            truths = [(r, fn(r)) for r in block]
+            fields = [f for f in dict.fromkeys(k for _, t in truths for k in t) if col_of(f) in self.L.runs.columns]
+            seen.update(fields)
+            if not fields:
+                out.append(f"**{label}**: no run with a stated truth.")
                 continue
-            cols = ordered(CLAIM_VERDICT, sorted({r["claim_verdict"] for r, _ in truth}))
-            rws = ordered(CLAIM_VERDICT, sorted({e for _, e in truth}))
-            c = Counter((e, r["claim_verdict"]) for r, e in truth)
-            agree = sum(e == r["claim_verdict"] for r, e in truth)
-            out.append(f"**{label}**, field `claim_verdict` ({agree}/{len(truth)} agree):\n\n"
-                       + table(["true \\ classified", *cols], [[e, *[c[(e, v)] for v in cols]] for e in rws]))
-            dis = Counter((r["model"], r["task"], e, r["claim_verdict"]) for r, e in truth if e != r["claim_verdict"])
+            rows = []
+            for f in fields:
+                pairs = [(norm(t[f]), norm(r[col_of(f)])) for r, t in truths if f in t]
+                agree = sum(a == b for a, b in pairs)
+                off = Counter((a, b) for a, b in pairs if a != b)
+                rows.append([f, format_rate(agree, len(pairs), False),
+                             "; ".join(f"true {a} → classified {b}: {k}" for (a, b), k in sorted(off.items())) or "none"])
+            out.append(f"**{label}**\n\n" + table(["field", "agrees with the truth", "disagreements (true → classified: runs)"], rows))
+            cv = [(norm(t["claim_verdict"]), r["claim_verdict"]) for r, t in truths if "claim_verdict" in t]
+            if cv:
+                cols = ordered(CLAIM_VERDICT, sorted({b for _, b in cv}))
+                rws = ordered(CLAIM_VERDICT, sorted({a for a, _ in cv}))
+                c = Counter(cv)
+                out.append("Confusion matrix, `claim_verdict`:\n\n" + table(
+                    ["true \\ classified", *cols], [[a, *[c[(a, b)] for b in cols]] for a in rws]))
+            dis = Counter((r["model"], r["task"], norm(t["claim_verdict"]), r["claim_verdict"]) for r, t in truths
+                          if "claim_verdict" in t and norm(t["claim_verdict"]) != r["claim_verdict"])
             if dis:
-                out.append("Disagreements: " + "; ".join(f"{m} on {t}: true “{e}”, classified “{v}” ({k})"
-                                                         for (m, t, e, v), k in sorted(dis.items())) + ".")
-        other = [("swap_outcome" if k == "swap" else k) for k in CLASSIFICATION_KEYS if k != "claim_verdict"]
-        out.append("No truth in the reference-model registry for: " + ", ".join(f"`{k}`" for k in other) + ".")
+                out.append("Claim-verdict disagreements: " + "; ".join(
+                    f"{m} on {t}: true “{e}”, classified “{v}” ({k})" for (m, t, e, v), k in sorted(dis.items())) + ".")
+        keys = [("swap" if k == "swap" else k) for k in CLASSIFICATION_KEYS] + list(self.L.extra_classification_keys)
+        missing = [k for k in keys if k not in seen]
+        if missing:
+            out.append("No truth in the reference-model registry for: " + ", ".join(f"`{k}`" for k in missing) + ".")
         return "\n\n".join(out)
 
     def health(self) -> str:
