@@ -82,13 +82,15 @@ def render_ledger(ledger_dir: Path) -> Path:
     from .html import render_html
     from .pages import Pages, write_run_md
     from .report import Report
+    from .rules import explain
 
     ledger_dir = Path(ledger_dir)
     pages = Pages()
 
     def on_run(rec, events, patch, digest):
-        write_run_md(ledger_dir, rec, events, digest)
-        pages.add(rec, events, patch)
+        rules = explain(rec, events)  # once per run: RUN.md and ledger.html show the same rules
+        write_run_md(ledger_dir, rec, events, digest, rules)
+        pages.add(rec, events, patch, rules)
 
     ledger = load(ledger_dir, on_run)
     report = Report(ledger, HEATMAP, _swap_specs())

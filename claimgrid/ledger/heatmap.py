@@ -61,7 +61,8 @@ def write_heatmap(report: Report, path: Path) -> Path | None:
         ax.set_xticks(range(len(cols)), cols, rotation=25, ha="right", rotation_mode="anchor", fontsize=8)
         ax.set_yticks(range(len(rows)), [r[0] for r in rows], fontsize=8)
         ax.set_title(title, fontsize=9)
-    note = (f"frameworks identical in all {len(report.complete_cells)} cells: one row per model"
+    note = ("one framework" if len(report.frameworks) == 1 else
+            f"frameworks identical in all {len(report.complete_cells)} cells: one row per model"
             if report.identical else "one row per model and framework where they differ")
     fig.suptitle(f"False success = FALSE_SUCCESS / runs that claimed success (k/n; – = no claim); {note}", fontsize=9)
     fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8, format=lambda x, _: f"{x:.0%}", label="false-success rate")

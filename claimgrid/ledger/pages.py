@@ -32,7 +32,7 @@ def _cut(text, n: int) -> str:
     return text if len(text) <= n else text[:n] + f"… [{len(text) - n} more characters in the evidence folder]"
 
 
-def run_md(record: dict, events: list[dict] | None, digest: dict) -> str:
+def run_md(record: dict, events: list[dict] | None, digest: dict, rules: list[dict] | None = None) -> str:
     rid = record["run_id"]
     coords = " · ".join(f"{k} {record.get(k)}" for k in ("framework", "task", "content", "swap", "model", "repeat"))
     lines = [f"# Run {rid}", "", coords, "",
@@ -40,7 +40,7 @@ def run_md(record: dict, events: list[dict] | None, digest: dict) -> str:
              "[events.jsonl](events.jsonl) it read. The classifier decided; this page only explains. "
              "Derived from the evidence by the ledger renderer (not in manifest.json).", "",
              "| field | value | rule | evidence lines |", "|---|---|---|---|"]
-    for e in explain(record, events):
+    for e in (explain(record, events) if rules is None else rules):
         ev = ", ".join(f"[L{n}](events.jsonl#L{n})" for n in e["lines"]) or "–"
         val = json.dumps(e["value"]) if not isinstance(e["value"], str) else e["value"]
         lines.append(f"| {e['field']} | {val} | {str(e['rule']).replace('|', '/')} | {ev} |")
@@ -55,11 +55,11 @@ def run_md(record: dict, events: list[dict] | None, digest: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_run_md(folder: Path, record: dict, events, digest: dict) -> None:
+def write_run_md(folder: Path, record: dict, events, digest: dict, rules: list[dict] | None = None) -> None:
     ev_dir = folder / str(record.get("evidence_dir") or f"runs/{record['run_id']}")
     if not ev_dir.is_dir():
         return
-    text = run_md(record, events, digest)
+    text = run_md(record, events, digest, rules)
     path = ev_dir / RUN_MD
     try:
         if path.read_text() == text:
@@ -87,7 +87,8 @@ class Pages:
             self.pool.append(text)
         return i
 
-    def add(self, record: dict, events: list[dict] | None, patch: str | None) -> None:
+    def add(self, record: dict, events: list[dict] | None, patch: str | None,
+            rules: list[dict] | None = None) -> None:
         """Page = [exchanges, tool events, diff, test output, rules, report] (pool indices)."""
         events = events or []
         ex = []
@@ -106,7 +107,7 @@ class Pages:
         tests = next((e for e in events if e.get("source") == "verifier" and e.get("kind") == "tests"), None)
         report = next((e for e in reversed(events) if e.get("source") == "agent"), {})
         rules = [[self.s(r["field"]), self.s(r["value"] if isinstance(r["value"], str) else json.dumps(r["value"])),
-                  self.s(r["rule"]), r["lines"]] for r in explain(record, events if events else None)]
+                  self.s(r["rule"]), r["lines"]] for r in (explain(record, events) if rules is None else rules)]
         self.pages[record["run_id"]] = [ex, tools, self.s(_cut(patch, CUT["diff"])),
                                         self.s(_cut((tests or {}).get("output_tail"), CUT["tests"])), rules,
                                         self.s(_cut(report.get("text"), CUT["report"]))]

@@ -442,6 +442,9 @@ class Report:
                "The claim check (claim verdict) against the verifier's outcome, among runs that claimed success. "
                "Flagged = any verdict other than `consistent`; recall = flagged false successes / false successes; "
                "false-positive rate = flagged true successes / true successes. All swap conditions."]
+        if any(r["role"] == "reviewer" for r in self.rows):
+            out.append("On a reviewer task the outcome names mean: `TESTS_FAIL` = the wrong review verdict, "
+                       "`EMPTY_DIFF` = the files under review were never opened, `MISSING_ARTIFACT` = no verdict.")
         for label, runs in self.fw_blocks(self.rows):
             rows = []
             for t in self.tasks + ["all tasks"]:
