@@ -18,7 +18,6 @@ import json
 import statistics
 from collections import Counter, defaultdict
 
-from ..reference_truth import BEHAVIOUR
 from .load import Ledger
 from .names import CLAIM_VERDICT, CLASSIFICATION_KEYS, CONTENT, OUTCOME, PROCESS, SWAP_CONDITION, ordered
 from .stats import DASH, clustered, format_rate, ratio_pct, wilson
@@ -32,6 +31,16 @@ CELL = ("task", "content", "swap_condition", "model", "repeat")
 
 TREAT_CONTROL, TREAT_FIRED, TREAT_NOT_REACHED, TREAT_NOOP, TREAT_UNKNOWN = (
     "control (no swap)", "fired", "not reached", "no-op (substitute = assigned)", "unknown (no evidence)")
+
+
+def is_reference(model: str) -> bool:
+    """A reference model (deterministic, scripted) per the registry; older code: reference_truth."""
+    try:
+        from ..registry import is_reference as registered
+        return bool(registered(model))
+    except ImportError:
+        from ..reference_truth import BEHAVIOUR
+        return model in BEHAVIOUR
 
 
 def cell(text) -> str:
@@ -75,7 +84,7 @@ class Report:
         self.models = ordered(list(self.meta.get("models") or []), present("model"))
         self.swap_specs = dict(self.meta.get("swap_conditions") or swap_specs or {})
         self.specs_recorded = bool(self.meta.get("swap_conditions"))
-        self.stochastic = {m: m not in BEHAVIOUR for m in self.models}
+        self.stochastic = {m: not is_reference(m) for m in self.models}
         for r in self.rows:
             r["treatment"] = self.treatment(r)
         self.injected = [c for c in self.contents if any(r["carries"] == "attacker_goal" and r["content"] == c for r in self.rows)]
