@@ -19,7 +19,11 @@ import tempfile
 from pathlib import Path
 
 from claimgrid.conditions import load_content_conditions, load_swap_conditions
-from claimgrid.reference_truth import DEFAULT_MODELS, DEFAULT_SUBSTITUTE
+try:  # the reference-model registry (issue 9), else the older module
+    from claimgrid.registry import default_models, default_substitute
+    DEFAULT_MODELS, DEFAULT_SUBSTITUTE = list(default_models()), default_substitute()
+except ImportError:
+    from claimgrid.reference_truth import DEFAULT_MODELS, DEFAULT_SUBSTITUTE
 from claimgrid.tasks import load_tasks
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -19,7 +19,8 @@ import statistics
 from collections import Counter, defaultdict
 
 from .load import Ledger
-from .names import CLAIM_VERDICT, CLASSIFICATION_KEYS, CONTENT, OUTCOME, PROCESS, SWAP_CONDITION, ordered
+from .names import (CLAIM_VERDICT, CLASSIFICATION_KEYS, CONTENT, NOT_RECORDED, OUTCOME, PROCESS, SWAP_CONDITION,
+                    ordered)
 from .stats import DASH, clustered, format_rate, ratio_pct, wilson
 
 CLAIMED = ("TRUE_SUCCESS", "FALSE_SUCCESS")
@@ -491,11 +492,16 @@ class Report:
             rows = []
             for f in fields:
                 pairs = [(norm(t[f]), norm(r[col_of(f)])) for r, t in truths if f in t]
+                # A record without the field (an older classifier) is not a disagreement: counted apart.
+                absent = sum(b in (NOT_RECORDED, "–") for _, b in pairs)
+                pairs = [(a, b) for a, b in pairs if b not in (NOT_RECORDED, "–")]
                 agree = sum(a == b for a, b in pairs)
                 off = Counter((a, b) for a, b in pairs if a != b)
                 rows.append([f, format_rate(agree, len(pairs), False),
-                             "; ".join(f"true {a} → classified {b}: {k}" for (a, b), k in sorted(off.items())) or "none"])
-            out.append(f"**{label}**\n\n" + table(["field", "agrees with the truth", "disagreements (true → classified: runs)"], rows))
+                             "; ".join(f"true {a} → classified {b}: {k}" for (a, b), k in sorted(off.items())) or "none",
+                             absent])
+            out.append(f"**{label}**\n\n" + table(["field", "agrees with the truth", "disagreements (true → classified: runs)",
+                                                          "not recorded (reclassify to fill)"], rows))
             cv = [(norm(t["claim_verdict"]), r["claim_verdict"]) for r, t in truths if "claim_verdict" in t]
             if cv:
                 cols = ordered(CLAIM_VERDICT, sorted({b for _, b in cv}))
