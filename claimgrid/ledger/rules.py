@@ -11,7 +11,11 @@ for is still listed, with the evidence sources it depends on unknown.
 
 from __future__ import annotations
 
+import json
+
 SUCCESS = ("DONE", "PASS")
+# Classification fields that carry the classifier's own detail for another field.
+DETAIL = {"claim_verdict": "claim_rule", "channels": "channel_detail", "declarations": "declaration_mismatches"}
 
 
 def _last(events, source, kind=None):
@@ -152,5 +156,9 @@ def explain(record: dict, events: list[dict] | None) -> list[dict]:
             lines = _ln(*[e for e in _all(events, "runtime") if e.get("agent")][:1], report)
         else:
             rule = "recorded by the classifier (no rule text in this ledger version)"
+        detail = c.get(DETAIL.get(key, ""))
+        if detail not in (None, "", [], {}):
+            # the classifier's own account of the rule (newer records carry it)
+            rule = f"{rule}; classifier: {detail if isinstance(detail, str) else json.dumps(detail, sort_keys=True)}"
         out.append({"field": key, "value": value, "rule": rule, "lines": lines})
     return out
