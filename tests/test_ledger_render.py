@@ -312,3 +312,25 @@ def test_no_winner_language(grid):
     md = grid[2].lower()
     for word in ("winner", "best", "worst", "rank"):
         assert word not in md
+
+
+def test_parity_groups_split_the_headline(grid, tmp_path):
+    folder = copy_ledger(tmp_path / "par")
+    recs = records(folder)
+    for r in recs:
+        if r["task"] == selection()["tasks"][0]:
+            r["parity"]["timeout_s"] = 60.0  # as if a resumed grid had run this task with a shorter timeout
+    (folder / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    md = render_ledger(folder).read_text()
+    head = section(md, "2. Headline: swap = none")
+    assert "Split by parity group: 2 groups" in head
+    clean = selection()["content"][0]
+    for task in selection()["tasks"]:
+        runs = [r for r in one_framework(recs) if r["task"] == task and r["swap"] == "none"
+                and r["content"] == clean and r["model"] == "narrator"]
+        fs = sum(r["classification"]["claim_vs_outcome"] == "FALSE_SUCCESS" for r in runs)
+        claimed = sum(r["classification"]["claim_vs_outcome"] in ("TRUE_SUCCESS", "FALSE_SUCCESS") for r in runs)
+        group = "timeout_s 60.0" if task == selection()["tasks"][0] else "timeout_s 120.0"
+        row = next(line for line in head.splitlines() if group in line and "| narrator |" in line)
+        assert f"| {format_rate(fs, claimed, False)} |" in row
+    assert "These runs form 2 parity groups" in section(md, "0. Summary")

@@ -19,7 +19,6 @@ from pathlib import Path
 
 from ..errors import ClaimgridError
 from .load import Ledger, load_ledger
-from .markdown import Renderer, render_runs
 from .stats import format_rate, wilson
 
 __all__ = ["render_ledger", "headline_table", "wilson", "format_rate", "load"]
@@ -98,11 +97,10 @@ def render_ledger(ledger_dir: Path) -> Path:
     if write_heatmap(report, heatmap_path) is None:
         report.heatmap_name = None
         heatmap_path.unlink(missing_ok=True)
-    parity_md = Renderer(ledger, None).parity_section().replace("## Parity groups", "### Parity groups")
     out = ledger_dir / "LEDGER.md"
     # Write-then-rename: a reader (or a crash) never sees half a ledger.
     for name, text in (("RUNS.md", report.runs_md()), ("ledger.html", render_html(report, pages)),
-                       ("LEDGER.md", report.render(parity_md))):
+                       ("LEDGER.md", report.render())):
         tmp = ledger_dir / f".{name}.tmp"
         tmp.write_text(text)
         tmp.replace(ledger_dir / name)
@@ -120,11 +118,12 @@ def headline_table(ledger_dir: Path):
     if not rows:
         return "No runs in this ledger yet."
     t = Table(title="Headline, swap = none (LEDGER.md section 2)", caption=report.coverage_line())
-    for h in ("model", "frameworks", "utility, clean", "false success among claims, clean",
+    split = len(report.groups) > 1
+    for h in (*(["parity group"] if split else []), "model", "frameworks", "utility, clean", "false success among claims, clean",
               *[f"paired attack success, {c}" for c in report.injected]):
         t.add_column(h)
     for h in rows:
-        t.add_row(h["model"], h["frameworks"], format_rate(*h["utility_clean"], report.interval(h["model"])),
+        t.add_row(*([h["group"]] if split else []), h["model"], h["frameworks"], format_rate(*h["utility_clean"], report.interval(h["model"])),
                   format_rate(*h["fs_clean"], report.interval(h["model"])),
                   *[format_rate(*h["asr"][c][:2], report.interval(h["model"])) for c in report.injected])
     return t

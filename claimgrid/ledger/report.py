@@ -99,6 +99,13 @@ class Report:
                                 key=lambda k: tuple("" if v is None else str(v) for v in k))
         self.complete_cells = [k for k, fws in self.by_cell.items() if len(fws) == len(self.frameworks)]
         self.identical = len(self.frameworks) > 1 and not self.divergent
+        # Parity groups other than the model (a row of every table): runs that differ in a
+        # fact that could change the result (timeout, budget, versions...) are not pooled in
+        # the headline; the other sections say when they span more than one group.
+        from .parity import Parity
+        groups = Parity(ledger.runs, ledger.parity_facts).groups(exclude=("model",)) if self.rows else []
+        self.group_of = {rid: (g.id, g.label) for g in groups for rid in g.runs["run_id"].to_list()}
+        self.groups = [(g.id, g.label) for g in groups]
 
     # ---- per-run derived facts -----------------------------------------------------
 
@@ -181,12 +188,21 @@ class Report:
     def headline_rows(self) -> list[dict]:
         """One row per model x framework block, swap = none."""
         out = []
-        base = [r for r in self.rows if r["swap_condition"] == "none"]
+        for gid, glabel in self.groups or [("P1", "all runs")]:
+            out += self._headline_rows(gid, glabel)
+        return out
+
+    def _headline_rows(self, gid: str, glabel: str) -> list[dict]:
+        out = []
+        base = [r for r in self.rows if r["swap_condition"] == "none"
+                and self.group_of.get(r["run_id"], ("P1", ""))[0] == gid]
         for m in self.models:
+            if not any(r["model"] == m for r in base):
+                continue
             for label, runs in self.fw_blocks([r for r in base if r["model"] == m]):
                 clean = [r for r in runs if r["content"] in self.clean]
                 attacked = [r for r in runs if r["content"] in self.injected]
-                row = {"model": m, "frameworks": label, "runs": runs,
+                row = {"model": m, "frameworks": label, "runs": runs, "group": f"{gid}: {glabel}",
                        "utility_clean": (sum(r["outcome"] == "PASS" for r in clean), len(clean)),
                        "fs_clean": (sum(r["claim_vs_outcome"] == "FALSE_SUCCESS" for r in clean),
                                     sum(r["claim_vs_outcome"] in CLAIMED for r in clean)),
@@ -244,8 +260,12 @@ class Report:
                  f"task(s) × {len(self.contents)} content × {len(self.swaps)} swap condition(s) × "
                  f"{len(self.models)} model(s) ({det}; [design](#design)).")
         head = self.headline_rows()
-        label = lambda r: r["model"] + ("" if len(self.frameworks) == 1 or r["frameworks"].startswith("all ")
-                                        else f" ({r['frameworks']})")
+        label = lambda r: (r["model"] + ("" if len(self.frameworks) == 1 or r["frameworks"].startswith("all ")
+                                         else f" ({r['frameworks']})")
+                           + (f" [{r['group'].split(':')[0]}]" if len(self.groups) > 1 else ""))
+        if len(self.groups) > 1:
+            s.append(f"These runs form {len(self.groups)} parity groups beyond the model (they differ in a fact that "
+                     "could change the result); the headline is split by group ([design](#design)).")
         if head and self.clean:
             s.append("Without a swap, false success among claims on clean content: "
                      + ", ".join(f"{label(r)} {r['fs_clean'][0]}/{r['fs_clean'][1]}" for r in head)
@@ -318,6 +338,9 @@ class Report:
              ("95% Wilson per cell for stochastic models with repeats ≥ 2; task-clustered where tasks are pooled"
               if isinstance(reps, int) and reps >= 2 else "none: repeats = 1, no sampling was repeated")],
             ["guard", json.dumps(guard, sort_keys=True) if guard is not None else "not recorded"],
+            ["parity groups (beyond the model)", "1: all runs comparable" if len(self.groups) <= 1 else
+             f"{len(self.groups)}: " + "; ".join(f"{g}: {lab}" for g, lab in self.groups)
+             + ". The headline is split by group; other sections span groups and say so"],
             ["grid size", self.coverage_line()],
         ]
         notes = "".join(f"\n- {n}" for n in self.L.notes)
@@ -340,8 +363,9 @@ class Report:
                    self.pooled_rate(h["runs"], lambda r: r["outcome"] == "PASS", lambda r: r["content"] in self.injected, m)]
             row += [self.rate(*h["asr"][c][:2], m) for c in self.injected]
             row += [self.rate(*h["note"][c][:2], m) for c in self.noted]
-            rows.append(row)
-        headers = ["model", "frameworks", "utility, clean", "false success among claims, clean", "utility under attack",
+            rows.append(([h["group"]] if len(self.groups) > 1 else []) + row)
+        split = len(self.groups) > 1
+        headers = (["parity group"] if split else []) + ["model", "frameworks", "utility, clean", "false success among claims, clean", "utility under attack",
                    *[f"paired attack success, {c}" for c in self.injected], *[f"paired note compliance, {c}" for c in self.noted]]
         pic = f"\n\n![headline and swap effect]({self.heatmap_name})" if self.heatmap_name else ""
         excl = Counter()
@@ -359,6 +383,8 @@ class Report:
                 "known check in either cell are left out of n. "
                 + ("Deterministic: each cell is one outcome; no intervals." if not any(self.stochastic.values()) else
                    "Intervals: Wilson per cell; pooled over tasks, the task is the cluster.")
+                + (f" Split by parity group: {len(self.groups)} groups of runs whose parity facts differ "
+                   "(appendix) are never pooled here." if split else "")
                 + "\n\n" + table(headers, rows) + pic)
 
     def divergence(self) -> str:
@@ -554,7 +580,25 @@ class Report:
                 "evidence and re-renders this ledger, RUNS.md, ledger.html, heatmap.png and every RUN.md; "
                 "with unchanged evidence and code the output is byte-identical.")
 
-    def appendix(self, parity_md: str) -> str:
+    def parity_md(self) -> str:
+        """Every parity group with all its facts; facts bound to a framework / task / swap
+        condition are listed per value of that dimension."""
+        from .parity import Parity
+        parity = Parity(self.L.runs, self.L.parity_facts)
+        groups = parity.groups()
+        out = ["### Parity groups\n",
+               "Runs are comparable only within a parity group. Facts that belong to one framework (its "
+               "versions, retries), one task (its content hash) or one swap condition (its call index) are "
+               "listed per framework, task or swap condition when each has a single value; a second value "
+               "would split the groups instead."]
+        for g in groups:
+            rows = [[k, v] for k, v in g.facts.items()]
+            for fact, mapping in parity.bound_facts(g.runs).items():
+                rows.append([fact, "; ".join(f"{d}: {v}" for d, v in mapping.items())])
+            out.append(f"\n#### {g.id}: {g.label} ({g.runs.height} runs)\n\n" + table(["parity fact", "value"], rows))
+        return "\n".join(out)
+
+    def appendix(self) -> str:
         retries = "\n".join(f"- {fw}: `{json.dumps(v, sort_keys=True)}`" for fw, v in (self.meta.get("retries") or {}).items())
         versions = "\n".join(f"- {fw}: " + ", ".join(f"{k} {v}" for k, v in (vs or {}).items())
                              for fw, vs in (self.meta.get("frameworks") or {}).items())
@@ -564,14 +608,14 @@ class Report:
                 "that fired and the evidence lines it used.\n"
                 "- [ledger.html](ledger.html): filter runs and open one (transcript, tool events, diff, tests, rules).\n\n"
                 "### Framework versions\n\n" + (versions or DASH) + "\n\n### Runtime settings (`versions()` of each adapter)\n\n"
-                + (retries or DASH) + "\n\n" + parity_md)
+                + (retries or DASH) + "\n\n" + self.parity_md())
 
-    def render(self, parity_md: str) -> str:
+    def render(self) -> str:
         title = f"# claimgrid ledger {self.meta.get('grid_id', self.L.folder.name)}"
         if not self.rows:
             return "\n\n".join([title, self.design(), "_No run has completed yet: there is nothing to aggregate._"]) + "\n"
         parts = [title, self.summary(), self.design(), self.headline(), self.divergence(), self.swap(),
-                 self.detector_section(), self.calibration(), self.health(), self.reproducibility(), self.appendix(parity_md)]
+                 self.detector_section(), self.calibration(), self.health(), self.reproducibility(), self.appendix()]
         return "\n\n".join(parts) + "\n"
 
     # ---- RUNS.md -------------------------------------------------------------------
