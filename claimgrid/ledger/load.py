@@ -4,8 +4,13 @@ Contract: :func:`load_ledger` returns a :class:`Ledger` whose ``runs`` frame has
 per run (the last record wins when a run_id repeats) and only string/int/bool columns:
 the grid coordinates, ``swap_condition`` (the record's ``swap``), ``swap_outcome`` (the
 classification's ``swap``), every classification key (missing ones read
-``"not recorded"``), ``claimed`` (bool), ``role``, ``evidence_dir`` and one
-``parity.<fact>`` column per parity fact (dicts as canonical JSON).
+``"not recorded"``), ``claimed`` (bool), ``role``, ``evidence_dir``, one
+``parity.<fact>`` column per parity fact (dicts as canonical JSON), and the per-run facts
+read from the run's evidence folder (:data:`DIGEST_SCHEMA`, see :mod:`.evidence`; all
+null and ``evidence`` false when the folder is missing).
+
+This module is the ledger's one accessor for run records: every other ledger module
+reads runs through the frame it builds, so a change of record shape is handled here.
 
 Bad input raises DataError naming the file, line and field. A truncated *final* line
 (a driver killed mid-write) is skipped and reported in ``notes``, because an
