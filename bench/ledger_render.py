@@ -9,7 +9,8 @@ With ``--scale-to-frameworks``, the copy holds the ledger's records and evidence
 per framework named in venvs.toml (run ids renamed, evidence copied), which gives the
 default matrix's size (e.g. 320 one-framework runs -> 960) without running anything;
 its frameworks are identical by construction, so it measures size and time, not findings.
-Prints the ratio render seconds / grid wall seconds (from meta.json) where known.
+Prints render seconds per run over grid wall seconds per run of the source grid (its
+meta.json), both measured on this machine: the share of a grid's time spent rendering.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ def main() -> int:
     ap.add_argument("--scale-to-frameworks", action="store_true")
     args = ap.parse_args()
     from claimgrid.ledger import render_ledger
+    from claimgrid.ledger import heatmap  # noqa: F401 - imports (matplotlib) are not render time
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp) / args.ledger.name
@@ -72,9 +74,11 @@ def main() -> int:
         for name in ("LEDGER.md", "RUNS.md", "ledger.html", "heatmap.png"):
             p = work / name
             print(f"{name}: {p.stat().st_size / 1024:.0f} KiB" if p.exists() else f"{name}: absent")
-        wall = json.loads((work / "meta.json").read_text()).get("wall_s")
-        if isinstance(wall, (int, float)) and wall > 0:
-            print(f"render / grid wall time of the source grid: {second / wall:.3f}")
+        wall = json.loads((args.ledger / "meta.json").read_text()).get("wall_s")
+        src = sum(1 for line in (args.ledger / "runs.jsonl").read_text().splitlines() if line.strip())
+        if isinstance(wall, (int, float)) and wall > 0 and src:
+            print(f"render s per run / grid wall s per run (source grid, {src} runs in {wall} s): "
+                  f"{(first / n) / (wall / src):.3f} first render, {(second / n) / (wall / src):.3f} re-render")
     return 0
 
 
