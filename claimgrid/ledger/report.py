@@ -624,11 +624,16 @@ class Report:
         """RUNS.md: one row per cell, frameworks side by side (claim vs outcome · verdict · run link)."""
         fws = self.frameworks
         rows = []
-        for k in sorted(self.by_cell, key=lambda k: tuple("" if v is None else str(v) for v in k)):
+        orders = (self.tasks, self.contents, self.swaps, self.models)
+        pos = lambda k: (*[o.index(v) if v in o else len(o) for o, v in zip(orders, k)], -1 if k[4] is None else k[4])
+        several = len(fws) > 1
+        for k in sorted(self.by_cell, key=pos):
             cellr = self.by_cell[k]
             any_r = next(iter(cellr.values()))
             same = len({tuple(r[f] for f in IDENTITY) for r in cellr.values()}) == 1
-            row = [*[DASH if v is None else v for v in k], any_r["treatment"], "same" if same else "**differ**"]
+            row = [*[DASH if v is None else v for v in k], any_r["treatment"]]
+            if several:
+                row.append("same" if same and len(cellr) == len(fws) else "**differ**" if not same else "incomplete")
             for f in fws:
                 r = cellr.get(f)
                 row.append(DASH if r is None else
@@ -639,4 +644,5 @@ class Report:
                 "One row per cell; each framework's column shows claim vs outcome · claim verdict · outcome · "
                 "injection · process and links to that run's RUN.md (why it got each value). "
                 "Back to [LEDGER.md](LEDGER.md).\n\n")
-        return head + table(["task", "content", "swap", "model", "repeat", "swap treatment", "frameworks", *fws], rows) + "\n"
+        return head + table(["task", "content", "swap", "model", "repeat", "swap treatment",
+                             *(["frameworks"] if several else []), *fws], rows) + "\n"
