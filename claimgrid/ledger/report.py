@@ -576,7 +576,7 @@ class Report:
                 ["guard", json.dumps(m.get("guard"), sort_keys=True) if m.get("guard") is not None else "not recorded"],
                 ["timeout / isolation / jobs", f"{m.get('timeout_s', DASH)} s / {m.get('isolation') or DASH} / {m.get('jobs', DASH)}"]]
         return (heading("reproducibility", "8. Reproducibility") + "\n\n" + table(["", ""], rows) +
-                f"\n\n`uv run grid.py reclassify {self.L.folder.name}` re-derives every classification from the stored "
+                "\n\n`uv run grid.py reclassify <this folder>` re-derives every classification from the stored "
                 "evidence and re-renders this ledger, RUNS.md, ledger.html, heatmap.png and every RUN.md; "
                 "with unchanged evidence and code the output is byte-identical.")
 
