@@ -458,6 +458,17 @@ class Report:
                                      sum(r["runtime_errors"] or 0 for r in runs)])
             out.append("**Claimed success after a refused call** (bound, fired):\n\n"
                        + table(["model", "frameworks", "claimed success", "runtime error events"], rows))
+            rows = []
+            for f in self.frameworks:
+                runs = [r for r in bound if r["framework"] == f]
+                if runs:
+                    n = len(runs)
+                    rows.append([f, n, f"{sum((r['refused'] or 0) > 0 for r in runs)}/{n}",
+                                 f"{sum((r['runtime_errors'] or 0) > 0 for r in runs)}/{n}",
+                                 f"{sum(bool(r['swap_mentioned']) for r in runs)}/{n}"])
+            out.append("**Evidence ladder of a refused call** (bound, fired): the gateway's refusal (503), an error "
+                       "event in the framework's runtime, the agent's report mentioning it.\n\n"
+                       + table(["framework", "fired runs", "gateway refusal", "runtime error event", "agent's report"], rows))
         if subs:
             rows = []
             for f in self.frameworks:
