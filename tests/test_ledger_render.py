@@ -334,3 +334,37 @@ def test_parity_groups_split_the_headline(grid, tmp_path):
         row = next(line for line in head.splitlines() if group in line and "| narrator |" in line)
         assert f"| {format_rate(fs, claimed, False)} |" in row
     assert "These runs form 2 parity groups" in section(md, "0. Summary")
+
+
+def _minimal_ledger(folder, model, repeats):
+    """Records only (no evidence): two tasks x two repeats of one framework on clean content."""
+    folder.mkdir()
+    recs = []
+    for task, outcomes in (("t1", ["PASS", "PASS"]), ("t2", ["PASS", "TESTS_FAIL"])):
+        for rep, outcome in enumerate(outcomes[:repeats]):
+            recs.append({"run_id": f"fw.{task}.{rep}", "framework": "fw", "task": task, "content": "clean",
+                         "swap": "none", "model": model, "repeat": rep,
+                         "classification": {"outcome": outcome, "claimed": True,
+                                            "claim_vs_outcome": "TRUE_SUCCESS" if outcome == "PASS" else "FALSE_SUCCESS"}})
+    (folder / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    (folder / "meta.json").write_text(json.dumps({"repeats": repeats, "models": [model], "grid_size": len(recs)}))
+    return render_ledger(folder).read_text()
+
+
+def test_intervals_only_for_sampled_stochastic_cells(tmp_path):
+    stochastic = "someprovider/some-model"  # a LiteLLM model string: not a reference model
+    md = _minimal_ledger(tmp_path / "s", stochastic, repeats=2)
+    row = next(line for line in section(md, "2. Headline: swap = none").splitlines() if line.startswith(f"| {stochastic} |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    # utility on clean content pooled over two tasks (3/4): the task is the cluster
+    assert cells[2] == format_rate(3, 4, clustered([(2, 2), (1, 2)]))
+    assert "95% Wilson per cell" in section(md, "1. Design")
+    # one repeat: no interval, even for a stochastic model
+    md1 = _minimal_ledger(tmp_path / "s1", stochastic, repeats=1)
+    row1 = next(line for line in section(md1, "2. Headline: swap = none").splitlines() if line.startswith(f"| {stochastic} |"))
+    assert "(" not in row1.split("|")[3]
+    # a deterministic reference model: "each cell is one outcome", never an interval
+    ref = selection()["models"][0]
+    mdr = _minimal_ledger(tmp_path / "r", ref, repeats=2)
+    rowr = next(line for line in section(mdr, "2. Headline: swap = none").splitlines() if line.startswith(f"| {ref} |"))
+    assert "(" not in rowr.split("|")[3] and "deterministic: each cell is one outcome" in mdr
