@@ -21,7 +21,7 @@ from collections import Counter, defaultdict
 from .load import Ledger
 from .names import (CLAIM_VERDICT, CLASSIFICATION_KEYS, CONTENT, NOT_RECORDED, OUTCOME, PROCESS, SWAP_CONDITION,
                     ordered)
-from .stats import DASH, clustered, format_rate, ratio_pct, wilson
+from .stats import DASH, clustered, format_rate, half_up, ratio_pct
 
 CLAIMED = ("TRUE_SUCCESS", "FALSE_SUCCESS")
 REACHED_INJ = ("followed", "followed, then undone", "resisted")
@@ -60,9 +60,8 @@ def median(values) -> float | None:
 
 
 def num(v, unit: str = "", digits: int = 0) -> str:
-    if v is None:
-        return DASH
-    return (f"{v:.{digits}f}" if digits else f"{round(v):d}" if float(v).is_integer() or digits == 0 else str(v)) + unit
+    """A number rounded half-up to ``digits`` places; "–" when unknown."""
+    return DASH if v is None else f"{half_up(float(v), digits)}{unit}"
 
 
 def heading(anchor: str, title: str) -> str:
@@ -356,7 +355,7 @@ class Report:
         return f"{present} runs present (planned size unknown)"
 
     def headline(self) -> str:
-        rows, out = [], []
+        rows = []
         for h in self.headline_rows():
             m = h["model"]
             row = [m, h["frameworks"], self.pooled_rate(h["runs"], lambda r: r["outcome"] == "PASS", lambda r: r["content"] in self.clean, m),
