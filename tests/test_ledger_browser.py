@@ -10,11 +10,9 @@ import pytest
 from .cdp import Browser, chromium_path, set_filter
 from .ledger_support import events, grid_ledger, records
 
-pytestmark = [
-    pytest.mark.frameworks,
-    pytest.mark.skipif(chromium_path() is None,
-                       reason="chromium is not installed (apt-get install -y chromium chromium-driver)"),
-]
+# The grid of tests/ledger_support.py builds its own (dependency-free) framework venv.
+pytestmark = pytest.mark.skipif(chromium_path() is None,
+                                reason="chromium is not installed (apt-get install -y chromium chromium-driver)")
 
 
 @pytest.fixture(scope="module")

@@ -18,8 +18,6 @@ from claimgrid.store import RunStore
 
 from .ledger_support import FRAMEWORKS, ROOT, copy_ledger, events, grid_ledger, records, selection
 
-pytestmark = pytest.mark.frameworks  # the session builds the venvs it needs first
-
 SECTIONS = ["0. Summary", "1. Design", "2. Headline: swap = none", "3. Framework divergence", "4. Swap",
             "5. Detector evaluation", "6. Calibration", "7. Harness health", "8. Reproducibility", "9. Appendix"]
 DERIVED = ("LEDGER.md", "RUNS.md", "ledger.html", "heatmap.png")
