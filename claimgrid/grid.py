@@ -37,6 +37,27 @@ def _commit() -> str:
         return "unknown"
 
 
+def _sha(path: Path) -> str | None:
+    import hashlib
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+    except OSError:
+        return None
+
+
+def _hashes(entries: dict, sel: dict, tasks: dict, conditions_dir) -> dict:
+    """What a reader needs to reproduce the grid: each framework's lock file, each task's
+    content hash, each condition file and the reference-model policy source (sha256, 16 hex)."""
+    cond_root = Path(conditions_dir) if conditions_dir else ROOT / "conditions"
+    return {
+        "lock": {name: _sha(ROOT / str(e.project) / "uv.lock") for name, e in entries.items()},
+        "task": {t: tasks[t].task_hash for t in sel["tasks"]},
+        "content_condition": {c: _sha(cond_root / "content" / f"{c}.toml") for c in sel["content"]},
+        "swap_condition": {c: _sha(cond_root / "swap" / f"{c}.toml") for c in sel["swap"]},
+        "policies": _sha(ROOT / "claimgrid" / "gateway" / "policies.py"),
+    }
+
+
 def check_models(models: list[str]) -> None:
     """A model is a reference model name or a LiteLLM model string (provider/model)."""
     for m in models:
@@ -120,6 +141,13 @@ def cmd_run(args) -> int:
             "reference_models": all(registry.is_reference(m) for m in sel["models"] + [sel["substitute"]]),
             "policies": policies,
             "selection": sel, "resumed": [], "guard": guard.facts(),
+            # The swap treatment as configured (the call index from which the assigned model
+            # is unavailable); the ledger also reads where it really fired from the gateway log.
+            "swap_conditions": {name: {"unavailable_from_call": swap[name].unavailable_from_call,
+                                       "on_unavailable": swap[name].on_unavailable,
+                                       "reported_name": swap[name].reported_name}
+                                for name in sel["swap"]},
+            "hashes": _hashes(entries, sel, tasks, args.conditions_dir),
         }
         store.create(meta, command=meta["command"])
     else:

@@ -188,6 +188,7 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
             "task_hash": task.task_hash, "timeout_s": ctx.timeout_s,
             "budget": {"max_model_calls": ctx.max_model_calls}, "isolation": ctx.isolation,
             "guard": ctx.guard.facts() if ctx.guard is not None else {"guard": "off", "reason": "no guard given"},
+            "swap_from_call": swap.unavailable_from_call,
         },
         "runtime_versions": versions,
         "timings": {"wall_s": round(time.monotonic() - t0, 3), "agent_s": round(agent_s, 3),
