@@ -98,7 +98,7 @@ def _apply(task: Task, steps: list[tuple[str, ToolStep]], ws: Path, problems: _P
         for field, step in steps:
             if step.tool == "run_command" and not run_commands:
                 try:
-                    mod._check_args(tools[step.tool].parameters, dict(step.args))
+                    mod.check_args(tools[step.tool].parameters, dict(step.args))
                 except mod.ToolRefused as exc:
                     problems.add(f"{field}.args", str(exc))
                 continue

@@ -98,7 +98,7 @@ class ToolContext:
         try:
             if tool is None:
                 raise ToolRefused(f"unknown tool '{name}'")
-            outcome = tool._impl(self, **_check_args(tool.parameters, args))
+            outcome = tool._impl(self, **check_args(tool.parameters, args))
         except ToolRefused as exc:
             outcome = ToolOutcome(f"ERROR: {exc}", False, str(exc))
         except Exception as exc:  # a tool must never raise into the framework
@@ -123,7 +123,7 @@ class ToolContext:
             return None  # unknown, never guessed
 
 
-def _check_args(schema: dict, args) -> dict:
+def check_args(schema: dict, args) -> dict:
     if not isinstance(args, dict):
         raise ToolRefused("arguments must be an object")
     props = schema.get("properties", {})
