@@ -63,9 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
     gw = sub.add_parser("gateway", help="start the harness model gateway alone and print its URL")
     gw.add_argument("rest", nargs=argparse.REMAINDER)
 
-    ve = sub.add_parser("venvs", help="create or update the per-framework virtualenvs")
+    ve = sub.add_parser("venvs", help="create or update the per-framework virtualenvs (and the tasks' own environments)")
     ve.add_argument("--venvs", type=Path, default=ROOT / "venvs.toml")
     ve.add_argument("--frameworks", type=_csv)
+    ve.add_argument("--tasks-dir", type=Path, default=ROOT / "tasks", help="tasks whose own environments to build too")
     return p
 
 
@@ -152,6 +153,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.frameworks:
                 entries = dict(zip(args.frameworks, select(entries, args.frameworks, "framework")))
             ensure_venvs(entries)
+            if not args.frameworks:
+                from .tasks import ensure_task_envs, load_tasks
+                ensure_task_envs(load_tasks(args.tasks_dir).values())
             return 0
     except ClaimgridError as exc:
         print(f"grid.py: error: {exc}", file=sys.stderr)
