@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -114,12 +115,19 @@ def cmd_check_task(args) -> int:
     from .taskcheck import check_task
     from .tasks import load_tasks, select
 
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .tasks import ensure_task_envs
+
     tasks = load_tasks(args.tasks_dir)
     conditions = load_content_conditions(args.conditions_dir)
     chosen = select(tasks, args.ids, "task") if args.ids else list(tasks.values())
+    ensure_task_envs(chosen)  # built one at a time, with a line each, before the parallel checks
     bad = 0
-    for task in chosen:
-        problems = check_task(task, conditions)
+    # Tasks are independent (own temporary workspaces); results are printed in task order.
+    with ThreadPoolExecutor(max_workers=max(1, min(len(chosen), os.cpu_count() or 1))) as pool:
+        results = list(pool.map(lambda t: check_task(t, conditions), chosen))
+    for task, problems in zip(chosen, results):
         for line in problems:
             print(f"grid.py: error: {line}", file=sys.stderr)
         bad += bool(problems)
