@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -76,9 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
     gw = sub.add_parser("gateway", help="start the harness model gateway alone and print its URL")
     gw.add_argument("rest", nargs=argparse.REMAINDER)
 
-    ve = sub.add_parser("venvs", help="create or update the per-framework virtualenvs")
+    ve = sub.add_parser("venvs", help="create or update the per-framework virtualenvs (and the tasks' own environments)")
     ve.add_argument("--venvs", type=Path, default=ROOT / "venvs.toml")
     ve.add_argument("--frameworks", type=_csv)
+    ve.add_argument("--tasks-dir", type=Path, default=ROOT / "tasks", help="tasks whose own environments to build too")
     return p
 
 
@@ -132,12 +134,19 @@ def cmd_check_task(args) -> int:
     from .taskcheck import check_task
     from .tasks import load_tasks, select
 
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .tasks import ensure_task_envs
+
     tasks = load_tasks(args.tasks_dir)
     conditions = load_content_conditions(args.conditions_dir)
     chosen = select(tasks, args.ids, "task") if args.ids else list(tasks.values())
+    ensure_task_envs(chosen)  # built one at a time, with a line each, before the parallel checks
     bad = 0
-    for task in chosen:
-        problems = check_task(task, conditions)
+    # Tasks are independent (own temporary workspaces); results are printed in task order.
+    with ThreadPoolExecutor(max_workers=max(1, min(len(chosen), os.cpu_count() or 1))) as pool:
+        results = list(pool.map(lambda t: check_task(t, conditions), chosen))
+    for task, problems in zip(chosen, results):
         for line in problems:
             print(f"grid.py: error: {line}", file=sys.stderr)
         bad += bool(problems)
@@ -171,6 +180,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.frameworks:
                 entries = dict(zip(args.frameworks, select(entries, args.frameworks, "framework")))
             ensure_venvs(entries)
+            if not args.frameworks:
+                from .tasks import ensure_task_envs, load_tasks
+                ensure_task_envs(load_tasks(args.tasks_dir).values())
             return 0
     except ClaimgridError as exc:
         print(f"grid.py: error: {exc}", file=sys.stderr)

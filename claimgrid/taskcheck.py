@@ -26,6 +26,7 @@ from __future__ import annotations
 import importlib.util
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 
 from . import ROOT
@@ -36,17 +37,20 @@ from .verifier import verify
 
 HARNESS_TOOLS = ROOT / "frameworks" / "_harness" / "harness_tools.py"
 _tools_module = None
+_tools_lock = threading.Lock()
 
 
 def _harness_tools():
     """The harness tool layer (stdlib only), loaded from its file: the same code the agents call."""
     global _tools_module
-    if _tools_module is None:
+    with _tools_lock:
+        if _tools_module is not None:
+            return _tools_module
         spec = importlib.util.spec_from_file_location("claimgrid_harness_tools", HARNESS_TOOLS)
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
         _tools_module = mod
-    return _tools_module
+        return _tools_module
 
 
 class _Problems(list):
