@@ -7,10 +7,8 @@ import datetime as dt
 import os
 import platform
 import secrets
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
@@ -117,13 +115,19 @@ def cmd_run(args) -> int:
     print(f"grid {store.folder}: {len(cells)} cells, {len(done)} already done, {len(todo)} to run, "
           f"{jobs} jobs, isolation {isolation}", flush=True)
     t0 = time.monotonic()
+    lost = 0
     if todo:
-        _execute(todo, store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls, isolation, jobs,
-                 progress=not args.no_progress, meta=meta)
+        lost = _execute(todo, store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls, isolation, jobs,
+                 progress=not args.no_progress, meta=meta, args=args)
     meta["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     meta["wall_s"] = round((meta.get("wall_s") or 0) + time.monotonic() - t0, 1)
     store.write_meta(meta)
-    return _finish(store)
+    code = _finish(store)
+    if lost:
+        print(f"grid incomplete: {lost} runs lost with their node; resume with: "
+              f"uv run grid.py run --resume {store.folder}", file=sys.stderr)
+        return 3
+    return code
 
 
 def _finish(store: RunStore) -> int:
@@ -139,57 +143,62 @@ def _finish(store: RunStore) -> int:
 
 
 def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls,
-             isolation, jobs, progress: bool, meta: dict) -> None:
-    from .gateway import Gateway
-    from .launch import Launcher
-    from .runner import GridContext
+             isolation, jobs, progress: bool, meta: dict, args=None) -> int:
+    """Run ``todo`` on the chosen backend; the driver writes every finished run (single writer).
+    Returns how many runs were lost with a node (always 0 on the local backend)."""
+    from .node import Node, NodeSettings
 
-    work_dir = Path(tempfile.mkdtemp(prefix="claimgrid-"))
-    gateway = Gateway()
-    gateway.start()
-    launcher = Launcher(entries, isolation=isolation)
-    ctx = GridContext(tasks=tasks, content=content, swap=swap, gateway=gateway, launcher=launcher, store=store,
-                      work_dir=work_dir, timeout_s=timeout_s, max_model_calls=max_calls, isolation=isolation,
-                      framework_versions=fw_versions)
-    for key in {(c.task, c.content) for c in todo}:  # built once, before threads share them
-        ctx.template(tasks[key[0]], content[key[1]])
+    settings = NodeSettings(tasks_dir=str(args.tasks_dir if args else ROOT / "tasks"),
+                            conditions_dir=str(args.conditions_dir if args else ROOT / "conditions"),
+                            venvs=str(args.venvs if args else ROOT / "venvs.toml"),
+                            frameworks=tuple(entries), timeout_s=timeout_s, max_model_calls=max_calls,
+                            isolation=isolation, framework_versions=fw_versions)
     counts: collections.Counter = collections.Counter()
     reporter = _Progress(len(todo), enabled=progress)
+
+    def on_result(cell, record, files, error):
+        if record is not None:
+            store.write_evidence(cell.run_id, files)  # evidence first: a line always has its folder
+            store.append(record)
+            counts[record["classification"]["outcome"]] += 1
+            fw = record["framework"]
+            if record.get("runtime_versions") and fw not in meta["retries"]:
+                meta["retries"][fw] = record["runtime_versions"]
+        else:
+            counts["harness error"] += 1
+            reporter.log(f"harness error in {cell.run_id}: {error}")
+        reporter.advance(counts)
+
+    backend = getattr(args, "backend", "local") if args else "local"
     try:
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            pending = {}
-            queue = list(todo)
-            while queue or pending:
-                while queue and len(pending) < jobs * 2:
-                    cell = queue.pop(0)
-                    pending[pool.submit(_safe_run, cell, ctx)] = cell
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    cell = pending.pop(fut)
-                    record, error = fut.result()
-                    if record:
-                        counts[record["classification"]["outcome"]] += 1
-                        fw = record["framework"]
-                        if record.get("runtime_versions") and fw not in meta["retries"]:
-                            meta["retries"][fw] = record["runtime_versions"]
-                    else:
-                        counts["harness error"] += 1
-                        reporter.log(f"harness error in {cell.run_id}: {error}")
-                    reporter.advance(counts)
+        if backend == "ray":
+            from .backends import ray as ray_backend
+            facts = ray_backend.execute(todo, settings, getattr(args, "address", None), args.jobs, on_result,
+                                        reporter.log)
+            meta.setdefault("executions", []).append(facts)
+            if facts["lost"]:
+                reporter.log(f"{len(facts['lost'])} runs were lost with their node; "
+                             f"`grid.py run --resume {store.folder}` runs them")
+            return len(facts["lost"])
+        node = Node(settings, tasks=tasks, content=content, swap=swap, entries=entries)
+        try:
+            node.prepare(todo)
+            with ThreadPoolExecutor(max_workers=jobs) as pool:
+                pending = {}
+                queue = list(todo)
+                while queue or pending:
+                    while queue and len(pending) < jobs * 2:
+                        cell = queue.pop(0)
+                        pending[pool.submit(node.run, cell)] = cell
+                    finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    for fut in finished:
+                        cell = pending.pop(fut)
+                        on_result(cell, *fut.result())
+        finally:
+            node.close()
+        return 0
     finally:
         reporter.close()
-        launcher.close()
-        gateway.stop()
-        shutil.rmtree(work_dir, ignore_errors=True)
-
-
-def _safe_run(cell, ctx):
-    """A bug in the harness for one cell must not stop the grid; it is reported, and the cell stays missing."""
-    from .runner import run_cell
-    try:
-        return run_cell(cell, ctx), None
-    except Exception as exc:  # noqa: BLE001 - reported to the user; the cell can be resumed
-        return None, f"{type(exc).__name__}: {exc}"
 
 
 class _Progress:
