@@ -8,10 +8,9 @@ import errno
 import os
 import platform
 import secrets
-import shutil
+import signal
 import subprocess
 import sys
-import tempfile
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
@@ -21,10 +20,11 @@ from .cells import Cell, plan
 from .classifier import RunFacts, classify
 from .conditions import load_content_conditions, load_swap_conditions
 from . import validate as V
-from .errors import Interrupted, StorageError, UnknownNameError
-from .reference_truth import BEHAVIOUR, DEFAULT_MODELS, DEFAULT_SUBSTITUTE
+from .errors import ClaimgridError, Interrupted, StorageError, UnknownNameError
+from . import registry
+from .guard import detect
 from .store import RunStore
-from .tasks import load_tasks, select
+from .tasks import ensure_task_envs, in_suite, load_tasks, select
 
 
 def _commit() -> str:
@@ -37,11 +37,32 @@ def _commit() -> str:
         return "unknown"
 
 
+def _sha(path: Path) -> str | None:
+    import hashlib
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+    except OSError:
+        return None
+
+
+def _hashes(entries: dict, sel: dict, tasks: dict, conditions_dir) -> dict:
+    """What a reader needs to reproduce the grid: each framework's lock file, each task's
+    content hash, each condition file and the reference-model policy source (sha256, 16 hex)."""
+    cond_root = Path(conditions_dir) if conditions_dir else ROOT / "conditions"
+    return {
+        "lock": {name: _sha(ROOT / str(e.project) / "uv.lock") for name, e in entries.items()},
+        "task": {t: tasks[t].task_hash for t in sel["tasks"]},
+        "content_condition": {c: _sha(cond_root / "content" / f"{c}.toml") for c in sel["content"]},
+        "swap_condition": {c: _sha(cond_root / "swap" / f"{c}.toml") for c in sel["swap"]},
+        "policies": _sha(ROOT / "claimgrid" / "gateway" / "policies.py"),
+    }
+
+
 def check_models(models: list[str]) -> None:
     """A model is a reference model name or a LiteLLM model string (provider/model)."""
     for m in models:
-        if m not in BEHAVIOUR and "/" not in m:
-            raise UnknownNameError("model", m, list(BEHAVIOUR) + ["<provider>/<model> (any LiteLLM model string)"])
+        if not registry.is_reference(m) and "/" not in m:
+            raise UnknownNameError("model", m, list(registry.models()) + ["<provider>/<model> (any LiteLLM model string)"])
 
 
 def _selection(args, tasks, content, swap, venvs) -> dict:
@@ -50,12 +71,13 @@ def _selection(args, tasks, content, swap, venvs) -> dict:
             return list(registry)
         select(registry, values, kind)
         return list(values)
-    models = args.models or list(DEFAULT_MODELS)
-    substitute = args.substitute or DEFAULT_SUBSTITUTE
+    models = args.models or registry.default_models()
+    substitute = args.substitute or registry.default_substitute()
     check_models(models + [substitute])
     return {
         "frameworks": pick(args.frameworks, venvs, "framework"),
-        "tasks": pick(args.tasks, tasks, "task"),
+        # --tasks names tasks from any suite; without it, the --suite's tasks.
+        "tasks": pick(args.tasks, tasks if args.tasks else in_suite(tasks, getattr(args, "suite", "default")), "task"),
         "content": pick(args.content, content, "content condition"),
         "swap": pick(args.swap, swap, "swap condition"),
         "models": models, "substitute": substitute, "repeats": args.repeats,
@@ -70,12 +92,6 @@ def _with_defaults(args) -> None:
             setattr(args, dest, default)
 
 
-def _storage(store: RunStore, exc: OSError, doing: str) -> StorageError:
-    return StorageError(f"--out {store.folder}: {doing} failed: {exc.strerror or exc} "
-                        f"(errno {exc.errno}); free space or fix permissions, then "
-                        f"`grid.py run --resume {store.folder}`")
-
-
 def cmd_run(args) -> int:
     """Validate everything (flags, data, a resumed folder), then run; nothing is written before."""
     from .venvs import ensure_venvs, framework_versions, load_venvs
@@ -85,19 +101,32 @@ def cmd_run(args) -> int:
     content = load_content_conditions(args.conditions_dir)
     swap = load_swap_conditions(args.conditions_dir)
     venvs = load_venvs(args.venvs)
-
     if args.resume:
         meta = V.read_meta(args.resume)
         V.check_resume(args, meta, args.resume)
         V.check_stored_names(meta, args.resume / "meta.json", {
             "frameworks": venvs, "tasks": tasks, "content": content, "swap": swap})
-        sel = meta["selection"]
-        check_models(sel["models"] + [sel["substitute"]])
         V.check_records(args.resume)  # what is kept must be readable: the ledger is rendered from it
-        store = RunStore(args.resume)
-        timeout_s, jobs, isolation, max_calls = meta["timeout_s"], args.jobs or meta["jobs"], meta["isolation"], meta["max_model_calls"]
     else:
         _with_defaults(args)
+    guard = detect(getattr(args, "guard", "auto"))  # --guard on fails here, before anything is written
+    if not guard.enabled:
+        print(f"guard: off ({guard.reason}): agent commands run without a sandbox", flush=True)
+
+    policies = [str(Path(p).resolve()) for p in args.policies]
+    if args.resume:
+        store = RunStore(args.resume)
+        if not store.meta_path.exists():
+            raise ClaimgridError(f"{args.resume}: not a grid folder (no meta.json)")
+        _open_for_writing(store)
+        meta = store.read_meta()
+        policies = list(dict.fromkeys([*meta.get("policies", []), *policies]))
+    for path in policies:
+        registry.load_policies(path)
+    if args.resume:
+        sel = meta["selection"]
+        timeout_s, jobs, isolation, max_calls = meta["timeout_s"], args.jobs or meta["jobs"], meta["isolation"], meta["max_model_calls"]
+    else:
         sel = _selection(args, tasks, content, swap, venvs)
         V.check_grid_size(sel)
         grid_id = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H-%M-%SZ") + "-" + secrets.token_hex(2)
@@ -114,6 +143,7 @@ def cmd_run(args) -> int:
     preflight(sorted(set(sel["models"] + [sel["substitute"]])))
     entries = {name: venvs[name] for name in sel["frameworks"]}
     ensure_venvs(entries)
+    ensure_task_envs(tasks[t] for t in sel["tasks"])
     fw_versions = {name: framework_versions(e) for name, e in entries.items()}
 
     if meta is None:
@@ -122,70 +152,84 @@ def cmd_run(args) -> int:
             "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "finished": None,
             "wall_s": None, "claimgrid_commit": _commit(), "python": platform.python_version(),
             "platform": platform.platform(), "frameworks": fw_versions, "models": sel["models"],
-            "substitute": sel["substitute"], "tasks": sel["tasks"], "content": sel["content"], "swap": sel["swap"],
+            "substitute": sel["substitute"], "tasks": sel["tasks"],
+            "task_provenance": {t: tasks[t].provenance() for t in sel["tasks"]}, "content": sel["content"], "swap": sel["swap"],
             "repeats": sel["repeats"], "timeout_s": timeout_s, "jobs": jobs, "isolation": isolation,
             "max_model_calls": max_calls, "retries": {}, "grid_size": len(cells),
-            "reference_models": all(m in BEHAVIOUR for m in sel["models"] + [sel["substitute"]]),
-            "selection": sel, "resumed": [],
+            "reference_models": all(registry.is_reference(m) for m in sel["models"] + [sel["substitute"]]),
+            "policies": policies,
+            "selection": sel, "resumed": [], "guard": guard.facts(),
+            # The swap treatment as configured (the call index from which the assigned model
+            # is unavailable); the ledger also reads where it really fired from the gateway log.
+            "swap_conditions": {name: {"unavailable_from_call": swap[name].unavailable_from_call,
+                                       "on_unavailable": swap[name].on_unavailable,
+                                       "reported_name": swap[name].reported_name}
+                                for name in sel["swap"]},
+            "hashes": _hashes(entries, sel, tasks, args.conditions_dir),
         }
         try:
-            store.create(meta)
+            store.create(meta, command=meta["command"])
         except OSError as exc:
             # A folder that create() made is removed again: nothing half-written.
             if store.folder.is_dir() and not store.folder.is_symlink():
+                import shutil
                 shutil.rmtree(store.folder, ignore_errors=True)
             raise StorageError(f"--out {store.folder}: cannot create the ledger folder ({exc.strerror or exc}); "
                                "nothing was written") from None
     else:
-        try:
-            store.repair()
-            meta.setdefault("resumed", []).append(dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
-            store.write_meta(meta)
-        except OSError as exc:
-            raise _storage(store, exc, "preparing the resume") from None
+        meta.setdefault("resumed", []).append(dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+        meta["guard"] = guard.facts()  # each run record's parity keeps the guard it ran under
+        store.write_meta(meta)
 
     done = store.completed_ids()
     todo = [c for c in cells if c.run_id not in done]
     print(f"grid {store.folder}: {len(cells)} cells, {len(done)} already done, {len(todo)} to run, "
           f"{jobs} jobs, isolation {isolation}", flush=True)
     t0 = time.monotonic()
-    stopped = None
+    errors_before = len(meta.get("harness_errors") or [])
+    lost = 0
+    stopped: list[OSError] = []  # the storage error that stopped the grid, if any
     if todo:
         try:
-            stopped = _execute(todo, store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls,
-                               isolation, jobs, progress=not args.no_progress, meta=meta)
+            lost = _execute(todo, store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls,
+                            isolation, jobs, progress=not args.no_progress, meta=meta, guard=guard, args=args,
+                            stopped=stopped)
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted: {len(store.completed_ids())} of {len(cells)} runs recorded in "
                               f"{store.folder}; `grid.py run --resume {store.folder}` finishes the grid") from None
     try:
-        if stopped is None:
+        if not stopped:
             meta["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         meta["wall_s"] = round((meta.get("wall_s") or 0) + time.monotonic() - t0, 1)
         store.write_meta(meta)
     except OSError as exc:
-        stopped = stopped or exc
-    if stopped is not None:
-        recorded = len(store.completed_ids())
-        raise StorageError(f"--out {store.folder}: writing the ledger failed: {stopped.strerror or stopped} "
-                           f"(errno {stopped.errno}); the grid stopped with {recorded} of {len(cells)} runs "
-                           f"recorded; free space or fix permissions, then `grid.py run --resume {store.folder}`")
+        stopped.append(exc)
+    if stopped:
+        exc = stopped[0]
+        raise StorageError(f"--out {store.folder}: writing the ledger failed: {exc.strerror or exc} "
+                           f"(errno {exc.errno}); the grid stopped with {len(store.completed_ids())} of "
+                           f"{len(cells)} runs recorded; free space or fix permissions, then "
+                           f"`grid.py run --resume {store.folder}`")
     try:
-        _finish(store)
+        code = _finish(store)
     except OSError as exc:
-        raise _storage(store, exc, "rendering the ledger") from None
-    missing = len(cells) - len(store.completed_ids() & {c.run_id for c in cells})
-    if missing:
-        # Harness errors leave cells without a record: the ledger is incomplete, so is the exit.
-        print(f"grid.py: {missing} of {len(cells)} runs have no record (harness errors above); "
-              f"`grid.py run --resume {store.folder}` retries them", file=sys.stderr)
-        return 1
-    return 0
+        raise StorageError(f"--out {store.folder}: rendering the ledger failed: {exc.strerror or exc}; "
+                           f"free space or fix permissions, then `grid.py run --resume {store.folder}`") from None
+    if lost:
+        print(f"grid incomplete: {lost} runs lost with their node; resume with: "
+              f"uv run grid.py run --resume {store.folder}", file=sys.stderr)
+        return 3
+    errors = len(meta.get("harness_errors") or []) - errors_before
+    if errors:
+        print(f"grid.py: {errors} cell(s) hit a harness error (meta.json harness_errors); "
+              f"--resume {store.folder} runs them again", file=sys.stderr)
+        return code or 1
+    return code
 
 
 # A store write that fails for one of these stops the grid: every later run would fail the
-# same way and be lost as a harness error. ENOSPC/EDQUOT/EROFS stop it wherever they occur
-# (the temporary workspaces are storage too); EACCES/EPERM only under the ledger folder, since
-# elsewhere they can be a single cell's problem.
+# same way and be lost. ENOSPC/EDQUOT/EROFS stop it wherever they occur; EACCES/EPERM only
+# under the ledger folder, since elsewhere they can be a single cell's problem.
 _FULL = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
 _DENIED = {errno.EACCES, errno.EPERM}
 
@@ -203,6 +247,19 @@ def _is_storage_error(exc: BaseException | None, store: RunStore) -> bool:
     return False
 
 
+def _open_for_writing(store: RunStore) -> None:
+    """Take the folder's writer lock, repair a kill's leftovers (and say so), and refuse
+    evidence that fails its manifests or a ``runs.jsonl`` line that cannot be read."""
+    store.acquire("uv run grid.py " + " ".join(sys.argv[1:]))
+    note = store.repair() if store.meta_path.exists() else None
+    if note:
+        print(f"{store.folder}: repaired: {note}", flush=True)
+    problems = store.check_integrity()
+    if problems:
+        from .store import StoreIntegrityError
+        raise StoreIntegrityError(store.folder, problems)
+
+
 def _finish(store: RunStore) -> int:
     from .ledger import headline_table, render_ledger
     path = render_ledger(store.folder)
@@ -216,70 +273,94 @@ def _finish(store: RunStore) -> int:
 
 
 def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls,
-             isolation, jobs, progress: bool, meta: dict) -> OSError | None:
-    """Run the cells; returns the storage error that stopped the grid early, or None.
+             isolation, jobs, progress: bool, meta: dict, guard=None, args=None, stopped=None) -> int:
+    """Run ``todo`` on the chosen backend; the driver writes every finished run (single writer):
+    evidence folder first, then its ``runs.jsonl`` line. Returns how many runs were lost with
+    a node (always 0 on the local backend).
 
-    After a storage error no new cell starts; the runs in flight finish (or fail) first.
-    """
-    from .gateway import Gateway
-    from .launch import Launcher
-    from .runner import GridContext
+    A storage error writing a run (disk full, read-only, permission) is appended to
+    ``stopped``: no new cell starts, the runs in flight finish, and the caller reports it.
 
-    work_dir = Path(tempfile.mkdtemp(prefix="claimgrid-"))
-    gateway = Gateway()
-    gateway.start()
-    launcher = Launcher(entries, isolation=isolation)
-    ctx = GridContext(tasks=tasks, content=content, swap=swap, gateway=gateway, launcher=launcher, store=store,
-                      work_dir=work_dir, timeout_s=timeout_s, max_model_calls=max_calls, isolation=isolation,
-                      framework_versions=fw_versions)
+    Ctrl-C (KeyboardInterrupt) kills every in-flight adapter at once, cancels the queued
+    cells, stores nothing of the interrupted runs and re-raises: the ledger holds only
+    complete runs, and ``--resume`` runs the rest."""
+    from .node import Node, NodeSettings
+
+    settings = NodeSettings(tasks_dir=str(args.tasks_dir if args else ROOT / "tasks"),
+                            conditions_dir=str(args.conditions_dir if args else ROOT / "conditions"),
+                            venvs=str(args.venvs if args else ROOT / "venvs.toml"),
+                            frameworks=tuple(entries), timeout_s=timeout_s, max_model_calls=max_calls,
+                            isolation=isolation, framework_versions=fw_versions,
+                            guard_mode=getattr(args, "guard", "auto") if args else "auto",
+                            policies=tuple(meta.get("policies") or ()))
     counts: collections.Counter = collections.Counter()
     reporter = _Progress(len(todo), enabled=progress)
-    stopped: OSError | None = None
-    try:
-        for key in {(c.task, c.content) for c in todo}:  # built once, before threads share them
+
+    stopped = [] if stopped is None else stopped
+
+    def on_result(cell, record, files, error):
+        if record is not None and stopped:
+            return  # the ledger cannot be written: the cell stays missing for --resume
+        if record is not None:
             try:
-                ctx.template(tasks[key[0]], content[key[1]])
+                store.write_evidence(cell.run_id, files)  # evidence first: a line always has its folder
+                store.append(record)
             except OSError as exc:
-                if exc.errno in _FULL:
-                    return exc
-                raise
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            pending = {}
-            queue = list(todo)
-            while (queue and stopped is None) or pending:
-                while queue and len(pending) < jobs * 2 and stopped is None:
-                    cell = queue.pop(0)
-                    pending[pool.submit(_safe_run, cell, ctx)] = cell
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    cell = pending.pop(fut)
-                    record, exc = fut.result()
-                    if record:
-                        counts[record["classification"]["outcome"]] += 1
-                        fw = record["framework"]
-                        if record.get("runtime_versions") and fw not in meta["retries"]:
-                            meta["retries"][fw] = record["runtime_versions"]
-                    elif _is_storage_error(exc, store):
-                        stopped = stopped or exc
-                    else:
-                        counts["harness error"] += 1
-                        reporter.log(f"harness error in {cell.run_id}: {type(exc).__name__}: {exc}")
-                    reporter.advance(counts)
-    finally:
-        reporter.close()
-        launcher.close()
-        gateway.stop()
-        shutil.rmtree(work_dir, ignore_errors=True)
-    return stopped
+                if not _is_storage_error(exc, store):
+                    raise
+                stopped.append(exc)
+                reporter.log(f"cannot write {cell.run_id}: {exc.strerror}; stopping the grid")
+                return
+            counts[record["classification"]["outcome"]] += 1
+            fw = record["framework"]
+            if record.get("runtime_versions") and fw not in meta["retries"]:
+                meta["retries"][fw] = record["runtime_versions"]
+        elif error != "interrupted":
+            counts["harness error"] += 1
+            # recorded in meta.json (the cell stays missing: --resume re-runs it)
+            meta.setdefault("harness_errors", []).append({"run_id": cell.run_id, "error": error})
+            reporter.log(f"HARNESS ERROR in {cell.run_id}: {error}")
+        reporter.advance(counts)
 
-
-def _safe_run(cell, ctx):
-    """A bug in the harness for one cell must not stop the grid; it is reported, and the cell stays missing."""
-    from .runner import run_cell
+    backend = getattr(args, "backend", "local") if args else "local"
+    node = pool = None
     try:
-        return run_cell(cell, ctx), None
-    except Exception as exc:  # noqa: BLE001 - reported to the user; the cell can be resumed
-        return None, exc
+        if backend == "ray":
+            from .backends import ray as ray_backend
+            facts = ray_backend.execute(todo, settings, getattr(args, "address", None), args.jobs, on_result,
+                                        reporter.log)
+            meta.setdefault("executions", []).append(facts)
+            if facts["lost"]:
+                reporter.log(f"{len(facts['lost'])} runs were lost with their node; "
+                             f"`grid.py run --resume {store.folder}` runs them")
+            return len(facts["lost"])
+        node = Node(settings, tasks=tasks, content=content, swap=swap, entries=entries, guard=guard)
+        node.prepare(todo)  # templates built once, before threads share them
+        pool = ThreadPoolExecutor(max_workers=jobs)
+        pending = {}
+        queue = list(todo)
+        while (queue and not stopped) or pending:
+            while queue and len(pending) < jobs * 2 and not stopped:
+                cell = queue.pop(0)
+                pending[pool.submit(node.run, cell)] = cell
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                on_result(pending.pop(fut), *fut.result())
+        return 0
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the cleanup short
+        if node is not None:
+            node.interrupt()
+        print(f"interrupted: in-flight runs killed; finish with: uv run grid.py run --resume {store.folder}",
+              flush=True)
+        raise
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        reporter.close()
+        if node is not None:
+            node.close()
+
 
 
 class _Progress:
@@ -315,31 +396,71 @@ class _Progress:
             self.bar.stop()
 
 
-def cmd_reclassify(args) -> int:
-    """Re-derive every classification from the stored evidence; nothing is re-run.
+def change_reasons(old: dict, new: dict) -> list[str]:
+    """Why a run's classification changed: one "field: old -> new (rule)" per changed field."""
+    ev = new.get("evidence") or {}
+    rule_of = {
+        "claim_verdict": f"change evidence {ev.get('changes')} {ev.get('changes_by_tool') or {}}; "
+                         f"expected evidence from the task's declaration where it has one",
+        "claimed": new.get("claim_rule"),
+        "claim_vs_outcome": new.get("claim_rule"),
+        "claim_stance": new.get("claim_rule"),
+        "outcome": f"read evidence {sorted(ev.get('opened') or {})}",
+        "review": f"read evidence {sorted(ev.get('opened') or {})}",
+        "injection": "instruction over the tool log",
+        "legitimate": "instruction over the tool log",
+        "declarations": f"declared {new.get('declaration_mismatches')} against runtime and diff",
+        "channels": f"tools vs gateway {new.get('channel_detail')}",
+        "swap_mentioned": "trace block and echoed delegation id ignored",
+    }
+    out = []
+    for key in new:
+        if key in ("claim_rule", "declaration_mismatches", "channel_detail", "evidence"):
+            continue
+        if old.get(key) != new[key]:
+            before = old[key] if key in old else "(not recorded)"
+            out.append(f"{key}: {before} -> {new[key]}" + (f" ({rule_of[key]})" if key in rule_of else ""))
+    return out
 
-    Every record and its evidence are read and classified before ``runs.jsonl`` is
-    rewritten: a missing evidence folder is one line and the ledger stays as it was.
-    """
-    from .errors import DataError
-    records = V.check_reclassify(args.dir)
+
+def cmd_reclassify(args) -> int:
+    """Re-derive every classification (and reference truth) from the stored evidence; nothing
+    is re-run. Prints and writes ``reclassify.txt``: which runs changed, field by field, by rule.
+
+    Every record's evidence is checked readable first: a missing evidence folder is one line
+    and the ledger stays as it was."""
+    from .record import RunRecord, dump, parse_record
+
+    V.check_reclassify(args.dir)
     store = RunStore(args.dir)
-    changed = 0
-    for rec in records:
-        try:
-            facts = RunFacts(**rec["facts"])
-        except TypeError as exc:
-            raise DataError(store.runs_path, f"{rec['run_id']}.facts", f"not the facts of a run ({exc})") from None
-        new = classify(store.load_events(rec["run_id"]), facts)
-        if new != rec["classification"]:
-            changed += 1
-        rec["classification"] = new
-    try:
-        store.rewrite(records)
-    except OSError as exc:
-        raise StorageError(f"reclassify {args.dir}: rewriting runs.jsonl failed: {exc.strerror or exc}") from None
-    print(f"reclassified {len(records)} runs from stored evidence; {changed} changed")
-    try:
-        return _finish(store)
-    except OSError as exc:
-        raise StorageError(f"reclassify {args.dir}: rendering the ledger failed: {exc.strerror or exc}") from None
+    _open_for_writing(store)
+    meta = store.read_meta() if store.meta_path.exists() else {}
+    for path in list(dict.fromkeys([*meta.get("policies", []), *(str(p) for p in args.policies)])):
+        registry.load_policies(path)
+    records = store.records()
+    tasks = load_tasks(args.tasks_dir)
+    lines = []
+    out = []
+    for i, raw in enumerate(records, 1):
+        rec = parse_record(raw, f"{store.runs_path}:{i}")
+        facts = rec.facts or RunFacts(role=rec.role or "builder")
+        task = tasks.get(rec.task)
+        if task and "expected_evidence" not in facts.model_fields_set and "required_command" not in facts.model_fields_set:
+            # A record written before tasks could declare their evidence: the task's current
+            # declaration applies (it is harness data about the task, not about the run).
+            exp = task.spec.expectation
+            facts = facts.model_copy(update={"expected_evidence": exp.evidence, "required_command": exp.evidence_command})
+        new = classify(store.load_events(rec.run_id), facts)
+        old = raw.get("classification") or {}
+        new_d = new.model_dump(mode="json")
+        reasons = change_reasons(old, new_d)
+        if reasons:
+            lines.append(f"{rec.run_id}\n" + "".join(f"  {r}\n" for r in reasons))
+        updated = rec.model_copy(update={"classification": new, "facts": facts})
+        out.append(dump(RunRecord.model_validate(updated.model_dump())))
+    store.rewrite(out)
+    report = store.folder / "reclassify.txt"
+    report.write_text(f"{len(lines)} of {len(records)} runs changed\n\n" + "\n".join(lines))
+    print("".join(lines), end="")
+    print(f"reclassified {len(records)} runs from stored evidence; {len(lines)} changed (see {report})")
+    return _finish(store)
