@@ -27,17 +27,17 @@ import pytest
 
 from claimgrid import validate as V
 from claimgrid.conditions import PLACEHOLDERS, load_content_conditions, load_swap_conditions
-from claimgrid.reference_truth import DEFAULT_MODELS
-from claimgrid.tasks import load_tasks
+from claimgrid.registry import default_models
+from claimgrid.tasks import in_suite, load_tasks
 
 from .conftest import ROOT
 
 FAKE = ROOT / "tests" / "fixtures" / "frameworks" / "fake"
 COPIED = ["claimgrid", "grid.py", "tasks", "conditions", "frameworks/_harness", "pyproject.toml"]
-TASKS = list(load_tasks())
+TASKS = list(in_suite(load_tasks(), "default"))  # stdlib tasks: no task environment to build
 CONTENT = list(load_content_conditions())
 SWAP = list(load_swap_conditions())
-MODELS = list(DEFAULT_MODELS)
+MODELS = default_models()
 SMALL = ["--tasks", TASKS[0], "--content", CONTENT[0], "--swap", SWAP[0], "--models", MODELS[0]]
 
 
@@ -482,7 +482,7 @@ def test_list_aligns_long_ids(project):
     proc = grid(project, "list")
     assert proc.returncode == 0, proc.stderr
     rows = proc.stdout.split("content conditions")[0].splitlines()[1:]
-    assert len(rows) == len(TASKS) + 1
+    assert len(rows) == len(load_tasks(project / "tasks"))
     role_at = {row.index(role) for row in rows for role in ("builder", "reviewer", "reporter") if f" {role} " in row}
     assert len(role_at) == 1, rows  # every role starts in the same column
     names_at = {len(row) - len(row.lstrip()) for row in rows}
