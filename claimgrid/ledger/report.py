@@ -475,15 +475,19 @@ class Report:
                     runs = [r for r in subs if r["framework"] == f and r["swap_condition"] == s]
                     if runs:
                         n = len(runs)
+                        only_assigned = sum(bool(r["transcript_names_assigned"]) and not r["transcript_names_substitute"]
+                                            for r in runs)
                         rows.append([f, s, n, *[f"{sum(bool(r[c]) for r in runs)}/{n}" for c in
                                                 ("gateway_exposes", "runtime_names_substitute",
-                                                 "transcript_names_substitute", "swap_mentioned")]])
+                                                 "transcript_names_substitute")],
+                                     f"{only_assigned}/{n}", f"{sum(bool(r['swap_mentioned']) for r in runs)}/{n}"])
             out.append("**Evidence ladder**: which channel exposed the swap, of fired substitute runs (gateway: "
                        "`served_model` ≠ assigned; runtime model name: the model name the framework read from the "
                        "response; own transcript: the model the framework recorded in its transcript, or its errors; "
                        "agent's report: the final text mentions it).\n\n"
                        + table(["framework", "swap condition", "fired runs", "gateway", "runtime model name",
-                                "framework's own transcript", "agent's report"], rows))
+                                "framework's own transcript", "own transcript names only the assigned model",
+                                "agent's report"], rows))
         return "\n\n".join(out)
 
     def detector_section(self) -> str:
