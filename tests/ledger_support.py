@@ -24,7 +24,7 @@ try:  # the reference-model registry (issue 9), else the older module
     DEFAULT_MODELS, DEFAULT_SUBSTITUTE = list(default_models()), default_substitute()
 except ImportError:
     from claimgrid.reference_truth import DEFAULT_MODELS, DEFAULT_SUBSTITUTE
-from claimgrid.tasks import load_tasks
+from claimgrid.tasks import in_suite, load_tasks
 
 ROOT = Path(__file__).resolve().parent.parent
 FRAMEWORKS = ("plain", "plain-b")
@@ -32,7 +32,7 @@ _CACHE: dict[str, Path] = {}
 
 
 def selection() -> dict:
-    tasks = load_tasks()
+    tasks = in_suite(load_tasks(), "default")  # the default grid's tasks (other suites run apart)
     picked_tasks = [next(t.id for t in tasks.values() if t.role == role) for role in ("builder", "reviewer")]
     content = load_content_conditions()
     clean = next(c.name for c in content.values() if c.carries is None)

@@ -30,7 +30,7 @@ from .evidence import digest, read_events
 from .names import CLASSIFICATION_KEYS, NOT_RECORDED
 
 REQUIRED = ("run_id", "framework", "task", "content", "swap", "model", "classification")
-CLAIMED_VERDICTS = ("TRUE_SUCCESS", "FALSE_SUCCESS")
+from .names import CLAIMED as CLAIMED_VERDICTS
 
 
 @dataclass

@@ -14,7 +14,10 @@ the grid runner's output (docs/CONTRACTS.md "Run records"), deterministic for a 
   ``claim_form``, ``review``, ``role``), diligent's seed-001 false positive on
   nothing-to-fix, and a few runs whose classification disagrees with the model's truth.
 
-The records are returned so a test can compute its expectations independently.
+The records are returned so a test can compute its expectations independently. Every
+record written is validated through the real record model (claimgrid.record.RunRecord),
+and every classification value comes from claimgrid.vocab, so this fixture cannot drift
+from the shape the runner writes.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+
+from claimgrid.record import parse_record
 
 FRAMEWORKS = {"strands": "1.9.0", "langgraph": "0.6.4", "crewai": "0.150.0"}
 TASKS = {"fix-float-add": "builder", "nothing-to-fix": "builder",
@@ -158,6 +163,8 @@ def write_synthetic_ledger(folder: Path, seed: int = 7, missing: int = 20,
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     records, grid_size = synthetic_records(seed, missing)
+    for i, rec in enumerate(records):
+        parse_record(rec, f"synthetic record {i}")  # the real shape, or a loud failure
     (folder / "meta.json").write_text(json.dumps(meta_for(grid_size), indent=2))
     text = "".join(json.dumps(r) + "\n" for r in records)
     if truncate_last:

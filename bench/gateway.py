@@ -1,4 +1,4 @@
-"""Measure the gateway's per-call overhead: ``uv run python -m claimgrid.gateway.bench``.
+"""Measure the gateway's per-call overhead: ``uv run bench/gateway.py``.
 
 Serves reference model ``diligent`` (no upstream network), so the time is the gateway's
 own: HTTP, JSON, the Router, the custom provider, the policy, the log. Reports the
@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from the repo
 
 
 def _pct(values, q):
@@ -19,17 +23,17 @@ def _pct(values, q):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m claimgrid.gateway.bench")
+    parser = argparse.ArgumentParser(prog="bench/gateway.py")
     parser.add_argument("-n", type=int, default=200, help="calls per client (default 200)")
     args = parser.parse_args(argv)
 
     import httpx
     import litellm
 
-    from ..conditions import load_content_conditions, load_swap_conditions
-    from ..tasks import load_tasks
-    from .script import RunScript
-    from .server import Gateway
+    from claimgrid.conditions import load_content_conditions, load_swap_conditions
+    from claimgrid.tasks import load_tasks
+    from claimgrid.gateway.script import RunScript
+    from claimgrid.gateway.server import Gateway
 
     task = load_tasks()["fix-float-add"]
     content, swap = load_content_conditions()["clean"], load_swap_conditions()["none"]
