@@ -338,7 +338,9 @@ class Report:
             ["intervals", "none: deterministic: each cell is one outcome" if not any(self.stochastic.values()) else
              ("95% Wilson per cell for stochastic models with repeats ≥ 2; task-clustered where tasks are pooled"
               if isinstance(reps, int) and reps >= 2 else "none: repeats = 1, no sampling was repeated")],
-            ["guard", json.dumps(guard, sort_keys=True) if guard is not None else "not recorded"],
+            ["guard", "not recorded" if guard is None else
+             (f"{guard.get('guard')} ({guard.get('bwrap_version') or guard.get('reason') or 'no detail'}; "
+              "facts in [reproducibility](#reproducibility))") if isinstance(guard, dict) else str(guard)],
             ["parity groups (beyond the model)", "1: all runs comparable" if len(self.groups) <= 1 else
              f"{len(self.groups)}: " + "; ".join(f"{g}: {lab}" for g, lab in self.groups)
              + ". The headline is split by group; other sections span groups and say so"],
