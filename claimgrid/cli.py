@@ -58,6 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "on = fail where they do not, off = unguarded (recorded in meta.json and every run)")
     run.add_argument("--resume", type=Path, default=None, metavar="DIR", help="finish an interrupted grid in DIR")
     run.add_argument("--max-model-calls", type=int, default=24, help="per-run model call budget enforced by the gateway")
+    run.add_argument("--backend", choices=("local", "ray"), default="local",
+                     help="local: run on this machine (default); ray: one node per Ray node (needs the ray extra)")
+    run.add_argument("--address", default=None,
+                     help="with --backend ray: the Ray cluster address (default: a cluster started on this machine with `ray start`)")
     run.add_argument("--no-progress", action="store_true", help="plain log lines instead of a progress bar")
 
     ls = sub.add_parser("list", help="list tasks, conditions, frameworks and models")

@@ -7,11 +7,9 @@ import datetime as dt
 import os
 import platform
 import secrets
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
@@ -161,13 +159,18 @@ def cmd_run(args) -> int:
           f"{jobs} jobs, isolation {isolation}", flush=True)
     t0 = time.monotonic()
     errors_before = len(meta.get("harness_errors") or [])
+    lost = 0
     if todo:
-        _execute(todo, store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls, isolation, jobs,
-                 progress=not args.no_progress, meta=meta, guard=guard)
+        lost = _execute(todo, store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls, isolation,
+                        jobs, progress=not args.no_progress, meta=meta, guard=guard, args=args)
     meta["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     meta["wall_s"] = round((meta.get("wall_s") or 0) + time.monotonic() - t0, 1)
     store.write_meta(meta)
     code = _finish(store)
+    if lost:
+        print(f"grid incomplete: {lost} runs lost with their node; resume with: "
+              f"uv run grid.py run --resume {store.folder}", file=sys.stderr)
+        return 3
     errors = len(meta.get("harness_errors") or []) - errors_before
     if errors:
         print(f"grid.py: {errors} cell(s) hit a harness error (meta.json harness_errors); "
@@ -202,79 +205,80 @@ def _finish(store: RunStore) -> int:
 
 
 def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls,
-             isolation, jobs, progress: bool, meta: dict, guard=None) -> None:
-    """Run ``todo`` on ``jobs`` threads. Ctrl-C (KeyboardInterrupt) kills every in-flight
-    adapter at once, cancels the queued cells, stores nothing of the interrupted runs and
-    re-raises: the ledger holds only complete runs, and ``--resume`` runs the rest."""
-    from .gateway import Gateway
-    from .launch import Launcher
-    from .runner import GridContext
+             isolation, jobs, progress: bool, meta: dict, guard=None, args=None) -> int:
+    """Run ``todo`` on the chosen backend; the driver writes every finished run (single writer):
+    evidence folder first, then its ``runs.jsonl`` line. Returns how many runs were lost with
+    a node (always 0 on the local backend).
 
-    work_dir = Path(tempfile.mkdtemp(prefix="claimgrid-"))
-    gateway = launcher = pool = reporter = None
+    Ctrl-C (KeyboardInterrupt) kills every in-flight adapter at once, cancels the queued
+    cells, stores nothing of the interrupted runs and re-raises: the ledger holds only
+    complete runs, and ``--resume`` runs the rest."""
+    from .node import Node, NodeSettings
+
+    settings = NodeSettings(tasks_dir=str(args.tasks_dir if args else ROOT / "tasks"),
+                            conditions_dir=str(args.conditions_dir if args else ROOT / "conditions"),
+                            venvs=str(args.venvs if args else ROOT / "venvs.toml"),
+                            frameworks=tuple(entries), timeout_s=timeout_s, max_model_calls=max_calls,
+                            isolation=isolation, framework_versions=fw_versions,
+                            guard_mode=getattr(args, "guard", "auto") if args else "auto",
+                            policies=tuple(meta.get("policies") or ()))
+    counts: collections.Counter = collections.Counter()
+    reporter = _Progress(len(todo), enabled=progress)
+
+    def on_result(cell, record, files, error):
+        if record is not None:
+            store.write_evidence(cell.run_id, files)  # evidence first: a line always has its folder
+            store.append(record)
+            counts[record["classification"]["outcome"]] += 1
+            fw = record["framework"]
+            if record.get("runtime_versions") and fw not in meta["retries"]:
+                meta["retries"][fw] = record["runtime_versions"]
+        elif error != "interrupted":
+            counts["harness error"] += 1
+            # recorded in meta.json (the cell stays missing: --resume re-runs it)
+            meta.setdefault("harness_errors", []).append({"run_id": cell.run_id, "error": error})
+            reporter.log(f"HARNESS ERROR in {cell.run_id}: {error}")
+        reporter.advance(counts)
+
+    backend = getattr(args, "backend", "local") if args else "local"
+    node = pool = None
     try:
-        launcher = Launcher(entries, isolation=isolation)
-        launcher.watch_dir(work_dir)  # removed by the watchdog if this driver is killed
-        gateway = Gateway()
-        gateway.start()
-        ctx = GridContext(tasks=tasks, content=content, swap=swap, gateway=gateway, launcher=launcher, store=store,
-                          work_dir=work_dir, timeout_s=timeout_s, max_model_calls=max_calls, isolation=isolation,
-                          framework_versions=fw_versions, guard=guard)
-        for key in {(c.task, c.content) for c in todo}:  # built once, before threads share them
-            ctx.template(tasks[key[0]], content[key[1]])
-        counts: collections.Counter = collections.Counter()
-        reporter = _Progress(len(todo), enabled=progress)
+        if backend == "ray":
+            from .backends import ray as ray_backend
+            facts = ray_backend.execute(todo, settings, getattr(args, "address", None), args.jobs, on_result,
+                                        reporter.log)
+            meta.setdefault("executions", []).append(facts)
+            if facts["lost"]:
+                reporter.log(f"{len(facts['lost'])} runs were lost with their node; "
+                             f"`grid.py run --resume {store.folder}` runs them")
+            return len(facts["lost"])
+        node = Node(settings, tasks=tasks, content=content, swap=swap, entries=entries, guard=guard)
+        node.prepare(todo)  # templates built once, before threads share them
         pool = ThreadPoolExecutor(max_workers=jobs)
         pending = {}
         queue = list(todo)
         while queue or pending:
             while queue and len(pending) < jobs * 2:
                 cell = queue.pop(0)
-                pending[pool.submit(_safe_run, cell, ctx)] = cell
+                pending[pool.submit(node.run, cell)] = cell
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
             for fut in finished:
-                cell = pending.pop(fut)
-                record, error = fut.result()
-                if record:
-                    counts[record["classification"]["outcome"]] += 1
-                    fw = record["framework"]
-                    if record.get("runtime_versions") and fw not in meta["retries"]:
-                        meta["retries"][fw] = record["runtime_versions"]
-                elif error != "interrupted":
-                    counts["harness error"] += 1
-                    # recorded in meta.json (the cell stays missing: --resume re-runs it)
-                    meta.setdefault("harness_errors", []).append({"run_id": cell.run_id, "error": error})
-                    reporter.log(f"HARNESS ERROR in {cell.run_id}: {error}")
-                reporter.advance(counts)
+                on_result(pending.pop(fut), *fut.result())
+        return 0
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the cleanup short
-        if launcher is not None:
-            launcher.interrupt()
+        if node is not None:
+            node.interrupt()
         print(f"interrupted: in-flight runs killed; finish with: uv run grid.py run --resume {store.folder}",
               flush=True)
         raise
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
-        if reporter is not None:
-            reporter.close()
-        if launcher is not None:
-            launcher.close()
-        if gateway is not None:
-            gateway.stop()
-        shutil.rmtree(work_dir, ignore_errors=True)
+        reporter.close()
+        if node is not None:
+            node.close()
 
-
-def _safe_run(cell, ctx):
-    """A bug in the harness for one cell must not stop the grid; it is reported, and the cell stays missing."""
-    from .launch import RunInterrupted
-    from .runner import run_cell
-    try:
-        return run_cell(cell, ctx), None
-    except RunInterrupted:
-        return None, "interrupted"
-    except Exception as exc:  # noqa: BLE001 - reported to the user; the cell can be resumed
-        return None, f"{type(exc).__name__}: {exc}"
 
 
 class _Progress:
