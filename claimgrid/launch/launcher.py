@@ -208,7 +208,7 @@ class Launcher:
             "exit_code": exit_code, "signal": sig, "wall_s": round(time.monotonic() - t0, 4),
             "timed_out": rec.timed_out, "outcome_status": status,
             "stderr_tail": rec.stderr_tail or tail(stderr_path),
-            "pid": rec.pid, "killed_processes": rec.killed, "leftovers_killed": rec.leftovers,
+            "pid": rec.pid, "killed_processes": rec.killed, "leftovers_killed": rec.leftovers, "cpu_s": rec.cpu_s,
         }
         if problem:
             event["outcome_problem"] = problem
