@@ -108,10 +108,27 @@ def evidence(out: Path) -> dict:
     return {"meta": meta, "runs": runs, "done_at": sorted(done_at)}
 
 
-def framework_cpu(ev: dict) -> tuple[float, int]:
-    """Sum of the frameworks' own CPU over runs that measured it, and how many did."""
-    measured = [r for r in ev["runs"] if isinstance(r["run_cpu"], (int, float))]
-    return sum(r["run_cpu"] - r["tool_cpu"] for r in measured), len(measured)
+FRAMEWORK_ROW = "frameworks' own code (inside each run)"
+TOTAL_ROW = "whole grid (wait4 of grid.py)"
+
+
+def cpu_rows(grid: dict) -> tuple[dict[str, float], int]:
+    """CPU seconds by where they went, for one grid run by ``run_grid``; and its run count."""
+    ev = evidence(grid["out"])
+    grid.update(meta=ev["meta"], done_at=ev["done_at"])
+    cpu = ev["meta"].get("cpu") or {}
+    gateway = cpu.get("gateway_thread_s") or 0.0
+    driver_self = cpu.get("driver_self_s") or 0.0
+    run_total = sum(r["run_cpu"] or 0 for r in ev["runs"])
+    tools = sum(r["tool_cpu"] for r in ev["runs"])
+    return {
+        FRAMEWORK_ROW: run_total - tools,
+        "harness tool layer (inside each run)": tools,
+        "gateway thread (every model call)": gateway,
+        "driver's other threads (runner, verifier, store)": driver_self - gateway,
+        "other processes (verifier sandboxes, git, warm parents)": grid["cpu_s"] - driver_self - run_total,
+        TOTAL_ROW: grid["cpu_s"],
+    }, len(ev["runs"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -131,59 +148,52 @@ def main(argv: list[str] | None = None) -> int:
     task = next(iter(in_suite(load_tasks(), "default")))
     model = registry.default_models()[0]
     base = tempfile.mkdtemp(prefix="claimgrid-bench-throughput-")
+    fw_flags = []  # the one-off grid keeps the measured grid's frameworks, one cell each
+    for i, flag in enumerate(args.grid_flags):
+        if flag == "--frameworks" and i + 1 < len(args.grid_flags):
+            fw_flags = ["--frameworks", args.grid_flags[i + 1]]
+        elif flag.startswith("--frameworks="):
+            fw_flags = [flag]
 
     oneoff = run_grid(Path(base) / "oneoff", ["--tasks", task, "--content", clean, "--swap", plain,
-                                              "--models", model, "--jobs", str(args.jobs), *args.grid_flags])
-    ev1 = evidence(oneoff["out"])
-    fw1, _ = framework_cpu(ev1)
-    oneoff_harness = oneoff["cpu_s"] - fw1
-
+                                              "--models", model, "--jobs", str(args.jobs), *fw_flags])
     grid = run_grid(Path(base) / "grid", ["--jobs", str(args.jobs), "--repeats", str(args.repeats), *args.grid_flags])
-    ev = evidence(grid["out"])
-    n = len(ev["runs"])
-    fw_total, measured = framework_cpu(ev)
-    if not measured:
+    rows1, n1 = cpu_rows(oneoff)
+    rows, n = cpu_rows(grid)
+    if n <= n1:
+        raise SystemExit("the measured grid must have more runs than the one-off grid")
+    # Per run: the difference between the two grids over the difference in runs, so every
+    # one-off cost (start-up, venv checks, preloads, first imports) cancels out.
+    per_run = {name: (rows[name] - rows1[name]) / (n - n1) for name in rows}
+    fw_per_run = per_run[FRAMEWORK_ROW]
+    if fw_per_run <= 0:
         raise SystemExit("no run measured its CPU (process.cpu_s): --isolation fresh does not; use warm")
-    fw_per_run = fw_total / measured
-    tool_total = sum(r["tool_cpu"] for r in ev["runs"])
-    cpu = ev["meta"].get("cpu") or {}
-    gateway = cpu.get("gateway_thread_s") or 0.0
-    driver_self = cpu.get("driver_self_s") or 0.0
-    run_total = sum(r["run_cpu"] or 0 for r in ev["runs"])
-    other_procs = grid["cpu_s"] - driver_self - run_total
-    harness_total = grid["cpu_s"] - fw_total - oneoff_harness
-    harness_per_run = harness_total / n
-    total_per_run = (grid["cpu_s"] - oneoff_harness) / n
-    wall = ev["meta"].get("wall_s") or grid["wall_s"]
+    harness_per_run = sum(v for k, v in per_run.items() if k not in (FRAMEWORK_ROW, TOTAL_ROW))
+    total_per_run = per_run[TOTAL_ROW]
+    wall = grid["meta"].get("wall_s") or grid["wall_s"]
     matrix_rps = n / wall
     floor_rps = cores / fw_per_run
 
     print(f"measured grid: {n} runs, {wall:.1f} s executing ({grid['wall_s']:.1f} s with start-up and "
           f"ledger), {cores} cores, --jobs {args.jobs}")
-    print(f"one-off grid: {len(ev1['runs'])} runs, {oneoff['wall_s']:.1f} s, harness CPU {oneoff_harness:.1f} s "
-          "(start-up, venv checks, warm-parent preloads; not charged per run)\n")
-    rows = [
-        ("frameworks' own code (inside each run)", fw_total),
-        ("harness tool layer (inside each run)", tool_total),
-        ("gateway thread (every model call)", gateway),
-        ("driver's other threads (runner, verifier, store)", driver_self - gateway),
-        ("other processes (verifier sandboxes, git, warm parents)", other_procs),
-    ]
-    print(f"{'where the CPU goes':<58}{'CPU s':>10}{'per run s':>11}{'share':>8}")
-    for name, value in rows:
-        print(f"{name:<58}{value:>10.1f}{value / n:>11.4f}{100 * value / max(grid['cpu_s'], 1e-9):>7.1f}%")
-    print(f"{'whole grid (wait4)':<58}{grid['cpu_s']:>10.1f}{grid['cpu_s'] / n:>11.4f}")
-    print(f"(the one-off {oneoff_harness:.1f} s is inside the rows above; it is subtracted below)\n")
+    print(f"one-off grid: {n1} runs, {oneoff['wall_s']:.1f} s, CPU {rows1[TOTAL_ROW]:.1f} s "
+          "(start-up, venv checks, warm-parent preloads)\n")
+    print(f"{'where the CPU goes':<58}{'grid s':>9}{'one-off s':>10}{'per run s':>11}{'share':>8}")
+    for name in rows:
+        print(f"{name:<58}{rows[name]:>9.1f}{rows1[name]:>10.1f}{per_run[name]:>11.4f}"
+              f"{100 * per_run[name] / max(total_per_run, 1e-9):>7.1f}%")
+    print("(per run = (grid - one-off) / (runs - one-off runs): one-off costs cancel)\n")
 
-    times = ev["done_at"]
+    times = grid["done_at"]
     if len(times) >= 1000:
         print("runs/s per 500 runs:", " ".join(
             f"{500 / max(times[i + 499] - times[i], 1e-9):.2f}" for i in range(0, len(times) - 499, 500)))
     mem = [m for _, m in grid["memory"]]
     if len(mem) >= 4:
         q = max(1, len(mem) // 4)
-        print(f"process tree PSS: first quarter {sum(mem[:q]) / q:.0f} MB, last quarter "
-              f"{sum(mem[-q:]) / q:.0f} MB, peak {max(mem):.0f} MB ({len(mem)} samples)")
+        print(f"process tree PSS: second quarter {sum(mem[q:2 * q]) / q:.0f} MB, last quarter "
+              f"{sum(mem[-q:]) / q:.0f} MB, peak {max(mem):.0f} MB ({len(mem)} samples; the first quarter "
+              "holds the warm parents' preloads)")
     print(f"floor {floor_rps:.2f} runs/s, matrix {matrix_rps:.2f} runs/s ({100 * matrix_rps / floor_rps:.0f}% of floor), "
           f"harness CPU per run {harness_per_run:.3f} s ({100 * harness_per_run / total_per_run:.0f}% of total)")
     return 0

@@ -81,6 +81,7 @@ class Node:
         self.gateway_cpu_s: float | None = None  # set by close(): the gateway thread's CPU
         self.launcher = Launcher(entries, isolation=settings.isolation)
         self.launcher.watch_dir(self.work_dir)  # removed by the watchdog if this process is killed
+        self.launcher.prewarm()  # every framework's preload starts now, overlapping the others
         self._closed = False
         try:
             self.gateway = Gateway()
