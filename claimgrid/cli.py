@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from . import ROOT
 from .errors import ClaimgridError
 
-COMMANDS = ("run", "list", "reclassify", "gateway", "venvs")
+INTERRUPTED = 130  # exit code after Ctrl-C (128 + SIGINT)
+COMMANDS = ("run", "list", "check-task", "reclassify", "gateway", "venvs")
 
 
 def _csv(value: str) -> list[str]:
@@ -38,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     data_opts(run)
     policies_opt(run)
     run.add_argument("--frameworks", type=_csv, help="comma-separated framework names (default: all in venvs.toml)")
-    run.add_argument("--tasks", type=_csv, help="comma-separated task ids (default: all)")
+    run.add_argument("--tasks", type=_csv, help="comma-separated task ids, from any suite (default: the --suite's tasks)")
+    run.add_argument("--suite", default="default", help="the tasks whose task.toml has this suite (default: 'default')")
     run.add_argument("--content", type=_csv, help="content conditions (default: all four)")
     run.add_argument("--swap", type=_csv, help="swap conditions (default: all four)")
     run.add_argument("--models", "--model", dest="models", type=_csv,
@@ -50,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", type=Path, default=None, help="ledger folder to write (default: ledger/<grid id>)")
     run.add_argument("--isolation", choices=("warm", "fresh"), default="warm",
                      help="warm: fork each run from a parent that has imported the framework; fresh: a new interpreter per run")
+    run.add_argument("--guard", choices=("auto", "on", "off"), default="auto",
+                     help="sandbox the agent's commands with bubblewrap: auto (default) = on where namespaces work, "
+                          "on = fail where they do not, off = unguarded (recorded in meta.json and every run)")
     run.add_argument("--resume", type=Path, default=None, metavar="DIR", help="finish an interrupted grid in DIR")
     run.add_argument("--max-model-calls", type=int, default=24, help="per-run model call budget enforced by the gateway")
     run.add_argument("--no-progress", action="store_true", help="plain log lines instead of a progress bar")
@@ -57,6 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
     ls = sub.add_parser("list", help="list tasks, conditions, frameworks and models")
     data_opts(ls)
     policies_opt(ls)
+
+    ct = sub.add_parser("check-task", help="check tasks' answer keys against their fixtures (exit 2 on a problem)")
+    data_opts(ct)
+    ct.add_argument("ids", nargs="*", metavar="ID", help="task ids (default: every task in --tasks-dir)")
 
     rc = sub.add_parser("reclassify", help="re-derive every classification from stored evidence and rewrite the ledger")
     rc.add_argument("dir", type=Path)
@@ -67,9 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
     gw = sub.add_parser("gateway", help="start the harness model gateway alone and print its URL")
     gw.add_argument("rest", nargs=argparse.REMAINDER)
 
-    ve = sub.add_parser("venvs", help="create or update the per-framework virtualenvs")
+    ve = sub.add_parser("venvs", help="create or update the per-framework virtualenvs (and the tasks' own environments)")
     ve.add_argument("--venvs", type=Path, default=ROOT / "venvs.toml")
     ve.add_argument("--frameworks", type=_csv)
+    ve.add_argument("--tasks-dir", type=Path, default=ROOT / "tasks", help="tasks whose own environments to build too")
     return p
 
 
@@ -81,9 +92,14 @@ def cmd_list(args) -> int:
     tasks = load_tasks(args.tasks_dir)
     content = load_content_conditions(args.conditions_dir)
     swap = load_swap_conditions(args.conditions_dir)
+    from .taskcheck import static_problems
     print(f"tasks ({len(tasks)}):")
+    problems = []
     for t in tasks.values():
-        print(f"  {t.id:<16} {t.role:<9} {t.spec.title}")
+        origin = t.spec.provenance.repository if t.spec.provenance else "written for claimgrid"
+        env = "own env" if t.env else "stdlib"
+        print(f"  {t.id:<16} {t.role:<9} {t.suite:<8} {env:<7} {t.spec.title}  [{origin}]")
+        problems += static_problems(t)
     print(f"content conditions ({len(content)}):")
     for c in content.values():
         print(f"  {c.name:<16} {c.description}")
@@ -107,7 +123,35 @@ def cmd_list(args) -> int:
     for name, m in registered.items():
         origin = "" if m.origin == "claimgrid" else f"  [{m.origin}]"
         print(f"  {name:<16} {m.behaviour}{origin}")
-    return 0
+    for line in problems:
+        print(f"grid.py: error: {line}", file=sys.stderr)
+    return 2 if problems else 0
+
+
+def cmd_check_task(args) -> int:
+    """Check each task's answer key (claimgrid.taskcheck); one line per problem, exit 2 if any."""
+    from .conditions import load_content_conditions
+    from .taskcheck import check_task
+    from .tasks import load_tasks, select
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .tasks import ensure_task_envs
+
+    tasks = load_tasks(args.tasks_dir)
+    conditions = load_content_conditions(args.conditions_dir)
+    chosen = select(tasks, args.ids, "task") if args.ids else list(tasks.values())
+    ensure_task_envs(chosen)  # built one at a time, with a line each, before the parallel checks
+    bad = 0
+    # Tasks are independent (own temporary workspaces); results are printed in task order.
+    with ThreadPoolExecutor(max_workers=max(1, min(len(chosen), os.cpu_count() or 1))) as pool:
+        results = list(pool.map(lambda t: check_task(t, conditions), chosen))
+    for task, problems in zip(chosen, results):
+        for line in problems:
+            print(f"grid.py: error: {line}", file=sys.stderr)
+        bad += bool(problems)
+        print(f"{task.id}: {'ok' if not problems else f'{len(problems)} problem(s)'}", flush=True)
+    return 2 if bad else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -118,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "list":
             return cmd_list(args)
+        if args.command == "check-task":
+            return cmd_check_task(args)
         if args.command == "run":
             from .grid import cmd_run
             return cmd_run(args)
@@ -134,11 +180,14 @@ def main(argv: list[str] | None = None) -> int:
             if args.frameworks:
                 entries = dict(zip(args.frameworks, select(entries, args.frameworks, "framework")))
             ensure_venvs(entries)
+            if not args.frameworks:
+                from .tasks import ensure_task_envs, load_tasks
+                ensure_task_envs(load_tasks(args.tasks_dir).values())
             return 0
     except ClaimgridError as exc:
         print(f"grid.py: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("grid.py: interrupted", file=sys.stderr)
-        return 130
+        return INTERRUPTED
     return 0

@@ -8,6 +8,7 @@ import os
 import platform
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -21,8 +22,9 @@ from .classifier import RunFacts, classify
 from .conditions import load_content_conditions, load_swap_conditions
 from .errors import ClaimgridError, UnknownNameError
 from . import registry
+from .guard import detect
 from .store import RunStore
-from .tasks import load_tasks, select
+from .tasks import ensure_task_envs, in_suite, load_tasks, select
 
 
 def _commit() -> str:
@@ -33,6 +35,27 @@ def _commit() -> str:
         return (sha or "unknown") + (" (dirty)" if dirty else "")
     except OSError:
         return "unknown"
+
+
+def _sha(path: Path) -> str | None:
+    import hashlib
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+    except OSError:
+        return None
+
+
+def _hashes(entries: dict, sel: dict, tasks: dict, conditions_dir) -> dict:
+    """What a reader needs to reproduce the grid: each framework's lock file, each task's
+    content hash, each condition file and the reference-model policy source (sha256, 16 hex)."""
+    cond_root = Path(conditions_dir) if conditions_dir else ROOT / "conditions"
+    return {
+        "lock": {name: _sha(ROOT / str(e.project) / "uv.lock") for name, e in entries.items()},
+        "task": {t: tasks[t].task_hash for t in sel["tasks"]},
+        "content_condition": {c: _sha(cond_root / "content" / f"{c}.toml") for c in sel["content"]},
+        "swap_condition": {c: _sha(cond_root / "swap" / f"{c}.toml") for c in sel["swap"]},
+        "policies": _sha(ROOT / "claimgrid" / "gateway" / "policies.py"),
+    }
 
 
 def check_models(models: list[str]) -> None:
@@ -53,7 +76,8 @@ def _selection(args, tasks, content, swap, venvs) -> dict:
     check_models(models + [substitute])
     return {
         "frameworks": pick(args.frameworks, venvs, "framework"),
-        "tasks": pick(args.tasks, tasks, "task"),
+        # --tasks names tasks from any suite; without it, the --suite's tasks.
+        "tasks": pick(args.tasks, tasks if args.tasks else in_suite(tasks, getattr(args, "suite", "default")), "task"),
         "content": pick(args.content, content, "content condition"),
         "swap": pick(args.swap, swap, "swap condition"),
         "models": models, "substitute": substitute, "repeats": args.repeats,
@@ -69,19 +93,22 @@ def cmd_run(args) -> int:
     venvs = load_venvs(args.venvs)
     if args.repeats < 1:
         raise ClaimgridError("--repeats must be at least 1")
+    guard = detect(getattr(args, "guard", "auto"))  # --guard on fails here, before anything is written
+    if not guard.enabled:
+        print(f"guard: off ({guard.reason}): agent commands run without a sandbox", flush=True)
 
     policies = [str(Path(p).resolve()) for p in args.policies]
     if args.resume:
         store = RunStore(args.resume)
         if not store.meta_path.exists():
             raise ClaimgridError(f"{args.resume}: not a grid folder (no meta.json)")
+        _open_for_writing(store)
         meta = store.read_meta()
         policies = list(dict.fromkeys([*meta.get("policies", []), *policies]))
     for path in policies:
         registry.load_policies(path)
     if args.resume:
         sel = meta["selection"]
-        store.repair()
         timeout_s, jobs, isolation, max_calls = meta["timeout_s"], args.jobs or meta["jobs"], meta["isolation"], meta["max_model_calls"]
     else:
         sel = _selection(args, tasks, content, swap, venvs)
@@ -98,6 +125,7 @@ def cmd_run(args) -> int:
     preflight(sorted(set(sel["models"] + [sel["substitute"]])))
     entries = {name: venvs[name] for name in sel["frameworks"]}
     ensure_venvs(entries)
+    ensure_task_envs(tasks[t] for t in sel["tasks"])
     fw_versions = {name: framework_versions(e) for name, e in entries.items()}
 
     if meta is None:
@@ -106,16 +134,25 @@ def cmd_run(args) -> int:
             "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "finished": None,
             "wall_s": None, "claimgrid_commit": _commit(), "python": platform.python_version(),
             "platform": platform.platform(), "frameworks": fw_versions, "models": sel["models"],
-            "substitute": sel["substitute"], "tasks": sel["tasks"], "content": sel["content"], "swap": sel["swap"],
+            "substitute": sel["substitute"], "tasks": sel["tasks"],
+            "task_provenance": {t: tasks[t].provenance() for t in sel["tasks"]}, "content": sel["content"], "swap": sel["swap"],
             "repeats": sel["repeats"], "timeout_s": timeout_s, "jobs": jobs, "isolation": isolation,
             "max_model_calls": max_calls, "retries": {}, "grid_size": len(cells),
             "reference_models": all(registry.is_reference(m) for m in sel["models"] + [sel["substitute"]]),
             "policies": policies,
-            "selection": sel, "resumed": [],
+            "selection": sel, "resumed": [], "guard": guard.facts(),
+            # The swap treatment as configured (the call index from which the assigned model
+            # is unavailable); the ledger also reads where it really fired from the gateway log.
+            "swap_conditions": {name: {"unavailable_from_call": swap[name].unavailable_from_call,
+                                       "on_unavailable": swap[name].on_unavailable,
+                                       "reported_name": swap[name].reported_name}
+                                for name in sel["swap"]},
+            "hashes": _hashes(entries, sel, tasks, args.conditions_dir),
         }
-        store.create(meta)
+        store.create(meta, command=meta["command"])
     else:
         meta.setdefault("resumed", []).append(dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+        meta["guard"] = guard.facts()  # each run record's parity keeps the guard it ran under
         store.write_meta(meta)
 
     done = store.completed_ids()
@@ -123,13 +160,33 @@ def cmd_run(args) -> int:
     print(f"grid {store.folder}: {len(cells)} cells, {len(done)} already done, {len(todo)} to run, "
           f"{jobs} jobs, isolation {isolation}", flush=True)
     t0 = time.monotonic()
+    errors_before = len(meta.get("harness_errors") or [])
     if todo:
         _execute(todo, store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls, isolation, jobs,
-                 progress=not args.no_progress, meta=meta)
+                 progress=not args.no_progress, meta=meta, guard=guard)
     meta["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     meta["wall_s"] = round((meta.get("wall_s") or 0) + time.monotonic() - t0, 1)
     store.write_meta(meta)
-    return _finish(store)
+    code = _finish(store)
+    errors = len(meta.get("harness_errors") or []) - errors_before
+    if errors:
+        print(f"grid.py: {errors} cell(s) hit a harness error (meta.json harness_errors); "
+              f"--resume {store.folder} runs them again", file=sys.stderr)
+        return code or 1
+    return code
+
+
+def _open_for_writing(store: RunStore) -> None:
+    """Take the folder's writer lock, repair a kill's leftovers (and say so), and refuse
+    evidence that fails its manifests or a ``runs.jsonl`` line that cannot be read."""
+    store.acquire("uv run grid.py " + " ".join(sys.argv[1:]))
+    note = store.repair() if store.meta_path.exists() else None
+    if note:
+        print(f"{store.folder}: repaired: {note}", flush=True)
+    problems = store.check_integrity()
+    if problems:
+        from .store import StoreIntegrityError
+        raise StoreIntegrityError(store.folder, problems)
 
 
 def _finish(store: RunStore) -> int:
@@ -145,55 +202,77 @@ def _finish(store: RunStore) -> int:
 
 
 def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls,
-             isolation, jobs, progress: bool, meta: dict) -> None:
+             isolation, jobs, progress: bool, meta: dict, guard=None) -> None:
+    """Run ``todo`` on ``jobs`` threads. Ctrl-C (KeyboardInterrupt) kills every in-flight
+    adapter at once, cancels the queued cells, stores nothing of the interrupted runs and
+    re-raises: the ledger holds only complete runs, and ``--resume`` runs the rest."""
     from .gateway import Gateway
     from .launch import Launcher
     from .runner import GridContext
 
     work_dir = Path(tempfile.mkdtemp(prefix="claimgrid-"))
-    gateway = Gateway()
-    gateway.start()
-    launcher = Launcher(entries, isolation=isolation)
-    ctx = GridContext(tasks=tasks, content=content, swap=swap, gateway=gateway, launcher=launcher, store=store,
-                      work_dir=work_dir, timeout_s=timeout_s, max_model_calls=max_calls, isolation=isolation,
-                      framework_versions=fw_versions)
-    for key in {(c.task, c.content) for c in todo}:  # built once, before threads share them
-        ctx.template(tasks[key[0]], content[key[1]])
-    counts: collections.Counter = collections.Counter()
-    reporter = _Progress(len(todo), enabled=progress)
+    gateway = launcher = pool = reporter = None
     try:
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            pending = {}
-            queue = list(todo)
-            while queue or pending:
-                while queue and len(pending) < jobs * 2:
-                    cell = queue.pop(0)
-                    pending[pool.submit(_safe_run, cell, ctx)] = cell
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    cell = pending.pop(fut)
-                    record, error = fut.result()
-                    if record:
-                        counts[record["classification"]["outcome"]] += 1
-                        fw = record["framework"]
-                        if record.get("runtime_versions") and fw not in meta["retries"]:
-                            meta["retries"][fw] = record["runtime_versions"]
-                    else:
-                        counts["harness error"] += 1
-                        reporter.log(f"harness error in {cell.run_id}: {error}")
-                    reporter.advance(counts)
+        launcher = Launcher(entries, isolation=isolation)
+        launcher.watch_dir(work_dir)  # removed by the watchdog if this driver is killed
+        gateway = Gateway()
+        gateway.start()
+        ctx = GridContext(tasks=tasks, content=content, swap=swap, gateway=gateway, launcher=launcher, store=store,
+                          work_dir=work_dir, timeout_s=timeout_s, max_model_calls=max_calls, isolation=isolation,
+                          framework_versions=fw_versions, guard=guard)
+        for key in {(c.task, c.content) for c in todo}:  # built once, before threads share them
+            ctx.template(tasks[key[0]], content[key[1]])
+        counts: collections.Counter = collections.Counter()
+        reporter = _Progress(len(todo), enabled=progress)
+        pool = ThreadPoolExecutor(max_workers=jobs)
+        pending = {}
+        queue = list(todo)
+        while queue or pending:
+            while queue and len(pending) < jobs * 2:
+                cell = queue.pop(0)
+                pending[pool.submit(_safe_run, cell, ctx)] = cell
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                cell = pending.pop(fut)
+                record, error = fut.result()
+                if record:
+                    counts[record["classification"]["outcome"]] += 1
+                    fw = record["framework"]
+                    if record.get("runtime_versions") and fw not in meta["retries"]:
+                        meta["retries"][fw] = record["runtime_versions"]
+                elif error != "interrupted":
+                    counts["harness error"] += 1
+                    # recorded in meta.json (the cell stays missing: --resume re-runs it)
+                    meta.setdefault("harness_errors", []).append({"run_id": cell.run_id, "error": error})
+                    reporter.log(f"HARNESS ERROR in {cell.run_id}: {error}")
+                reporter.advance(counts)
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the cleanup short
+        if launcher is not None:
+            launcher.interrupt()
+        print(f"interrupted: in-flight runs killed; finish with: uv run grid.py run --resume {store.folder}",
+              flush=True)
+        raise
     finally:
-        reporter.close()
-        launcher.close()
-        gateway.stop()
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        if reporter is not None:
+            reporter.close()
+        if launcher is not None:
+            launcher.close()
+        if gateway is not None:
+            gateway.stop()
         shutil.rmtree(work_dir, ignore_errors=True)
 
 
 def _safe_run(cell, ctx):
     """A bug in the harness for one cell must not stop the grid; it is reported, and the cell stays missing."""
+    from .launch import RunInterrupted
     from .runner import run_cell
     try:
         return run_cell(cell, ctx), None
+    except RunInterrupted:
+        return None, "interrupted"
     except Exception as exc:  # noqa: BLE001 - reported to the user; the cell can be resumed
         return None, f"{type(exc).__name__}: {exc}"
 
@@ -266,6 +345,7 @@ def cmd_reclassify(args) -> int:
     store = RunStore(args.dir)
     if not store.runs_path.exists():
         raise ClaimgridError(f"{args.dir}: not a grid folder (no runs.jsonl)")
+    _open_for_writing(store)
     meta = store.read_meta() if store.meta_path.exists() else {}
     for path in list(dict.fromkeys([*meta.get("policies", []), *(str(p) for p in args.policies)])):
         registry.load_policies(path)

@@ -13,14 +13,18 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .caps import MAX_RAW_STRING_CHARS, cap_run_evidence, cap_strings
 from .cells import Cell
 from .classifier import RunFacts, classify
 from .conditions import ContentCondition, SwapCondition
+from .launch import RunInterrupted
+from .launch.guard import command_sandbox, hand_over
+from .tasks import Task, build_template, materialise, seal_template
 from .record import RunRecord, dump
-from .tasks import Task, build_template, materialise
 from .trace import parse_trace, report_instructions
 from .verifier import verify
 
+COMMAND_TIMEOUT_S = 30
 AGENT_NAMES = {"builder": "builder", "reviewer": "reviewer", "reporter": "reporter"}
 PARENT_ID = "user"
 # The model name the adapter is told. The gateway picks the model by the run's token, so
@@ -49,14 +53,24 @@ class GridContext:
     isolation: str
     framework_versions: dict = field(default_factory=dict)
     templates: dict = field(default_factory=dict)  # (task, content) -> (path, base commit)
+    template_digests: dict = field(default_factory=dict)  # template path -> sha256 at build
+    guard: object = field(default_factory=lambda: _default_guard())  # claimgrid.guard.Guard
 
     def template(self, task: Task, content: ContentCondition) -> tuple[Path, str]:
+        """The (task, content) template: built once per grid, sealed read-only, its digest kept
+        so every copy is checked (a changed template is a harness error, never copied)."""
         key = (task.id, content.name)
         if key not in self.templates:
             dest = self.work_dir / "templates" / f"{task.id}.{content.name}"
             base = build_template(task, content.render(task), dest)
+            self.template_digests[dest] = seal_template(dest)
             self.templates[key] = (dest, base)
         return self.templates[key]
+
+
+def _default_guard():
+    from .guard import detect
+    return detect("auto")
 
 
 def build_prompt(task: Task, delegation: str, agent: str) -> str:
@@ -94,7 +108,8 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
     run_dir = ctx.work_dir / "runs" / secrets.token_hex(8)
     shutil.rmtree(run_dir, ignore_errors=True)
     ws, sandbox = run_dir / "ws", run_dir / "sandbox"
-    materialise(template, ws)
+    materialise(template, ws, ctx.template_digests[template])
+    hand_over(ctx.guard, ws)  # guarded as root: the workspace belongs to the sandbox user
     sandbox.mkdir(parents=True)
     sandbox.chmod(0o700)
 
@@ -108,8 +123,10 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
         "outcome_path": str(sandbox / "outcome.json"), "gateway_url": ctx.gateway.url, "token": token,
         "model": BLIND_MODEL, "agent_name": agent,
         "tools": tools,
-        "budgets": {"max_model_calls": ctx.max_model_calls, "command_timeout_s": 30, "max_output_chars": 16000},
+        "budgets": {"max_model_calls": ctx.max_model_calls, "command_timeout_s": COMMAND_TIMEOUT_S,
+                    "max_output_chars": 16000},
         "timeout_s": ctx.timeout_s,
+        "command_sandbox": command_sandbox(ctx.guard, ws, task.python, COMMAND_TIMEOUT_S),
     }
     t0 = time.monotonic()
     try:
@@ -117,6 +134,8 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
     finally:
         gateway_events, gateway_raw = ctx.gateway.finish(token)
     agent_s = time.monotonic() - t0
+    if result.interrupted:
+        raise RunInterrupted(run_id)  # Ctrl-C: nothing of this run is stored; --resume runs it
 
     outcome = result.outcome or {}
     final_text = outcome.get("final_text") if isinstance(outcome.get("final_text"), str) else None
@@ -130,10 +149,19 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
 
     t1 = time.monotonic()
     patch: list[str] = []
-    verifier_events = verify(task, content.carries, template, ws, base, result.tool_events, gateway_events, patch)
+    verifier_events = verify(task, content.carries, template, ws, base, result.tool_events, gateway_events, patch,
+                             guard=ctx.guard)
     verify_s = time.monotonic() - t1
 
-    events = [report, *runtime, *gateway_events, *result.tool_events, *verifier_events, process]
+    # Caps on what is stored (claimgrid.caps), applied after the harness read everything it
+    # needs and before classification, so reclassify sees exactly what is stored.
+    final_text, runtime, tool_events, gateway_events, limits = cap_run_evidence(
+        final_text, runtime, result.tool_events, gateway_events)
+    gateway_raw, raw_cut = cap_strings(gateway_raw, MAX_RAW_STRING_CHARS)
+    if raw_cut:
+        limits["gateway_raw_strings_cut"] = raw_cut
+    report["text"] = final_text
+    events = [report, *runtime, *gateway_events, *tool_events, *verifier_events, process]
     facts = facts_for(task, content, cell, delegation, tools)
     classification = classify(events, facts)
     tests = next((e for e in verifier_events if e["kind"] == "tests"), None)
@@ -151,12 +179,16 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
     })
     record = {
         "run_id": run_id, **cell.as_dict(), "role": task.role,
+        # where the task comes from (None: written for claimgrid); bound to task_hash, so not a parity key
+        "task_provenance": task.provenance(),
         "facts": facts,
         "parity": {
             "model": cell.model, "substitute": cell.substitute,
             "framework_versions": ctx.framework_versions.get(cell.framework, {}),
             "task_hash": task.task_hash, "timeout_s": ctx.timeout_s,
             "budget": {"max_model_calls": ctx.max_model_calls}, "isolation": ctx.isolation,
+            "guard": ctx.guard.facts() if ctx.guard is not None else {"guard": "off", "reason": "no guard given"},
+            "swap_from_call": swap.unavailable_from_call,
         },
         "runtime_versions": versions,
         "timings": {"wall_s": round(time.monotonic() - t0, 3), "agent_s": round(agent_s, 3),
@@ -166,6 +198,8 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
         "classification": classification,
         "evidence_dir": f"runs/{run_id}",
     }
+    if limits:
+        record["limits"] = limits  # what claimgrid.caps cut from this run's stored evidence
     record["truth"] = truth_for(task, content, swap, cell, ctx.max_model_calls)
     record = dump(RunRecord.model_validate(record))  # the typed record is what gets written
     ctx.store.append(record)

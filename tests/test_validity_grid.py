@@ -14,7 +14,7 @@ from claimgrid import registry
 from claimgrid.cli import main
 from claimgrid.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.record import read_records
-from claimgrid.tasks import load_tasks
+from claimgrid.tasks import in_suite, load_tasks
 
 from .conftest import ROOT
 
@@ -45,7 +45,7 @@ def records(folder: Path):
 
 def test_the_default_matrix_ran_whole(default_grid):
     recs = records(default_grid)
-    expected = (len(load_tasks()) * len(load_content_conditions()) * len(load_swap_conditions())
+    expected = (len(in_suite(load_tasks(), "default")) * len(load_content_conditions()) * len(load_swap_conditions())
                 * len(registry.default_models()))
     assert len(recs) == expected
 
@@ -141,7 +141,7 @@ def test_two_grids_in_one_process(default_grid, plain_venvs, tmp_path):
     """The preflight shadowing bug: a second grid in the same process used to fail with
     TypeError: 'module' object is not callable."""
     out = tmp_path / "second"
-    task = next(iter(load_tasks()))
+    task = next(iter(in_suite(load_tasks(), "default")))
     content = next(c.name for c in load_content_conditions().values() if c.carries is None)
     swap = next(s.name for s in load_swap_conditions().values() if s.unavailable_from_call < 0)
     policies = ROOT / "tests" / "fixtures" / "policies.py"

@@ -6,7 +6,8 @@ stays either in its session or among its descendants. ``kill_tree`` first stops
 (SIGSTOP) everything it finds, rescanning until no new process appears (a stopped
 process cannot fork), then SIGKILLs the lot. A process that both leaves the session
 (setsid) and is re-parented outside the tree after the adapter died is out of reach;
-that needs a cgroup, which the harness does not assume.
+that needs a cgroup, which the harness does not assume. The agent's own commands cannot
+do that when the guard is on: each runs in a pid namespace that ends with it.
 """
 
 from __future__ import annotations
