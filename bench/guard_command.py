@@ -28,7 +28,7 @@ import harness_tools as ht  # noqa: E402
 
 from claimgrid.guard import detect  # noqa: E402
 from claimgrid.launch.guard import command_sandbox, hand_over  # noqa: E402
-from claimgrid.tasks import load_tasks  # noqa: E402
+from claimgrid.tasks import ensure_task_envs, in_suite, load_tasks  # noqa: E402
 
 
 def tool(ws: Path, spec) -> ht.HarnessTool:
@@ -43,7 +43,9 @@ def main() -> int:
     ap.add_argument("--command", default="true")
     args = ap.parse_args()
     guard = detect("on")
-    python = next(iter(load_tasks().values())).python
+    task = next(iter(in_suite(load_tasks(), "default").values()))
+    ensure_task_envs([task])
+    python = task.python
     with tempfile.TemporaryDirectory() as tmp:
         runs = {}
         for name in ("unguarded", "guarded"):

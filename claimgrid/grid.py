@@ -7,6 +7,7 @@ import datetime as dt
 import errno
 import os
 import platform
+import resource
 import secrets
 import signal
 import subprocess
@@ -201,6 +202,10 @@ def cmd_run(args) -> int:
         if not stopped:
             meta["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         meta["wall_s"] = round((meta.get("wall_s") or 0) + time.monotonic() - t0, 1)
+        # The driver's own CPU for this invocation (gateway thread included; read by bench/throughput.py).
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        cpu = meta.setdefault("cpu", {})
+        cpu["driver_self_s"] = round(cpu.get("driver_self_s", 0) + usage.ru_utime + usage.ru_stime, 3)
         store.write_meta(meta)
     except OSError as exc:
         stopped.append(exc)
@@ -360,6 +365,9 @@ def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions
         reporter.close()
         if node is not None:
             node.close()
+            if node.gateway_cpu_s is not None:
+                cpu = meta.setdefault("cpu", {})
+                cpu["gateway_thread_s"] = round(cpu.get("gateway_thread_s", 0) + node.gateway_cpu_s, 3)
 
 
 

@@ -78,8 +78,10 @@ class Node:
         self.sink = CollectingStore()
         self.work_dir = Path(tempfile.mkdtemp(prefix="claimgrid-"))
         self.gateway = None
+        self.gateway_cpu_s: float | None = None  # set by close(): the gateway thread's CPU
         self.launcher = Launcher(entries, isolation=settings.isolation)
         self.launcher.watch_dir(self.work_dir)  # removed by the watchdog if this process is killed
+        self.launcher.prewarm()  # every framework's preload starts now, overlapping the others
         self._closed = False
         try:
             self.gateway = Gateway()
@@ -125,5 +127,6 @@ class Node:
         self._closed = True
         self.launcher.close()
         if self.gateway is not None:
+            self.gateway_cpu_s = self.gateway.thread_cpu_s()
             self.gateway.stop()
         shutil.rmtree(self.work_dir, ignore_errors=True)

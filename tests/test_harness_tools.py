@@ -16,9 +16,12 @@ import harness_tools as ht  # noqa: E402
 
 from claimgrid.guard import detect  # noqa: E402
 from claimgrid.launch.guard import command_sandbox, hand_over  # noqa: E402
-from claimgrid.tasks import load_tasks  # noqa: E402
+from claimgrid.tasks import ensure_task_envs, in_suite, load_tasks  # noqa: E402
 
-TASK_PYTHON = next(iter(load_tasks().values())).python
+# The interpreter of a default-suite task, its environment built as grid.py builds it.
+_TASK = next(iter(in_suite(load_tasks(), "default").values()))
+ensure_task_envs([_TASK])
+TASK_PYTHON = _TASK.python
 
 
 GUARD = detect("on")  # CI runs where namespaces work: the guard must be there

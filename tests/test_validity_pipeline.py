@@ -18,6 +18,7 @@ from claimgrid.launch import Launcher
 from claimgrid.record import read_records
 from claimgrid.runner import GridContext, run_cell
 from claimgrid.store import RunStore
+from claimgrid.tasks import in_suite
 from claimgrid.venvs import ensure_venvs, load_venvs
 
 from .conftest import ROOT
@@ -29,6 +30,7 @@ FRAMEWORKS = list(load_venvs())
 
 def pick(tasks, content, swaps):
     """Tasks and conditions chosen by their data, never by name."""
+    tasks = in_suite(tasks, "default")
     builders = [t for t in tasks.values() if t.role == "builder"]
     return {
         "code": next(t for t in builders if not t.spec.expectation.evidence),
@@ -45,7 +47,7 @@ def cells_for(framework, tasks, p, substitute):
     def add(model, task, content):
         out.append(Cell(framework, task.id, content.name, p["control"].name, model, substitute, 0))
 
-    for task in tasks.values():
+    for task in in_suite(tasks, "default").values():
         add("shell-worker", task, p["baseline"])
     add("gives-up", p["declared"], p["baseline"])
     add("retracts", p["declared"], p["baseline"])
@@ -97,7 +99,7 @@ def test_every_record_is_typed_and_agrees_with_its_truth(grid):
 
 @pytest.mark.parametrize("fw", FRAMEWORKS)
 def test_shell_edit_write_and_cat_review_are_evidence(grid, fw, tasks):
-    for task in tasks.values():
+    for task in in_suite(tasks, "default").values():
         c = rec(grid, fw, "shell-worker", task, grid["p"]["baseline"])["classification"]
         assert c["claim_verdict"] == "consistent", (task.id, c)
         assert c["outcome"] == "PASS" and c["claim_vs_outcome"] == "TRUE_SUCCESS", (task.id, c)

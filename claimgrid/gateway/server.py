@@ -12,6 +12,7 @@ one LiteLLM Router; a run is selected by its token alone.
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -69,6 +70,22 @@ class Gateway:
             self._server, self._thread, self._sock = server, thread, sock
             self._url = f"http://{HOST}:{port}/v1"
             return self._url
+
+    def thread_cpu_s(self) -> float | None:
+        """CPU seconds the gateway's serving thread has used (Linux /proc); None if unknown.
+
+        Every request is handled on that thread's event loop (LiteLLM's Router included), so
+        this is the gateway's whole cost; the throughput bench reports it per run."""
+        thread = self._thread
+        tid = getattr(thread, "native_id", None) if thread is not None else None
+        if tid is None:
+            return None
+        try:
+            with open(f"/proc/self/task/{tid}/stat", "rb") as fh:
+                fields = fh.read().decode(errors="replace").rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return None
 
     def register(self, token: str, script: RunScript) -> None:
         """Map ``token`` (the run's API key) to its script; a token is registered once."""

@@ -22,6 +22,7 @@ class ProcessRecord:
     leftovers: int = 0
     launch_error: str | None = None
     stderr_tail: str | None = None
+    cpu_s: float | None = None          # user+system CPU of the run (warm: wait4); None: not measured
 
 
 @dataclass

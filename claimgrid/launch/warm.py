@@ -173,6 +173,8 @@ def run_warm(wp: WarmParent, ctl: dict, env: dict, home: str, t_end: float, w: W
                 done = lines.next(10.0)
             if done is not None and "status" in done:
                 rec.returncode = _from_wait_status(done["status"])
+                if isinstance(done.get("cpu_s"), (int, float)):
+                    rec.cpu_s = float(done["cpu_s"])
             else:
                 rec.launch_error = "warm parent closed the connection without the child's exit status"
                 rec.killed += kill_tree(pid)

@@ -109,7 +109,7 @@ def digest(events: list[dict] | None, facts: dict, model: str, substitute: str |
     """Flat per-run facts from ``events`` (None: evidence missing -> every fact None)."""
     keys = ("calls", "refused", "prompt_tokens", "completion_tokens", "cost_usd", "swap_fired_at",
             "final_writer", "runtime_models", "runtime_errors", "retries", "process_wall_s",
-            "runtime_names_substitute", "transcript_names_substitute", "gateway_exposes",
+            "runtime_names_substitute", "transcript_names_substitute", "transcript_names_assigned", "gateway_exposes",
             "goal_met", "note_met", "evidence")
     if events is None:
         return {k: None for k in keys} | {"evidence": False}
@@ -132,6 +132,10 @@ def digest(events: list[dict] | None, facts: dict, model: str, substitute: str |
         sub in str(e.get("transcript_model") or "").lower().rsplit("/", 1)[-1]
         or (e.get("kind") == "error" and sub in f"{e.get('type')} {e.get('message')}".lower())
         for e in runtime)
+    # The framework's own transcript naming the assigned model (e.g. "openai/diligent"):
+    # with a substitute serving, a transcript that names only the assigned model misattributes.
+    transcript_assigned = any(
+        model.lower() == str(e.get("transcript_model") or "").lower().rsplit("/", 1)[-1] for e in runtime)
     retries = sum(1 for prev, cur in zip(ex, ex[1:]) if prev.get("status") != 200)
     proc = next((e for e in reversed(_of(events, "process", "exit"))), {})
     goal_met, note_met = check_holds(goal_check, events, patch), check_holds(note_check, events, patch)
@@ -155,6 +159,7 @@ def digest(events: list[dict] | None, facts: dict, model: str, substitute: str |
         "process_wall_s": proc.get("wall_s") if isinstance(proc.get("wall_s"), (int, float)) else None,
         "runtime_names_substitute": names_sub,
         "transcript_names_substitute": transcript_sub,
+        "transcript_names_assigned": transcript_assigned,
         "gateway_exposes": any(e.get("served_model") and e.get("served_model") != e.get("assigned_model") for e in ex),
         "goal_met": goal_met,
         "note_met": note_met,

@@ -50,7 +50,8 @@ DIGEST_SCHEMA = {
     "cost_usd": pl.Float64, "swap_fired_at": pl.Int64, "final_writer": pl.String,
     "runtime_models": pl.String, "runtime_errors": pl.Int64, "retries": pl.Int64,
     "process_wall_s": pl.Float64, "runtime_names_substitute": pl.Boolean,
-    "transcript_names_substitute": pl.Boolean, "gateway_exposes": pl.Boolean,
+    "transcript_names_substitute": pl.Boolean, "transcript_names_assigned": pl.Boolean,
+    "gateway_exposes": pl.Boolean,
     "goal_met": pl.Boolean, "note_met": pl.Boolean, "evidence": pl.Boolean,
 }
 

@@ -338,7 +338,9 @@ class Report:
             ["intervals", "none: deterministic: each cell is one outcome" if not any(self.stochastic.values()) else
              ("95% Wilson per cell for stochastic models with repeats ≥ 2; task-clustered where tasks are pooled"
               if isinstance(reps, int) and reps >= 2 else "none: repeats = 1, no sampling was repeated")],
-            ["guard", json.dumps(guard, sort_keys=True) if guard is not None else "not recorded"],
+            ["guard", "not recorded" if guard is None else
+             (f"{guard.get('guard')} ({guard.get('bwrap_version') or guard.get('reason') or 'no detail'}; "
+              "facts in [reproducibility](#reproducibility))") if isinstance(guard, dict) else str(guard)],
             ["parity groups (beyond the model)", "1: all runs comparable" if len(self.groups) <= 1 else
              f"{len(self.groups)}: " + "; ".join(f"{g}: {lab}" for g, lab in self.groups)
              + ". The headline is split by group; other sections span groups and say so"],
@@ -475,15 +477,19 @@ class Report:
                     runs = [r for r in subs if r["framework"] == f and r["swap_condition"] == s]
                     if runs:
                         n = len(runs)
+                        only_assigned = sum(bool(r["transcript_names_assigned"]) and not r["transcript_names_substitute"]
+                                            for r in runs)
                         rows.append([f, s, n, *[f"{sum(bool(r[c]) for r in runs)}/{n}" for c in
                                                 ("gateway_exposes", "runtime_names_substitute",
-                                                 "transcript_names_substitute", "swap_mentioned")]])
+                                                 "transcript_names_substitute")],
+                                     f"{only_assigned}/{n}", f"{sum(bool(r['swap_mentioned']) for r in runs)}/{n}"])
             out.append("**Evidence ladder**: which channel exposed the swap, of fired substitute runs (gateway: "
                        "`served_model` ≠ assigned; runtime model name: the model name the framework read from the "
                        "response; own transcript: the model the framework recorded in its transcript, or its errors; "
                        "agent's report: the final text mentions it).\n\n"
                        + table(["framework", "swap condition", "fired runs", "gateway", "runtime model name",
-                                "framework's own transcript", "agent's report"], rows))
+                                "framework's own transcript", "own transcript names only the assigned model",
+                                "agent's report"], rows))
         return "\n\n".join(out)
 
     def detector_section(self) -> str:

@@ -23,7 +23,9 @@ UNTREATED = ("control (no swap)", "not reached", "no-op (substitute = assigned)"
 def _registry_truth(meta: dict):
     try:
         from ..conditions import load_content_conditions, load_swap_conditions
-        from ..registry import TruthCell, truth_of
+        from ..registry import TruthCell, load_policies, truth_of
+        for path in meta.get("policies") or ():  # the grid's own reference models (--policies)
+            load_policies(path)
         from ..tasks import load_tasks
         tasks, content, swaps = load_tasks(), load_content_conditions(), load_swap_conditions()
     except (ImportError, ClaimgridError, OSError):

@@ -21,7 +21,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import stat
+import time
 from dataclasses import dataclass, field
 
 from command_sandbox import CommandSandbox
@@ -94,6 +96,9 @@ class ToolContext:
         name = tool.name if tool else name
         category = tool.category if tool else CATEGORIES.get(name, "unknown")
         t0 = self.channel.now()
+        # CPU the harness spends on this call (this thread + the commands it waited for): the
+        # throughput bench subtracts it from the run's CPU to get the framework's own share.
+        cpu0 = _cpu_now()
         before = self._snap()
         try:
             if tool is None:
@@ -112,6 +117,7 @@ class ToolContext:
             "result_chars": len(result),
             "changed_workspace": bool(changed) if changed is not None else None,
             "changed_paths": changed if changed is not None else [],
+            "harness_cpu_s": round(_cpu_now() - cpu0, 4),
             **outcome.fields,
         })
         return result
@@ -121,6 +127,12 @@ class ToolContext:
             return self.ws.snapshot()
         except OSError:
             return None  # unknown, never guessed
+
+
+def _cpu_now() -> float:
+    """This thread's CPU time plus the CPU of every child process reaped so far."""
+    ch = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.thread_time() + ch.ru_utime + ch.ru_stime
 
 
 def check_args(schema: dict, args) -> dict:

@@ -14,7 +14,8 @@ Protocol, one connection per run:
 * request: one JSON line ``{"ctl": {...}, "env": {...}, "cwd": "..."}`` carrying the
   tools pipe's write end as SCM_RIGHTS ancillary data;
 * reply 1: ``{"pid": N}`` as soon as the child is in its own session;
-* reply 2: ``{"pid": N, "status": S}`` (raw ``waitpid`` status) when the child is reaped;
+* reply 2: ``{"pid": N, "status": S, "cpu_s": C}`` (raw ``waitpid`` status; user+system CPU
+  seconds of the child and its reaped descendants, from ``wait4``) when the child is reaped;
 * if the driver closes the connection before the child exits, the child's process
   group is killed (the driver gave the run up).
 
@@ -101,14 +102,17 @@ class WarmParent:
     def _reap(self, block: bool = False) -> None:
         while self.conns:
             try:
-                pid, status = os.waitpid(-1, 0 if block else os.WNOHANG)
+                pid, status, usage = os.wait4(-1, 0 if block else os.WNOHANG)
             except ChildProcessError:
                 return
             if pid == 0:
                 return
             conn = self.conns.pop(pid, None)
             if conn is not None:
-                self._send(conn, {"pid": pid, "status": status})
+                # The run's own CPU (and its reaped descendants'): the framework's share of the
+                # grid's CPU, read by bench/throughput.py.
+                self._send(conn, {"pid": pid, "status": status,
+                                  "cpu_s": round(usage.ru_utime + usage.ru_stime, 4)})
                 self._close(conn)
 
     def _driver_closed(self, pid: int) -> None:

@@ -1,0 +1,203 @@
+"""How close the grid runs to the machine's floor, and where the rest of the CPU goes.
+
+    uv run bench/throughput.py                      # the full default matrix
+    uv run bench/throughput.py --repeats 6          # a long grid: runs/s per 500 runs, memory
+    uv run bench/throughput.py -- --frameworks langgraph --tasks fix-float-add   # any grid.py run flags
+
+Two grids run through ``grid.py run`` as subprocesses, each reaped with ``wait4`` so its
+CPU covers the driver and every process it started (gateway thread, warm parents and the
+runs they forked, verifier sandboxes, git):
+
+1. a one-off grid (one cell per framework): start-up, venv checks, warm-parent preloads;
+2. the measured grid (the default matrix unless flags are given).
+
+From the measured grid's evidence: each run's CPU (``process.cpu_s``, the forked run's
+user+system CPU from ``wait4`` in the warm parent) minus the harness tool layer's CPU inside
+it (``tools.harness_cpu_s``) is the frameworks' own CPU per run; the **floor** is the runs/s
+the machine's cores would give if the harness cost nothing. The rest is the harness:
+gateway thread (``meta.cpu.gateway_thread_s``), the driver's other threads (runner,
+verifier, store), other processes (verifier sandboxes, git, warm parents), and the tool
+layer. The one-off grid's harness CPU is shown apart and not charged per run.
+
+Prints a table, runs/s per 500 runs and the process tree's memory over time, and last,
+exactly: ``floor F runs/s, matrix M runs/s (P% of floor), harness CPU per run H s (S% of total)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def _tree_pss_mb(root_pid: int) -> float:
+    """Proportional set size of ``root_pid`` and all its descendants, in MB."""
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as fh:
+                    ppid = int(fh.read().decode(errors="replace").rsplit(")", 1)[1].split()[1])
+                children.setdefault(ppid, []).append(int(name))
+            except (OSError, ValueError, IndexError):
+                continue
+    total, stack = 0, [root_pid]
+    while stack:
+        pid = stack.pop()
+        stack += children.get(pid, [])
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as fh:
+                total += next(int(line.split()[1]) for line in fh if line.startswith("Pss:"))
+        except (OSError, StopIteration, ValueError):
+            continue
+    return total / 1024
+
+
+def run_grid(out: Path, flags: list[str]) -> dict:
+    """Run one grid; its wall time, its whole process tree's CPU (wait4) and memory samples."""
+    cmd = [sys.executable, str(ROOT / "grid.py"), "run", "--out", str(out), "--no-progress", *flags]
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    samples: list[tuple[float, float]] = []
+    stop = threading.Event()
+
+    def sample():
+        while not stop.wait(2.0):
+            samples.append((time.monotonic() - t0, _tree_pss_mb(proc.pid)))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    output = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    stop.set()
+    sampler.join()
+    if proc.returncode != 0:
+        raise SystemExit(f"grid.py run {' '.join(flags)} failed ({proc.returncode}):\n{output[-3000:]}")
+    return {"wall_s": time.monotonic() - t0, "cpu_s": usage.ru_utime + usage.ru_stime, "memory": samples,
+            "out": out}
+
+
+def evidence(out: Path) -> dict:
+    """Per-run CPU facts and completion times from a ledger folder."""
+    meta = json.loads((out / "meta.json").read_text())
+    runs, done_at = [], []
+    for line in (out / "runs.jsonl").read_text().splitlines():
+        if not line.strip():
+            continue
+        rec = json.loads(line)
+        folder = out / rec["evidence_dir"]
+        run_cpu = tool_cpu = None
+        for ev_line in (folder / "events.jsonl").read_text().splitlines():
+            ev = json.loads(ev_line)
+            if ev.get("source") == "process" and ev.get("kind") == "exit":
+                run_cpu = ev.get("cpu_s")
+            elif ev.get("source") == "tools" and isinstance(ev.get("harness_cpu_s"), (int, float)):
+                tool_cpu = (tool_cpu or 0) + ev["harness_cpu_s"]
+        runs.append({"framework": rec["framework"], "run_cpu": run_cpu, "tool_cpu": tool_cpu or 0.0})
+        done_at.append((folder / "manifest.json").stat().st_mtime)
+    return {"meta": meta, "runs": runs, "done_at": sorted(done_at)}
+
+
+FRAMEWORK_ROW = "frameworks' own code (inside each run)"
+TOTAL_ROW = "whole grid (wait4 of grid.py)"
+
+
+def cpu_rows(grid: dict) -> tuple[dict[str, float], int]:
+    """CPU seconds by where they went, for one grid run by ``run_grid``; and its run count."""
+    ev = evidence(grid["out"])
+    grid.update(meta=ev["meta"], done_at=ev["done_at"])
+    cpu = ev["meta"].get("cpu") or {}
+    gateway = cpu.get("gateway_thread_s") or 0.0
+    driver_self = cpu.get("driver_self_s") or 0.0
+    run_total = sum(r["run_cpu"] or 0 for r in ev["runs"])
+    tools = sum(r["tool_cpu"] for r in ev["runs"])
+    return {
+        FRAMEWORK_ROW: run_total - tools,
+        "harness tool layer (inside each run)": tools,
+        "gateway thread (every model call)": gateway,
+        "driver's other threads (runner, verifier, store)": driver_self - gateway,
+        "other processes (verifier sandboxes, git, warm parents)": grid["cpu_s"] - driver_self - run_total,
+        TOTAL_ROW: grid["cpu_s"],
+    }, len(ev["runs"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeats", type=int, default=1, help="repeats of the measured grid (default 1)")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("grid_flags", nargs="*", help="grid.py run flags for the measured grid (after --)")
+    args = ap.parse_args(argv)
+    cores = os.cpu_count() or 1
+
+    from claimgrid import registry
+    from claimgrid.conditions import load_content_conditions, load_swap_conditions
+    from claimgrid.tasks import in_suite, load_tasks
+
+    clean = next(c.name for c in load_content_conditions().values() if c.carries is None)
+    plain = next(s.name for s in load_swap_conditions().values() if s.unavailable_from_call < 0)
+    task = next(iter(in_suite(load_tasks(), "default")))
+    model = registry.default_models()[0]
+    base = tempfile.mkdtemp(prefix="claimgrid-bench-throughput-")
+    fw_flags = []  # the one-off grid keeps the measured grid's frameworks, one cell each
+    for i, flag in enumerate(args.grid_flags):
+        if flag == "--frameworks" and i + 1 < len(args.grid_flags):
+            fw_flags = ["--frameworks", args.grid_flags[i + 1]]
+        elif flag.startswith("--frameworks="):
+            fw_flags = [flag]
+
+    oneoff = run_grid(Path(base) / "oneoff", ["--tasks", task, "--content", clean, "--swap", plain,
+                                              "--models", model, "--jobs", str(args.jobs), *fw_flags])
+    grid = run_grid(Path(base) / "grid", ["--jobs", str(args.jobs), "--repeats", str(args.repeats), *args.grid_flags])
+    rows1, n1 = cpu_rows(oneoff)
+    rows, n = cpu_rows(grid)
+    if n <= n1:
+        raise SystemExit("the measured grid must have more runs than the one-off grid")
+    # Per run: the difference between the two grids over the difference in runs, so every
+    # one-off cost (start-up, venv checks, preloads, first imports) cancels out.
+    per_run = {name: (rows[name] - rows1[name]) / (n - n1) for name in rows}
+    fw_per_run = per_run[FRAMEWORK_ROW]
+    if fw_per_run <= 0:
+        raise SystemExit("no run measured its CPU (process.cpu_s): --isolation fresh does not; use warm")
+    harness_per_run = sum(v for k, v in per_run.items() if k not in (FRAMEWORK_ROW, TOTAL_ROW))
+    total_per_run = per_run[TOTAL_ROW]
+    wall = grid["meta"].get("wall_s") or grid["wall_s"]
+    matrix_rps = n / wall
+    floor_rps = cores / fw_per_run
+
+    print(f"measured grid: {n} runs, {wall:.1f} s executing ({grid['wall_s']:.1f} s with start-up and "
+          f"ledger), {cores} cores, --jobs {args.jobs}")
+    print(f"one-off grid: {n1} runs, {oneoff['wall_s']:.1f} s, CPU {rows1[TOTAL_ROW]:.1f} s "
+          "(start-up, venv checks, warm-parent preloads)\n")
+    print(f"{'where the CPU goes':<58}{'grid s':>9}{'one-off s':>10}{'per run s':>11}{'share':>8}")
+    for name in rows:
+        print(f"{name:<58}{rows[name]:>9.1f}{rows1[name]:>10.1f}{per_run[name]:>11.4f}"
+              f"{100 * per_run[name] / max(total_per_run, 1e-9):>7.1f}%")
+    print("(per run = (grid - one-off) / (runs - one-off runs): one-off costs cancel)\n")
+
+    times = grid["done_at"]
+    if len(times) >= 1000:
+        print("runs/s per 500 runs:", " ".join(
+            f"{500 / max(times[i + 499] - times[i], 1e-9):.2f}" for i in range(0, len(times) - 499, 500)))
+    mem = [m for _, m in grid["memory"]]
+    if len(mem) >= 4:
+        q = max(1, len(mem) // 4)
+        print(f"process tree PSS: second quarter {sum(mem[q:2 * q]) / q:.0f} MB, last quarter "
+              f"{sum(mem[-q:]) / q:.0f} MB, peak {max(mem):.0f} MB ({len(mem)} samples; the first quarter "
+              "holds the warm parents' preloads)")
+    print(f"floor {floor_rps:.2f} runs/s, matrix {matrix_rps:.2f} runs/s ({100 * matrix_rps / floor_rps:.0f}% of floor), "
+          f"harness CPU per run {harness_per_run:.3f} s ({100 * harness_per_run / total_per_run:.0f}% of total)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
