@@ -64,7 +64,7 @@ SYSTEM_PROMPT = (
 )
 
 # Distributions whose versions shape what reaches the gateway (parity facts when installed).
-TRAFFIC_PACKAGES = ("litellm", "openai", "httpx", "httpcore", "anthropic", "google-genai", "tenacity")
+TRAFFIC_PACKAGES = ("litellm", "openai", "httpx", "httpcore", "httpx2", "httpcore2", "anthropic", "google-genai", "tenacity")
 
 # Imported lazily by LiteLLM / httpx / anyio on the first completion call (measured by
 # diffing sys.modules around one run in each framework). A name a given release lacks is
@@ -93,10 +93,26 @@ SHARED_PRELOAD = (
     "litellm.integrations.prometheus_services",
     "litellm._service_logger",
     "litellm.types.litellm_core_utils.streaming_chunk_builder_utils",
+    "litellm.llms.edenai.chat.transformation",
+    "litellm.llms.fal_ai.chat.transformation",
+    "litellm.llms.fal_ai.image_generation",
+    "litellm.proxy.common_utils.timezone_utils",
+    "litellm.types.integrations.compression_interception",
+    "litellm.types.integrations.slack_alerting",
+    "litellm.types.proxy.control_plane_endpoints",
+    "litellm.types.proxy.management_endpoints.key_requests",
+    "litellm.types.proxy.management_endpoints.team_endpoints",
+    "litellm.types.proxy.management_endpoints.user_requests",
+    "litellm.types.proxy.request_tag_mappings",
+    "litellm.types.proxy.skill_scanning",
+    "litellm.types.proxy.spend_capture_rate",
+    "tiktoken_ext.openai_public",
     "openai",
     "httpx",
     "httpcore._sync.connection_pool", "httpcore._sync.http11", "httpcore._async.connection_pool",
     "httpcore._async.http11", "httpcore._backends.sync", "httpcore._backends.anyio", "h11",
+    "httpcore._sync.http2", "httpcore._async.http2", "httpcore._sync.http_proxy", "httpcore._backends.auto",
+    "h2.connection",
     "anyio._backends._asyncio", "anyio.streams.memory", "anyio.streams.stapled", "anyio.streams.tls",
 )
 
@@ -142,7 +158,10 @@ class _Probe:
     def note(self, response) -> None:
         name = getattr(response, "model", None)
         hidden = getattr(response, "_hidden_params", None) or {}
-        self.last = hidden.get("provider_response_model") or name or self.last
+        # LiteLLM rewrites a stream chunk's ``model`` to the requested name; the name the
+        # endpoint sent is in its hidden params. Within one call (``reset`` before each) a
+        # name already seen is kept against a later chunk that lacks it (usage-only chunk).
+        self.last = hidden.get("provider_response_model") or self.last or name
 
     def install(self) -> None:
         """Wrap ``litellm.completion``/``acompletion`` once per process (requests unchanged)."""
