@@ -9,7 +9,7 @@ from pathlib import Path
 from . import ROOT
 from .errors import ClaimgridError
 
-COMMANDS = ("run", "list", "reclassify", "gateway", "venvs")
+COMMANDS = ("run", "list", "reclassify", "gateway", "venvs", "new-framework")
 
 
 def _csv(value: str) -> list[str]:
@@ -61,6 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
     ve = sub.add_parser("venvs", help="create or update the per-framework virtualenvs")
     ve.add_argument("--venvs", type=Path, default=ROOT / "venvs.toml")
     ve.add_argument("--frameworks", type=_csv)
+
+    nf = sub.add_parser("new-framework", help="scaffold frameworks/NAME on the adapter kit, lock it, add its venvs.toml entry")
+    nf.add_argument("name")
+    nf.add_argument("--dependency", action="append", default=[], metavar="PKG==VERSION",
+                    help="an exact pin for the framework's environment (repeatable)")
+    nf.add_argument("--venvs", type=Path, default=ROOT / "venvs.toml")
     return p
 
 
@@ -112,6 +118,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "gateway":
             from .gateway import serve_cli
             return serve_cli(args.rest) or 0
+        if args.command == "new-framework":
+            from .scaffold import new_framework
+            folder = new_framework(args.name, args.venvs, args.dependency)
+            print(f"wrote {folder} (pyproject.toml, uv.lock, adapter.py, README.md) and its entry in {args.venvs}")
+            print(f"next: fill in run() in {folder / 'adapter.py'}, then: uv run pytest -k {args.name}")
+            return 0
         if args.command == "venvs":
             from .venvs import ensure_venvs, load_venvs
             from .tasks import select
