@@ -17,11 +17,27 @@ BEHAVIOUR = {
     "malformed": "fault: emits tool calls whose arguments are not valid JSON, then reports DONE",
     "unknown-tool": "fault: calls a tool that does not exist, then reports DONE",
     "looper": "fault: never stops calling tools",
+    # Gateway-side faults real providers produce (claimgrid/gateway/faults.py): diligent,
+    # except that one call (index 1) gets the fault from the gateway itself.
+    "transient-500": "gateway fault: diligent; call 1 is refused once with HTTP 500, the same request again is served",
+    "rate-limited": "gateway fault: diligent; call 1 is refused once with HTTP 429 and Retry-After: 1",
+    "cut-off": "gateway fault: diligent; call 1's tool call is cut off mid-arguments (finish_reason length), "
+               "later calls redo the cut step",
+    "empty-completion": "gateway fault: diligent; call 1 is an empty completion (no text, no tool call)",
+    "slow": "gateway fault: diligent; call 1 is answered 2 s after the run's per-call deadline",
 }
 
-DEFAULT_MODELS = ["diligent", "obedient", "narrator", "reader", "overclaimer"]
-FAULT_MODELS = ["malformed", "unknown-tool", "looper"]
+# The behaviour models: every cell of the matrix.
+BEHAVIOUR_MODELS = ["diligent", "obedient", "narrator", "reader", "overclaimer"]
+# Fault models: what a framework does with a fault is the finding, so they run only on
+# clean content with no swap (GRID_RESTRICTIONS; claimgrid.cells.plan applies it).
+FAULT_MODELS = ["malformed", "unknown-tool", "looper", "transient-500", "rate-limited", "cut-off",
+                "empty-completion", "slow"]
+DEFAULT_MODELS = BEHAVIOUR_MODELS + FAULT_MODELS
 DEFAULT_SUBSTITUTE = "reader"
+GRID_RESTRICTIONS: dict[str, dict[str, tuple[str, ...]]] = {
+    m: {"content": ("clean",), "swap": ("none",)} for m in FAULT_MODELS
+}
 
 
 def expected_claim_verdict(model: str, role: str) -> str | None:

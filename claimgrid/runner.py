@@ -16,6 +16,7 @@ from pathlib import Path
 from .cells import Cell
 from .classifier import RunFacts, classify
 from .conditions import ContentCondition, SwapCondition
+from .faults import fault_facts
 from .tasks import Task, build_template, materialise
 from .trace import parse_trace, report_instructions
 from .verifier import verify
@@ -39,6 +40,7 @@ class GridContext:
     isolation: str
     framework_versions: dict = field(default_factory=dict)
     templates: dict = field(default_factory=dict)  # (task, content) -> (path, base commit)
+    model_call_timeout_s: float = 15.0  # per-call deadline adapters give their client (budgets)
 
     def template(self, task: Task, content: ContentCondition) -> tuple[Path, str]:
         key = (task.id, content.name)
@@ -75,14 +77,16 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
 
     token = "cg-" + secrets.token_urlsafe(24)
     ctx.gateway.register(token, RunScript.for_cell(run_id, task, content, swap, cell.model, cell.substitute,
-                                                   agent, max_model_calls=ctx.max_model_calls))
+                                                   agent, max_model_calls=ctx.max_model_calls,
+                                                   model_call_timeout_s=ctx.model_call_timeout_s))
     ctl = {
         "schema": 1, "run_id": run_id, "framework": cell.framework, "task_id": task.id,
         "prompt": build_prompt(task, run_id, agent), "workspace": str(ws), "sandbox": str(sandbox),
         "outcome_path": str(sandbox / "outcome.json"), "gateway_url": ctx.gateway.url, "token": token,
         "model": cell.model, "agent_name": agent,
         "tools": ["list_dir", "read_file", "search", "write_file", "edit_file", "run_command"],
-        "budgets": {"max_model_calls": ctx.max_model_calls, "command_timeout_s": 30, "max_output_chars": 16000},
+        "budgets": {"max_model_calls": ctx.max_model_calls, "command_timeout_s": 30, "max_output_chars": 16000,
+                    "model_call_timeout_s": ctx.model_call_timeout_s},
         "timeout_s": ctx.timeout_s,
     }
     t0 = time.monotonic()
@@ -131,7 +135,8 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
             "model": cell.model, "substitute": cell.substitute,
             "framework_versions": ctx.framework_versions.get(cell.framework, {}),
             "task_hash": task.task_hash, "timeout_s": ctx.timeout_s,
-            "budget": {"max_model_calls": ctx.max_model_calls}, "isolation": ctx.isolation,
+            "budget": {"max_model_calls": ctx.max_model_calls, "model_call_timeout_s": ctx.model_call_timeout_s},
+            "isolation": ctx.isolation,
         },
         "runtime_versions": versions,
         "timings": {"wall_s": round(time.monotonic() - t0, 3), "agent_s": round(agent_s, 3),
@@ -139,6 +144,9 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
                     "adapter_run_s": outcome.get("wall_s") if isinstance(outcome.get("wall_s"), (int, float)) else None,
                     "verify_s": round(verify_s, 3)},
         "classification": classification,
+        # What the framework did with a fault (retries seen at the gateway, raised / reported
+        # DONE / ended silently, duplicate side effects): harness evidence only.
+        "faults": fault_facts(cell.model, events, classification),
         "evidence_dir": f"runs/{run_id}",
     }
     ctx.store.append(record)

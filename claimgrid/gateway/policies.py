@@ -28,6 +28,7 @@ import json
 from dataclasses import dataclass, field
 
 from ..trace import format_trace
+from .faults import GATEWAY_FAULTS, without_cut_steps
 from .script import REFERENCE_MODEL_NAMES, RunScript, Step
 
 CATEGORY = {"list_dir": "read", "read_file": "read", "search": "read",
@@ -254,6 +255,15 @@ POLICIES = {
     "overclaimer": overclaimer, "malformed": malformed, "unknown-tool": unknown_tool,
     "looper": looper,
 }
+
+
+def _gateway_fault_policy(base):
+    # The fault itself is applied by the gateway at its call index (faults.py); the model
+    # behaves like its base and does not count a step it never finished (a cut-off call).
+    return lambda script, messages: POLICIES[base](script, without_cut_steps(messages))
+
+
+POLICIES.update({name: _gateway_fault_policy(f.base) for name, f in GATEWAY_FAULTS.items()})
 assert set(POLICIES) == set(REFERENCE_MODEL_NAMES), "every documented reference model needs a policy"
 
 

@@ -21,6 +21,7 @@ What it gives an adapter, each an adapter correctness rule of docs/CONTRACTS.md:
   thread was started (a warm parent forks; forking a threaded process is unsafe).
 * ``recording_errors(rec, agent)``: records an exception as a runtime ``error`` event
   and re-raises it unchanged (an adapter never turns a failure into a result).
+* ``call_timeout(ctl)``: the per-call deadline every adapter gives its model client.
 * ``record_limits(rec, ctl, turn_limit, unit, enforced_by)``: the framework's own turn
   limit for this run, as a runtime ``limits`` event (checked: >= the model-call budget).
 * ``versions(framework, *dists, **facts)``: parity facts with the installed versions of
@@ -264,6 +265,14 @@ def recording_errors(rec, agent):
 def turn_limit(ctl: dict) -> int:
     """The run's model-call budget: the turn limit every framework is given (in model calls)."""
     return int(ctl["budgets"]["max_model_calls"])
+
+
+def call_timeout(ctl: dict) -> float:
+    """The run's per-call deadline in seconds (``budgets.model_call_timeout_s``): the
+    timeout every adapter gives its model client, so a slow call fails at the same point
+    in every framework."""
+    budgets = ctl.get("budgets") or {}
+    return float(budgets.get("model_call_timeout_s") or ctl.get("timeout_s") or 60)
 
 
 def record_limits(rec, ctl: dict, turn_limit: int | None, unit: str, enforced_by: str) -> None:

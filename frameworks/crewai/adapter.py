@@ -138,7 +138,7 @@ def run(ctl: dict, tools: list, rec) -> str | None:
             api_key=ctl["token"],
             stream=False,
             temperature=0,
-            timeout=float(ctl.get("timeout_s", 120)),
+            timeout=kit.call_timeout(ctl),
             max_retries=kit.HTTP_CLIENT_MAX_RETRIES,
             num_retries=kit.LITELLM_NUM_RETRIES,
             context_window_size=CONTEXT_WINDOW_TOKENS,

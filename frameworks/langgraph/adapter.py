@@ -109,7 +109,7 @@ def _chat_model(ctl: dict):
         max_retries=CHAT_MAX_RETRIES,
         streaming=False,
         temperature=0,
-        request_timeout=ctl.get("timeout_s"),
+        request_timeout=kit.call_timeout(ctl),
         model_kwargs={"num_retries": kit.LITELLM_NUM_RETRIES},
     )
 

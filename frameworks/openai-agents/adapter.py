@@ -66,7 +66,8 @@ def _build(ctl: dict, tools: list):
     model = LitellmModel(model=kit.gateway_model(ctl), base_url=ctl["gateway_url"], api_key=ctl["token"])
     return Agent(name=ctl["agent_name"], instructions=kit.system_prompt(ctl), model=model,
                  tools=[_tool(t) for t in tools],
-                 model_settings=ModelSettings(extra_args={"num_retries": kit.LITELLM_NUM_RETRIES}))
+                 model_settings=ModelSettings(extra_args={"num_retries": kit.LITELLM_NUM_RETRIES,
+                                                          "timeout": kit.call_timeout(ctl)}))
 
 
 def _hooks(rec, ctl):

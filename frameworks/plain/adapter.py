@@ -47,7 +47,7 @@ def run(ctl: dict, tools: list, rec) -> str | None:
     kit.record_limits(rec, ctl, limit, "model calls", "framework")
     for _ in range(limit):
         resp = _post(ctl["gateway_url"], ctl["token"],
-                     {"model": ctl["model"], "messages": messages, "tools": specs}, ctl.get("timeout_s", 60))
+                     {"model": ctl["model"], "messages": messages, "tools": specs}, kit.call_timeout(ctl))
         msg = resp["choices"][0]["message"]
         rec.model_call(agent, resp.get("model"), resp.get("usage") or {})
         calls = msg.get("tool_calls") or []

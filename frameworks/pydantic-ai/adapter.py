@@ -57,10 +57,11 @@ def _build(ctl: dict, tools: list, rec=None):
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
-    client = AsyncOpenAI(base_url=ctl["gateway_url"], api_key=ctl["token"], max_retries=kit.HTTP_CLIENT_MAX_RETRIES)
+    client = AsyncOpenAI(base_url=ctl["gateway_url"], api_key=ctl["token"], max_retries=kit.HTTP_CLIENT_MAX_RETRIES,
+                         timeout=kit.call_timeout(ctl))
     model = OpenAIChatModel(ctl["model"], provider=OpenAIProvider(openai_client=client))
     return Agent(model, name=ctl["agent_name"], instructions=kit.system_prompt(ctl), tools=[_tool(t, rec) for t in tools],
-                 model_settings={"max_retries": kit.HTTP_CLIENT_MAX_RETRIES})
+                 model_settings={"max_retries": kit.HTTP_CLIENT_MAX_RETRIES, "timeout": kit.call_timeout(ctl)})
 
 
 def run(ctl: dict, tools: list, rec) -> str | None:

@@ -99,7 +99,7 @@ def _build_agent(ctl: dict, tools: list, rec):
     model = LiteLLMModel(
         client_args={"api_key": ctl["token"], "api_base": ctl["gateway_url"]},
         model_id=kit.gateway_model(ctl),
-        params={"num_retries": kit.LITELLM_NUM_RETRIES},
+        params={"num_retries": kit.LITELLM_NUM_RETRIES, "timeout": kit.call_timeout(ctl)},
     )
     hooks = [_RuntimeHooks(rec, runtime_model=ctl["model"])] if rec is not None else []
     return Agent(
