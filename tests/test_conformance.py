@@ -37,6 +37,7 @@ pytestmark = pytest.mark.frameworks
 FRAMEWORKS = list(load_venvs())
 TIMEOUT_S = 120.0
 BUDGET = 24
+CALL_DEADLINE_S = 5.0  # the per-call deadline; the `slow` fault answers 2 s past it (kept short: CI time)
 CLEAN, NONE, REPORTED = "clean", "none", "reported"
 PROCESS_RESULTS = {"ok", "adapter_error", "crash", "timeout"}
 
@@ -80,7 +81,8 @@ def _run_all(name, entry, cells, isolation, tasks, gateway, folder) -> dict:
     with Launcher({name: entry}, isolation) as launcher:
         ctx = GridContext(tasks=tasks, content=content, swap=swap, gateway=gateway, launcher=launcher, store=store,
                           work_dir=folder / "work", timeout_s=TIMEOUT_S, max_model_calls=BUDGET,
-                          isolation=isolation, framework_versions={name: framework_versions(entry)})
+                          isolation=isolation, framework_versions={name: framework_versions(entry)},
+                          model_call_timeout_s=CALL_DEADLINE_S)
         for tid in {c[0] for c in cells}:  # templates are built before threads share them
             ctx.template(tasks[tid], content[CLEAN])
         todo = [Cell(name, t, CLEAN, s, m, DEFAULT_SUBSTITUTE, 0) for t, s, m in cells]
