@@ -20,6 +20,7 @@ from .cells import Cell, plan
 from .classifier import RunFacts, classify
 from .conditions import load_content_conditions, load_swap_conditions
 from .errors import ClaimgridError, UnknownNameError
+from .faults import fault_facts
 from .reference_truth import BEHAVIOUR, DEFAULT_MODELS, DEFAULT_SUBSTITUTE
 from .store import RunStore
 from .tasks import load_tasks, select
@@ -234,10 +235,12 @@ def cmd_reclassify(args) -> int:
     changed = 0
     for rec in records:
         facts = RunFacts(**rec["facts"])
-        new = classify(store.load_events(rec["run_id"]), facts)
+        events = store.load_events(rec["run_id"])
+        new = classify(events, facts)
         if new != rec["classification"]:
             changed += 1
         rec["classification"] = new
+        rec["faults"] = fault_facts(rec["model"], events, new)  # derived from the same evidence
     store.rewrite(records)
     print(f"reclassified {len(records)} runs from stored evidence; {changed} changed")
     return _finish(store)
