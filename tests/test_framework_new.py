@@ -95,7 +95,7 @@ def test_new_framework_writes_folder_lock_and_entry(mini):
 
 @pytest.mark.parametrize("args, message", [
     (["Bad_Name"], "is not a framework name"),
-    (["strands"], "already exists"),
+    ([next(iter(load_venvs()))], "already exists"),  # an existing entry of the repo's venvs.toml
     (["demo", "--dependency", "somepkg>=1.0"], "must be an exact pin"),
     (["demo", "--dependency", "litellm==1.0.0"], "LiteLLM is pinned at"),
 ])
