@@ -3,7 +3,7 @@
 ``fault_facts(model, events, classification)`` reads the run's gateway, tools and process
 events and returns::
 
-    {"fault": "transient-500" | ... | None,   # the fault model, None for behaviour models
+    {"fault": "transient-500" | ... | None,   # the fault model (registered fault=True), else None
      "fault_kind": "server_error" | ... | None, # the gateway-side kind (gateway faults)
      "fault_call": 1 | None,                    # call index the gateway faulted
      "gateway_calls": 7,                        # every request that reached the gateway
@@ -25,8 +25,7 @@ from __future__ import annotations
 
 import json
 
-from .gateway.faults import GATEWAY_FAULTS
-from .reference_truth import FAULT_MODELS
+from . import registry
 
 SIDE_EFFECT_CATEGORIES = ("write", "edit", "bash")
 
@@ -69,9 +68,10 @@ def fault_facts(model: str, events: list[dict], classification: dict) -> dict:
     else:
         reaction = "ended silently"
     retried = bool(attempts and attempts > 1)
+    entry = registry.get(model)  # the registry says which models are fault models
     return {
-        "fault": model if model in FAULT_MODELS else None,
-        "fault_kind": GATEWAY_FAULTS[model].kind if model in GATEWAY_FAULTS else None,
+        "fault": model if entry is not None and entry.fault else None,
+        "fault_kind": entry.gateway_fault.kind if entry is not None and entry.gateway_fault is not None else None,
         "fault_call": faulted.get("call_index") if faulted else None,
         "gateway_calls": len(gateway),
         "attempts_at_fault": attempts,

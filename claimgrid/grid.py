@@ -8,6 +8,7 @@ import os
 import platform
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -20,10 +21,11 @@ from .cells import Cell, plan
 from .classifier import RunFacts, classify
 from .conditions import load_content_conditions, load_swap_conditions
 from .errors import ClaimgridError, UnknownNameError
+from . import registry
 from .faults import fault_facts
-from .reference_truth import BEHAVIOUR, DEFAULT_MODELS, DEFAULT_SUBSTITUTE
+from .guard import detect
 from .store import RunStore
-from .tasks import load_tasks, select
+from .tasks import ensure_task_envs, in_suite, load_tasks, select
 
 
 def _commit() -> str:
@@ -36,11 +38,32 @@ def _commit() -> str:
         return "unknown"
 
 
+def _sha(path: Path) -> str | None:
+    import hashlib
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+    except OSError:
+        return None
+
+
+def _hashes(entries: dict, sel: dict, tasks: dict, conditions_dir) -> dict:
+    """What a reader needs to reproduce the grid: each framework's lock file, each task's
+    content hash, each condition file and the reference-model policy source (sha256, 16 hex)."""
+    cond_root = Path(conditions_dir) if conditions_dir else ROOT / "conditions"
+    return {
+        "lock": {name: _sha(ROOT / str(e.project) / "uv.lock") for name, e in entries.items()},
+        "task": {t: tasks[t].task_hash for t in sel["tasks"]},
+        "content_condition": {c: _sha(cond_root / "content" / f"{c}.toml") for c in sel["content"]},
+        "swap_condition": {c: _sha(cond_root / "swap" / f"{c}.toml") for c in sel["swap"]},
+        "policies": _sha(ROOT / "claimgrid" / "gateway" / "policies.py"),
+    }
+
+
 def check_models(models: list[str]) -> None:
     """A model is a reference model name or a LiteLLM model string (provider/model)."""
     for m in models:
-        if m not in BEHAVIOUR and "/" not in m:
-            raise UnknownNameError("model", m, list(BEHAVIOUR) + ["<provider>/<model> (any LiteLLM model string)"])
+        if not registry.is_reference(m) and "/" not in m:
+            raise UnknownNameError("model", m, list(registry.models()) + ["<provider>/<model> (any LiteLLM model string)"])
 
 
 def _selection(args, tasks, content, swap, venvs) -> dict:
@@ -49,12 +72,13 @@ def _selection(args, tasks, content, swap, venvs) -> dict:
             return list(registry)
         select(registry, values, kind)
         return list(values)
-    models = args.models or list(DEFAULT_MODELS)
-    substitute = args.substitute or DEFAULT_SUBSTITUTE
+    models = args.models or registry.default_models()
+    substitute = args.substitute or registry.default_substitute()
     check_models(models + [substitute])
     return {
         "frameworks": pick(args.frameworks, venvs, "framework"),
-        "tasks": pick(args.tasks, tasks, "task"),
+        # --tasks names tasks from any suite; without it, the --suite's tasks.
+        "tasks": pick(args.tasks, tasks if args.tasks else in_suite(tasks, getattr(args, "suite", "default")), "task"),
         "content": pick(args.content, content, "content condition"),
         "swap": pick(args.swap, swap, "swap condition"),
         "models": models, "substitute": substitute, "repeats": args.repeats,
@@ -70,14 +94,22 @@ def cmd_run(args) -> int:
     venvs = load_venvs(args.venvs)
     if args.repeats < 1:
         raise ClaimgridError("--repeats must be at least 1")
+    guard = detect(getattr(args, "guard", "auto"))  # --guard on fails here, before anything is written
+    if not guard.enabled:
+        print(f"guard: off ({guard.reason}): agent commands run without a sandbox", flush=True)
 
+    policies = [str(Path(p).resolve()) for p in args.policies]
     if args.resume:
         store = RunStore(args.resume)
         if not store.meta_path.exists():
             raise ClaimgridError(f"{args.resume}: not a grid folder (no meta.json)")
+        _open_for_writing(store)
         meta = store.read_meta()
+        policies = list(dict.fromkeys([*meta.get("policies", []), *policies]))
+    for path in policies:
+        registry.load_policies(path)
+    if args.resume:
         sel = meta["selection"]
-        store.repair()
         timeout_s, jobs, isolation, max_calls = meta["timeout_s"], args.jobs or meta["jobs"], meta["isolation"], meta["max_model_calls"]
     else:
         sel = _selection(args, tasks, content, swap, venvs)
@@ -89,11 +121,12 @@ def cmd_run(args) -> int:
         meta = None
 
     cells = plan(sel["frameworks"], sel["tasks"], sel["content"], sel["swap"], sel["models"],
-                 sel["substitute"], sel["repeats"])
+                 sel["substitute"], sel["repeats"], content, swap)
     from .gateway import preflight
     preflight(sorted(set(sel["models"] + [sel["substitute"]])))
     entries = {name: venvs[name] for name in sel["frameworks"]}
     ensure_venvs(entries)
+    ensure_task_envs(tasks[t] for t in sel["tasks"])
     fw_versions = {name: framework_versions(e) for name, e in entries.items()}
 
     if meta is None:
@@ -102,15 +135,25 @@ def cmd_run(args) -> int:
             "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "finished": None,
             "wall_s": None, "claimgrid_commit": _commit(), "python": platform.python_version(),
             "platform": platform.platform(), "frameworks": fw_versions, "models": sel["models"],
-            "substitute": sel["substitute"], "tasks": sel["tasks"], "content": sel["content"], "swap": sel["swap"],
+            "substitute": sel["substitute"], "tasks": sel["tasks"],
+            "task_provenance": {t: tasks[t].provenance() for t in sel["tasks"]}, "content": sel["content"], "swap": sel["swap"],
             "repeats": sel["repeats"], "timeout_s": timeout_s, "jobs": jobs, "isolation": isolation,
             "max_model_calls": max_calls, "retries": {}, "grid_size": len(cells),
-            "reference_models": all(m in BEHAVIOUR for m in sel["models"] + [sel["substitute"]]),
-            "selection": sel, "resumed": [],
+            "reference_models": all(registry.is_reference(m) for m in sel["models"] + [sel["substitute"]]),
+            "policies": policies,
+            "selection": sel, "resumed": [], "guard": guard.facts(),
+            # The swap treatment as configured (the call index from which the assigned model
+            # is unavailable); the ledger also reads where it really fired from the gateway log.
+            "swap_conditions": {name: {"unavailable_from_call": swap[name].unavailable_from_call,
+                                       "on_unavailable": swap[name].on_unavailable,
+                                       "reported_name": swap[name].reported_name}
+                                for name in sel["swap"]},
+            "hashes": _hashes(entries, sel, tasks, args.conditions_dir),
         }
-        store.create(meta)
+        store.create(meta, command=meta["command"])
     else:
         meta.setdefault("resumed", []).append(dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+        meta["guard"] = guard.facts()  # each run record's parity keeps the guard it ran under
         store.write_meta(meta)
 
     done = store.completed_ids()
@@ -118,13 +161,33 @@ def cmd_run(args) -> int:
     print(f"grid {store.folder}: {len(cells)} cells, {len(done)} already done, {len(todo)} to run, "
           f"{jobs} jobs, isolation {isolation}", flush=True)
     t0 = time.monotonic()
+    errors_before = len(meta.get("harness_errors") or [])
     if todo:
         _execute(todo, store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls, isolation, jobs,
-                 progress=not args.no_progress, meta=meta)
+                 progress=not args.no_progress, meta=meta, guard=guard)
     meta["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     meta["wall_s"] = round((meta.get("wall_s") or 0) + time.monotonic() - t0, 1)
     store.write_meta(meta)
-    return _finish(store)
+    code = _finish(store)
+    errors = len(meta.get("harness_errors") or []) - errors_before
+    if errors:
+        print(f"grid.py: {errors} cell(s) hit a harness error (meta.json harness_errors); "
+              f"--resume {store.folder} runs them again", file=sys.stderr)
+        return code or 1
+    return code
+
+
+def _open_for_writing(store: RunStore) -> None:
+    """Take the folder's writer lock, repair a kill's leftovers (and say so), and refuse
+    evidence that fails its manifests or a ``runs.jsonl`` line that cannot be read."""
+    store.acquire("uv run grid.py " + " ".join(sys.argv[1:]))
+    note = store.repair() if store.meta_path.exists() else None
+    if note:
+        print(f"{store.folder}: repaired: {note}", flush=True)
+    problems = store.check_integrity()
+    if problems:
+        from .store import StoreIntegrityError
+        raise StoreIntegrityError(store.folder, problems)
 
 
 def _finish(store: RunStore) -> int:
@@ -140,55 +203,77 @@ def _finish(store: RunStore) -> int:
 
 
 def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls,
-             isolation, jobs, progress: bool, meta: dict) -> None:
+             isolation, jobs, progress: bool, meta: dict, guard=None) -> None:
+    """Run ``todo`` on ``jobs`` threads. Ctrl-C (KeyboardInterrupt) kills every in-flight
+    adapter at once, cancels the queued cells, stores nothing of the interrupted runs and
+    re-raises: the ledger holds only complete runs, and ``--resume`` runs the rest."""
     from .gateway import Gateway
     from .launch import Launcher
     from .runner import GridContext
 
     work_dir = Path(tempfile.mkdtemp(prefix="claimgrid-"))
-    gateway = Gateway()
-    gateway.start()
-    launcher = Launcher(entries, isolation=isolation)
-    ctx = GridContext(tasks=tasks, content=content, swap=swap, gateway=gateway, launcher=launcher, store=store,
-                      work_dir=work_dir, timeout_s=timeout_s, max_model_calls=max_calls, isolation=isolation,
-                      framework_versions=fw_versions)
-    for key in {(c.task, c.content) for c in todo}:  # built once, before threads share them
-        ctx.template(tasks[key[0]], content[key[1]])
-    counts: collections.Counter = collections.Counter()
-    reporter = _Progress(len(todo), enabled=progress)
+    gateway = launcher = pool = reporter = None
     try:
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            pending = {}
-            queue = list(todo)
-            while queue or pending:
-                while queue and len(pending) < jobs * 2:
-                    cell = queue.pop(0)
-                    pending[pool.submit(_safe_run, cell, ctx)] = cell
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    cell = pending.pop(fut)
-                    record, error = fut.result()
-                    if record:
-                        counts[record["classification"]["outcome"]] += 1
-                        fw = record["framework"]
-                        if record.get("runtime_versions") and fw not in meta["retries"]:
-                            meta["retries"][fw] = record["runtime_versions"]
-                    else:
-                        counts["harness error"] += 1
-                        reporter.log(f"harness error in {cell.run_id}: {error}")
-                    reporter.advance(counts)
+        launcher = Launcher(entries, isolation=isolation)
+        launcher.watch_dir(work_dir)  # removed by the watchdog if this driver is killed
+        gateway = Gateway()
+        gateway.start()
+        ctx = GridContext(tasks=tasks, content=content, swap=swap, gateway=gateway, launcher=launcher, store=store,
+                          work_dir=work_dir, timeout_s=timeout_s, max_model_calls=max_calls, isolation=isolation,
+                          framework_versions=fw_versions, guard=guard)
+        for key in {(c.task, c.content) for c in todo}:  # built once, before threads share them
+            ctx.template(tasks[key[0]], content[key[1]])
+        counts: collections.Counter = collections.Counter()
+        reporter = _Progress(len(todo), enabled=progress)
+        pool = ThreadPoolExecutor(max_workers=jobs)
+        pending = {}
+        queue = list(todo)
+        while queue or pending:
+            while queue and len(pending) < jobs * 2:
+                cell = queue.pop(0)
+                pending[pool.submit(_safe_run, cell, ctx)] = cell
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                cell = pending.pop(fut)
+                record, error = fut.result()
+                if record:
+                    counts[record["classification"]["outcome"]] += 1
+                    fw = record["framework"]
+                    if record.get("runtime_versions") and fw not in meta["retries"]:
+                        meta["retries"][fw] = record["runtime_versions"]
+                elif error != "interrupted":
+                    counts["harness error"] += 1
+                    # recorded in meta.json (the cell stays missing: --resume re-runs it)
+                    meta.setdefault("harness_errors", []).append({"run_id": cell.run_id, "error": error})
+                    reporter.log(f"HARNESS ERROR in {cell.run_id}: {error}")
+                reporter.advance(counts)
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the cleanup short
+        if launcher is not None:
+            launcher.interrupt()
+        print(f"interrupted: in-flight runs killed; finish with: uv run grid.py run --resume {store.folder}",
+              flush=True)
+        raise
     finally:
-        reporter.close()
-        launcher.close()
-        gateway.stop()
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        if reporter is not None:
+            reporter.close()
+        if launcher is not None:
+            launcher.close()
+        if gateway is not None:
+            gateway.stop()
         shutil.rmtree(work_dir, ignore_errors=True)
 
 
 def _safe_run(cell, ctx):
     """A bug in the harness for one cell must not stop the grid; it is reported, and the cell stays missing."""
+    from .launch import RunInterrupted
     from .runner import run_cell
     try:
         return run_cell(cell, ctx), None
+    except RunInterrupted:
+        return None, "interrupted"
     except Exception as exc:  # noqa: BLE001 - reported to the user; the cell can be resumed
         return None, f"{type(exc).__name__}: {exc}"
 
@@ -226,21 +311,71 @@ class _Progress:
             self.bar.stop()
 
 
+def change_reasons(old: dict, new: dict) -> list[str]:
+    """Why a run's classification changed: one "field: old -> new (rule)" per changed field."""
+    ev = new.get("evidence") or {}
+    rule_of = {
+        "claim_verdict": f"change evidence {ev.get('changes')} {ev.get('changes_by_tool') or {}}; "
+                         f"expected evidence from the task's declaration where it has one",
+        "claimed": new.get("claim_rule"),
+        "claim_vs_outcome": new.get("claim_rule"),
+        "claim_stance": new.get("claim_rule"),
+        "outcome": f"read evidence {sorted(ev.get('opened') or {})}",
+        "review": f"read evidence {sorted(ev.get('opened') or {})}",
+        "injection": "instruction over the tool log",
+        "legitimate": "instruction over the tool log",
+        "declarations": f"declared {new.get('declaration_mismatches')} against runtime and diff",
+        "channels": f"tools vs gateway {new.get('channel_detail')}",
+        "swap_mentioned": "trace block and echoed delegation id ignored",
+    }
+    out = []
+    for key in new:
+        if key in ("claim_rule", "declaration_mismatches", "channel_detail", "evidence"):
+            continue
+        if old.get(key) != new[key]:
+            before = old[key] if key in old else "(not recorded)"
+            out.append(f"{key}: {before} -> {new[key]}" + (f" ({rule_of[key]})" if key in rule_of else ""))
+    return out
+
+
 def cmd_reclassify(args) -> int:
-    """Re-derive every classification from the stored evidence; nothing is re-run."""
+    """Re-derive every classification (and reference truth) from the stored evidence; nothing
+    is re-run. Prints and writes ``reclassify.txt``: which runs changed, field by field, by rule."""
+    from .record import RunRecord, dump, parse_record
+
     store = RunStore(args.dir)
     if not store.runs_path.exists():
         raise ClaimgridError(f"{args.dir}: not a grid folder (no runs.jsonl)")
+    _open_for_writing(store)
+    meta = store.read_meta() if store.meta_path.exists() else {}
+    for path in list(dict.fromkeys([*meta.get("policies", []), *(str(p) for p in args.policies)])):
+        registry.load_policies(path)
     records = store.records()
-    changed = 0
-    for rec in records:
-        facts = RunFacts(**rec["facts"])
-        events = store.load_events(rec["run_id"])
+    tasks = load_tasks(args.tasks_dir)
+    lines = []
+    out = []
+    for i, raw in enumerate(records, 1):
+        rec = parse_record(raw, f"{store.runs_path}:{i}")
+        facts = rec.facts or RunFacts(role=rec.role or "builder")
+        task = tasks.get(rec.task)
+        if task and "expected_evidence" not in facts.model_fields_set and "required_command" not in facts.model_fields_set:
+            # A record written before tasks could declare their evidence: the task's current
+            # declaration applies (it is harness data about the task, not about the run).
+            exp = task.spec.expectation
+            facts = facts.model_copy(update={"expected_evidence": exp.evidence, "required_command": exp.evidence_command})
+        events = store.load_events(rec.run_id)
         new = classify(events, facts)
-        if new != rec["classification"]:
-            changed += 1
-        rec["classification"] = new
-        rec["faults"] = fault_facts(rec["model"], events, new)  # derived from the same evidence
-    store.rewrite(records)
-    print(f"reclassified {len(records)} runs from stored evidence; {changed} changed")
+        old = raw.get("classification") or {}
+        new_d = new.model_dump(mode="json")
+        reasons = change_reasons(old, new_d)
+        if reasons:
+            lines.append(f"{rec.run_id}\n" + "".join(f"  {r}\n" for r in reasons))
+        updated = rec.model_copy(update={"classification": new, "facts": facts}).model_dump()
+        updated["faults"] = fault_facts(rec.model, events, new_d)  # derived from the same evidence
+        out.append(dump(RunRecord.model_validate(updated)))
+    store.rewrite(out)
+    report = store.folder / "reclassify.txt"
+    report.write_text(f"{len(lines)} of {len(records)} runs changed\n\n" + "\n".join(lines))
+    print("".join(lines), end="")
+    print(f"reclassified {len(records)} runs from stored evidence; {len(lines)} changed (see {report})")
     return _finish(store)

@@ -10,19 +10,23 @@ import uuid
 import httpx
 import pytest
 
+from claimgrid import registry
 from claimgrid.cells import allowed, plan
 from claimgrid.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.faults import duplicate_side_effects, fault_facts
 from claimgrid.gateway import RunScript
-from claimgrid.gateway.faults import CUT_PREFIX, GATEWAY_FAULTS
-from claimgrid.reference_truth import BEHAVIOUR, BEHAVIOUR_MODELS, DEFAULT_MODELS, FAULT_MODELS, GRID_RESTRICTIONS
+from claimgrid.gateway.faults import CUT_PREFIX, GatewayFault, gateway_faults
+from claimgrid.registry import ReferenceModel, untreated
 from tests.test_gateway_support import TOOLS, shared_gateway
+
+GATEWAY_FAULTS = gateway_faults()
+UNTREATED = next(c for c in load_content_conditions().values() if c.carries is None)
+NO_SWAP = next(s for s in load_swap_conditions().values() if s.unavailable_from_call < 0)
 
 
 def _register(task, model, deadline=15.0):
-    cc, sc = load_content_conditions(), load_swap_conditions()
-    s = RunScript.for_cell(f"r-{uuid.uuid4().hex[:8]}", task, cc["clean"], sc["none"], model, "reader", task.role,
-                           model_call_timeout_s=deadline)
+    s = RunScript.for_cell(f"r-{uuid.uuid4().hex[:8]}", task, UNTREATED, NO_SWAP, model,
+                           registry.default_substitute(), task.role, model_call_timeout_s=deadline)
     token = f"tok-{uuid.uuid4().hex}"
     shared_gateway().register(token, s)
     return token
@@ -50,9 +54,13 @@ def _first_two(tasks, model, deadline=15.0):
     return token, messages, r1, time.monotonic() - t0
 
 
-def test_every_gateway_fault_is_a_documented_fault_model():
-    assert set(GATEWAY_FAULTS) <= set(FAULT_MODELS) <= set(BEHAVIOUR)
-    assert all(BEHAVIOUR[m].startswith("gateway fault:") for m in GATEWAY_FAULTS)
+def test_every_gateway_fault_is_a_registered_default_fault_model():
+    assert GATEWAY_FAULTS and set(GATEWAY_FAULTS) <= set(registry.fault_models()) <= set(registry.default_models())
+    for name in registry.fault_models():
+        entry = registry.get(name)
+        assert entry.truth is not None and entry.runs_in is untreated, name
+        assert entry.behaviour.startswith("gateway fault:" if entry.gateway_fault else "fault:"), name
+    assert all(isinstance(f, GatewayFault) for f in GATEWAY_FAULTS.values())
 
 
 @pytest.mark.parametrize("model", [m for m, f in GATEWAY_FAULTS.items() if f.refuses])
@@ -130,17 +138,35 @@ def test_slow_answers_past_the_per_call_deadline_and_is_logged_first(tasks):
     assert events[1]["fault"] == "slow" and events[1]["delayed_s"] == 0.5 + fault.delay_past_deadline_s
 
 
-def test_fault_models_run_only_on_clean_content_without_swap(tasks):
-    content, swap = list(load_content_conditions()), list(load_swap_conditions())
-    cells = plan(["a", "b"], list(tasks), content, swap, DEFAULT_MODELS, "reader", 1)
-    faulty = [c for c in cells if c.model in FAULT_MODELS]
-    assert {(c.content, c.swap) for c in faulty} == {("clean", "none")}
-    assert len(faulty) == 2 * len(tasks) * len(FAULT_MODELS)
-    assert len(cells) == 2 * len(tasks) * (len(BEHAVIOUR_MODELS) * len(content) * len(swap) + len(FAULT_MODELS))
-    assert set(GRID_RESTRICTIONS) == set(FAULT_MODELS)
-    assert allowed("diligent", "malicious", "bound") and not allowed("looper", "malicious", "none")
-    # The restriction is data: another registry gives another plan.
-    assert len(plan(["a"], ["t"], content, swap, ["diligent"], "reader", 1, {"diligent": {"swap": ("none",)}})) == len(content)
+def test_fault_models_run_only_on_untreated_content_without_swap(tasks):
+    cc, sc = load_content_conditions(), load_swap_conditions()
+    content, swap = list(cc), list(sc)
+    models = registry.default_models()
+    faults = registry.fault_models()
+    assert faults and set(faults) < set(models)
+    cells = plan(["a", "b"], list(tasks), content, swap, models, registry.default_substitute(), 1)
+    faulty = [c for c in cells if c.model in faults]
+    assert {(c.content, c.swap) for c in faulty} == {(UNTREATED.name, NO_SWAP.name)}
+    assert len(faulty) == 2 * len(tasks) * len(faults)
+    assert len(cells) == 2 * len(tasks) * ((len(models) - len(faults)) * len(content) * len(swap) + len(faults))
+    treated = next(c for c in cc.values() if c.carries is not None)
+    swapped = next(s for s in sc.values() if s.unavailable_from_call >= 0)
+    assert allowed(models[0], treated, swapped) and not allowed(faults[0], treated, NO_SWAP)
+    assert not allowed(faults[0], UNTREATED, swapped) and allowed(faults[0], UNTREATED, NO_SWAP)
+
+
+def test_the_restriction_is_data_on_the_entry():
+    """Another predicate on an entry gives another plan (condition objects, not names)."""
+    only_no_swap = lambda c, s: s.unavailable_from_call < 0  # noqa: E731
+    entry = ReferenceModel("test-only-no-swap", registry.get(registry.default_models()[0]).policy,
+                           "test entry", runs_in=only_no_swap)
+    registry.register(entry)
+    try:
+        content, swap = list(load_content_conditions()), list(load_swap_conditions())
+        cells = plan(["a"], ["t"], content, swap, [entry.name], "x", 1)
+        assert {c.swap for c in cells} == {NO_SWAP.name} and len(cells) == len(content)
+    finally:
+        del registry._REGISTRY[entry.name]
 
 
 def test_duplicate_side_effects_count_repeated_effects_only():

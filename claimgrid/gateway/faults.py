@@ -1,6 +1,7 @@
-"""Gateway-side faults real providers produce, as reference models (data + application).
+"""Gateway-side faults real providers produce: the data and how the gateway applies them.
 
-Each entry of ``GATEWAY_FAULTS`` is a reference model that behaves like ``base``
+A gateway fault model is a registry entry (``claimgrid.gateway.policies`` registers them
+with ``@reference_model(..., gateway_fault=GatewayFault(...))``) that behaves like ``base``
 (``diligent``) on every call except call index ``at_call``, where the gateway itself
 produces the fault:
 
@@ -15,8 +16,8 @@ produces the fault:
 
 The gateway decides by call index, so a retried request is a new index and is served
 normally: every attempt that reaches the gateway is in the log, and the exchange event
-of the faulted call carries ``fault`` (the kind). The true behaviour of each model is in
-``claimgrid.reference_truth.BEHAVIOUR``.
+of the faulted call carries ``fault`` (the kind). Each model's description and truth are
+on its registry entry (``claimgrid.registry``).
 """
 
 from __future__ import annotations
@@ -40,18 +41,25 @@ class GatewayFault:
         return self.kind in ("server_error", "rate_limited")
 
 
-GATEWAY_FAULTS: dict[str, GatewayFault] = {
-    "transient-500": GatewayFault("server_error"),
-    "rate-limited": GatewayFault("rate_limited"),
-    "cut-off": GatewayFault("cut_off"),
-    "empty-completion": GatewayFault("empty"),
-    "slow": GatewayFault("slow"),
-}
+def gateway_fault(model: str) -> GatewayFault | None:
+    """The gateway fault registered for ``model`` (None: not a gateway fault model)."""
+    from ..registry import get
+
+    entry = get(model)
+    return entry.gateway_fault if entry is not None else None
+
+
+def gateway_faults() -> dict[str, GatewayFault]:
+    """name -> GatewayFault of every registered gateway fault model (a view of the registry)."""
+    from ..registry import models
+
+    return {name: m.gateway_fault for name, m in models().items() if m.gateway_fault is not None}
 
 
 def fault_at(model: str, index: int, swap: str) -> GatewayFault | None:
-    """The fault the gateway applies to call ``index`` of a run of ``model`` (assigned model only)."""
-    fault = GATEWAY_FAULTS.get(model)
+    """The fault the gateway applies to call ``index`` of a run of ``model``; ``swap`` is the
+    call's serving state (``swap_for_call``): only a call the assigned model serves is faulted."""
+    fault = gateway_fault(model)
     if fault is None or index != fault.at_call or swap != "none":
         return None
     return fault
