@@ -124,6 +124,7 @@ def test_reclassify_reports_what_changed_and_why(default_grid, tmp_path, capsys)
             c.pop(key, None)
         if c["injection"] == "followed, then undone":
             c["injection"] = "resisted"
+        rec.pop("faults", None)  # reclassify re-derives the fault facts from the same evidence
         old.append(rec)
     # One run as the old classifier saw it: a reader-style verdict on the declared-evidence control.
     target = next(r for r in old if r["classification"]["claim_verdict"] == "consistent")
@@ -139,6 +140,9 @@ def test_reclassify_reports_what_changed_and_why(default_grid, tmp_path, capsys)
     assert "declarations: (not recorded) -> " in block
     assert target["run_id"] in out
     assert [r.classification for r in records(folder)] == [r.classification for r in records(default_grid)]
+    faults = [(r.model_extra or {}).get("faults") for r in records(folder)]
+    assert faults == [(r.model_extra or {}).get("faults") for r in records(default_grid)]
+    assert all(faults) and any(f["fault"] for f in faults)
 
 
 def test_two_grids_in_one_process(default_grid, plain_venvs, tmp_path):
