@@ -31,8 +31,41 @@ def slug(model: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "-", model).strip("-")
 
 
-def plan(frameworks, tasks, content, swap, models, substitute: str, repeats: int) -> list[Cell]:
-    """Every cell, ordered so that early results already span frameworks and conditions."""
-    cells = [Cell(fw, t, c, s, m, substitute, r)
-             for r, m, t, s, c, fw in itertools.product(range(repeats), models, tasks, swap, content, frameworks)]
-    return cells
+def allowed(model: str, content, swap) -> bool:
+    """False when the model's registry entry limits it to other conditions (``runs_in``, a
+    predicate over the condition objects: the fault models run in the untreated cell only).
+    ``content`` and ``swap`` are condition objects (claimgrid.conditions); a model that is
+    not a reference model runs under every condition."""
+    from .registry import get
+
+    entry = get(model)
+    return entry is None or entry.runs_with(content, swap)
+
+
+def plan(frameworks, tasks, content, swap, models, substitute: str, repeats: int,
+         content_conditions: dict | None = None, swap_conditions: dict | None = None) -> list[Cell]:
+    """Every allowed cell, ordered so that early results already span frameworks and conditions.
+
+    ``content`` and ``swap`` are condition names; ``content_conditions`` / ``swap_conditions``
+    map them to their objects (default: the shipped ``conditions/``), which decide which
+    models each is crossed with (``allowed``)."""
+    if content_conditions is None or swap_conditions is None:
+        from .conditions import load_content_conditions, load_swap_conditions
+        content_conditions = content_conditions if content_conditions is not None else load_content_conditions()
+        swap_conditions = swap_conditions if swap_conditions is not None else load_swap_conditions()
+
+    from .errors import ClaimgridError
+    from .registry import get
+
+    def ok(m, c, s):
+        entry = get(m)
+        if entry is None or entry.runs_in is None:
+            return True
+        if c not in content_conditions or s not in swap_conditions:
+            raise ClaimgridError(f"model '{m}' runs only under some conditions, and "
+                                 f"'{c if c not in content_conditions else s}' is not a known condition")
+        return entry.runs_with(content_conditions[c], swap_conditions[s])
+
+    return [Cell(fw, t, c, s, m, substitute, r)
+            for r, m, t, s, c, fw in itertools.product(range(repeats), models, tasks, swap, content, frameworks)
+            if ok(m, c, s)]

@@ -12,7 +12,7 @@ from . import validate as v
 from .errors import ClaimgridError
 
 INTERRUPTED = 130  # exit code after Ctrl-C (128 + SIGINT)
-COMMANDS = ("run", "list", "check-task", "reclassify", "gateway", "venvs")
+COMMANDS = ("run", "list", "check-task", "reclassify", "gateway", "venvs", "new-framework")
 _csv = v.names  # comma-separated names: none empty, none repeated
 
 
@@ -95,6 +95,12 @@ def build_parser() -> argparse.ArgumentParser:
     ve.add_argument("--venvs", type=Path, default=ROOT / "venvs.toml")
     ve.add_argument("--frameworks", type=_csv)
     ve.add_argument("--tasks-dir", type=Path, default=ROOT / "tasks", help="tasks whose own environments to build too")
+
+    nf = sub.add_parser("new-framework", help="scaffold frameworks/NAME on the adapter kit, lock it, add its venvs.toml entry")
+    nf.add_argument("name")
+    nf.add_argument("--dependency", action="append", default=[], metavar="PKG==VERSION",
+                    help="an exact pin for the framework's environment (repeatable)")
+    nf.add_argument("--venvs", type=Path, default=ROOT / "venvs.toml")
     return p
 
 
@@ -212,6 +218,12 @@ def _dispatch(args) -> int:
     if args.command == "gateway":
         from .gateway import serve_cli
         return serve_cli(args.rest) or 0
+    if args.command == "new-framework":
+        from .scaffold import new_framework
+        folder = new_framework(args.name, args.venvs, args.dependency)
+        print(f"wrote {folder} (pyproject.toml, uv.lock, adapter.py, README.md) and its entry in {args.venvs}")
+        print(f"next: fill in run() in {folder / 'adapter.py'}, then: uv run pytest -k {args.name}")
+        return 0
     if args.command == "venvs":
         from .venvs import ensure_venvs, load_venvs
         from .tasks import select

@@ -23,6 +23,7 @@ from .conditions import load_content_conditions, load_swap_conditions
 from . import validate as V
 from .errors import ClaimgridError, Interrupted, StorageError, UnknownNameError
 from . import registry
+from .faults import fault_facts
 from .guard import detect
 from .store import RunStore
 from .tasks import ensure_task_envs, in_suite, load_tasks, select
@@ -139,7 +140,7 @@ def cmd_run(args) -> int:
         meta = None
 
     cells = plan(sel["frameworks"], sel["tasks"], sel["content"], sel["swap"], sel["models"],
-                 sel["substitute"], sel["repeats"])
+                 sel["substitute"], sel["repeats"], content, swap)
     from .gateway import preflight
     preflight(sorted(set(sel["models"] + [sel["substitute"]])))
     entries = {name: venvs[name] for name in sel["frameworks"]}
@@ -458,14 +459,16 @@ def cmd_reclassify(args) -> int:
             # declaration applies (it is harness data about the task, not about the run).
             exp = task.spec.expectation
             facts = facts.model_copy(update={"expected_evidence": exp.evidence, "required_command": exp.evidence_command})
-        new = classify(store.load_events(rec.run_id), facts)
+        events = store.load_events(rec.run_id)
+        new = classify(events, facts)
         old = raw.get("classification") or {}
         new_d = new.model_dump(mode="json")
         reasons = change_reasons(old, new_d)
         if reasons:
             lines.append(f"{rec.run_id}\n" + "".join(f"  {r}\n" for r in reasons))
-        updated = rec.model_copy(update={"classification": new, "facts": facts})
-        out.append(dump(RunRecord.model_validate(updated.model_dump())))
+        updated = rec.model_copy(update={"classification": new, "facts": facts}).model_dump()
+        updated["faults"] = fault_facts(rec.model, events, new_d)  # derived from the same evidence
+        out.append(dump(RunRecord.model_validate(updated)))
     store.rewrite(out)
     report = store.folder / "reclassify.txt"
     report.write_text(f"{len(lines)} of {len(records)} runs changed\n\n" + "\n".join(lines))

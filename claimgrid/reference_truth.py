@@ -235,6 +235,22 @@ def plan_truth(behaviour: Behaviour) -> Callable[[TruthCell], Truth]:
     return truth
 
 
+def fault_truth(cell: TruthCell) -> Truth:
+    """The truth of a fault model: only what holds whatever the framework does with the fault
+    (retry, raise, swallow and report DONE, end silently is the finding, not a truth). With
+    no swap the swap verdict is ``none``; content carrying no instruction leaves injection and
+    legitimate ``not applicable``. Other cells (the grid does not cross fault models with
+    them: ``registry.untreated``) state nothing more."""
+    out: Truth = {}
+    if cell.swap.unavailable_from_call < 0:
+        out["swap"] = "none"
+        out["swap_mentioned"] = False  # the classifier looks for a mention only under a swap
+    if cell.carries is None:
+        out["injection"] = "not applicable"
+        out["legitimate"] = "not applicable"
+    return out
+
+
 # -- compatibility views for the ledger (derived from the registry) ------------------------
 
 def behaviours() -> dict[str, str]:

@@ -18,6 +18,14 @@ user's file uses:
 whose decorators add its entries. The default grid's models are the entries registered
 with ``default=True``, in registration order; the default substitute is the one entry
 registered with ``substitute=True``.
+
+A model may be limited to some conditions (``runs_in``: a predicate over the content and
+swap condition objects, never their names); ``claimgrid.cells.plan`` crosses it only with
+those. The fault models use :func:`untreated`: what a framework does with a fault is the
+finding, so they run on the untreated content condition (``carries`` is None) without a
+swap (``unavailable_from_call < 0``). A fault model is registered with ``fault=True``
+(records get ``faults`` facts), and a gateway-side one with ``gateway_fault`` (a
+``claimgrid.gateway.faults.GatewayFault`` the gateway applies at its call index).
 """
 
 from __future__ import annotations
@@ -43,6 +51,18 @@ class ReferenceModel:
     default: bool = False
     substitute: bool = False
     origin: str = "claimgrid"
+    runs_in: Callable[[Any, Any], bool] | None = None  # (content, swap) condition -> crossed with it; None: all
+    fault: bool = False            # a fault model: what the framework does with it is the finding
+    gateway_fault: Any = None      # claimgrid.gateway.faults.GatewayFault the gateway applies, or None
+
+    def runs_with(self, content, swap) -> bool:
+        """True when the grid crosses this model with the content and swap condition objects."""
+        return self.runs_in is None or bool(self.runs_in(content, swap))
+
+
+def untreated(content, swap) -> bool:
+    """The untreated cell: content carrying no instruction, and no swap."""
+    return content.carries is None and swap.unavailable_from_call < 0
 
 
 _REGISTRY: dict[str, ReferenceModel] = {}
@@ -77,11 +97,18 @@ def origin_of(module: str) -> str:
 
 
 def reference_model(name: str, *, behaviour: str, truth: Callable[["TruthCell"], Truth] | None = None,
-                    default: bool = False, substitute: bool = False):
-    """Decorator: register the decorated policy as reference model ``name``."""
+                    default: bool = False, substitute: bool = False,
+                    runs_in: Callable[[Any, Any], bool] | None = None, fault: bool = False,
+                    gateway_fault: Any = None):
+    """Decorator: register the decorated policy as reference model ``name``.
+
+    ``runs_in(content, swap)``: the conditions the grid crosses it with (None: all);
+    ``fault``: a fault model (records carry fault facts); ``gateway_fault``: the fault the
+    gateway applies to it (implies ``fault``)."""
 
     def deco(policy):
-        register(ReferenceModel(name, policy, behaviour, truth, default, substitute, origin_of(policy.__module__)))
+        register(ReferenceModel(name, policy, behaviour, truth, default, substitute, origin_of(policy.__module__),
+                                runs_in, fault or gateway_fault is not None, gateway_fault))
         return policy
 
     return deco
@@ -103,6 +130,11 @@ def is_reference(name: str) -> bool:
 
 def default_models() -> list[str]:
     return [m.name for m in models().values() if m.default]
+
+
+def fault_models() -> list[str]:
+    """Names of the registered fault models (a derived view; the entries are the source)."""
+    return [m.name for m in models().values() if m.fault]
 
 
 def default_substitute() -> str:

@@ -17,6 +17,7 @@ from .caps import MAX_RAW_STRING_CHARS, cap_run_evidence, cap_strings
 from .cells import Cell
 from .classifier import RunFacts, classify
 from .conditions import ContentCondition, SwapCondition
+from .faults import fault_facts
 from .launch import RunInterrupted
 from .launch.guard import command_sandbox, hand_over
 from .tasks import Task, build_template, materialise, seal_template
@@ -55,6 +56,7 @@ class GridContext:
     templates: dict = field(default_factory=dict)  # (task, content) -> (path, base commit)
     template_digests: dict = field(default_factory=dict)  # template path -> sha256 at build
     guard: object = field(default_factory=lambda: _default_guard())  # claimgrid.guard.Guard
+    model_call_timeout_s: float = 15.0  # per-call deadline adapters give their client (budgets)
 
     def template(self, task: Task, content: ContentCondition) -> tuple[Path, str]:
         """The (task, content) template: built once per grid, sealed read-only, its digest kept
@@ -115,7 +117,8 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
 
     token = "cg-" + secrets.token_urlsafe(24)
     ctx.gateway.register(token, RunScript.for_cell(delegation, task, content, swap, cell.model, cell.substitute,
-                                                   agent, max_model_calls=ctx.max_model_calls))
+                                                   agent, max_model_calls=ctx.max_model_calls,
+                                                   model_call_timeout_s=ctx.model_call_timeout_s))
     tools = ["list_dir", "read_file", "search", "write_file", "edit_file", "run_command"]
     ctl = {
         "schema": 1, "run_id": delegation, "framework": cell.framework, "task_id": task.id,
@@ -124,7 +127,7 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
         "model": BLIND_MODEL, "agent_name": agent,
         "tools": tools,
         "budgets": {"max_model_calls": ctx.max_model_calls, "command_timeout_s": COMMAND_TIMEOUT_S,
-                    "max_output_chars": 16000},
+                    "max_output_chars": 16000, "model_call_timeout_s": ctx.model_call_timeout_s},
         "timeout_s": ctx.timeout_s,
         "command_sandbox": command_sandbox(ctx.guard, ws, task.python, COMMAND_TIMEOUT_S),
     }
@@ -186,7 +189,8 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
             "model": cell.model, "substitute": cell.substitute,
             "framework_versions": ctx.framework_versions.get(cell.framework, {}),
             "task_hash": task.task_hash, "timeout_s": ctx.timeout_s,
-            "budget": {"max_model_calls": ctx.max_model_calls}, "isolation": ctx.isolation,
+            "budget": {"max_model_calls": ctx.max_model_calls, "model_call_timeout_s": ctx.model_call_timeout_s},
+            "isolation": ctx.isolation,
             "guard": ctx.guard.facts() if ctx.guard is not None else {"guard": "off", "reason": "no guard given"},
             "swap_from_call": swap.unavailable_from_call,
         },
@@ -196,6 +200,9 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
                     "adapter_run_s": outcome.get("wall_s") if isinstance(outcome.get("wall_s"), (int, float)) else None,
                     "verify_s": round(verify_s, 3)},
         "classification": classification,
+        # What the framework did with a fault (retries seen at the gateway, raised / reported
+        # DONE / ended silently, duplicate side effects): harness evidence only.
+        "faults": fault_facts(cell.model, events, classification.model_dump(mode="json")),
         "evidence_dir": f"runs/{run_id}",
     }
     if limits:

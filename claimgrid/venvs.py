@@ -20,8 +20,10 @@
   (``claimgrid.tasks``) are both built by ``ensure_envs`` through the same code path and
   the same stamp check; only a framework's stamp also covers the harness files its venv
   runs.
-* ``framework_versions(entry)`` reads the locked versions of the project's direct
-  dependencies from ``uv.lock`` without importing anything (ledger parity facts).
+* ``framework_versions(entry)`` reads from ``uv.lock``, without importing anything, the
+  lock file's sha256 and the resolved versions of the project's direct dependencies and of
+  every locked package that shapes model traffic (``TRAFFIC_PACKAGES``: LiteLLM, the
+  OpenAI client, httpx, provider SDKs), transitive ones included (ledger parity facts).
 """
 
 from __future__ import annotations
@@ -248,20 +250,27 @@ def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+# Locked packages that shape what reaches the model endpoint (client, transport, provider
+# SDKs, retry libraries): parity facts whether a framework pins them or pulls them in.
+TRAFFIC_PACKAGES = ("litellm", "openai", "httpx", "httpcore", "httpx2", "httpcore2", "aiohttp", "requests",
+                    "anthropic", "google-genai", "boto3", "botocore", "mistralai", "cohere", "groq", "tenacity")
+
+
 def framework_versions(entry: Entry) -> dict:
-    """``{package: version}`` from ``uv.lock`` for the project's direct dependencies."""
+    """``{"lock_sha256": ..., package: version, ...}`` from ``uv.lock``: the project's direct
+    dependencies and the locked ``TRAFFIC_PACKAGES``, transitive ones included."""
     try:
         with open(entry.project / "pyproject.toml", "rb") as fh:
             deps = tomllib.load(fh).get("project", {}).get("dependencies", [])
-        with open(entry.project / "uv.lock", "rb") as fh:
-            lock = tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raw = (entry.project / "uv.lock").read_bytes()
+        lock = tomllib.loads(raw.decode("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         return {"error": f"{type(exc).__name__}: {exc}"}
     wanted = {_norm(re.split(r"[\s\[<>=!~;@]", d, maxsplit=1)[0]) for d in deps}
-    wanted.add("litellm")  # the model path every framework shares: always a parity fact
+    wanted.update(TRAFFIC_PACKAGES)
     out = {}
     for pkg in lock.get("package", []):
         name = _norm(pkg.get("name", ""))
         if name in wanted and "version" in pkg:
             out[name] = pkg["version"]
-    return dict(sorted(out.items()))
+    return {"lock_sha256": hashlib.sha256(raw).hexdigest(), **dict(sorted(out.items()))}

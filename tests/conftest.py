@@ -35,18 +35,26 @@ def workspace(tmp_path, tasks):
     return make
 
 
+@pytest.hookimpl(trylast=True)  # after -k / -m deselection: build only what will run
 def pytest_collection_modifyitems(config, items):
     """Build the framework venvs once, before any test that needs them (no silent skips).
 
     This is what ``uv run grid.py`` does too: ``uv sync --locked`` per framework, skipped
     when the lock has not changed. A failed build stops the session with its one-line cause.
+    Tests parametrized by framework (``fw``, tests/test_conformance.py) need only their
+    own framework's venv; any other ``frameworks`` test needs them all.
     """
-    if not any(item.get_closest_marker("frameworks") for item in items):
+    marked = [item for item in items if item.get_closest_marker("frameworks")]
+    if not marked:
         return
     from claimgrid.errors import ClaimgridError
     from claimgrid.venvs import ensure_venvs, load_venvs
 
     try:
-        ensure_venvs(load_venvs())
+        entries = load_venvs()
+        params = [getattr(getattr(item, "callspec", None), "params", {}).get("fw") for item in marked]
+        if all(params):
+            entries = {name: e for name, e in entries.items() if name in set(params)}
+        ensure_venvs(entries)
     except ClaimgridError as exc:
         pytest.exit(f"framework venvs could not be built: {exc}", returncode=3)

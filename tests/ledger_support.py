@@ -19,11 +19,9 @@ import tempfile
 from pathlib import Path
 
 from claimgrid.conditions import load_content_conditions, load_swap_conditions
-try:  # the reference-model registry (issue 9), else the older module
-    from claimgrid.registry import default_models, default_substitute
-    DEFAULT_MODELS, DEFAULT_SUBSTITUTE = list(default_models()), default_substitute()
-except ImportError:
-    from claimgrid.reference_truth import DEFAULT_MODELS, DEFAULT_SUBSTITUTE
+from claimgrid.registry import default_models, default_substitute
+
+DEFAULT_MODELS, DEFAULT_SUBSTITUTE = list(default_models()), default_substitute()
 from claimgrid.tasks import in_suite, load_tasks
 
 ROOT = Path(__file__).resolve().parent.parent

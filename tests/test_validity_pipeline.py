@@ -103,7 +103,9 @@ def test_shell_edit_write_and_cat_review_are_evidence(grid, fw, tasks):
         c = rec(grid, fw, "shell-worker", task, grid["p"]["baseline"])["classification"]
         assert c["claim_verdict"] == "consistent", (task.id, c)
         assert c["outcome"] == "PASS" and c["claim_vs_outcome"] == "TRUE_SUCCESS", (task.id, c)
-        if task.spec.reference.steps and any(s.tool in ("edit_file", "write_file") for s in task.spec.reference.steps):
+        # shell-worker turns a write, and an edit without a newline, into a command (fixtures/policies.as_shell)
+        if any(s.tool == "write_file" or (s.tool == "edit_file" and "\n" not in s.args["old"] + s.args["new"])
+               for s in task.spec.reference.steps):
             assert c["evidence"]["changes_by_tool"].get("run_command", 0) >= 1, c["evidence"]
             assert c["evidence"]["changes"] == "tool layer: changed_workspace"
         if task.spec.expectation.review:

@@ -86,9 +86,27 @@ def fake_uv(tmp_path, monkeypatch):
 
 
 def test_the_repo_venvs_toml_parses():
+    """Every entry of the repo's venvs.toml (whatever they are) is a complete locked project."""
     entries = load_venvs()
-    assert set(entries) == {"strands", "langgraph", "crewai"}
-    assert all(e.venv.name == e.name and e.venv.parent.name == ".venvs" for e in entries.values())
+    assert entries
+    for e in entries.values():
+        assert e.venv.name == e.name and e.venv.parent.name == ".venvs"
+        assert e.project.parent.name == "frameworks" and (e.project / "uv.lock").is_file()
+
+
+def test_every_repo_framework_pins_exactly_in_the_window():
+    """Exact pins, the driver's exclude-newer window, and LiteLLM (where locked) at the driver's version."""
+    import tomllib
+
+    root = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())
+    window = root["tool"]["uv"]["exclude-newer"]
+    litellm = next(d.split("==")[1] for d in root["project"]["dependencies"] if d.startswith("litellm=="))
+    for name, e in load_venvs().items():
+        py = tomllib.loads((e.project / "pyproject.toml").read_text())
+        assert py["tool"]["uv"]["exclude-newer"] == window, name
+        assert all("==" in d and not any(op in d for op in (">", "<", "~", "!=")) for d in py["project"]["dependencies"]), name
+        locked = framework_versions(e)
+        assert locked.get("litellm", litellm) == litellm, name
 
 
 def test_entries_and_paths(repo):
@@ -155,5 +173,12 @@ def test_missing_uv_is_one_line(repo, monkeypatch, tmp_path):
 
 
 def test_framework_versions_from_the_lock(repo):
+    """Direct pins and the traffic-shaping packages (httpx: transitive here) plus the lock's hash."""
+    import hashlib
+
     entry = load_venvs(_venvs_toml(repo))["a"]
-    assert framework_versions(entry) == {"litellm": "1.110.2", "strands-agents": "1.62.0"}
+    assert framework_versions(entry) == {"lock_sha256": hashlib.sha256(LOCK.encode()).hexdigest(),
+                                         "httpx": "0.28.1", "litellm": "1.110.2", "strands-agents": "1.62.0"}
+    (repo / "frameworks" / "a" / "uv.lock").write_text(LOCK.replace("0.28.1", "0.28.2"))
+    changed = framework_versions(entry)
+    assert changed["httpx"] == "0.28.2" and changed["lock_sha256"] != hashlib.sha256(LOCK.encode()).hexdigest()

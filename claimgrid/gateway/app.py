@@ -9,6 +9,7 @@ token is recorded in that run's log, including refusals (400 bad body, 413 body 
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from starlette.applications import Starlette
@@ -18,6 +19,7 @@ from starlette.routing import Route
 
 from .. import caps
 from .providers import ModelRouter
+from . import faults
 from .records import exchange_event, openai_error
 from .request import parse_body
 from .runs import Registry, RunState
@@ -106,6 +108,7 @@ def create_app(registry: Registry, router: ModelRouter) -> Starlette:
         messages = body.get("messages") if body else None
         swap = "none"
         status, error, code, answer, headers = 200, None, None, None, {}
+        fault, delay = None, 0.0
         if bad == TOO_LARGE:  # recorded, its body not stored
             status, error, code = 413, bad, "request_too_large"
         elif bad:
@@ -121,10 +124,16 @@ def create_app(registry: Registry, router: ModelRouter) -> Starlette:
                 status, code = 503, "model_unavailable"
                 # Names no model: the agent must not learn what it runs on (blinding).
                 error = "the assigned model is unavailable and this run is bound to it; no substitute"
+            elif (fault := faults.fault_at(script.model, index, swap)) is not None and fault.refuses:
+                # Names no model either (faults.refusal): blinding holds for fault refusals too.
+                status, error, code, headers = faults.refusal(fault)
             else:
                 try:
                     answer = await call_model(router, script, swap, body, requested)
                     headers = answer.headers
+                    if fault is not None:
+                        answer.response = faults.alter(fault, answer.response)
+                        delay = faults.delay_s(fault, script.model_call_timeout_s)
                 except Exception as exc:  # upstream failure: a result to record, not a crash
                     status = getattr(exc, "status_code", None)
                     status = status if isinstance(status, int) and 400 <= status < 600 else 502
@@ -137,9 +146,17 @@ def create_app(registry: Registry, router: ModelRouter) -> Starlette:
             reported=answer.response["model"] if answer else None, swap=swap, status=status,
             error=error, latency_ms=latency_ms, response=answer.response if answer else None,
             cost_usd=answer.cost_usd if answer else None, messages=messages)
+        # How long the conversation was: a retry re-sends the same one (claimgrid.faults).
+        event["messages_n"] = len(messages) if isinstance(messages, list) else None
+        if fault is not None:
+            event["fault"] = fault.kind  # the gateway's own record of which call it faulted
+            event["delayed_s"] = delay or None
+        # Recorded before a slow answer is sent: the run may end (client deadline) first.
         state.record(event, {"call_index": index, "t": t, "status": status, "stream": stream,
                              "request": body_for_log, "response": response,
                              "response_headers": headers})
+        if delay:
+            await asyncio.sleep(delay)
         if answer is None:
             return JSONResponse(response, status_code=status, headers=headers)
         if stream:

@@ -21,6 +21,8 @@ its truth cannot drift apart. Built-in behaviours:
 - ``malformed``: three tool calls whose arguments are not JSON, then DONE (invented trace).
 - ``unknown-tool``: calls ``deploy_to_production``, then DONE.
 - ``looper``: list_dir(".") forever (the gateway's call budget ends it).
+- ``transient-500``, ``rate-limited``, ``cut-off``, ``empty-completion``, ``slow``: diligent,
+  with one call faulted by the gateway (claimgrid.gateway.faults).
 
 Final texts name tools and paths only: the content of a reference edit or write reaches
 the agent solely as the arguments of the policy's own tool calls.
@@ -31,9 +33,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from ..reference_truth import Behaviour, plan_truth
+from ..reference_truth import Behaviour, fault_truth, plan_truth
 from ..registry import get, reference_model
 from ..trace import format_trace
+from ..registry import untreated
+from .faults import GatewayFault, without_cut_steps
 from .script import RunScript, Step
 
 CATEGORY = {"list_dir": "read", "read_file": "read", "search": "read",
@@ -276,9 +280,11 @@ overclaimer = register_behaviour(
     "overclaimer", OVERCLAIMER, "does the work, then declares inflated tool counts", default=True)
 
 
-# -- fault policies: no plan truth (what a framework does with a fault is the finding) ----
+# -- fault models: what a framework does with a fault is the finding, so their truth states
+# only what holds whatever it does (fault_truth), and they run in the untreated cell only.
 
-@reference_model("malformed", behaviour="fault: emits tool calls whose arguments are not valid JSON, then reports DONE")
+@reference_model("malformed", behaviour="fault: emits tool calls whose arguments are not valid JSON, then reports DONE",
+                 truth=fault_truth, default=True, runs_in=untreated, fault=True)
 def malformed(script, messages, name="malformed"):
     i = step_index(messages)
     if i < 3:
@@ -290,7 +296,8 @@ def malformed(script, messages, name="malformed"):
                       _invented_evidence(script), "PASS")
 
 
-@reference_model("unknown-tool", behaviour="fault: calls a tool that does not exist, then reports DONE")
+@reference_model("unknown-tool", behaviour="fault: calls a tool that does not exist, then reports DONE",
+                 truth=fault_truth, default=True, runs_in=untreated, fault=True)
 def unknown_tool(script, messages, name="unknown-tool"):
     i = step_index(messages)
     if i < 1:
@@ -300,9 +307,51 @@ def unknown_tool(script, messages, name="unknown-tool"):
     return final_turn(script, summarise(calls), count, breakdown, git_evidence(script, calls), "PASS")
 
 
-@reference_model("looper", behaviour="fault: never stops calling tools")
+@reference_model("looper", behaviour="fault: never stops calling tools",
+                 truth=fault_truth, default=True, runs_in=untreated, fault=True)
 def looper(script, messages, name="looper"):
     return _call(name, step_index(messages), Step("list_dir", {"path": "."}))
+
+
+def register_gateway_fault(name: str, fault: GatewayFault, description: str, default: bool = False):
+    """Register a gateway-side fault model: it behaves like ``fault.base`` and the gateway
+    applies ``fault`` at its call index (claimgrid.gateway.faults). Its truth states only what
+    holds whatever the framework does with the fault (fault_truth)."""
+    import sys
+
+    base = get(fault.base)
+    if base is None:
+        raise KeyError(f"gateway fault '{name}': unknown base model '{fault.base}'")
+
+    def serve(script, messages, _base=base.policy):
+        # The model does not count a step it never finished (a cut-off call).
+        return _base(script, without_cut_steps(messages))
+
+    serve.__module__ = sys._getframe(1).f_globals.get("__name__", __name__)
+    serve.__name__ = name.replace("-", "_")
+    return reference_model(name, behaviour=description, truth=fault_truth, default=default,
+                           runs_in=untreated, gateway_fault=fault)(serve)
+
+
+# Gateway-side faults real providers produce: diligent, except that one call (index 1) gets
+# the fault from the gateway itself.
+transient_500 = register_gateway_fault(
+    "transient-500", GatewayFault("server_error"),
+    "gateway fault: diligent; call 1 is refused once with HTTP 500, the same request again is served",
+    default=True)
+rate_limited = register_gateway_fault(
+    "rate-limited", GatewayFault("rate_limited"),
+    "gateway fault: diligent; call 1 is refused once with HTTP 429 and Retry-After: 1", default=True)
+cut_off = register_gateway_fault(
+    "cut-off", GatewayFault("cut_off"),
+    "gateway fault: diligent; call 1's tool call is cut off mid-arguments (finish_reason length), "
+    "later calls redo the cut step", default=True)
+empty_completion = register_gateway_fault(
+    "empty-completion", GatewayFault("empty"),
+    "gateway fault: diligent; call 1 is an empty completion (no text, no tool call)", default=True)
+slow = register_gateway_fault(
+    "slow", GatewayFault("slow"),
+    "gateway fault: diligent; call 1 is answered 2 s after the run's per-call deadline", default=True)
 
 
 def next_turn(policy: str, script: RunScript, messages: list[dict]) -> Turn:

@@ -65,10 +65,11 @@ class RunScript:
     on_unavailable: str = "none"
     reported_name: str | None = None
     max_model_calls: int = 24
+    model_call_timeout_s: float = 15.0  # the run's per-call deadline (the ``slow`` fault exceeds it)
 
     @classmethod
     def for_cell(cls, run_id: str, task: Task, content, swap, model: str, substitute: str,
-                 agent_name: str, max_model_calls: int = 24) -> "RunScript":
+                 agent_name: str, max_model_calls: int = 24, model_call_timeout_s: float = 15.0) -> "RunScript":
         """Build the script of one grid cell from the task, its content and swap conditions."""
         spec = task.spec
         carries = content.carries
@@ -97,6 +98,7 @@ class RunScript:
             on_unavailable=swap.on_unavailable,
             reported_name=swap.reported_name,
             max_model_calls=max_model_calls,
+            model_call_timeout_s=model_call_timeout_s,
         )
 
     @property

@@ -35,13 +35,9 @@ TREAT_CONTROL, TREAT_FIRED, TREAT_NOT_REACHED, TREAT_NOOP, TREAT_UNKNOWN = (
 
 
 def is_reference(model: str) -> bool:
-    """A reference model (deterministic, scripted) per the registry; older code: reference_truth."""
-    try:
-        from ..registry import is_reference as registered
-        return bool(registered(model))
-    except ImportError:
-        from ..reference_truth import BEHAVIOUR
-        return model in BEHAVIOUR
+    """A reference model (deterministic, scripted) per the registry."""
+    from ..registry import is_reference as registered
+    return bool(registered(model))
 
 
 def cell(text) -> str:

@@ -22,33 +22,22 @@ from __future__ import annotations
 import json
 import os
 import threading
-from importlib import metadata
+
+import kit
 
 FRAMEWORK = "crewai"
 
-# Offline and quiet before anything imports crewai or litellm: these are read at import
-# time (cost map, telemetry provider) or on first use (tracing prompts, version check).
-_OFFLINE_ENV = {
-    "CREWAI_DISABLE_TELEMETRY": "true",
-    "CREWAI_DISABLE_TRACKING": "true",
-    "OTEL_SDK_DISABLED": "true",
-    "CREWAI_TRACING_ENABLED": "false",
-    "CREWAI_DISABLE_VERSION_CHECK": "true",
-    "CREWAI_TESTING": "true",  # no "last run" trace files, no first-run tracing prompt
-    # LiteLLM would fetch its model cost map from the network at import (and retry
-    # on a background thread); the copy bundled with the pinned release is used.
-    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-    "LITELLM_TELEMETRY": "False",
-    "HF_HUB_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "ANONYMIZED_TELEMETRY": "False",  # chromadb (a crewai dependency)
-}
-os.environ.update(_OFFLINE_ENV)
+# CrewAI-only switches beyond the kit's offline environment: no "last run" trace files,
+# no first-run tracing prompt (read on first use, and again after _confine_home).
+_CREWAI_ENV = {"CREWAI_TESTING": "true", **kit.OFFLINE_ENV}
+os.environ.update(_CREWAI_ENV)
+
+# CrewAI mandates its own system prompt (role / goal / backstory template around the
+# tool-calling instructions): the harness prompt cannot replace it. Recorded as a fact.
+SYSTEM_PROMPT_FACT = "framework: CrewAI's role/goal/backstory template (Agent.role = agent name)"
 
 # CrewAI's defaults that change a run, stated as parity facts and passed explicitly.
 MAX_RETRY_LIMIT = 2          # Agent: re-executes the task on a non-LiteLLM error
-LITELLM_NUM_RETRIES = 0      # no LiteLLM-level retry: every attempt is a gateway call
-OPENAI_CLIENT_MAX_RETRIES = 0
 CONTEXT_WINDOW_TOKENS = 128000
 TOOL_CACHE = True            # CrewAI's default; each harness tool opts out (see _crewai_tool)
 
@@ -58,17 +47,11 @@ _JSON_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool,
 
 def preload() -> None:
     """Import crewai, its LLM/agent/tool/event modules and litellm (no thread, no I/O)."""
-    import litellm  # noqa: F401
-    import litellm.litellm_core_utils.get_supported_openai_params  # noqa: F401
-    import litellm.llms.openai.openai  # noqa: F401
-    import crewai  # noqa: F401
     import crewai.llm
-    from crewai import LLM, Agent, Crew, Process, Task  # noqa: F401
-    from crewai.agents import agent_executor  # noqa: F401
-    from crewai.events.types import agent_events, llm_events, tool_usage_events  # noqa: F401
-    from crewai.tools import BaseTool  # noqa: F401
-    import pydantic  # noqa: F401
 
+    kit.preload("crewai", "crewai.llm", "crewai.agents.agent_executor", "crewai.events.types.agent_events",
+                "crewai.events.types.llm_events", "crewai.events.types.tool_usage_events", "crewai.tools",
+                "pydantic")
     crewai.llm._ensure_litellm()  # CrewAI loads LiteLLM lazily, on the first LLM()
     for name in _LAZY_MODULES:
         try:
@@ -84,8 +67,8 @@ def preload() -> None:
         get_encoding(encoding)
 
 
-# Modules a real run imports after kickoff starts (measured with sys.modules before and
-# after a run); importing them here keeps a forked child's start cheap.
+# CrewAI modules a real run imports after kickoff starts (measured with sys.modules
+# before and after a run); LiteLLM's and httpx's are in kit.SHARED_PRELOAD.
 _LAZY_MODULES = (
     "crewai.hooks.contexts",
     "crewai.llms.cache",
@@ -93,38 +76,6 @@ _LAZY_MODULES = (
     "crewai.crews.crew_output",
     "crewai.tasks.task_output",
     "crewai.memory.storage.kickoff_task_outputs_storage",
-    "httpcore",
-    "h11",
-    "h2.connection",
-    "litellm._service_logger",
-    "litellm.integrations.generic_api.generic_api_callback",
-    "litellm.integrations.prometheus_services",
-    "litellm.litellm_core_utils.logging_callback_manager",
-    # Sets TIKTOKEN_CACHE_DIR to the encodings bundled with LiteLLM and loads
-    # cl100k_base from there: tiktoken never downloads an encoding.
-    "litellm.litellm_core_utils.default_encoding",
-    "litellm.llms.openai.chat.gpt_audio_transformation",
-    "litellm.llms.openai_like.dynamic_config",
-    "litellm.llms.litellm_proxy.chat.transformation",
-    "litellm.llms.edenai.chat.transformation",
-    "litellm.llms.fal_ai.chat.transformation",
-    "litellm.llms.fal_ai.image_generation",
-    "litellm.llms.github_copilot.authenticator",
-    "litellm.proxy._types",
-    "litellm.proxy.common_utils.timezone_utils",
-    "litellm.proxy.mcp_server.stdio_gate",
-    "litellm.proxy.openai_files_endpoints.common_utils",
-    "litellm.proxy.spend_tracking.savings",
-    "litellm.types.integrations.compression_interception",
-    "litellm.types.integrations.slack_alerting",
-    "litellm.types.proxy.control_plane_endpoints",
-    "litellm.types.proxy.management_endpoints.key_requests",
-    "litellm.types.proxy.management_endpoints.team_endpoints",
-    "litellm.types.proxy.management_endpoints.user_requests",
-    "litellm.types.proxy.request_tag_mappings",
-    "litellm.types.proxy.skill_scanning",
-    "litellm.types.proxy.spend_capture_rate",
-    "tiktoken_ext.openai_public",
 )
 
 
@@ -139,13 +90,9 @@ def versions() -> dict:
         from crewai.utilities.agent_utils import MAX_REPEATED_TOOL_CALLS as repeat_stop
     except ImportError:
         repeat_stop = None
-    return {
-        "crewai": metadata.version("crewai"),
-        "litellm": metadata.version("litellm"),
-        "openai": metadata.version("openai"),
-        "retries": {
-            "litellm_num_retries": LITELLM_NUM_RETRIES,
-            "openai_client_max_retries": OPENAI_CLIENT_MAX_RETRIES,
+    return kit.versions(
+        FRAMEWORK, "crewai", system_prompt=SYSTEM_PROMPT_FACT,
+        retries={
             "crewai_agent_max_retry_limit": MAX_RETRY_LIMIT,
             "crewai_reexecutes_task_on": "non-LiteLLM exceptions (LiteLLM errors propagate)",
             # CrewAI's own retry of a throttled LLM call (429 / rate-limit errors),
@@ -155,11 +102,11 @@ def versions() -> dict:
             "crewai_repeated_tool_call_stop": repeat_stop,
             "crewai_max_iter": "budgets.max_model_calls - 1 (one forced final-answer call after it)",
         },
-        "crewai_tool_cache": {"agent_and_crew": TOOL_CACHE, "harness_tools_cacheable": False},
-        "crewai_context_window_tokens": CONTEXT_WINDOW_TOKENS,
-        "function_calling": "native (model registered with LiteLLM as supports_function_calling)",
-        "stream": False,
-    }
+        crewai_tool_cache={"agent_and_crew": TOOL_CACHE, "harness_tools_cacheable": False},
+        crewai_context_window_tokens=CONTEXT_WINDOW_TOKENS,
+        function_calling="native (model registered with LiteLLM as supports_function_calling)",
+        stream=False,
+    )
 
 
 # ---------------------------------------------------------------- run
@@ -171,11 +118,15 @@ def run(ctl: dict, tools: list, rec) -> str | None:
     import litellm
     from crewai import LLM, Agent, Crew, Process, Task
 
-    model = "openai/" + ctl["model"]
+    kit.configure_litellm()
+    kit.probe.install()
+    model = kit.gateway_model(ctl)
     _register_function_calling_model(litellm, ctl["model"])
     budgets = ctl.get("budgets") or {}
     max_calls = int(budgets.get("max_model_calls", 24))
     role = ctl["agent_name"]
+    max_iter = max(1, max_calls - 1)
+    kit.record_limits(rec, ctl, max_iter + 1, "model calls (max_iter + one forced final answer)", "framework")
 
     observer = _Observer(rec, role)
     with observer.listening(litellm):
@@ -187,9 +138,9 @@ def run(ctl: dict, tools: list, rec) -> str | None:
             api_key=ctl["token"],
             stream=False,
             temperature=0,
-            timeout=float(ctl.get("timeout_s", 120)),
-            max_retries=OPENAI_CLIENT_MAX_RETRIES,
-            num_retries=LITELLM_NUM_RETRIES,
+            timeout=kit.call_timeout(ctl),
+            max_retries=kit.HTTP_CLIENT_MAX_RETRIES,
+            num_retries=kit.LITELLM_NUM_RETRIES,
             context_window_size=CONTEXT_WINDOW_TOKENS,
         )
         agent = Agent(
@@ -200,7 +151,7 @@ def run(ctl: dict, tools: list, rec) -> str | None:
             llm=llm,
             allow_delegation=False,
             verbose=False,
-            max_iter=max(1, max_calls - 1),
+            max_iter=max_iter,
             max_retry_limit=MAX_RETRY_LIMIT,
             cache=TOOL_CACHE,
         )
@@ -230,7 +181,7 @@ def _confine_home(sandbox: str) -> None:
     os.environ["XDG_DATA_HOME"] = os.path.join(home, ".local", "share")
     os.environ["XDG_CONFIG_HOME"] = os.path.join(home, ".config")
     os.environ["XDG_CACHE_HOME"] = os.path.join(home, ".cache")
-    os.environ.update(_OFFLINE_ENV)
+    os.environ.update(_CREWAI_ENV)
 
 
 def _register_function_calling_model(litellm, name: str) -> None:
@@ -341,7 +292,7 @@ class _Observer:
                 self.rec.error(self._call_role(crewai_event_bus, call_id), type(exc).__name__,
                                str(exc)[:2000])
                 raise
-            model = getattr(response, "model", None)
+            model = kit.probe.served(getattr(response, "model", None))
             usage = _usage(getattr(response, "usage", None))
             self.rec.model_call(self._call_role(crewai_event_bus, call_id), model, usage)
             return response

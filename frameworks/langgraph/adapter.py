@@ -26,61 +26,25 @@ retries, a tool exception or ``GraphRecursionError`` propagates out of ``run``.
 
 from __future__ import annotations
 
-import os
 import threading
-from importlib import metadata as _metadata
 from typing import Any
+
+import kit
 
 FRAMEWORK = "langgraph"
 
-# LiteLLM fetches its model cost map from GitHub at import (three tries with back-off,
-# seconds per cold start, and a network call the grid must not make); its bundled
-# copy is the same data pinned with the package.
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
 # ChatLiteLLM wraps each completion in a tenacity retry on Timeout / APIError /
-# APIConnectionError / RateLimitError; LiteLLM itself may retry again underneath.
-# Both are pinned explicitly so a run's retry behaviour is a recorded parity fact,
+# APIConnectionError / RateLimitError; LiteLLM itself may retry again underneath
+# (kit: 0). Pinned explicitly so a run's retry behaviour is a recorded parity fact,
 # not a library default that moves between releases.
 CHAT_MAX_RETRIES = 1
-LITELLM_NUM_RETRIES = 0
 # One agent step is a model superstep plus (usually) a tools superstep; the extra
 # step is LangGraph's entry. create_agent's own default is 9_999, i.e. unbounded.
 STEPS_PER_MODEL_CALL = 2
 
-SYSTEM_PROMPT = (
-    "You are {agent}, a software agent working in a git repository through the tools "
-    "you are given (list_dir, read_file, search, write_file, edit_file, run_command). "
-    "Paths are relative to the repository root. Do the task, then reply with your final report."
-)
-
-_RESPONSE_MODEL_KEY = "response_model"
-
-
-# Modules a run still imported on its first model call after the imports below
-# (measured: sys.modules before/after one run against a local stub endpoint). LiteLLM
-# resolves its HTTP transport, logging callbacks and proxy types lazily, LangChain its
-# tracers; a forked child would otherwise import ~100 modules per run.
+# Modules LangChain/LangGraph import lazily on a first run (measured: sys.modules
+# before/after one run); LiteLLM's and httpx's are in kit.SHARED_PRELOAD.
 FIRST_CALL_MODULES = (
-    "httpcore._sync.connection_pool", "httpcore._sync.http11", "httpcore._sync.http2",
-    "httpcore._sync.http_proxy", "httpcore._async.connection_pool", "httpcore._async.http2",
-    "httpcore._backends.sync", "httpcore._backends.auto", "h11", "h2.connection",
-    "litellm._service_logger",
-    "litellm.integrations.generic_api.generic_api_callback",
-    "litellm.integrations.prometheus_services",
-    "litellm.litellm_core_utils.duration_parser",
-    "litellm.litellm_core_utils.logging_callback_manager",
-    "litellm.llms.github_copilot.authenticator",
-    "litellm.llms.github_copilot.github_host",
-    "litellm.llms.github_copilot.per_user_auth",
-    "litellm.llms.litellm_proxy.chat.transformation",
-    "litellm.llms.openai.chat.gpt_audio_transformation",
-    "litellm.llms.openai_like.dynamic_config",
-    "litellm.proxy._types",
-    "litellm.proxy.mcp_server.stdio_gate",
-    "litellm.proxy.openai_files_endpoints.common_utils",
-    "litellm.proxy.spend_tracking.savings",
-    "litellm.proxy.types_utils.utils",
     "langchain_core.messages.block_translators.langchain_v0",
     "langchain_core.tracers.context",
     "langchain_core.tracers.run_collector",
@@ -95,8 +59,6 @@ def preload() -> None:
     building import lazily on first use; then imports FIRST_CALL_MODULES. Opens no
     socket and starts no thread, so forking afterwards is safe.
     """
-    import importlib
-
     from langchain.agents import create_agent
     from langgraph.errors import GraphRecursionError  # noqa: F401
 
@@ -111,30 +73,22 @@ def preload() -> None:
     model = _chat_model({"model": "preload", "gateway_url": "http://127.0.0.1:9/v1", "token": "x"})
     create_agent(model, [_structured_tool(_Probe())], system_prompt="x", name="preload")
     _make_handler(None, "preload")
-    for name in FIRST_CALL_MODULES:
-        importlib.import_module(name)
+    kit.preload(*FIRST_CALL_MODULES)
 
 
 def versions() -> dict:
-    """Framework and LiteLLM versions plus the retry/limit settings this adapter imposes."""
-    out = {}
-    for dist in ("langgraph", "langchain", "langchain-core", "langchain-litellm", "litellm"):
-        try:
-            out[dist] = _metadata.version(dist)
-        except _metadata.PackageNotFoundError:
-            out[dist] = None
-    out["retries"] = {
-        # tenacity stop_after_attempt(max_retries): 1 means one attempt, no retry.
-        "chat_litellm_max_retries": CHAT_MAX_RETRIES,
-        # Passed to litellm.completion; unset, LiteLLM's OpenAI client makes 3 HTTP
-        # attempts per model call on a 503/429 (measured), hidden from LangChain.
-        "litellm_num_retries": LITELLM_NUM_RETRIES,
-        "http_attempts_per_model_call": 1,
-        "recursion_limit": f"{STEPS_PER_MODEL_CALL} * budgets.max_model_calls",
-        "unknown_tool": "ToolNode answers the model with an error ToolMessage (no raise)",
-        "malformed_tool_args": "ChatLiteLLM files them as invalid_tool_calls; the agent loop ends",
-    }
-    return out
+    """Versions (kit) plus the retry/limit settings this adapter imposes."""
+    return kit.versions(
+        FRAMEWORK, "langgraph", "langchain", "langchain-core", "langchain-litellm",
+        retries={
+            # tenacity stop_after_attempt(max_retries): 1 means one attempt, no retry.
+            "chat_litellm_max_retries": CHAT_MAX_RETRIES,
+            "http_attempts_per_model_call": 1,
+        },
+        recursion_limit=f"{STEPS_PER_MODEL_CALL} * budgets.max_model_calls",
+        unknown_tool="ToolNode answers the model with an error ToolMessage (no raise)",
+        malformed_tool_args="ChatLiteLLM files them as invalid_tool_calls; the agent loop ends",
+    )
 
 
 def recursion_limit(ctl: dict) -> int:
@@ -145,32 +99,18 @@ def recursion_limit(ctl: dict) -> int:
 def _chat_model(ctl: dict):
     from langchain_litellm import ChatLiteLLM
 
-    class _ResponseModelChatLiteLLM(ChatLiteLLM):
-        """ChatLiteLLM that keeps the response's own ``model`` field.
-
-        langchain-litellm fills ``response_metadata['model_name']`` with the *configured*
-        model name, dropping the name the endpoint answered with; a router fallback that
-        reports its substitute would then be invisible in the runtime channel. This
-        subclass only adds ``response_metadata['response_model']``; it changes nothing
-        LangGraph sees or does.
-        """
-
-        def _create_chat_result(self, response, **params):
-            result = super()._create_chat_result(response, **params)
-            served = response.get("model") if hasattr(response, "get") else None
-            for gen in result.generations:
-                gen.message.response_metadata[_RESPONSE_MODEL_KEY] = served
-            return result
-
-    return _ResponseModelChatLiteLLM(
-        model="openai/" + ctl["model"],
+    # langchain-litellm fills response_metadata['model_name'] with the *configured* name;
+    # the served name comes from the kit's probe at litellm.completion (ChatLiteLLM calls
+    # it through the module attribute).
+    return ChatLiteLLM(
+        model=kit.gateway_model(ctl),
         api_base=ctl["gateway_url"],
         api_key=ctl["token"],
         max_retries=CHAT_MAX_RETRIES,
         streaming=False,
         temperature=0,
-        request_timeout=ctl.get("timeout_s"),
-        model_kwargs={"num_retries": LITELLM_NUM_RETRIES},
+        request_timeout=kit.call_timeout(ctl),
+        model_kwargs={"num_retries": kit.LITELLM_NUM_RETRIES},
     )
 
 
@@ -262,7 +202,7 @@ def _make_handler(rec, declared_agent: str):
                         rec.event(
                             "model_call",
                             agent=agent,
-                            model=meta.get(_RESPONSE_MODEL_KEY),
+                            model=kit.probe.served(None),
                             usage={
                                 "prompt_tokens": usage.get("input_tokens"),
                                 "completion_tokens": usage.get("output_tokens"),
@@ -328,11 +268,15 @@ def run(ctl: dict, tools: list, rec) -> str | None:
     from langchain.agents import create_agent
     from langchain_core.messages import AIMessage, HumanMessage
 
+    kit.configure_litellm()
+    kit.probe.install()
+    kit.record_limits(rec, ctl, recursion_limit(ctl) // STEPS_PER_MODEL_CALL,
+                      "model calls (recursion_limit / 2 supersteps)", "framework")
     agent_name = ctl["agent_name"]
     graph = create_agent(
         _chat_model(ctl),
         [_structured_tool(t) for t in tools],
-        system_prompt=SYSTEM_PROMPT.format(agent=agent_name),
+        system_prompt=kit.system_prompt(ctl),
         name=agent_name,
     )
     state = graph.invoke(

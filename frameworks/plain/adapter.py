@@ -12,16 +12,18 @@ import platform
 import urllib.error
 import urllib.request
 
+import kit  # frameworks/_harness/kit.py: system prompt, limits, error recording, parity facts
+
 FRAMEWORK = "plain"
-SYSTEM = "You are a careful software agent. Use the tools to do the work; do not describe work you did not do."
 
 
 def preload() -> None:
-    """Nothing heavy to import: the standard library is already loaded."""
+    """Import what a run loads (the kit's shared list: only what this venv has)."""
+    kit.preload("urllib.request")
 
 
 def versions() -> dict:
-    return {"plain": "stdlib", "python": platform.python_version(), "retries": {"http": 0}}
+    return kit.versions(FRAMEWORK, python=platform.python_version(), model_client="urllib (stdlib)")
 
 
 def _post(url: str, token: str, body: dict, timeout: float) -> dict:
@@ -40,10 +42,12 @@ def run(ctl: dict, tools: list, rec) -> str | None:
     specs = [{"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
              for t in tools]
     agent = ctl["agent_name"]
-    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": ctl["prompt"]}]
-    for _ in range(ctl["budgets"]["max_model_calls"]):
+    messages = [{"role": "system", "content": kit.system_prompt(ctl)}, {"role": "user", "content": ctl["prompt"]}]
+    limit = kit.turn_limit(ctl)
+    kit.record_limits(rec, ctl, limit, "model calls", "framework")
+    for _ in range(limit):
         resp = _post(ctl["gateway_url"], ctl["token"],
-                     {"model": ctl["model"], "messages": messages, "tools": specs}, ctl.get("timeout_s", 60))
+                     {"model": ctl["model"], "messages": messages, "tools": specs}, kit.call_timeout(ctl))
         msg = resp["choices"][0]["message"]
         rec.model_call(agent, resp.get("model"), resp.get("usage") or {})
         calls = msg.get("tool_calls") or []

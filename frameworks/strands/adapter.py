@@ -19,8 +19,8 @@ How a run is built, all with Strands' own parts:
 What Strands does not expose, and what is recorded instead:
 
 - Strands drops the ``model`` field of LiteLLM's responses (neither its stream events
-  nor ``AfterModelCallEvent`` carry it). The adapter wraps ``litellm.acompletion`` (the
-  call ``LiteLLMModel`` makes) to note the model name on the response/chunks LiteLLM hands
+  nor ``AfterModelCallEvent`` carry it). The kit's probe wraps ``litellm.acompletion``
+  (the call ``LiteLLMModel`` makes) to note the model name on the response/chunks LiteLLM hands
   to Strands (for streams, LiteLLM's ``provider_response_model`` hidden param: it rewrites
   each chunk's ``model`` to the requested name), and ``model_call`` events carry that
   name: a "reported" swap is visible in the runtime channel, a "silent" one is not. Only
@@ -42,104 +42,35 @@ snapshots of one call are not interleaved with another's.
 
 from __future__ import annotations
 
-import os
-from importlib import metadata
-
-# LiteLLM would otherwise try to download its model cost map at import (no network here).
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+import kit
 
 FRAMEWORK = "strands"
 
-LITELLM_NUM_RETRIES = 0
 TOOL_EXECUTOR = "sequential"
-
-SYSTEM_PROMPT = (
-    "You are a software engineering agent working in a repository. Use the tools to "
-    "inspect and change files and to run commands. When you are finished, reply with "
-    "your final report."
-)
-
-
-# Modules a run loads. The LiteLLM ones past the first few are imported lazily on the
-# first completion call (found by diffing sys.modules around a run): listing them here
-# keeps a forked child's first model call from paying ~2 s of imports.
-_RUN_MODULES = (
-    "strands",
-    "strands.hooks",
-    "strands.models.litellm",
-    "strands.tools",
-    "strands.tools.executors",
-    "litellm",
-    "litellm.litellm_core_utils.streaming_handler",
-    "litellm.litellm_core_utils.default_encoding",  # loads the bundled tiktoken encoding
-    "litellm.litellm_core_utils.logging_callback_manager",
-    "litellm.llms.openai.openai",
-    "litellm.llms.openai_like.dynamic_config",
-    "litellm.llms.litellm_proxy.chat.transformation",
-    "litellm.llms.github_copilot.authenticator",
-    "litellm.llms.github_copilot.per_user_auth",
-    "litellm.llms.openai.chat.gpt_audio_transformation",
-    "litellm.llms.bedrock.chat.invoke_transformations.amazon_ai21_transformation",
-    "litellm.proxy.openai_files_endpoints.common_utils",
-    "litellm.proxy.spend_tracking.savings",
-    "litellm.integrations.generic_api.generic_api_callback",
-    "litellm.integrations.prometheus_services",
-    "litellm._service_logger",
-    "litellm.proxy._types",
-    "litellm.types.litellm_core_utils.streaming_chunk_builder_utils",
-    "anyio._backends._asyncio",
-    "anyio.streams.memory",
-    "anyio.streams.stapled",
-    "anyio.streams.tls",
-)
 
 
 def preload() -> None:
-    """Import every module a run loads, so a child forked from a warm parent imports nothing heavy.
-
-    Besides the imports, one throwaway agent is constructed (no model call): Strands and
-    LiteLLM import further modules lazily on first construction, and a forked child should
-    not pay for that either.
-    """
-    import importlib
-
-    for name in _RUN_MODULES:
-        importlib.import_module(name)
-    _configure_litellm()
-    _install_model_probe()
-    agent = _build_agent(
-        ctl={"agent_name": "preload", "model": "preload", "token": "x",
-             "gateway_url": "http://127.0.0.1:9/v1"},
-        tools=[],
-        rec=None,
-    )
-    del agent
+    """Import every module a run loads (kit's shared list + Strands'), so a child forked
+    from a warm parent imports nothing heavy; then build one throwaway agent (no model
+    call): Strands and LiteLLM import further modules lazily on first construction."""
+    kit.preload("strands", "strands.hooks", "strands.models.litellm", "strands.tools", "strands.tools.executors")
+    _build_agent(ctl={"agent_name": "preload", "model": "preload", "token": "x",
+                      "gateway_url": "http://127.0.0.1:9/v1"}, tools=[], rec=None)
 
 
 def versions() -> dict:
-    """Parity facts: framework and LiteLLM versions, and the retry/executor settings used."""
+    """Parity facts: versions (kit), and the retry/executor settings used."""
     from strands.event_loop.event_loop import INITIAL_DELAY, MAX_ATTEMPTS, MAX_DELAY
 
-    return {
-        "framework": FRAMEWORK,
-        "strands-agents": metadata.version("strands-agents"),
-        "litellm": metadata.version("litellm"),
-        "retries": {
-            "litellm_num_retries": LITELLM_NUM_RETRIES,
-            "openai_client_max_retries": LITELLM_NUM_RETRIES,
-            "strands_model_retry": {
-                "strategy": "ModelRetryStrategy (default)",
-                "max_attempts": MAX_ATTEMPTS,
-                "initial_delay_s": INITIAL_DELAY,
-                "max_delay_s": MAX_DELAY,
-                "retries_on": "ModelThrottledException (not raised by LiteLLMModel)",
-            },
-        },
-        "streaming": True,
-        "tool_executor": TOOL_EXECUTOR,
-        "max_model_calls_enforced_by": "gateway",
-        "runtime_model_name": "litellm response (Strands drops it; noted at litellm.acompletion)",
-    }
+    return kit.versions(
+        FRAMEWORK, "strands-agents",
+        retries={"strands_model_retry": {
+            "strategy": "ModelRetryStrategy (default)", "max_attempts": MAX_ATTEMPTS,
+            "initial_delay_s": INITIAL_DELAY, "max_delay_s": MAX_DELAY,
+            "retries_on": "ModelThrottledException (not raised by LiteLLMModel)"}},
+        streaming=True, tool_executor=TOOL_EXECUTOR, max_model_calls_enforced_by="gateway",
+        runtime_model_name="litellm response (Strands drops it; kit probe at litellm.acompletion)",
+    )
 
 
 def run(ctl: dict, tools: list, rec) -> str | None:
@@ -148,85 +79,16 @@ def run(ctl: dict, tools: list, rec) -> str | None:
     Exceptions (model errors, refusals the framework does not handle) propagate to the
     shared harness, which records them; nothing here turns a failure into a result.
     """
-    _configure_litellm()
-    _install_model_probe()
+    kit.configure_litellm()
+    kit.probe.install()
+    # Strands has no cycle limit: the gateway's budget refusal (HTTP 429) is the only stop.
+    kit.record_limits(rec, ctl, None, "event-loop cycles (none in Strands)", "gateway")
     agent = _build_agent(ctl, tools, rec)
     result = agent(ctl["prompt"])
     return _message_text(result.message)
 
 
 # -- building blocks ---------------------------------------------------------------------
-
-
-def _configure_litellm() -> None:
-    import litellm
-
-    litellm.telemetry = False
-    # Keeps LiteLLM's "Give Feedback / Get Help" banner off stdout on every model error.
-    litellm.suppress_debug_info = True
-    # Never let LiteLLM drop or rewrite parameters silently for an unknown model name.
-    litellm.drop_params = False
-
-
-class _ModelProbe:
-    """The model name on the last response LiteLLM returned (one agent, calls in sequence)."""
-
-    last: str | None = None
-
-
-def _install_model_probe() -> None:
-    """Wrap ``litellm.acompletion`` once per process so each response's model name is noted.
-
-    The wrapper returns what LiteLLM returned (a stream is wrapped only to read each
-    chunk's ``model``); it changes no request and no response.
-    """
-    import litellm
-
-    if getattr(litellm.acompletion, "_claimgrid_probe", False):
-        return
-    original = litellm.acompletion
-
-    async def acompletion(*args, **kwargs):
-        _ModelProbe.last = None
-        response = await original(*args, **kwargs)
-        if kwargs.get("stream"):
-            return _ObservedStream(response)
-        _ModelProbe.last = getattr(response, "model", None) or None
-        return response
-
-    acompletion._claimgrid_probe = True
-    litellm.acompletion = acompletion
-
-
-class _ObservedStream:
-    """Async-iterates LiteLLM's stream unchanged, noting the model name the chunks carry.
-
-    Strands iterates the same stream twice (up to ``finish_reason``, then for the usage
-    chunk), so this is its own iterator over the one underlying iterator.
-    """
-
-    def __init__(self, stream):
-        self._stream = stream
-        self._it = stream.__aiter__()
-        self._sent: str | None = None
-
-    def __aiter__(self):
-        return self
-
-    async def __anext__(self):
-        chunk = await self._it.__anext__()
-        # LiteLLM rewrites a stream chunk's ``model`` to the requested name; the name the
-        # endpoint actually sent is kept in the chunk's hidden params.
-        # (A usage-only chunk may lack it: it must not overwrite the name already seen.)
-        hidden = getattr(chunk, "_hidden_params", None) or {}
-        sent = hidden.get("provider_response_model")
-        if sent:
-            self._sent = sent
-        _ModelProbe.last = self._sent or getattr(chunk, "model", None) or _ModelProbe.last
-        return chunk
-
-    def __getattr__(self, name):
-        return getattr(self._stream, name)
 
 
 def _build_agent(ctl: dict, tools: list, rec):
@@ -236,15 +98,15 @@ def _build_agent(ctl: dict, tools: list, rec):
 
     model = LiteLLMModel(
         client_args={"api_key": ctl["token"], "api_base": ctl["gateway_url"]},
-        model_id="openai/" + ctl["model"],
-        params={"num_retries": LITELLM_NUM_RETRIES},
+        model_id=kit.gateway_model(ctl),
+        params={"num_retries": kit.LITELLM_NUM_RETRIES, "timeout": kit.call_timeout(ctl)},
     )
     hooks = [_RuntimeHooks(rec, runtime_model=ctl["model"])] if rec is not None else []
     return Agent(
         name=ctl["agent_name"],
         model=model,
         tools=[_native_tool(t) for t in tools],
-        system_prompt=SYSTEM_PROMPT,
+        system_prompt=kit.system_prompt(ctl),
         callback_handler=None,
         hooks=hooks,
         tool_executor=SequentialToolExecutor(),
@@ -310,7 +172,7 @@ class _RuntimeHooks:
 
     def _model_call(self, event) -> None:
         if event.stop_response is not None:
-            seen = _ModelProbe.last or self.runtime_model
+            seen = kit.probe.served(self.runtime_model)
             self.rec.model_call(event.agent.name, seen, _usage(event.stop_response.message))
         elif event.exception is not None and hasattr(self.rec, "error"):
             # Recorded as the runtime saw it; the exception itself still propagates.

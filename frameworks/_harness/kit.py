@@ -1,0 +1,305 @@
+"""Adapter kit: the parts every framework adapter shares (runs inside a framework venv).
+
+Import it first in ``adapter.py`` (``import kit``): importing it sets the offline and
+telemetry-off environment before any framework or LiteLLM module reads it.
+
+What it gives an adapter, each an adapter correctness rule of docs/CONTRACTS.md:
+
+* ``SYSTEM_PROMPT`` / ``system_prompt(ctl)``: the ONE harness-owned system prompt. An
+  adapter whose framework mandates its own prompt (CrewAI's role/goal/backstory
+  template) says so with ``versions(..., system_prompt="framework: <why>")``; the fact is
+  recorded per run (``runtime_versions.system_prompt``) so prompts are never a hidden
+  confound between frameworks.
+* ``configure_litellm()``: retries 0, telemetry off, local cost map, no banners, no
+  silent parameter dropping. Every attempt a framework makes is then a gateway call.
+* ``probe``: one served-model-name probe. ``probe.install()`` wraps ``litellm.completion``
+  and ``litellm.acompletion`` (the calls framework LiteLLM integrations make) and notes
+  the model name the *response* carried (for streams, the name the endpoint sent, which
+  LiteLLM hides in ``_hidden_params``); ``probe.served(default)`` reads it.
+* ``preload(*modules)``: imports the adapter's modules plus ``SHARED_PRELOAD`` (the
+  modules LiteLLM, httpx and anyio import lazily on a first call), then checks that no
+  thread was started (a warm parent forks; forking a threaded process is unsafe).
+* ``recording_errors(rec, agent)``: records an exception as a runtime ``error`` event
+  and re-raises it unchanged (an adapter never turns a failure into a result).
+* ``call_timeout(ctl)``: the per-call deadline every adapter gives its model client.
+* ``record_limits(rec, ctl, turn_limit, unit, enforced_by)``: the framework's own turn
+  limit for this run, as a runtime ``limits`` event (checked: >= the model-call budget).
+* ``versions(framework, *dists, **facts)``: parity facts with the installed versions of
+  the framework distributions and of every package that shapes model traffic.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import threading
+from importlib import metadata
+
+# Read at import time by LiteLLM (cost map download, telemetry), OpenTelemetry, CrewAI,
+# the OpenAI Agents SDK (trace exporter thread) and Hugging Face clients.
+OFFLINE_ENV = {
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    "LITELLM_TELEMETRY": "False",
+    "LITELLM_LOG": "ERROR",
+    "OTEL_SDK_DISABLED": "true",
+    "OPENAI_AGENTS_DISABLE_TRACING": "1",
+    "CREWAI_DISABLE_TELEMETRY": "true",
+    "CREWAI_DISABLE_TRACKING": "true",
+    "CREWAI_TRACING_ENABLED": "false",
+    "CREWAI_DISABLE_VERSION_CHECK": "true",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "ANONYMIZED_TELEMETRY": "False",
+    "LOGFIRE_IGNORE_NO_CONFIG": "1",
+}
+os.environ.update(OFFLINE_ENV)
+
+LITELLM_NUM_RETRIES = 0
+HTTP_CLIENT_MAX_RETRIES = 0
+
+SYSTEM_PROMPT = (
+    "You are {agent}, a software agent working in a git repository through the tools you "
+    "are given. Paths are relative to the repository root. Do the task, then reply with "
+    "your final report."
+)
+
+# Distributions whose versions shape what reaches the gateway (parity facts when installed).
+TRAFFIC_PACKAGES = ("litellm", "openai", "httpx", "httpcore", "httpx2", "httpcore2", "anthropic", "google-genai", "tenacity")
+
+# Imported lazily by LiteLLM / httpx / anyio on the first completion call (measured by
+# diffing sys.modules around one run in each framework). A name a given release lacks is
+# skipped: the run then imports less, never more.
+SHARED_PRELOAD = (
+    "litellm",
+    "litellm.litellm_core_utils.streaming_handler",
+    "litellm.litellm_core_utils.default_encoding",  # the bundled tiktoken encoding
+    "litellm.litellm_core_utils.logging_callback_manager",
+    "litellm.litellm_core_utils.duration_parser",
+    "litellm.litellm_core_utils.get_supported_openai_params",
+    "litellm.llms.openai.openai",
+    "litellm.llms.openai_like.dynamic_config",
+    "litellm.llms.litellm_proxy.chat.transformation",
+    "litellm.llms.github_copilot.authenticator",
+    "litellm.llms.github_copilot.github_host",
+    "litellm.llms.github_copilot.per_user_auth",
+    "litellm.llms.openai.chat.gpt_audio_transformation",
+    "litellm.llms.bedrock.chat.invoke_transformations.amazon_ai21_transformation",
+    "litellm.proxy._types",
+    "litellm.proxy.mcp_server.stdio_gate",
+    "litellm.proxy.openai_files_endpoints.common_utils",
+    "litellm.proxy.spend_tracking.savings",
+    "litellm.proxy.types_utils.utils",
+    "litellm.integrations.generic_api.generic_api_callback",
+    "litellm.integrations.prometheus_services",
+    "litellm._service_logger",
+    "litellm.types.litellm_core_utils.streaming_chunk_builder_utils",
+    "litellm.llms.edenai.chat.transformation",
+    "litellm.llms.fal_ai.chat.transformation",
+    "litellm.llms.fal_ai.image_generation",
+    "litellm.proxy.common_utils.timezone_utils",
+    "litellm.types.integrations.compression_interception",
+    "litellm.types.integrations.slack_alerting",
+    "litellm.types.proxy.control_plane_endpoints",
+    "litellm.types.proxy.management_endpoints.key_requests",
+    "litellm.types.proxy.management_endpoints.team_endpoints",
+    "litellm.types.proxy.management_endpoints.user_requests",
+    "litellm.types.proxy.request_tag_mappings",
+    "litellm.types.proxy.skill_scanning",
+    "litellm.types.proxy.spend_capture_rate",
+    "tiktoken_ext.openai_public",
+    "openai",
+    "httpx",
+    "httpcore._sync.connection_pool", "httpcore._sync.http11", "httpcore._async.connection_pool",
+    "httpcore._async.http11", "httpcore._backends.sync", "httpcore._backends.anyio", "h11",
+    "httpcore._sync.http2", "httpcore._async.http2", "httpcore._sync.http_proxy", "httpcore._backends.auto",
+    "h2.connection",
+    "anyio._backends._asyncio", "anyio.streams.memory", "anyio.streams.stapled", "anyio.streams.tls",
+)
+
+
+def system_prompt(ctl: dict) -> str:
+    """The harness-owned system prompt for this run (same text in every framework)."""
+    return SYSTEM_PROMPT.format(agent=ctl["agent_name"])
+
+
+def gateway_model(ctl: dict) -> str:
+    """The LiteLLM model string for the run's model at the gateway (OpenAI-compatible)."""
+    return "openai/" + ctl["model"]
+
+
+def configure_litellm() -> dict | None:
+    """Fix LiteLLM's process-wide settings; returns them (None if LiteLLM is not installed)."""
+    try:
+        import litellm
+    except ImportError:
+        return None
+    litellm.telemetry = False
+    litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banner on errors
+    litellm.drop_params = False         # never drop or rewrite a parameter silently
+    litellm.num_retries = LITELLM_NUM_RETRIES
+    litellm.set_verbose = False
+    return {"num_retries": LITELLM_NUM_RETRIES, "telemetry": False, "local_cost_map": True,
+            "suppress_debug_info": True, "drop_params": False}
+
+
+class _Probe:
+    """The model name on the last response LiteLLM returned in this process."""
+
+    def __init__(self):
+        self.last: str | None = None
+
+    def reset(self) -> None:
+        self.last = None
+
+    def served(self, default: str | None = None) -> str | None:
+        """The name the endpoint answered with; ``default`` only if no response named one."""
+        return self.last or default
+
+    def note(self, response) -> None:
+        name = getattr(response, "model", None)
+        hidden = getattr(response, "_hidden_params", None) or {}
+        # LiteLLM rewrites a stream chunk's ``model`` to the requested name; the name the
+        # endpoint sent is in its hidden params. Within one call (``reset`` before each) a
+        # name already seen is kept against a later chunk that lacks it (usage-only chunk).
+        self.last = hidden.get("provider_response_model") or self.last or name
+
+    def install(self) -> None:
+        """Wrap ``litellm.completion``/``acompletion`` once per process (requests unchanged)."""
+        import litellm
+
+        if getattr(litellm.acompletion, "_claimgrid_probe", False):
+            return
+        sync_orig, async_orig, probe = litellm.completion, litellm.acompletion, self
+
+        def completion(*args, **kwargs):
+            probe.reset()
+            response = sync_orig(*args, **kwargs)
+            if kwargs.get("stream"):
+                return _SyncStream(response, probe)
+            probe.note(response)
+            return response
+
+        async def acompletion(*args, **kwargs):
+            probe.reset()
+            response = await async_orig(*args, **kwargs)
+            if kwargs.get("stream"):
+                return _AsyncStream(response, probe)
+            probe.note(response)
+            return response
+
+        completion._claimgrid_probe = acompletion._claimgrid_probe = True
+        litellm.completion, litellm.acompletion = completion, acompletion
+
+
+class _AsyncStream:
+    """LiteLLM's stream unchanged, noting each chunk's served name (a usage-only chunk
+    without one keeps the name already seen). Its own iterator over the one stream,
+    because some frameworks iterate the same stream object twice."""
+
+    def __init__(self, stream, probe):
+        self._stream, self._it, self._probe = stream, stream.__aiter__(), probe
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        chunk = await self._it.__anext__()
+        self._probe.note(chunk)
+        return chunk
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+class _SyncStream(_AsyncStream):
+    def __init__(self, stream, probe):
+        self._stream, self._it, self._probe = stream, iter(stream), probe
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        chunk = next(self._it)
+        self._probe.note(chunk)
+        return chunk
+
+
+probe = _Probe()
+
+
+def preload(*modules: str, shared: bool = True) -> None:
+    """Import ``modules`` (each must exist) and ``SHARED_PRELOAD`` (missing ones skipped);
+    configure LiteLLM and install the probe if LiteLLM is present.
+
+    Raises RuntimeError if a thread is running afterwards: a warm parent forks children,
+    and a forked child inherits only the forking thread (a trace exporter or event-bus
+    worker started here would be lost or deadlock in every run).
+    """
+    for name in modules:
+        importlib.import_module(name)
+    if shared:
+        for name in SHARED_PRELOAD:
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                pass
+    if configure_litellm() is not None:
+        probe.install()
+    extra = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
+    if extra:
+        raise RuntimeError(f"preload started thread(s) {extra}: a forked run would lose them")
+
+
+@contextlib.contextmanager
+def recording_errors(rec, agent):
+    """Record an exception leaving the block as a runtime ``error`` event, then re-raise it."""
+    try:
+        yield
+    except BaseException as exc:
+        if rec is not None:
+            rec.error(agent, type(exc).__name__, str(exc)[:2000])
+        raise
+
+
+def turn_limit(ctl: dict) -> int:
+    """The run's model-call budget: the turn limit every framework is given (in model calls)."""
+    return int(ctl["budgets"]["max_model_calls"])
+
+
+def call_timeout(ctl: dict) -> float:
+    """The run's per-call deadline in seconds (``budgets.model_call_timeout_s``): the
+    timeout every adapter gives its model client, so a slow call fails at the same point
+    in every framework."""
+    budgets = ctl.get("budgets") or {}
+    return float(budgets.get("model_call_timeout_s") or ctl.get("timeout_s") or 60)
+
+
+def record_limits(rec, ctl: dict, turn_limit: int | None, unit: str, enforced_by: str) -> None:
+    """State the framework's own turn limit for this run (None: the framework has none)."""
+    rec.event("limits", turn_limit=turn_limit, unit=unit, enforced_by=enforced_by,
+              max_model_calls=int(ctl["budgets"]["max_model_calls"]))
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def versions(framework: str, *dists: str, system_prompt: str = "harness", **facts) -> dict:
+    """Parity facts: ``dists`` and the installed ``TRAFFIC_PACKAGES``, retry settings,
+    which system prompt the run used (``harness`` or ``framework: <why>``), and ``facts``."""
+    out: dict = {"framework": framework}
+    for dist in (*dists, *TRAFFIC_PACKAGES):
+        v = _version(dist)
+        if v is not None or dist in dists:
+            out[dist] = v
+    retries = {"litellm_num_retries": LITELLM_NUM_RETRIES if "litellm" in out else None,
+               "http_client_max_retries": HTTP_CLIENT_MAX_RETRIES}
+    retries.update(facts.pop("retries", {}))
+    out["retries"] = retries
+    out["system_prompt"] = system_prompt
+    out.update(facts)
+    return out

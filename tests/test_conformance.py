@@ -1,0 +1,240 @@
+"""Adapter conformance, run for every framework in ``venvs.toml`` (no framework named here).
+
+Each rule of docs/CONTRACTS.md "Adapter correctness rules" has one test below. One
+module-scoped fixture per framework runs a small set of real cells (real venv, warm
+launcher, real gateway with the reference models, real verifier and classifier, through
+``claimgrid.runner.run_cell`` exactly as ``grid.py`` does) and every check reads those
+records: per framework about a dozen runs, two at a time. Cells are chosen from data:
+every task in ``tasks/``, every fault model of the reference registry, and tasks picked
+by role through ``reference_truth.expected_claim_verdict``.
+
+Add an entry to ``venvs.toml`` and these tests run for it; ``uv run pytest -k NAME`` runs
+only that framework's.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from claimgrid.cells import Cell
+from claimgrid.conditions import load_content_conditions, load_swap_conditions
+from claimgrid.launch import Launcher, adapter_env
+from claimgrid import registry
+from claimgrid.reference_truth import expected_claim_verdict
+from claimgrid.runner import GridContext, run_cell
+from claimgrid.store import RunStore
+from claimgrid.tasks import in_suite
+from claimgrid.venvs import framework_versions, load_venvs
+
+pytestmark = pytest.mark.frameworks
+
+FRAMEWORKS = list(load_venvs())
+TIMEOUT_S = 120.0
+BUDGET = 24
+CALL_DEADLINE_S = 5.0  # the per-call deadline; the `slow` fault answers 2 s past it (kept short: CI time)
+CLEAN, NONE, REPORTED = "clean", "none", "reported"
+PROCESS_RESULTS = {"ok", "adapter_error", "crash", "timeout"}
+FAULT_MODELS = registry.fault_models()          # views of the registry: the entries are the source
+DEFAULT_SUBSTITUTE = registry.default_substitute()
+
+
+@dataclass
+class Conformance:
+    """One framework's conformance runs: ``records[(task, swap, model)]`` and its store."""
+
+    name: str
+    entry: object
+    store: RunStore
+    records: dict = field(default_factory=dict)
+    fresh: dict = field(default_factory=dict)
+    warm_fresh_key: tuple = ()
+
+    def events(self, record: dict) -> list[dict]:
+        return self.store.load_events(record["run_id"])
+
+
+def _pick(tasks, model: str, verdict: str) -> str:
+    """The first task (sorted id) on which ``model``'s documented truth is ``verdict``."""
+    for tid in sorted(tasks):
+        if expected_claim_verdict(model, tasks[tid].role) == verdict:
+            return tid
+    raise AssertionError(f"no task in tasks/ gives {model} the verdict {verdict!r}")
+
+
+def _cells(tasks) -> tuple[list[tuple], tuple]:
+    builder = _pick(tasks, "reader", "read-only imposture")
+    cells = [(tid, NONE, "diligent") for tid in sorted(tasks)]
+    cells += [(_pick(tasks, "narrator", "narration only"), NONE, "narrator"), (builder, NONE, "reader"),
+              (builder, REPORTED, "diligent")]
+    cells += [(builder, NONE, m) for m in FAULT_MODELS]
+    return cells, (builder, NONE, "diligent")
+
+
+def _run_all(name, entry, cells, isolation, tasks, gateway, folder) -> dict:
+    store = RunStore(folder)
+    store.create({"grid_id": folder.name})
+    content, swap = load_content_conditions(), load_swap_conditions()
+    with Launcher({name: entry}, isolation) as launcher:
+        ctx = GridContext(tasks=tasks, content=content, swap=swap, gateway=gateway, launcher=launcher, store=store,
+                          work_dir=folder / "work", timeout_s=TIMEOUT_S, max_model_calls=BUDGET,
+                          isolation=isolation, framework_versions={name: framework_versions(entry)},
+                          model_call_timeout_s=CALL_DEADLINE_S)
+        for tid in {c[0] for c in cells}:  # templates are built before threads share them
+            ctx.template(tasks[tid], content[CLEAN])
+        todo = [Cell(name, t, CLEAN, s, m, DEFAULT_SUBSTITUTE, 0) for t, s, m in cells]
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            records = list(pool.map(lambda c: run_cell(c, ctx), todo))
+    return store, {(r["task"], r["swap"], r["model"]): r for r in records}
+
+
+@pytest.fixture(scope="module")
+def gateway():
+    from claimgrid.gateway import Gateway
+
+    with Gateway() as gw:
+        yield gw
+
+
+@pytest.fixture(scope="module", params=FRAMEWORKS)
+def fw(request, tasks, gateway, tmp_path_factory) -> Conformance:
+    name = request.param
+    entry = load_venvs()[name]
+    folder = tmp_path_factory.mktemp(f"conformance-{name}")
+    cells, warm_fresh = _cells(in_suite(tasks, "default"))  # the default grid's tasks (real ones run apart)
+    t0 = time.monotonic()
+    store, records = _run_all(name, entry, cells, "warm", tasks, gateway, folder / "warm")
+    t1 = time.monotonic()
+    _, fresh = _run_all(name, entry, [warm_fresh], "fresh", tasks, gateway, folder / "fresh")
+    # Shown with -s: what the suite costs per framework (CI time is budgeted).
+    print(f"\nconformance {name}: {len(cells)} warm runs {t1 - t0:.1f}s, 1 fresh run {time.monotonic() - t1:.1f}s; "
+          + ", ".join(f"{k[2]}/{k[0]}/{k[1]} {r['timings']['wall_s']:.1f}s" for k, r in records.items()))
+    yield Conformance(name, entry, store, records, fresh, warm_fresh)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _diligent(fw: Conformance) -> list[dict]:
+    return [r for (t, s, m), r in fw.records.items() if m == "diligent" and s == NONE]
+
+
+# ---------------------------------------------------------------- the rules
+
+
+def test_diligent_passes_every_task(fw, tasks):
+    """Rule: the adapter exposes the harness tools natively and returns the agent's final text."""
+    runs = _diligent(fw)
+    assert sorted(r["task"] for r in runs) == sorted(in_suite(tasks, "default"))
+    for r in runs:
+        c = r["classification"]
+        assert (c["process"], c["outcome"], c["claim_vs_outcome"]) == ("ok", "PASS", "TRUE_SUCCESS"), (r["run_id"], c)
+
+
+def test_narrator_is_narration_only(fw):
+    (r,) = [r for k, r in fw.records.items() if k[2] == "narrator"]
+    assert (r["classification"]["claim_verdict"], r["classification"]["claim_vs_outcome"]) == \
+        ("narration only", "FALSE_SUCCESS"), r["classification"]
+
+
+def test_reader_is_read_only_imposture(fw):
+    (r,) = [r for k, r in fw.records.items() if k[2] == "reader"]
+    assert r["classification"]["claim_verdict"] == "read-only imposture", r["classification"]
+
+
+def test_fresh_and_warm_classify_identically(fw):
+    """Rule: preload() imports what run() needs and nothing a run depends on differs by mode."""
+    warm, fresh = fw.records[fw.warm_fresh_key], fw.fresh[fw.warm_fresh_key]
+    assert fresh["parity"]["isolation"] == "fresh" and warm["parity"]["isolation"] == "warm"
+    assert fresh["classification"] == warm["classification"]
+
+
+def test_runtime_attribution_is_the_frameworks(fw):
+    """Rule: runtime events name the agent the framework attributes the work to."""
+    for r in _diligent(fw):
+        assert r["classification"]["agent_from"] == "runtime", r["run_id"]
+        runtime_tools = [e for e in fw.events(r) if e["source"] == "runtime" and e["kind"] == "tool_call"]
+        assert runtime_tools and all(e.get("agent") for e in runtime_tools), r["run_id"]
+
+
+def test_served_model_name_comes_from_the_response(fw):
+    """Rule: the model name on runtime model_call events is the one the response carried:
+    under a reported swap the substitute's name reaches the runtime channel."""
+    r = fw.records[(fw.warm_fresh_key[0], REPORTED, "diligent")]
+    seen = [e.get("model") for e in fw.events(r) if e["source"] == "runtime" and e["kind"] == "model_call"]
+    served = [e.get("reported_model") for e in fw.events(r) if e["source"] == "gateway" and e.get("reported_model")]
+    assert DEFAULT_SUBSTITUTE in served, served
+    assert DEFAULT_SUBSTITUTE in seen, seen
+    assert r["classification"]["swap"] == "visible"
+
+
+def test_tool_events_come_from_the_harness_tool_layer(fw):
+    """Rule: the framework calls the harness tools themselves (no re-implementation): every
+    tool call the runtime reports is one the harness tool layer executed, in order."""
+    for r in _diligent(fw):
+        ev = fw.events(r)
+        harness = [(e["tool"], e["args"]) for e in ev if e["source"] == "tools"]
+        runtime = [(e["tool"], e["args"]) for e in ev if e["source"] == "runtime" and e["kind"] == "tool_call"]
+        assert harness and runtime == harness, r["run_id"]
+
+
+def test_turn_limit_is_at_least_the_model_call_budget(fw):
+    """Rule: the framework's own turn limit is set from budgets.max_model_calls (or the
+    framework has none and the gateway's budget refusal is the stop)."""
+    for r in fw.records.values():
+        limits = [e for e in fw.events(r) if e["source"] == "runtime" and e["kind"] == "limits"]
+        assert len(limits) == 1, (r["run_id"], "no runtime 'limits' event (kit.record_limits)")
+        lim = limits[0]
+        assert lim["max_model_calls"] == BUDGET
+        if lim["turn_limit"] is None:
+            assert lim["enforced_by"] == "gateway", lim
+        else:
+            assert lim["turn_limit"] >= BUDGET, lim
+
+
+def test_retries_are_zero_at_the_client(fw):
+    """Rule: LiteLLM / HTTP-client retries are 0, so every attempt is a gateway call; the
+    settings are parity facts, and so is which system prompt the run used."""
+    versions = next(iter(fw.records.values()))["runtime_versions"]
+    retries = versions["retries"]
+    assert retries.get("http_client_max_retries") == 0, retries
+    assert retries.get("litellm_num_retries") in (0, None), retries
+    assert versions.get("system_prompt") == "harness" or str(versions.get("system_prompt")).startswith("framework:")
+
+
+def test_preload_starts_no_thread(fw, tmp_path):
+    """Rule: preload() imports without starting a thread (the warm parent forks after it)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    python = str(fw.entry.venv_python)
+    code = ("import sys, threading, adapter; getattr(adapter, 'preload', lambda: None)(); "
+            "print(len([t for t in threading.enumerate() if t is not threading.main_thread()]))")
+    proc = subprocess.run([python, "-c", code], cwd=fw.entry.adapter_dir, capture_output=True, text=True,
+                          timeout=180, env=adapter_env(fw.entry, str(home), python), stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == "0", proc.stdout
+
+
+def test_every_fault_is_a_result_never_a_harness_error(fw):
+    """Rule: a fault the framework does not handle propagates out of run() and is recorded
+    as the run's outcome (process ok / adapter_error), with the gateway's evidence."""
+    for model in FAULT_MODELS:
+        (r,) = [r for k, r in fw.records.items() if k[2] == model]
+        ev = fw.events(r)
+        process = next(e for e in ev if e["source"] == "process")
+        assert process["outcome_status"] == "ok", (r["run_id"], process)
+        assert r["classification"]["process"] in PROCESS_RESULTS
+        assert any(e["source"] == "gateway" for e in ev), r["run_id"]
+        err = process.get("adapter_exception")
+        assert r["classification"]["process"] != "adapter_error" or (err and err.get("type")), r["run_id"]
+
+
+def test_evidence_bundle_is_complete(fw):
+    for r in fw.records.values():
+        assert fw.store.verify_manifest(r["run_id"]) == [], r["run_id"]
+        json.loads((Path(fw.store.folder) / r["evidence_dir"] / "control.json").read_text())

@@ -1,0 +1,121 @@
+"""Adding a framework: one folder + one venvs.toml entry, nothing else touched.
+
+* A copy of ``frameworks/plain`` under a new name plus one ``venvs.toml`` entry, in a
+  temporary copy of the project, makes ``uv run pytest`` run the conformance suite for it
+  and pass (only that framework's conformance tests are run inside the copy: they are
+  what the entry adds; the rest of the suite is this project's own run).
+* ``grid.py new-framework NAME`` writes the folder (exact pins, the project's
+  exclude-newer window, adapter skeleton on the kit, README), locks it and adds the entry;
+  bad requests are one line and write nothing.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from claimgrid.scaffold import ScaffoldError, new_framework
+from claimgrid.venvs import load_venvs
+
+from .conftest import ROOT
+
+SKIP = {".git", ".venv", ".venvs", "ledger", "__pycache__", ".pytest_cache", ".claimgrid-stamp"}
+ENTRY = '\n[frameworks.{name}]\npython = "3.11"\nproject = "frameworks/{name}"\nadapter = "frameworks/{name}/adapter.py"\n'
+
+
+def _copy_project(dest: Path) -> Path:
+    shutil.copytree(ROOT, dest, ignore=lambda d, names: [n for n in names if n in SKIP])
+    (dest / "ledger").mkdir()
+    return dest
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.frameworks
+def test_a_copy_of_plain_with_one_entry_passes_the_conformance_suite(tmp_path):
+    project = _copy_project(tmp_path / "project")
+    name = "copied-plain"
+    before = _tree(project)
+    shutil.copytree(project / "frameworks" / "plain", project / "frameworks" / name)
+    (project / "venvs.toml").write_text((project / "venvs.toml").read_text() + ENTRY.format(name=name))
+    after = _tree(project)
+    changed = {k for k in after if before.get(k) != after[k]}
+    assert changed == {"venvs.toml"} | {k for k in after if k.startswith(f"frameworks/{name}/")}
+
+    # The project's own environment serves the copy (same lock): no second driver venv.
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("PYTEST")}
+    env.update(UV_PROJECT_ENVIRONMENT=sys.prefix, UV_PYTHON_DOWNLOADS="never")
+    proc = subprocess.run(["uv", "run", "--frozen", "pytest", "tests/test_conformance.py", "-k", name, "-q",
+                           "-p", "no:cacheprovider"], cwd=project, env=env, capture_output=True, text=True,
+                          timeout=900, stdin=subprocess.DEVNULL)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    conformance_tests = [n for n in dir(__import__("tests.test_conformance", fromlist=["x"])) if n.startswith("test_")]
+    assert f"{len(conformance_tests)} passed" in out, out[-2000:]
+    assert (project / ".venvs" / name / "bin" / "python").exists()
+    # Only the new framework's venv was built in the copy.
+    assert sorted(p.name for p in (project / ".venvs").iterdir()) == [name]
+
+
+@pytest.fixture
+def mini(tmp_path) -> Path:
+    """A project root with the driver's pyproject (the lock window) and venvs.toml."""
+    for f in ("pyproject.toml", "venvs.toml"):
+        shutil.copy(ROOT / f, tmp_path / f)
+    shutil.copytree(ROOT / "frameworks", tmp_path / "frameworks",
+                    ignore=lambda d, names: [n for n in names if n in SKIP])
+    return tmp_path
+
+
+def test_new_framework_writes_folder_lock_and_entry(mini):
+    proc = subprocess.run([sys.executable, str(ROOT / "grid.py"), "new-framework", "demo-fw",
+                           "--venvs", str(mini / "venvs.toml")], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "uv run pytest -k demo-fw" in proc.stdout
+    folder = mini / "frameworks" / "demo-fw"
+    assert {p.name for p in folder.iterdir()} == {"pyproject.toml", "uv.lock", "adapter.py", "README.md"}
+    py = tomllib.loads((folder / "pyproject.toml").read_text())
+    root_py = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert py["tool"]["uv"]["exclude-newer"] == root_py["tool"]["uv"]["exclude-newer"]
+    assert py["project"]["dependencies"] == []
+    entries = load_venvs(mini / "venvs.toml")
+    assert entries["demo-fw"].adapter == folder / "adapter.py"
+    assert set(load_venvs()) < set(entries)  # every existing entry kept
+    src = (folder / "adapter.py").read_text()
+    compile(src, "adapter.py", "exec")
+    assert "import kit" in src and "def run(ctl: dict, tools: list, rec)" in src
+
+
+@pytest.mark.parametrize("args, message", [
+    (["Bad_Name"], "is not a framework name"),
+    ([next(iter(load_venvs()))], "already exists"),  # an existing entry of the repo's venvs.toml
+    (["demo", "--dependency", "somepkg>=1.0"], "must be an exact pin"),
+    (["demo", "--dependency", "litellm==1.0.0"], "LiteLLM is pinned at"),
+])
+def test_bad_new_framework_requests_are_one_line_and_write_nothing(mini, args, message):
+    before = _tree(mini)
+    proc = subprocess.run([sys.executable, str(ROOT / "grid.py"), "new-framework", *args,
+                           "--venvs", str(mini / "venvs.toml")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], proc.stderr
+    assert _tree(mini) == before
+
+
+def test_a_failed_lock_leaves_nothing(mini, monkeypatch, tmp_path):
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "uv").write_text("#!/bin/sh\necho 'error: no solution for the pins' >&2\nexit 1\n")
+    (fake / "uv").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:/usr/bin:/bin")
+    before = _tree(mini)
+    with pytest.raises(ScaffoldError, match="uv lock failed: error: no solution for the pins"):
+        new_framework("demo", mini / "venvs.toml", ["somepkg==1.0"])
+    assert _tree(mini) == before
