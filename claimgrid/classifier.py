@@ -272,10 +272,20 @@ def classify_process(events: list[dict]) -> str:
     return "ok"
 
 
+def provider_failed(events: list[dict]) -> bool:
+    """A real provider failed a call past the gateway's retries (exchange ``provider.failed``):
+    the run measured provider weather, not the experiment."""
+    return any((e.get("provider") or {}).get("failed") for e in by_source(events, "gateway", "exchange"))
+
+
 def classify(events: list[dict], facts: RunFacts) -> dict:
     """The full classification of one run (docs/CONTRACTS.md, "Classification names")."""
     report = agent_report(events)
     outcome = classify_outcome(by_source(events, "verifier"))
+    # Rule: provider failure -> UNKNOWN, reason "provider" (never a swap or the framework's result).
+    unknown_reason = "provider" if provider_failed(events) else None
+    if unknown_reason:
+        outcome = "UNKNOWN"
     claimed = claimed_success(report)
     swap = classify_swap(events, facts)
     agent, agent_from = agent_identity(events, facts)
@@ -293,4 +303,5 @@ def classify(events: list[dict], facts: RunFacts) -> dict:
         "review": classify_review(events),
         "agent": agent,
         "agent_from": agent_from,
+        "unknown_reason": unknown_reason,
     }

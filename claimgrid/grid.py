@@ -78,6 +78,7 @@ def cmd_run(args) -> int:
         sel = meta["selection"]
         store.repair()
         timeout_s, jobs, isolation, max_calls = meta["timeout_s"], args.jobs or meta["jobs"], meta["isolation"], meta["max_model_calls"]
+        limits, retry = _budget_from(args, meta), _retry_from(args, meta)
     else:
         sel = _selection(args, tasks, content, swap, venvs)
         grid_id = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H-%M-%SZ") + "-" + secrets.token_hex(2)
@@ -86,6 +87,7 @@ def cmd_run(args) -> int:
         timeout_s, isolation, max_calls = args.timeout, args.isolation, args.max_model_calls
         jobs = args.jobs or os.cpu_count() or 2
         meta = None
+        limits, retry = _budget_from(args, None), _retry_from(args, None)
 
     cells = plan(sel["frameworks"], sel["tasks"], sel["content"], sel["swap"], sel["models"],
                  sel["substitute"], sel["repeats"])
@@ -106,24 +108,78 @@ def cmd_run(args) -> int:
             "max_model_calls": max_calls, "retries": {}, "grid_size": len(cells),
             "reference_models": all(m in BEHAVIOUR for m in sel["models"] + [sel["substitute"]]),
             "selection": sel, "resumed": [],
+            "budget": limits.as_dict(), "provider_retry": retry.as_dict(), "spend": None,
+            "stopped_at_budget": None,
         }
         store.create(meta)
     else:
         meta.setdefault("resumed", []).append(dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+        if meta.get("stopped_at_budget"):  # an earlier stop is history once the grid continues
+            meta.setdefault("budget_stops", []).append(meta["stopped_at_budget"])
+        meta["stopped_at_budget"] = None
+        meta["budget"], meta["provider_retry"] = limits.as_dict(), retry.as_dict()
         store.write_meta(meta)
+    _note_unpriced(limits, sel["models"] + [sel["substitute"]])
 
     done = store.completed_ids()
     todo = [c for c in cells if c.run_id not in done]
     print(f"grid {store.folder}: {len(cells)} cells, {len(done)} already done, {len(todo)} to run, "
           f"{jobs} jobs, isolation {isolation}", flush=True)
     t0 = time.monotonic()
+    from .gateway import Gateway
+    gateway = Gateway(retry=retry)
+    for run_id in done:  # the budget counts what the grid already spent before a resume
+        gateway.spend.add_events(store.load_events(run_id))
     if todo:
         _execute(todo, store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls, isolation, jobs,
-                 progress=not args.no_progress, meta=meta)
+                 progress=not args.no_progress, meta=meta, gateway=gateway, limits=limits, grid_size=len(cells))
+    meta["spend"] = gateway.spend.snapshot()
     meta["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     meta["wall_s"] = round((meta.get("wall_s") or 0) + time.monotonic() - t0, 1)
     store.write_meta(meta)
-    return _finish(store)
+    code = _finish(store)
+    stop = meta.get("stopped_at_budget")
+    if stop:
+        print(f"stopped at budget ({stop['limit']}): spent ${stop['cost_usd']:.4f}, {stop['tokens']:,} tokens; "
+              f"{stop['runs_not_started']} runs not started. Continue with a higher limit: "
+              f"uv run grid.py run --resume {store.folder} --max-cost USD / --max-tokens N")
+    return code
+
+
+def _budget_from(args, meta: dict | None):
+    """The grid's spend limits: the flags, else (on --resume) the limits the grid had."""
+    from .gateway.budget import Limits
+    old = (meta or {}).get("budget") or {}
+    max_cost = args.max_cost if args.max_cost is not None else old.get("max_cost_usd")
+    max_tokens = args.max_tokens if args.max_tokens is not None else old.get("max_tokens")
+    if max_cost is not None and max_cost <= 0:
+        raise ClaimgridError("--max-cost must be a positive number of US dollars")
+    if max_tokens is not None and max_tokens <= 0:
+        raise ClaimgridError("--max-tokens must be a positive number of tokens")
+    return Limits(max_cost, max_tokens)
+
+
+def _retry_from(args, meta: dict | None):
+    from .gateway.retry import RetryPolicy
+    old = (meta or {}).get("provider_retry") or {}
+    retries = args.provider_retries if args.provider_retries is not None else old.get("retries", RetryPolicy.retries)
+    backoff = args.provider_backoff if args.provider_backoff is not None else old.get("backoff_s", RetryPolicy.backoff_s)
+    if retries < 0:
+        raise ClaimgridError("--provider-retries must be 0 or more")
+    if backoff < 0:
+        raise ClaimgridError("--provider-backoff must be 0 or more seconds")
+    return RetryPolicy(retries=retries, backoff_s=backoff)
+
+
+def _note_unpriced(limits, models: list[str]) -> None:
+    """Say up front when --max-cost cannot see a model's spend (no known price)."""
+    if limits.max_cost_usd is None:
+        return
+    from .gateway.providers import _has_price
+    unpriced = [m for m in dict.fromkeys(models) if m in BEHAVIOUR or not _has_price(m)]
+    if unpriced:
+        print(f"note: no known price for {', '.join(unpriced)}: their calls count tokens only, "
+              "not toward --max-cost (use --max-tokens to bound them)", flush=True)
 
 
 def _finish(store: RunStore) -> int:
@@ -138,15 +194,26 @@ def _finish(store: RunStore) -> int:
     return 0
 
 
+BUDGET_SKIP = "not started: budget reached"
+
+
 def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls,
-             isolation, jobs, progress: bool, meta: dict) -> None:
+             isolation, jobs, progress: bool, meta: dict, gateway=None, limits=None, grid_size=None,
+             on_record=None) -> None:
+    """Run ``todo``. With ``limits``, no run starts once the gateway's spend reached one:
+    runs in flight finish, and ``meta["stopped_at_budget"]`` records the figures."""
     from .gateway import Gateway
     from .launch import Launcher
     from .runner import GridContext
 
     work_dir = Path(tempfile.mkdtemp(prefix="claimgrid-"))
-    gateway = Gateway()
+    gateway = gateway or Gateway()
     gateway.start()
+    grid_size = grid_size or len(todo)
+    done_before = grid_size - len(todo)
+
+    def budget_reached() -> str | None:
+        return gateway.spend.over(limits) if limits is not None and limits.any() else None
     launcher = Launcher(entries, isolation=isolation)
     ctx = GridContext(tasks=tasks, content=content, swap=swap, gateway=gateway, launcher=launcher, store=store,
                       work_dir=work_dir, timeout_s=timeout_s, max_model_calls=max_calls, isolation=isolation,
@@ -154,19 +221,31 @@ def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions
     for key in {(c.task, c.content) for c in todo}:  # built once, before threads share them
         ctx.template(tasks[key[0]], content[key[1]])
     counts: collections.Counter = collections.Counter()
-    reporter = _Progress(len(todo), enabled=progress)
+    reporter = _Progress(len(todo), enabled=progress,
+                         extra=lambda done: "spend " + gateway.spend.line(done_before + done, grid_size))
+    not_started: list[str] = []
     try:
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             pending = {}
             queue = list(todo)
             while queue or pending:
+                if queue and budget_reached():
+                    not_started += [c.run_id for c in queue]
+                    queue.clear()
                 while queue and len(pending) < jobs * 2:
                     cell = queue.pop(0)
-                    pending[pool.submit(_safe_run, cell, ctx)] = cell
+                    pending[pool.submit(_safe_run, cell, ctx, budget_reached)] = cell
+                if not pending:
+                    break
                 finished, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for fut in finished:
                     cell = pending.pop(fut)
                     record, error = fut.result()
+                    if error == BUDGET_SKIP:
+                        not_started.append(cell.run_id)
+                        continue
+                    if on_record and record:
+                        on_record(record)
                     if record:
                         counts[record["classification"]["outcome"]] += 1
                         fw = record["framework"]
@@ -181,11 +260,24 @@ def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions
         launcher.close()
         gateway.stop()
         shutil.rmtree(work_dir, ignore_errors=True)
+    reason = budget_reached()
+    if not_started and reason:
+        spend = gateway.spend.snapshot()
+        meta["stopped_at_budget"] = {
+            "limit": reason, **limits.as_dict(), "cost_usd": spend["cost_usd"], "tokens": spend["tokens"],
+            "cost_complete": spend["cost_complete"], "unpriced_models": spend["unpriced_models"],
+            "runs_done": grid_size - len(not_started), "runs_not_started": len(not_started),
+            "at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
 
 
-def _safe_run(cell, ctx):
-    """A bug in the harness for one cell must not stop the grid; it is reported, and the cell stays missing."""
+def _safe_run(cell, ctx, stop=None):
+    """A bug in the harness for one cell must not stop the grid; it is reported, and the cell stays missing.
+
+    ``stop()`` is asked when the run would start: a queued run does not start once the
+    budget is reached (returns ``(None, BUDGET_SKIP)``)."""
     from .runner import run_cell
+    if stop is not None and stop():
+        return None, BUDGET_SKIP
     try:
         return run_cell(cell, ctx), None
     except Exception as exc:  # noqa: BLE001 - reported to the user; the cell can be resumed
@@ -195,8 +287,9 @@ def _safe_run(cell, ctx):
 class _Progress:
     """A rich progress bar (runs done, runs/s, elapsed, remaining, outcomes so far) or plain lines."""
 
-    def __init__(self, total: int, enabled: bool):
+    def __init__(self, total: int, enabled: bool, extra=None):
         self.total, self.done, self.t0 = total, 0, time.monotonic()
+        self.extra = extra  # done -> text appended to the line (spend so far and its projection)
         self.enabled = enabled and sys.stdout.isatty()
         self.bar = None
         if self.enabled:
@@ -204,18 +297,20 @@ class _Progress:
                                        TimeElapsedColumn, TimeRemainingColumn)
             self.bar = Progress(TextColumn("[bold]runs"), BarColumn(), MofNCompleteColumn(),
                                 TextColumn("{task.fields[rate]} runs/s"), TimeElapsedColumn(),
-                                TextColumn("left"), TimeRemainingColumn(), TextColumn("{task.fields[outcomes]}"))
+                                TextColumn("left"), TimeRemainingColumn(), TextColumn("{task.fields[outcomes]}"),
+                                TextColumn("{task.fields[spend]}"))
             self.bar.start()
-            self.task = self.bar.add_task("grid", total=total, rate="0.0", outcomes="")
+            self.task = self.bar.add_task("grid", total=total, rate="0.0", outcomes="", spend="")
 
     def advance(self, counts) -> None:
         self.done += 1
         rate = self.done / max(time.monotonic() - self.t0, 1e-9)
         outcomes = " ".join(f"{k}:{v}" for k, v in sorted(counts.items()))
+        spend = self.extra(self.done) if self.extra else ""
         if self.bar:
-            self.bar.update(self.task, advance=1, rate=f"{rate:.1f}", outcomes=outcomes)
+            self.bar.update(self.task, advance=1, rate=f"{rate:.1f}", outcomes=outcomes, spend=spend)
         elif self.done == self.total or self.done % max(1, self.total // 20) == 0:
-            print(f"[{self.done}/{self.total}] {rate:.1f} runs/s  {outcomes}", flush=True)
+            print(f"[{self.done}/{self.total}] {rate:.1f} runs/s  {outcomes}  {spend}".rstrip(), flush=True)
 
     def log(self, text: str) -> None:
         (self.bar.console.print if self.bar else print)(text)

@@ -17,6 +17,7 @@ from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
 from .providers import ModelRouter
+from .cassette import request_sha256
 from .records import exchange_event, openai_error
 from .runs import Registry, RunState
 from .sse import stream_events
@@ -53,7 +54,10 @@ async def _read_body(request: Request) -> tuple[dict | None, str | None]:
     return body, None
 
 
-def create_app(registry: Registry, router: ModelRouter) -> Starlette:
+def create_app(registry: Registry, router: ModelRouter, retry=None, replay=None) -> Starlette:
+    """``retry``: RetryPolicy for real providers; ``replay``: a ReplaySource that serves
+    recorded responses instead of any model (``grid.py replay``)."""
+
     async def chat_completions(request: Request):
         t0 = time.perf_counter()
         state: RunState | None = registry.get(_token(request))
@@ -62,13 +66,15 @@ def create_app(registry: Registry, router: ModelRouter) -> Starlette:
         script = state.script
         index = state.next_call()
         t = state.elapsed()
+        if replay is not None:  # offline replay: the recorded answer, whatever was asked
+            return await replay.serve(request, state, index, t)
         body, bad = await _read_body(request)
         body_for_log = body if body is not None else None
         requested = body.get("model") if body else None
         stream = bool(body and body.get("stream"))
         messages = body.get("messages") if body else None
         swap = "none"
-        status, error, code, answer, headers = 200, None, None, None, {}
+        status, error, code, answer, headers, provider = 200, None, None, None, {}, None
         if bad:
             status, error, code = 400, bad, "invalid_request"
         elif index >= script.max_model_calls:
@@ -84,9 +90,10 @@ def create_app(registry: Registry, router: ModelRouter) -> Starlette:
                          "to it; no substitute")
             else:
                 try:
-                    answer = await call_model(router, script, swap, body, requested)
-                    headers = answer.headers
+                    answer = await call_model(router, script, swap, body, requested, retry)
+                    headers, provider = answer.headers, answer.provider
                 except Exception as exc:  # upstream failure: a result to record, not a crash
+                    provider = getattr(exc, "provider", None)  # every attempt, when retried
                     status = getattr(exc, "status_code", None)
                     status = status if isinstance(status, int) and 400 <= status < 600 else 502
                     error, code = f"{type(exc).__name__}: {_first_line(exc)}", "upstream_error"
@@ -98,9 +105,12 @@ def create_app(registry: Registry, router: ModelRouter) -> Starlette:
             reported=answer.response["model"] if answer else None, swap=swap, status=status,
             error=error, latency_ms=latency_ms, response=answer.response if answer else None,
             cost_usd=answer.cost_usd if answer else None, messages=messages)
+        event["provider"] = provider
         state.record(event, {"call_index": index, "t": t, "status": status, "stream": stream,
                              "request": body_for_log, "response": response,
-                             "response_headers": headers})
+                             "response_headers": headers, "run_id": script.run_id,
+                             "request_sha256": request_sha256(body_for_log, await request.body()),
+                             "provider": provider})
         if answer is None:
             return JSONResponse(response, status_code=status, headers=headers)
         if stream:
