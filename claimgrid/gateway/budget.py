@@ -87,7 +87,7 @@ class Spend:
         """The figures written into meta.json (``spend``)."""
         with self._lock:
             return {
-                "cost_usd": round(self.cost_usd, 6), "prompt_tokens": self.prompt_tokens,
+                "cost_usd": round(self.cost_usd, 8), "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens,
                 "tokens": self.prompt_tokens + self.completion_tokens, "calls": self.calls,
                 "priced_calls": self.priced_calls, "unpriced_calls": self.unpriced_calls,

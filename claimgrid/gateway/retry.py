@@ -127,8 +127,9 @@ async def with_retries(call, policy: RetryPolicy, model: str):
     """Await ``call()`` until it succeeds, fails non-transiently, or the retries run out.
 
     Returns ``(result, provider)``; raises ProviderFailure. ``provider`` is
-    ``{"model", "attempts", "retries", "failed", "errors": [{"attempt", "status", "error",
-    "transient", "retry_after_s", "wait_s", "latency_ms"}]}`` with one entry per failed attempt.
+    ``{"model", "attempts", "retries", "failed", "errors": [{"attempt", "status",
+    "connection_error", "error", "transient", "retry_after_s", "wait_s", "latency_ms"}]}``
+    with one entry per failed attempt (``status`` None when no HTTP answer came back).
     """
     errors: list[dict] = []
     attempt = 0
@@ -142,7 +143,10 @@ async def with_retries(call, policy: RetryPolicy, model: str):
             latency_ms = round((time.perf_counter() - t0) * 1000, 3)
             is_transient = transient(exc)
             hint = retry_after_s(exc)
-            entry = {"attempt": attempt, "status": status_of(exc), "error": _first_line(exc),
+            # status None: no HTTP answer at all (reset, refused, timeout), which LiteLLM reports as a 500.
+            connection = is_connection_error(exc)
+            entry = {"attempt": attempt, "status": None if connection else status_of(exc),
+                     "connection_error": connection, "error": _first_line(exc),
                      "transient": is_transient, "retry_after_s": hint, "wait_s": None,
                      "latency_ms": latency_ms}
             errors.append(entry)
