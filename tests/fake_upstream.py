@@ -120,6 +120,13 @@ class FakeUpstream:
     def __exit__(self, *exc):
         self.stop()
 
+    def reset(self, plan=None) -> None:
+        """Forget the counts and hits; serve ``plan`` from now on (None: no faults)."""
+        with self._lock:
+            self.plan = plan or (lambda key, n: None)
+            self._counts.clear()
+            self.hits.clear()
+
     def requests_for(self, key: str) -> list[tuple | None]:
         """The faults served to run ``key``'s requests, in order (None = a good answer)."""
         with self._lock:
