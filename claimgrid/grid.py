@@ -198,8 +198,7 @@ BUDGET_SKIP = "not started: budget reached"
 
 
 def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls,
-             isolation, jobs, progress: bool, meta: dict, gateway=None, limits=None, grid_size=None,
-             on_record=None) -> None:
+             isolation, jobs, progress: bool, meta: dict, gateway=None, limits=None, grid_size=None) -> None:
     """Run ``todo``. With ``limits``, no run starts once the gateway's spend reached one:
     runs in flight finish, and ``meta["stopped_at_budget"]`` records the figures."""
     from .gateway import Gateway
@@ -244,8 +243,6 @@ def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions
                     if error == BUDGET_SKIP:
                         not_started.append(cell.run_id)
                         continue
-                    if on_record and record:
-                        on_record(record)
                     if record:
                         counts[record["classification"]["outcome"]] += 1
                         fw = record["framework"]
