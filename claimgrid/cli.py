@@ -57,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="retries of a real provider's transient error (429, 5xx, reset) inside the gateway (default 4)")
     run.add_argument("--provider-backoff", type=float, default=None, metavar="S",
                      help="first retry wait in seconds, doubled per retry; a longer Retry-After wins (default 1)")
+    run.add_argument("--provider-timeout", type=float, default=None, metavar="S",
+                     help="seconds one provider attempt may take before it is abandoned and retried (default 300)")
 
     ls = sub.add_parser("list", help="list tasks, conditions, frameworks and models")
     data_opts(ls)

@@ -168,7 +168,10 @@ def _retry_from(args, meta: dict | None):
         raise ClaimgridError("--provider-retries must be 0 or more")
     if backoff < 0:
         raise ClaimgridError("--provider-backoff must be 0 or more seconds")
-    return RetryPolicy(retries=retries, backoff_s=backoff)
+    timeout = args.provider_timeout if args.provider_timeout is not None else old.get("timeout_s", RetryPolicy.timeout_s)
+    if timeout <= 0:
+        raise ClaimgridError("--provider-timeout must be a positive number of seconds")
+    return RetryPolicy(retries=retries, backoff_s=backoff, timeout_s=timeout)
 
 
 def _note_unpriced(limits, models: list[str]) -> None:

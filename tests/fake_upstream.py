@@ -10,7 +10,8 @@ response byte.
 The plan is a function ``plan(run_key, n) -> fault | None`` called for the ``n``-th
 request (from 0) of each run. ``run_key`` is the ``delegation_id`` the harness prompt
 asks the agent to report (the run id), found in the request's messages, or ``""``.
-Faults: ``("status", code, headers)`` or ``("reset",)``. Every request is logged in
+Faults: ``("status", code, headers)``, ``("reset",)`` or ``("slow", seconds)`` (a good
+answer, late). Every request is logged in
 ``hits`` as ``(run_key, n, fault_or_None)``.
 """
 
@@ -21,6 +22,7 @@ import re
 import socket
 import struct
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
@@ -89,6 +91,8 @@ class FakeUpstream:
                     self.close_connection = True
                     self.connection.close()
                     return
+                if fault and fault[0] == "slow":
+                    time.sleep(fault[1])
                 if fault and fault[0] == "status":
                     code, headers = fault[1], (fault[2] if len(fault) > 2 else {})
                     err = {"error": {"message": f"fake upstream fault {code}", "type": "server_error",

@@ -35,7 +35,7 @@ def test_token_limit_stops_and_unpriced_models_are_named(tmp_path, tasks):
 def test_bad_limits_are_one_line_and_write_nothing(tmp_path, tasks):
     venvs = plain_venvs(tmp_path)
     for flag, value in (("--max-cost", "-1"), ("--max-tokens", "0"), ("--provider-retries", "-2"),
-                        ("--provider-backoff", "-0.5")):
+                        ("--provider-backoff", "-0.5"), ("--provider-timeout", "0")):
         out = tmp_path / f"x{flag}"
         p = grid("run", "--venvs", str(venvs), "--out", str(out), flag, value, *_cells(tasks))
         lines = p.stderr.strip().splitlines()

@@ -182,3 +182,12 @@ def test_spend_totals_cost_and_tokens_and_says_when_a_price_is_unknown(tasks, fa
     assert gw.spend.over(Limits(max_cost_usd=priced[0]["cost_usd"] * 2)) is None
     assert gw.spend.over(Limits(max_tokens=tokens)) == "max_tokens"
     assert spend["providers"]["openai/gpt-4o-mini"] == {"calls": 1, "retries": 0, "failures": 0}
+
+
+def test_a_hung_provider_attempt_is_abandoned_and_retried(tasks, faulty):
+    gw, up = faulty(lambda key, n: ("slow", 3.0) if n == 0 else None,
+                    RetryPolicy(retries=2, backoff_s=0.01, timeout_s=0.5))
+    _, info, events, _ = _one_call(gw, tasks)
+    provider = events[0]["provider"]
+    assert info["status"] == 200 and provider["retries"] == 1 and len(up.hits) == 2
+    assert provider["errors"][0]["transient"] and provider["errors"][0]["latency_ms"] < 2500

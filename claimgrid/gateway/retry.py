@@ -29,14 +29,17 @@ REQUEST_STATUS = frozenset({400, 413, 422})
 @dataclass(frozen=True)
 class RetryPolicy:
     """``retries`` extra attempts; waits ``backoff_s * 2**k`` (or the provider's
-    ``Retry-After`` when longer), each wait capped at ``max_wait_s``."""
+    ``Retry-After`` when longer), each wait capped at ``max_wait_s``. An attempt that has
+    no answer after ``timeout_s`` is abandoned as a transient failure (a hung provider)."""
 
     retries: int = 4
     backoff_s: float = 1.0
     max_wait_s: float = 60.0
+    timeout_s: float = 300.0
 
     def as_dict(self) -> dict:
-        return {"retries": self.retries, "backoff_s": self.backoff_s, "max_wait_s": self.max_wait_s}
+        return {"retries": self.retries, "backoff_s": self.backoff_s, "max_wait_s": self.max_wait_s,
+                "timeout_s": self.timeout_s}
 
 
 class ProviderFailure(Exception):

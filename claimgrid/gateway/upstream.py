@@ -104,9 +104,11 @@ async def call_model(router: ModelRouter, script: RunScript, swap: str, body: di
         else:
             # max_retries=0: the provider client must not retry on its own, or attempts
             # would happen that the gateway log never shows.
+            policy = retry or RetryPolicy()
             resp, provider = await with_retries(
-                lambda: router.router.acompletion(drop_params=True, max_retries=0, **{"no-log": True}, **kwargs),
-                retry or RetryPolicy(), target)
+                lambda: router.router.acompletion(drop_params=True, max_retries=0, timeout=policy.timeout_s,
+                                                  **{"no-log": True}, **kwargs),
+                policy, target)
     finally:
         CURRENT_SCRIPT.reset(token)
     hidden = getattr(resp, "_hidden_params", None) or {}
