@@ -20,6 +20,8 @@ from .cells import Cell, plan
 from .classifier import RunFacts, classify
 from .conditions import load_content_conditions, load_swap_conditions
 from .errors import ClaimgridError, UnknownNameError
+from .realmodels import (budget_meta, note_unpriced, real_model_options, resume_budget_meta, stop_line,
+                         stop_record)
 from .reference_truth import BEHAVIOUR, DEFAULT_MODELS, DEFAULT_SUBSTITUTE
 from .store import RunStore
 from .tasks import load_tasks, select
@@ -78,7 +80,7 @@ def cmd_run(args) -> int:
         sel = meta["selection"]
         store.repair()
         timeout_s, jobs, isolation, max_calls = meta["timeout_s"], args.jobs or meta["jobs"], meta["isolation"], meta["max_model_calls"]
-        limits, retry = _budget_from(args, meta), _retry_from(args, meta)
+        limits, retry = real_model_options(args, meta)
     else:
         sel = _selection(args, tasks, content, swap, venvs)
         grid_id = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H-%M-%SZ") + "-" + secrets.token_hex(2)
@@ -87,7 +89,7 @@ def cmd_run(args) -> int:
         timeout_s, isolation, max_calls = args.timeout, args.isolation, args.max_model_calls
         jobs = args.jobs or os.cpu_count() or 2
         meta = None
-        limits, retry = _budget_from(args, None), _retry_from(args, None)
+        limits, retry = real_model_options(args, None)
 
     cells = plan(sel["frameworks"], sel["tasks"], sel["content"], sel["swap"], sel["models"],
                  sel["substitute"], sel["repeats"])
@@ -108,18 +110,14 @@ def cmd_run(args) -> int:
             "max_model_calls": max_calls, "retries": {}, "grid_size": len(cells),
             "reference_models": all(m in BEHAVIOUR for m in sel["models"] + [sel["substitute"]]),
             "selection": sel, "resumed": [],
-            "budget": limits.as_dict(), "provider_retry": retry.as_dict(), "spend": None,
-            "stopped_at_budget": None,
+            **budget_meta(limits, retry),
         }
         store.create(meta)
     else:
         meta.setdefault("resumed", []).append(dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
-        if meta.get("stopped_at_budget"):  # an earlier stop is history once the grid continues
-            meta.setdefault("budget_stops", []).append(meta["stopped_at_budget"])
-        meta["stopped_at_budget"] = None
-        meta["budget"], meta["provider_retry"] = limits.as_dict(), retry.as_dict()
+        resume_budget_meta(meta, limits, retry)
         store.write_meta(meta)
-    _note_unpriced(limits, sel["models"] + [sel["substitute"]])
+    note_unpriced(limits, sel["models"] + [sel["substitute"]])
 
     done = store.completed_ids()
     todo = [c for c in cells if c.run_id not in done]
@@ -138,51 +136,9 @@ def cmd_run(args) -> int:
     meta["wall_s"] = round((meta.get("wall_s") or 0) + time.monotonic() - t0, 1)
     store.write_meta(meta)
     code = _finish(store)
-    stop = meta.get("stopped_at_budget")
-    if stop:
-        print(f"stopped at budget ({stop['limit']}): spent ${stop['cost_usd']:.4f}, {stop['tokens']:,} tokens; "
-              f"{stop['runs_not_started']} runs not started. Continue with a higher limit: "
-              f"uv run grid.py run --resume {store.folder} --max-cost USD / --max-tokens N")
+    if meta.get("stopped_at_budget"):
+        print(stop_line(meta["stopped_at_budget"], store.folder))
     return code
-
-
-def _budget_from(args, meta: dict | None):
-    """The grid's spend limits: the flags, else (on --resume) the limits the grid had."""
-    from .gateway.budget import Limits
-    old = (meta or {}).get("budget") or {}
-    max_cost = args.max_cost if args.max_cost is not None else old.get("max_cost_usd")
-    max_tokens = args.max_tokens if args.max_tokens is not None else old.get("max_tokens")
-    if max_cost is not None and max_cost <= 0:
-        raise ClaimgridError("--max-cost must be a positive number of US dollars")
-    if max_tokens is not None and max_tokens <= 0:
-        raise ClaimgridError("--max-tokens must be a positive number of tokens")
-    return Limits(max_cost, max_tokens)
-
-
-def _retry_from(args, meta: dict | None):
-    from .gateway.retry import RetryPolicy
-    old = (meta or {}).get("provider_retry") or {}
-    retries = args.provider_retries if args.provider_retries is not None else old.get("retries", RetryPolicy.retries)
-    backoff = args.provider_backoff if args.provider_backoff is not None else old.get("backoff_s", RetryPolicy.backoff_s)
-    if retries < 0:
-        raise ClaimgridError("--provider-retries must be 0 or more")
-    if backoff < 0:
-        raise ClaimgridError("--provider-backoff must be 0 or more seconds")
-    timeout = args.provider_timeout if args.provider_timeout is not None else old.get("timeout_s", RetryPolicy.timeout_s)
-    if timeout <= 0:
-        raise ClaimgridError("--provider-timeout must be a positive number of seconds")
-    return RetryPolicy(retries=retries, backoff_s=backoff, timeout_s=timeout)
-
-
-def _note_unpriced(limits, models: list[str]) -> None:
-    """Say up front when --max-cost cannot see a model's spend (no known price)."""
-    if limits.max_cost_usd is None:
-        return
-    from .gateway.providers import _has_price
-    unpriced = [m for m in dict.fromkeys(models) if m in BEHAVIOUR or not _has_price(m)]
-    if unpriced:
-        print(f"note: no known price for {', '.join(unpriced)}: their calls count tokens only, "
-              "not toward --max-cost (use --max-tokens to bound them)", flush=True)
 
 
 def _finish(store: RunStore) -> int:
@@ -262,12 +218,8 @@ def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions
         shutil.rmtree(work_dir, ignore_errors=True)
     reason = budget_reached()
     if not_started and reason:
-        spend = gateway.spend.snapshot()
-        meta["stopped_at_budget"] = {
-            "limit": reason, **limits.as_dict(), "cost_usd": spend["cost_usd"], "tokens": spend["tokens"],
-            "cost_complete": spend["cost_complete"], "unpriced_models": spend["unpriced_models"],
-            "runs_done": grid_size - len(not_started), "runs_not_started": len(not_started),
-            "at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+        meta["stopped_at_budget"] = stop_record(reason, limits, gateway.spend, grid_size - len(not_started),
+                                                len(not_started))
 
 
 def _safe_run(cell, ctx, stop=None):
