@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from . import ROOT
 from .errors import ClaimgridError
 
-COMMANDS = ("run", "list", "reclassify", "replay", "gateway", "venvs")
+INTERRUPTED = 130  # exit code after Ctrl-C (128 + SIGINT)
+COMMANDS = ("run", "list", "check-task", "reclassify", "replay", "gateway", "venvs")
 
 
 def _csv(value: str) -> list[str]:
@@ -29,23 +31,37 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--conditions-dir", type=Path, default=ROOT / "conditions", help="folder with content/ and swap/")
         sp.add_argument("--venvs", type=Path, default=ROOT / "venvs.toml", help="framework entries (venvs.toml)")
 
+    def policies_opt(sp):
+        sp.add_argument("--policies", type=Path, action="append", default=[], metavar="FILE.py",
+                        help="a Python file registering extra reference models (policy + true behaviour) "
+                             "with @claimgrid.registry.reference_model; may be repeated")
+
     run = sub.add_parser("run", help="run a grid (the default command)")
     data_opts(run)
+    policies_opt(run)
     run.add_argument("--frameworks", type=_csv, help="comma-separated framework names (default: all in venvs.toml)")
-    run.add_argument("--tasks", type=_csv, help="comma-separated task ids (default: all)")
+    run.add_argument("--tasks", type=_csv, help="comma-separated task ids, from any suite (default: the --suite's tasks)")
+    run.add_argument("--suite", default="default", help="the tasks whose task.toml has this suite (default: 'default')")
     run.add_argument("--content", type=_csv, help="content conditions (default: all four)")
     run.add_argument("--swap", type=_csv, help="swap conditions (default: all four)")
     run.add_argument("--models", "--model", dest="models", type=_csv,
-                     help="reference model names or LiteLLM model strings (default: the five reference models)")
-    run.add_argument("--substitute", help="the model that serves after the assigned one becomes unavailable (default: reader)")
+                     help="reference model names or LiteLLM model strings (default: the registry's default models)")
+    run.add_argument("--substitute", help="the model that serves after the assigned one becomes unavailable (default: the registry's substitute)")
     run.add_argument("--repeats", type=int, default=1)
     run.add_argument("--jobs", type=int, default=None, help="parallel runs (default: number of CPUs)")
     run.add_argument("--timeout", type=float, default=120.0, help="seconds per run before its process group is killed")
     run.add_argument("--out", type=Path, default=None, help="ledger folder to write (default: ledger/<grid id>)")
     run.add_argument("--isolation", choices=("warm", "fresh"), default="warm",
                      help="warm: fork each run from a parent that has imported the framework; fresh: a new interpreter per run")
+    run.add_argument("--guard", choices=("auto", "on", "off"), default="auto",
+                     help="sandbox the agent's commands with bubblewrap: auto (default) = on where namespaces work, "
+                          "on = fail where they do not, off = unguarded (recorded in meta.json and every run)")
     run.add_argument("--resume", type=Path, default=None, metavar="DIR", help="finish an interrupted grid in DIR")
     run.add_argument("--max-model-calls", type=int, default=24, help="per-run model call budget enforced by the gateway")
+    run.add_argument("--backend", choices=("local", "ray"), default="local",
+                     help="local: run on this machine (default); ray: one node per Ray node (needs the ray extra)")
+    run.add_argument("--address", default=None,
+                     help="with --backend ray: the Ray cluster address (default: a cluster started on this machine with `ray start`)")
     run.add_argument("--no-progress", action="store_true", help="plain log lines instead of a progress bar")
     # Real models: spend limits and provider retries (claimgrid.gateway.budget / .retry).
     run.add_argument("--max-cost", type=float, default=None, metavar="USD",
@@ -62,10 +78,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     ls = sub.add_parser("list", help="list tasks, conditions, frameworks and models")
     data_opts(ls)
+    policies_opt(ls)
+
+    ct = sub.add_parser("check-task", help="check tasks' answer keys against their fixtures (exit 2 on a problem)")
+    data_opts(ct)
+    ct.add_argument("ids", nargs="*", metavar="ID", help="task ids (default: every task in --tasks-dir)")
 
     rc = sub.add_parser("reclassify", help="re-derive every classification from stored evidence and rewrite the ledger")
     rc.add_argument("dir", type=Path)
     rc.add_argument("--tasks-dir", type=Path, default=ROOT / "tasks")
+    rc.add_argument("--conditions-dir", type=Path, default=ROOT / "conditions")
+    policies_opt(rc)
 
     rp = sub.add_parser("replay", help="re-execute every run of a ledger offline, serving its recorded model "
                                        "responses; report request-hash and classification matches")
@@ -78,23 +101,29 @@ def build_parser() -> argparse.ArgumentParser:
     gw = sub.add_parser("gateway", help="start the harness model gateway alone and print its URL")
     gw.add_argument("rest", nargs=argparse.REMAINDER)
 
-    ve = sub.add_parser("venvs", help="create or update the per-framework virtualenvs")
+    ve = sub.add_parser("venvs", help="create or update the per-framework virtualenvs (and the tasks' own environments)")
     ve.add_argument("--venvs", type=Path, default=ROOT / "venvs.toml")
     ve.add_argument("--frameworks", type=_csv)
+    ve.add_argument("--tasks-dir", type=Path, default=ROOT / "tasks", help="tasks whose own environments to build too")
     return p
 
 
 def cmd_list(args) -> int:
     from .conditions import load_content_conditions, load_swap_conditions
-    from .reference_truth import BEHAVIOUR, DEFAULT_MODELS
+    from .registry import default_models, models
     from .tasks import load_tasks
 
     tasks = load_tasks(args.tasks_dir)
     content = load_content_conditions(args.conditions_dir)
     swap = load_swap_conditions(args.conditions_dir)
+    from .taskcheck import static_problems
     print(f"tasks ({len(tasks)}):")
+    problems = []
     for t in tasks.values():
-        print(f"  {t.id:<16} {t.role:<9} {t.spec.title}")
+        origin = t.spec.provenance.repository if t.spec.provenance else "written for claimgrid"
+        env = "own env" if t.env else "stdlib"
+        print(f"  {t.id:<16} {t.role:<9} {t.suite:<8} {env:<7} {t.spec.title}  [{origin}]")
+        problems += static_problems(t)
     print(f"content conditions ({len(content)}):")
     for c in content.values():
         print(f"  {c.name:<16} {c.description}")
@@ -109,10 +138,44 @@ def cmd_list(args) -> int:
             print(f"  {name}")
     except ImportError:
         print("frameworks: (venvs module not available)")
-    print(f"reference models ({len(BEHAVIOUR)}; default grid: {', '.join(DEFAULT_MODELS)}):")
-    for name, text in BEHAVIOUR.items():
-        print(f"  {name:<16} {text}")
-    return 0
+    if getattr(args, "policies", None):
+        from .registry import load_policies
+        for path in args.policies:
+            load_policies(path)
+    registered = models()
+    print(f"reference models ({len(registered)}; default grid: {', '.join(default_models())}):")
+    for name, m in registered.items():
+        origin = "" if m.origin == "claimgrid" else f"  [{m.origin}]"
+        print(f"  {name:<16} {m.behaviour}{origin}")
+    for line in problems:
+        print(f"grid.py: error: {line}", file=sys.stderr)
+    return 2 if problems else 0
+
+
+def cmd_check_task(args) -> int:
+    """Check each task's answer key (claimgrid.taskcheck); one line per problem, exit 2 if any."""
+    from .conditions import load_content_conditions
+    from .taskcheck import check_task
+    from .tasks import load_tasks, select
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .tasks import ensure_task_envs
+
+    tasks = load_tasks(args.tasks_dir)
+    conditions = load_content_conditions(args.conditions_dir)
+    chosen = select(tasks, args.ids, "task") if args.ids else list(tasks.values())
+    ensure_task_envs(chosen)  # built one at a time, with a line each, before the parallel checks
+    bad = 0
+    # Tasks are independent (own temporary workspaces); results are printed in task order.
+    with ThreadPoolExecutor(max_workers=max(1, min(len(chosen), os.cpu_count() or 1))) as pool:
+        results = list(pool.map(lambda t: check_task(t, conditions), chosen))
+    for task, problems in zip(chosen, results):
+        for line in problems:
+            print(f"grid.py: error: {line}", file=sys.stderr)
+        bad += bool(problems)
+        print(f"{task.id}: {'ok' if not problems else f'{len(problems)} problem(s)'}", flush=True)
+    return 2 if bad else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -123,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "list":
             return cmd_list(args)
+        if args.command == "check-task":
+            return cmd_check_task(args)
         if args.command == "run":
             from .grid import cmd_run
             return cmd_run(args)
@@ -142,11 +207,14 @@ def main(argv: list[str] | None = None) -> int:
             if args.frameworks:
                 entries = dict(zip(args.frameworks, select(entries, args.frameworks, "framework")))
             ensure_venvs(entries)
+            if not args.frameworks:
+                from .tasks import ensure_task_envs, load_tasks
+                ensure_task_envs(load_tasks(args.tasks_dir).values())
             return 0
     except ClaimgridError as exc:
         print(f"grid.py: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("grid.py: interrupted", file=sys.stderr)
-        return 130
+        return INTERRUPTED
     return 0

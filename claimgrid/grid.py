@@ -7,10 +7,9 @@ import datetime as dt
 import os
 import platform
 import secrets
-import shutil
+import signal
 import subprocess
 import sys
-import tempfile
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
@@ -22,9 +21,10 @@ from .conditions import load_content_conditions, load_swap_conditions
 from .errors import ClaimgridError, UnknownNameError
 from .realmodels import (budget_meta, note_unpriced, real_model_options, resume_budget_meta, stop_line,
                          stop_record)
-from .reference_truth import BEHAVIOUR, DEFAULT_MODELS, DEFAULT_SUBSTITUTE
+from . import registry
+from .guard import detect
 from .store import RunStore
-from .tasks import load_tasks, select
+from .tasks import ensure_task_envs, in_suite, load_tasks, select
 
 
 def _commit() -> str:
@@ -37,11 +37,32 @@ def _commit() -> str:
         return "unknown"
 
 
+def _sha(path: Path) -> str | None:
+    import hashlib
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+    except OSError:
+        return None
+
+
+def _hashes(entries: dict, sel: dict, tasks: dict, conditions_dir) -> dict:
+    """What a reader needs to reproduce the grid: each framework's lock file, each task's
+    content hash, each condition file and the reference-model policy source (sha256, 16 hex)."""
+    cond_root = Path(conditions_dir) if conditions_dir else ROOT / "conditions"
+    return {
+        "lock": {name: _sha(ROOT / str(e.project) / "uv.lock") for name, e in entries.items()},
+        "task": {t: tasks[t].task_hash for t in sel["tasks"]},
+        "content_condition": {c: _sha(cond_root / "content" / f"{c}.toml") for c in sel["content"]},
+        "swap_condition": {c: _sha(cond_root / "swap" / f"{c}.toml") for c in sel["swap"]},
+        "policies": _sha(ROOT / "claimgrid" / "gateway" / "policies.py"),
+    }
+
+
 def check_models(models: list[str]) -> None:
     """A model is a reference model name or a LiteLLM model string (provider/model)."""
     for m in models:
-        if m not in BEHAVIOUR and "/" not in m:
-            raise UnknownNameError("model", m, list(BEHAVIOUR) + ["<provider>/<model> (any LiteLLM model string)"])
+        if not registry.is_reference(m) and "/" not in m:
+            raise UnknownNameError("model", m, list(registry.models()) + ["<provider>/<model> (any LiteLLM model string)"])
 
 
 def _selection(args, tasks, content, swap, venvs) -> dict:
@@ -50,12 +71,13 @@ def _selection(args, tasks, content, swap, venvs) -> dict:
             return list(registry)
         select(registry, values, kind)
         return list(values)
-    models = args.models or list(DEFAULT_MODELS)
-    substitute = args.substitute or DEFAULT_SUBSTITUTE
+    models = args.models or registry.default_models()
+    substitute = args.substitute or registry.default_substitute()
     check_models(models + [substitute])
     return {
         "frameworks": pick(args.frameworks, venvs, "framework"),
-        "tasks": pick(args.tasks, tasks, "task"),
+        # --tasks names tasks from any suite; without it, the --suite's tasks.
+        "tasks": pick(args.tasks, tasks if args.tasks else in_suite(tasks, getattr(args, "suite", "default")), "task"),
         "content": pick(args.content, content, "content condition"),
         "swap": pick(args.swap, swap, "swap condition"),
         "models": models, "substitute": substitute, "repeats": args.repeats,
@@ -71,14 +93,22 @@ def cmd_run(args) -> int:
     venvs = load_venvs(args.venvs)
     if args.repeats < 1:
         raise ClaimgridError("--repeats must be at least 1")
+    guard = detect(getattr(args, "guard", "auto"))  # --guard on fails here, before anything is written
+    if not guard.enabled:
+        print(f"guard: off ({guard.reason}): agent commands run without a sandbox", flush=True)
 
+    policies = [str(Path(p).resolve()) for p in args.policies]
     if args.resume:
         store = RunStore(args.resume)
         if not store.meta_path.exists():
             raise ClaimgridError(f"{args.resume}: not a grid folder (no meta.json)")
+        _open_for_writing(store)
         meta = store.read_meta()
+        policies = list(dict.fromkeys([*meta.get("policies", []), *policies]))
+    for path in policies:
+        registry.load_policies(path)
+    if args.resume:
         sel = meta["selection"]
-        store.repair()
         timeout_s, jobs, isolation, max_calls = meta["timeout_s"], args.jobs or meta["jobs"], meta["isolation"], meta["max_model_calls"]
         limits, retry = real_model_options(args, meta)
     else:
@@ -97,6 +127,7 @@ def cmd_run(args) -> int:
     preflight(sorted(set(sel["models"] + [sel["substitute"]])))
     entries = {name: venvs[name] for name in sel["frameworks"]}
     ensure_venvs(entries)
+    ensure_task_envs(tasks[t] for t in sel["tasks"])
     fw_versions = {name: framework_versions(e) for name, e in entries.items()}
 
     if meta is None:
@@ -105,16 +136,26 @@ def cmd_run(args) -> int:
             "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "finished": None,
             "wall_s": None, "claimgrid_commit": _commit(), "python": platform.python_version(),
             "platform": platform.platform(), "frameworks": fw_versions, "models": sel["models"],
-            "substitute": sel["substitute"], "tasks": sel["tasks"], "content": sel["content"], "swap": sel["swap"],
+            "substitute": sel["substitute"], "tasks": sel["tasks"],
+            "task_provenance": {t: tasks[t].provenance() for t in sel["tasks"]}, "content": sel["content"], "swap": sel["swap"],
             "repeats": sel["repeats"], "timeout_s": timeout_s, "jobs": jobs, "isolation": isolation,
             "max_model_calls": max_calls, "retries": {}, "grid_size": len(cells),
-            "reference_models": all(m in BEHAVIOUR for m in sel["models"] + [sel["substitute"]]),
-            "selection": sel, "resumed": [],
+            "reference_models": all(registry.is_reference(m) for m in sel["models"] + [sel["substitute"]]),
+            "policies": policies,
+            "selection": sel, "resumed": [], "guard": guard.facts(),
+            # The swap treatment as configured (the call index from which the assigned model
+            # is unavailable); the ledger also reads where it really fired from the gateway log.
+            "swap_conditions": {name: {"unavailable_from_call": swap[name].unavailable_from_call,
+                                       "on_unavailable": swap[name].on_unavailable,
+                                       "reported_name": swap[name].reported_name}
+                                for name in sel["swap"]},
+            "hashes": _hashes(entries, sel, tasks, args.conditions_dir),
             **budget_meta(limits, retry),
         }
-        store.create(meta)
+        store.create(meta, command=meta["command"])
     else:
         meta.setdefault("resumed", []).append(dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+        meta["guard"] = guard.facts()  # each run record's parity keeps the guard it ran under
         resume_budget_meta(meta, limits, retry)
         store.write_meta(meta)
     note_unpriced(limits, sel["models"] + [sel["substitute"]])
@@ -124,21 +165,46 @@ def cmd_run(args) -> int:
     print(f"grid {store.folder}: {len(cells)} cells, {len(done)} already done, {len(todo)} to run, "
           f"{jobs} jobs, isolation {isolation}", flush=True)
     t0 = time.monotonic()
-    from .gateway import Gateway
-    gateway = Gateway(retry=retry)
+    errors_before = len(meta.get("harness_errors") or [])
+    lost = 0
+    from .gateway.budget import Spend
+    spend = Spend()
     for run_id in done:  # the budget counts what the grid already spent before a resume
-        gateway.spend.add_events(store.load_events(run_id))
+        spend.add_events(store.load_events(run_id))
     if todo:
-        _execute(todo, store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls, isolation, jobs,
-                 progress=not args.no_progress, meta=meta, gateway=gateway, limits=limits, grid_size=len(cells))
-    meta["spend"] = gateway.spend.snapshot()
+        lost = _execute(todo, store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls, isolation,
+                        jobs, progress=not args.no_progress, meta=meta, guard=guard, args=args,
+                        spend=spend, limits=limits, retry=retry, grid_size=len(cells))
+    meta["spend"] = spend.snapshot()
     meta["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     meta["wall_s"] = round((meta.get("wall_s") or 0) + time.monotonic() - t0, 1)
     store.write_meta(meta)
     code = _finish(store)
     if meta.get("stopped_at_budget"):
         print(stop_line(meta["stopped_at_budget"], store.folder))
+    if lost:
+        print(f"grid incomplete: {lost} runs lost with their node; resume with: "
+              f"uv run grid.py run --resume {store.folder}", file=sys.stderr)
+        return 3
+    errors = len(meta.get("harness_errors") or []) - errors_before
+    if errors:
+        print(f"grid.py: {errors} cell(s) hit a harness error (meta.json harness_errors); "
+              f"--resume {store.folder} runs them again", file=sys.stderr)
+        return code or 1
     return code
+
+
+def _open_for_writing(store: RunStore) -> None:
+    """Take the folder's writer lock, repair a kill's leftovers (and say so), and refuse
+    evidence that fails its manifests or a ``runs.jsonl`` line that cannot be read."""
+    store.acquire("uv run grid.py " + " ".join(sys.argv[1:]))
+    note = store.repair() if store.meta_path.exists() else None
+    if note:
+        print(f"{store.folder}: repaired: {note}", flush=True)
+    problems = store.check_integrity()
+    if problems:
+        from .store import StoreIntegrityError
+        raise StoreIntegrityError(store.folder, problems)
 
 
 def _finish(store: RunStore) -> int:
@@ -157,83 +223,118 @@ BUDGET_SKIP = "not started: budget reached"
 
 
 def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls,
-             isolation, jobs, progress: bool, meta: dict, gateway=None, limits=None, grid_size=None) -> None:
-    """Run ``todo``. With ``limits``, no run starts once the gateway's spend reached one:
-    runs in flight finish, and ``meta["stopped_at_budget"]`` records the figures."""
-    from .gateway import Gateway
-    from .launch import Launcher
-    from .runner import GridContext
+             isolation, jobs, progress: bool, meta: dict, guard=None, args=None, spend=None, limits=None,
+             retry=None, replay_dir=None, grid_size=None) -> int:
+    """Run ``todo`` on the chosen backend; the driver writes every finished run (single writer):
+    evidence folder first, then its ``runs.jsonl`` line. Returns how many runs were lost with
+    a node (always 0 on the local backend).
 
-    work_dir = Path(tempfile.mkdtemp(prefix="claimgrid-"))
-    gateway = gateway or Gateway()
-    gateway.start()
+    Budget: every finished run's gateway exchanges add to ``spend`` (claimgrid.gateway.budget);
+    with ``limits``, no run starts once a limit is reached: runs in flight finish, and
+    ``meta["stopped_at_budget"]`` records the figures. ``retry`` (RetryPolicy) and
+    ``replay_dir`` (serve a ledger's recordings) configure every node's gateway.
+
+    Ctrl-C (KeyboardInterrupt) kills every in-flight adapter at once, cancels the queued
+    cells, stores nothing of the interrupted runs and re-raises: the ledger holds only
+    complete runs, and ``--resume`` runs the rest."""
+    from .gateway.budget import Spend
+    from .node import Node, NodeSettings
+
+    settings = NodeSettings(tasks_dir=str(args.tasks_dir if args else ROOT / "tasks"),
+                            conditions_dir=str(args.conditions_dir if args else ROOT / "conditions"),
+                            venvs=str(args.venvs if args else ROOT / "venvs.toml"),
+                            frameworks=tuple(entries), timeout_s=timeout_s, max_model_calls=max_calls,
+                            isolation=isolation, framework_versions=fw_versions,
+                            guard_mode=getattr(args, "guard", "auto") if args else "auto",
+                            policies=tuple(meta.get("policies") or ()),
+                            retry=retry.as_dict() if retry is not None else None,
+                            replay_dir=str(replay_dir) if replay_dir else None)
+    spend = spend if spend is not None else Spend()
     grid_size = grid_size or len(todo)
     done_before = grid_size - len(todo)
+    not_started: list[str] = []
 
     def budget_reached() -> str | None:
-        return gateway.spend.over(limits) if limits is not None and limits.any() else None
-    launcher = Launcher(entries, isolation=isolation)
-    ctx = GridContext(tasks=tasks, content=content, swap=swap, gateway=gateway, launcher=launcher, store=store,
-                      work_dir=work_dir, timeout_s=timeout_s, max_model_calls=max_calls, isolation=isolation,
-                      framework_versions=fw_versions)
-    for key in {(c.task, c.content) for c in todo}:  # built once, before threads share them
-        ctx.template(tasks[key[0]], content[key[1]])
+        return spend.over(limits) if limits is not None and limits.any() else None
+
     counts: collections.Counter = collections.Counter()
     reporter = _Progress(len(todo), enabled=progress,
-                         extra=lambda done: "spend " + gateway.spend.line(done_before + done, grid_size))
-    not_started: list[str] = []
+                         extra=lambda done: "spend " + spend.line(done_before + done, grid_size))
+
+    def on_result(cell, record, files, error):
+        if error == BUDGET_SKIP:
+            not_started.append(cell.run_id)
+            return
+        if record is not None:
+            store.write_evidence(cell.run_id, files)  # evidence first: a line always has its folder
+            store.append(record)
+            spend.add_events((files or {}).get("events.jsonl") or [])
+            counts[record["classification"]["outcome"]] += 1
+            fw = record["framework"]
+            if record.get("runtime_versions") and fw not in meta["retries"]:
+                meta["retries"][fw] = record["runtime_versions"]
+        elif error != "interrupted":
+            counts["harness error"] += 1
+            # recorded in meta.json (the cell stays missing: --resume re-runs it)
+            meta.setdefault("harness_errors", []).append({"run_id": cell.run_id, "error": error})
+            reporter.log(f"HARNESS ERROR in {cell.run_id}: {error}")
+        reporter.advance(counts)
+
+    def gated(node, cell):
+        # Asked when the run would start: a queued run does not start once the budget is reached.
+        if budget_reached():
+            return None, None, BUDGET_SKIP
+        return node.run(cell)
+
+    backend = getattr(args, "backend", "local") if args else "local"
+    node = pool = None
     try:
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            pending = {}
-            queue = list(todo)
-            while queue or pending:
-                if queue and budget_reached():
-                    not_started += [c.run_id for c in queue]
-                    queue.clear()
-                while queue and len(pending) < jobs * 2:
-                    cell = queue.pop(0)
-                    pending[pool.submit(_safe_run, cell, ctx, budget_reached)] = cell
-                if not pending:
-                    break
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    cell = pending.pop(fut)
-                    record, error = fut.result()
-                    if error == BUDGET_SKIP:
-                        not_started.append(cell.run_id)
-                        continue
-                    if record:
-                        counts[record["classification"]["outcome"]] += 1
-                        fw = record["framework"]
-                        if record.get("runtime_versions") and fw not in meta["retries"]:
-                            meta["retries"][fw] = record["runtime_versions"]
-                    else:
-                        counts["harness error"] += 1
-                        reporter.log(f"harness error in {cell.run_id}: {error}")
-                    reporter.advance(counts)
+        if backend == "ray":
+            if limits is not None and limits.any():
+                raise ClaimgridError("--max-cost / --max-tokens: not supported with --backend ray yet")
+            from .backends import ray as ray_backend
+            facts = ray_backend.execute(todo, settings, getattr(args, "address", None), args.jobs, on_result,
+                                        reporter.log)
+            meta.setdefault("executions", []).append(facts)
+            if facts["lost"]:
+                reporter.log(f"{len(facts['lost'])} runs were lost with their node; "
+                             f"`grid.py run --resume {store.folder}` runs them")
+            return len(facts["lost"])
+        node = Node(settings, tasks=tasks, content=content, swap=swap, entries=entries, guard=guard)
+        node.prepare(todo)  # templates built once, before threads share them
+        pool = ThreadPoolExecutor(max_workers=jobs)
+        pending = {}
+        queue = list(todo)
+        while queue or pending:
+            if queue and budget_reached():
+                not_started += [c.run_id for c in queue]
+                queue.clear()
+            while queue and len(pending) < jobs * 2:
+                cell = queue.pop(0)
+                pending[pool.submit(gated, node, cell)] = cell
+            if not pending:
+                break
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                on_result(pending.pop(fut), *fut.result())
+        reason = budget_reached()
+        if not_started and reason:
+            meta["stopped_at_budget"] = stop_record(reason, limits, spend, grid_size - len(not_started),
+                                                    len(not_started))
+        return 0
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the cleanup short
+        if node is not None:
+            node.interrupt()
+        print(f"interrupted: in-flight runs killed; finish with: uv run grid.py run --resume {store.folder}",
+              flush=True)
+        raise
     finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
         reporter.close()
-        launcher.close()
-        gateway.stop()
-        shutil.rmtree(work_dir, ignore_errors=True)
-    reason = budget_reached()
-    if not_started and reason:
-        meta["stopped_at_budget"] = stop_record(reason, limits, gateway.spend, grid_size - len(not_started),
-                                                len(not_started))
-
-
-def _safe_run(cell, ctx, stop=None):
-    """A bug in the harness for one cell must not stop the grid; it is reported, and the cell stays missing.
-
-    ``stop()`` is asked when the run would start: a queued run does not start once the
-    budget is reached (returns ``(None, BUDGET_SKIP)``)."""
-    from .runner import run_cell
-    if stop is not None and stop():
-        return None, BUDGET_SKIP
-    try:
-        return run_cell(cell, ctx), None
-    except Exception as exc:  # noqa: BLE001 - reported to the user; the cell can be resumed
-        return None, f"{type(exc).__name__}: {exc}"
+        if node is not None:
+            node.close()
 
 
 class _Progress:
@@ -272,19 +373,69 @@ class _Progress:
             self.bar.stop()
 
 
+def change_reasons(old: dict, new: dict) -> list[str]:
+    """Why a run's classification changed: one "field: old -> new (rule)" per changed field."""
+    ev = new.get("evidence") or {}
+    rule_of = {
+        "claim_verdict": f"change evidence {ev.get('changes')} {ev.get('changes_by_tool') or {}}; "
+                         f"expected evidence from the task's declaration where it has one",
+        "claimed": new.get("claim_rule"),
+        "claim_vs_outcome": new.get("claim_rule"),
+        "claim_stance": new.get("claim_rule"),
+        "outcome": f"read evidence {sorted(ev.get('opened') or {})}",
+        "review": f"read evidence {sorted(ev.get('opened') or {})}",
+        "injection": "instruction over the tool log",
+        "legitimate": "instruction over the tool log",
+        "declarations": f"declared {new.get('declaration_mismatches')} against runtime and diff",
+        "channels": f"tools vs gateway {new.get('channel_detail')}",
+        "swap_mentioned": "trace block and echoed delegation id ignored",
+    }
+    out = []
+    for key in new:
+        if key in ("claim_rule", "declaration_mismatches", "channel_detail", "evidence"):
+            continue
+        if old.get(key) != new[key]:
+            before = old[key] if key in old else "(not recorded)"
+            out.append(f"{key}: {before} -> {new[key]}" + (f" ({rule_of[key]})" if key in rule_of else ""))
+    return out
+
+
 def cmd_reclassify(args) -> int:
-    """Re-derive every classification from the stored evidence; nothing is re-run."""
+    """Re-derive every classification (and reference truth) from the stored evidence; nothing
+    is re-run. Prints and writes ``reclassify.txt``: which runs changed, field by field, by rule."""
+    from .record import RunRecord, dump, parse_record
+
     store = RunStore(args.dir)
     if not store.runs_path.exists():
         raise ClaimgridError(f"{args.dir}: not a grid folder (no runs.jsonl)")
+    _open_for_writing(store)
+    meta = store.read_meta() if store.meta_path.exists() else {}
+    for path in list(dict.fromkeys([*meta.get("policies", []), *(str(p) for p in args.policies)])):
+        registry.load_policies(path)
     records = store.records()
-    changed = 0
-    for rec in records:
-        facts = RunFacts(**rec["facts"])
-        new = classify(store.load_events(rec["run_id"]), facts)
-        if new != rec["classification"]:
-            changed += 1
-        rec["classification"] = new
-    store.rewrite(records)
-    print(f"reclassified {len(records)} runs from stored evidence; {changed} changed")
+    tasks = load_tasks(args.tasks_dir)
+    lines = []
+    out = []
+    for i, raw in enumerate(records, 1):
+        rec = parse_record(raw, f"{store.runs_path}:{i}")
+        facts = rec.facts or RunFacts(role=rec.role or "builder")
+        task = tasks.get(rec.task)
+        if task and "expected_evidence" not in facts.model_fields_set and "required_command" not in facts.model_fields_set:
+            # A record written before tasks could declare their evidence: the task's current
+            # declaration applies (it is harness data about the task, not about the run).
+            exp = task.spec.expectation
+            facts = facts.model_copy(update={"expected_evidence": exp.evidence, "required_command": exp.evidence_command})
+        new = classify(store.load_events(rec.run_id), facts)
+        old = raw.get("classification") or {}
+        new_d = new.model_dump(mode="json")
+        reasons = change_reasons(old, new_d)
+        if reasons:
+            lines.append(f"{rec.run_id}\n" + "".join(f"  {r}\n" for r in reasons))
+        updated = rec.model_copy(update={"classification": new, "facts": facts})
+        out.append(dump(RunRecord.model_validate(updated.model_dump())))
+    store.rewrite(out)
+    report = store.folder / "reclassify.txt"
+    report.write_text(f"{len(lines)} of {len(records)} runs changed\n\n" + "\n".join(lines))
+    print("".join(lines), end="")
+    print(f"reclassified {len(records)} runs from stored evidence; {len(lines)} changed (see {report})")
     return _finish(store)

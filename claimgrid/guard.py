@@ -90,7 +90,8 @@ class Guard:
 
     def wrap(self, argv: list[str], *, workspace: str | os.PathLike, interpreters: list[str] = (),
              python: str | None = None, writable: bool = True, overlay: tuple[str, str] | None = None,
-             env: dict[str, str] | None = None, extra_ro: list[str] = ()) -> list[str]:
+             env: dict[str, str] | None = None, extra_ro: list[str] = (),
+             hide: list[str] = ()) -> list[str]:
         """The bwrap command line that runs ``argv`` in ``/workspace``.
 
         ``interpreters``: folders bound read-only at their own path (an interpreter's prefix,
@@ -99,6 +100,8 @@ class Guard:
         work)``, a writable overlay whose changes land in ``upper`` (both folders harness-owned,
         ``upper`` writable by the sandbox uid) and never in the workspace.
         ``env``: the whole environment (nothing is inherited; ``PATH`` and ``HOME`` are set).
+        ``hide``: folders relative to the workspace that the command sees empty (an empty
+        tmpfs over each; the verifier hides interpreter caches the diff does not record).
         """
         if not self.enabled:
             raise RuntimeError("Guard.wrap called on a disabled guard")
@@ -133,8 +136,15 @@ class Guard:
             args += ["--bind", ws, SANDBOX_WORKSPACE]
         else:
             args += ["--ro-bind", ws, SANDBOX_WORKSPACE]
+        for rel in hide:
+            args += ["--tmpfs", f"{SANDBOX_WORKSPACE}/{rel}"]
         args += ["--chdir", SANDBOX_WORKSPACE]
-        full_env = {"LANG": "C.UTF-8", "HOME": "/tmp", **(env or {}), "PATH": SANDBOX_PATH}
+        path = SANDBOX_PATH
+        if python and (Path(python).parent.parent / "pyvenv.cfg").is_file():
+            # A venv is recognised from the path python was started by: the venv's own bin
+            # goes first, so python/python3 there keep its site-packages (a symlink would not).
+            path = f"{Path(python).parent}:{path}"
+        full_env = {"LANG": "C.UTF-8", "HOME": "/tmp", **(env or {}), "PATH": path}
         for key, value in full_env.items():
             args += ["--setenv", key, value]
         inner = [shutil.which("prlimit") or "/usr/bin/prlimit", *self.limits.prlimit_args(), "--"]

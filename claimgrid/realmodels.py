@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 
 from .errors import ClaimgridError
-from .reference_truth import BEHAVIOUR
+from . import registry
 
 
 def real_model_options(args, meta: dict | None):
@@ -79,7 +79,7 @@ def note_unpriced(limits, models: list[str]) -> None:
     if limits.max_cost_usd is None:
         return
     from .gateway.providers import _has_price
-    unpriced = [m for m in dict.fromkeys(models) if m in BEHAVIOUR or not _has_price(m)]
+    unpriced = [m for m in dict.fromkeys(models) if registry.is_reference(m) or not _has_price(m)]
     if unpriced:
         print(f"note: no known price for {', '.join(unpriced)}: their calls count tokens only, "
               "not toward --max-cost (use --max-tokens to bound them)", flush=True)

@@ -66,9 +66,7 @@ def _diff_fields(old: dict, new: dict) -> dict:
 
 def cmd_replay(args) -> int:
     from .conditions import load_content_conditions, load_swap_conditions
-    from .gateway import Gateway
     from .gateway.cassette import load_cassette, read_jsonl
-    from .gateway.replay import ReplaySource
     from .grid import _execute, _finish
     from .tasks import load_tasks
     from .venvs import ensure_venvs, framework_versions, load_venvs
@@ -115,7 +113,7 @@ def cmd_replay(args) -> int:
     from .grid import _commit
     meta["claimgrid_commit"] = _commit()
     store = RunStore(out)
-    store.create(meta)
+    store.create(meta, command=meta["command"])
 
     cells = [Cell(**{k: r[k] for k in CELL_FIELDS}) for r in records]
     print(f"replay of {src.folder} ({len(cells)} runs) into {out}: offline, recorded responses only; "
@@ -123,9 +121,16 @@ def cmd_replay(args) -> int:
     if version_changes:
         print(f"note: framework versions differ from the recording: {json.dumps(version_changes)}", flush=True)
     t0 = time.monotonic()
-    gateway = Gateway(replay=ReplaySource(src.folder))
+    for path in src_meta.get("policies") or ():  # reference policies the recording registered
+        from . import registry
+        registry.load_policies(path)
+    from .guard import detect
+    # The recording's sandbox setting: tool results (and so requests) depend on it.
+    recorded_guard = src_meta.get("guard") if isinstance(src_meta.get("guard"), dict) else {}
+    args.guard = "off" if recorded_guard.get("guard") == "off" else "auto"
+    guard = detect(args.guard)
     _execute(cells, store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls, isolation, jobs,
-             progress=not args.no_progress, meta=meta, gateway=gateway)
+             progress=not args.no_progress, meta=meta, guard=guard, args=args, replay_dir=src.folder)
     meta["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     meta["wall_s"] = round(time.monotonic() - t0, 1)
 

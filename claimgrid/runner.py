@@ -13,14 +13,28 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .caps import MAX_RAW_STRING_CHARS, cap_run_evidence, cap_strings
 from .cells import Cell
 from .classifier import RunFacts, classify
 from .conditions import ContentCondition, SwapCondition
-from .tasks import Task, build_template, materialise
+from .launch import RunInterrupted
+from .launch.guard import command_sandbox, hand_over
+from .tasks import Task, build_template, materialise, seal_template
+from .record import RunRecord, dump
 from .trace import parse_trace, report_instructions
 from .verifier import verify
 
+COMMAND_TIMEOUT_S = 30
 AGENT_NAMES = {"builder": "builder", "reviewer": "reviewer", "reporter": "reporter"}
+PARENT_ID = "user"
+# The model name the adapter is told. The gateway picks the model by the run's token, so
+# the agent (and its framework) never learn which model, condition or substitute it has.
+BLIND_MODEL = "agent-model"
+
+
+def delegation_id() -> str:
+    """An opaque, random id per run: the only id the agent sees (blinding, CONTRACTS)."""
+    return "d-" + secrets.token_hex(8)
 
 
 @dataclass
@@ -39,23 +53,46 @@ class GridContext:
     isolation: str
     framework_versions: dict = field(default_factory=dict)
     templates: dict = field(default_factory=dict)  # (task, content) -> (path, base commit)
+    template_digests: dict = field(default_factory=dict)  # template path -> sha256 at build
+    guard: object = field(default_factory=lambda: _default_guard())  # claimgrid.guard.Guard
 
     def template(self, task: Task, content: ContentCondition) -> tuple[Path, str]:
+        """The (task, content) template: built once per grid, sealed read-only, its digest kept
+        so every copy is checked (a changed template is a harness error, never copied)."""
         key = (task.id, content.name)
         if key not in self.templates:
             dest = self.work_dir / "templates" / f"{task.id}.{content.name}"
             base = build_template(task, content.render(task), dest)
+            self.template_digests[dest] = seal_template(dest)
             self.templates[key] = (dest, base)
         return self.templates[key]
 
 
-def build_prompt(task: Task, run_id: str, agent: str) -> str:
-    return task.spec.prompt.strip() + "\n" + report_instructions(run_id, agent, task.spec.expectation.review is not None)
+def _default_guard():
+    from .guard import detect
+    return detect("auto")
 
 
-def facts_for(task: Task, content: ContentCondition, cell: Cell) -> RunFacts:
+def build_prompt(task: Task, delegation: str, agent: str) -> str:
+    """The task's prompt and the trace instructions; ``delegation`` must be opaque (no cell names)."""
+    return task.spec.prompt.strip() + "\n" + report_instructions(delegation, agent, task.spec.expectation.review is not None)
+
+
+def facts_for(task: Task, content: ContentCondition, cell: Cell, delegation: str | None = None,
+              tools: list[str] | None = None) -> RunFacts:
+    exp = task.spec.expectation
     return RunFacts(role=task.role, carries=content.carries, instruction=content.instruction_for(task),
-                    swap_mode=cell.swap, substitute=cell.substitute, declared_agent=AGENT_NAMES[task.role])
+                    swap_mode=cell.swap, substitute=cell.substitute, declared_agent=AGENT_NAMES[task.role],
+                    delegation_id=delegation, parent_id=PARENT_ID, expected_evidence=exp.evidence,
+                    required_command=exp.evidence_command, tools=tools)
+
+
+def truth_for(task: Task, content: ContentCondition, swap: SwapCondition, cell: Cell, max_calls: int) -> dict | None:
+    """The registered truth of a reference model on this cell (None for real models)."""
+    from .registry import TruthCell, truth_of
+
+    truth = truth_of(TruthCell(task, content, swap, cell.model, cell.substitute, max_calls))
+    return truth or None
 
 
 def run_cell(cell: Cell, ctx: GridContext) -> dict:
@@ -64,26 +101,32 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
 
     task, content, swap = ctx.tasks[cell.task], ctx.content[cell.content], ctx.swap[cell.swap]
     run_id = cell.run_id
+    delegation = delegation_id()
     agent = AGENT_NAMES[task.role]
     template, base = ctx.template(task, content)
-    run_dir = ctx.work_dir / "runs" / run_id
+    # Opaque folder name: the workspace path is visible to the agent (pwd, tool errors).
+    run_dir = ctx.work_dir / "runs" / secrets.token_hex(8)
     shutil.rmtree(run_dir, ignore_errors=True)
     ws, sandbox = run_dir / "ws", run_dir / "sandbox"
-    materialise(template, ws)
+    materialise(template, ws, ctx.template_digests[template])
+    hand_over(ctx.guard, ws)  # guarded as root: the workspace belongs to the sandbox user
     sandbox.mkdir(parents=True)
     sandbox.chmod(0o700)
 
     token = "cg-" + secrets.token_urlsafe(24)
-    ctx.gateway.register(token, RunScript.for_cell(run_id, task, content, swap, cell.model, cell.substitute,
+    ctx.gateway.register(token, RunScript.for_cell(delegation, task, content, swap, cell.model, cell.substitute,
                                                    agent, max_model_calls=ctx.max_model_calls))
+    tools = ["list_dir", "read_file", "search", "write_file", "edit_file", "run_command"]
     ctl = {
-        "schema": 1, "run_id": run_id, "framework": cell.framework, "task_id": task.id,
-        "prompt": build_prompt(task, run_id, agent), "workspace": str(ws), "sandbox": str(sandbox),
+        "schema": 1, "run_id": delegation, "framework": cell.framework, "task_id": task.id,
+        "prompt": build_prompt(task, delegation, agent), "workspace": str(ws), "sandbox": str(sandbox),
         "outcome_path": str(sandbox / "outcome.json"), "gateway_url": ctx.gateway.url, "token": token,
-        "model": cell.model, "agent_name": agent,
-        "tools": ["list_dir", "read_file", "search", "write_file", "edit_file", "run_command"],
-        "budgets": {"max_model_calls": ctx.max_model_calls, "command_timeout_s": 30, "max_output_chars": 16000},
+        "model": BLIND_MODEL, "agent_name": agent,
+        "tools": tools,
+        "budgets": {"max_model_calls": ctx.max_model_calls, "command_timeout_s": COMMAND_TIMEOUT_S,
+                    "max_output_chars": 16000},
         "timeout_s": ctx.timeout_s,
+        "command_sandbox": command_sandbox(ctx.guard, ws, task.python, COMMAND_TIMEOUT_S),
     }
     t0 = time.monotonic()
     try:
@@ -91,6 +134,8 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
     finally:
         gateway_events, gateway_raw = ctx.gateway.finish(token)
     agent_s = time.monotonic() - t0
+    if result.interrupted:
+        raise RunInterrupted(run_id)  # Ctrl-C: nothing of this run is stored; --resume runs it
 
     outcome = result.outcome or {}
     final_text = outcome.get("final_text") if isinstance(outcome.get("final_text"), str) else None
@@ -104,11 +149,20 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
 
     t1 = time.monotonic()
     patch: list[str] = []
-    verifier_events = verify(task, content.carries, template, ws, base, result.tool_events, gateway_events, patch)
+    verifier_events = verify(task, content.carries, template, ws, base, result.tool_events, gateway_events, patch,
+                             guard=ctx.guard)
     verify_s = time.monotonic() - t1
 
-    events = [report, *runtime, *gateway_events, *result.tool_events, *verifier_events, process]
-    facts = facts_for(task, content, cell)
+    # Caps on what is stored (claimgrid.caps), applied after the harness read everything it
+    # needs and before classification, so reclassify sees exactly what is stored.
+    final_text, runtime, tool_events, gateway_events, limits = cap_run_evidence(
+        final_text, runtime, result.tool_events, gateway_events)
+    gateway_raw, raw_cut = cap_strings(gateway_raw, MAX_RAW_STRING_CHARS)
+    if raw_cut:
+        limits["gateway_raw_strings_cut"] = raw_cut
+    report["text"] = final_text
+    events = [report, *runtime, *gateway_events, *tool_events, *verifier_events, process]
+    facts = facts_for(task, content, cell, delegation, tools)
     classification = classify(events, facts)
     tests = next((e for e in verifier_events if e["kind"] == "tests"), None)
     versions = outcome.get("versions") if isinstance(outcome.get("versions"), dict) else {}
@@ -125,13 +179,16 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
     })
     record = {
         "run_id": run_id, **cell.as_dict(), "role": task.role,
-        "facts": {"role": facts.role, "carries": facts.carries, "instruction": facts.instruction,
-                  "swap_mode": facts.swap_mode, "substitute": facts.substitute, "declared_agent": facts.declared_agent},
+        # where the task comes from (None: written for claimgrid); bound to task_hash, so not a parity key
+        "task_provenance": task.provenance(),
+        "facts": facts,
         "parity": {
             "model": cell.model, "substitute": cell.substitute,
             "framework_versions": ctx.framework_versions.get(cell.framework, {}),
             "task_hash": task.task_hash, "timeout_s": ctx.timeout_s,
             "budget": {"max_model_calls": ctx.max_model_calls}, "isolation": ctx.isolation,
+            "guard": ctx.guard.facts() if ctx.guard is not None else {"guard": "off", "reason": "no guard given"},
+            "swap_from_call": swap.unavailable_from_call,
         },
         "runtime_versions": versions,
         "timings": {"wall_s": round(time.monotonic() - t0, 3), "agent_s": round(agent_s, 3),
@@ -141,6 +198,10 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
         "classification": classification,
         "evidence_dir": f"runs/{run_id}",
     }
+    if limits:
+        record["limits"] = limits  # what claimgrid.caps cut from this run's stored evidence
+    record["truth"] = truth_for(task, content, swap, cell, ctx.max_model_calls)
+    record = dump(RunRecord.model_validate(record))  # the typed record is what gets written
     ctx.store.append(record)
     shutil.rmtree(run_dir, ignore_errors=True)
     return record

@@ -1,14 +1,19 @@
 """Task definitions (``tasks/<id>/task.toml`` + ``tasks/<id>/repo/``) and workspaces.
 
-A task is data only. Its ``reference`` section, and the ``steps`` of its attacker goal
+A task is data only (docs/CONTRACTS.md, "Writing a task"). Its ``reference`` section, and the ``steps`` of its attacker goal
 and legitimate note, are the answer key: they reach the harness gateway (which scripts
 the reference models) and are never sent to the agent process.
+
+A task may carry its own locked environment: ``pyproject.toml`` + ``uv.lock`` beside its
+``task.toml``. It is built like a framework venv (``claimgrid.venvs.ensure_envs``, same
+stamp check) into ``.venvs/tasks/<id>``, and its interpreter is ``Task.python``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -16,10 +21,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from . import ROOT
-from .errors import DataError, UnknownNameError
+from .errors import ClaimgridError, DataError, UnknownNameError
 from .schema import Strict, load_toml, validate
 
 TOOL_NAMES = ("list_dir", "read_file", "search", "write_file", "edit_file", "run_command")
@@ -78,6 +83,12 @@ class Expectation(Strict):
     allowed_paths: list[str]
     protected_paths: list[str] = Field(default_factory=list)
     review: Review | None = None
+    # What evidence the correct outcome needs, when the role's default is wrong for this
+    # task (a builder with nothing to fix: read_only). Harness data, so it may replace the
+    # role's default; the agent's own declaration can still only raise it.
+    evidence: Literal["code", "artifact", "read_only", "none"] | None = None
+    # A run_command the correct outcome needs (substring of the command), e.g. "unittest".
+    evidence_command: str | None = None
 
 
 class Goal(Strict):
@@ -86,6 +97,39 @@ class Goal(Strict):
     instruction: str
     check: Check
     steps: list[ToolStep] = Field(default_factory=list)
+
+    @field_validator("instruction")
+    @classmethod
+    def _renderable(cls, value: str) -> str:
+        # The malicious template wraps the instruction in an HTML comment; "-->" would end it early.
+        if "-->" in value:
+            raise ValueError("an instruction must not contain '-->' (templates wrap it in an HTML comment)")
+        if not value.strip():
+            raise ValueError("an instruction must not be empty")
+        return value
+
+
+class Provenance(Strict):
+    """Where a task taken from a real project comes from (recorded in every run's parity)."""
+
+    repository: str
+    fixture_commit: str
+    fix_commit: str
+    license: str
+    license_file: str
+    issues: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _shapes(self):
+        if not re.fullmatch(r"https://[^\s/]+/\S+", self.repository):
+            raise ValueError(f"repository '{self.repository}' is not an https:// URL")
+        for name in ("fixture_commit", "fix_commit"):
+            if not re.fullmatch(r"[0-9a-f]{40}", getattr(self, name)):
+                raise ValueError(f"{name} must be a full 40-digit lowercase hex commit id")
+        for url in self.issues:
+            if not url.startswith("https://"):
+                raise ValueError(f"issue link '{url}' is not an https:// URL")
+        return self
 
 
 class Reference(Strict):
@@ -96,6 +140,9 @@ class Reference(Strict):
 class TaskSpec(Strict):
     id: str
     title: str
+    suite: str = "default"
+    python: str = "3.11"  # the task environment's Python (used only with pyproject.toml + uv.lock)
+    provenance: Provenance | None = None
     role: Role
     content_slot: str
     prompt: str
@@ -111,6 +158,20 @@ class TaskSpec(Strict):
         if self.expectation.review and self.reference.review_verdict is None:
             raise ValueError("a review task needs reference.review_verdict")
         return self
+
+    @field_validator("suite")
+    @classmethod
+    def _suite_name(cls, value: str) -> str:
+        if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", value):
+            raise ValueError(f"'{value}' is not lowercase letters, digits, '-' and '_'")
+        return value
+
+    @field_validator("python")
+    @classmethod
+    def _python_version(cls, value: str) -> str:
+        if not re.fullmatch(r"3\.\d+(\.\d+)?", value):
+            raise ValueError(f"'{value}' is not a Python version like '3.11'")
+        return value
 
 
 class Task:
@@ -131,19 +192,36 @@ class Task:
 
     @property
     def expected_evidence(self) -> str:
-        return ROLE_EVIDENCE[self.spec.role]
+        return self.spec.expectation.evidence or ROLE_EVIDENCE[self.spec.role]
 
     def slot_text(self) -> str:
         return (self.repo / self.spec.content_slot).read_text()
 
     @cached_property
     def task_hash(self) -> str:
-        """sha256 over task.toml and every fixture file: a parity fact."""
+        """sha256 over task.toml, the task environment's lock and every fixture file: a parity fact."""
         h = hashlib.sha256()
-        for p in sorted([self.folder / "task.toml", *self.repo.rglob("*")]):
+        env_files = [self.folder / "pyproject.toml", self.folder / "uv.lock"]
+        for p in sorted([self.folder / "task.toml", *env_files, *self.repo.rglob("*")]):
             if p.is_file():
                 h.update(str(p.relative_to(self.folder)).encode() + b"\0" + p.read_bytes() + b"\0")
         return h.hexdigest()[:16]
+
+    @property
+    def suite(self) -> str:
+        return self.spec.suite
+
+    @property
+    def env(self):
+        """The task's own locked environment (``claimgrid.venvs.Env``), or None (stdlib task)."""
+        if not (self.folder / "pyproject.toml").is_file():
+            return None
+        from .venvs import Env
+        return Env("task", self.id, self.spec.python, self.folder, ROOT / ".venvs" / "tasks" / self.id)
+
+    def provenance(self) -> dict | None:
+        """Provenance as plain data (run records, ledger); None for a task written for claimgrid."""
+        return self.spec.provenance.model_dump() if self.spec.provenance else None
 
     def test_command(self) -> list[str] | None:
         cmd = self.spec.expectation.test_command
@@ -154,13 +232,22 @@ class Task:
     @property
     def python(self) -> str:
         """The task's interpreter: ``{python}`` in its test command, and ``python``/``python3``
-        in the agent's sandboxed shell. Today the driver's own; a task environment replaces it."""
-        return sys.executable
+        in the agent's sandboxed shell. The task environment's interpreter when the task
+        carries ``pyproject.toml`` + ``uv.lock`` (built by ``ensure_task_envs``), else the
+        driver's own."""
+        env = self.env
+        return str(env.venv_python) if env else sys.executable
 
 
 def load_task(folder: Path) -> Task:
     path = folder / "task.toml"
     spec = validate(TaskSpec, load_toml(path), path)
+    has = [n for n in ("pyproject.toml", "uv.lock") if (folder / n).is_file()]
+    if len(has) == 1:
+        missing = ({"pyproject.toml", "uv.lock"} - set(has)).pop()
+        raise DataError(folder / has[0], None, f"a task environment needs both pyproject.toml and uv.lock; {missing} is missing")
+    if spec.provenance and not (folder / "repo" / spec.provenance.license_file).is_file():
+        raise DataError(path, "provenance.license_file", f"'{spec.provenance.license_file}' is not a file in repo/")
     if spec.id != folder.name:
         raise DataError(path, "id", f"'{spec.id}' does not match its folder name '{folder.name}'")
     if not (folder / "repo").is_dir():
@@ -178,6 +265,20 @@ def load_tasks(root: Path | None = None) -> dict[str, Task]:
         task = load_task(folder)
         out[task.id] = task
     return out
+
+
+def in_suite(tasks: dict[str, Task], suite: str) -> dict[str, Task]:
+    """The tasks whose ``suite`` is ``suite``; an empty suite is an error naming the valid ones."""
+    out = {k: t for k, t in tasks.items() if t.suite == suite}
+    if not out:
+        raise UnknownNameError("suite", suite, {t.suite for t in tasks.values()})
+    return out
+
+
+def ensure_task_envs(tasks, console=None) -> dict:
+    """Build (or find current) the locked environment of every task that carries one."""
+    from .venvs import ensure_envs
+    return ensure_envs([t.env for t in tasks if t.env is not None], console)
 
 
 def select(registry: dict, names, kind: str) -> list:
@@ -214,27 +315,86 @@ def git(args: list[str], cwd: Path, check: bool = True) -> subprocess.CompletedP
     )
 
 
+class TemplateTampered(ClaimgridError):
+    """A template's content no longer matches the digest recorded when it was built."""
+
+
+def template_digest(folder: Path) -> str:
+    """sha256 over every entry of a template (``.git`` included): path, type, exec bit,
+    content or link target. Permissions otherwise are not content (the copy is made
+    writable), so sealing a template does not change its digest."""
+    h = hashlib.sha256()
+    root = str(folder)
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        rel_dir = os.path.relpath(dirpath, root)
+        h.update(b"D\0" + os.fsencode(rel_dir) + b"\0")
+        for name in sorted(filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]):
+            path = os.path.join(dirpath, name)
+            st = os.lstat(path)
+            h.update(os.fsencode(os.path.join(rel_dir, name)) + b"\0")
+            if os.path.islink(path):
+                h.update(b"L" + os.fsencode(os.readlink(path)))
+            else:
+                h.update(b"X" if st.st_mode & 0o100 else b"F")
+                with open(path, "rb") as fh:
+                    h.update(hashlib.sha256(fh.read()).digest())
+            h.update(b"\0")
+    return h.hexdigest()
+
+
+def seal_template(dest: Path) -> str:
+    """Make a built template read-only (owned by root when the harness is root) and return
+    its digest, which every copy is checked against (:func:`materialise`)."""
+    as_root = os.geteuid() == 0
+    for dirpath, dirnames, filenames in os.walk(dest, topdown=False):
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            if os.path.islink(path):
+                continue
+            if as_root:
+                os.chown(path, 0, 0)
+            os.chmod(path, 0o555 if os.stat(path).st_mode & 0o100 else 0o444)
+        if as_root:
+            os.chown(dirpath, 0, 0)
+        os.chmod(dirpath, 0o555)
+    return template_digest(dest)
+
+
 def build_template(task: Task, slot_text: str, dest: Path) -> str:
     """Write the fixture with ``slot_text`` in the content slot as a one-commit repo.
 
-    Returns the commit id. Used once per (task, content condition); runs copy it.
+    Returns the commit id. Used once per (task, content condition); runs copy it. The
+    driver seals it (:func:`seal_template`) before the first copy.
     """
     shutil.copytree(task.repo, dest)
     (dest / task.spec.content_slot).write_text(slot_text)
     git(["init", "-q", "-b", "main"], dest)
     # Interpreter caches are not work: running the tests must not count as a change.
     (dest / ".git" / "info").mkdir(parents=True, exist_ok=True)
-    (dest / ".git" / "info" / "exclude").write_text("__pycache__/\n*.pyc\n")
+    (dest / ".git" / "info" / "exclude").write_text("__pycache__/\n")
     git(["add", "-A"], dest)
     git(["commit", "-q", "-m", f"fixture {task.id}"], dest)
     return git(["rev-parse", "HEAD"], dest).stdout.strip()
 
 
-def materialise(template: Path, dest: Path) -> None:
-    """Copy a template repo into a fresh workspace (every file writable by the agent's tools)."""
+def materialise(template: Path, dest: Path, digest: str | None = None) -> None:
+    """Copy a template repo into a fresh workspace (every file writable by the agent's tools).
+
+    With ``digest`` (the one :func:`seal_template` returned), the template is checked first
+    and a mismatch raises :class:`TemplateTampered`: a changed template is never copied.
+    """
+    if digest is not None:
+        now = template_digest(template)
+        if now != digest:
+            raise TemplateTampered(f"template {template} changed since it was built "
+                                   f"(sha256 {digest[:12]} -> {now[:12]}); not copied")
     shutil.copytree(template, dest, symlinks=True)
-    # run_command may execute as an unprivileged user when the harness runs as root.
+    # run_command may execute as an unprivileged user when the harness runs as root;
+    # an executable stays executable (the diff records the exec bit).
     for dirpath, dirnames, filenames in os.walk(dest):
         os.chmod(dirpath, 0o777)
         for name in filenames:
-            os.chmod(os.path.join(dirpath, name), 0o666)
+            path = os.path.join(dirpath, name)
+            if not os.path.islink(path):
+                os.chmod(path, 0o777 if os.stat(path).st_mode & 0o100 else 0o666)

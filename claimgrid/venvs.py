@@ -15,6 +15,11 @@
   ``<root>/.venvs/<name>`` only when the stamp (sha256 of pyproject, lock, python,
   harness version and the sync command) differs from the one recorded after the last
   successful build; an unchanged env costs a stat and two file hashes.
+* ``Env`` is what is built: a named locked project (``pyproject.toml`` + ``uv.lock``), a
+  Python version and a venv folder. A framework ``Entry`` and a task's own environment
+  (``claimgrid.tasks``) are both built by ``ensure_envs`` through the same code path and
+  the same stamp check; only a framework's stamp also covers the harness files its venv
+  runs.
 * ``framework_versions(entry)`` reads the locked versions of the project's direct
   dependencies from ``uv.lock`` without importing anything (ledger parity facts).
 """
@@ -58,6 +63,26 @@ class VenvsFile(Strict):
 
 
 @dataclass(frozen=True)
+class Env:
+    """One locked environment to build: ``uv sync --locked`` of ``project`` into ``venv``.
+
+    ``kind`` names what it is for in messages ("framework", "task"); ``with_harness``
+    adds the harness files to the stamp (a framework venv runs them).
+    """
+
+    kind: str
+    name: str
+    python: str
+    project: Path
+    venv: Path
+    with_harness: bool = False
+
+    @property
+    def venv_python(self) -> Path:
+        return self.venv / "bin" / "python"
+
+
+@dataclass(frozen=True)
 class Entry:
     """One framework: where its locked project, adapter and venv live."""
 
@@ -75,6 +100,10 @@ class Entry:
     @property
     def venv_python(self) -> Path:
         return self.venv / "bin" / "python"
+
+    @property
+    def env(self) -> Env:
+        return Env("framework", self.name, self.python, self.project, self.venv, with_harness=True)
 
 
 @dataclass
@@ -120,29 +149,37 @@ def _harness_digest() -> bytes:
     return h.digest()
 
 
-def stamp_for(entry: Entry) -> str:
-    h = hashlib.sha256()
-    for part in (
-        (entry.project / "pyproject.toml").read_bytes(),
-        (entry.project / "uv.lock").read_bytes(),
-        entry.python.encode(),
-        _harness_digest(),
+def _as_env(target: Env | Entry) -> Env:
+    return target.env if isinstance(target, Entry) else target
+
+
+def stamp_for(target: Env | Entry) -> str:
+    env = _as_env(target)
+    parts = [
+        (env.project / "pyproject.toml").read_bytes(),
+        (env.project / "uv.lock").read_bytes(),
+        env.python.encode(),
         " ".join(SYNC_ARGS).encode(),
-    ):
+    ]
+    if env.with_harness:
+        parts.insert(3, _harness_digest())
+    h = hashlib.sha256()
+    for part in parts:
         h.update(hashlib.sha256(part).digest())
     return h.hexdigest()
 
 
-def _stamp_file(entry: Entry) -> Path:
-    return entry.venv / STAMP_NAME
+def _stamp_file(env: Env) -> Path:
+    return env.venv / STAMP_NAME
 
 
-def is_current(entry: Entry, stamp: str | None = None) -> bool:
+def is_current(target: Env | Entry, stamp: str | None = None) -> bool:
+    env = _as_env(target)
     try:
-        recorded = _stamp_file(entry).read_text().strip()
+        recorded = _stamp_file(env).read_text().strip()
     except OSError:
         return False
-    return recorded == (stamp or stamp_for(entry)) and entry.venv_python.exists()
+    return recorded == (stamp or stamp_for(env)) and env.venv_python.exists()
 
 
 def _cause(stderr: str) -> str:
@@ -154,44 +191,57 @@ def _cause(stderr: str) -> str:
     return (meaningful or lines or ["no output"])[-1]
 
 
-def build(entry: Entry, uv: str, stamp: str) -> None:
-    env = {**os.environ, "UV_PROJECT_ENVIRONMENT": str(entry.venv), "UV_PYTHON_DOWNLOADS": "never"}
-    cmd = [uv, *SYNC_ARGS, "--project", str(entry.project), "--python", entry.python]
-    _stamp_file(entry).unlink(missing_ok=True)  # a half-built env must not look current
+def build(target: Env | Entry, uv: str, stamp: str) -> None:
+    env = _as_env(target)
+    proc_env = {**os.environ, "UV_PROJECT_ENVIRONMENT": str(env.venv), "UV_PYTHON_DOWNLOADS": "never"}
+    cmd = [uv, *SYNC_ARGS, "--project", str(env.project), "--python", env.python]
+    what = f"venvs: {env.kind} '{env.name}' failed to install"
+    env.venv.parent.mkdir(parents=True, exist_ok=True)
+    _stamp_file(env).unlink(missing_ok=True)  # a half-built env must not look current
     try:
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(cmd, env=proc_env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     except OSError as exc:
-        raise VenvError(f"venvs: framework '{entry.name}' failed to install: {exc}") from None
+        raise VenvError(f"{what}: {exc}") from None
     if proc.returncode != 0:
-        raise VenvError(f"venvs: framework '{entry.name}' failed to install: {_cause(proc.stderr)}")
-    if not entry.venv_python.exists():
-        raise VenvError(f"venvs: framework '{entry.name}' failed to install: {entry.venv_python} missing after uv sync")
-    _stamp_file(entry).write_text(stamp + "\n")
+        raise VenvError(f"{what}: {_cause(proc.stderr)}")
+    if not env.venv_python.exists():
+        raise VenvError(f"{what}: {env.venv_python} missing after uv sync")
+    _stamp_file(env).write_text(stamp + "\n")
 
 
-def ensure_venvs(entries: dict[str, Entry], console=None) -> dict[str, EnvInfo]:
-    """Create or update each framework's venv; an unchanged one is left alone.
+def ensure_envs(envs: list[Env], console=None) -> dict[str, EnvInfo]:
+    """Create or update each environment; an unchanged one (same stamp) is left alone.
 
     Raises ``VenvError`` (one line) for a missing ``uv`` or a failed install.
-    ``console`` (optional, e.g. rich.Console) gets one line per environment built.
+    ``console`` (anything with ``print``; default: stdout) gets one line per environment
+    that is being built, before the build starts, so a first run is never silent.
+    Returns ``{env.name: EnvInfo}``.
     """
     out = {}
     uv = None
-    for name, entry in entries.items():
+    for env in envs:
         t0 = time.perf_counter()
-        stamp = stamp_for(entry)
+        stamp = stamp_for(env)
         built = False
-        if not is_current(entry, stamp):
+        if not is_current(env, stamp):
             if uv is None:
                 uv = shutil.which("uv")
                 if uv is None:
-                    raise VenvError("venvs: 'uv' was not found on PATH; it is needed to build the framework environments")
+                    raise VenvError(f"venvs: 'uv' was not found on PATH; it is needed to build the {env.kind} environments")
+            line = f"building {env.kind} env {env.name} (uv sync --locked) ..."
             if console is not None:
-                console.print(f"building venv for {name} (uv sync --locked) ...")
-            build(entry, uv, stamp)
+                console.print(line)
+            else:
+                print(line, flush=True)
+            build(env, uv, stamp)
             built = True
-        out[name] = EnvInfo(name, entry.venv_python, built, round(time.perf_counter() - t0, 4), stamp)
+        out[env.name] = EnvInfo(env.name, env.venv_python, built, round(time.perf_counter() - t0, 4), stamp)
     return out
+
+
+def ensure_venvs(entries: dict[str, Entry], console=None) -> dict[str, EnvInfo]:
+    """Create or update each framework's venv (``ensure_envs`` over their ``Env``)."""
+    return ensure_envs([e.env for e in entries.values()], console)
 
 
 def _norm(name: str) -> str:

@@ -12,12 +12,16 @@ import pytest
 
 from claimgrid.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.gateway import Gateway, RunScript
+from claimgrid.guard import detect
 from claimgrid.launch import Launcher
+from claimgrid.launch.guard import command_sandbox, hand_over
 from claimgrid.runner import AGENT_NAMES, build_prompt
 from claimgrid.tasks import TOOL_NAMES, build_template, materialise
 from claimgrid.venvs import load_venvs
 
 READ_TOOLS = {"list_dir", "read_file", "search"}
+
+GUARD = detect("auto")  # on wherever namespaces work (CI); the runs are sandboxed as in grid.py
 
 
 def entry(framework: str):
@@ -54,6 +58,7 @@ def make_run_cell(framework: str, tmp_path, tasks, gateway, launcher, timeout_s:
         folder.mkdir()
         build_template(task, clean.render(task), template)
         materialise(template, ws)
+        hand_over(GUARD, ws)  # as grid.py does: the agent's commands run in the guard
         sandbox.mkdir()
         agent = AGENT_NAMES[task.role]
         token = "cg-" + secrets.token_urlsafe(24)
@@ -66,6 +71,7 @@ def make_run_cell(framework: str, tmp_path, tasks, gateway, launcher, timeout_s:
             "model": model, "agent_name": agent, "tools": list(TOOL_NAMES),
             "budgets": {"max_model_calls": max_model_calls, "command_timeout_s": 30, "max_output_chars": 16000},
             "timeout_s": timeout_s,
+            "command_sandbox": command_sandbox(GUARD, ws, task.python, 30),
         }
         try:
             res = (via or launcher).launch(framework, ctl, timeout_s)

@@ -26,18 +26,32 @@ def _grid_list(root):
                           capture_output=True, text=True, cwd=ROOT)
 
 
+def _shipped(kind: str) -> set[str]:
+    """Names as the data folders hold them: a task is a folder with task.toml, a condition a .toml file."""
+    if kind == "tasks":
+        return {p.name for p in (ROOT / "tasks").iterdir() if (p / "task.toml").is_file()}
+    return {p.stem for p in (ROOT / "conditions" / kind).glob("*.toml")}
+
+
 def test_the_shipped_data_loads():
-    assert set(load_tasks()) == {"fix-float-add", "write-status", "review-change", "nothing-to-fix"}
-    assert list(load_content_conditions()) == ["clean", "malicious", "legitimate", "authority-named"]
-    assert list(load_swap_conditions()) == ["none", "silent", "reported", "bound"]
+    assert set(load_tasks()) == _shipped("tasks") and _shipped("tasks")
+    assert set(load_content_conditions()) == _shipped("content")
+    assert set(load_swap_conditions()) == _shipped("swap")
 
 
-def test_grid_list_lists_four_tasks_and_eight_conditions(data_copy):
+def test_grid_list_lists_every_task_and_condition(data_copy):
     proc = _grid_list(data_copy)
     assert proc.returncode == 0, proc.stderr
-    for name in ["fix-float-add", "write-status", "review-change", "nothing-to-fix", "clean", "malicious",
-                 "legitimate", "authority-named", "none", "silent", "reported", "bound"]:
-        assert f"  {name} " in proc.stdout
+    for name in sorted(_shipped("tasks") | _shipped("content") | _shipped("swap")):
+        assert f"  {name} " in proc.stdout, name
+
+
+def _a_task_with(predicate) -> str:
+    """The first shipped task (by id) whose spec satisfies ``predicate``: tests never name one."""
+    tasks = load_tasks()
+    found = [t.id for t in tasks.values() if predicate(t.spec)]
+    assert found, "no shipped task fits this test"
+    return found[0]
 
 
 @pytest.mark.parametrize("old, new, field", [
@@ -45,9 +59,13 @@ def test_grid_list_lists_four_tasks_and_eight_conditions(data_copy):
     ('diff = "required"', 'dif = "required"', "expectation.dif"),
     ('check = { kind = "file_exists", path = ".pwned" }', 'check = { kind = "file_exists" }', "attacker_goal.check"),
     ('test_timeout_s = 60', 'test_timeout_s = "soon"', "expectation.test_timeout_s"),
+    ('[attacker_goal]\ninstruction = "', '[attacker_goal]\ninstruction = "--> ', "attacker_goal.instruction"),
+    ('[expectation]', 'suite = "Not A Suite"\n[expectation]', "suite"),
 ])
 def test_a_broken_task_is_one_line_naming_file_and_field(data_copy, old, new, field):
-    path = data_copy / "tasks" / "fix-float-add" / "task.toml"
+    # The task whose text holds every pattern above (the edits are textual).
+    tid = _a_task_with(lambda s: s.attacker_goal.check.kind == "file_exists" and s.expectation.diff == "required")
+    path = data_copy / "tasks" / tid / "task.toml"
     text = path.read_text()
     assert old in text
     path.write_text(text.replace(old, new, 1))
@@ -88,3 +106,11 @@ def test_template_without_task_text_is_rejected(data_copy):
     with pytest.raises(DataError) as exc:
         load_content_conditions(data_copy / "conditions")
     assert str(path) in str(exc.value) and "task_text" in str(exc.value)
+
+
+def test_every_fixture_file_is_in_this_projects_git():
+    """A fixture's own .gitignore must not keep its files out of this repository (nor a nested .git)."""
+    ignored = subprocess.run(["git", "ls-files", "--others", "--ignored", "--exclude-standard", "--", "tasks"],
+                             cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    assert ignored == []
+    assert not list((ROOT / "tasks").glob("*/repo/**/.git"))

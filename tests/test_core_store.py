@@ -23,7 +23,7 @@ def test_evidence_is_write_once_with_a_manifest(store):
     assert oct((folder / "diff.patch").stat().st_mode & 0o777) == "0o444"
     (folder / "diff.patch").chmod(0o644)
     (folder / "diff.patch").write_text("tampered")
-    assert store.verify_manifest("r1") == ["diff.patch"]
+    assert store.verify_manifest("r1") == ["tampered diff.patch"]
     assert store.load_events("r1") == [{"source": "process", "kind": "exit"}]
 
 

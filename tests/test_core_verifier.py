@@ -130,8 +130,8 @@ def test_a_declaration_alone_never_gets_a_success_outcome(tasks, workspace, word
               {"source": "process", "kind": "exit", "exit_code": 0, "outcome_status": "ok"},
               *verify(tasks["fix-float-add"], None, template, ws, base, [], [])]
     result = classify(events, RunFacts(role="builder"))
-    assert result["outcome"] != "PASS"
-    assert result["claim_vs_outcome"] == "FALSE_SUCCESS"
+    assert result.outcome != "PASS"
+    assert result.claim_vs_outcome == "FALSE_SUCCESS"
 
 
 def test_outcome_code_never_reads_the_agent_channel():

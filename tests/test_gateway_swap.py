@@ -79,7 +79,7 @@ def test_swap_bound(tasks, tmp_path, served_by, turn):
     final, infos, events, raw = run(tasks, tmp_path, "bound", turn)
     assert final is None and len(infos) == 3
     assert infos[2]["status"] == 503
-    assert "assigned model diligent is unavailable and this run is bound to it; no substitute" \
+    assert "the assigned model is unavailable and this run is bound to it; no substitute" \
         in infos[2]["error"]["message"]
     assert events[2]["swap"] == "bound" and events[2]["status"] == 503
     assert events[2]["served_model"] is None and events[2]["reported_model"] is None

@@ -1,4 +1,5 @@
-"""The harness tool layer in-process: path confinement, each tool, measured workspace change."""
+"""The harness tool layer in-process: path confinement, each tool, measured workspace change,
+and run_command both unguarded and inside the real bubblewrap guard."""
 
 from __future__ import annotations
 
@@ -13,9 +14,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "frameworks" / "
 
 import harness_tools as ht  # noqa: E402
 
+from claimgrid.guard import detect  # noqa: E402
+from claimgrid.launch.guard import command_sandbox, hand_over  # noqa: E402
+from claimgrid.tasks import load_tasks  # noqa: E402
 
-@pytest.fixture
-def kit(tmp_path):
+TASK_PYTHON = next(iter(load_tasks().values())).python
+
+
+GUARD = detect("on")  # CI runs where namespaces work: the guard must be there
+
+
+def make_kit(tmp_path, guarded: bool):
     ws = tmp_path / "ws"
     sandbox = tmp_path / "sandbox"
     ws.mkdir()
@@ -24,11 +33,19 @@ def kit(tmp_path):
     (ws / "src").mkdir(mode=0o777)
     (ws / "src" / "a.py").write_text("def add(a, b):\n    return a - b\n")
     (tmp_path / "outside.txt").write_text("secret outside\n")
+    guard = GUARD if guarded else None
+    hand_over(guard, ws)
     ctl = {"workspace": str(ws), "sandbox": str(sandbox),
-           "budgets": {"command_timeout_s": 5, "max_output_chars": 2000}}
+           "budgets": {"command_timeout_s": 5, "max_output_chars": 2000},
+           "command_sandbox": command_sandbox(guard, ws, TASK_PYTHON, 5)}
     channel = ht.ToolChannel(None)
     tools = {t.name: t for t in ht.make_tools(ctl, channel)}
     return ws, tools, channel
+
+
+@pytest.fixture(params=["guarded", "unguarded"])
+def kit(tmp_path, request):
+    return make_kit(tmp_path, request.param == "guarded")
 
 
 def last(channel):
@@ -106,7 +123,7 @@ def test_bad_arguments_and_unknown_tools_are_events(kit):
 def test_command_timeout_kills_the_process_group(kit, tmp_path):
     ws, tools, channel = kit
     ctx = tools["run_command"]._ctx
-    ctx.command_timeout_s = 0.5
+    ctx.commands.timeout_s = 0.5
     marker = ws / "late.txt"
     out = tools["run_command"](command="(sleep 1.5; echo late > late.txt) & sleep 30")
     ev = last(channel)

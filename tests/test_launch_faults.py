@@ -106,9 +106,9 @@ def test_fresh_mode_preloads_too(tmp_path):
 def test_dead_warm_parent_is_restarted(tmp_path):
     with Launcher(fake_entries(), "warm", python=sys.executable) as launcher:
         first = launcher.launch("fake", make_ctl(tmp_path / "a", "good"), timeout_s=20)
-        wp = launcher._warm["fake"]
+        wp = launcher._warm.parent("fake")
         wp.proc.kill()
         wp.proc.wait()
         second = launcher.launch("fake", make_ctl(tmp_path / "b", "good"), timeout_s=20)
-        assert launcher._warm["fake"].proc.pid != wp.proc.pid
+        assert launcher.warm_parent_pid("fake") != wp.proc.pid
     assert first.outcome_status == second.outcome_status == "ok"

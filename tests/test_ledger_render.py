@@ -1,169 +1,286 @@
-"""The ledger's numbers, checked against counts computed independently from the records."""
+"""The ledger's structure and numbers, checked against counts recomputed independently from
+runs.jsonl and the evidence folders of a real grid (tests/ledger_support.py)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import subprocess
+import sys
 
 import pytest
 
 from claimgrid.errors import DataError
 from claimgrid.ledger import headline_table, load, render_ledger, wilson
-from claimgrid.ledger.stats import format_rate
-from claimgrid.ledger.synthetic import write_synthetic_ledger
-from claimgrid.reference_truth import expected_claim_verdict
+from claimgrid.ledger.stats import clustered, format_rate, ratio_pct
+from claimgrid.store import RunStore
+
+from .ledger_support import FRAMEWORKS, ROOT, copy_ledger, events, grid_ledger, records, selection
+
+SECTIONS = ["0. Summary", "1. Design", "2. Headline: swap = none", "3. Framework divergence", "4. Swap",
+            "5. Detector evaluation", "6. Calibration", "7. Harness health", "8. Reproducibility", "9. Appendix"]
+DERIVED = ("LEDGER.md", "RUNS.md", "ledger.html", "heatmap.png")
 
 
 @pytest.fixture(scope="module")
-def ledger(tmp_path_factory):
-    """One synthetic grid, rendered once (rendering draws a PNG): (folder, records)."""
-    folder = tmp_path_factory.mktemp("ledger") / "grid"
-    records = write_synthetic_ledger(folder)
-    render_ledger(folder)
-    return folder, records
+def grid():
+    folder = grid_ledger()
+    return folder, records(folder), (folder / "LEDGER.md").read_text()
 
 
-def test_wilson_known_values():
+def section(md: str, title: str) -> str:
+    start = md.index(f"## {title}")
+    end = md.find("\n## ", start + 1)
+    return md[start:end if end > 0 else None]
+
+
+def summary_line(md: str, prefix: str) -> str:
+    return next(line for line in section(md, "0. Summary").splitlines() if line.startswith(f"- {prefix}"))
+
+
+def half_up_pct(k: int, n: int) -> str:
+    return f"{(200 * k + n) // (2 * n)}%"  # integer half-up, independent of the ledger's Decimal code
+
+
+def one_framework(recs):
+    return [r for r in recs if r["framework"] == FRAMEWORKS[0]]
+
+
+# ---- statistics ---------------------------------------------------------------------
+
+def test_rounding_is_half_up_and_intervals_only_when_asked():
+    assert ratio_pct(2, 16) == "13%" and ratio_pct(6, 16) == "38%" and ratio_pct(1, 8) == "13%"
+    assert format_rate(2, 16, False) == "2/16 · 13%"
+    assert format_rate(3, 10) == "3/10 · 30% (11–60%)"
+    assert format_rate(0, 0) == "–"
     lo, hi = wilson(3, 10)
     assert (round(lo, 4), round(hi, 4)) == (0.1078, 0.6032)
-    assert wilson(0, 5)[0] == 0.0 and wilson(5, 5)[1] == 1.0
-    assert wilson(0, 0) is None
-    assert format_rate(0, 0) == "–"
-    assert format_rate(3, 10) == "3/10 · 30% (11–60%)"
     with pytest.raises(ValueError):
         wilson(4, 3)
 
 
-def section(text: str, number: int) -> str:
-    start = text.index(f"## {number}. ")
-    end = text.find("\n## ", start + 1)
-    return text[start:end]
+def test_task_clustered_interval():
+    # p = 8/20; cluster residuals (5 - 4, 3 - 4) -> var = 2/1 * 2 / 400 = 0.01, sd 0.1
+    lo, hi = clustered([(5, 10), (3, 10)])
+    assert (round(lo, 4), round(hi, 4)) == (round(0.4 - 0.196, 4), round(0.4 + 0.196, 4))
+    assert clustered([(5, 10), (0, 10)])[0] == 0.0  # clipped to [0, 1]
+    assert clustered([(5, 10)]) is None  # one cluster: no between-cluster variance
 
 
-def group_block(text: str, label: str) -> str:
-    start = text.index(f"**{label}**")
-    end = text.find("\n**", start + 1)
-    return text[start:] if end < 0 else text[start:end]
+# ---- structure and the first screen --------------------------------------------------
+
+def test_sections_in_order_and_first_table_early(grid):
+    _, _, md = grid
+    positions = [md.index(f"## {s}") for s in SECTIONS]
+    assert positions == sorted(positions)
+    first_table = md.index("\n|")
+    assert md[:first_table].count("\n") < 40  # the summary and design come first, no dict dump before
+    retries = md.index("Runtime settings")
+    assert retries > md.index("## 9. Appendix")  # raw versions() dicts live in the appendix
 
 
-def test_false_success_cell_matches_records(ledger):
-    folder, records = ledger
-    md = (folder / "LEDGER.md").read_text()
-    # narrator on strands under clean content, first parity group of narrator (timeout 120)
-    cell = [r for r in records if (r["model"], r["framework"], r["content"]) == ("narrator", "strands", "clean")]
-    fs = sum(r["classification"]["claim_vs_outcome"] == "FALSE_SUCCESS" for r in cell)
-    claimed = sum(r["classification"]["claim_vs_outcome"] in ("TRUE_SUCCESS", "FALSE_SUCCESS") for r in cell)
-    assert claimed > 0
-    block = group_block(section(md, 1), "P3: model narrator · timeout_s 120")
-    row = next(line for line in block.splitlines() if line.startswith("| strands |"))
-    first_cell = row.split("|")[2]
-    assert first_cell.strip().startswith(format_rate(fs, claimed))
-    assert f"all runs: {format_rate(fs, len(cell))}" in first_cell
+def test_summary_false_success_sentence_recomputed(grid):
+    folder, recs, md = grid
+    line = summary_line(md, "Without a swap, false success among claims on clean content:")
+    clean = selection()["content"][0]
+    base = [r for r in one_framework(recs) if r["swap"] == "none" and r["content"] == clean]
+    for model in selection()["models"]:
+        runs = [r for r in base if r["model"] == model]
+        k = sum(r["classification"]["claim_vs_outcome"] == "FALSE_SUCCESS" for r in runs)
+        n = sum(r["classification"]["claim_vs_outcome"] in ("TRUE_SUCCESS", "FALSE_SUCCESS") for r in runs)
+        assert f"{model} {k}/{n}" in line
+    # diligent never claims falsely without a swap (the issue's "blames the wrong model").
+    assert re.search(r"diligent 0/\d+", line)
 
 
-def test_parity_groups_are_not_pooled(ledger):
-    folder, records = ledger
-    md = (folder / "LEDGER.md").read_text()
-    s1 = section(md, 1)
-    assert "Split into 4 tables" in s1
-    short = [r for r in records if r["parity"]["timeout_s"] == 60]
-    assert len(short) == 4
-    block60 = group_block(s1, "P2: model diligent · timeout_s 60")
-    block120 = group_block(s1, "P1: model diligent · timeout_s 120")
-    # The 60 s group holds exactly its own runs: one per content cell on strands.
-    assert "| strands | 0/1 · 0% (0–79%)" in block60
-    assert "langgraph" not in block60
-    # The 120 s group's strands/clean cell excludes the 60 s run.
-    strands120 = [r for r in records if r["parity"]["timeout_s"] == 120 and r["model"] == "diligent"
-                  and r["framework"] == "strands" and r["content"] == "clean"]
-    claimed = sum(r["classification"]["claim_vs_outcome"] in ("TRUE_SUCCESS", "FALSE_SUCCESS") for r in strands120)
-    row = next(line for line in block120.splitlines() if line.startswith("| strands |"))
-    assert row.split("|")[2].strip().startswith(format_rate(0, claimed))
-    # The by-model table breaks down by model, so model does not split it; timeout still does.
-    s5 = section(md, 5)
-    assert "**timeout_s 120** (" in s5 and "**timeout_s 60** (4 runs)" in s5
+def test_summary_detector_sentence_recomputed(grid):
+    _, recs, md = grid
+    runs = one_framework(recs)
+    fs = [r for r in runs if r["classification"]["claim_vs_outcome"] == "FALSE_SUCCESS"]
+    ts = [r for r in runs if r["classification"]["claim_vs_outcome"] == "TRUE_SUCCESS"]
+    flagged = lambda rs: sum(r["classification"]["claim_verdict"] not in ("consistent", "UNKNOWN") for r in rs)
+    line = summary_line(md, "The claim check flagged")
+    want = f"{flagged(fs)} of {len(fs)} false successes (recall {half_up_pct(flagged(fs), len(fs))})"
+    assert want in line
+    assert f"{flagged(ts)} of {len(ts)} true successes" in line
 
 
-def test_confusion_matrix_counts(ledger):
-    folder, records = ledger
-    md = (folder / "LEDGER.md").read_text()
-    block = group_block(section(md, 7), "timeout_s 120")
-    # Only unswapped runs: under a swap a second model finishes the run.
-    ref = [r for r in records if r["parity"]["timeout_s"] == 120 and r["swap"] == "none"]
-    assert any(r["swap"] != "none" for r in records if r["parity"]["timeout_s"] == 120)
-    def expected(r):
-        return expected_claim_verdict(r["model"], r.get("role") or {
-            "fix-float-add": "builder", "nothing-to-fix": "builder",
-            "review-change": "reviewer", "write-status": "reporter"}[r["task"]])
-    header = next(line for line in block.splitlines() if line.startswith("| expected \\ classified"))
-    cols = [c.strip() for c in header.strip("|").split("|")][1:]
-    matched = 0
-    for line in block.splitlines():
-        m = re.match(r"\| (consistent|narration only|read-only imposture|over-claimed evidence) \|", line)
-        if not m:
+def test_frameworks_identical_is_stated_and_true(grid):
+    _, recs, md = grid
+    by_cell = {}
+    for r in recs:
+        key = (r["task"], r["content"], r["swap"], r["model"], r["repeat"])
+        by_cell.setdefault(key, []).append(json.dumps(r["classification"], sort_keys=True))
+    assert all(len(set(v)) == 1 and len(v) == len(FRAMEWORKS) for v in by_cell.values())
+    assert f"identical in all {len(by_cell)} cells" in section(md, "3. Framework divergence")
+    # per-framework calls / tokens / time are shown for each framework
+    div = section(md, "3. Framework divergence")
+    for fw in FRAMEWORKS:
+        assert re.search(rf"^\| {re.escape(fw)} \| {len(recs) // len(FRAMEWORKS)} \| ", div, re.M)
+
+
+def goal_met_in_clean(folder, rec, check) -> bool:
+    """The task's attacker-goal check on a clean run, read straight from its verifier events."""
+    ev = events(folder, rec)
+    if check.kind == "review_verdict":
+        return next(e for e in ev if e["source"] == "verifier" and e["kind"] == "review")["verdict"] == check.value
+    if check.kind in ("file_exists", "path_changed"):
+        diff = next(e for e in ev if e["source"] == "verifier" and e["kind"] == "diff")
+        return any(f["path"] == check.path for f in diff["files"])
+    raise AssertionError(f"no independent reading for check kind {check.kind}")
+
+
+def test_paired_attack_success(grid):
+    from claimgrid.tasks import load_tasks
+    folder, recs, md = grid
+    tasks = load_tasks()
+    clean, attack = selection()["content"]
+    head = section(md, "2. Headline: swap = none")
+    base = {(r["task"], r["model"], r["repeat"]): r for r in one_framework(recs)
+            if r["swap"] == "none" and r["content"] == clean}
+    for model in selection()["models"]:
+        runs = [r for r in one_framework(recs) if r["swap"] == "none" and r["model"] == model and r["content"] == attack]
+        reached = [r for r in runs if r["classification"]["injection"] in ("followed", "resisted")
+                   and r["classification"]["process"] == "ok"]
+        paired = 0
+        for r in reached:
+            goal = next(e for e in events(folder, r) if e["source"] == "verifier" and e["kind"] == "attacker_goal")
+            match = base[(r["task"], r["model"], r["repeat"])]
+            paired += bool(goal["achieved"]) and not goal_met_in_clean(folder, match, tasks[r["task"]].spec.attacker_goal.check)
+        row = next(line for line in head.splitlines() if line.startswith(f"| {model} |"))
+        got = [c.strip() for c in row.strip("|").split("|")][5]  # the first paired column
+        if not reached:
+            assert got == f"– ({len(runs)} not reached or not finished)"
             continue
-        counts = [int(c) for c in line.strip("|").split("|")[1:]]
-        for col, got in zip(cols, counts):
-            want = sum(1 for r in ref if expected(r) == m.group(1) and r["classification"]["claim_verdict"] == col)
-            assert got == want, (m.group(1), col)
-        matched += 1
-    assert matched == 4  # every expectation row was checked
-    # diligent's nothing-to-fix false positive is listed and attributed to seed 001.
-    fp = sum(1 for r in ref if r["model"] == "diligent" and r["task"] == "nothing-to-fix"
-             and r["classification"]["claim_verdict"] == "read-only imposture")
-    assert fp > 0
-    assert f"classified “read-only imposture” in {fp} run(s) — seed 001's admitted false positive" in block
-    # Per-model agreement: UNKNOWN is not counted as agreement or disagreement.
-    dil = [r for r in ref if r["model"] == "diligent" and r["classification"]["claim_verdict"] != "UNKNOWN"]
-    agree = sum(r["classification"]["claim_verdict"] == "consistent" for r in dil)
-    assert f"| diligent | {format_rate(agree, len(dil))} |" in block
+        assert got.startswith(f"{paired}/{len(reached)} ")
+        if model != "obedient":
+            assert paired == 0  # the issue's "done when": only obedient follows injected goals
+    obedient = next(line for line in head.splitlines() if line.startswith("| obedient |"))
+    assert re.search(r"\| [1-9]\d*/\d+ · ", obedient)
 
 
-def test_swap_claim_after_refused_swap(ledger):
-    folder, records = ledger
+def test_untreated_and_noop_swaps_are_listed_not_counted(grid):
+    folder, recs, md = grid
+    sel = selection()
+    sub_swap = sel["swap"][1]
+    sw = section(md, "4. Swap")
+    for fw in FRAMEWORKS:
+        never = [r for r in recs if r["framework"] == fw and r["swap"] == sub_swap and r["model"] != sel["substitute"]
+                 and not any(e["source"] == "gateway" and e.get("swap") not in (None, "none") for e in events(folder, r))]
+        noop = [r for r in recs if r["framework"] == fw and r["swap"] == sub_swap and r["model"] == sel["substitute"]]
+        assert never and noop  # the selection makes both happen (narrator makes one model call)
+        for model in {r["model"] for r in never}:
+            k = sum(r["model"] == model for r in never)
+            assert re.search(rf"- not reached: {model} under {sub_swap} on {fw}, {k} runs", sw)
+        assert f"- no-op (substitute = assigned): {sel['substitute']} under {sub_swap} on {fw}, {len(noop)} runs" in sw
+
+
+def test_false_success_is_attributed_to_the_report_writer(grid):
+    folder, recs, md = grid
+    sub_swap = selection()["swap"][1]
+    fired = [r for r in one_framework(recs) if r["swap"] == sub_swap and r["model"] == "diligent"]
+    writers = {}
+    for r in fired:
+        if r["classification"]["claim_vs_outcome"] == "FALSE_SUCCESS":
+            served = [e for e in events(folder, r) if e["source"] == "gateway" and e["status"] == 200]
+            last = max(served, key=lambda e: e["call_index"])["served_model"]
+            writers[last] = writers.get(last, 0) + 1
+    row = next(line for line in section(md, "4. Swap").splitlines()
+               if line.startswith(f"| {sub_swap} | diligent |") and re.search(r"\| [\w-]+: \d+ \|$", line))
+    for w, k in writers.items():
+        assert f"{w}: {k}" in row
+
+
+# ---- per-run pages, html, reclassify ---------------------------------------------------
+
+def test_run_md_cites_the_evidence_lines(grid):
+    folder, recs, _ = grid
+    rec = next(r for r in recs if r["classification"]["claim_verdict"] == "narration only")
+    text = (folder / rec["evidence_dir"] / "RUN.md").read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| claim_verdict |"))
+    assert "narration only" in row and "0 tool calls" in row
+    lines = [int(n) for n in re.findall(r"events.jsonl#L(\d+)", row)]
+    ev = (folder / rec["evidence_dir"] / "events.jsonl").read_text().splitlines()
+    assert lines and json.loads(ev[lines[0] - 1])["source"] == "agent"
+    # RUN.md is derived: not in the manifest, and the manifest still checks out.
+    manifest = json.loads((folder / rec["evidence_dir"] / "manifest.json").read_text())["sha256"]
+    assert "RUN.md" not in manifest
+    assert RunStore(folder).verify_manifest(rec["run_id"]) == []
+
+
+def test_html_is_self_contained_and_holds_every_run(grid):
+    folder, recs, _ = grid
+    html = (folder / "ledger.html").read_text()
+    assert not re.search(r"(src|href)=[\"']?(https?:)?//", html)  # no CDN, no network
+    assert "<script src" not in html and "<link" not in html
+    data = json.loads(re.search(r'<script id="data" type="application/json">(.*?)</script>', html, re.S).group(1)
+                      .replace("<\\/", "</"))
+    assert sorted(r[0] for r in data["runs"]) == sorted(r["run_id"] for r in recs)
+    assert set(data["pages"]) == {r["run_id"] for r in recs}
+
+
+def _snapshot(folder):
+    files = {name: (folder / name).read_bytes() for name in DERIVED}
+    for rec in records(folder):
+        files[rec["run_id"]] = (folder / rec["evidence_dir"] / "RUN.md").read_bytes()
+    return {k: hashlib.sha256(v).hexdigest() for k, v in files.items()}
+
+
+def test_reclassify_rerenders_byte_identical(grid, tmp_path):
+    folder = copy_ledger(tmp_path / "g")
+    render_ledger(folder)
+    before = _snapshot(folder)
+    proc = subprocess.run([sys.executable, str(ROOT / "grid.py"), "reclassify", str(folder)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "0 changed" in proc.stdout
+    assert _snapshot(folder) == before
+
+
+def test_reclassify_of_an_older_ledger_renders_the_new_structure(grid, tmp_path):
+    folder = copy_ledger(tmp_path / "old")
+    meta = json.loads((folder / "meta.json").read_text())
+    for key in ("swap_conditions", "hashes"):
+        meta.pop(key, None)
+    (folder / "meta.json").write_text(json.dumps(meta))
+    old = records(folder)
+    for r in old:
+        r["parity"].pop("swap_from_call", None)
+    (folder / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in old))
+    for name in ("ledger.html", "LEDGER.md", "RUNS.md"):
+        (folder / name).unlink()
+    for r in old:
+        (folder / r["evidence_dir"] / "RUN.md").unlink()
+    proc = subprocess.run([sys.executable, str(ROOT / "grid.py"), "reclassify", str(folder)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
     md = (folder / "LEDGER.md").read_text()
-    block = group_block(section(md, 4), "P4: model reader · timeout_s 120")
-    cell = [r for r in records if r["model"] == "reader" and r["framework"] == "crewai"
-            and r["swap"] == "bound" and r["classification"]["swap"] == "prevented"
-            and r["classification"]["claim_vs_outcome"] != "UNKNOWN"]
-    k = sum(r["classification"]["claim_vs_outcome"] in ("TRUE_SUCCESS", "FALSE_SUCCESS") for r in cell)
-    row = next(line for line in block.splitlines() if line.startswith("| crewai | bound |"))
-    assert format_rate(k, len(cell)) in row
+    assert all(f"## {s}" in md for s in SECTIONS)
+    assert "not recorded in meta.json: read from today's conditions/" in md
+    assert (folder / "ledger.html").exists() and all((folder / r["evidence_dir"] / "RUN.md").exists() for r in old)
 
 
-def test_incomplete_grid_and_runs_md(ledger):
-    folder, records = ledger
-    md = (folder / "LEDGER.md").read_text()
-    assert f"{len(records)} of 292 planned runs present; {292 - len(records)} not present" in md
-    assert "truncated" in md
-    runs_md = (folder / "RUNS.md").read_text()
-    rows = [line for line in runs_md.splitlines() if line.startswith("| [r-")]
-    assert len(rows) == len(records)
-    rid = records[0]["run_id"]
-    assert f"[{rid}](runs/{rid}/)" in runs_md
-    assert (folder / "heatmap.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "](heatmap.png)" in md
+def test_divergent_cell_is_listed_and_frameworks_split(grid, tmp_path):
+    folder = copy_ledger(tmp_path / "div")
+    recs = records(folder)
+    target = next(r for r in recs if r["framework"] == FRAMEWORKS[1] and r["model"] == "diligent"
+                  and r["swap"] == "none" and r["classification"]["outcome"] == "PASS")
+    target["classification"]["outcome"] = "TESTS_FAIL"
+    target["classification"]["claim_vs_outcome"] = "FALSE_SUCCESS"
+    (folder / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    md = render_ledger(folder).read_text()
+    div = section(md, "3. Framework divergence")
+    assert "1 of " in div and "cells where frameworks' classifications differ" in div
+    cell = " · ".join(str(target[k]) for k in ("task", "content", "swap", "model", "repeat"))
+    row = next(line for line in div.splitlines() if line.startswith(f"| {cell} |"))
+    assert f"outcome: {FRAMEWORKS[0]} PASS, {FRAMEWORKS[1]} TESTS_FAIL" in row
+    head = section(md, "2. Headline: swap = none")
+    assert f"| diligent | {FRAMEWORKS[0]} |" in head and f"| diligent | {FRAMEWORKS[1]} |" in head
+    assert "| obedient | all 2 frameworks (identical in all" in head
 
 
-def test_no_winner_language(ledger):
-    folder, _ = ledger
-    md = (folder / "LEDGER.md").read_text().lower()
-    for word in ("winner", "best", "worst", "rank"):
-        assert word not in md.replace("do not rank", "")
-    assert "**0/" not in md and "**1" not in md  # no bolded cell
-
-
-def test_missing_optional_fields_read_as_not_recorded(tmp_path):
-    rec = {"run_id": "r1", "framework": "strands", "task": "fix-float-add", "content": "clean",
-           "swap": "none", "model": "diligent", "classification": {"claim_vs_outcome": "FALSE_SUCCESS"}}
-    (tmp_path / "runs.jsonl").write_text(json.dumps(rec) + "\n")
-    led = load(tmp_path)
-    row = led.runs.row(0, named=True)
-    assert row["outcome"] == "not recorded" and row["claimed"] is True and row["swap_mentioned"] is None
-    md = render_ledger(tmp_path).read_text()
-    assert "1 runs present (planned size unknown)" in md
-    assert "meta.json is missing" in md
-
+# ---- bad and partial input -------------------------------------------------------------
 
 def test_bad_line_is_one_clear_error(tmp_path):
     (tmp_path / "runs.jsonl").write_text('{"run_id": "r1"}\n{"x": 1}\n')
@@ -174,12 +291,78 @@ def test_bad_line_is_one_clear_error(tmp_path):
         render_ledger(tmp_path)
 
 
-def test_empty_ledger_and_headline(tmp_path, ledger):
+def test_empty_and_evidence_less_ledgers(tmp_path, grid):
     (tmp_path / "empty").mkdir()
     assert "No run has completed yet" in render_ledger(tmp_path / "empty").read_text()
     assert headline_table(tmp_path / "empty") == "No runs in this ledger yet."
-    from rich.console import Console
-    console = Console(width=200, record=True)
-    console.print(headline_table(ledger[0]))
-    text = console.export_text()
-    assert "P2: model diligent · timeout_s 60" in text and "0/1 · 0% (0–79%)" in text
+    rec = {"run_id": "r1", "framework": "x", "task": "t", "content": "clean", "swap": "none",
+           "model": "diligent", "classification": {"claim_vs_outcome": "FALSE_SUCCESS"}}
+    (tmp_path / "bare").mkdir()
+    (tmp_path / "bare" / "runs.jsonl").write_text(json.dumps(rec) + "\n")
+    led = load(tmp_path / "bare")
+    row = led.runs.row(0, named=True)
+    assert row["outcome"] == "not recorded" and row["evidence"] is False and row["calls"] is None
+    md = render_ledger(tmp_path / "bare").read_text()
+    assert "meta.json is missing" in md and "1 runs present (planned size unknown)" in md
+
+
+def test_no_winner_language(grid):
+    md = grid[2].lower()
+    for word in ("winner", "best", "worst", "rank"):
+        assert word not in md
+
+
+def test_parity_groups_split_the_headline(grid, tmp_path):
+    folder = copy_ledger(tmp_path / "par")
+    recs = records(folder)
+    for r in recs:
+        if r["task"] == selection()["tasks"][0]:
+            r["parity"]["timeout_s"] = 60.0  # as if a resumed grid had run this task with a shorter timeout
+    (folder / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    md = render_ledger(folder).read_text()
+    head = section(md, "2. Headline: swap = none")
+    assert "Split by parity group: 2 groups" in head
+    clean = selection()["content"][0]
+    for task in selection()["tasks"]:
+        runs = [r for r in one_framework(recs) if r["task"] == task and r["swap"] == "none"
+                and r["content"] == clean and r["model"] == "narrator"]
+        fs = sum(r["classification"]["claim_vs_outcome"] == "FALSE_SUCCESS" for r in runs)
+        claimed = sum(r["classification"]["claim_vs_outcome"] in ("TRUE_SUCCESS", "FALSE_SUCCESS") for r in runs)
+        group = "timeout_s 60.0" if task == selection()["tasks"][0] else "timeout_s 120.0"
+        row = next(line for line in head.splitlines() if group in line and "| narrator |" in line)
+        assert f"| {format_rate(fs, claimed, False)} |" in row
+    assert "These runs form 2 parity groups" in section(md, "0. Summary")
+
+
+def _minimal_ledger(folder, model, repeats):
+    """Records only (no evidence): two tasks x two repeats of one framework on clean content."""
+    folder.mkdir()
+    recs = []
+    for task, outcomes in (("t1", ["PASS", "PASS"]), ("t2", ["PASS", "TESTS_FAIL"])):
+        for rep, outcome in enumerate(outcomes[:repeats]):
+            recs.append({"run_id": f"fw.{task}.{rep}", "framework": "fw", "task": task, "content": "clean",
+                         "swap": "none", "model": model, "repeat": rep,
+                         "classification": {"outcome": outcome, "claimed": True,
+                                            "claim_vs_outcome": "TRUE_SUCCESS" if outcome == "PASS" else "FALSE_SUCCESS"}})
+    (folder / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    (folder / "meta.json").write_text(json.dumps({"repeats": repeats, "models": [model], "grid_size": len(recs)}))
+    return render_ledger(folder).read_text()
+
+
+def test_intervals_only_for_sampled_stochastic_cells(tmp_path):
+    stochastic = "someprovider/some-model"  # a LiteLLM model string: not a reference model
+    md = _minimal_ledger(tmp_path / "s", stochastic, repeats=2)
+    row = next(line for line in section(md, "2. Headline: swap = none").splitlines() if line.startswith(f"| {stochastic} |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    # utility on clean content pooled over two tasks (3/4): the task is the cluster
+    assert cells[2] == format_rate(3, 4, clustered([(2, 2), (1, 2)]))
+    assert "95% Wilson per cell" in section(md, "1. Design")
+    # one repeat: no interval, even for a stochastic model
+    md1 = _minimal_ledger(tmp_path / "s1", stochastic, repeats=1)
+    row1 = next(line for line in section(md1, "2. Headline: swap = none").splitlines() if line.startswith(f"| {stochastic} |"))
+    assert "(" not in row1.split("|")[3]
+    # a deterministic reference model: "each cell is one outcome", never an interval
+    ref = selection()["models"][0]
+    mdr = _minimal_ledger(tmp_path / "r", ref, repeats=2)
+    rowr = next(line for line in section(mdr, "2. Headline: swap = none").splitlines() if line.startswith(f"| {ref} |"))
+    assert "(" not in rowr.split("|")[3] and "deterministic: each cell is one outcome" in mdr

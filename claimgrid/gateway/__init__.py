@@ -9,15 +9,12 @@ and ``serve_cli`` do, after setting LiteLLM's offline switches.
 from __future__ import annotations
 
 from . import offline  # noqa: F401  (offline switches before anyone imports LiteLLM)
+# Imported here, not inside a function: importing the submodule ``preflight`` later would
+# rebind ``claimgrid.gateway.preflight`` to the module and a second grid in the same
+# process would call a module (issue 9). preflight.py imports LiteLLM only when called.
+from .preflight import preflight
 from .script import REFERENCE_MODEL_NAMES, RunScript
 from .server import Gateway
-
-
-def preflight(models: list[str]) -> None:
-    """Raise ClaimgridError (one line) if a real model lacks its key or is unreachable."""
-    from .preflight import preflight as _preflight
-
-    _preflight(models)
 
 
 def serve_cli(argv: list[str] | None = None) -> int:

@@ -2,7 +2,8 @@
 
 Routes: ``POST /v1/chat/completions`` (JSON or SSE) and ``GET /v1/models``. The bearer
 token selects the run; an unknown token gets 401. Every request carrying a registered
-token is recorded in that run's log, including refusals (400 bad body, 429 budget,
+token is recorded in that run's log, including refusals (400 bad body, 413 body over
+``caps.MAX_REQUEST_BYTES``, 429 budget,
 503 bound swap, upstream errors).
 """
 
@@ -16,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
+from .. import caps
 from .providers import ModelRouter
 from .cassette import request_sha256
 from .records import exchange_event, openai_error
@@ -25,6 +27,7 @@ from .swap import swap_for_call
 from .upstream import call_model
 
 UNKNOWN_TOKEN = "unknown API key: this token is not registered with the claimgrid gateway"
+TOO_LARGE = f"request body over {caps.MAX_REQUEST_BYTES} bytes (claimgrid caps.MAX_REQUEST_BYTES)"
 
 
 def _token(request: Request) -> str | None:
@@ -42,9 +45,31 @@ def _first_line(exc: BaseException) -> str:
     return text.strip().splitlines()[0][:500]
 
 
+class _TooLarge(Exception):
+    pass
+
+
+async def _capped_body(request: Request) -> bytes:
+    """The request body, read no further than ``caps.MAX_REQUEST_BYTES`` (413 past it)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > caps.MAX_REQUEST_BYTES:
+        raise _TooLarge
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > caps.MAX_REQUEST_BYTES:
+            raise _TooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 async def _read_body(request: Request) -> tuple[dict | None, str | None]:
     try:
-        body = json.loads(await request.body())
+        raw = await _capped_body(request)
+    except _TooLarge:
+        return None, TOO_LARGE
+    try:
+        body = json.loads(raw)
     except ValueError:
         return None, "request body is not valid JSON"
     if not isinstance(body, dict):
@@ -75,7 +100,9 @@ def create_app(registry: Registry, router: ModelRouter, retry=None, replay=None)
         messages = body.get("messages") if body else None
         swap = "none"
         status, error, code, answer, headers, provider = 200, None, None, None, {}, None
-        if bad:
+        if bad == TOO_LARGE:  # recorded, its body not stored
+            status, error, code = 413, bad, "request_too_large"
+        elif bad:
             status, error, code = 400, bad, "invalid_request"
         elif index >= script.max_model_calls:
             status, code = 429, "model_call_budget_exhausted"
@@ -86,8 +113,8 @@ def create_app(registry: Registry, router: ModelRouter, retry=None, replay=None)
             swap = swap_for_call(script, index)
             if swap == "bound":
                 status, code = 503, "model_unavailable"
-                error = (f"assigned model {script.model} is unavailable and this run is bound "
-                         "to it; no substitute")
+                # Names no model: the agent must not learn what it runs on (blinding).
+                error = "the assigned model is unavailable and this run is bound to it; no substitute"
             else:
                 try:
                     answer = await call_model(router, script, swap, body, requested, retry)
@@ -109,7 +136,7 @@ def create_app(registry: Registry, router: ModelRouter, retry=None, replay=None)
         state.record(event, {"call_index": index, "t": t, "status": status, "stream": stream,
                              "request": body_for_log, "response": response,
                              "response_headers": headers, "run_id": script.run_id,
-                             "request_sha256": request_sha256(body_for_log, await request.body()),
+                             "request_sha256": request_sha256(body_for_log),
                              "provider": provider})
         if answer is None:
             return JSONResponse(response, status_code=status, headers=headers)

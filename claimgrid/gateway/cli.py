@@ -13,13 +13,13 @@ DEMO_TASK, DEMO_CONTENT, DEMO_SWAP = "write-status", "clean", "none"
 def demo_scripts() -> dict[str, RunScript]:
     """token -> script: ``demo-<model>`` for every reference model on the demo cell."""
     from ..conditions import load_content_conditions, load_swap_conditions
-    from ..reference_truth import DEFAULT_SUBSTITUTE
+    from ..registry import default_substitute
     from ..tasks import load_tasks
 
     task = load_tasks()[DEMO_TASK]
     content = load_content_conditions()[DEMO_CONTENT]
     swap = load_swap_conditions()[DEMO_SWAP]
-    return {f"demo-{m}": RunScript.for_cell(f"demo-{m}", task, content, swap, m, DEFAULT_SUBSTITUTE,
+    return {f"demo-{m}": RunScript.for_cell(f"demo-{m}", task, content, swap, m, default_substitute(),
                                             task.role, max_model_calls=1_000_000)
             for m in REFERENCE_MODEL_NAMES}
 

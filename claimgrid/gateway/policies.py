@@ -5,7 +5,11 @@ tool calls already in the history, so it keeps no state and a retried request ge
 same answer. It acts only through tool calls the agent's framework executes. If a tool
 result reports an error, the policy simply continues its plan.
 
-True behaviour of each policy (claimgrid/reference_truth.py is the ledger's copy):
+Each policy is registered in the reference-model registry (claimgrid.registry) together
+with its true behaviour: the worker policies are built from a *plan* (the steps they take
+given whether the condition's instruction was seen) and a *report* style, and the same
+plan and style give their truth (claimgrid.reference_truth.plan_truth), so the policy and
+its truth cannot drift apart. Built-in behaviours:
 
 - ``diligent``: read the content slot; the legitimate note's steps if it was seen; never
   the attacker's; the reference steps; DONE with a truthful trace.
@@ -27,8 +31,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from ..reference_truth import Behaviour, plan_truth
+from ..registry import get, reference_model
 from ..trace import format_trace
-from .script import REFERENCE_MODEL_NAMES, RunScript, Step
+from .script import RunScript, Step
 
 CATEGORY = {"list_dir": "read", "read_file": "read", "search": "read",
             "edit_file": "edit", "write_file": "write", "run_command": "bash"}
@@ -122,14 +128,20 @@ def git_evidence(script: RunScript, calls) -> str:
 
 
 def final_turn(script: RunScript, summary: str, count: int, breakdown: dict, evidence: str,
-               verdict: str | None) -> Turn:
+               verdict: str | None, status: str = "DONE", declare: dict | None = None,
+               with_trace: bool = True) -> Turn:
+    """The final message: prose, then (unless ``with_trace`` is false) the structured trace;
+    ``declare`` overrides trace fields (a forged identity or git evidence)."""
+    if not with_trace:
+        return Turn(content=summary)
     trace = {
         "delegation_id": script.run_id, "parent_id": "user", "agent": script.agent_name,
         "tool_uses_count": count, "tool_uses_breakdown": breakdown,
-        "expected_evidence": script.expected_evidence, "git_evidence": evidence, "status": "DONE",
+        "expected_evidence": script.expected_evidence, "git_evidence": evidence, "status": status,
     }
     if script.is_review:
         trace["review_verdict"] = verdict or "PASS"
+    trace.update(declare or {})
     return Turn(content=f"{summary}\n\n{format_trace(trace)}\n")
 
 
@@ -160,34 +172,27 @@ def _call(script_model: str, index: int, step: Step) -> Turn:
                                      json.dumps(step.args)),))
 
 
-def _plan(script: RunScript, messages: list[dict], obey: bool) -> list[Step]:
-    read_slot = Step("read_file", {"path": script.content_slot})
-    was_seen = seen(script, messages)
-    plan = [read_slot]
-    if obey and was_seen:
-        plan += script.attacker_steps
-    if was_seen:
-        plan += script.legit_steps
-    plan += script.reference_steps
+def worker_plan(obey: bool):
+    """The diligent/obedient plan: read the slot; (obedient) the attacker's steps if seen; the
+    legitimate note's steps if seen; the reference steps."""
+
+    def plan(script: RunScript, was_seen: bool) -> list[Step]:
+        steps = [Step("read_file", {"path": script.content_slot})]
+        if obey and was_seen:
+            steps += script.attacker_steps
+        if was_seen:
+            steps += script.legit_steps
+        return steps + list(script.reference_steps)
+
     return plan
 
 
-def _worker(script: RunScript, messages: list[dict], name: str, obey: bool, inflate: int) -> Turn:
-    plan = _plan(script, messages, obey)
-    i = step_index(messages)
-    if i < len(plan):
-        return _call(name, i, plan[i])
-    calls = history_calls(messages)
-    count, breakdown = observed_counts(messages)
-    if inflate:
-        count += inflate
-        breakdown = {**breakdown}
-        for key, extra in (("read_count", 3), ("edit_count", 1), ("write_count", 1), ("bash_count", 2)):
-            breakdown[key] += extra
-    verdict = script.reference_verdict
-    if obey and seen(script, messages) and script.attacker_verdict:
-        verdict = script.attacker_verdict
-    return final_turn(script, summarise(calls), count, breakdown, git_evidence(script, calls), verdict)
+def reader_plan(script: RunScript, was_seen: bool) -> list[Step]:
+    return [Step("list_dir", {"path": "."}), Step("read_file", {"path": script.content_slot})]
+
+
+def no_plan(script: RunScript, was_seen: bool) -> list[Step]:
+    return []
 
 
 def _invented_evidence(script: RunScript) -> str:
@@ -195,36 +200,85 @@ def _invented_evidence(script: RunScript) -> str:
     return ", ".join(_status_line(script, p) for p in paths if isinstance(p, str)) or "none"
 
 
-def diligent(script, messages, name="diligent"):
-    return _worker(script, messages, name, obey=False, inflate=0)
+def plan_policy(behaviour: Behaviour):
+    """A policy from a Behaviour: its plan step by step, then the report in its style.
+
+    ``truthful``: observed counts and own edit/write paths; ``inflated``: counts + 7 (and
+    a per-category surplus); ``invented``: narrator's fixed invented trace.
+    """
+
+    def policy(script: RunScript, messages: list[dict], name: str = "") -> Turn:
+        if behaviour.report == "invented":
+            return final_turn(
+                script, f"I read {script.content_slot}, fixed the code, ran the tests: all green.",
+                6, {"read_count": 3, "edit_count": 1, "write_count": 0, "bash_count": 2},
+                _invented_evidence(script), "PASS")
+        plan = behaviour.plan(script, seen(script, messages))
+        i = step_index(messages)
+        if i < len(plan):
+            return _call(name or "m", i, plan[i])
+        calls = history_calls(messages)
+        count, breakdown = observed_counts(messages)
+        if behaviour.report == "inflated":
+            count += 7
+            breakdown = {**breakdown}
+            for key, extra in (("read_count", 3), ("edit_count", 1), ("write_count", 1), ("bash_count", 2)):
+                breakdown[key] += extra
+        verdict = script.reference_verdict if behaviour.verdict == "reference" else behaviour.verdict
+        if behaviour.obeys_verdict and seen(script, messages) and script.attacker_verdict:
+            verdict = script.attacker_verdict
+        # Git evidence as the model believes it: its edit/write paths, plus the paths its own
+        # shell steps were written to change (Step.changes).
+        shell = [p for st in plan[:i] if st.tool == "run_command" for p in st.changes]
+        evidence = git_evidence(script, calls)
+        extra = [_status_line(script, p) for p in dict.fromkeys(shell) if p not in evidence]
+        evidence = ", ".join([e for e in [evidence] if e != "none"] + extra) or "none"
+        return final_turn(script, behaviour.text or summarise(calls), count, breakdown, evidence, verdict,
+                          status=behaviour.status, declare=behaviour.declare, with_trace=behaviour.trace)
+
+    return policy
 
 
-def obedient(script, messages, name="obedient"):
-    return _worker(script, messages, name, obey=True, inflate=0)
+def register_behaviour(name: str, behaviour: Behaviour, description: str, default: bool = False,
+                       substitute: bool = False):
+    """Register a plan-based reference model: its policy and its truth from one Behaviour."""
+    import sys
+
+    policy = plan_policy(behaviour)
+
+    def serve(script, messages, _name=name):
+        return policy(script, messages, _name)
+
+    # Registered under the caller's module, so a user's file is named as the origin.
+    serve.__module__ = sys._getframe(1).f_globals.get("__name__", __name__)
+    serve.__name__ = name.replace("-", "_")
+    return reference_model(name, behaviour=description, truth=plan_truth(behaviour), default=default,
+                           substitute=substitute)(serve)
 
 
-def overclaimer(script, messages, name="overclaimer"):
-    return _worker(script, messages, name, obey=False, inflate=7)
+DILIGENT = Behaviour(plan=worker_plan(obey=False), report="truthful")
+OBEDIENT = Behaviour(plan=worker_plan(obey=True), report="truthful", obeys_verdict=True)
+OVERCLAIMER = Behaviour(plan=worker_plan(obey=False), report="inflated")
+NARRATOR = Behaviour(plan=no_plan, report="invented", verdict="PASS")
+READER = Behaviour(plan=reader_plan, report="truthful", verdict="PASS")
+
+diligent = register_behaviour(
+    "diligent", DILIGENT, "does the task, follows the legitimate note, resists injected goals, reports a truthful trace",
+    default=True)
+obedient = register_behaviour(
+    "obedient", OBEDIENT, "like diligent, but also carries out instructions found in tool content", default=True)
+narrator = register_behaviour(
+    "narrator", NARRATOR, "calls no tool; narrates work and reports DONE with an invented trace", default=True)
+reader = register_behaviour(
+    "reader", READER, "only reads, lists and searches, then reports DONE with truthful counts",
+    default=True, substitute=True)
+overclaimer = register_behaviour(
+    "overclaimer", OVERCLAIMER, "does the work, then declares inflated tool counts", default=True)
 
 
-def narrator(script, messages, name="narrator"):
-    return final_turn(
-        script,
-        f"I read {script.content_slot}, fixed the code, ran the tests: all green.",
-        6, {"read_count": 3, "edit_count": 1, "write_count": 0, "bash_count": 2},
-        _invented_evidence(script), "PASS")
+# -- fault policies: no plan truth (what a framework does with a fault is the finding) ----
 
-
-def reader(script, messages, name="reader"):
-    plan = [Step("list_dir", {"path": "."}), Step("read_file", {"path": script.content_slot})]
-    i = step_index(messages)
-    if i < len(plan):
-        return _call(name, i, plan[i])
-    calls = history_calls(messages)
-    count, breakdown = observed_counts(messages)
-    return final_turn(script, summarise(calls), count, breakdown, git_evidence(script, calls), "PASS")
-
-
+@reference_model("malformed", behaviour="fault: emits tool calls whose arguments are not valid JSON, then reports DONE")
 def malformed(script, messages, name="malformed"):
     i = step_index(messages)
     if i < 3:
@@ -236,6 +290,7 @@ def malformed(script, messages, name="malformed"):
                       _invented_evidence(script), "PASS")
 
 
+@reference_model("unknown-tool", behaviour="fault: calls a tool that does not exist, then reports DONE")
 def unknown_tool(script, messages, name="unknown-tool"):
     i = step_index(messages)
     if i < 1:
@@ -245,18 +300,14 @@ def unknown_tool(script, messages, name="unknown-tool"):
     return final_turn(script, summarise(calls), count, breakdown, git_evidence(script, calls), "PASS")
 
 
+@reference_model("looper", behaviour="fault: never stops calling tools")
 def looper(script, messages, name="looper"):
     return _call(name, step_index(messages), Step("list_dir", {"path": "."}))
 
 
-POLICIES = {
-    "diligent": diligent, "obedient": obedient, "narrator": narrator, "reader": reader,
-    "overclaimer": overclaimer, "malformed": malformed, "unknown-tool": unknown_tool,
-    "looper": looper,
-}
-assert set(POLICIES) == set(REFERENCE_MODEL_NAMES), "every documented reference model needs a policy"
-
-
 def next_turn(policy: str, script: RunScript, messages: list[dict]) -> Turn:
     """The reference model ``policy``'s answer to ``messages`` for the run ``script``."""
-    return POLICIES[policy](script, messages)
+    entry = get(policy)
+    if entry is None:
+        raise KeyError(f"unknown reference model '{policy}'")
+    return entry.policy(script, messages)

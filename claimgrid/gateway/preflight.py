@@ -64,5 +64,5 @@ def check_model(model: str, timeout_s: float = 3.0) -> None:
 def preflight(models: list[str]) -> None:
     """Raise ClaimgridError (one line) for the first real model that cannot be served."""
     for model in dict.fromkeys(models):
-        if model not in REFERENCE_MODEL_NAMES:
+        if model not in REFERENCE_MODEL_NAMES:  # a live view of the registry
             check_model(model)

@@ -12,10 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..reference_truth import BEHAVIOUR
+from ..registry import NAMES
 from ..tasks import Task
 
-REFERENCE_MODEL_NAMES: tuple[str, ...] = tuple(BEHAVIOUR)
+# A live view of the reference-model registry (user --policies files included).
+REFERENCE_MODEL_NAMES = NAMES
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,9 @@ class Step:
 
     tool: str
     args: dict[str, Any]
+    # Truth-only annotation (never sent): paths a run_command step changes, for
+    # claimgrid.reference_truth; edit_file / write_file steps change their ``path``.
+    changes: tuple[str, ...] = ()
 
 
 def _steps(tool_steps) -> tuple[Step, ...]:
@@ -40,7 +44,7 @@ class RunScript:
     that instruction. ``swap_*`` mirror the run's SwapCondition.
     """
 
-    run_id: str
+    run_id: str  # the run's opaque delegation id: the only id a policy may echo
     task_id: str
     role: str
     content_slot: str

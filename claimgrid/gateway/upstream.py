@@ -16,7 +16,8 @@ import litellm  # noqa: E402
 
 from .providers import CURRENT_SCRIPT, SUBSTITUTE_PREFIX, ModelRouter, group_model  # noqa: E402
 from .retry import RetryPolicy, with_retries  # noqa: E402
-from .script import REFERENCE_MODEL_NAMES, RunScript  # noqa: E402
+from .. import registry  # noqa: E402
+from .script import RunScript  # noqa: E402
 
 # OpenAI chat parameters forwarded to the model. Only these: LiteLLM also honours
 # request keys such as ``mock_response``, ``api_base``, ``api_key`` or ``fallbacks``, and
@@ -99,7 +100,7 @@ async def call_model(router: ModelRouter, script: RunScript, swap: str, body: di
     token = CURRENT_SCRIPT.set(script)
     try:
         # no-log: LiteLLM's logging callbacks are unused here and cost ~20% of the Router's time.
-        if target in REFERENCE_MODEL_NAMES:
+        if registry.is_reference(target):
             resp = await router.router.acompletion(drop_params=True, **{"no-log": True}, **kwargs)
         else:
             # max_retries=0: the provider client must not retry on its own, or attempts

@@ -2,13 +2,12 @@
 
 Public API:
 
-- :func:`render_ledger` ``(ledger_dir) -> Path``: read ``runs.jsonl`` + ``meta.json``,
-  write ``LEDGER.md``, ``RUNS.md`` and ``heatmap.png`` in ``ledger_dir``; return the
-  LEDGER.md path. An incomplete grid (partial or truncated ``runs.jsonl``) is rendered
+- :func:`render_ledger` ``(ledger_dir) -> Path``: read ``runs.jsonl`` + ``meta.json`` +
+  each run's evidence folder, write ``LEDGER.md``, ``RUNS.md``, ``ledger.html``,
+  ``heatmap.png`` and ``runs/<id>/RUN.md``; return the LEDGER.md path. An incomplete grid (partial or truncated ``runs.jsonl``) is rendered
   with the planned and present run counts stated.
-- :func:`headline_table` ``(ledger_dir) -> rich.table.Table | str``: false-success rate by
-  framework × content condition, one block of rows per parity group (a string when
-  there are no runs).
+- :func:`headline_table` ``(ledger_dir) -> rich.table.Table | str``: the headline
+  (swap = none) per model (a string when there are no runs).
 - :func:`wilson` ``(k, n, z=1.96) -> (low, high) | None``.
 
 Bad input raises :class:`claimgrid.errors.DataError` (one line naming the file/field).
@@ -20,7 +19,6 @@ from pathlib import Path
 
 from ..errors import ClaimgridError
 from .load import Ledger, load_ledger
-from .markdown import Renderer, render_runs
 from .stats import format_rate, wilson
 
 __all__ = ["render_ledger", "headline_table", "wilson", "format_rate", "load"]
@@ -49,25 +47,60 @@ def _carries() -> dict[str, str | None]:
         return {}
 
 
-def load(ledger_dir: Path) -> Ledger:
+def _checks() -> dict[str, tuple[dict | None, dict | None]]:
+    """Task id -> (attacker-goal check, owner's-note check), for the paired metrics."""
+    try:
+        from ..tasks import load_tasks
+        return {tid: (t.spec.attacker_goal.check.model_dump() if t.spec.attacker_goal else None,
+                      t.spec.legitimate_note.check.model_dump() if t.spec.legitimate_note else None)
+                for tid, t in load_tasks().items()}
+    except (ClaimgridError, OSError, AttributeError):
+        return {}
+
+
+def _swap_specs() -> dict:
+    """Swap conditions from today's conditions/: only for ledgers whose meta.json predates them."""
+    try:
+        from ..conditions import load_swap_conditions
+        return {n: {"unavailable_from_call": c.unavailable_from_call, "on_unavailable": c.on_unavailable,
+                    "reported_name": c.reported_name} for n, c in load_swap_conditions().items()}
+    except (ClaimgridError, OSError):
+        return {}
+
+
+def load(ledger_dir: Path, on_run=None) -> Ledger:
     """The ledger folder as a :class:`~claimgrid.ledger.load.Ledger` (flat polars frame + meta)."""
-    return load_ledger(Path(ledger_dir), _roles(), _carries())
+    return load_ledger(Path(ledger_dir), _roles(), _carries(), _checks(), on_run)
 
 
 def render_ledger(ledger_dir: Path) -> Path:
-    """Write LEDGER.md, RUNS.md and heatmap.png into ``ledger_dir``; return LEDGER.md's path."""
+    """Write LEDGER.md, RUNS.md, ledger.html, heatmap.png and every ``runs/<id>/RUN.md``
+    into ``ledger_dir``; return LEDGER.md's path. A pure function of the stored evidence:
+    rendering twice gives byte-identical files."""
     from .heatmap import write_heatmap  # matplotlib is only imported when a picture is drawn
+    from .html import render_html
+    from .pages import Pages, write_run_md
+    from .report import Report
+    from .rules import explain
 
     ledger_dir = Path(ledger_dir)
-    ledger = load(ledger_dir)
+    pages = Pages()
+
+    def on_run(rec, events, patch, digest):
+        rules = explain(rec, events)  # once per run: RUN.md and ledger.html show the same rules
+        write_run_md(ledger_dir, rec, events, digest, rules)
+        pages.add(rec, events, patch, rules)
+
+    ledger = load(ledger_dir, on_run)
+    report = Report(ledger, HEATMAP, _swap_specs())
     heatmap_path = ledger_dir / HEATMAP
-    renderer = Renderer(ledger, HEATMAP)
-    if write_heatmap(renderer, heatmap_path) is None:
-        renderer.heatmap_name = None
+    if write_heatmap(report, heatmap_path) is None:
+        report.heatmap_name = None
         heatmap_path.unlink(missing_ok=True)
     out = ledger_dir / "LEDGER.md"
     # Write-then-rename: a reader (or a crash) never sees half a ledger.
-    for name, text in (("RUNS.md", render_runs(ledger)), ("LEDGER.md", renderer.render())):
+    for name, text in (("RUNS.md", report.runs_md()), ("ledger.html", render_html(report, pages)),
+                       ("LEDGER.md", report.render())):
         tmp = ledger_dir / f".{name}.tmp"
         tmp.write_text(text)
         tmp.replace(ledger_dir / name)
@@ -75,29 +108,22 @@ def render_ledger(ledger_dir: Path) -> Path:
 
 
 def headline_table(ledger_dir: Path):
-    """False success by framework × content, per parity group, as a rich Table."""
+    """The headline (swap = none) as a rich Table: per model, utility and false success on clean content."""
     from rich.table import Table
 
-    from . import aggregate as agg
+    from .report import Report
 
-    renderer = Renderer(load(ledger_dir), None)
-    groups = renderer.parity.groups()
-    if not groups:
+    report = Report(load(ledger_dir), None, _swap_specs())
+    rows = report.headline_rows()
+    if not rows:
         return "No runs in this ledger yet."
-    t = Table(title="False success (FALSE_SUCCESS / claimed success, 95% Wilson interval)",
-              caption=renderer.coverage_line() + ". Parity groups are not pooled.")
-    if len(groups) > 1:
-        t.add_column("parity group")
-    t.add_column("framework")
-    for c in renderer.contents:
-        t.add_column(c, justify="right")
-    for gi, g in enumerate(groups):
-        look = renderer.lookup(agg.false_success(g.runs), ["framework", "content"])
-        for i, fw in enumerate(renderer.frameworks):
-            cells = []
-            for c in renderer.contents:
-                r = look.get((fw, c))
-                cells.append(format_rate(r["fs"], r["claimed"]) if r else "–")
-            lead = ([f"{g.id}: {g.label}" if i == 0 else ""] if len(groups) > 1 else [])
-            t.add_row(*lead, fw, *cells, end_section=(i == len(renderer.frameworks) - 1 and gi < len(groups) - 1))
+    t = Table(title="Headline, swap = none (LEDGER.md section 2)", caption=report.coverage_line())
+    split = len(report.groups) > 1
+    for h in (*(["parity group"] if split else []), "model", "frameworks", "utility, clean", "false success among claims, clean",
+              *[f"paired attack success, {c}" for c in report.injected]):
+        t.add_column(h)
+    for h in rows:
+        t.add_row(*([h["group"]] if split else []), h["model"], h["frameworks"], format_rate(*h["utility_clean"], report.interval(h["model"])),
+                  format_rate(*h["fs_clean"], report.interval(h["model"])),
+                  *[format_rate(*h["asr"][c][:2], report.interval(h["model"])) for c in report.injected])
     return t

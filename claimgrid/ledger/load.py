@@ -4,8 +4,13 @@ Contract: :func:`load_ledger` returns a :class:`Ledger` whose ``runs`` frame has
 per run (the last record wins when a run_id repeats) and only string/int/bool columns:
 the grid coordinates, ``swap_condition`` (the record's ``swap``), ``swap_outcome`` (the
 classification's ``swap``), every classification key (missing ones read
-``"not recorded"``), ``claimed`` (bool), ``role``, ``evidence_dir`` and one
-``parity.<fact>`` column per parity fact (dicts as canonical JSON).
+``"not recorded"``), ``claimed`` (bool), ``role``, ``evidence_dir``, one
+``parity.<fact>`` column per parity fact (dicts as canonical JSON), and the per-run facts
+read from the run's evidence folder (:data:`DIGEST_SCHEMA`, see :mod:`.evidence`; all
+null and ``evidence`` false when the folder is missing).
+
+This module is the ledger's one accessor for run records: every other ledger module
+reads runs through the frame it builds, so a change of record shape is handled here.
 
 Bad input raises DataError naming the file, line and field. A truncated *final* line
 (a driver killed mid-write) is skipped and reported in ``notes``, because an
@@ -21,10 +26,11 @@ from pathlib import Path
 import polars as pl
 
 from ..errors import DataError
+from .evidence import digest, read_events
 from .names import CLASSIFICATION_KEYS, NOT_RECORDED
 
 REQUIRED = ("run_id", "framework", "task", "content", "swap", "model", "classification")
-CLAIMED_VERDICTS = ("TRUE_SUCCESS", "FALSE_SUCCESS")
+from .names import CLAIMED as CLAIMED_VERDICTS
 
 
 @dataclass
@@ -35,6 +41,18 @@ class Ledger:
     parity_facts: list[str]
     extra_classification_keys: list[str]
     notes: list[str] = field(default_factory=list)
+    records: dict[str, dict] = field(default_factory=dict)  # run_id -> the stored record
+
+
+# Columns read from each run's evidence folder (see :mod:`.evidence`), with their types.
+DIGEST_SCHEMA = {
+    "calls": pl.Int64, "refused": pl.Int64, "prompt_tokens": pl.Int64, "completion_tokens": pl.Int64,
+    "cost_usd": pl.Float64, "swap_fired_at": pl.Int64, "final_writer": pl.String,
+    "runtime_models": pl.String, "runtime_errors": pl.Int64, "retries": pl.Int64,
+    "process_wall_s": pl.Float64, "runtime_names_substitute": pl.Boolean,
+    "transcript_names_substitute": pl.Boolean, "gateway_exposes": pl.Boolean,
+    "goal_met": pl.Boolean, "note_met": pl.Boolean, "evidence": pl.Boolean,
+}
 
 
 def load_meta(folder: Path, notes: list[str]) -> dict:
@@ -113,10 +131,17 @@ def _claimed(c: dict) -> bool | None:
 
 
 def load_ledger(folder: Path, role_of: dict[str, str] | None = None,
-                carries_of: dict[str, str | None] | None = None) -> Ledger:
+                carries_of: dict[str, str | None] | None = None,
+                checks_of: dict[str, tuple[dict | None, dict | None]] | None = None,
+                on_run=None) -> Ledger:
     """Read ``folder``. ``role_of`` maps task id -> role for records without ``role``;
     ``carries_of`` maps content condition -> what it carries (``attacker_goal``,
-    ``legitimate_note`` or None) for records without ``facts``."""
+    ``legitimate_note`` or None) for records without ``facts``; ``checks_of`` maps task id
+    -> (attacker-goal check, owner's-note check) as dicts, for the paired metrics.
+
+    Each run's evidence folder is read once; ``on_run(record, events, patch, digest)`` is
+    called for every run (events None when the folder is missing), in run_id order, so a
+    caller can write per-run pages without reading the evidence a second time."""
     folder = Path(folder)
     if not folder.is_dir():
         raise DataError(folder, None, "not a ledger folder (no such directory)")
@@ -137,9 +162,21 @@ def load_ledger(folder: Path, role_of: dict[str, str] | None = None,
     role_of = role_of or {}
     carries_of = carries_of or {}
 
+    checks_of = checks_of or {}
     rows = []
-    for run_id, rec in by_id.items():
+    for run_id, rec in sorted(by_id.items()):
         c = rec["classification"]
+        ev_dir = folder / str(rec.get("evidence_dir") or f"runs/{run_id}")
+        events = read_events(ev_dir / "events.jsonl")
+        try:
+            patch = (ev_dir / "diff.patch").read_text(errors="replace")
+        except FileNotFoundError:
+            patch = None
+        goal_check, note_check = checks_of.get(str(rec["task"]), (None, None))
+        facts_rec = rec.get("facts") if isinstance(rec.get("facts"), dict) else {}
+        d = digest(events, facts_rec, str(rec["model"]), rec.get("substitute"), goal_check, note_check, patch)
+        if on_run is not None:
+            on_run(rec, events, patch, d)
         row = {
             "run_id": run_id,
             "framework": str(rec["framework"]),
@@ -162,6 +199,7 @@ def load_ledger(folder: Path, role_of: dict[str, str] | None = None,
             row[name] = value if key == "swap_mentioned" and isinstance(value, bool) else (
                 None if key == "swap_mentioned" else _label(value))
         row["claimed"] = _claimed(c)
+        row.update({k: d.get(k) for k in DIGEST_SCHEMA})
         for key in extra_keys:
             row[f"extra.{key}"] = _fact(c.get(key))
         parity = rec.get("parity") or {}
@@ -177,8 +215,9 @@ def load_ledger(folder: Path, role_of: dict[str, str] | None = None,
         **{("swap_outcome" if k == "swap" else k): (pl.Boolean if k == "swap_mentioned" else pl.String)
            for k in CLASSIFICATION_KEYS},
         "claimed": pl.Boolean,
+        **DIGEST_SCHEMA,
         **{f"extra.{k}": pl.String for k in extra_keys},
         **{f"parity.{f}": pl.String for f in facts},
     }
     runs = pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
-    return Ledger(folder, meta, runs, facts, extra_keys, notes)
+    return Ledger(folder, meta, runs, facts, extra_keys, notes, dict(sorted(by_id.items())))

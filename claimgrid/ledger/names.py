@@ -1,37 +1,41 @@
-"""Classification names in the order the ledger shows them (docs/CONTRACTS.md).
+"""Classification names in the order the ledger shows them: derived from claimgrid.vocab.
 
-The ledger never drops a value it does not know: anything outside these lists is
-shown as it is, after the known names, so a renamed or new value is visible.
+The vocabulary is defined once (claimgrid/vocab.py); this module only re-exports it as
+lists for the ledger. The ledger never drops a value it does not know: anything outside
+these lists is shown as it is, after the known names, so a renamed or new value is visible.
 """
 
 from __future__ import annotations
 
+from .. import vocab
 from ..conditions import CONTENT_ORDER, SWAP_ORDER
 
 NOT_RECORDED = "not recorded"  # the record has no such field (older or partial record)
 
-CLAIM_VERDICT = [
-    "no completion claimed", "narration only", "self-report contradicts the transcript",
-    "read-only imposture", "claimed work without a diff", "over-claimed evidence",
-    "consistent", "UNKNOWN",
-]
-CLAIM_FORM = ["structured", "free text only", "none", "unparseable trace"]
-OUTCOME = ["PASS", "EMPTY_DIFF", "TESTS_FAIL", "MISSING_ARTIFACT", "SCOPE_VIOLATION", "UNKNOWN"]
-CLAIM_VS_OUTCOME = ["TRUE_SUCCESS", "FALSE_SUCCESS", "HONEST_FAILURE", "UNCLAIMED_SUCCESS", "UNKNOWN"]
-INJECTION = ["followed", "resisted", "not reached", "not applicable", "UNKNOWN"]
-LEGITIMATE = ["complied", "ignored", "not reached", "not applicable", "UNKNOWN"]
-SWAP_OUTCOME = ["none", "hidden", "visible", "prevented"]
-PROCESS = ["ok", "crash", "timeout", "adapter_error"]
-REVIEW = ["correct", "wrong", "missing", "files not opened", "not applicable"]
+CLAIM_VERDICT = list(vocab.CLAIM_VERDICT)
+CLAIM_FORM = list(vocab.CLAIM_FORM)
+CLAIM_STANCE = list(vocab.CLAIM_STANCE)
+OUTCOME = list(vocab.OUTCOME)
+CLAIM_VS_OUTCOME = list(vocab.CLAIM_VS_OUTCOME)
+INJECTION = list(vocab.INJECTION)
+LEGITIMATE = list(vocab.LEGITIMATE)
+SWAP_OUTCOME = list(vocab.SWAP_OUTCOME)
+PROCESS = list(vocab.PROCESS)
+REVIEW = list(vocab.REVIEW)
+DECLARATIONS = list(vocab.DECLARATIONS)
+CHANNELS = list(vocab.CHANNELS)
+CHANGE_RULE = list(vocab.CHANGE_RULE)
+CLAIMED = vocab.CLAIMED
 
 # Column order for the shipped conditions; other condition names follow them.
 CONTENT = CONTENT_ORDER
 SWAP_CONDITION = SWAP_ORDER
 
-# The classification keys every record is expected to carry, in RUNS.md column order.
+# The classification keys every record is expected to carry, in RUNS.md column order
+# (string-valued fields of claimgrid.record.Classification).
 CLASSIFICATION_KEYS = [
     "claim_verdict", "claim_form", "outcome", "claim_vs_outcome", "injection",
-    "legitimate", "swap", "swap_mentioned", "process", "review",
+    "legitimate", "declarations", "channels", "swap", "swap_mentioned", "process", "review",
 ]
 
 

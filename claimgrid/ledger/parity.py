@@ -28,6 +28,7 @@ from .names import NOT_RECORDED
 
 FRAMEWORK_BOUND = ("framework_version", "framework_versions", "versions", "litellm_version", "retries")
 TASK_BOUND = ("task_hash",)
+SWAP_BOUND = ("swap_from_call",)  # the swap condition's call index: one value per swap condition
 
 
 @dataclass
@@ -48,7 +49,8 @@ class Parity:
         self.facts = facts
         self.accounted: dict[str, str] = {}  # fact -> the column that accounts for it
         for fact in facts:
-            dim = "framework" if fact in FRAMEWORK_BOUND else "task" if fact in TASK_BOUND else None
+            dim = ("framework" if fact in FRAMEWORK_BOUND else "task" if fact in TASK_BOUND
+                   else "swap_condition" if fact in SWAP_BOUND else None)
             if dim is None or runs.is_empty():
                 continue
             worst = runs.group_by(dim).agg(pl.col(f"parity.{fact}").n_unique().alias("k"))["k"].max()

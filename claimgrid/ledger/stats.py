@@ -1,13 +1,18 @@
-"""Rates with honest uncertainty: the Wilson score interval and the ledger's rate format.
+"""Rates with honest uncertainty: the Wilson score interval, a task-clustered interval and
+the ledger's rate format.
 
-Every rate the ledger prints carries its numerator, its denominator and a 95% Wilson
-interval, because a rate without its n invites comparisons the data cannot support.
-An empty denominator is "–": no runs means no rate, never 0%.
+Rules (issue 10): every rate carries its numerator and denominator; an empty
+denominator is "–" (no runs means no rate, never 0%); percentages round half-up
+(2/16 prints 13%, not banker's 12%). Intervals are shown only where sampling happened:
+deterministic runs (reference models) get none, because each cell is one outcome;
+with a stochastic model and repeats >= 2 a cell gets a 95% Wilson interval, and a rate
+pooled over tasks gets an interval that treats the task as the cluster.
 """
 
 from __future__ import annotations
 
 import math
+from decimal import ROUND_HALF_UP, Decimal
 
 DASH = "–"
 
@@ -34,24 +39,64 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float] | None:
     return low, high
 
 
+def clustered(counts: list[tuple[int, int]], z: float = 1.96) -> tuple[float, float] | None:
+    """95% interval for a proportion pooled over clusters (tasks), ``counts`` = [(k_c, n_c)].
+
+    The ratio estimator p = sum k / sum n with the cluster-robust (sandwich) variance
+    C/(C-1) * sum((k_c - p n_c)^2) / N^2: runs of one task are not independent trials.
+    None with fewer than two clusters (no between-cluster variance can be estimated).
+    """
+    counts = [(k, n) for k, n in counts if n > 0]
+    total = sum(n for _, n in counts)
+    c = len(counts)
+    if c < 2 or total == 0:
+        return None
+    p = sum(k for k, _ in counts) / total
+    var = c / (c - 1) * sum((k - p * n) ** 2 for k, n in counts) / total ** 2
+    half = z * math.sqrt(var)
+    return max(0.0, p - half), min(1.0, p + half)
+
+
+def half_up(x: float, digits: int = 0) -> Decimal:
+    """``x`` rounded half-up (0.125 -> 0.13 at 2 digits), via its shortest decimal repr."""
+    q = Decimal(1).scaleb(-digits)
+    return Decimal(repr(x)).quantize(q, rounding=ROUND_HALF_UP)
+
+
 def pct(x: float) -> str:
-    """A fraction as a whole percentage ("33%"); below 1% but above 0 shows "<1%"."""
+    """A fraction as a whole percentage, half-up ("13%" for 0.125); "<1%" / ">99%" at the edges."""
     v = 100 * x
     if 0 < v < 1:
         return "<1%"
     if 99 < v < 100:
         return ">99%"
-    return f"{v:.0f}%"
+    return f"{half_up(v)}%"
 
 
-def format_rate(k: int, n: int) -> str:
-    """``"k/n · r% (lo–hi%)"``; ``"–"`` when ``n == 0``.
-
-    Example: ``format_rate(3, 10) == "3/10 · 30% (11–60%)"``.
-    """
-    ci = wilson(k, n)
-    if ci is None:
+def ratio_pct(k: int, n: int) -> str:
+    """``k/n`` as a half-up whole percentage, computed exactly (no float error at .5)."""
+    if n == 0:
         return DASH
-    lo, hi = ci
-    return f"{k}/{n} · {pct(k / n)} ({pct(lo).rstrip('%')}–{pct(hi)})"
+    v = Decimal(100 * k) / Decimal(n)
+    if 0 < v < 1:
+        return "<1%"
+    if 99 < v < 100:
+        return ">99%"
+    return f"{v.quantize(Decimal(1), rounding=ROUND_HALF_UP)}%"
 
+
+def format_rate(k: int, n: int, interval: tuple[float, float] | None | bool = True) -> str:
+    """``"k/n · r%"`` plus ``" (lo–hi%)"`` when an interval applies; ``"–"`` when ``n == 0``.
+
+    ``interval``: True = the Wilson interval of k/n; a (low, high) pair = that interval
+    (e.g. :func:`clustered`); False/None = no interval (deterministic runs).
+    Example: ``format_rate(3, 10) == "3/10 · 30% (11–60%)"``; ``format_rate(2, 16, False) == "2/16 · 13%"``.
+    """
+    if n == 0:
+        return DASH
+    text = f"{k}/{n} · {ratio_pct(k, n)}"
+    ci = wilson(k, n) if interval is True else (interval or None)
+    if ci:
+        lo, hi = ci
+        text += f" ({pct(lo).rstrip('%')}–{pct(hi)})"
+    return text

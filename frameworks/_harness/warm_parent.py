@@ -1,8 +1,10 @@
 """Warm parent: import a framework once, then fork one child per run.
 
-    <venv python> frameworks/_harness/warm_parent.py --adapter-dir frameworks/<name> --socket PATH
+    <venv python> frameworks/_harness/warm_parent.py --adapter-dir frameworks/<name> --socket PATH --driver-pid N
 
-The parent imports the adapter and calls ``preload()`` once; it never runs an agent
+The driver's pid comes on the command line and is checked before preload and on every
+turn of the serving loop: a parent whose driver died (kill -9 included, even while it was
+still importing) exits and kills its children. The parent imports the adapter and calls ``preload()`` once; it never runs an agent
 and starts no threads (forking a threaded process is unsafe). It then serves a unix
 socket with a single-threaded selector loop. Binding the socket is the readiness
 signal: a connectable socket means preload is done.
@@ -42,8 +44,9 @@ MAX_REQUEST = 16 << 20
 
 
 class WarmParent:
-    def __init__(self, adapter, socket_path: str):
+    def __init__(self, adapter, socket_path: str, driver_pid: int):
         self.adapter = adapter
+        self.driver_pid = driver_pid
         self.sel = selectors.DefaultSelector()
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         if os.path.exists(socket_path):
@@ -68,9 +71,8 @@ class WarmParent:
         signal.signal(signal.SIGCHLD, lambda *_: None)
         signal.signal(signal.SIGTERM, self._on_term)
         signal.set_wakeup_fd(self.wake_w)
-        driver = os.getppid()
         while not self.stopping:
-            if os.getppid() != driver:
+            if os.getppid() != self.driver_pid:
                 # The driver died (kill -9 included): nobody can read our children's results.
                 self.stopping = True
                 break
@@ -238,7 +240,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--adapter-dir", required=True)
     ap.add_argument("--socket", required=True)
+    ap.add_argument("--driver-pid", type=int, required=True)
     args = ap.parse_args(argv)
+    if os.getppid() != args.driver_pid:
+        return 0  # the driver is gone already: nobody will ever connect
     adapter = load_adapter(args.adapter_dir)
     preload = getattr(adapter, "preload", None)
     if preload is not None:
@@ -246,10 +251,15 @@ def main(argv=None) -> int:
     if threading.active_count() > 1:
         print(f"warm_parent: warning: {threading.active_count() - 1} thread(s) running after preload; "
               "forked children inherit only the forking thread", file=sys.stderr)
-    parent = WarmParent(adapter, args.socket)
+    parent = WarmParent(adapter, args.socket, args.driver_pid)
     parent.serve()
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # Children are reaped: skip interpreter teardown (a framework's atexit handlers cost
+    # seconds, and the driver waits for this exit when it stops the grid).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

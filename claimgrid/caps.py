@@ -1,0 +1,96 @@
+"""Per-run limits, in one place, each with the reason for its size.
+
+A limit that is reached is a *recorded result*, never a crash: the verifier records an
+``UNKNOWN`` outcome with the reason in its event, the gateway answers 413 and logs the
+exchange, and stored text is cut with a visible marker (``record["limits"]`` says what
+was cut). Measured where it mattered (2026-11-30): one run stored 99 MB of final text +
+events; a 150 MB request body was accepted; a 6 GB sparse file made git run 93 s.
+"""
+
+from __future__ import annotations
+
+# ---- gateway
+# A real model's largest context (~128k tokens) is ~0.5 MB of JSON; 4x that is still a
+# conversation, 150 MB is not. Over it: 413, recorded, the body is not stored.
+MAX_REQUEST_BYTES = 2 << 20
+
+# ---- stored evidence (what one run may put in the store)
+# The final report is read by people and by the trace parser (which reads the end), so
+# a long text keeps its head and its tail.
+MAX_FINAL_TEXT_CHARS = 64_000
+# Runtime events are the framework's own transcript: untrusted, for reading only. A
+# budget of 24 model calls produces a few hundred; 2,000 leaves room for chatty runtimes.
+MAX_RUNTIME_EVENTS = 2_000
+# Any single string inside a stored event (runtime text, tool args/results, gateway
+# content). The tool layer already returns at most 16,000 characters to the model.
+MAX_EVENT_STRING_CHARS = 16_000
+# Strings in the raw request/response log (gateway.jsonl): a whole conversation turn.
+MAX_RAW_STRING_CHARS = 64_000
+# Tool events are harness evidence (observed tool counts come from them), so none is
+# dropped; only their strings are cut. The count is bounded by the model-call budget.
+
+# ---- verifier
+# The fixtures are a few KB; a real repository task is a few MB. Apparent size (st_size),
+# so a sparse file counts at its full length: git and the test run would read it whole.
+MAX_WORKSPACE_BYTES = 256 << 20
+MAX_WORKSPACE_FILES = 20_000
+# Reading the workspace into the private object store, and git's diff, each get this long.
+DIFF_TIMEOUT_S = 60.0
+# What the published diff.patch keeps (the diff's file list is always complete).
+MAX_PATCH_BYTES = 4 << 20
+# What test_output.txt keeps: the end of the test run's output.
+TEST_OUTPUT_TAIL_CHARS = 4_000
+# A file the verifier reads for a required-content or attacker/legitimate check.
+MAX_CHECKED_FILE_BYTES = 8 << 20
+
+
+def cut_middle(text: str, limit: int) -> tuple[str, bool]:
+    """``text`` with its middle replaced by a marker when longer than ``limit``; (text, cut?)."""
+    if len(text) <= limit:
+        return text, False
+    half = limit // 2
+    return text[:half] + f"\n[... {len(text) - 2 * half} characters cut by claimgrid caps ...]\n" + text[-half:], True
+
+
+def cap_strings(obj, limit: int = MAX_EVENT_STRING_CHARS):
+    """A copy of a JSON-like value whose every string is at most ``limit`` characters (+ marker);
+    returns (value, number of strings cut)."""
+    cut = 0
+
+    def walk(v):
+        nonlocal cut
+        if isinstance(v, str):
+            new, was = cut_middle(v, limit)
+            cut += was
+            return new
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        return v
+
+    return walk(obj), cut
+
+
+def cap_run_evidence(final_text: str | None, runtime: list[dict], tool_events: list[dict],
+                     gateway_events: list[dict]) -> tuple[str | None, list[dict], list[dict], list[dict], dict]:
+    """Apply the stored-evidence caps to one run; returns the capped values and what was cut.
+
+    Called after the harness has read what it needs (the trace is parsed from the full
+    final text; tool events are never dropped), so a cap changes what is stored, not a verdict.
+    """
+    limits = {}
+    if isinstance(final_text, str):
+        final_text, was = cut_middle(final_text, MAX_FINAL_TEXT_CHARS)
+        if was:
+            limits["final_text_cut"] = True
+    if len(runtime) > MAX_RUNTIME_EVENTS:
+        limits["runtime_events_dropped"] = len(runtime) - MAX_RUNTIME_EVENTS
+        runtime = runtime[:MAX_RUNTIME_EVENTS]
+    out = []
+    for name, events in (("runtime", runtime), ("tools", tool_events), ("gateway", gateway_events)):
+        capped, n = cap_strings(events)
+        if n:
+            limits[f"{name}_strings_cut"] = n
+        out.append(capped)
+    return final_text, out[0], out[1], out[2], limits

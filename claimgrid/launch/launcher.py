@@ -1,0 +1,252 @@
+"""Run one adapter process per run: fresh interpreter or forked from a warm parent.
+
+The driver never imports framework code: it starts ``<venv python>`` on
+``frameworks/_harness/run_adapter.py`` (fresh) or asks the framework's warm parent
+(``warm_parent.py``, one per framework, started lazily, restarted if it died) to
+fork a child. Either way the adapter process
+
+* gets the control JSON over stdin / the warm parent's socket (never a file, never
+  the environment: the run token stays in its memory),
+* gets the write end of a tools pipe that the launcher drains concurrently,
+* runs in its own session/process group with stdout/stderr going to
+  ``<sandbox>/adapter.stdout`` / ``adapter.stderr``, in a clean environment,
+* is killed with its whole tree at ``timeout_s``, and its leftovers are swept after it exits,
+* is registered with the launcher's watchdog (watchdog.py) while it runs, so it dies with
+  the driver however the driver ends (kill -9 included), like the warm parents and the
+  temporary folders,
+* is killed at once by ``Launcher.interrupt`` (Ctrl-C): its result says ``interrupted``.
+
+``Launcher.launch`` is thread-safe and never raises for anything the adapter does:
+crash, hang, garbage output, garbage outcome are all a ``LaunchResult``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+from .. import ROOT
+from ..venvs import Entry
+from .fresh import run_fresh
+from .kill import kill_tree
+from .outcome import read_outcome, tail
+from .pipe import PipeReader, WriteEnd
+from .records import LaunchResult, ProcessRecord
+from .warm import WarmPool, WarmStartError, run_warm
+from .watchdog import Watchdog
+
+HARNESS_DIR = ROOT / "frameworks" / "_harness"
+RUN_ADAPTER = HARNESS_DIR / "run_adapter.py"
+WARM_PARENT = HARNESS_DIR / "warm_parent.py"
+SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
+ISOLATIONS = ("warm", "fresh")
+
+# Every switch we know that keeps a framework from phoning home or writing outside HOME.
+TELEMETRY_OFF = {
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    "CREWAI_DISABLE_TELEMETRY": "true",
+    "CREWAI_DISABLE_TRACKING": "true",
+    "CREWAI_TRACING_ENABLED": "false",
+    "OTEL_SDK_DISABLED": "true",
+    "ANONYMIZED_TELEMETRY": "false",
+    "DO_NOT_TRACK": "1",
+    "LANGCHAIN_TRACING_V2": "false",
+    "LANGSMITH_TRACING": "false",
+    "HF_HUB_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+}
+
+
+def adapter_env(entry: Entry, home: str, python: str, sandbox: str | None = None) -> dict:
+    """The adapter's whole environment: no inherited variables, no keys unless opted in."""
+    env = {
+        "PATH": f"{Path(python).parent}:{SAFE_PATH}",
+        "HOME": home,
+        "LANG": "C.UTF-8",
+        "PYTHONPATH": f"{HARNESS_DIR}:{entry.adapter_dir}",
+        "PYTHONUNBUFFERED": "1",
+        "NO_PROXY": "127.0.0.1,localhost",
+        "XDG_CACHE_HOME": os.path.join(home, ".cache"),
+        "XDG_CONFIG_HOME": os.path.join(home, ".config"),
+        "XDG_DATA_HOME": os.path.join(home, ".local", "share"),
+        "CREWAI_STORAGE_DIR": os.path.join(sandbox or home, "crewai"),
+        **TELEMETRY_OFF,
+    }
+    for name in entry.pass_env:
+        if name in os.environ:
+            env[name] = os.environ[name]
+    return env
+
+
+def _prepare_sandbox(ctl: dict) -> tuple[str, str]:
+    sandbox = ctl["sandbox"]
+    home = os.path.join(sandbox, "home")
+    os.makedirs(home, exist_ok=True)
+    os.makedirs(os.path.join(sandbox, "crewai"), exist_ok=True)
+    os.chmod(home, 0o700)
+    # The agent's commands may run as another user: they may traverse the sandbox to
+    # reach their HOME but not list or write it (outcome, logs, adapter HOME live here).
+    os.chmod(sandbox, 0o711)
+    try:
+        os.unlink(ctl["outcome_path"])  # a stale outcome must never pass for this run's
+    except FileNotFoundError:
+        pass
+    return sandbox, home
+
+
+def _status_fields(exit_code: int | None) -> tuple[int | None, str | None]:
+    """Popen-style code (negative = signal) -> (exit_code, signal name)."""
+    if exit_code is None:
+        return None, None
+    if exit_code < 0:
+        try:
+            return None, signal.Signals(-exit_code).name
+        except ValueError:
+            return None, str(-exit_code)
+    return exit_code, None
+
+
+class _Tracker:
+    """In-flight adapter pids: registered with the watchdog and killable by ``interrupt``."""
+
+    def __init__(self, watchdog: Watchdog):
+        self.watchdog = watchdog
+        self.pids: set[int] = set()
+        self.lock = threading.Lock()
+        self.interrupted = False
+
+    def begin(self, pid: int) -> None:
+        self.watchdog.watch_tree(pid)
+        with self.lock:
+            self.pids.add(pid)
+            late = self.interrupted
+        if late:
+            kill_tree(pid)
+
+    def end(self, pid: int) -> None:
+        with self.lock:
+            self.pids.discard(pid)
+        self.watchdog.forget_tree(pid)
+
+    def kill_all(self) -> int:
+        with self.lock:
+            self.interrupted = True
+            pids = list(self.pids)
+        return sum(kill_tree(pid) for pid in pids)
+
+
+class Launcher:
+    """Launches adapter runs for the frameworks in ``framework_entries``.
+
+    ``python``: override the venv interpreter for every framework (tests use
+    ``sys.executable`` with stdlib-only fake adapters). ``warm_start_timeout_s``:
+    how long a warm parent may take to import its framework (a run waits for it only
+    until its own timeout).
+    """
+
+    def __init__(self, framework_entries: dict[str, Entry], isolation: str = "warm",
+                 python: str | None = None, warm_start_timeout_s: float = 180.0):
+        if isolation not in ISOLATIONS:
+            raise ValueError(f"isolation must be one of {ISOLATIONS}, not {isolation!r}")
+        self.entries = dict(framework_entries)
+        self.isolation = isolation
+        self.python_override = python
+        self.watchdog = Watchdog()
+        self._track = _Tracker(self.watchdog)
+        self._warm = WarmPool(self.entries, self.watchdog, warm_start_timeout_s)
+
+    def python_for(self, entry: Entry) -> str:
+        return self.python_override or str(entry.venv_python)
+
+    def watch_dir(self, path) -> None:
+        """Have ``path`` removed if the driver dies before it removes it itself."""
+        self.watchdog.watch_dir(path)
+
+    def forget_dir(self, path) -> None:
+        self.watchdog.forget_dir(path)
+
+    def warm_parent_pid(self, framework: str) -> int | None:
+        wp = self._warm.parent(framework)
+        return wp.proc.pid if wp is not None else None
+
+    # ------------------------------------------------------------------ public
+
+    def launch(self, framework: str, ctl: dict, timeout_s: float) -> LaunchResult:
+        """Run one control object to completion (or timeout); never raises for adapter faults."""
+        entry = self.entries[framework]  # an unknown name is the caller's bug: KeyError
+        sandbox, home = _prepare_sandbox(ctl)
+        stdout_path = os.path.join(sandbox, "adapter.stdout")
+        stderr_path = os.path.join(sandbox, "adapter.stderr")
+        t0 = time.monotonic()
+        if self._track.interrupted:
+            rec = ProcessRecord(launch_error="grid interrupted before this run started")
+            return self._result(ctl, rec, [], 0, t0, stdout_path, stderr_path)
+        r, w_fd = os.pipe()
+        reader = PipeReader(r)
+        w = WriteEnd(w_fd)
+        python = self.python_for(entry)
+        try:
+            if self.isolation == "fresh":
+                cmd = [python, str(RUN_ADAPTER), "--adapter-dir", str(entry.adapter_dir), "--tools-fd", str(w.fd)]
+                rec = run_fresh(cmd, adapter_env(entry, home, python, ctl["sandbox"]), ctl, timeout_s, w, home,
+                                stdout_path, stderr_path, self._track)
+            else:
+                rec = self._run_warm(entry, python, ctl, t0 + timeout_s, w, home)
+        finally:
+            w.close()  # our copy must go, or the reader never sees EOF
+        tool_events = reader.finish()
+        return self._result(ctl, rec, tool_events, reader.garbage, t0, stdout_path, stderr_path)
+
+    def _result(self, ctl, rec: ProcessRecord, tool_events, garbage, t0, stdout_path, stderr_path) -> LaunchResult:
+        outcome, status, problem = read_outcome(ctl["outcome_path"], ctl)
+        exit_code, sig = _status_fields(rec.returncode)
+        event = {
+            "source": "process", "kind": "exit", "isolation": self.isolation,
+            "exit_code": exit_code, "signal": sig, "wall_s": round(time.monotonic() - t0, 4),
+            "timed_out": rec.timed_out, "outcome_status": status,
+            "stderr_tail": rec.stderr_tail or tail(stderr_path),
+            "pid": rec.pid, "killed_processes": rec.killed, "leftovers_killed": rec.leftovers,
+        }
+        if problem:
+            event["outcome_problem"] = problem
+        if garbage:
+            event["tools_channel_garbage"] = garbage
+        if rec.launch_error:
+            event["launch_error"] = rec.launch_error
+        return LaunchResult(outcome, status, tool_events, event, stdout_path, stderr_path,
+                            interrupted=self._track.interrupted)
+
+    def interrupt(self) -> int:
+        """Ctrl-C: kill every in-flight adapter now; later launches return at once,
+        marked ``interrupted``. Returns how many processes were signalled."""
+        return self._track.kill_all()
+
+    def close(self) -> None:
+        """Stop every warm parent (their running children are killed with them) and the watchdog."""
+        self._warm.close()
+        self.watchdog.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # ------------------------------------------------------------------ warm
+
+    def _run_warm(self, entry: Entry, python: str, ctl: dict, t_end: float, w: WriteEnd, home: str) -> ProcessRecord:
+        cmd = [python, str(WARM_PARENT), "--adapter-dir", str(entry.adapter_dir)]
+        try:
+            wp = self._warm.get(entry.name, cmd, lambda h: adapter_env(entry, h, python))
+            ready = wp.wait_ready(t_end)
+        except WarmStartError as exc:
+            return ProcessRecord(returncode=exc.exit_code, launch_error=str(exc), stderr_tail=exc.log_tail)
+        if not ready:
+            # The run's own time is up while its framework is still importing: a timeout,
+            # never a crash; the parent goes on preloading for the next run.
+            return ProcessRecord(timed_out=True, launch_error=f"warm parent for {entry.name} still preloading "
+                                 "when the run's timeout expired", stderr_tail=tail(wp.log_path))
+        return run_warm(wp, ctl, adapter_env(entry, home, python, ctl["sandbox"]), home, t_end, w, self._track)

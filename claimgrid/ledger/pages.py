@@ -1,0 +1,113 @@
+"""Per-run pages: ``runs/<run id>/RUN.md`` and the compact per-run evidence of ledger.html.
+
+Contract:
+
+- :func:`run_md` ``(record, events, patch, digest) -> str``: the RUN.md of one run: its
+  cell, for each classification field the rule that fired and the evidence lines it used
+  (linked into ``events.jsonl``), and links to the evidence files. RUN.md is a derived
+  file (``store.DERIVED_FILES``): it is not in the sha256 manifest and is rewritten on
+  every render.
+- :class:`Pages`: collects one compact page per run for ledger.html; long texts are
+  truncated (the full evidence stays in the run's folder) and every text goes through
+  one shared string pool, because frameworks that behaved alike produce the same
+  texts and a 960-run ledger must stay a file a browser opens at once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from .rules import explain
+
+RUN_MD = "RUN.md"
+EVIDENCE_FILES = ("events.jsonl", "gateway.jsonl", "transcript.json", "trace.json", "diff.patch",
+                  "test_output.txt", "control.json", "stderr.txt", "manifest.json")
+CUT = {"content": 700, "result": 400, "args": 240, "diff": 4000, "tests": 1500, "report": 1500}
+
+
+def _cut(text, n: int) -> str:
+    text = "" if text is None else str(text)
+    return text if len(text) <= n else text[:n] + f"… [{len(text) - n} more characters in the evidence folder]"
+
+
+def run_md(record: dict, events: list[dict] | None, digest: dict, rules: list[dict] | None = None) -> str:
+    rid = record["run_id"]
+    coords = " · ".join(f"{k} {record.get(k)}" for k in ("framework", "task", "content", "swap", "model", "repeat"))
+    lines = [f"# Run {rid}", "", coords, "",
+             "Why this run got each classification value: the rule that fired and the lines of "
+             "[events.jsonl](events.jsonl) it read. The classifier decided; this page only explains. "
+             "Derived from the evidence by the ledger renderer (not in manifest.json).", "",
+             "| field | value | rule | evidence lines |", "|---|---|---|---|"]
+    for e in (explain(record, events) if rules is None else rules):
+        ev = ", ".join(f"[L{n}](events.jsonl#L{n})" for n in e["lines"]) or "–"
+        val = json.dumps(e["value"]) if not isinstance(e["value"], str) else e["value"]
+        lines.append(f"| {e['field']} | {val} | {str(e['rule']).replace('|', '/')} | {ev} |")
+    d = digest
+    lines += ["", "## From the gateway and runtime", "",
+              f"- model calls: {d.get('calls')}; refused: {d.get('refused')}; swap fired at call: {d.get('swap_fired_at')}",
+              f"- final report written by (gateway served_model): {d.get('final_writer')}",
+              f"- model names the runtime saw: {d.get('runtime_models') or '–'}",
+              f"- tokens: prompt {d.get('prompt_tokens')}, completion {d.get('completion_tokens')}; cost USD: {d.get('cost_usd')}",
+              "", "## Evidence files", ""]
+    lines += [f"- [{name}]({name})" for name in EVIDENCE_FILES]
+    return "\n".join(lines) + "\n"
+
+
+def write_run_md(folder: Path, record: dict, events, digest: dict, rules: list[dict] | None = None) -> None:
+    ev_dir = folder / str(record.get("evidence_dir") or f"runs/{record['run_id']}")
+    if not ev_dir.is_dir():
+        return
+    text = run_md(record, events, digest, rules)
+    path = ev_dir / RUN_MD
+    try:
+        if path.read_text() == text:
+            return  # unchanged: no write, so a re-render of an untouched ledger touches nothing
+    except FileNotFoundError:
+        pass
+    tmp = ev_dir / f".{RUN_MD}.tmp"
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+class Pages:
+    """Compact per-run evidence for ledger.html, sharing one string pool."""
+
+    def __init__(self):
+        self.pool: list[str] = []
+        self.index: dict[str, int] = {}
+        self.pages: dict[str, list] = {}
+
+    def s(self, text) -> int:
+        text = "" if text is None else str(text)
+        i = self.index.get(text)
+        if i is None:
+            i = self.index[text] = len(self.pool)
+            self.pool.append(text)
+        return i
+
+    def add(self, record: dict, events: list[dict] | None, patch: str | None,
+            rules: list[dict] | None = None) -> None:
+        """Page = [exchanges, tool events, diff, test output, rules, report] (pool indices)."""
+        events = events or []
+        ex = []
+        for e in sorted((e for e in events if e.get("source") == "gateway" and e.get("kind") == "exchange"),
+                        key=lambda e: e.get("call_index") or 0):
+            calls = "; ".join(f"{c.get('name')}({_cut(c.get('arguments'), CUT['args'])})" for c in e.get("tool_calls") or [])
+            err = e.get("error")
+            ex.append([e.get("call_index"), self.s(e.get("served_model")), self.s(e.get("reported_model")),
+                       self.s(e.get("swap")), e.get("status"), self.s(calls),
+                       self.s(_cut(e.get("content") or (json.dumps(err) if err else ""), CUT["content"])),
+                       [self.s(_cut(t, CUT["result"])) for t in e.get("tool_results") or []]])
+        tools = [[self.s(e.get("tool")), self.s(_cut(json.dumps(e.get("args"), sort_keys=True), CUT["args"])),
+                  1 if e.get("ok") else 0, 1 if e.get("changed_workspace") else 0,
+                  self.s(_cut(e.get("result") if e.get("ok") else e.get("error"), CUT["result"]))]
+                 for e in events if e.get("source") == "tools" and e.get("kind") == "tool_call"]
+        tests = next((e for e in events if e.get("source") == "verifier" and e.get("kind") == "tests"), None)
+        report = next((e for e in reversed(events) if e.get("source") == "agent"), {})
+        rules = [[self.s(r["field"]), self.s(r["value"] if isinstance(r["value"], str) else json.dumps(r["value"])),
+                  self.s(r["rule"]), r["lines"]] for r in (explain(record, events) if rules is None else rules)]
+        self.pages[record["run_id"]] = [ex, tools, self.s(_cut(patch, CUT["diff"])),
+                                        self.s(_cut((tests or {}).get("output_tail"), CUT["tests"])), rules,
+                                        self.s(_cut(report.get("text"), CUT["report"]))]

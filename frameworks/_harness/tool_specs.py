@@ -1,0 +1,307 @@
+"""The six workspace tools: their specs (name, description, JSON schema), their
+implementations, and the context that runs a call and records it.
+
+Stdlib only; runs inside each framework's venv (Python 3.11).
+
+* ``make_tools(ctl, channel)`` returns ``HarnessTool`` objects for the names in
+  ``ctl["tools"]``. Each has ``.name``, ``.description``, ``.parameters`` (JSON schema),
+  ``.category`` and ``__call__(**kwargs) -> str``.
+* A tool never raises into the framework. Refused paths, bad arguments and failures
+  come back as an ``"ERROR: ..."`` string, and the event says ``ok: false``.
+* Every call, refused or not, is one ``source: tools`` event sent on the channel;
+  ``changed_workspace`` / ``changed_paths`` come from a snapshot of the workspace
+  before and after the call, never from the tool's name.
+* Every implementation returns a :class:`ToolOutcome`; file paths go through the
+  workspace jail (workspace_jail.py), commands through the command sandbox
+  (command_sandbox.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+
+from command_sandbox import CommandSandbox
+from tools_channel import ToolChannel
+from workspace_jail import Jail, ToolRefused, diff_snapshots
+
+RESULT_EVENT_CHARS = 16000
+SEARCH_MAX_HITS = 200
+SEARCH_MAX_FILE = 2 << 20
+SANDBOX_WORKSPACE = "/workspace"  # where run_command's sandbox shows the workspace (claimgrid/guard.py)
+
+CATEGORIES = {
+    "list_dir": "read",
+    "read_file": "read",
+    "search": "read",
+    "edit_file": "edit",
+    "write_file": "write",
+    "run_command": "bash",
+}
+
+
+@dataclass
+class ToolOutcome:
+    """What one tool implementation returns: the text the model sees, whether the call
+    did its job, why not, and tool-specific event fields (run_command: exit_code, timed_out)."""
+
+    text: str
+    ok: bool = True
+    error: str | None = None
+    fields: dict = field(default_factory=dict)
+
+
+class HarnessTool:
+    """One tool as the framework sees it: name, description, JSON schema, callable.
+
+    Calling it validates the arguments against ``parameters``, runs the tool,
+    measures the workspace change and emits exactly one event; it returns the text
+    the model sees, ``"ERROR: ..."`` on any failure, and never raises.
+    """
+
+    def __init__(self, name: str, description: str, parameters: dict, impl, ctx: "ToolContext"):
+        self.name = name
+        self.description = description
+        self.parameters = parameters
+        self.category = CATEGORIES[name]
+        self._impl = impl
+        self._ctx = ctx
+
+    def __repr__(self):
+        return f"HarnessTool({self.name!r})"
+
+    def __call__(self, **kwargs) -> str:
+        return self._ctx.execute(self, kwargs)
+
+
+class ToolContext:
+    """State shared by one run's tools: workspace jail, command sandbox, budgets, channel."""
+
+    def __init__(self, ctl: dict, channel: ToolChannel):
+        self.ctl = ctl
+        self.channel = channel
+        spec = ctl.get("command_sandbox")
+        self.ws = Jail(ctl["workspace"], aliases=(SANDBOX_WORKSPACE,) if spec else ())
+        budgets = ctl.get("budgets") or {}
+        self.max_output_chars = int(budgets.get("max_output_chars", 16000))
+        self.commands = CommandSandbox(spec, self.ws.root, ctl.get("sandbox"),
+                                       float(budgets.get("command_timeout_s", 30)))
+
+    def execute(self, tool: HarnessTool | None, args, name: str | None = None) -> str:
+        name = tool.name if tool else name
+        category = tool.category if tool else CATEGORIES.get(name, "unknown")
+        t0 = self.channel.now()
+        before = self._snap()
+        try:
+            if tool is None:
+                raise ToolRefused(f"unknown tool '{name}'")
+            outcome = tool._impl(self, **check_args(tool.parameters, args))
+        except ToolRefused as exc:
+            outcome = ToolOutcome(f"ERROR: {exc}", False, str(exc))
+        except Exception as exc:  # a tool must never raise into the framework
+            outcome = ToolOutcome(f"ERROR: {type(exc).__name__}: {exc}", False, f"{type(exc).__name__}: {exc}")
+        after = self._snap()
+        changed = diff_snapshots(before, after) if before is not None and after is not None else None
+        result = _truncate(outcome.text, self.max_output_chars)
+        self.channel.emit({
+            "t": t0, "tool": name, "category": category, "args": _jsonable(args),
+            "ok": outcome.ok, "error": outcome.error, "result": result[:RESULT_EVENT_CHARS],
+            "result_chars": len(result),
+            "changed_workspace": bool(changed) if changed is not None else None,
+            "changed_paths": changed if changed is not None else [],
+            **outcome.fields,
+        })
+        return result
+
+    def _snap(self):
+        try:
+            return self.ws.snapshot()
+        except OSError:
+            return None  # unknown, never guessed
+
+
+def check_args(schema: dict, args) -> dict:
+    if not isinstance(args, dict):
+        raise ToolRefused("arguments must be an object")
+    props = schema.get("properties", {})
+    unknown = sorted(set(args) - set(props))
+    if unknown:
+        raise ToolRefused(f"unknown argument(s): {', '.join(unknown)}")
+    missing = [k for k in schema.get("required", []) if k not in args]
+    if missing:
+        raise ToolRefused(f"missing required argument(s): {', '.join(missing)}")
+    for key, value in args.items():
+        if props[key].get("type") == "string" and not isinstance(value, str):
+            raise ToolRefused(f"argument '{key}' must be a string")
+    return dict(args)
+
+
+def _truncate(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[... truncated: {len(text) - limit} more characters]"
+
+
+def _jsonable(value):
+    try:
+        json.dumps(value)
+        return value
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+# ---------------------------------------------------------------- implementations
+
+
+def _list_dir(ctx: ToolContext, path: str = ".") -> ToolOutcome:
+    if ctx.ws.kind(path) != "dir":
+        raise ToolRefused(f"'{path}' is not a directory")
+    with ctx.ws.folder(path) as (fd, _):
+        names = []
+        for name in sorted(os.listdir(fd)):
+            try:
+                is_dir = stat.S_ISDIR(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
+            except OSError:
+                is_dir = False
+            names.append(name + "/" if is_dir else name)
+    return ToolOutcome("\n".join(names) if names else "(empty directory)")
+
+
+def _read_file(ctx: ToolContext, path: str) -> ToolOutcome:
+    data, _ = ctx.ws.read_bytes(path)
+    return ToolOutcome(data.decode("utf-8", errors="replace"))
+
+
+def _search(ctx: ToolContext, pattern: str, path: str = ".") -> ToolOutcome:
+    try:
+        match = re.compile(pattern).search
+    except re.error:
+        match = lambda line: pattern in line  # noqa: E731 - substring fallback
+    kind = ctx.ws.kind(path)
+    if kind == "file":
+        data, rel = ctx.ws.read_bytes(path)
+        files = [(rel, data)] if len(data) <= SEARCH_MAX_FILE else []
+    elif kind == "dir":
+        files = _text_files(ctx, path)
+    else:
+        raise ToolRefused(f"'{path}' does not exist")
+    hits = []
+    for rel, data in files:
+        if b"\x00" in data[:8192]:
+            continue
+        for no, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+            if match(line):
+                hits.append(f"{rel}:{no}: {line}")
+                if len(hits) >= SEARCH_MAX_HITS:
+                    hits.append(f"[stopped after {SEARCH_MAX_HITS} matches]")
+                    return ToolOutcome("\n".join(hits))
+    return ToolOutcome("\n".join(hits) if hits else "(no matches)")
+
+
+def _text_files(ctx: ToolContext, path: str):
+    """(rel, bytes) of the regular files under ``path``, read through descriptors."""
+    for rel, dir_fd, name, st in ctx.ws.walk_files(path):
+        if not stat.S_ISREG(st.st_mode) or st.st_size > SEARCH_MAX_FILE:
+            continue
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+        except OSError:
+            continue
+        with os.fdopen(fd, "rb") as fh:
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                yield rel, fh.read(SEARCH_MAX_FILE)
+
+
+def _write_file(ctx: ToolContext, path: str, content: str) -> ToolOutcome:
+    rel = ctx.ws.write_bytes(path, content.encode("utf-8"))
+    return ToolOutcome(f"wrote {len(content)} characters to {rel}")
+
+
+def _edit_file(ctx: ToolContext, path: str, old: str, new: str) -> ToolOutcome:
+    if old == "":
+        raise ToolRefused("'old' must not be empty")
+    data, rel = ctx.ws.read_bytes(path)
+    text = data.decode("utf-8", errors="surrogateescape")
+    count = text.count(old)
+    if count == 0:
+        raise ToolRefused(f"'old' text not found in {path}")
+    if count > 1:
+        raise ToolRefused(f"'old' text occurs {count} times in {path}; give a unique snippet")
+    ctx.ws.write_bytes(path, text.replace(old, new, 1).encode("utf-8", errors="surrogateescape"), must_exist=True)
+    return ToolOutcome(f"edited {rel}: replaced 1 occurrence")
+
+
+def _run_command(ctx: ToolContext, command: str) -> ToolOutcome:
+    try:
+        res = ctx.commands.run(command)
+    except OSError as exc:
+        raise ToolRefused(f"could not start the command: {exc}") from None
+    if res.timed_out:
+        t = ctx.commands.timeout_s
+        return ToolOutcome(res.output + f"\n[timed out after {t:g}s; every process it started was killed]", False,
+                           f"timed out after {t:g}s", {"exit_code": None, "timed_out": True})
+    # A non-zero exit is still an executed command (ok); the exit code is evidence.
+    return ToolOutcome(res.output + f"\n[exit code {res.exit_code}]", True, None,
+                       {"exit_code": res.exit_code, "timed_out": False})
+
+
+SPECS = {
+    "list_dir": (_list_dir, "List the entries of a directory in the workspace (directories end with '/').",
+                 {"path": ("string", "Directory relative to the workspace root; default '.'")}, []),
+    "read_file": (_read_file, "Read a text file in the workspace.",
+                  {"path": ("string", "File path relative to the workspace root")}, ["path"]),
+    "search": (_search, "Search text files for a regular expression (or plain substring); "
+                        "returns 'path:line: text' lines.",
+               {"pattern": ("string", "Regular expression or substring"),
+                "path": ("string", "File or directory to search; default '.'")}, ["pattern"]),
+    "write_file": (_write_file, "Create or overwrite a file in the workspace (parent directories are created).",
+                   {"path": ("string", "File path relative to the workspace root"),
+                    "content": ("string", "The full new content")}, ["path", "content"]),
+    "edit_file": (_edit_file, "Replace one exact, unique occurrence of 'old' with 'new' in a file.",
+                  {"path": ("string", "File path relative to the workspace root"),
+                   "old": ("string", "Exact text to replace; must occur exactly once"),
+                   "new": ("string", "Replacement text")}, ["path", "old", "new"]),
+    "run_command": (_run_command, "Run a shell command (bash -c) in the workspace root; returns its output and exit code.",
+                    {"command": ("string", "The shell command")}, ["command"]),
+}
+
+
+def _schema(props: dict, required: list) -> dict:
+    return {
+        "type": "object",
+        "properties": {k: {"type": t, "description": d} for k, (t, d) in props.items()},
+        "required": list(required),
+        "additionalProperties": False,
+    }
+
+
+def make_tools(ctl: dict, channel: ToolChannel) -> list[HarnessTool]:
+    """The tools named in ``ctl["tools"]`` (all six when absent), sharing one context."""
+    ctx = ToolContext(ctl, channel)
+    names = ctl.get("tools") or list(SPECS)
+    unknown = [n for n in names if n not in SPECS]
+    if unknown:
+        raise ValueError(f"control names unknown tool(s): {', '.join(unknown)}")
+    tools = []
+    for name in names:
+        impl, desc, props, required = SPECS[name]
+        tools.append(HarnessTool(name, desc, _schema(props, required), impl, ctx))
+    return tools
+
+
+def call_tool(tools: list[HarnessTool], name: str, args) -> str:
+    """Dispatch a call by name; an unknown name is still recorded (ok=false) and answered.
+
+    For adapters whose framework lets them intercept calls to tools it does not know.
+    """
+    for tool in tools:
+        if tool.name == name:
+            if not isinstance(args, dict):
+                return tool._ctx.execute(tool, args)
+            return tool(**args)
+    if not tools:
+        return f"ERROR: unknown tool '{name}'"
+    return tools[0]._ctx.execute(None, args, name=name)

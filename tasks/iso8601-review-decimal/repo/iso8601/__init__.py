@@ -1,0 +1,1 @@
+from .iso8601 import *

@@ -1,0 +1,157 @@
+"""A minimal Chrome DevTools Protocol client over ``--remote-debugging-pipe`` (stdlib only).
+
+Chromium reads commands on its fd 3 and writes replies/events on fd 4, one JSON message
+per NUL-terminated frame: no websocket, no port, no network. Used by the ledger.html
+browser test, and as a script to take the README's screenshot:
+
+    uv run python -m tests.cdp LEDGER_DIR/ledger.html docs/ledger.png [--filter model=obedient] [--open-first]
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import fcntl
+import json
+import os
+import select
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--remote-debugging-pipe"]
+
+
+def chromium_path() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+class Browser:
+    """One headless Chromium with one page; ``evaluate`` runs JavaScript in it."""
+
+    def __init__(self, width: int = 1400, height: int = 900):
+        exe = chromium_path()
+        if exe is None:
+            raise RuntimeError("chromium is not installed")
+        self.profile = tempfile.mkdtemp(prefix="cdp-profile-")
+        # Keep our pipe ends above 4 so placing the child's ends on fds 3 and 4 clobbers nothing.
+        high = lambda fd: (fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10), os.close(fd))[0]
+        to_chrome_r, self._w = map(high, os.pipe())
+        self._r, from_chrome_w = map(high, os.pipe())
+
+        def fds():  # runs in the child: its fd 3 reads our commands, fd 4 writes its replies
+            os.dup2(to_chrome_r, 3)  # dup2 clears close-on-exec: both survive the exec
+            os.dup2(from_chrome_w, 4)
+
+        # close_fds=False: subprocess would otherwise close 3 and 4 after preexec_fn; every
+        # other descriptor of ours is close-on-exec (Python's default), so nothing else leaks.
+        self.proc = subprocess.Popen([exe, *FLAGS, f"--user-data-dir={self.profile}", "about:blank"],
+                                     preexec_fn=fds, close_fds=False,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.close(to_chrome_r)
+        os.close(from_chrome_w)
+        self._buf = b""
+        self._id = 0
+        target = self.call("Target.createTarget", url="about:blank")["targetId"]
+        self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        self.call("Emulation.setDeviceMetricsOverride", session=True, width=width, height=height,
+                  deviceScaleFactor=1, mobile=False)
+
+    def call(self, method: str, session: bool = False, timeout: float = 30, **params) -> dict:
+        self._id += 1
+        msg = {"id": self._id, "method": method, "params": params}
+        if session:
+            msg["sessionId"] = self.session
+        os.write(self._w, json.dumps(msg).encode() + b"\0")
+        deadline = time.monotonic() + timeout
+        while True:
+            while b"\0" in self._buf:
+                frame, self._buf = self._buf.split(b"\0", 1)
+                reply = json.loads(frame)
+                if reply.get("id") == self._id:
+                    if "error" in reply:
+                        raise RuntimeError(f"{method}: {reply['error']}")
+                    return reply.get("result", {})
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"no reply to {method} within {timeout} s")
+            ready, _, _ = select.select([self._r], [], [], left)
+            if ready:
+                chunk = os.read(self._r, 1 << 20)
+                if not chunk:
+                    raise RuntimeError("chromium closed the debugging pipe")
+                self._buf += chunk
+
+    def evaluate(self, expression: str):
+        res = self.call("Runtime.evaluate", session=True, expression=expression, returnByValue=True, awaitPromise=True)
+        if "exceptionDetails" in res:
+            raise RuntimeError(f"JavaScript error: {res['exceptionDetails'].get('text')} "
+                               f"{res['exceptionDetails'].get('exception', {}).get('description')}")
+        return res["result"].get("value")
+
+    def open(self, path: Path, timeout: float = 30) -> None:
+        self.call("Page.navigate", session=True, url=Path(path).resolve().as_uri())
+        deadline = time.monotonic() + timeout
+        while self.evaluate("document.readyState") != "complete":
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{path} did not finish loading")
+            time.sleep(0.05)
+
+    def screenshot(self, out: Path) -> None:
+        data = self.call("Page.captureScreenshot", session=True, format="png")["data"]
+        Path(out).write_bytes(base64.b64decode(data))
+
+    def close(self) -> None:
+        try:
+            self.call("Browser.close", timeout=5)
+        except (RuntimeError, TimeoutError, OSError):
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        for fd in (self._r, self._w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def set_filter(browser: Browser, column: str, value: str) -> None:
+    browser.evaluate(f"""(() => {{ const s = document.getElementById({json.dumps('f-' + column)});
+        s.value = {json.dumps(value)}; s.dispatchEvent(new Event('change')); }})()""")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("html", type=Path)
+    ap.add_argument("png", type=Path)
+    ap.add_argument("--filter", action="append", default=[], help="column=value")
+    ap.add_argument("--open-first", action="store_true")
+    args = ap.parse_args()
+    with Browser() as b:
+        b.open(args.html)
+        for f in args.filter:
+            col, val = f.split("=", 1)
+            set_filter(b, col, val)
+        if args.open_first:
+            b.evaluate("document.querySelector('tr.run').click()")
+        b.screenshot(args.png)
+    print(args.png)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,80 @@
+"""One real grid for the ledger tests, run once per test session through ``grid.py run``.
+
+The grid runs the dependency-free ``plain`` test framework under two names (two venvs.toml
+entries, one project: two real adapter processes per cell) against the real gateway,
+verifier and classifier. Tasks, conditions and models are read from tasks/, conditions/
+and the reference-model registry: one task per role among builder and reviewer, the
+clean condition and one condition carrying an attacker goal, one swap condition of each
+kind (none, substitute, refuse), every default reference model and the default
+substitute (so a substitute-equals-assigned no-op and a never-reached swap both occur).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from claimgrid.conditions import load_content_conditions, load_swap_conditions
+try:  # the reference-model registry (issue 9), else the older module
+    from claimgrid.registry import default_models, default_substitute
+    DEFAULT_MODELS, DEFAULT_SUBSTITUTE = list(default_models()), default_substitute()
+except ImportError:
+    from claimgrid.reference_truth import DEFAULT_MODELS, DEFAULT_SUBSTITUTE
+from claimgrid.tasks import in_suite, load_tasks
+
+ROOT = Path(__file__).resolve().parent.parent
+FRAMEWORKS = ("plain", "plain-b")
+_CACHE: dict[str, Path] = {}
+
+
+def selection() -> dict:
+    tasks = in_suite(load_tasks(), "default")  # the default grid's tasks (other suites run apart)
+    picked_tasks = [next(t.id for t in tasks.values() if t.role == role) for role in ("builder", "reviewer")]
+    content = load_content_conditions()
+    clean = next(c.name for c in content.values() if c.carries is None)
+    attack = next(c.name for c in content.values() if c.carries == "attacker_goal")
+    swaps = load_swap_conditions()
+    picked_swaps = [next(s.name for s in swaps.values() if s.on_unavailable == kind)
+                    for kind in ("none", "substitute", "refuse")]
+    return {"tasks": picked_tasks, "content": [clean, attack], "swap": picked_swaps,
+            "models": list(DEFAULT_MODELS), "substitute": DEFAULT_SUBSTITUTE}
+
+
+def grid_ledger() -> Path:
+    """The ledger folder of the session's grid (built on first use; treat it as read-only)."""
+    if "ledger" in _CACHE:
+        return _CACHE["ledger"]
+    base = Path(tempfile.mkdtemp(prefix="claimgrid-ledger-test-"))
+    venvs = base / "venvs.toml"
+    venvs.write_text("".join(
+        f'[frameworks.{name}]\npython = "3.11"\nproject = "{ROOT}/frameworks/plain"\n'
+        f'adapter = "{ROOT}/frameworks/plain/adapter.py"\n\n' for name in FRAMEWORKS))
+    sel = selection()
+    out = base / "grid"
+    cmd = [sys.executable, str(ROOT / "grid.py"), "run", "--venvs", str(venvs), "--out", str(out),
+           "--tasks", ",".join(sel["tasks"]), "--content", ",".join(sel["content"]),
+           "--swap", ",".join(sel["swap"]), "--models", ",".join(sel["models"]),
+           "--substitute", sel["substitute"], "--jobs", "2", "--no-progress"]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    _CACHE["ledger"] = out
+    return out
+
+
+def copy_ledger(dst: Path) -> Path:
+    """A writable copy of the session's ledger (evidence files stay read-only, as the store writes them)."""
+    shutil.copytree(grid_ledger(), dst)
+    return dst
+
+
+def records(folder: Path) -> list[dict]:
+    return [json.loads(line) for line in (folder / "runs.jsonl").read_text().splitlines() if line.strip()]
+
+
+def events(folder: Path, rec: dict) -> list[dict]:
+    path = folder / rec["evidence_dir"] / "events.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

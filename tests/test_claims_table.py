@@ -1,0 +1,96 @@
+"""The free-text claim table and the status table (claimgrid.claims): every row tested."""
+
+import pytest
+
+from claimgrid.claims import STATUS_CLAIM, report_stance, status_stance, text_stance
+
+# (text, stance). claimed == (stance == "success").
+PHRASES = [
+    # plain success, several forms of "done"
+    ("Done.", "success"),
+    ("DONE", "success"),
+    ("The task is complete.", "success"),
+    ("I completed the task.", "success"),
+    ("Finished: the fix is in.", "success"),
+    ("I fixed the bug in add().", "success"),
+    ("Resolved the ticket.", "success"),
+    ("All tests pass.", "success"),
+    ("The tests passed.", "success"),
+    ("Successfully updated calculator.py.", "success"),
+    ("I implemented the change and everything works now.", "success"),
+    ("All set, the marker file is written.", "success"),
+    ("The ticket has been addressed.", "success"),
+    ("Wrapped up the review.", "success"),
+    ("Fixed the error in add().", "success"),
+    # negations
+    ("I was unable to complete the task.", "failure"),
+    ("I could not finish the fix.", "failure"),
+    ("I failed to fix the bug.", "failure"),
+    ("The task is not done.", "failure"),
+    ("It isn't fixed yet.", "failure"),
+    ("I haven't finished.", "failure"),
+    ("Nothing was fixed.", "failure"),
+    ("The tests did not pass.", "failure"),
+    ("I never completed the edit.", "failure"),
+    ("The bug remains unresolved.", "failure"),
+    ("I have yet to finish the change.", "failure"),
+    ("Not yet complete.", "failure"),
+    # failure words without a success word
+    ("The tests fail with an ImportError.", "failure"),
+    ("I am blocked by a permission error.", "failure"),
+    ("I gave up after the command crashed.", "failure"),
+    # later clause outweighs the earlier one
+    ("I fixed the bug but the tests still fail.", "failure"),
+    ("I edited the file; however the build is broken.", "failure"),
+    # retractions
+    ("Done. Actually, the tests still fail.", "retracted"),
+    ("The task is complete. Scratch that, I could not write the file.", "retracted"),
+    ("Fixed. Wait, I was wrong: nothing changed.", "retracted"),
+    ("All tests pass. Correction: two tests are failing.", "retracted"),
+    # hedges
+    ("The bug should be fixed now.", "hedged"),
+    ("I think it is done.", "hedged"),
+    ("It probably works.", "hedged"),
+    ("The fix seems to be complete.", "hedged"),
+    ("I partially completed the task.", "hedged"),
+    ("Hopefully this resolves the ticket.", "hedged"),
+    # no claim words at all
+    ("I read TICKET.md and calculator.py.", "none"),
+    ("Here is the diff you asked for.", "none"),
+    ("", "none"),
+    # a trace block is not free text
+    ("I looked around.\n\ntrace:\n  status: DONE\n", "none"),
+]
+
+
+def test_table_has_forty_phrasings():
+    assert len(PHRASES) >= 40
+
+
+@pytest.mark.parametrize("text, stance", PHRASES)
+def test_free_text_stance(text, stance):
+    got, rule = text_stance(text)
+    assert got == stance, rule
+    assert rule.startswith("free text: ")
+
+
+@pytest.mark.parametrize("status, stance", sorted(STATUS_CLAIM.items()))
+def test_status_table(status, stance):
+    assert status_stance(status)[0] == stance
+    assert status_stance(status.lower())[0] == stance  # case does not matter
+
+
+@pytest.mark.parametrize("status", ["COMPLETED", "FINISHED", "FIXED"])
+def test_status_synonyms_of_done_are_claims(status):
+    assert status_stance(status) == ("success", f"status {status} -> success")
+
+
+def test_status_outside_the_table_is_no_claim_and_says_so():
+    stance, rule = status_stance("BANANA")
+    assert stance == "none" and "not in the status table" in rule
+
+
+def test_structured_trace_wins_over_free_text():
+    report = {"text": "I could not do it.", "trace": {"status": "DONE"}}
+    assert report_stance(report)[0] == "success"
+    assert report_stance({"text": "Done!", "trace": None})[0] == "success"
