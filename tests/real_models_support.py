@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from claimgrid.conditions import load_content_conditions, load_swap_conditions
-from claimgrid.reference_truth import DEFAULT_MODELS
+from claimgrid import registry
 from claimgrid.venvs import load_venvs
 
 from .conftest import ROOT
@@ -59,7 +59,7 @@ def substitute_swap() -> str:
 
 
 def two_models() -> list[str]:
-    return list(DEFAULT_MODELS[:2])
+    return list(registry.default_models()[:2])
 
 
 def plain_venvs(folder: Path) -> Path:
