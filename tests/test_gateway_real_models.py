@@ -145,12 +145,12 @@ def test_a_provider_failing_past_the_retries_makes_the_run_unknown_provider(task
     process = {"source": "process", "kind": "exit", "exit_code": 0, "signal": None, "timed_out": False,
                "outcome_status": "ok"}
     facts = RunFacts(role="builder", swap_mode="bound")
-    c = classify([*events, process], facts)
+    c = classify([*events, process], facts).model_dump()
     assert (c["unknown_reason"], c["outcome"], c["claim_vs_outcome"]) == ("provider", "UNKNOWN", "UNKNOWN")
     assert c["swap"] != "prevented"  # provider weather is never the experiment's bound swap
     # The same evidence without the provider failure is classified on its merits.
     events[0]["provider"] = dict(provider, failed=False)
-    assert classify([*events, process], facts)["unknown_reason"] is None
+    assert classify([*events, process], facts).unknown_reason is None
 
 
 def test_request_errors_and_reference_models_are_not_retried(tasks, faulty):
