@@ -224,7 +224,7 @@ BUDGET_SKIP = "not started: budget reached"
 
 def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls,
              isolation, jobs, progress: bool, meta: dict, guard=None, args=None, spend=None, limits=None,
-             retry=None, replay_dir=None, grid_size=None) -> int:
+             retry=None, replay_dir=None, grid_size=None, delegations=None) -> int:
     """Run ``todo`` on the chosen backend; the driver writes every finished run (single writer):
     evidence folder first, then its ``runs.jsonl`` line. Returns how many runs were lost with
     a node (always 0 on the local backend).
@@ -248,18 +248,24 @@ def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions
                             guard_mode=getattr(args, "guard", "auto") if args else "auto",
                             policies=tuple(meta.get("policies") or ()),
                             retry=retry.as_dict() if retry is not None else None,
-                            replay_dir=str(replay_dir) if replay_dir else None)
+                            replay_dir=str(replay_dir) if replay_dir else None,
+                            delegations=dict(delegations or {}))
     spend = spend if spend is not None else Spend()
     grid_size = grid_size or len(todo)
     done_before = grid_size - len(todo)
     not_started: list[str] = []
 
+    live = []  # local backend: the node's gateway keeps the running total as calls happen
+
+    def current():
+        return live[0] if live else spend
+
     def budget_reached() -> str | None:
-        return spend.over(limits) if limits is not None and limits.any() else None
+        return current().over(limits) if limits is not None and limits.any() else None
 
     counts: collections.Counter = collections.Counter()
     reporter = _Progress(len(todo), enabled=progress,
-                         extra=lambda done: "spend " + spend.line(done_before + done, grid_size))
+                         extra=lambda done: "spend " + current().line(done_before + done, grid_size))
 
     def on_result(cell, record, files, error):
         if error == BUDGET_SKIP:
@@ -268,7 +274,8 @@ def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions
         if record is not None:
             store.write_evidence(cell.run_id, files)  # evidence first: a line always has its folder
             store.append(record)
-            spend.add_events((files or {}).get("events.jsonl") or [])
+            if not live:  # another backend: totals from each finished run's exchanges
+                spend.add_events((files or {}).get("events.jsonl") or [])
             counts[record["classification"]["outcome"]] += 1
             fw = record["framework"]
             if record.get("runtime_versions") and fw not in meta["retries"]:
@@ -302,6 +309,8 @@ def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions
             return len(facts["lost"])
         node = Node(settings, tasks=tasks, content=content, swap=swap, entries=entries, guard=guard)
         node.prepare(todo)  # templates built once, before threads share them
+        node.gateway.spend.merge(spend)  # what the grid spent before (a resume) counts too
+        live.append(node.gateway.spend)
         pool = ThreadPoolExecutor(max_workers=jobs)
         pending = {}
         queue = list(todo)
@@ -319,7 +328,7 @@ def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions
                 on_result(pending.pop(fut), *fut.result())
         reason = budget_reached()
         if not_started and reason:
-            meta["stopped_at_budget"] = stop_record(reason, limits, spend, grid_size - len(not_started),
+            meta["stopped_at_budget"] = stop_record(reason, limits, current(), grid_size - len(not_started),
                                                     len(not_started))
         return 0
     except KeyboardInterrupt:
@@ -333,6 +342,8 @@ def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
         reporter.close()
+        if live:
+            spend.copy_from(live[0])
         if node is not None:
             node.close()
 

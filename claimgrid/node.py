@@ -33,6 +33,7 @@ class NodeSettings:
     policies: tuple[str, ...] = ()       # --policies files every node loads into its registry
     retry: dict | None = None            # RetryPolicy fields for real providers (None: the defaults)
     replay_dir: str | None = None        # grid.py replay: serve this ledger's recorded exchanges
+    delegations: dict = field(default_factory=dict)  # grid.py replay: run_id -> recorded delegation id
 
 
 class CollectingStore:
@@ -93,7 +94,7 @@ class Node:
                                    launcher=self.launcher, store=self.sink, work_dir=self.work_dir,
                                    timeout_s=settings.timeout_s, max_model_calls=settings.max_model_calls,
                                    isolation=settings.isolation, framework_versions=settings.framework_versions,
-                                   guard=self.guard)
+                                   guard=self.guard, delegations=dict(settings.delegations))
         except BaseException:
             self.close()
             raise

@@ -130,7 +130,9 @@ def cmd_replay(args) -> int:
     args.guard = "off" if recorded_guard.get("guard") == "off" else "auto"
     guard = detect(args.guard)
     _execute(cells, store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls, isolation, jobs,
-             progress=not args.no_progress, meta=meta, guard=guard, args=args, replay_dir=src.folder)
+             progress=not args.no_progress, meta=meta, guard=guard, args=args, replay_dir=src.folder,
+             delegations={r["run_id"]: (r.get("facts") or {}).get("delegation_id") for r in records
+                          if (r.get("facts") or {}).get("delegation_id")})
     meta["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     meta["wall_s"] = round(time.monotonic() - t0, 1)
 

@@ -90,18 +90,22 @@ def test_budget_stops_new_runs_and_resume_with_a_higher_limit_continues(tmp_path
 
 
 def test_provider_faults_are_retried_apart_from_the_experiment(tmp_path, upstream, task_id):
-    """r0 of every framework meets a 429 (Retry-After 1), a 500 and a reset on its first call:
-    retried in the gateway, the run is classified as if nothing happened. r1 meets a provider
-    that fails its second call past the retries: UNKNOWN with reason provider. Then the
-    ledger is replayed offline, with no key and no provider."""
-    faults_r0 = {0: ("status", 429, {"Retry-After": "1"}), 1: ("status", 500), 2: ("reset",)}
+    """Half the runs meet a 429 (Retry-After 1), a 500 and a reset on their first call:
+    retried in the gateway, the run is classified as if nothing happened. The other half
+    meet a provider that fails their second call past the retries: UNKNOWN with reason
+    provider. Then the ledger is replayed offline, with no key and no provider."""
+    faults_retry = {0: ("status", 429, {"Retry-After": "1"}), 1: ("status", 500), 2: ("reset",)}
+    # Runs are known to the provider only by their opaque delegation id: alternate the two
+    # fault profiles over runs in the order they first call; the records say which run had which.
+    profiles: dict[str, str] = {}
 
     def plan(key, n):
-        if key.endswith(".r0"):
-            return faults_r0.get(n)
-        if key.endswith(".r1") and 1 <= n <= 4:
-            return ("status", 500)
-        return None
+        if not key:
+            return None
+        profile = profiles.setdefault(key, "retry" if len(profiles) % 2 == 0 else "fail")
+        if profile == "retry":
+            return faults_retry.get(n)
+        return ("status", 500) if 1 <= n <= 4 else None
 
     upstream.reset(plan)
     out = tmp_path / "grid"
@@ -110,11 +114,13 @@ def test_provider_faults_are_retried_apart_from_the_experiment(tmp_path, upstrea
     assert p.returncode == 0, _out(p)
     runs = records(out)
     assert len(runs) == len(frameworks()) * 2
+    assert sorted(set(profiles.values())) == ["fail", "retry"]
     for run_id, r in runs.items():
         c, ex = r["classification"], exchanges(out, run_id)
+        delegation = r["facts"]["delegation_id"]
         # Every attempt the provider saw is in the gateway log, none hidden.
-        assert len(upstream.requests_for(run_id)) == sum(e["provider"]["attempts"] for e in ex), run_id
-        if run_id.endswith(".r0"):
+        assert len(upstream.requests_for(delegation)) == sum(e["provider"]["attempts"] for e in ex), run_id
+        if profiles[delegation] == "retry":
             assert [e["status"] for e in ex[0]["provider"]["errors"]] == [429, 500, None], run_id
             assert ex[0]["provider"]["errors"][0]["wait_s"] >= 1.0
             assert all(e["status"] == 200 for e in ex), run_id  # the agent never saw a failure
@@ -127,7 +133,7 @@ def test_provider_faults_are_retried_apart_from_the_experiment(tmp_path, upstrea
             assert (c["unknown_reason"], c["outcome"], c["claim_vs_outcome"]) == ("provider", "UNKNOWN", "UNKNOWN"), c
             assert c["swap"] == "none"  # not counted as a swap
     health = meta(out)["spend"]["providers"][MODEL]
-    assert health["failures"] == len(frameworks())
+    assert health["failures"] == list(profiles.values()).count("fail")
     assert health["retries"] == sum(e["provider"]["retries"] for r in runs for e in exchanges(out, r))
 
     # Replay: offline, no key; the provider's faults and the UNKNOWN runs come back identical.

@@ -65,6 +65,30 @@ class Spend:
                 p["retries"] += provider.get("retries") or 0
                 p["failures"] += 1 if provider.get("failed") else 0
 
+    def merge(self, other: "Spend") -> None:
+        """Add ``other``'s totals to these."""
+        with self._lock:
+            self.cost_usd += other.cost_usd
+            self.prompt_tokens += other.prompt_tokens
+            self.completion_tokens += other.completion_tokens
+            self.calls += other.calls
+            self.priced_calls += other.priced_calls
+            self.unpriced_calls += other.unpriced_calls
+            self.unpriced_models |= other.unpriced_models
+            for model, p in other.providers.items():
+                mine = self.providers.setdefault(model, {"calls": 0, "retries": 0, "failures": 0})
+                for k in mine:
+                    mine[k] += p.get(k, 0)
+
+    def copy_from(self, other: "Spend") -> None:
+        """Become a copy of ``other``'s totals."""
+        fresh = Spend()
+        fresh.merge(other)
+        with self._lock:
+            for k, v in vars(fresh).items():
+                if k != "_lock":
+                    setattr(self, k, v)
+
     def add_events(self, events: list[dict]) -> None:
         for e in events:
             if e.get("source") == "gateway" and e.get("kind") == "exchange":

@@ -25,9 +25,18 @@ from .sse import stream_events
 class ReplaySource:
     def __init__(self, ledger_dir: Path):
         self.folder = Path(ledger_dir)
+        # The gateway knows a run by its delegation id (blinding); the ledger by run id.
+        self.run_ids: dict[str, str] = {}
+        runs = self.folder / "runs.jsonl"
+        for line in runs.read_text().splitlines() if runs.exists() else ():
+            if line.strip():
+                rec = json.loads(line)
+                delegation = (rec.get("facts") or {}).get("delegation_id")
+                if delegation:
+                    self.run_ids[delegation] = rec["run_id"]
 
-    def cassette(self, run_id: str) -> list[dict]:
-        return load_cassette(self.folder / "runs" / run_id)
+    def cassette(self, script_run_id: str) -> list[dict]:
+        return load_cassette(self.folder / "runs" / self.run_ids.get(script_run_id, script_run_id))
 
     async def serve(self, request, state, index: int, t: float):
         t0 = time.perf_counter()
