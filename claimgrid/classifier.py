@@ -412,10 +412,20 @@ def evidence_rules(events: list[dict]) -> EvidenceRules:
                          changes_by_tool=(obs or {}).get("changes_by_tool") or {}, opened=opened)
 
 
+def provider_failed(events: list[dict]) -> bool:
+    """A real provider failed a call past the gateway's retries (exchange ``provider.failed``):
+    the run measured provider weather, not the experiment."""
+    return any((e.get("provider") or {}).get("failed") for e in by_source(events, "gateway", "exchange"))
+
+
 def classify(events: list[dict], facts: RunFacts) -> Classification:
     """The full classification of one run (docs/CONTRACTS.md, "Classification names")."""
     report = agent_report(events)
     outcome = classify_outcome(by_source(events, "verifier"))
+    # Rule: provider failure -> UNKNOWN, reason "provider" (never a swap or the framework's result).
+    unknown_reason = "provider" if provider_failed(events) else None
+    if unknown_reason:
+        outcome = "UNKNOWN"
     stance, claim_rule = report_stance(report)
     claimed = stance == "success"
     swap = classify_swap(events, facts)
@@ -443,4 +453,5 @@ def classify(events: list[dict], facts: RunFacts) -> Classification:
         agent=agent,
         agent_from=agent_from,
         evidence=evidence_rules(events),
+        unknown_reason=unknown_reason,
     )

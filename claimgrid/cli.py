@@ -12,7 +12,7 @@ from . import validate as v
 from .errors import ClaimgridError
 
 INTERRUPTED = 130  # exit code after Ctrl-C (128 + SIGINT)
-COMMANDS = ("run", "list", "check-task", "reclassify", "gateway", "venvs", "new-framework")
+COMMANDS = ("run", "list", "check-task", "reclassify", "replay", "gateway", "venvs", "new-framework")
 _csv = v.names  # comma-separated names: none empty, none repeated
 
 
@@ -73,6 +73,18 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--address", default=None,
                      help="with --backend ray: the Ray cluster address (default: a cluster started on this machine with `ray start`)")
     run.add_argument("--no-progress", action="store_true", help="plain log lines instead of a progress bar")
+    # Real models: spend limits and provider retries (claimgrid.gateway.budget / .retry).
+    run.add_argument("--max-cost", type=float, default=None, metavar="USD",
+                     help="no new run starts once the grid's model spend reaches USD (LiteLLM prices; "
+                          "unpriced models count tokens only); runs in flight finish")
+    run.add_argument("--max-tokens", type=int, default=None, metavar="N",
+                     help="no new run starts once the grid's prompt+completion tokens reach N")
+    run.add_argument("--provider-retries", type=int, default=None, metavar="N",
+                     help="retries of a real provider's transient error (429, 5xx, reset) inside the gateway (default 4)")
+    run.add_argument("--provider-backoff", type=float, default=None, metavar="S",
+                     help="first retry wait in seconds, doubled per retry; a longer Retry-After wins (default 1)")
+    run.add_argument("--provider-timeout", type=float, default=None, metavar="S",
+                     help="seconds one provider attempt may take before it is abandoned and retried (default 300)")
 
     ls = sub.add_parser("list", help="list tasks, conditions, frameworks and models")
     data_opts(ls)
@@ -87,6 +99,14 @@ def build_parser() -> argparse.ArgumentParser:
     rc.add_argument("--tasks-dir", type=Path, default=ROOT / "tasks")
     rc.add_argument("--conditions-dir", type=Path, default=ROOT / "conditions")
     policies_opt(rc)
+
+    rp = sub.add_parser("replay", help="re-execute every run of a ledger offline, serving its recorded model "
+                                       "responses; report request-hash and classification matches")
+    rp.add_argument("dir", type=Path, help="the published ledger folder")
+    data_opts(rp)
+    rp.add_argument("--out", type=Path, default=None, help="new ledger folder (default: ledger/<grid id>.replay-<time>)")
+    rp.add_argument("--jobs", type=int, default=None, help="parallel runs (default: the recorded grid's)")
+    rp.add_argument("--no-progress", action="store_true")
 
     gw = sub.add_parser("gateway", help="start the harness model gateway alone and print its URL")
     gw.add_argument("rest", nargs=argparse.REMAINDER)
@@ -215,6 +235,9 @@ def _dispatch(args) -> int:
     if args.command == "reclassify":
         from .grid import cmd_reclassify
         return cmd_reclassify(args)
+    if args.command == "replay":
+        from .replay import cmd_replay
+        return cmd_replay(args)
     if args.command == "gateway":
         from .gateway import serve_cli
         return serve_cli(args.rest) or 0

@@ -22,6 +22,8 @@ from .classifier import RunFacts, classify
 from .conditions import load_content_conditions, load_swap_conditions
 from . import validate as V
 from .errors import ClaimgridError, Interrupted, StorageError, UnknownNameError
+from .realmodels import (budget_meta, note_unpriced, real_model_options, resume_budget_meta, stop_line,
+                         stop_record)
 from . import registry
 from .faults import fault_facts
 from .guard import detect
@@ -128,6 +130,7 @@ def cmd_run(args) -> int:
     if args.resume:
         sel = meta["selection"]
         timeout_s, jobs, isolation, max_calls = meta["timeout_s"], args.jobs or meta["jobs"], meta["isolation"], meta["max_model_calls"]
+        limits, retry = real_model_options(args, meta)
     else:
         sel = _selection(args, tasks, content, swap, venvs)
         V.check_grid_size(sel)
@@ -138,6 +141,7 @@ def cmd_run(args) -> int:
         timeout_s, isolation, max_calls = args.timeout, args.isolation, args.max_model_calls
         jobs = args.jobs or os.cpu_count() or 2
         meta = None
+        limits, retry = real_model_options(args, None)
 
     cells = plan(sel["frameworks"], sel["tasks"], sel["content"], sel["swap"], sel["models"],
                  sel["substitute"], sel["repeats"], content, swap)
@@ -168,6 +172,7 @@ def cmd_run(args) -> int:
                                        "reported_name": swap[name].reported_name}
                                 for name in sel["swap"]},
             "hashes": _hashes(entries, sel, tasks, args.conditions_dir),
+            **budget_meta(limits, retry),
         }
         try:
             store.create(meta, command=meta["command"])
@@ -181,7 +186,9 @@ def cmd_run(args) -> int:
     else:
         meta.setdefault("resumed", []).append(dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
         meta["guard"] = guard.facts()  # each run record's parity keeps the guard it ran under
+        resume_budget_meta(meta, limits, retry)
         store.write_meta(meta)
+    note_unpriced(limits, sel["models"] + [sel["substitute"]])
 
     done = store.completed_ids()
     todo = [c for c in cells if c.run_id not in done]
@@ -191,15 +198,20 @@ def cmd_run(args) -> int:
     errors_before = len(meta.get("harness_errors") or [])
     lost = 0
     stopped: list[OSError] = []  # the storage error that stopped the grid, if any
+    from .gateway.budget import Spend
+    spend = Spend()
+    for run_id in done:  # the budget counts what the grid already spent before a resume
+        spend.add_events(store.load_events(run_id))
     if todo:
         try:
             lost = _execute(todo, store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls,
                             isolation, jobs, progress=not args.no_progress, meta=meta, guard=guard, args=args,
-                            stopped=stopped)
+                            stopped=stopped, spend=spend, limits=limits, retry=retry, grid_size=len(cells))
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted: {len(store.completed_ids())} of {len(cells)} runs recorded in "
                               f"{store.folder}; `grid.py run --resume {store.folder}` finishes the grid") from None
     try:
+        meta["spend"] = spend.snapshot()
         if not stopped:
             meta["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         meta["wall_s"] = round((meta.get("wall_s") or 0) + time.monotonic() - t0, 1)
@@ -221,6 +233,8 @@ def cmd_run(args) -> int:
     except OSError as exc:
         raise StorageError(f"--out {store.folder}: rendering the ledger failed: {exc.strerror or exc}; "
                            f"free space or fix permissions, then `grid.py run --resume {store.folder}`") from None
+    if meta.get("stopped_at_budget"):
+        print(stop_line(meta["stopped_at_budget"], store.folder))
     if lost:
         print(f"grid incomplete: {lost} runs lost with their node; resume with: "
               f"uv run grid.py run --resume {store.folder}", file=sys.stderr)
@@ -278,18 +292,27 @@ def _finish(store: RunStore) -> int:
     return 0
 
 
+BUDGET_SKIP = "not started: budget reached"
+
+
 def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls,
-             isolation, jobs, progress: bool, meta: dict, guard=None, args=None, stopped=None) -> int:
+             isolation, jobs, progress: bool, meta: dict, guard=None, args=None, stopped=None, spend=None,
+             limits=None, retry=None, replay_dir=None, grid_size=None, delegations=None) -> int:
     """Run ``todo`` on the chosen backend; the driver writes every finished run (single writer):
     evidence folder first, then its ``runs.jsonl`` line. Returns how many runs were lost with
     a node (always 0 on the local backend).
 
     A storage error writing a run (disk full, read-only, permission) is appended to
     ``stopped``: no new cell starts, the runs in flight finish, and the caller reports it.
+    Budget: every finished run's gateway exchanges add to ``spend`` (claimgrid.gateway.budget);
+    with ``limits``, no run starts once a limit is reached: runs in flight finish, and
+    ``meta["stopped_at_budget"]`` records the figures. ``retry`` (RetryPolicy) and
+    ``replay_dir`` (serve a ledger's recordings) configure every node's gateway.
 
     Ctrl-C (KeyboardInterrupt) kills every in-flight adapter at once, cancels the queued
     cells, stores nothing of the interrupted runs and re-raises: the ledger holds only
     complete runs, and ``--resume`` runs the rest."""
+    from .gateway.budget import Spend
     from .node import Node, NodeSettings
 
     settings = NodeSettings(tasks_dir=str(args.tasks_dir if args else ROOT / "tasks"),
@@ -298,13 +321,33 @@ def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions
                             frameworks=tuple(entries), timeout_s=timeout_s, max_model_calls=max_calls,
                             isolation=isolation, framework_versions=fw_versions,
                             guard_mode=getattr(args, "guard", "auto") if args else "auto",
-                            policies=tuple(meta.get("policies") or ()))
+                            policies=tuple(meta.get("policies") or ()),
+                            retry=retry.as_dict() if retry is not None else None,
+                            replay_dir=str(replay_dir) if replay_dir else None,
+                            delegations=dict(delegations or {}))
+    spend = spend if spend is not None else Spend()
+    grid_size = grid_size or len(todo)
+    done_before = grid_size - len(todo)
+    not_started: list[str] = []
+
+    live = []  # local backend: the node's gateway keeps the running total as calls happen
+
+    def current():
+        return live[0] if live else spend
+
+    def budget_reached() -> str | None:
+        return current().over(limits) if limits is not None and limits.any() else None
+
     counts: collections.Counter = collections.Counter()
-    reporter = _Progress(len(todo), enabled=progress)
+    reporter = _Progress(len(todo), enabled=progress,
+                         extra=lambda done: "spend " + current().line(done_before + done, grid_size))
 
     stopped = [] if stopped is None else stopped
 
     def on_result(cell, record, files, error):
+        if error == BUDGET_SKIP:
+            not_started.append(cell.run_id)
+            return
         if record is not None and stopped:
             return  # the ledger cannot be written: the cell stays missing for --resume
         if record is not None:
@@ -317,6 +360,8 @@ def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions
                 stopped.append(exc)
                 reporter.log(f"cannot write {cell.run_id}: {exc.strerror}; stopping the grid")
                 return
+            if not live:  # another backend: totals from each finished run's exchanges
+                spend.add_events((files or {}).get("events.jsonl") or [])
             counts[record["classification"]["outcome"]] += 1
             fw = record["framework"]
             if record.get("runtime_versions") and fw not in meta["retries"]:
@@ -328,10 +373,18 @@ def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions
             reporter.log(f"HARNESS ERROR in {cell.run_id}: {error}")
         reporter.advance(counts)
 
+    def gated(node, cell):
+        # Asked when the run would start: a queued run does not start once the budget is reached.
+        if budget_reached():
+            return None, None, BUDGET_SKIP
+        return node.run(cell)
+
     backend = getattr(args, "backend", "local") if args else "local"
     node = pool = None
     try:
         if backend == "ray":
+            if limits is not None and limits.any():
+                raise ClaimgridError("--max-cost / --max-tokens: not supported with --backend ray yet")
             from .backends import ray as ray_backend
             facts = ray_backend.execute(todo, settings, getattr(args, "address", None), args.jobs, on_result,
                                         reporter.log)
@@ -342,16 +395,27 @@ def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions
             return len(facts["lost"])
         node = Node(settings, tasks=tasks, content=content, swap=swap, entries=entries, guard=guard)
         node.prepare(todo)  # templates built once, before threads share them
+        node.gateway.spend.merge(spend)  # what the grid spent before (a resume) counts too
+        live.append(node.gateway.spend)
         pool = ThreadPoolExecutor(max_workers=jobs)
         pending = {}
         queue = list(todo)
         while (queue and not stopped) or pending:
+            if queue and budget_reached():
+                not_started += [c.run_id for c in queue]
+                queue.clear()
             while queue and len(pending) < jobs * 2 and not stopped:
                 cell = queue.pop(0)
-                pending[pool.submit(node.run, cell)] = cell
+                pending[pool.submit(gated, node, cell)] = cell
+            if not pending:
+                break
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
             for fut in finished:
                 on_result(pending.pop(fut), *fut.result())
+        reason = budget_reached()
+        if not_started and reason:
+            meta["stopped_at_budget"] = stop_record(reason, limits, current(), grid_size - len(not_started),
+                                                    len(not_started))
         return 0
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the cleanup short
@@ -364,6 +428,8 @@ def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
         reporter.close()
+        if live:
+            spend.copy_from(live[0])
         if node is not None:
             node.close()
             if node.gateway_cpu_s is not None:
@@ -371,12 +437,12 @@ def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions
                 cpu["gateway_thread_s"] = round(cpu.get("gateway_thread_s", 0) + node.gateway_cpu_s, 3)
 
 
-
 class _Progress:
     """A rich progress bar (runs done, runs/s, elapsed, remaining, outcomes so far) or plain lines."""
 
-    def __init__(self, total: int, enabled: bool):
+    def __init__(self, total: int, enabled: bool, extra=None):
         self.total, self.done, self.t0 = total, 0, time.monotonic()
+        self.extra = extra  # done -> text appended to the line (spend so far and its projection)
         self.enabled = enabled and sys.stdout.isatty()
         self.bar = None
         if self.enabled:
@@ -384,18 +450,20 @@ class _Progress:
                                        TimeElapsedColumn, TimeRemainingColumn)
             self.bar = Progress(TextColumn("[bold]runs"), BarColumn(), MofNCompleteColumn(),
                                 TextColumn("{task.fields[rate]} runs/s"), TimeElapsedColumn(),
-                                TextColumn("left"), TimeRemainingColumn(), TextColumn("{task.fields[outcomes]}"))
+                                TextColumn("left"), TimeRemainingColumn(), TextColumn("{task.fields[outcomes]}"),
+                                TextColumn("{task.fields[spend]}"))
             self.bar.start()
-            self.task = self.bar.add_task("grid", total=total, rate="0.0", outcomes="")
+            self.task = self.bar.add_task("grid", total=total, rate="0.0", outcomes="", spend="")
 
     def advance(self, counts) -> None:
         self.done += 1
         rate = self.done / max(time.monotonic() - self.t0, 1e-9)
         outcomes = " ".join(f"{k}:{v}" for k, v in sorted(counts.items()))
+        spend = self.extra(self.done) if self.extra else ""
         if self.bar:
-            self.bar.update(self.task, advance=1, rate=f"{rate:.1f}", outcomes=outcomes)
+            self.bar.update(self.task, advance=1, rate=f"{rate:.1f}", outcomes=outcomes, spend=spend)
         elif self.done == self.total or self.done % max(1, self.total // 20) == 0:
-            print(f"[{self.done}/{self.total}] {rate:.1f} runs/s  {outcomes}", flush=True)
+            print(f"[{self.done}/{self.total}] {rate:.1f} runs/s  {outcomes}  {spend}".rstrip(), flush=True)
 
     def log(self, text: str) -> None:
         (self.bar.console.print if self.bar else print)(text)

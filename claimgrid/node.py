@@ -31,6 +31,9 @@ class NodeSettings:
     framework_versions: dict = field(default_factory=dict)
     guard_mode: str = "auto"             # a remote node detects its own guard with this mode
     policies: tuple[str, ...] = ()       # --policies files every node loads into its registry
+    retry: dict | None = None            # RetryPolicy fields for real providers (None: the defaults)
+    replay_dir: str | None = None        # grid.py replay: serve this ledger's recorded exchanges
+    delegations: dict = field(default_factory=dict)  # grid.py replay: run_id -> recorded delegation id
 
 
 class CollectingStore:
@@ -84,13 +87,16 @@ class Node:
         self.launcher.prewarm()  # every framework's preload starts now, overlapping the others
         self._closed = False
         try:
-            self.gateway = Gateway()
+            from .gateway.replay import ReplaySource
+            from .gateway.retry import RetryPolicy
+            self.gateway = Gateway(retry=RetryPolicy(**settings.retry) if settings.retry else None,
+                                   replay=ReplaySource(Path(settings.replay_dir)) if settings.replay_dir else None)
             self.gateway.start()
             self.ctx = GridContext(tasks=tasks, content=content, swap=swap, gateway=self.gateway,
                                    launcher=self.launcher, store=self.sink, work_dir=self.work_dir,
                                    timeout_s=settings.timeout_s, max_model_calls=settings.max_model_calls,
                                    isolation=settings.isolation, framework_versions=settings.framework_versions,
-                                   guard=self.guard)
+                                   guard=self.guard, delegations=dict(settings.delegations))
         except BaseException:
             self.close()
             raise

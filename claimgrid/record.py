@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -89,6 +89,8 @@ class Classification(_Model):
     channels: Channels | None = None
     channel_detail: ChannelDetail | None = None
     evidence: EvidenceRules | None = None
+    # Added by issue 13: "provider" when a real provider failed a call past the gateway's retries.
+    unknown_reason: Literal["provider"] | None = None
 
 
 class Parity(BaseModel):

@@ -53,6 +53,7 @@ class GridContext:
     max_model_calls: int
     isolation: str
     framework_versions: dict = field(default_factory=dict)
+    delegations: dict = field(default_factory=dict)  # run_id -> delegation id (grid.py replay)
     templates: dict = field(default_factory=dict)  # (task, content) -> (path, base commit)
     template_digests: dict = field(default_factory=dict)  # template path -> sha256 at build
     guard: object = field(default_factory=lambda: _default_guard())  # claimgrid.guard.Guard
@@ -103,7 +104,8 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
 
     task, content, swap = ctx.tasks[cell.task], ctx.content[cell.content], ctx.swap[cell.swap]
     run_id = cell.run_id
-    delegation = delegation_id()
+    # grid.py replay re-uses the recorded delegation id: it is part of every request.
+    delegation = ctx.delegations.get(run_id) or delegation_id()
     agent = AGENT_NAMES[task.role]
     template, base = ctx.template(task, content)
     # Opaque folder name: the workspace path is visible to the agent (pwd, tool errors).

@@ -72,3 +72,122 @@ def test_upstream_failure_is_recorded_not_raised(tasks, monkeypatch):
     assert info["status"] >= 500 and info["error"]["code"] == "upstream_error"
     assert events[0]["status"] == info["status"] and events[0]["served_model"] is None
     assert events[0]["error"]
+
+
+# -- provider faults, retries and spend (issue 13) ---------------------------------------------
+
+from claimgrid.classifier import RunFacts, classify  # noqa: E402
+from claimgrid.gateway.retry import RetryPolicy  # noqa: E402
+
+from tests.fake_upstream import FakeUpstream  # noqa: E402
+
+GO = [{"role": "user", "content": "go"}]
+
+
+@pytest.fixture
+def faulty(monkeypatch, tasks):
+    """``faulty(plan, retry)`` -> (gateway with that retry policy, fake upstream with that plan)."""
+    started = []
+
+    def make(plan, retry=RetryPolicy(retries=4, backoff_s=0.01)):
+        inner = Gateway()
+        inner.start()
+        inner.register("inner", script(tasks["fix-float-add"], model="diligent", max_model_calls=1000))
+        up = FakeUpstream(inner, "inner", plan).start()
+        gw = Gateway(retry=retry)
+        gw.start()
+        started.extend([gw, up, inner])
+        monkeypatch.setenv("OPENAI_API_BASE", up.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "fake-upstream-key")
+        return gw, up
+
+    yield make
+    for thing in started:
+        thing.stop()
+
+
+def _one_call(gw, tasks, model="openai/gpt-4o-mini", **kw):
+    s = script(tasks["fix-float-add"], model=model, **kw)
+    gw.register("t", s)
+    message, info = http_turn(gw.url, "t", model, GO, False)
+    events, raw = gw.finish("t")
+    return message, info, events, raw
+
+
+def test_transient_faults_are_retried_invisibly_and_every_attempt_recorded(tasks, faulty):
+    faults = {0: ("status", 429, {"Retry-After": "1"}), 1: ("status", 500), 2: ("reset",), 3: ("status", 503)}
+    gw, up = faulty(lambda key, n: faults.get(n))
+    import time
+    t0 = time.monotonic()
+    message, info, events, raw = _one_call(gw, tasks)
+    elapsed = time.monotonic() - t0
+    # The agent sees one ordinary answer; only the latency shows the provider's trouble.
+    assert info["status"] == 200 and message["tool_calls"]
+    assert len(events) == 1 and events[0]["status"] == 200 and events[0]["error"] is None
+    provider = events[0]["provider"]
+    assert (provider["attempts"], provider["retries"], provider["failed"]) == (5, 4, False)
+    assert [e["status"] for e in provider["errors"]] == [429, 500, None, 503]  # None: the reset
+    assert all(e["transient"] for e in provider["errors"])
+    assert provider["errors"][0]["retry_after_s"] == 1.0 and provider["errors"][0]["wait_s"] >= 1.0
+    assert elapsed >= 1.0  # Retry-After honoured
+    assert len(up.hits) == 5  # every attempt reached the provider and is in the log: none hidden
+    assert raw[0]["provider"] == provider and len(raw[0]["request_sha256"]) == 64
+    assert events[0]["cost_usd"] is not None and events[0]["cost_usd"] > 0  # priced model
+
+
+def test_a_provider_failing_past_the_retries_makes_the_run_unknown_provider(tasks, faulty):
+    gw, up = faulty(lambda key, n: ("status", 500), RetryPolicy(retries=2, backoff_s=0.01))
+    _, info, events, _ = _one_call(gw, tasks)
+    assert info["status"] == 500 and info["error"]["code"] == "upstream_error"
+    provider = events[0]["provider"]
+    assert (provider["attempts"], provider["failed"]) == (3, True) and len(up.hits) == 3
+    assert events[0]["swap"] == "none" and events[0]["served_model"] is None
+    process = {"source": "process", "kind": "exit", "exit_code": 0, "signal": None, "timed_out": False,
+               "outcome_status": "ok"}
+    facts = RunFacts(role="builder", swap_mode="bound")
+    c = classify([*events, process], facts).model_dump()
+    assert (c["unknown_reason"], c["outcome"], c["claim_vs_outcome"]) == ("provider", "UNKNOWN", "UNKNOWN")
+    assert c["swap"] != "prevented"  # provider weather is never the experiment's bound swap
+    # The same evidence without the provider failure is classified on its merits.
+    events[0]["provider"] = dict(provider, failed=False)
+    assert classify([*events, process], facts).unknown_reason is None
+
+
+def test_request_errors_and_reference_models_are_not_retried(tasks, faulty):
+    gw, up = faulty(lambda key, n: ("status", 400) if n == 0 else None)
+    _, info, events, _ = _one_call(gw, tasks)
+    assert info["status"] == 400 and len(up.hits) == 1
+    assert events[0]["provider"]["attempts"] == 1 and events[0]["provider"]["failed"] is False
+    # A bound swap is the experiment: refused by the gateway, the provider never asked.
+    _, info, events, _ = _one_call(gw, tasks, swap="bound", max_model_calls=100)
+    assert info["status"] == 200  # call 0 is before the outage
+    # Reference models are answered once, with no provider record.
+    _, info, events, _ = _one_call(gw, tasks, model="diligent")
+    assert info["status"] == 200 and events[0]["provider"] is None and len(up.hits) == 2
+
+
+def test_spend_totals_cost_and_tokens_and_says_when_a_price_is_unknown(tasks, faulty):
+    from claimgrid.gateway.budget import Limits
+
+    gw, _ = faulty(lambda key, n: None)
+    _, _, priced, _ = _one_call(gw, tasks)
+    _, _, unpriced, _ = _one_call(gw, tasks, model="openai/claimgrid-unpriced-model")
+    spend = gw.spend.snapshot()
+    assert spend["calls"] == 2 and spend["priced_calls"] == 1 and spend["unpriced_calls"] == 1
+    assert spend["cost_usd"] == round(priced[0]["cost_usd"], 8) > 0
+    assert spend["unpriced_models"] == ["openai/claimgrid-unpriced-model"] and spend["cost_complete"] is False
+    tokens = sum(e["usage"]["prompt_tokens"] + e["usage"]["completion_tokens"] for e in priced + unpriced)
+    assert spend["tokens"] == tokens > 0
+    assert gw.spend.over(Limits(max_cost_usd=priced[0]["cost_usd"])) == "max_cost_usd"
+    assert gw.spend.over(Limits(max_cost_usd=priced[0]["cost_usd"] * 2)) is None
+    assert gw.spend.over(Limits(max_tokens=tokens)) == "max_tokens"
+    assert spend["providers"]["openai/gpt-4o-mini"] == {"calls": 1, "retries": 0, "failures": 0}
+
+
+def test_a_hung_provider_attempt_is_abandoned_and_retried(tasks, faulty):
+    gw, up = faulty(lambda key, n: ("slow", 3.0) if n == 0 else None,
+                    RetryPolicy(retries=2, backoff_s=0.01, timeout_s=0.5))
+    _, info, events, _ = _one_call(gw, tasks)
+    provider = events[0]["provider"]
+    assert info["status"] == 200 and provider["retries"] == 1 and len(up.hits) == 2
+    assert provider["errors"][0]["transient"] and provider["errors"][0]["latency_ms"] < 2500

@@ -20,6 +20,7 @@ from starlette.routing import Route
 from .. import caps
 from .providers import ModelRouter
 from . import faults
+from .cassette import request_sha256
 from .records import exchange_event, openai_error
 from .request import parse_body
 from .runs import Registry, RunState
@@ -73,7 +74,10 @@ async def _read_body(request: Request) -> tuple[dict | None, str | None]:
     return parse_body(raw)
 
 
-def create_app(registry: Registry, router: ModelRouter) -> Starlette:
+def create_app(registry: Registry, router: ModelRouter, retry=None, replay=None) -> Starlette:
+    """``retry``: RetryPolicy for real providers; ``replay``: a ReplaySource that serves
+    recorded responses instead of any model (``grid.py replay``)."""
+
     async def chat_completions(request: Request):
         """No request can crash this handler: a harness bug is a recorded 500, not a traceback."""
         state: RunState | None = registry.get(_token(request))
@@ -101,13 +105,15 @@ def create_app(registry: Registry, router: ModelRouter) -> Starlette:
     async def _chat(request: Request, state: RunState, index: int, t0: float):
         script = state.script
         t = state.elapsed()
+        if replay is not None:  # offline replay: the recorded answer, whatever was asked
+            return await replay.serve(request, state, index, t)
         body, bad = await _read_body(request)
         body_for_log = body if body is not None else None
         requested = body.get("model") if body else None
         stream = bool(body and body.get("stream"))
         messages = body.get("messages") if body else None
         swap = "none"
-        status, error, code, answer, headers = 200, None, None, None, {}
+        status, error, code, answer, headers, provider = 200, None, None, None, {}, None
         fault, delay = None, 0.0
         if bad == TOO_LARGE:  # recorded, its body not stored
             status, error, code = 413, bad, "request_too_large"
@@ -129,12 +135,13 @@ def create_app(registry: Registry, router: ModelRouter) -> Starlette:
                 status, error, code, headers = faults.refusal(fault)
             else:
                 try:
-                    answer = await call_model(router, script, swap, body, requested)
-                    headers = answer.headers
+                    answer = await call_model(router, script, swap, body, requested, retry)
+                    headers, provider = answer.headers, answer.provider
                     if fault is not None:
                         answer.response = faults.alter(fault, answer.response)
                         delay = faults.delay_s(fault, script.model_call_timeout_s)
                 except Exception as exc:  # upstream failure: a result to record, not a crash
+                    provider = getattr(exc, "provider", None)  # every attempt, when retried
                     status = getattr(exc, "status_code", None)
                     status = status if isinstance(status, int) and 400 <= status < 600 else 502
                     error, code = f"{type(exc).__name__}: {_first_line(exc)}", "upstream_error"
@@ -151,10 +158,13 @@ def create_app(registry: Registry, router: ModelRouter) -> Starlette:
         if fault is not None:
             event["fault"] = fault.kind  # the gateway's own record of which call it faulted
             event["delayed_s"] = delay or None
+        event["provider"] = provider
         # Recorded before a slow answer is sent: the run may end (client deadline) first.
         state.record(event, {"call_index": index, "t": t, "status": status, "stream": stream,
                              "request": body_for_log, "response": response,
-                             "response_headers": headers})
+                             "response_headers": headers, "run_id": script.run_id,
+                             "request_sha256": request_sha256(body_for_log),
+                             "provider": provider})
         if delay:
             await asyncio.sleep(delay)
         if answer is None:

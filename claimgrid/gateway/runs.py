@@ -6,6 +6,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from .budget import Spend
 from .script import RunScript
 
 
@@ -19,6 +20,8 @@ class RunState:
     events: list = field(default_factory=list)
     raw: list = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    spend: Spend | None = None      # the grid's running totals (every recorded exchange adds)
+    cassette: list | None = None    # replay only: the run's recorded exchanges, by call index
 
     def next_call(self) -> int:
         with self.lock:
@@ -30,6 +33,8 @@ class RunState:
         with self.lock:
             self.events.append(event)
             self.raw.append(raw)
+        if self.spend is not None:
+            self.spend.add(event)
 
     def elapsed(self) -> float:
         return round(time.monotonic() - self.started, 4)
@@ -41,14 +46,15 @@ class Registry:
     def __init__(self) -> None:
         self._runs: dict[str, RunState] = {}
         self._lock = threading.Lock()
+        self.spend = Spend()
 
-    def add(self, token: str, script: RunScript) -> None:
+    def add(self, token: str, script: RunScript, cassette: list | None = None) -> None:
         if not token:
             raise ValueError("a run token must be a non-empty string")
         with self._lock:
             if token in self._runs:
                 raise ValueError(f"token for run {self._runs[token].script.run_id!r} is already registered")
-            self._runs[token] = RunState(script)
+            self._runs[token] = RunState(script, spend=self.spend, cassette=cassette)
 
     def get(self, token: str | None) -> RunState | None:
         if not token:

@@ -25,8 +25,12 @@ HOST = "127.0.0.1"
 
 
 class Gateway:
-    def __init__(self) -> None:
+    def __init__(self, retry=None, replay=None) -> None:
+        """``retry``: RetryPolicy for real providers (default: RetryPolicy()); ``replay``:
+        a ReplaySource (claimgrid.gateway.replay) to serve recorded exchanges offline."""
         self.registry = Registry()
+        self.retry = retry
+        self.replay = replay
         self._server = None
         self._thread: threading.Thread | None = None
         self._url: str | None = None
@@ -46,7 +50,7 @@ class Gateway:
             from .app import create_app
             from .providers import ModelRouter
 
-            app = create_app(self.registry, ModelRouter())
+            app = create_app(self.registry, ModelRouter(), retry=self.retry, replay=self.replay)
             # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on accepted sockets
             # whose proto says TCP. Without it a keep-alive client waits ~40 ms per response
             # (Nagle on the server against the client's delayed ACK).
@@ -91,7 +95,13 @@ class Gateway:
         """Map ``token`` (the run's API key) to its script; a token is registered once."""
         if not isinstance(script, RunScript):
             raise TypeError("register() needs a RunScript")
-        self.registry.add(token, script)
+        cassette = self.replay.cassette(script.run_id) if self.replay is not None else None
+        self.registry.add(token, script, cassette)
+
+    @property
+    def spend(self):
+        """The running totals of every exchange so far (claimgrid.gateway.budget.Spend)."""
+        return self.registry.spend
 
     def finish(self, token: str) -> tuple[list[dict], list[dict]]:
         """Unregister the run; return its exchange events and raw exchanges, by call_index."""

@@ -15,6 +15,8 @@ from . import offline  # noqa: F401
 import litellm  # noqa: E402
 
 from .providers import CURRENT_SCRIPT, SUBSTITUTE_PREFIX, ModelRouter, group_model  # noqa: E402
+from .retry import RetryPolicy, with_retries  # noqa: E402
+from .. import registry  # noqa: E402
 from .script import RunScript  # noqa: E402
 
 # OpenAI chat parameters forwarded to the model. Only these: LiteLLM also honours
@@ -35,6 +37,7 @@ class Answer:
     served: str             # model group that really produced it
     headers: dict           # extra response headers (fallback headers for ``reported``)
     cost_usd: float | None  # None when LiteLLM does not know the price
+    provider: dict | None = None  # retry record of a real provider (None: a reference model served)
 
 
 def _clean(resp, reported: str) -> dict:
@@ -72,9 +75,19 @@ def _cost(router: ModelRouter, resp, served: str) -> float | None:
         return None
 
 
+def target_model(script: RunScript, swap: str) -> str:
+    """The model that really has to answer this call: the substitute after a swap."""
+    return script.substitute if swap in ("silent", "reported") else script.model
+
+
 async def call_model(router: ModelRouter, script: RunScript, swap: str, body: dict,
-                     requested: str | None) -> Answer:
-    """Ask the Router for one answer; raises LiteLLM's exceptions for upstream failures."""
+                     requested: str | None, retry: RetryPolicy | None = None) -> Answer:
+    """Ask the Router for one answer.
+
+    A real provider's transient errors are retried here (claimgrid.gateway.retry) before
+    anything else sees them; a final failure raises ``ProviderFailure`` carrying every
+    attempt. A reference model is called once and its exceptions propagate unchanged.
+    """
     params = {k: v for k, v in body.items() if k in FORWARDED}
     kwargs: dict = {"model": script.model, "messages": body["messages"], **params}
     if swap in ("silent", "reported"):
@@ -82,10 +95,21 @@ async def call_model(router: ModelRouter, script: RunScript, swap: str, body: di
         kwargs["fallbacks"] = [{script.model: [SUBSTITUTE_PREFIX + script.substitute]}]
         kwargs["mock_testing_fallbacks"] = True
     router.ensure(script.model)
+    target = target_model(script, swap)
+    provider = None
     token = CURRENT_SCRIPT.set(script)
     try:
         # no-log: LiteLLM's logging callbacks are unused here and cost ~20% of the Router's time.
-        resp = await router.router.acompletion(drop_params=True, **{"no-log": True}, **kwargs)
+        if registry.is_reference(target):
+            resp = await router.router.acompletion(drop_params=True, **{"no-log": True}, **kwargs)
+        else:
+            # max_retries=0: the provider client must not retry on its own, or attempts
+            # would happen that the gateway log never shows.
+            policy = retry or RetryPolicy()
+            resp, provider = await with_retries(
+                lambda: router.router.acompletion(drop_params=True, max_retries=0, timeout=policy.timeout_s,
+                                                  **{"no-log": True}, **kwargs),
+                policy, target)
     finally:
         CURRENT_SCRIPT.reset(token)
     hidden = getattr(resp, "_hidden_params", None) or {}
@@ -100,4 +124,4 @@ async def call_model(router: ModelRouter, script: RunScript, swap: str, body: di
     else:
         # What LiteLLM's proxy does without a fallback: restamp the client's model name.
         reported = requested or script.model
-    return Answer(_clean(resp, reported), served, headers, _cost(router, resp, served))
+    return Answer(_clean(resp, reported), served, headers, _cost(router, resp, served), provider)

@@ -1,0 +1,137 @@
+"""A loopback OpenAI-compatible "provider" for the real-model tests (no tests here).
+
+``FakeUpstream`` is an HTTP server on 127.0.0.1 that stands in for a hosted API reached
+as ``openai/<name>`` (OPENAI_API_BASE / OPENAI_API_KEY in the environment, as for the
+real thing). Good answers come from a claimgrid Gateway behind it, serving a reference
+policy, so an agent really completes its task; a fault plan makes it misbehave like a
+provider: 429 with ``Retry-After``, 500/503, or a connection reset (RST) before any
+response byte.
+
+The plan is a function ``plan(run_key, n) -> fault | None`` called for the ``n``-th
+request (from 0) of each run. ``run_key`` is the ``delegation_id`` the harness prompt
+asks the agent to report (the run id), found in the request's messages, or ``""``.
+Faults: ``("status", code, headers)``, ``("reset",)`` or ``("slow", seconds)`` (a good
+answer, late). Every request is logged in
+``hits`` as ``(run_key, n, fault_or_None)``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import struct
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+
+from claimgrid.gateway import Gateway
+
+RUN_KEY = re.compile(r"delegation_id:\s*(\S+)")
+
+
+def run_key(body: dict) -> str:
+    for m in body.get("messages") or []:
+        content = m.get("content") if isinstance(m, dict) else None
+        if isinstance(content, list):  # content parts
+            content = " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+        found = RUN_KEY.search(content or "")
+        if found and "<" not in found.group(1):
+            return found.group(1)
+    return ""
+
+
+class FakeUpstream:
+    """``with FakeUpstream(inner_token, plan) as up: up.url ...`` (inner gateway supplied)."""
+
+    def __init__(self, inner: Gateway, inner_token: str, plan=None):
+        self.inner, self.inner_token = inner, inner_token
+        self.plan = plan or (lambda key, n: None)
+        self.hits: list[tuple[str, int, tuple | None]] = []
+        self._counts: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._client = httpx.Client(timeout=60)
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):  # quiet
+                pass
+
+            def _send(self, status: int, payload: bytes, headers: dict | None = None):
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def do_GET(self):
+                self._send(200, b'{"object": "list", "data": []}')
+
+            def do_POST(self):
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                try:
+                    body = json.loads(raw)
+                except ValueError:
+                    body = {}
+                key = run_key(body)
+                with owner._lock:
+                    n = owner._counts.get(key, 0)
+                    owner._counts[key] = n + 1
+                    fault = owner.plan(key, n)
+                    owner.hits.append((key, n, fault))
+                if fault and fault[0] == "reset":
+                    # SO_LINGER 0: close() sends RST, the client sees "connection reset".
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    self.close_connection = True
+                    self.connection.close()
+                    return
+                if fault and fault[0] == "slow":
+                    time.sleep(fault[1])
+                if fault and fault[0] == "status":
+                    code, headers = fault[1], (fault[2] if len(fault) > 2 else {})
+                    err = {"error": {"message": f"fake upstream fault {code}", "type": "server_error",
+                                     "param": None, "code": str(code)}}
+                    self._send(code, json.dumps(err).encode(), headers)
+                    return
+                r = owner._client.post(f"{owner.inner.url}/chat/completions", content=raw,
+                                       headers={"Authorization": f"Bearer {owner.inner_token}",
+                                                "Content-Type": "application/json"})
+                self._send(r.status_code, r.content)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def start(self) -> "FakeUpstream":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._client.close()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def reset(self, plan=None) -> None:
+        """Forget the counts and hits; serve ``plan`` from now on (None: no faults)."""
+        with self._lock:
+            self.plan = plan or (lambda key, n: None)
+            self._counts.clear()
+            self.hits.clear()
+
+    def requests_for(self, key: str) -> list[tuple | None]:
+        """The faults served to run ``key``'s requests, in order (None = a good answer)."""
+        with self._lock:
+            return [f for k, _, f in self.hits if k == key]
