@@ -56,5 +56,9 @@ def pytest_collection_modifyitems(config, items):
         if all(params):
             entries = {name: e for name, e in entries.items() if name in set(params)}
         ensure_venvs(entries)
+        # The tasks' own locked environments too (tasks with pyproject.toml + uv.lock), as
+        # `uv run grid.py` builds them: a framework test may run any shipped task.
+        from claimgrid.tasks import ensure_task_envs, load_tasks
+        ensure_task_envs(load_tasks().values())
     except ClaimgridError as exc:
-        pytest.exit(f"framework venvs could not be built: {exc}", returncode=3)
+        pytest.exit(f"framework venvs or task environments could not be built: {exc}", returncode=3)
