@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 import re
 import subprocess
 import sys
@@ -366,3 +367,45 @@ def test_intervals_only_for_sampled_stochastic_cells(tmp_path):
     mdr = _minimal_ledger(tmp_path / "r", ref, repeats=2)
     rowr = next(line for line in section(mdr, "2. Headline: swap = none").splitlines() if line.startswith(f"| {ref} |"))
     assert "(" not in rowr.split("|")[3] and "deterministic: each cell is one outcome" in mdr
+
+
+def test_budget_stop_and_provider_health_are_shown(tmp_path):
+    """A grid stopped at its budget says so before the summary; provider retries and
+    failures per model are in harness health (meta.json written by the real-model path)."""
+    folder = copy_ledger(tmp_path / "budget")
+    meta_path = folder / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    meta["stopped_at_budget"] = {"limit": "max_cost_usd", "max_cost_usd": 0.5, "max_tokens": None, "cost_usd": 0.5012,
+                                 "tokens": 123456, "cost_complete": False, "unpriced_models": ["local/x"],
+                                 "runs_done": 7, "runs_not_started": 9, "at": "2026-11-30T00:00:00+00:00"}
+    meta["spend"] = {"providers": {"openai/gpt-x": {"calls": 40, "retries": 3, "failures": 1}},
+                     "unpriced_models": ["local/x"]}
+    meta_path.write_text(json.dumps(meta))
+    render_ledger(folder)
+    md = (folder / "LEDGER.md").read_text()
+    first_screen = md.split("## 0. Summary")[0]
+    assert "**Stopped at budget** (max_cost_usd): spent $0.5012 and 123,456 tokens; 7 runs done, 9 not started" in first_screen
+    assert "(cost covers priced calls only)" in first_screen
+    health = section(md, "7. Harness health")
+    assert "| openai/gpt-x | 40 | 3 | 1 |" in health
+    assert "No price known for: `local/x`" in health
+
+
+def test_fault_table_lists_every_fault_model_per_framework(grid):
+    folder, recs, md = grid
+    faulted = {}
+    for r in recs:
+        f = r.get("faults") or {}
+        if f.get("fault"):
+            faulted.setdefault(f["fault"], set()).add(r["framework"])
+    assert faulted, "the default models include fault models; the grid ran none"
+    div = section(md, "3. Framework divergence")
+    assert "### What each framework does with a fault" in div
+    for fault, fws in faulted.items():
+        row = next(line for line in div.splitlines() if line.startswith(f"| {fault} |"))
+        cells = [c.strip() for c in row.strip("|").split("|")][1:]
+        assert len(cells) == len(FRAMEWORKS) and all(c != "–" for c in cells)
+        reactions = Counter(r["faults"]["reaction"] for r in recs
+                            if (r.get("faults") or {}).get("fault") == fault and r["framework"] == FRAMEWORKS[0])
+        shown = cells[0].split(" · ")[0].split("; ")
+        assert sorted(shown) == sorted(f"{k}: {v}" for k, v in reactions.items())

@@ -408,7 +408,47 @@ class Report:
                    "that followed a refused one. Cost is LiteLLM's price; null when it does not know it, never 0.")
         out.append(table(["framework", "runs", "model calls", "prompt tokens", "completion tokens", "wall time",
                           "runtime error events", "runs with a runtime error", "gateway retries", "cost (USD)"], self.fw_stats()))
+        faults = self.fault_table()
+        if faults:
+            out.append("### What each framework does with a fault
+
+"
+                       "Fault models (the registry's `fault` entries) behave like `diligent` except for one fault; "
+                       "each cell: the framework's reaction (`raised`, `reported DONE`, `ended silently`, `timeout`, "
+                       "`crash`: runs), the attempts that reached the gateway for the faulted call, claim vs outcome, "
+                       "and duplicate side effects (a write, edit or command executed again with the same "
+                       "arguments). From each run's stored `faults` facts (harness evidence only).")
+            out.append(faults)
         return "\n\n".join(out)
+
+    def fault_table(self) -> str | None:
+        """Fault model x framework: reaction, attempts at the faulted call, claim vs outcome, duplicates."""
+        cells: dict[tuple[str, str], list[tuple[dict, dict]]] = {}
+        for r in self.rows:
+            facts = (self.L.records.get(r["run_id"]) or {}).get("faults")
+            if isinstance(facts, dict) and facts.get("fault"):
+                cells.setdefault((facts["fault"], r["framework"]), []).append((facts, r))
+        if not cells:
+            return None
+        faults = list(dict.fromkeys(f for f, _ in sorted(cells)))
+        rows = []
+        for fault in faults:
+            row = [fault]
+            for fw in self.frameworks:
+                got = cells.get((fault, fw))
+                if not got:
+                    row.append(DASH)
+                    continue
+                reactions = Counter(f["reaction"] for f, _ in got)
+                attempts = sorted({f["attempts_at_fault"] for f, _ in got if f.get("attempts_at_fault")})
+                cvo = Counter(r["claim_vs_outcome"] for _, r in got)
+                dup = sum(len(f.get("duplicate_side_effects") or []) for f, _ in got)
+                row.append("; ".join(f"{k}: {v}" for k, v in reactions.most_common())
+                           + (f" · attempts {'/'.join(map(str, attempts))}" if attempts else "")
+                           + " · " + ", ".join(f"{k} {v}" for k, v in cvo.most_common())
+                           + (f" · {dup} duplicate side effects" if dup else ""))
+            rows.append(row)
+        return table(["fault model", *self.frameworks], rows)
 
     def swap(self) -> str:
         out = [heading("swap", "4. Swap")]
@@ -569,11 +609,22 @@ class Report:
         rows = [[f, designed[f], *[other[(f, p)] for p in procs]] for f in self.frameworks]
         planned = self.meta.get("grid_size")
         missing = planned - len(self.rows) if isinstance(planned, int) else None
+        spend = self.meta.get("spend") or {}
+        providers = spend.get("providers") or {}
+        provider_md = ("\n\nReal-model providers (the gateway retries a provider's transient errors, invisible to "
+                       "the agent; a run whose provider failed past the retries is `UNKNOWN`, reason `provider`):\n\n"
+                       + table(["model", "calls", "retries", "failures"],
+                               [[m, v.get("calls", DASH), v.get("retries", DASH), v.get("failures", DASH)]
+                                for m, v in providers.items()])) if providers else ""
+        unpriced = spend.get("unpriced_models") or []
+        price_md = (f"\n\nNo price known for: {', '.join(f'`{m}`' for m in unpriced)} (tokens counted; cost covers "
+                    "only priced calls)." if unpriced and any("/" in m for m in unpriced) else "")
         return (heading("health", "7. Harness health") + "\n\n"
                 "Designed refusals: runs under `bound` whose refused call ended the framework's run (an "
                 "adapter error or crash that is the framework correctly raising), kept apart from every other "
                 "process outcome.\n\n" + table(["framework", "designed refusal (bound)", *procs], rows)
-                + f"\n\nHarness errors (planned cells without a record): {DASH if missing is None else missing}.")
+                + f"\n\nHarness errors (planned cells without a record): {DASH if missing is None else missing}."
+                + provider_md + price_md)
 
     def reproducibility(self) -> str:
         m = self.meta
@@ -629,6 +680,13 @@ class Report:
         title = f"# claimgrid ledger {self.meta.get('grid_id', self.L.folder.name)}"
         if not self.rows:
             return "\n\n".join([title, self.design(), "_No run has completed yet: there is nothing to aggregate._"]) + "\n"
+        stop = self.meta.get("stopped_at_budget")
+        if isinstance(stop, dict):
+            title += (f"\n\n**Stopped at budget** ({stop.get('limit', 'limit')}): spent "
+                      f"${stop.get('cost_usd', 0):.4f} and {stop.get('tokens', 0):,} tokens; "
+                      f"{stop.get('runs_done', DASH)} runs done, {stop.get('runs_not_started', DASH)} not started"
+                      + ("" if stop.get("cost_complete", True) else " (cost covers priced calls only)")
+                      + ". `grid.py run --resume` with a higher limit continues.")
         parts = [title, self.summary(), self.design(), self.headline(), self.divergence(), self.swap(),
                  self.detector_section(), self.calibration(), self.health(), self.reproducibility(), self.appendix()]
         return "\n\n".join(parts) + "\n"
