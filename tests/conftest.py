@@ -20,6 +20,15 @@ def tasks():
     return load_tasks()
 
 
+@pytest.fixture(scope="session")
+def plain_venvs(tmp_path_factory):
+    """A venvs.toml holding only the dependency-free ``plain`` framework (cheap grid checks)."""
+    path = tmp_path_factory.mktemp("venvs") / "venvs.toml"
+    path.write_text(f'[frameworks.plain]\npython = "3.11"\nproject = "{ROOT}/frameworks/plain"\n'
+                    f'adapter = "{ROOT}/frameworks/plain/adapter.py"\n')
+    return path
+
+
 @pytest.fixture
 def workspace(tmp_path, tasks):
     """Factory: ``workspace(task_id, slot_text=None) -> (template, ws, base_commit)``."""

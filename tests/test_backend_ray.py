@@ -28,14 +28,6 @@ RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_ENABLE_UV_RUN_RUNTIME_
 
 
 @pytest.fixture(scope="module")
-def plain_venvs(tmp_path_factory):
-    path = tmp_path_factory.mktemp("venvs") / "venvs.toml"
-    path.write_text(f'[frameworks.plain]\npython = "3.11"\nproject = "{ROOT}/frameworks/plain"\n'
-                    f'adapter = "{ROOT}/frameworks/plain/adapter.py"\n')
-    return path
-
-
-@pytest.fixture(scope="module")
 def cluster():
     old = {k: os.environ.get(k) for k in RAY_ENV}
     os.environ.update(RAY_ENV)

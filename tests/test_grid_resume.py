@@ -18,14 +18,6 @@ CELLS = ["--tasks", "fix-float-add,write-status,review-change", "--content", "cl
 N_CELLS = 3 * 2 * 2 * 3
 
 
-@pytest.fixture(scope="module")
-def plain_venvs(tmp_path_factory):
-    path = tmp_path_factory.mktemp("venvs") / "venvs.toml"
-    path.write_text(f'[frameworks.plain]\npython = "3.11"\nproject = "{ROOT}/frameworks/plain"\n'
-                    f'adapter = "{ROOT}/frameworks/plain/adapter.py"\n')
-    return path
-
-
 def _grid(*args, **kw):
     return subprocess.Popen([sys.executable, str(ROOT / "grid.py"), *args], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)

@@ -24,14 +24,6 @@ DELIBERATE: dict[tuple[str, str], str] = {}
 
 
 @pytest.fixture(scope="module")
-def plain_venvs(tmp_path_factory):
-    path = tmp_path_factory.mktemp("venvs") / "venvs.toml"
-    path.write_text(f'[frameworks.plain]\npython = "3.11"\nproject = "{ROOT}/frameworks/plain"\n'
-                    f'adapter = "{ROOT}/frameworks/plain/adapter.py"\n')
-    return path
-
-
-@pytest.fixture(scope="module")
 def default_grid(tmp_path_factory, plain_venvs):
     """Every distinct cell of the default matrix (all tasks, conditions and default models), once."""
     out = tmp_path_factory.mktemp("grid") / "ledger"
