@@ -409,3 +409,18 @@ def test_fault_table_lists_every_fault_model_per_framework(grid):
                             if (r.get("faults") or {}).get("fault") == fault and r["framework"] == FRAMEWORKS[0])
         shown = cells[0].split(" · ")[0].split("; ")
         assert sorted(shown) == sorted(f"{k}: {v}" for k, v in reactions.items())
+
+
+def test_task_table_shows_provenance(tmp_path):
+    from claimgrid.tasks import load_tasks
+    folder = copy_ledger(tmp_path / "prov")
+    meta = json.loads((folder / "meta.json").read_text())
+    tasks = load_tasks()
+    real = next(t for t in tasks.values() if t.provenance())
+    task = meta["tasks"][0]
+    meta["task_provenance"] = {task: real.provenance()}  # as if the grid's first task came from upstream
+    (folder / "meta.json").write_text(json.dumps(meta))
+    render_ledger(folder)
+    design = section((folder / "LEDGER.md").read_text(), "1. Design")
+    row = next(line for line in design.splitlines() if line.startswith(f"| {task} |"))
+    assert real.provenance()["repository"] in row and real.provenance()["license"] in row

@@ -343,7 +343,25 @@ class Report:
             ["grid size", self.coverage_line()],
         ]
         notes = "".join(f"\n- {n}" for n in self.L.notes)
-        return heading("design", "1. Design") + "\n\n" + table(["", ""], rows) + ("\n" + notes if notes else "")
+        return (heading("design", "1. Design") + "\n\n" + table(["", ""], rows) + ("\n" + notes if notes else "")
+                + self.task_table())
+
+    def task_table(self) -> str:
+        """Where each task comes from (``meta.json`` ``task_provenance``): upstream repository,
+        commits, license and issues, or written for claimgrid."""
+        prov = self.meta.get("task_provenance")
+        if not isinstance(prov, dict):
+            return ""
+        rows = []
+        for t in self.tasks:
+            p = prov.get(t)
+            if not isinstance(p, dict):
+                rows.append([t, "written for claimgrid", DASH, DASH, DASH])
+                continue
+            commits = " → ".join(str(p[k])[:12] for k in ("fixture_commit", "fix_commit") if p.get(k)) or DASH
+            rows.append([t, p.get("repository") or DASH, commits, p.get("license") or DASH,
+                         ", ".join(p.get("issues") or []) or DASH])
+        return "\n\n### Tasks\n\n" + table(["task", "upstream repository", "fixture → fix commit", "license", "issues"], rows)
 
     def coverage_line(self) -> str:
         planned, present = self.meta.get("grid_size"), len(self.rows)
