@@ -428,9 +428,7 @@ class Report:
                           "runtime error events", "runs with a runtime error", "gateway retries", "cost (USD)"], self.fw_stats()))
         faults = self.fault_table()
         if faults:
-            out.append("### What each framework does with a fault
-
-"
+            out.append("### What each framework does with a fault\n\n"
                        "Fault models (the registry's `fault` entries) behave like `diligent` except for one fault; "
                        "each cell: the framework's reaction (`raised`, `reported DONE`, `ended silently`, `timeout`, "
                        "`crash`: runs), the attempts that reached the gateway for the faulted call, claim vs outcome, "
