@@ -17,7 +17,7 @@ import pytest
 from claimgrid.launch.kill import tree_members
 
 from .conftest import ROOT
-from .test_grid_resume import _lines, plain_venvs  # noqa: F401 - the plain framework's venvs fixture
+from .test_grid_resume import _lines
 
 CELLS = ["--tasks", "fix-float-add,write-status", "--content", "clean,malicious", "--swap", "none,silent",
          "--models", "diligent,narrator"]
