@@ -52,7 +52,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--repeats", type=v.whole(1, v.MAX_REPEATS), default=None,
                      help=f"runs per cell, 1 to {v.MAX_REPEATS} (default: 1); the grid is at most {v.MAX_GRID:,} runs")
     run.add_argument("--jobs", type=v.whole(1, v.MAX_JOBS), default=None,
-                     help=f"parallel runs, 1 to {v.MAX_JOBS} (default: number of CPUs)")
+                     help=f"runs using CPU at once, 1 to {v.MAX_JOBS} (default: number of CPUs); a run "
+                          "that is waiting (a fault's delay, a back-off, a provider) does not hold a job")
+    run.add_argument("--max-inflight", type=v.whole(1, v.MAX_INFLIGHT), default=None,
+                     help=f"runs in flight at all, waiting or not, 1 to {v.MAX_INFLIGHT} (default: 4 per job, "
+                          "and at least the grid's provider connections plus the jobs)")
+    run.add_argument("--max-connections", type=v.connections, action="append", default=None,
+                     metavar="N|PROVIDER=N",
+                     help="calls in flight to one real provider (default 10 each); N for every provider, "
+                          "PROVIDER=N for one (repeatable). Reference models have no limit")
     run.add_argument("--timeout", type=v.seconds(v.MAX_TIMEOUT_S), default=None,
                      help=f"seconds per run before its process group is killed, more than 0 and at most "
                           f"{v.MAX_TIMEOUT_S:g} (default: {v.DEFAULT_TIMEOUT_S:g})")

@@ -22,6 +22,7 @@ from .classifier import RunFacts, classify
 from .conditions import load_content_conditions, load_swap_conditions
 from . import validate as V
 from .errors import ClaimgridError, Interrupted, StorageError, UnknownNameError
+from .admission import schedule_from
 from .realmodels import (budget_meta, note_unpriced, real_model_options, resume_budget_meta, stop_line,
                          stop_record)
 from . import registry
@@ -129,7 +130,8 @@ def cmd_run(args) -> int:
         registry.load_policies(path)
     if args.resume:
         sel = meta["selection"]
-        timeout_s, jobs, isolation, max_calls = meta["timeout_s"], args.jobs or meta["jobs"], meta["isolation"], meta["max_model_calls"]
+        timeout_s, isolation, max_calls = meta["timeout_s"], meta["isolation"], meta["max_model_calls"]
+        schedule = schedule_from(args, meta, sel["models"] + [sel["substitute"]])
         limits, retry = real_model_options(args, meta)
     else:
         sel = _selection(args, tasks, content, swap, venvs)
@@ -139,7 +141,7 @@ def cmd_run(args) -> int:
         V.check_out(folder)
         store = RunStore(folder)
         timeout_s, isolation, max_calls = args.timeout, args.isolation, args.max_model_calls
-        jobs = args.jobs or os.cpu_count() or 2
+        schedule = schedule_from(args, None, sel["models"] + [sel["substitute"]])
         meta = None
         limits, retry = real_model_options(args, None)
 
@@ -160,10 +162,10 @@ def cmd_run(args) -> int:
             "platform": platform.platform(), "frameworks": fw_versions, "models": sel["models"],
             "substitute": sel["substitute"], "tasks": sel["tasks"],
             "task_provenance": {t: tasks[t].provenance() for t in sel["tasks"]}, "content": sel["content"], "swap": sel["swap"],
-            "repeats": sel["repeats"], "timeout_s": timeout_s, "jobs": jobs, "isolation": isolation,
+            "repeats": sel["repeats"], "timeout_s": timeout_s, "jobs": schedule.jobs, "isolation": isolation,
             "max_model_calls": max_calls, "retries": {}, "grid_size": len(cells),
             "reference_models": all(registry.is_reference(m) for m in sel["models"] + [sel["substitute"]]),
-            "policies": policies,
+            "policies": policies, "schedule": schedule.as_dict(),
             "selection": sel, "resumed": [], "guard": guard.facts(),
             # The swap treatment as configured (the call index from which the assigned model
             # is unavailable); the ledger also reads where it really fired from the gateway log.
@@ -186,6 +188,7 @@ def cmd_run(args) -> int:
     else:
         meta.setdefault("resumed", []).append(dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
         meta["guard"] = guard.facts()  # each run record's parity keeps the guard it ran under
+        meta["schedule"] = schedule.as_dict()
         resume_budget_meta(meta, limits, retry)
         store.write_meta(meta)
     note_unpriced(limits, sel["models"] + [sel["substitute"]])
@@ -193,7 +196,7 @@ def cmd_run(args) -> int:
     done = store.completed_ids()
     todo = [c for c in cells if c.run_id not in done]
     print(f"grid {store.folder}: {len(cells)} cells, {len(done)} already done, {len(todo)} to run, "
-          f"{jobs} jobs, isolation {isolation}", flush=True)
+          f"{schedule.jobs} jobs (up to {schedule.max_inflight} runs in flight), isolation {isolation}", flush=True)
     t0 = time.monotonic()
     errors_before = len(meta.get("harness_errors") or [])
     lost = 0
@@ -205,7 +208,7 @@ def cmd_run(args) -> int:
     if todo:
         try:
             lost = _execute(todo, store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls,
-                            isolation, jobs, progress=not args.no_progress, meta=meta, guard=guard, args=args,
+                            isolation, schedule, progress=not args.no_progress, meta=meta, guard=guard, args=args,
                             stopped=stopped, spend=spend, limits=limits, retry=retry, grid_size=len(cells))
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted: {len(store.completed_ids())} of {len(cells)} runs recorded in "
@@ -296,7 +299,7 @@ BUDGET_SKIP = "not started: budget reached"
 
 
 def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls,
-             isolation, jobs, progress: bool, meta: dict, guard=None, args=None, stopped=None, spend=None,
+             isolation, schedule, progress: bool, meta: dict, guard=None, args=None, stopped=None, spend=None,
              limits=None, retry=None, replay_dir=None, grid_size=None, delegations=None) -> int:
     """Run ``todo`` on the chosen backend; the driver writes every finished run (single writer):
     evidence folder first, then its ``runs.jsonl`` line. Returns how many runs were lost with
@@ -308,12 +311,16 @@ def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions
     with ``limits``, no run starts once a limit is reached: runs in flight finish, and
     ``meta["stopped_at_budget"]`` records the figures. ``retry`` (RetryPolicy) and
     ``replay_dir`` (serve a ledger's recordings) configure every node's gateway.
+    ``schedule`` (claimgrid.admission.Schedule): how many runs
+    use CPU and how many are in flight; cells start in ``admission.spread`` order.
 
     Ctrl-C (KeyboardInterrupt) kills every in-flight adapter at once, cancels the queued
     cells, stores nothing of the interrupted runs and re-raises: the ledger holds only
     complete runs, and ``--resume`` runs the rest."""
+    from .admission import POLL_S, Admission, spread
     from .gateway.budget import Spend
     from .node import Node, NodeSettings
+
 
     settings = NodeSettings(tasks_dir=str(args.tasks_dir if args else ROOT / "tasks"),
                             conditions_dir=str(args.conditions_dir if args else ROOT / "conditions"),
@@ -324,7 +331,8 @@ def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions
                             policies=tuple(meta.get("policies") or ()),
                             retry=retry.as_dict() if retry is not None else None,
                             replay_dir=str(replay_dir) if replay_dir else None,
-                            delegations=dict(delegations or {}))
+                            delegations=dict(delegations or {}),
+                            connections=(schedule.connections_default, dict(schedule.connections)))
     spend = spend if spend is not None else Spend()
     grid_size = grid_size or len(todo)
     done_before = grid_size - len(todo)
@@ -397,21 +405,26 @@ def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions
         node.prepare(todo)  # templates built once, before threads share them
         node.gateway.spend.merge(spend)  # what the grid spent before (a resume) counts too
         live.append(node.gateway.spend)
-        pool = ThreadPoolExecutor(max_workers=jobs)
+        gate = Admission(schedule.jobs, schedule.max_inflight, node.launcher.running_pids)
+        pool = ThreadPoolExecutor(max_workers=schedule.max_inflight)
         pending = {}
-        queue = list(todo)
+        queue = collections.deque(spread(todo, key=lambda c: c.model))
         while (queue and not stopped) or pending:
             if queue and budget_reached():
                 not_started += [c.run_id for c in queue]
                 queue.clear()
-            while queue and len(pending) < jobs * 2 and not stopped:
-                cell = queue.pop(0)
+            while queue and not stopped and gate.may_start(len(pending)):
+                gate.started(len(pending))
+                cell = queue.popleft()
                 pending[pool.submit(gated, node, cell)] = cell
             if not pending:
                 break
-            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            # With work queued, wake to re-read which runs are idle; else only on a finish.
+            finished, _ = wait(pending, timeout=POLL_S if queue and not stopped else None,
+                               return_when=FIRST_COMPLETED)
             for fut in finished:
                 on_result(pending.pop(fut), *fut.result())
+        meta["scheduler"] = gate.facts()
         reason = budget_reached()
         if not_started and reason:
             meta["stopped_at_budget"] = stop_record(reason, limits, current(), grid_size - len(not_started),

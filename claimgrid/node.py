@@ -34,6 +34,7 @@ class NodeSettings:
     retry: dict | None = None            # RetryPolicy fields for real providers (None: the defaults)
     replay_dir: str | None = None        # grid.py replay: serve this ledger's recorded exchanges
     delegations: dict = field(default_factory=dict)  # grid.py replay: run_id -> recorded delegation id
+    connections: tuple | None = None     # (default, {provider: n}): --max-connections for the gateway
 
 
 class CollectingStore:
@@ -89,8 +90,11 @@ class Node:
         try:
             from .gateway.replay import ReplaySource
             from .gateway.retry import RetryPolicy
+            from .gateway.connections import Connections
+            self.connections = Connections(*settings.connections) if settings.connections else Connections()
             self.gateway = Gateway(retry=RetryPolicy(**settings.retry) if settings.retry else None,
-                                   replay=ReplaySource(Path(settings.replay_dir)) if settings.replay_dir else None)
+                                   replay=ReplaySource(Path(settings.replay_dir)) if settings.replay_dir else None,
+                                   connections=self.connections)
             self.gateway.start()
             self.ctx = GridContext(tasks=tasks, content=content, swap=swap, gateway=self.gateway,
                                    launcher=self.launcher, store=self.sink, work_dir=self.work_dir,

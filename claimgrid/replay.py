@@ -101,6 +101,10 @@ def cmd_replay(args) -> int:
 
     timeout_s, max_calls = src_meta["timeout_s"], src_meta["max_model_calls"]
     isolation, jobs = src_meta.get("isolation", "warm"), args.jobs or src_meta.get("jobs") or 2
+    # Replay serves recordings (no provider): the recorded grid's in-flight cap, else the default.
+    from .admission import Schedule, default_max_inflight
+    inflight = ((src_meta.get("schedule") or {}).get("max_inflight")) or default_max_inflight(jobs)
+    schedule = Schedule(jobs, max(inflight, jobs))
     meta = {k: v for k, v in src_meta.items()
             if k not in ("resumed", "budget_stops", "stopped_at_budget", "spend", "finished", "wall_s")}
     meta.update({
@@ -129,7 +133,7 @@ def cmd_replay(args) -> int:
     recorded_guard = src_meta.get("guard") if isinstance(src_meta.get("guard"), dict) else {}
     args.guard = "off" if recorded_guard.get("guard") == "off" else "auto"
     guard = detect(args.guard)
-    _execute(cells, store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls, isolation, jobs,
+    _execute(cells, store, tasks, content, swap, entries, fw_versions, timeout_s, max_calls, isolation, schedule,
              progress=not args.no_progress, meta=meta, guard=guard, args=args, replay_dir=src.folder,
              delegations={r["run_id"]: (r.get("facts") or {}).get("delegation_id") for r in records
                           if (r.get("facts") or {}).get("delegation_id")})

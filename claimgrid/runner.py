@@ -133,7 +133,7 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
         "timeout_s": ctx.timeout_s,
         "command_sandbox": command_sandbox(ctx.guard, ws, task.python, COMMAND_TIMEOUT_S),
     }
-    t0 = time.monotonic()
+    t0, started_unix = time.monotonic(), time.time()
     try:
         result = ctx.launcher.launch(cell.framework, ctl, ctx.timeout_s)
     finally:
@@ -200,7 +200,9 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
         "timings": {"wall_s": round(time.monotonic() - t0, 3), "agent_s": round(agent_s, 3),
                     # inside adapter.run: the rest of agent_s is process overhead (start, imports, exit)
                     "adapter_run_s": outcome.get("wall_s") if isinstance(outcome.get("wall_s"), (int, float)) else None,
-                    "verify_s": round(verify_s, 3)},
+                    "verify_s": round(verify_s, 3),
+                    # when the run started (epoch s): runs/s over time and overlap (bench/throughput.py)
+                    "started_unix": round(started_unix, 3)},
         "classification": classification,
         # What the framework did with a fault (retries seen at the gateway, raised / reported
         # DONE / ended silently, duplicate side effects): harness evidence only.

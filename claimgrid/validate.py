@@ -29,6 +29,7 @@ from .errors import ClaimgridError, DataError
 from .schema import validate
 
 MAX_JOBS = 256
+MAX_INFLIGHT = 4096
 MAX_TIMEOUT_S = 86_400.0          # one day per run
 MAX_MODEL_CALLS = 10_000
 MAX_REPEATS = 1_000
@@ -51,6 +52,16 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 # ---------------------------------------------------------------- argparse types
+
+def connections(text: str) -> str:
+    """An argparse type for one ``--max-connections`` value: ``N`` or ``PROVIDER=N``."""
+    from .gateway.connections import parse_limits
+    try:
+        parse_limits([text])
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[1]) from None
+    return text.strip()
+
 
 def whole(lo: int, hi: int) -> Callable[[str], int]:
     """An argparse type: a whole number in ``[lo, hi]``."""

@@ -12,7 +12,8 @@ request (from 0) of each run. ``run_key`` is the ``delegation_id`` the harness p
 asks the agent to report (the run id), found in the request's messages, or ``""``.
 Faults: ``("status", code, headers)``, ``("reset",)`` or ``("slow", seconds)`` (a good
 answer, late). Every request is logged in
-``hits`` as ``(run_key, n, fault_or_None)``.
+``hits`` as ``(run_key, n, fault_or_None)``; ``peak_in_flight`` is the most requests it
+answered at once.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ class FakeUpstream:
         self.hits: list[tuple[str, int, tuple | None]] = []
         self._counts: dict[str, int] = {}
         self._lock = threading.Lock()
+        self.in_flight = self.peak_in_flight = 0  # requests being answered now / at most at once
         self._client = httpx.Client(timeout=60)
         owner = self
 
@@ -80,6 +82,16 @@ class FakeUpstream:
                 except ValueError:
                     body = {}
                 key = run_key(body)
+                with owner._lock:
+                    owner.in_flight += 1
+                    owner.peak_in_flight = max(owner.peak_in_flight, owner.in_flight)
+                try:
+                    self._answer(raw, key)
+                finally:
+                    with owner._lock:
+                        owner.in_flight -= 1
+
+            def _answer(self, raw: bytes, key: str):
                 with owner._lock:
                     n = owner._counts.get(key, 0)
                     owner._counts[key] = n + 1

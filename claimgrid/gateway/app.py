@@ -21,12 +21,13 @@ from .. import caps
 from .providers import ModelRouter
 from . import faults
 from .cassette import request_sha256
+from .connections import Connections
 from .records import exchange_event, openai_error
 from .request import parse_body
 from .runs import Registry, RunState
 from .sse import stream_events
 from .swap import swap_for_call
-from .upstream import call_model
+from .upstream import call_model, target_model
 
 UNKNOWN_TOKEN = "unknown API key: this token is not registered with the claimgrid gateway"
 TOO_LARGE = f"request body over {caps.MAX_REQUEST_BYTES} bytes (claimgrid caps.MAX_REQUEST_BYTES)"
@@ -74,9 +75,12 @@ async def _read_body(request: Request) -> tuple[dict | None, str | None]:
     return parse_body(raw)
 
 
-def create_app(registry: Registry, router: ModelRouter, retry=None, replay=None) -> Starlette:
+def create_app(registry: Registry, router: ModelRouter, retry=None, replay=None,
+               connections: Connections | None = None) -> Starlette:
     """``retry``: RetryPolicy for real providers; ``replay``: a ReplaySource that serves
-    recorded responses instead of any model (``grid.py replay``)."""
+    recorded responses instead of any model (``grid.py replay``); ``connections``: the
+    per-provider connection limits (claimgrid.gateway.connections; default: the defaults)."""
+    connections = connections if connections is not None else Connections()
 
     async def chat_completions(request: Request):
         """No request can crash this handler: a harness bug is a recorded 500, not a traceback."""
@@ -114,7 +118,7 @@ def create_app(registry: Registry, router: ModelRouter, retry=None, replay=None)
         messages = body.get("messages") if body else None
         swap = "none"
         status, error, code, answer, headers, provider = 200, None, None, None, {}, None
-        fault, delay = None, 0.0
+        fault, delay, queued_ms = None, 0.0, None
         if bad == TOO_LARGE:  # recorded, its body not stored
             status, error, code = 413, bad, "request_too_large"
         elif bad:
@@ -135,7 +139,8 @@ def create_app(registry: Registry, router: ModelRouter, retry=None, replay=None)
                 status, error, code, headers = faults.refusal(fault)
             else:
                 try:
-                    answer = await call_model(router, script, swap, body, requested, retry)
+                    async with connections.for_model(target_model(script, swap)) as queued_ms:
+                        answer = await call_model(router, script, swap, body, requested, retry)
                     headers, provider = answer.headers, answer.provider
                     if fault is not None:
                         answer.response = faults.alter(fault, answer.response)
@@ -159,6 +164,8 @@ def create_app(registry: Registry, router: ModelRouter, retry=None, replay=None)
             event["fault"] = fault.kind  # the gateway's own record of which call it faulted
             event["delayed_s"] = delay or None
         event["provider"] = provider
+        if queued_ms is not None:  # a real provider's call: time spent waiting for a connection
+            event["queued_ms"] = queued_ms
         # Recorded before a slow answer is sent: the run may end (client deadline) first.
         state.record(event, {"call_index": index, "t": t, "status": status, "stream": stream,
                              "request": body_for_log, "response": response,

@@ -25,10 +25,12 @@ HOST = "127.0.0.1"
 
 
 class Gateway:
-    def __init__(self, retry=None, replay=None) -> None:
+    def __init__(self, retry=None, replay=None, connections=None) -> None:
         """``retry``: RetryPolicy for real providers (default: RetryPolicy()); ``replay``:
-        a ReplaySource (claimgrid.gateway.replay) to serve recorded exchanges offline."""
+        a ReplaySource (claimgrid.gateway.replay) to serve recorded exchanges offline;
+        ``connections``: per-provider limits (claimgrid.gateway.connections.Connections)."""
         self.registry = Registry()
+        self.connections = connections
         self.retry = retry
         self.replay = replay
         self._server = None
@@ -50,7 +52,8 @@ class Gateway:
             from .app import create_app
             from .providers import ModelRouter
 
-            app = create_app(self.registry, ModelRouter(), retry=self.retry, replay=self.replay)
+            app = create_app(self.registry, ModelRouter(), retry=self.retry, replay=self.replay,
+                             connections=self.connections)
             # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on accepted sockets
             # whose proto says TCP. Without it a keep-alive client waits ~40 ms per response
             # (Nagle on the server against the client's delayed ACK).

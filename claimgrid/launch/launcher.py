@@ -168,6 +168,11 @@ class Launcher:
     def forget_dir(self, path) -> None:
         self.watchdog.forget_dir(path)
 
+    def running_pids(self) -> list[int]:
+        """The adapter processes in flight now (the scheduler reads their CPU: admission.py)."""
+        with self._track.lock:
+            return list(self._track.pids)
+
     def warm_parent_pid(self, framework: str) -> int | None:
         wp = self._warm.parent(framework)
         return wp.proc.pid if wp is not None else None
