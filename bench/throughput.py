@@ -39,8 +39,17 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def _tree_pss_mb(root_pid: int) -> float:
-    """Proportional set size of ``root_pid`` and all its descendants, in MB."""
+def _pss_kb(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            return next(int(line.split()[1]) for line in fh if line.startswith("Pss:"))
+    except (OSError, StopIteration, ValueError):
+        return None
+
+
+def _tree_memory(root_pid: int) -> tuple[float, list[float]]:
+    """PSS of ``root_pid`` and all its descendants, in MB; and the PSS of each forked run
+    in flight (a child of a warm parent), in MB."""
     children: dict[int, list[int]] = {}
     for name in os.listdir("/proc"):
         if name.isdigit():
@@ -50,16 +59,26 @@ def _tree_pss_mb(root_pid: int) -> float:
                 children.setdefault(ppid, []).append(int(name))
             except (OSError, ValueError, IndexError):
                 continue
-    total, stack = 0, [root_pid]
+    total, runs, stack = 0, [], [root_pid]
     while stack:
         pid = stack.pop()
-        stack += children.get(pid, [])
+        kids = children.get(pid, [])
+        stack += kids
+        total += _pss_kb(pid) or 0
         try:
-            with open(f"/proc/{pid}/smaps_rollup") as fh:
-                total += next(int(line.split()[1]) for line in fh if line.startswith("Pss:"))
-        except (OSError, StopIteration, ValueError):
-            continue
-    return total / 1024
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                warm = b"warm_parent.py" in fh.read()
+        except OSError:
+            warm = False
+        if warm:  # its children are the runs it forked (their own tool commands are inside)
+            for kid in kids:
+                run_total, sub = 0, [kid]
+                while sub:
+                    p = sub.pop()
+                    sub += children.get(p, [])
+                    run_total += _pss_kb(p) or 0
+                runs.append(run_total / 1024)
+    return total / 1024, runs
 
 
 def run_grid(out: Path, flags: list[str]) -> dict:
@@ -67,12 +86,16 @@ def run_grid(out: Path, flags: list[str]) -> dict:
     cmd = [sys.executable, str(ROOT / "grid.py"), "run", "--out", str(out), "--no-progress", *flags]
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    started_unix = time.time()
     samples: list[tuple[float, float]] = []
+    per_run: list[tuple[int, float]] = []  # (runs in flight, PSS of one of them)
     stop = threading.Event()
 
     def sample():
         while not stop.wait(2.0):
-            samples.append((time.monotonic() - t0, _tree_pss_mb(proc.pid)))
+            tree, runs = _tree_memory(proc.pid)
+            samples.append((time.monotonic() - t0, tree))
+            per_run.extend((len(runs), mb) for mb in runs)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -84,7 +107,7 @@ def run_grid(out: Path, flags: list[str]) -> dict:
     if proc.returncode != 0:
         raise SystemExit(f"grid.py run {' '.join(flags)} failed ({proc.returncode}):\n{output[-3000:]}")
     return {"wall_s": time.monotonic() - t0, "cpu_s": usage.ru_utime + usage.ru_stime, "memory": samples,
-            "out": out}
+            "run_memory": per_run, "out": out, "started_unix": started_unix}
 
 
 def evidence(out: Path) -> dict:
@@ -103,7 +126,9 @@ def evidence(out: Path) -> dict:
                 run_cpu = ev.get("cpu_s")
             elif ev.get("source") == "tools" and isinstance(ev.get("harness_cpu_s"), (int, float)):
                 tool_cpu = (tool_cpu or 0) + ev["harness_cpu_s"]
-        runs.append({"framework": rec["framework"], "run_cpu": run_cpu, "tool_cpu": tool_cpu or 0.0})
+        t = rec.get("timings") or {}
+        runs.append({"framework": rec["framework"], "run_cpu": run_cpu, "tool_cpu": tool_cpu or 0.0,
+                     "ended_unix": (t["started_unix"] + t["wall_s"]) if "started_unix" in t else None})
         done_at.append((folder / "manifest.json").stat().st_mtime)
     return {"meta": meta, "runs": runs, "done_at": sorted(done_at)}
 
@@ -115,7 +140,9 @@ TOTAL_ROW = "whole grid (wait4 of grid.py)"
 def cpu_rows(grid: dict) -> tuple[dict[str, float], int]:
     """CPU seconds by where they went, for one grid run by ``run_grid``; and its run count."""
     ev = evidence(grid["out"])
-    grid.update(meta=ev["meta"], done_at=ev["done_at"])
+    ends = [r["ended_unix"] for r in ev["runs"] if r["ended_unix"] is not None]
+    grid.update(meta=ev["meta"], done_at=ev["done_at"],
+                first_run_s=(min(ends) - grid["started_unix"]) if ends else None)
     cpu = ev["meta"].get("cpu") or {}
     gateway = cpu.get("gateway_thread_s") or 0.0
     driver_self = cpu.get("driver_self_s") or 0.0
@@ -177,7 +204,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"measured grid: {n} runs, {wall:.1f} s executing ({grid['wall_s']:.1f} s with start-up and "
           f"ledger), {cores} cores, --jobs {args.jobs}")
     print(f"one-off grid: {n1} runs, {oneoff['wall_s']:.1f} s, CPU {rows1[TOTAL_ROW]:.1f} s "
-          "(start-up, venv checks, warm-parent preloads)\n")
+          "(start-up, venv checks, warm-parent preloads)")
+    first = [g.get("first_run_s") for g in (oneoff, grid)]
+    if None not in first:
+        print(f"start: first run finished {first[0]:.1f} s after `grid.py` started (one-off grid), "
+              f"{first[1]:.1f} s (measured grid)")
+    sched = grid["meta"].get("scheduler") or {}
+    if sched:
+        print(f"scheduler: --jobs {sched.get('jobs')}, up to {sched.get('max_inflight')} in flight; "
+              f"{sched.get('started_beyond_jobs')} runs started while others waited, peak {sched.get('peak_inflight')} in flight")
+    print()
     print(f"{'where the CPU goes':<58}{'grid s':>9}{'one-off s':>10}{'per run s':>11}{'share':>8}")
     for name in rows:
         print(f"{name:<58}{rows[name]:>9.1f}{rows1[name]:>10.1f}{per_run[name]:>11.4f}"
@@ -194,6 +230,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"process tree PSS: second quarter {sum(mem[q:2 * q]) / q:.0f} MB, last quarter "
               f"{sum(mem[-q:]) / q:.0f} MB, peak {max(mem):.0f} MB ({len(mem)} samples; the first quarter "
               "holds the warm parents' preloads)")
+    run_mem = grid["run_memory"]
+    if run_mem:
+        sizes = sorted(mb for _, mb in run_mem)
+        print(f"memory per forked run in flight (PSS, its tool commands included): median {sizes[len(sizes) // 2]:.0f} MB, "
+              f"max {sizes[-1]:.0f} MB ({len(sizes)} samples, up to {max(k for k, _ in run_mem)} runs in flight at once)")
     print(f"floor {floor_rps:.2f} runs/s, matrix {matrix_rps:.2f} runs/s ({100 * matrix_rps / floor_rps:.0f}% of floor), "
           f"harness CPU per run {harness_per_run:.3f} s ({100 * harness_per_run / total_per_run:.0f}% of total)")
     return 0

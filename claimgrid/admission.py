@@ -148,6 +148,22 @@ class Admission:
                 "started_beyond_jobs": self.oversubscribed, "peak_inflight": self.peak_inflight}
 
 
+LOOKAHEAD = 64  # queued cells searched for one whose framework is ready
+
+
+def next_cell(queue, ready: Callable[[str], bool]):
+    """Take the first queued cell whose framework can start now (``ready(framework)``: its
+    warm parent has finished preloading), else the first cell. At a grid's start every
+    framework preloads at once; a run of a framework still importing would hold a job
+    doing nothing while another framework's parent is ready."""
+    for i in range(min(len(queue), LOOKAHEAD)):
+        if ready(queue[i].framework):
+            cell = queue[i]
+            del queue[i]
+            return cell
+    return queue.popleft()
+
+
 def default_max_inflight(jobs: int, connections: int = 0) -> int:
     """Runs in flight when the user does not say: ``INFLIGHT_PER_JOB`` per CPU job, and at
     least one per provider connection plus the CPU jobs (real models wait on the network)."""

@@ -317,7 +317,7 @@ def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions
     Ctrl-C (KeyboardInterrupt) kills every in-flight adapter at once, cancels the queued
     cells, stores nothing of the interrupted runs and re-raises: the ledger holds only
     complete runs, and ``--resume`` runs the rest."""
-    from .admission import POLL_S, Admission, spread
+    from .admission import POLL_S, Admission, next_cell, spread
     from .gateway.budget import Spend
     from .node import Node, NodeSettings
 
@@ -415,7 +415,7 @@ def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions
                 queue.clear()
             while queue and not stopped and gate.may_start(len(pending)):
                 gate.started(len(pending))
-                cell = queue.popleft()
+                cell = next_cell(queue, node.launcher.ready)
                 pending[pool.submit(gated, node, cell)] = cell
             if not pending:
                 break

@@ -218,3 +218,21 @@ def test_a_schedule_is_recorded_and_read_back_on_resume():
 
     again = schedule_from(Resume, {"jobs": 3, "schedule": s.as_dict()}, ref)
     assert again == s
+
+
+def test_a_cell_of_a_framework_still_preloading_waits_for_one_that_is_ready():
+    import collections
+
+    from claimgrid.admission import next_cell
+
+    class C:
+        def __init__(self, framework, i):
+            self.framework, self.i = framework, i
+
+    queue = collections.deque([C("slow-to-load", 0), C("slow-to-load", 1), C("loaded", 2), C("loaded", 3)])
+    ready = {"slow-to-load": False, "loaded": True}
+    assert next_cell(queue, ready.get).i == 2
+    ready["loaded"] = False                            # nobody ready: the head, in order
+    assert next_cell(queue, ready.get).i == 0
+    ready["slow-to-load"] = True
+    assert [next_cell(queue, ready.get).i for _ in range(2)] == [1, 3]

@@ -173,6 +173,14 @@ class Launcher:
         with self._track.lock:
             return list(self._track.pids)
 
+    def ready(self, framework: str) -> bool:
+        """False only while ``framework``'s warm parent is alive and still preloading: a run
+        started now would wait for it (the scheduler prefers another framework's cell)."""
+        if self.isolation != "warm":
+            return True
+        wp = self._warm.parent(framework)
+        return wp is None or not wp.alive() or wp.poll_ready()
+
     def warm_parent_pid(self, framework: str) -> int | None:
         wp = self._warm.parent(framework)
         return wp.proc.pid if wp is not None else None

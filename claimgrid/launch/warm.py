@@ -46,6 +46,17 @@ class WarmParent:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def poll_ready(self) -> bool:
+        """One non-blocking look: True once the socket accepts a connection."""
+        if not self.ready and os.path.exists(self.socket_path):
+            try:
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+                    probe.connect(self.socket_path)
+                self.ready = True
+            except OSError:
+                pass
+        return self.ready
+
     def wait_ready(self, t_end: float) -> bool:
         """True once the socket accepts; False when ``t_end`` (the run's deadline) comes
         first. Raises WarmStartError when the parent died or missed ``ready_by``."""
