@@ -58,6 +58,7 @@ class GridContext:
     template_digests: dict = field(default_factory=dict)  # template path -> sha256 at build
     guard: object = field(default_factory=lambda: _default_guard())  # claimgrid.guard.Guard
     model_call_timeout_s: float = 15.0  # per-call deadline adapters give their client (budgets)
+    verify_cache: object = None  # claimgrid.verify_cache.VerifyCache of the node; None: --no-verify-cache
 
     def template(self, task: Task, content: ContentCondition) -> tuple[Path, str]:
         """The (task, content) template: built once per grid, sealed read-only, its digest kept
@@ -155,7 +156,7 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
     t1 = time.monotonic()
     patch: list[str] = []
     verifier_events = verify(task, content.carries, template, ws, base, result.tool_events, gateway_events, patch,
-                             guard=ctx.guard)
+                             guard=ctx.guard, cache=ctx.verify_cache, run_id=run_id)
     verify_s = time.monotonic() - t1
 
     # Caps on what is stored (claimgrid.caps), applied after the harness read everything it
@@ -207,6 +208,9 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
         "faults": fault_facts(cell.model, events, classification.model_dump(mode="json")),
         "evidence_dir": f"runs/{run_id}",
     }
+    if tests is not None and tests.get("cache"):
+        record["verify_cache"] = {"status": tests["cache"], "key": tests.get("cache_key"),
+                                  "from_run": tests.get("verified_by")}
     if limits:
         record["limits"] = limits  # what claimgrid.caps cut from this run's stored evidence
     record["truth"] = truth_for(task, content, swap, cell, ctx.max_model_calls)
