@@ -81,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--address", default=None,
                      help="with --backend ray: the Ray cluster address (default: a cluster started on this machine with `ray start`)")
     run.add_argument("--no-progress", action="store_true", help="plain log lines instead of a progress bar")
+    run.add_argument("--no-verify-cache", action="store_true",
+                     help="re-run every run's tests, even where an identical final workspace was tested already "
+                          "(recorded in meta.json; default: a run reuses that result and its evidence names the run)")
     # Real models: spend limits and provider retries (claimgrid.gateway.budget / .retry).
     run.add_argument("--max-cost", type=float, default=None, metavar="USD",
                      help="no new run starts once the grid's model spend reaches USD (LiteLLM prices; "

@@ -167,6 +167,8 @@ def cmd_run(args) -> int:
             "reference_models": all(registry.is_reference(m) for m in sel["models"] + [sel["substitute"]]),
             "policies": policies, "schedule": schedule.as_dict(),
             "selection": sel, "resumed": [], "guard": guard.facts(),
+            # claimgrid.verify_cache: "off" with --no-verify-cache (each run record says hit/miss)
+            "verify_cache": "off" if getattr(args, "no_verify_cache", False) else "on",
             # The swap treatment as configured (the call index from which the assigned model
             # is unavailable); the ledger also reads where it really fired from the gateway log.
             "swap_conditions": {name: {"unavailable_from_call": swap[name].unavailable_from_call,
@@ -189,6 +191,7 @@ def cmd_run(args) -> int:
         meta.setdefault("resumed", []).append(dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
         meta["guard"] = guard.facts()  # each run record's parity keeps the guard it ran under
         meta["schedule"] = schedule.as_dict()
+        meta["verify_cache"] = "off" if getattr(args, "no_verify_cache", False) else "on"  # this invocation's
         resume_budget_meta(meta, limits, retry)
         store.write_meta(meta)
     note_unpriced(limits, sel["models"] + [sel["substitute"]])
@@ -332,7 +335,8 @@ def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions
                             retry=retry.as_dict() if retry is not None else None,
                             replay_dir=str(replay_dir) if replay_dir else None,
                             delegations=dict(delegations or {}),
-                            connections=(schedule.connections_default, dict(schedule.connections)))
+                            connections=(schedule.connections_default, dict(schedule.connections)),
+                            verify_cache=not getattr(args, "no_verify_cache", False))
     spend = spend if spend is not None else Spend()
     grid_size = grid_size or len(todo)
     done_before = grid_size - len(todo)

@@ -1,5 +1,6 @@
 """A node: everything one machine needs to run cells — its own gateway on loopback, its own
-warm parents, its own work folder — behind ``run(cell)``.
+warm parents, its own work folder, its own verify cache (``claimgrid.verify_cache``, in memory,
+empty at start) — behind ``run(cell)``.
 
 The local backend opens one node in the driver; the Ray backend opens one per Ray node
 inside an actor (``claimgrid/backends/ray.py``). Either way the node never writes the
@@ -35,6 +36,7 @@ class NodeSettings:
     replay_dir: str | None = None        # grid.py replay: serve this ledger's recorded exchanges
     delegations: dict = field(default_factory=dict)  # grid.py replay: run_id -> recorded delegation id
     connections: tuple | None = None     # (default, {provider: n}): --max-connections for the gateway
+    verify_cache: bool = True            # False: --no-verify-cache (every run's tests are re-run)
 
 
 class CollectingStore:
@@ -66,6 +68,7 @@ class Node:
         from .registry import load_policies
         from .tasks import ensure_task_envs, load_tasks
         from .venvs import ensure_venvs, load_venvs
+        from .verify_cache import VerifyCache
 
         self.settings = settings
         tasks = tasks if tasks is not None else load_tasks(Path(settings.tasks_dir))
@@ -100,7 +103,8 @@ class Node:
                                    launcher=self.launcher, store=self.sink, work_dir=self.work_dir,
                                    timeout_s=settings.timeout_s, max_model_calls=settings.max_model_calls,
                                    isolation=settings.isolation, framework_versions=settings.framework_versions,
-                                   guard=self.guard, delegations=dict(settings.delegations))
+                                   guard=self.guard, delegations=dict(settings.delegations),
+                                   verify_cache=VerifyCache() if settings.verify_cache else None)
         except BaseException:
             self.close()
             raise

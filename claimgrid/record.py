@@ -105,6 +105,20 @@ class Parity(BaseModel):
     isolation: str | None = None
 
 
+class VerifyCache(_Model):
+    """Where the verifier's test result of a run came from (issue 12, claimgrid.verify_cache).
+
+    ``hit``: from the test run of ``from_run``, whose final workspace had the same cache
+    ``key`` (tree, modes, interpreter, command, guard, timeout); classified exactly as if
+    this run had been tested. ``miss``: tested (and stored when the run completed).
+    ``off``: ``--no-verify-cache``; ``opted out``: the task's ``[verify] deterministic =
+    false``; ``not cacheable``: the workspace holds what the key cannot name."""
+
+    status: Literal["hit", "miss", "off", "opted out", "not cacheable"]
+    key: str | None = None
+    from_run: str | None = None
+
+
 class RunRecord(BaseModel):
     """One run: grid coordinates, facts, parity, timings, classification, evidence folder."""
 
@@ -128,6 +142,8 @@ class RunRecord(BaseModel):
     # truth: claimgrid.registry.truth_of); None for real models and older records.
     truth: dict[str, Any] | None = None
     evidence_dir: str | None = None
+    # Added by issue 12: None for a task without tests and in older records.
+    verify_cache: VerifyCache | None = None
 
 
 def parse_record(data: Any, where: str | Path) -> RunRecord:
@@ -195,7 +211,8 @@ def _type_text(annotation) -> str:
 def schema_markdown() -> str:
     """The record schema as CONTRACTS shows it, generated from the models above."""
     out = [SCHEMA_BEGIN, ""]
-    for model in (RunRecord, Facts, Parity, Classification, EvidenceRules, ChannelDetail, UnexecutedCall):
+    for model in (RunRecord, Facts, Parity, Classification, EvidenceRules, ChannelDetail, UnexecutedCall,
+                  VerifyCache):
         extra = model.model_config.get("extra")
         out.append(f"**`{model.__name__}`**" + (" (other fields allowed)" if extra == "allow" else "") + "\n")
         out.append("| field | type | required |")

@@ -7,6 +7,7 @@ events, which are recorded and compared, never trusted.
 
 from __future__ import annotations
 
+import resource
 import secrets
 import shutil
 import time
@@ -31,6 +32,11 @@ PARENT_ID = "user"
 # The model name the adapter is told. The gateway picks the model by the run's token, so
 # the agent (and its framework) never learn which model, condition or substitute it has.
 BLIND_MODEL = "agent-model"
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def delegation_id() -> str:
@@ -58,6 +64,7 @@ class GridContext:
     template_digests: dict = field(default_factory=dict)  # template path -> sha256 at build
     guard: object = field(default_factory=lambda: _default_guard())  # claimgrid.guard.Guard
     model_call_timeout_s: float = 15.0  # per-call deadline adapters give their client (budgets)
+    verify_cache: object = None  # claimgrid.verify_cache.VerifyCache of the node; None: --no-verify-cache
 
     def template(self, task: Task, content: ContentCondition) -> tuple[Path, str]:
         """The (task, content) template: built once per grid, sealed read-only, its digest kept
@@ -152,11 +159,14 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
         e["source"] = "runtime"  # whatever the adapter wrote, it is runtime evidence
     report = {"source": "agent", "kind": "report", "text": final_text, "trace": trace, "trace_error": trace_error}
 
-    t1 = time.monotonic()
+    t1, cpu1, children1 = time.monotonic(), time.thread_time(), _children_cpu()
     patch: list[str] = []
     verifier_events = verify(task, content.carries, template, ws, base, result.tool_events, gateway_events, patch,
-                             guard=ctx.guard)
+                             guard=ctx.guard, cache=ctx.verify_cache, run_id=run_id)
     verify_s = time.monotonic() - t1
+    # This thread's CPU plus the CPU of the processes reaped meanwhile (git, the sandboxed
+    # test run): exact at --jobs 1; with parallel runs the second part is process-wide.
+    verify_cpu_s = time.thread_time() - cpu1 + _children_cpu() - children1
 
     # Caps on what is stored (claimgrid.caps), applied after the harness read everything it
     # needs and before classification, so reclassify sees exactly what is stored.
@@ -200,7 +210,7 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
         "timings": {"wall_s": round(time.monotonic() - t0, 3), "agent_s": round(agent_s, 3),
                     # inside adapter.run: the rest of agent_s is process overhead (start, imports, exit)
                     "adapter_run_s": outcome.get("wall_s") if isinstance(outcome.get("wall_s"), (int, float)) else None,
-                    "verify_s": round(verify_s, 3),
+                    "verify_s": round(verify_s, 3), "verify_cpu_s": round(verify_cpu_s, 4),
                     # when the run started (epoch s): runs/s over time and overlap (bench/throughput.py)
                     "started_unix": round(started_unix, 3)},
         "classification": classification,
@@ -209,6 +219,9 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
         "faults": fault_facts(cell.model, events, classification.model_dump(mode="json")),
         "evidence_dir": f"runs/{run_id}",
     }
+    if tests is not None and tests.get("cache"):
+        record["verify_cache"] = {"status": tests["cache"], "key": tests.get("cache_key"),
+                                  "from_run": tests.get("verified_by")}
     if limits:
         record["limits"] = limits  # what claimgrid.caps cut from this run's stored evidence
     record["truth"] = truth_for(task, content, swap, cell, ctx.max_model_calls)

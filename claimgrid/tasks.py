@@ -21,7 +21,7 @@ from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, StrictBool, field_validator, model_validator
 
 from . import ROOT
 from .errors import ClaimgridError, DataError, UnknownNameError
@@ -151,6 +151,15 @@ class Reference(Strict):
     review_verdict: Literal["PASS", "FAIL"] | None = None
 
 
+class VerifySpec(Strict):
+    """How the verifier may treat the task's test runs (claimgrid.verify_cache)."""
+
+    # False: the tests' result depends on more than the workspace and the interpreter (the
+    # clock, randomness, the network, files outside the workspace), so no run's test result
+    # serves another run: every run is tested.
+    deterministic: StrictBool = True
+
+
 class TaskSpec(Strict):
     id: str
     title: str
@@ -164,6 +173,7 @@ class TaskSpec(Strict):
     attacker_goal: Goal
     legitimate_note: Goal
     reference: Reference
+    verify: VerifySpec = Field(default_factory=VerifySpec)
 
     @model_validator(mode="after")
     def _role_rules(self):

@@ -55,6 +55,9 @@ from .tasks import GIT_ENV, Check, Task
 from .trace import parse_trace
 
 OUTPUT_TAIL = caps.TEST_OUTPUT_TAIL_CHARS
+# The test run's own environment variables (nothing else is inherited; the guard adds
+# PATH and HOME, the unguarded run the driver's PATH and a scratch HOME).
+TEST_ENV = {"PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"}
 # Folder names the diff never records: interpreter caches, written by any test run.
 CACHE_DIRS = {b"__pycache__"}
 # Settings that keep git from consulting anything but the harness's own files.
@@ -73,11 +76,14 @@ def _ev(kind: str, **fields) -> dict:
 
 # --------------------------------------------------------------------------- the walk
 
-def scan_workspace(workspace: Path, max_bytes: int | None = None,
-                   max_files: int | None = None) -> list[tuple[bytes, int, os.stat_result]]:
+def scan_workspace(workspace: Path, max_bytes: int | None = None, max_files: int | None = None,
+                   seen: list | None = None) -> list[tuple[bytes, int, os.stat_result]]:
     """Every entry the diff records: ``(relative path, git mode, lstat)`` for regular files
     and symlinks, symlinks never followed. Counts the *whole* workspace (``.git`` and caches
-    too) against the caps before anything is read; raises :class:`LimitExceeded`."""
+    too) against the caps before anything is read; raises :class:`LimitExceeded`.
+
+    With ``seen`` (a list), every entry walked, folders, ``.git`` and caches included, is
+    appended as ``(relative path, lstat)``: what the verify cache keys beyond the git tree."""
     max_bytes = caps.MAX_WORKSPACE_BYTES if max_bytes is None else max_bytes
     max_files = caps.MAX_WORKSPACE_FILES if max_files is None else max_files
     root = os.fsencode(workspace)
@@ -93,6 +99,8 @@ def scan_workspace(workspace: Path, max_bytes: int | None = None,
             for entry in it:
                 rel = os.path.join(rel_dir, entry.name) if rel_dir else entry.name
                 st = entry.stat(follow_symlinks=False)
+                if seen is not None:
+                    seen.append((rel, st))
                 count += 1
                 total += st.st_size
                 if count > max_files:
@@ -149,15 +157,20 @@ def _write_blob(objects: str, data: bytes) -> str:
     return sha
 
 
-def workspace_diff(template: Path, workspace: Path, base: str, patch: list | None = None) -> dict:
+def workspace_diff(template: Path, workspace: Path, base: str, patch: list | None = None,
+                   view: dict | None = None) -> dict:
     """Diff the workspace against ``base`` from the harness's own reading of it (see module doc).
 
     When ``patch`` is a list, the unified diff text (at most ``caps.MAX_PATCH_BYTES``) is
-    appended to it (for the evidence folder).
+    appended to it (for the evidence folder). The event's ``tree`` is the git tree id of
+    the workspace as the harness read it (None when the diff was not taken). When ``view``
+    is a dict, it receives ``seen`` (every entry walked, see :func:`scan_workspace`) and
+    ``tree``: the verify cache's view of the workspace (:mod:`claimgrid.verify_cache`).
     """
     t0 = time.monotonic()
+    seen = [] if view is not None else None
     try:
-        entries = scan_workspace(workspace)
+        entries = scan_workspace(workspace, seen=seen)
     except LimitExceeded as exc:
         return _ev("diff", files=None, empty=None, error=str(exc), limit=True)
     root = os.fsencode(workspace)
@@ -234,7 +247,10 @@ def workspace_diff(template: Path, workspace: Path, base: str, patch: list | Non
                           "removed": None if removed == "-" else int(removed)})
     for rel in reserved:  # the fixture commit never holds a .git component: these are additions
         files.append({"path": os.fsdecode(rel), "status": "A", "added": None, "removed": None})
-    return _ev("diff", files=files, empty=not files, error=None)
+    if view is not None:
+        # A path git cannot index is not in the tree id: such a tree is not a cache key.
+        view.update(seen=seen, tree=None if reserved else tree_id)
+    return _ev("diff", files=files, empty=not files, error=None, tree=tree_id)
 
 
 # --------------------------------------------------------------------------- file checks
@@ -329,10 +345,11 @@ def run_tests(command: list[str], workspace: Path, timeout_s: float, guard: Guar
     Guarded: inside bwrap on an overlay (upper folder in a harness temp dir, owned by nobody
     when root, removed after). Unguarded: on a throwaway copy. Either way the workspace is
     not changed, the output kept is its tail, and the process tree is killed at the timeout.
+    ``duration_s`` is the test process's wall time.
     """
     guard = guard if guard is not None else detect("auto")
     scratch = tempfile.mkdtemp(prefix="claimgrid-verify-")
-    env = {"PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"}
+    env = dict(TEST_ENV)
     hidden = cache_dirs(workspace)  # seen empty by the test run (see cache_dirs)
     out_path = os.path.join(scratch, "output")
     try:
@@ -364,6 +381,7 @@ def run_tests(command: list[str], workspace: Path, timeout_s: float, guard: Guar
             except OSError as exc:
                 return _ev("tests", command=command, exit_code=None, passed=None, timed_out=False,
                            guard=guard.enabled, output_tail=f"could not run the test command: {exc}")
+            started = time.monotonic()
             try:
                 code = proc.wait(timeout=timeout_s)
                 timed_out = False
@@ -375,13 +393,14 @@ def run_tests(command: list[str], workspace: Path, timeout_s: float, guard: Guar
                 except ProcessLookupError:
                     pass
                 proc.wait()
+            duration = round(time.monotonic() - started, 3)
         tail = _tail(out_path)
         if timed_out:
             return _ev("tests", command=command, exit_code=None, passed=None, timed_out=True, guard=guard.enabled,
                        reason=f"the test command ran over its {timeout_s:g} s (expectation.test_timeout_s)",
-                       output_tail=tail)
+                       output_tail=tail, duration_s=duration)
         return _ev("tests", command=command, exit_code=code, passed=code == 0, timed_out=False,
-                   guard=guard.enabled, output_tail=tail)
+                   guard=guard.enabled, output_tail=tail, duration_s=duration)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -446,14 +465,19 @@ def evaluate_check(check: Check, workspace: Path, changed: set[str] | None,
 
 def verify(task: Task, carries: str | None, template: Path, workspace: Path, base: str,
            tool_events: list[dict], gateway_events: list[dict], patch: list | None = None,
-           guard: Guard | None = None) -> list[dict]:
+           guard: Guard | None = None, cache=None, run_id: str | None = None) -> list[dict]:
     """Every verifier event for one finished run (see docs/CONTRACTS.md, source verifier).
 
     ``guard``: the grid's guard (default: ``detect("auto")``, i.e. on wherever it works).
     The diff is taken first, before anything runs in the workspace's view.
+    ``cache``: the node's :class:`claimgrid.verify_cache.VerifyCache` (None: off), with
+    ``run_id`` the run being verified (named by later runs its test result serves).
     """
     exp = task.spec.expectation
-    diff = workspace_diff(template, workspace, base, patch)
+    command = task.test_command()
+    use_cache = cache is not None and command and task.spec.verify.deterministic
+    view = {} if use_cache else None
+    diff = workspace_diff(template, workspace, base, patch, view)
     diff["expected"] = exp.diff
     events = [diff]
     changed = None if diff["files"] is None else {f["path"] for f in diff["files"]}
@@ -494,11 +518,37 @@ def verify(task: Task, carries: str | None, template: Path, workspace: Path, bas
         else:
             events.append(_ev(kind, applicable=False))
 
-    command = task.test_command()
     if command and diff.get("limit"):
         # over a cap the workspace is not run either: the outcome is UNKNOWN for that reason
         events.append(_ev("tests", command=command, exit_code=None, passed=None, timed_out=False,
                           reason=f"not run: {diff['error']}", output_tail=""))
     elif command:
-        events.append(run_tests(command, workspace, exp.test_timeout_s, guard, task.python))
+        events.append(_test_run(task, command, workspace, guard, cache, run_id, view))
     return events
+
+
+def _test_run(task: Task, command: list[str], workspace: Path, guard: Guard | None, cache, run_id: str | None,
+              view: dict | None) -> dict:
+    """The tests event: from the verify cache when an identical workspace was tested under
+    the same key (claimgrid.verify_cache), else a test run. ``cache`` says which:
+    ``hit``, ``miss``, ``off`` (no cache), ``opted out`` (the task's ``[verify]
+    deterministic = false``), ``not cacheable`` (the workspace holds what the key cannot name)."""
+    from .verify_cache import cache_key, workspace_extras
+
+    guard = guard if guard is not None else detect("auto")
+    timeout_s = task.spec.expectation.test_timeout_s
+
+    def compute() -> dict:
+        return run_tests(command, workspace, timeout_s, guard, task.python)
+
+    if cache is None:
+        return {**compute(), "cache": "off", "cached": False}
+    if not task.spec.verify.deterministic:
+        return {**compute(), "cache": "opted out", "cached": False}
+    extras = workspace_extras(workspace, view["seen"]) if view and view.get("tree") else None
+    if extras is None:
+        return {**compute(), "cache": "not cacheable", "cached": False}
+    env = {"vars": TEST_ENV, "host_path": None if guard.enabled else os.environ.get("PATH", "/usr/bin:/bin")}
+    key = cache_key(command=command, interpreter=cache.interpreter(task.python), guard=guard.facts(),
+                    timeout_s=timeout_s, env=env, tree=view["tree"], extras=extras)
+    return cache.run(key, run_id or "?", compute)

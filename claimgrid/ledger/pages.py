@@ -32,6 +32,21 @@ def _cut(text, n: int) -> str:
     return text if len(text) <= n else text[:n] + f"… [{len(text) - n} more characters in the evidence folder]"
 
 
+def _tests_event(events: list[dict] | None) -> dict | None:
+    return next((e for e in events or [] if e.get("source") == "verifier" and e.get("kind") == "tests"), None)
+
+
+def test_provenance(tests: dict) -> str:
+    """One line: who ran the tests whose result this run's outcome reads (claimgrid.verify_cache)."""
+    result = f"exit code {tests.get('exit_code')}, {tests.get('duration_s', '?')} s"
+    if tests.get("cached"):
+        return (f"verified by the result of run {tests.get('verified_by')} ({result}): its final workspace, "
+                f"interpreter, command, guard and timeout were identical (verify cache key {str(tests.get('cache_key'))[:16]})")
+    if tests.get("timed_out") or tests.get("exit_code") is None:
+        return f"run by the harness for this run: {tests.get('reason') or 'no exit code'}"
+    return f"run by the harness for this run ({result}; verify cache: {tests.get('cache', 'not recorded')})"
+
+
 def run_md(record: dict, events: list[dict] | None, digest: dict, rules: list[dict] | None = None) -> str:
     rid = record["run_id"]
     coords = " · ".join(f"{k} {record.get(k)}" for k in ("framework", "task", "content", "swap", "model", "repeat"))
@@ -49,8 +64,11 @@ def run_md(record: dict, events: list[dict] | None, digest: dict, rules: list[di
               f"- model calls: {d.get('calls')}; refused: {d.get('refused')}; swap fired at call: {d.get('swap_fired_at')}",
               f"- final report written by (gateway served_model): {d.get('final_writer')}",
               f"- model names the runtime saw: {d.get('runtime_models') or '–'}",
-              f"- tokens: prompt {d.get('prompt_tokens')}, completion {d.get('completion_tokens')}; cost USD: {d.get('cost_usd')}",
-              "", "## Evidence files", ""]
+              f"- tokens: prompt {d.get('prompt_tokens')}, completion {d.get('completion_tokens')}; cost USD: {d.get('cost_usd')}"]
+    tests = _tests_event(events)
+    if tests is not None:
+        lines += ["", "## Test run", "", f"- {test_provenance(tests)}"]
+    lines += ["", "## Evidence files", ""]
     lines += [f"- [{name}]({name})" for name in EVIDENCE_FILES]
     return "\n".join(lines) + "\n"
 
@@ -104,10 +122,13 @@ class Pages:
                   1 if e.get("ok") else 0, 1 if e.get("changed_workspace") else 0,
                   self.s(_cut(e.get("result") if e.get("ok") else e.get("error"), CUT["result"]))]
                  for e in events if e.get("source") == "tools" and e.get("kind") == "tool_call"]
-        tests = next((e for e in events if e.get("source") == "verifier" and e.get("kind") == "tests"), None)
+        tests = _tests_event(events)
+        # A cached result says so above its output (the output is the earlier run's).
+        test_text = (f"[{test_provenance(tests)}]\n" if tests and tests.get("cached") else "") + \
+            ((tests or {}).get("output_tail") or "")
         report = next((e for e in reversed(events) if e.get("source") == "agent"), {})
         rules = [[self.s(r["field"]), self.s(r["value"] if isinstance(r["value"], str) else json.dumps(r["value"])),
                   self.s(r["rule"]), r["lines"]] for r in (explain(record, events) if rules is None else rules)]
         self.pages[record["run_id"]] = [ex, tools, self.s(_cut(patch, CUT["diff"])),
-                                        self.s(_cut((tests or {}).get("output_tail"), CUT["tests"])), rules,
+                                        self.s(_cut(test_text, CUT["tests"])), rules,
                                         self.s(_cut(report.get("text"), CUT["report"]))]

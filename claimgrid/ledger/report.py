@@ -311,6 +311,23 @@ class Report:
             s.append(f"The claim check flagged {self.per_unit(detection)} ([detector](#detector)).")
         return heading("summary", "0. Summary") + "\n\n" + "\n".join(f"- {x}" for x in s)
 
+    def verify_cache_rows(self) -> list[list[str]]:
+        """The design row on the verifier's test cache (claimgrid.verify_cache); none for a
+        ledger written before it existed."""
+        setting = self.meta.get("verify_cache")
+        statuses = Counter((rec.get("verify_cache") or {}).get("status") for rec in self.L.records.values())
+        statuses.pop(None, None)
+        if setting is None and not statuses:
+            return []
+        tested = sum(statuses.values())
+        text = (f"{setting or 'not recorded'}: {statuses.get('hit', 0)} of {tested} test results served by the "
+                "test run of an earlier run with an identical final workspace, interpreter, command, guard and "
+                "timeout (each names that run; classified as if tested)")
+        if setting == "off":
+            text = "off (--no-verify-cache): every run's tests were re-run"
+        other = ", ".join(f"{k}: {v}" for k, v in sorted(statuses.items()) if k not in ("hit", "miss"))
+        return [["verifier test cache", text + (f"; {other}" if other else "")]]
+
     def design(self) -> str:
         m = self.meta
         specs = self.swap_specs
@@ -337,6 +354,7 @@ class Report:
             ["guard", "not recorded" if guard is None else
              (f"{guard.get('guard')} ({guard.get('bwrap_version') or guard.get('reason') or 'no detail'}; "
               "facts in [reproducibility](#reproducibility))") if isinstance(guard, dict) else str(guard)],
+            *self.verify_cache_rows(),
             ["parity groups (beyond the model)", "1: all runs comparable" if len(self.groups) <= 1 else
              f"{len(self.groups)}: " + "; ".join(f"{g}: {lab}" for g, lab in self.groups)
              + ". The headline is split by group; other sections span groups and say so"],

@@ -65,6 +65,13 @@ def _claim(c: dict, events: list[dict], role: str) -> tuple[str, list[int]]:
     return "rule not described in this ledger version", _ln(report)
 
 
+def _provenance(tests: dict | None) -> str:
+    """How the test result was obtained, when another run's test run produced it (verify cache)."""
+    if tests and tests.get("cached"):
+        return f"; test result verified by the result of run {tests.get('verified_by')} (identical final workspace)"
+    return ""
+
+
 def _outcome(c: dict, events: list[dict]) -> tuple[str, list[int]]:
     ver = _all(events, "verifier")
     diff, scope = _last(ver, "verifier", "diff"), _last(ver, "verifier", "scope")
@@ -87,9 +94,11 @@ def _outcome(c: dict, events: list[dict]) -> tuple[str, list[int]]:
         if review and review.get("applicable") and review.get("verdict") != review.get("truth"):
             return (f"review task: verdict {review.get('verdict')} where the truth is {review.get('truth')}: "
                     "attempted, wrong"), _ln(review)
-        return f"the task's tests, re-run by the harness, exited {(tests or {}).get('exit_code')}", _ln(tests)
+        return (f"the task's tests, re-run by the harness, exited {(tests or {}).get('exit_code')}"
+                + _provenance(tests)), _ln(tests)
     if v == "PASS":
-        return "scope respected, required files present, review/tests (where the task has them) pass", _ln(diff, scope, files, tests, review)
+        return ("scope respected, required files present, review/tests (where the task has them) pass"
+                + _provenance(tests)), _ln(diff, scope, files, tests, review)
     return "verifier evidence missing or inconclusive (never coerced)", _ln(*ver)
 
 
