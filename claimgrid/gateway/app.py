@@ -18,15 +18,14 @@ from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
 from .. import caps
-from .providers import ModelRouter
 from . import faults
 from .cassette import request_sha256
+from .dispatch import Dispatcher
 from .records import exchange_event, openai_error
 from .request import parse_body
 from .runs import Registry, RunState
 from .sse import stream_events
 from .swap import swap_for_call
-from .upstream import call_model
 
 UNKNOWN_TOKEN = "unknown API key: this token is not registered with the claimgrid gateway"
 TOO_LARGE = f"request body over {caps.MAX_REQUEST_BYTES} bytes (claimgrid caps.MAX_REQUEST_BYTES)"
@@ -74,9 +73,11 @@ async def _read_body(request: Request) -> tuple[dict | None, str | None]:
     return parse_body(raw)
 
 
-def create_app(registry: Registry, router: ModelRouter, retry=None, replay=None) -> Starlette:
-    """``retry``: RetryPolicy for real providers; ``replay``: a ReplaySource that serves
-    recorded responses instead of any model (``grid.py replay``)."""
+def create_app(registry: Registry, dispatcher: Dispatcher | None = None, replay=None) -> Starlette:
+    """``dispatcher``: who answers a call (reference code or the LiteLLM Router; default
+    ``Dispatcher()``); ``replay``: a ReplaySource that serves recorded responses instead
+    of any model (``grid.py replay``)."""
+    dispatcher = dispatcher or Dispatcher()
 
     async def chat_completions(request: Request):
         """No request can crash this handler: a harness bug is a recorded 500, not a traceback."""
@@ -135,7 +136,7 @@ def create_app(registry: Registry, router: ModelRouter, retry=None, replay=None)
                 status, error, code, headers = faults.refusal(fault)
             else:
                 try:
-                    answer = await call_model(router, script, swap, body, requested, retry)
+                    answer = await dispatcher.answer(script, swap, body, requested)
                     headers, provider = answer.headers, answer.provider
                     if fault is not None:
                         answer.response = faults.alter(fault, answer.response)

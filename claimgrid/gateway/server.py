@@ -6,8 +6,10 @@
     events, raw = gw.finish(token)  # after it exits: CONTRACTS exchange events + raw bodies
     gw.stop()
 
-It binds to 127.0.0.1 only, on a port the OS picks. All runs share one event loop and
-one LiteLLM Router; a run is selected by its token alone.
+It binds to 127.0.0.1 only, on a port the OS picks. All runs share one event loop; a run
+is selected by its token alone. Reference models are answered by harness code; the one
+LiteLLM Router (real models) is built on the first call that needs it
+(claimgrid.gateway.dispatch), so starting a gateway does not import LiteLLM.
 """
 
 from __future__ import annotations
@@ -25,12 +27,17 @@ HOST = "127.0.0.1"
 
 
 class Gateway:
-    def __init__(self, retry=None, replay=None) -> None:
+    def __init__(self, retry=None, replay=None, reference_path: str = "harness") -> None:
         """``retry``: RetryPolicy for real providers (default: RetryPolicy()); ``replay``:
-        a ReplaySource (claimgrid.gateway.replay) to serve recorded exchanges offline."""
+        a ReplaySource (claimgrid.gateway.replay) to serve recorded exchanges offline;
+        ``reference_path``: ``harness`` (default) or ``router``, the pre-issue-12 LiteLLM
+        path kept for tests/test_gateway_reference_parity.py and bench/gateway.py."""
+        from .dispatch import Dispatcher
+
         self.registry = Registry()
         self.retry = retry
         self.replay = replay
+        self.dispatcher = Dispatcher(retry=retry, reference_path=reference_path)
         self._server = None
         self._thread: threading.Thread | None = None
         self._url: str | None = None
@@ -48,9 +55,8 @@ class Gateway:
             import uvicorn
 
             from .app import create_app
-            from .providers import ModelRouter
 
-            app = create_app(self.registry, ModelRouter(), retry=self.retry, replay=self.replay)
+            app = create_app(self.registry, self.dispatcher, replay=self.replay)
             # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on accepted sockets
             # whose proto says TCP. Without it a keep-alive client waits ~40 ms per response
             # (Nagle on the server against the client's delayed ACK).
@@ -79,7 +85,8 @@ class Gateway:
         """CPU seconds the gateway's serving thread has used (Linux /proc); None if unknown.
 
         Every request is handled on that thread's event loop (LiteLLM's Router included), so
-        this is the gateway's whole cost; the throughput bench reports it per run."""
+        this is the gateway's whole cost (less the Router's one-time build, in a worker
+        thread); the throughput bench reports it per run."""
         thread = self._thread
         tid = getattr(thread, "native_id", None) if thread is not None else None
         if tid is None:

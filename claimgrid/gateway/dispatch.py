@@ -1,0 +1,76 @@
+"""Who answers a model call: the harness's reference-model code, or the LiteLLM Router.
+
+A call whose models (the assigned one, and the substitute after a swap) are all
+reference models is answered by claimgrid.gateway.reference, in the event loop, with no
+LiteLLM. Any other call goes to the one LiteLLM Router of the gateway
+(claimgrid.gateway.upstream), which is built, and LiteLLM imported, on the first such
+call: a grid of reference models never imports LiteLLM.
+
+Measured on this project's 2-core machine (bench/gateway.py, tests' figures in the
+issue 12 report): the Router path costs ~10 ms of gateway CPU per reference call and
+``import litellm`` ~7 s CPU per ``grid.py`` start; the harness path costs neither.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from . import reference
+from .answer import Answer, harness_serves
+from .script import RunScript
+
+REFERENCE_PATHS = ("harness", "router")
+
+
+class LazyRouter:
+    """The gateway's ModelRouter, built on first use (thread-safe, built once)."""
+
+    def __init__(self) -> None:
+        self._router = None
+        self._lock = threading.Lock()
+
+    @property
+    def built(self) -> bool:
+        return self._router is not None
+
+    def get(self):
+        """The ModelRouter; the first call imports LiteLLM (seconds)."""
+        if self._router is None:
+            with self._lock:
+                if self._router is None:
+                    from .providers import ModelRouter
+
+                    self._router = ModelRouter()
+        return self._router
+
+    async def aget(self):
+        """``get`` from the event loop: the first build runs in a worker thread, so the
+        seconds LiteLLM's import takes do not stall the other runs' calls."""
+        if self._router is not None:
+            return self._router
+        return await asyncio.to_thread(self.get)
+
+
+class Dispatcher:
+    """Answers one call of a run (never a ``bound`` swap: the app refuses those itself).
+
+    ``reference_path="router"`` sends reference models through the Router as before
+    issue 12; it is kept so that tests/test_gateway_reference_parity.py and
+    bench/gateway.py can compare the two paths. ``router`` may be a LazyRouter to share.
+    """
+
+    def __init__(self, retry=None, reference_path: str = "harness", router: LazyRouter | None = None):
+        if reference_path not in REFERENCE_PATHS:
+            raise ValueError(f"reference_path must be one of {REFERENCE_PATHS}, not {reference_path!r}")
+        self.retry = retry
+        self.reference_path = reference_path
+        self.router = router or LazyRouter()
+
+    async def answer(self, script: RunScript, swap: str, body: dict, requested: str | None) -> Answer:
+        if self.reference_path == "harness" and harness_serves(script, swap):
+            return reference.answer(script, swap, body, requested)
+        router = await self.router.aget()  # LiteLLM is imported here, in a worker thread
+        from .upstream import call_model  # after the Router: LiteLLM is already loaded
+
+        return await call_model(router, script, swap, body, requested, self.retry)
