@@ -17,7 +17,10 @@ from __future__ import annotations
 import logging
 
 import contextvars
+import math
 import threading
+import time
+import uuid
 
 from . import offline  # noqa: F401  (must precede the LiteLLM import)
 
@@ -26,9 +29,9 @@ from litellm import CustomLLM, ModelResponse, Router  # noqa: E402
 from litellm.router_api import ChangeSet  # noqa: E402
 from litellm.types.router import Deployment  # noqa: E402
 
-from .policies import Turn, next_turn  # noqa: E402
+from .policies import Turn, message_text, next_turn  # noqa: E402
 from .pricing import has_price  # noqa: E402
-from .reference import SUBSTITUTE_PREFIX, completion, estimate_tokens  # noqa: E402,F401
+from .reference import SUBSTITUTE_PREFIX  # noqa: E402
 from .script import REFERENCE_MODEL_NAMES, RunScript  # noqa: E402
 
 # LiteLLM prints a provider-list banner on errors; the gateway reports errors itself.
@@ -39,11 +42,28 @@ CURRENT_SCRIPT: contextvars.ContextVar[RunScript | None] = contextvars.ContextVa
     "claimgrid_current_script", default=None)
 
 
+# turn_to_response and estimate_tokens are the pre-issue-12 code, deliberately not shared
+# with claimgrid.gateway.reference: the ``router`` reference path is the yardstick that
+# tests/test_gateway_reference_parity.py holds the harness path to, so a change to the
+# harness's answers cannot also move the yardstick.
+def estimate_tokens(text: str) -> int:
+    """A deterministic stand-in for a tokenizer: about four characters per token."""
+    return math.ceil(len(text) / 4) if text else 0
+
+
 def turn_to_response(turn: Turn, model: str, messages: list[dict]) -> ModelResponse:
-    """The policy turn as LiteLLM's ModelResponse (the harness's own dict, rewrapped)."""
-    data = completion(turn, model, messages)
-    return ModelResponse(id=data["id"], created=data["created"], model=model,
-                         choices=data["choices"], usage=data["usage"])
+    message = {"role": "assistant", "content": turn.content}
+    if turn.tool_calls:
+        message["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in turn.tool_calls]
+    prompt = estimate_tokens("".join(message_text(m) for m in messages if isinstance(m, dict)))
+    completion = estimate_tokens((turn.content or "") + "".join(c.name + c.arguments for c in turn.tool_calls))
+    return ModelResponse(
+        id=f"chatcmpl-{uuid.uuid4().hex[:24]}", created=int(time.time()), model=model,
+        choices=[{"index": 0, "finish_reason": turn.finish_reason, "message": message}],
+        usage={"prompt_tokens": prompt, "completion_tokens": completion,
+               "total_tokens": prompt + completion})
 
 
 class ReferenceProvider(CustomLLM):
