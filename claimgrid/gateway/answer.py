@@ -35,6 +35,12 @@ def involved_models(script: RunScript, swap: str) -> tuple[str, ...]:
     return (script.model, script.substitute) if swap in SUBSTITUTING else (script.model,)
 
 
+def reference_only(script: RunScript) -> bool:
+    """True when the run's assigned model and its substitute are both reference models:
+    no call of the run can need the LiteLLM Router."""
+    return registry.is_reference(script.model) and registry.is_reference(script.substitute)
+
+
 def harness_serves(script: RunScript, swap: str) -> bool:
     """True when every model the call touches is a reference model: the harness answers
     it itself and LiteLLM is not needed (nor imported)."""

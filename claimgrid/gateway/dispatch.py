@@ -17,7 +17,7 @@ import asyncio
 import threading
 
 from . import reference
-from .answer import Answer, harness_serves
+from .answer import Answer, harness_serves, reference_only
 from .script import RunScript
 
 REFERENCE_PATHS = ("harness", "router")
@@ -66,6 +66,10 @@ class Dispatcher:
         self.retry = retry
         self.reference_path = reference_path
         self.router = router or LazyRouter()
+
+    def needs_router(self, script: RunScript) -> bool:
+        """True when some call of the run may go to the Router."""
+        return self.reference_path == "router" or not reference_only(script)
 
     async def answer(self, script: RunScript, swap: str, body: dict, requested: str | None) -> Answer:
         if self.reference_path == "harness" and harness_serves(script, swap):

@@ -99,10 +99,17 @@ class Gateway:
             return None
 
     def register(self, token: str, script: RunScript) -> None:
-        """Map ``token`` (the run's API key) to its script; a token is registered once."""
+        """Map ``token`` (the run's API key) to its script; a token is registered once.
+
+        A run whose assigned model or substitute is a real model gets the gateway's LiteLLM
+        Router built here, before its agent starts (the first time: seconds)."""
         if not isinstance(script, RunScript):
             raise TypeError("register() needs a RunScript")
         cassette = self.replay.cassette(script.run_id) if self.replay is not None else None
+        if self.replay is None and self.dispatcher.needs_router(script):
+            # Built before the run's agent starts (once per gateway): the first build imports
+            # LiteLLM, ~7 s CPU, which inside the run would eat its first call's deadline.
+            self.dispatcher.router.get()
         self.registry.add(token, script, cassette)
 
     @property
