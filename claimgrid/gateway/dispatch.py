@@ -3,14 +3,16 @@
 A call whose models (the assigned one, and the substitute after a swap) are all
 reference models is answered by claimgrid.gateway.reference, in the event loop, with no
 LiteLLM. Any other call goes to the one LiteLLM Router of the gateway
-(claimgrid.gateway.upstream), which is built, and LiteLLM imported, on the first such
-call: a grid of reference models never imports LiteLLM.
+(claimgrid.gateway.upstream), which is built, and LiteLLM imported, when a run naming a
+real model is registered (Gateway.register, before its agent starts), else on the first
+call that needs it: a grid of reference models never imports LiteLLM.
 
-Measured (issue 12, 2-core shared machine, ``uv run bench/gateway.py --startup``):
-gateway CPU per reference call 4.7 ms through the Router vs 0.37 ms here (swap ``none``;
-12.9x), 8.5 ms vs 0.63 ms for a ``reported`` swap (13.4x); a fresh interpreter starting a
-gateway and serving one call 9.0 s CPU vs 0.35 s. A one-run ``grid.py run`` (plain
-framework) went from 7.2-7.8 s to 0.65-0.71 s of driver CPU (meta.json ``cpu``).
+Measured (issue 12, 2-core machine shared with other work, ``uv run bench/gateway.py
+--startup``): gateway CPU per reference call 4.1 ms through the Router vs 0.33 ms here
+(swap ``none``, 12x) and 6.8 ms vs 0.40 ms (``reported``, 17x); a fresh interpreter
+starting a gateway and serving one call 3.75 s CPU vs 0.36 s. A one-run ``grid.py run``
+(plain framework; meta.json ``cpu.driver_self_s``) 3.6 s vs 0.32 s. Under heavier load
+the LiteLLM import alone measured 7-9 s CPU.
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 completion, with the run's swap applied, exactly as the LiteLLM Router path answers it.
 
 Until issue 12 every reference call went through LiteLLM's Router (a custom provider and
-``mock_testing_fallbacks`` for the swaps). That cost 4.7-8.5 ms of gateway CPU per call
-(0.37-0.63 ms here; figures in claimgrid.gateway.dispatch) and made every ``grid.py``
-start import LiteLLM (~7 s CPU). This module gives the same
+``mock_testing_fallbacks`` for the swaps). That cost 4-7 ms of gateway CPU per call
+(0.3-0.4 ms here; figures in claimgrid.gateway.dispatch) and made every ``grid.py``
+start import LiteLLM (4-9 s CPU). This module gives the same
 response body, served/reported model, swap headers and cost with none of it;
 tests/test_gateway_reference_parity.py drives both paths over HTTP and asserts they are
 identical (apart from random ids and timestamps).
