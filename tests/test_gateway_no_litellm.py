@@ -30,11 +30,13 @@ task = load_tasks()["fix-float-add"]
 content, swaps = load_content_conditions()["clean"], load_swap_conditions()
 msgs = [{"role": "user", "content": "go"}]
 
+client = httpx.Client(timeout=120)
+
 def calls(gw, token, model, n, stream=False):
     out = []
     for _ in range(n):
-        r = httpx.post(gw.url + "/chat/completions", headers={"Authorization": f"Bearer {token}"},
-                       json={"model": model, "messages": msgs, "stream": stream}, timeout=120)
+        r = client.post(gw.url + "/chat/completions", headers={"Authorization": f"Bearer {token}"},
+                        json={"model": model, "messages": msgs, "stream": stream})
         out.append(r.status_code)
     return out
 
