@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime as dt
 
 from .errors import ClaimgridError
-from . import registry
 
 
 def real_model_options(args, meta: dict | None):
@@ -78,8 +77,9 @@ def note_unpriced(limits, models: list[str]) -> None:
     """Say up front when --max-cost cannot see a model's spend (no known price)."""
     if limits.max_cost_usd is None:
         return
-    from .gateway.providers import _has_price
-    unpriced = [m for m in dict.fromkeys(models) if registry.is_reference(m) or not _has_price(m)]
+    # has_price imports LiteLLM only for a real model: a reference-only grid never does.
+    from .gateway.pricing import has_price
+    unpriced = [m for m in dict.fromkeys(models) if not has_price(m)]
     if unpriced:
         print(f"note: no known price for {', '.join(unpriced)}: their calls count tokens only, "
               "not toward --max-cost (use --max-tokens to bound them)", flush=True)

@@ -2,6 +2,8 @@
 
 Runs in a fresh interpreter (LiteLLM's import-time fetches only happen once per process),
 with every LITELLM_* variable removed so the gateway package must set the switches itself.
+The gateway imports LiteLLM itself, lazily, on its first real-model call (a second
+gateway on loopback plays the provider); the probe's own LiteLLM client comes after.
 """
 
 from __future__ import annotations
@@ -40,25 +42,35 @@ def getaddrinfo(host, *a, **kw):
     return _getaddrinfo(host, *a, **kw)
 socket.socket.connect, socket.create_connection, socket.getaddrinfo = connect, create_connection, getaddrinfo
 
+import os, sys
 from claimgrid.gateway import Gateway, RunScript
 from claimgrid.tasks import load_tasks
 from claimgrid.conditions import load_content_conditions, load_swap_conditions
-import litellm, httpx
+import httpx
 task = load_tasks()["write-status"]
+cc, sc = load_content_conditions()["clean"], load_swap_conditions()
 gw = Gateway(); url = gw.start()
-gw.register("t", RunScript.for_cell("r", task, load_content_conditions()["clean"],
-            load_swap_conditions()["reported"], "diligent", "reader", "reporter"))
 msgs = [{"role": "user", "content": "go"}]
-a = litellm.completion(model="openai/diligent", api_base=url, api_key="t", messages=msgs)
+gw.register("ref", RunScript.for_cell("ref", task, cc, sc["reported"], "diligent", "reader", "reporter"))
 b = httpx.post(url + "/chat/completions", json={"model": "diligent", "messages": msgs, "stream": True},
-               headers={"Authorization": "Bearer t"})
-c = httpx.post(url + "/chat/completions", json={"model": "diligent", "messages": msgs},
-               headers={"Authorization": "Bearer t"})  # call 2: the Router's fallback path
+               headers={"Authorization": "Bearer ref"}, timeout=60)
+lazy = "litellm" not in sys.modules  # reference calls only so far: LiteLLM not imported
+gw.finish("ref")
+upstream = Gateway(); upstream.start()
+upstream.register("u", RunScript.for_cell("u", task, cc, sc["none"], "diligent", "reader", "reporter"))
+os.environ["OPENAI_API_BASE"], os.environ["OPENAI_API_KEY"] = upstream.url, "u"
+# reported swap into a real substitute: registering it builds the Router (imports LiteLLM)
+gw.register("t", RunScript.for_cell("r", task, cc, sc["reported"], "diligent", "openai/gpt-4o-mini", "reporter"))
+for _ in range(3):  # call 2: the Router's fallback path
+    c = httpx.post(url + "/chat/completions", json={"model": "diligent", "messages": msgs},
+                   headers={"Authorization": "Bearer t"}, timeout=60)
+import litellm
+a = litellm.completion(model="openai/diligent", api_base=url, api_key="t", messages=msgs)
 events, _ = gw.finish("t")
-gw.stop()
+gw.stop(); upstream.stop()
 print("RESULT " + json.dumps({"attempts": attempts, "status": [e["status"] for e in events],
       "served": [e["served_model"] for e in events], "a": a.choices[0].message.tool_calls[0].function.name,
-      "sse": b.text.rstrip().endswith("data: [DONE]")}))
+      "sse": b.text.rstrip().endswith("data: [DONE]"), "lazy": lazy}))
 '''
 
 
@@ -71,6 +83,6 @@ def test_import_and_serve_without_network():
     assert lines, proc.stderr[-3000:]
     result = json.loads(lines[-1][len("RESULT "):])
     assert result["attempts"] == []
-    assert result["status"] == [200, 200, 200]
-    assert result["served"] == ["diligent", "diligent", "reader"]
-    assert result["a"] == "read_file" and result["sse"] is True
+    assert result["status"] == [200, 200, 200, 200]
+    assert result["served"] == ["diligent", "diligent", "openai/gpt-4o-mini", "openai/gpt-4o-mini"]
+    assert result["a"] == "read_file" and result["sse"] is True and result["lazy"] is True

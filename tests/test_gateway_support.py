@@ -33,7 +33,7 @@ _GATEWAY_LOCK = threading.Lock()
 
 
 def shared_gateway() -> Gateway:
-    """One started gateway for the whole test session (LiteLLM's import is the slow part)."""
+    """One started gateway for the whole test session."""
     with _GATEWAY_LOCK:
         if not _GATEWAY:
             gw = Gateway()

@@ -4,22 +4,22 @@ from __future__ import annotations
 
 import pytest
 
-from claimgrid.gateway import providers
+from claimgrid.gateway import reference
 from tests.test_gateway_support import (drive, http_turn, litellm_turn, register, shared_gateway,
                                         workspace)
 
 
 @pytest.fixture
 def served_by(monkeypatch):
-    """Which reference policies the custom provider really ran, in order."""
+    """Which reference policies the gateway really ran, in order."""
     seen: list[str] = []
-    original = providers.ReferenceProvider._answer
+    original = reference.next_turn
 
-    def spy(self, model, messages):
-        seen.append(model.split("/", 1)[-1])
-        return original(self, model, messages)
+    def spy(policy, script, messages):
+        seen.append(policy)
+        return original(policy, script, messages)
 
-    monkeypatch.setattr(providers.ReferenceProvider, "_answer", spy)
+    monkeypatch.setattr(reference, "next_turn", spy)
     return seen
 
 

@@ -1,9 +1,10 @@
-"""The harness model gateway (DESIGN section 4): one loopback OpenAI-compatible endpoint
-holding one LiteLLM Router, reference models as a LiteLLM custom provider, the four swap
-conditions, and a per-run log of every exchange (CONTRACTS: source ``gateway``).
+"""The harness model gateway (DESIGN section 4): one loopback OpenAI-compatible endpoint,
+reference models answered by harness code, real models through one LiteLLM Router, the
+four swap conditions, and a per-run log of every exchange (CONTRACTS: source ``gateway``).
 
-Importing this package does not import LiteLLM (slow); ``Gateway.start``, ``preflight``
-and ``serve_cli`` do, after setting LiteLLM's offline switches.
+Importing this package, starting a gateway and serving reference models do not import
+LiteLLM (~7 s CPU). It is imported, after LiteLLM's offline switches are set, only for a
+real model: the gateway's first call to one, ``preflight`` of one, its price lookup.
 """
 
 from __future__ import annotations

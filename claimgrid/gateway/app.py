@@ -18,16 +18,16 @@ from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
 from .. import caps
-from .providers import ModelRouter
 from . import faults
 from .cassette import request_sha256
+from .answer import target_model
 from .connections import Connections
+from .dispatch import Dispatcher
 from .records import exchange_event, openai_error
 from .request import parse_body
 from .runs import Registry, RunState
 from .sse import stream_events
 from .swap import swap_for_call
-from .upstream import call_model, target_model
 
 UNKNOWN_TOKEN = "unknown API key: this token is not registered with the claimgrid gateway"
 TOO_LARGE = f"request body over {caps.MAX_REQUEST_BYTES} bytes (claimgrid caps.MAX_REQUEST_BYTES)"
@@ -75,11 +75,13 @@ async def _read_body(request: Request) -> tuple[dict | None, str | None]:
     return parse_body(raw)
 
 
-def create_app(registry: Registry, router: ModelRouter, retry=None, replay=None,
+def create_app(registry: Registry, dispatcher: Dispatcher | None = None, replay=None,
                connections: Connections | None = None) -> Starlette:
-    """``retry``: RetryPolicy for real providers; ``replay``: a ReplaySource that serves
-    recorded responses instead of any model (``grid.py replay``); ``connections``: the
-    per-provider connection limits (claimgrid.gateway.connections; default: the defaults)."""
+    """``dispatcher``: who answers a call (reference code or the LiteLLM Router; default
+    ``Dispatcher()``); ``replay``: a ReplaySource that serves recorded responses instead
+    of any model (``grid.py replay``); ``connections``: the per-provider connection limits
+    (claimgrid.gateway.connections; default: the defaults)."""
+    dispatcher = dispatcher or Dispatcher()
     connections = connections if connections is not None else Connections()
 
     async def chat_completions(request: Request):
@@ -140,7 +142,7 @@ def create_app(registry: Registry, router: ModelRouter, retry=None, replay=None,
             else:
                 try:
                     async with connections.for_model(target_model(script, swap)) as queued_ms:
-                        answer = await call_model(router, script, swap, body, requested, retry)
+                        answer = await dispatcher.answer(script, swap, body, requested)
                     headers, provider = answer.headers, answer.provider
                     if fault is not None:
                         answer.response = faults.alter(fault, answer.response)

@@ -1,5 +1,10 @@
 """The one LiteLLM Router of the gateway, and the custom provider behind reference models.
 
+The Router is built on the first call that needs it (claimgrid.gateway.dispatch): a real
+model, or a swap involving one. Reference-only calls never reach it; the custom provider
+here serves a reference substitute for a real assigned model (and the ``router``
+reference path the parity test compares against).
+
 Reference models are deployments ``claimgrid/<name>`` of the LiteLLM custom provider
 ``claimgrid``; real models (any LiteLLM model string) are ordinary deployments whose
 keys LiteLLM reads from the environment. The run's script reaches the provider through
@@ -25,6 +30,8 @@ from litellm.router_api import ChangeSet  # noqa: E402
 from litellm.types.router import Deployment  # noqa: E402
 
 from .policies import Turn, message_text, next_turn  # noqa: E402
+from .pricing import has_price  # noqa: E402
+from .reference import SUBSTITUTE_PREFIX  # noqa: E402
 from .script import REFERENCE_MODEL_NAMES, RunScript  # noqa: E402
 
 # LiteLLM prints a provider-list banner on errors; the gateway reports errors itself.
@@ -35,6 +42,10 @@ CURRENT_SCRIPT: contextvars.ContextVar[RunScript | None] = contextvars.ContextVa
     "claimgrid_current_script", default=None)
 
 
+# turn_to_response and estimate_tokens are the pre-issue-12 code, deliberately not shared
+# with claimgrid.gateway.reference: the ``router`` reference path is the yardstick that
+# tests/test_gateway_reference_parity.py holds the harness path to, so a change to the
+# harness's answers cannot also move the yardstick.
 def estimate_tokens(text: str) -> int:
     """A deterministic stand-in for a tokenizer: about four characters per token."""
     return math.ceil(len(text) / 4) if text else 0
@@ -90,9 +101,9 @@ def install_provider() -> None:
             litellm.utils.custom_llm_setup()
 
 
-# Substitutes live in their own model groups: when the substitute is the assigned model
-# itself (reader swapped for reader), a fallback into the failed group would fail too.
-SUBSTITUTE_PREFIX = "substitute::"
+# Substitutes live in their own model groups (SUBSTITUTE_PREFIX): when the substitute is
+# the assigned model itself (reader swapped for reader), a fallback into the failed group
+# would fail too.
 
 
 def group_model(group: str) -> str:
@@ -133,7 +144,7 @@ class ModelRouter:
             if model not in self._known:
                 # Asked before the Router registers the deployment: registering adds an
                 # empty price entry that LiteLLM then reads as a price of 0.
-                self._priced[model] = _has_price(group_model(model))
+                self._priced[model] = has_price(group_model(model))
                 self.router.apply(ChangeSet(upsert=[Deployment(**deployment(model))]))
                 self._known.add(model)
 
@@ -141,10 +152,3 @@ class ModelRouter:
         """True when LiteLLM's bundled price map knows ``model`` (so its cost is not invented)."""
         return self._priced.get(model, self._priced.get(SUBSTITUTE_PREFIX + model, False))
 
-
-def _has_price(model: str) -> bool:
-    try:
-        info = litellm.get_model_info(model)
-    except Exception:  # LiteLLM raises for a model missing from its price map
-        return False
-    return bool(info.get("input_cost_per_token") or info.get("output_cost_per_token"))

@@ -6,8 +6,10 @@
     events, raw = gw.finish(token)  # after it exits: CONTRACTS exchange events + raw bodies
     gw.stop()
 
-It binds to 127.0.0.1 only, on a port the OS picks. All runs share one event loop and
-one LiteLLM Router; a run is selected by its token alone.
+It binds to 127.0.0.1 only, on a port the OS picks. All runs share one event loop; a run
+is selected by its token alone. Reference models are answered by harness code; the one
+LiteLLM Router (real models) is built on the first call that needs it
+(claimgrid.gateway.dispatch), so starting a gateway does not import LiteLLM.
 """
 
 from __future__ import annotations
@@ -25,14 +27,19 @@ HOST = "127.0.0.1"
 
 
 class Gateway:
-    def __init__(self, retry=None, replay=None, connections=None) -> None:
+    def __init__(self, retry=None, replay=None, reference_path: str = "harness", connections=None) -> None:
         """``retry``: RetryPolicy for real providers (default: RetryPolicy()); ``replay``:
         a ReplaySource (claimgrid.gateway.replay) to serve recorded exchanges offline;
+        ``reference_path``: ``harness`` (default) or ``router``, the pre-issue-12 LiteLLM
+        path kept for tests/test_gateway_reference_parity.py and bench/gateway.py;
         ``connections``: per-provider limits (claimgrid.gateway.connections.Connections)."""
+        from .dispatch import Dispatcher
+
         self.registry = Registry()
         self.connections = connections
         self.retry = retry
         self.replay = replay
+        self.dispatcher = Dispatcher(retry=retry, reference_path=reference_path)
         self._server = None
         self._thread: threading.Thread | None = None
         self._url: str | None = None
@@ -50,10 +57,8 @@ class Gateway:
             import uvicorn
 
             from .app import create_app
-            from .providers import ModelRouter
 
-            app = create_app(self.registry, ModelRouter(), retry=self.retry, replay=self.replay,
-                             connections=self.connections)
+            app = create_app(self.registry, self.dispatcher, replay=self.replay, connections=self.connections)
             # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on accepted sockets
             # whose proto says TCP. Without it a keep-alive client waits ~40 ms per response
             # (Nagle on the server against the client's delayed ACK).
@@ -82,7 +87,8 @@ class Gateway:
         """CPU seconds the gateway's serving thread has used (Linux /proc); None if unknown.
 
         Every request is handled on that thread's event loop (LiteLLM's Router included), so
-        this is the gateway's whole cost; the throughput bench reports it per run."""
+        this is the gateway's whole cost (less the Router's one-time build, in a worker
+        thread); the throughput bench reports it per run."""
         thread = self._thread
         tid = getattr(thread, "native_id", None) if thread is not None else None
         if tid is None:
@@ -95,10 +101,17 @@ class Gateway:
             return None
 
     def register(self, token: str, script: RunScript) -> None:
-        """Map ``token`` (the run's API key) to its script; a token is registered once."""
+        """Map ``token`` (the run's API key) to its script; a token is registered once.
+
+        A run whose assigned model or substitute is a real model gets the gateway's LiteLLM
+        Router built here, before its agent starts (the first time: seconds)."""
         if not isinstance(script, RunScript):
             raise TypeError("register() needs a RunScript")
         cassette = self.replay.cassette(script.run_id) if self.replay is not None else None
+        if self.replay is None and self.dispatcher.needs_router(script):
+            # Built before the run's agent starts (once per gateway): the first build imports
+            # LiteLLM, ~7 s CPU, which inside the run would eat its first call's deadline.
+            self.dispatcher.router.get()
         self.registry.add(token, script, cassette)
 
     @property

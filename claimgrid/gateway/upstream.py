@@ -1,5 +1,9 @@
 """One model call through the Router, with the run's swap applied.
 
+The Router serves real models, and a swap whose assigned model or substitute is a real
+model (claimgrid.gateway.dispatch decides). Reference-only calls are answered by
+claimgrid.gateway.reference, which gives what this path gives, without LiteLLM.
+
 For ``silent`` and ``reported`` the Router itself performs the fallback: the call goes to
 the assigned model group with ``mock_testing_fallbacks`` (LiteLLM fails the assigned
 deployment without contacting it) and a per-request fallback to the substitute, so the
@@ -8,12 +12,11 @@ served model and the fallback headers are the ones LiteLLM produces.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from . import offline  # noqa: F401
 
 import litellm  # noqa: E402
 
+from .answer import SUBSTITUTING, Answer, target_model  # noqa: E402
 from .providers import CURRENT_SCRIPT, SUBSTITUTE_PREFIX, ModelRouter, group_model  # noqa: E402
 from .retry import RetryPolicy, with_retries  # noqa: E402
 from .. import registry  # noqa: E402
@@ -29,15 +32,6 @@ FORWARDED = {"temperature", "top_p", "max_tokens", "max_completion_tokens", "sto
              "n", "user", "reasoning_effort"}
 FALLBACK_HEADERS = ("x-litellm-attempted-fallbacks", "x-litellm-attempted-retries",
                     "x-litellm-model-group")
-
-
-@dataclass
-class Answer:
-    response: dict          # the OpenAI chat.completion dict sent back
-    served: str             # model group that really produced it
-    headers: dict           # extra response headers (fallback headers for ``reported``)
-    cost_usd: float | None  # None when LiteLLM does not know the price
-    provider: dict | None = None  # retry record of a real provider (None: a reference model served)
 
 
 def _clean(resp, reported: str) -> dict:
@@ -75,11 +69,6 @@ def _cost(router: ModelRouter, resp, served: str) -> float | None:
         return None
 
 
-def target_model(script: RunScript, swap: str) -> str:
-    """The model that really has to answer this call: the substitute after a swap."""
-    return script.substitute if swap in ("silent", "reported") else script.model
-
-
 async def call_model(router: ModelRouter, script: RunScript, swap: str, body: dict,
                      requested: str | None, retry: RetryPolicy | None = None) -> Answer:
     """Ask the Router for one answer.
@@ -90,7 +79,7 @@ async def call_model(router: ModelRouter, script: RunScript, swap: str, body: di
     """
     params = {k: v for k, v in body.items() if k in FORWARDED}
     kwargs: dict = {"model": script.model, "messages": body["messages"], **params}
-    if swap in ("silent", "reported"):
+    if swap in SUBSTITUTING:
         router.ensure(SUBSTITUTE_PREFIX + script.substitute)
         kwargs["fallbacks"] = [{script.model: [SUBSTITUTE_PREFIX + script.substitute]}]
         kwargs["mock_testing_fallbacks"] = True
