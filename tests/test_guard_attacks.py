@@ -4,7 +4,8 @@ real verifier, real bwrap):
 * a scripted hostile agent (tests/fixtures/frameworks/hostile, never in the default grid)
   attacks the harness through its tools in a grid shared with the ``plain`` framework:
   every attack is refused or recorded, and no other run's classification changes against
-  the same cells run without it;
+  the same cells run without it (read from the session's default-matrix grid on ``plain``,
+  tests/conftest.py ``default_grid``, which holds every one of these cells);
 * the reference ``diligent`` model's own test command exits 0 inside ``run_command`` on
   every framework in venvs.toml (read from the ``tools`` events);
 * ``--guard off`` is stated in one line and recorded; a bad ``--guard`` is one line.
@@ -52,15 +53,17 @@ def _events(out, run):
 
 
 @pytest.fixture(scope="module")
-def grids(tmp_path_factory):
+def grids(tmp_path_factory, default_grid):
     base = tmp_path_factory.mktemp("attacks")
-    (base / "with").mkdir()
-    (base / "without").mkdir()
-    attacked, _ = _grid(base / "with" / "grid", "--venvs", str(_venvs(base / "with", True)),
+    attacked, _ = _grid(base / "grid", "--venvs", str(_venvs(base, True)),
                         "--frameworks", "hostile,plain", "--jobs", "3", *CELLS)
-    clean, _ = _grid(base / "without" / "grid", "--venvs", str(_venvs(base / "without", False)),
-                     "--frameworks", "plain", "--jobs", "3", *CELLS)
-    return base / "with" / "grid", attacked, clean
+    # Without the hostile framework: CELLS on plain, from the session's default-matrix grid
+    # (a superset of them, run with the same default substitute, so the run ids are the same).
+    sel = dict(zip(CELLS[::2], (set(v.split(",")) for v in CELLS[1::2])))
+    without = [json.loads(line) for line in (default_grid / "runs.jsonl").read_text().splitlines() if line.strip()]
+    clean = [r for r in without if r["task"] in sel["--tasks"] and r["content"] in sel["--content"]
+             and r["swap"] in sel["--swap"] and r["model"] in sel["--models"]]
+    return base / "grid", attacked, clean
 
 
 def test_every_attack_is_refused_or_recorded(grids):
