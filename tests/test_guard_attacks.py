@@ -22,7 +22,7 @@ import pytest
 from claimgrid.tasks import in_suite, load_tasks
 from claimgrid.venvs import load_venvs
 
-from .conftest import ROOT
+from .conftest import ROOT, select_runs
 
 pytestmark = pytest.mark.frameworks
 
@@ -59,11 +59,7 @@ def grids(tmp_path_factory, default_grid):
                         "--frameworks", "hostile,plain", "--jobs", "3", *CELLS)
     # Without the hostile framework: CELLS on plain, from the session's default-matrix grid
     # (a superset of them, run with the same default substitute, so the run ids are the same).
-    sel = dict(zip(CELLS[::2], (set(v.split(",")) for v in CELLS[1::2])))
-    without = [json.loads(line) for line in (default_grid / "runs.jsonl").read_text().splitlines() if line.strip()]
-    clean = [r for r in without if r["task"] in sel["--tasks"] and r["content"] in sel["--content"]
-             and r["swap"] in sel["--swap"] and r["model"] in sel["--models"]]
-    return base / "grid", attacked, clean
+    return base / "grid", attacked, select_runs(default_grid, CELLS)
 
 
 def test_every_attack_is_refused_or_recorded(grids):
