@@ -9,8 +9,10 @@ Uses the dependency-free ``plain`` framework so the cost is Ray's, not a framewo
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -31,8 +33,13 @@ RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_ENABLE_UV_RUN_RUNTIME_
 
 @pytest.fixture(scope="module")
 def cluster():
-    old = {k: os.environ.get(k) for k in RAY_ENV}
-    os.environ.update(RAY_ENV)
+    # Ray's session folder: short (its AF_UNIX socket paths, e.g. <dir>/ray/session_<time>_<pid>/
+    # sockets/plasma_store.1, must stay under 108 bytes: pytest's basetemp is too deep) and
+    # this test's own, removed after (not the machine-wide /tmp/ray).
+    ray_tmp = tempfile.mkdtemp(prefix="cg-ray-", dir="/tmp")
+    env = {**RAY_ENV, "RAY_TMPDIR": ray_tmp}
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
     # Ray waits a fixed 30 s for a starting node to register; on a loaded 2-core machine that
     # can run out (measured here under a load average of 16), so the cluster gets three tries.
     for attempt in range(3):
@@ -54,6 +61,7 @@ def cluster():
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+        shutil.rmtree(ray_tmp, ignore_errors=True)
 
 
 def _grid(*args):
