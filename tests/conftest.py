@@ -1,8 +1,13 @@
-"""Shared fixtures: tasks are loaded from the repo; workspaces live under tmp_path."""
+"""Shared fixtures: tasks are loaded from the repo; workspaces live under tmp_path.
+
+Grids that several modules read are run once per session here (``default_grid``,
+``ledger_grid``); they are read-only to every test (copy one before changing it).
+"""
 
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -20,6 +25,26 @@ def tasks():
     return load_tasks()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _session_tmpdir(tmp_path_factory):
+    """Every temporary folder of the session (the harness's own ``claimgrid-*`` and
+    ``cg-warm-*`` folders, in this process and in the ``grid.py`` processes it starts) goes
+    under pytest's basetemp, so a run that is killed (or a folder a test forgets) never
+    lands in the machine's /tmp. The folder is called ``tmp`` as /tmp is (test_grid_interrupt
+    recognises the harness's folders by that parent). Tests that need their own TMPDIR
+    (tests/test_bad_input.py) still pass one to their subprocesses."""
+    folder = tmp_path_factory.getbasetemp() / "tmp"
+    folder.mkdir(exist_ok=True)
+    saved_env, saved_tempdir = os.environ.get("TMPDIR"), tempfile.tempdir
+    os.environ["TMPDIR"], tempfile.tempdir = str(folder), str(folder)
+    yield folder
+    tempfile.tempdir = saved_tempdir
+    if saved_env is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = saved_env
+
+
 @pytest.fixture(scope="session")
 def plain_venvs(tmp_path_factory):
     """A venvs.toml holding only the dependency-free ``plain`` framework (cheap grid checks)."""
@@ -27,6 +52,44 @@ def plain_venvs(tmp_path_factory):
     path.write_text(f'[frameworks.plain]\npython = "3.11"\nproject = "{ROOT}/frameworks/plain"\n'
                     f'adapter = "{ROOT}/frameworks/plain/adapter.py"\n')
     return path
+
+
+@pytest.fixture(scope="session")
+def default_grid(tmp_path_factory, plain_venvs):
+    """Every distinct cell of the default matrix (all tasks, conditions and default models),
+    once, on the dependency-free ``plain`` framework, through ``grid.py run`` in process.
+    Read by tests/test_validity_grid.py (calibration, blinding, reclassify) and, as the
+    control grid without the hostile framework, by tests/test_guard_attacks.py."""
+    from claimgrid.cli import main
+
+    out = tmp_path_factory.mktemp("default-grid") / "ledger"
+    # --jobs 4 on two cores: the four `slow` fault runs sleep past their 15 s deadline; more
+    # slots than cores let the other runs go on meanwhile (jobs is not a parity fact).
+    assert main(["run", "--venvs", str(plain_venvs), "--out", str(out), "--jobs", "4", "--no-progress"]) == 0
+    return out
+
+
+def select_runs(folder: Path, args: list[str]) -> list[dict]:
+    """The records of the grid in ``folder`` that a ``grid.py run`` selection (``--tasks``,
+    ``--content``, ``--swap``, ``--models``: comma-separated) picks, as dicts."""
+    import json
+
+    flags = {"--tasks": "task", "--content": "content", "--swap": "swap", "--models": "model"}
+    want = {flags[flag]: set(value.split(",")) for flag, value in zip(args[::2], args[1::2])}
+    assert set(want) == set(flags.values()), args
+    runs = [json.loads(line) for line in (folder / "runs.jsonl").read_text().splitlines() if line.strip()]
+    return [r for r in runs if all(r[key] in values for key, values in want.items())]
+
+
+@pytest.fixture(scope="session")
+def ledger_grid(tmp_path_factory):
+    """The ledger tests' real grid (tests/ledger_support.py): built once per session, shared
+    by tests/test_ledger_render.py and tests/test_ledger_browser.py; treat it as read-only
+    (``ledger_support.copy_ledger`` gives a writable copy). A failed build fails every test
+    that reads it with the same message, without building it again."""
+    from .ledger_support import build_ledger
+
+    return build_ledger(tmp_path_factory.mktemp("ledger-grid"))
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""One real grid for the ledger tests, run once per test session through ``grid.py run``.
+"""One real grid for the ledger tests, run once per test session through ``grid.py run``
+(the ``ledger_grid`` fixture of tests/conftest.py).
 
 The grid runs the dependency-free ``plain`` test framework under two names (two venvs.toml
 entries, one project: two real adapter processes per cell) against the real gateway,
@@ -15,7 +16,6 @@ import json
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from claimgrid.conditions import load_content_conditions, load_swap_conditions
@@ -26,7 +26,6 @@ from claimgrid.tasks import in_suite, load_tasks
 
 ROOT = Path(__file__).resolve().parent.parent
 FRAMEWORKS = ("plain", "plain-b")
-_CACHE: dict[str, Path] = {}
 
 
 def selection() -> dict:
@@ -42,30 +41,29 @@ def selection() -> dict:
             "models": list(DEFAULT_MODELS), "substitute": DEFAULT_SUBSTITUTE}
 
 
-def grid_ledger() -> Path:
-    """The ledger folder of the session's grid (built on first use; treat it as read-only)."""
-    if "ledger" in _CACHE:
-        return _CACHE["ledger"]
-    base = Path(tempfile.mkdtemp(prefix="claimgrid-ledger-test-"))
+def build_ledger(base: Path) -> Path:
+    """Run the ledger tests' grid under ``base``; its ledger folder. Called once per session
+    by the ``ledger_grid`` fixture (tests/conftest.py), which the tests read."""
     venvs = base / "venvs.toml"
     venvs.write_text("".join(
         f'[frameworks.{name}]\npython = "3.11"\nproject = "{ROOT}/frameworks/plain"\n'
         f'adapter = "{ROOT}/frameworks/plain/adapter.py"\n\n' for name in FRAMEWORKS))
     sel = selection()
     out = base / "grid"
+    # --jobs 4 on two cores: the `slow` fault runs sleep past their 15 s deadline; more slots
+    # than cores let the other runs go on meanwhile (jobs is not a parity fact).
     cmd = [sys.executable, str(ROOT / "grid.py"), "run", "--venvs", str(venvs), "--out", str(out),
            "--tasks", ",".join(sel["tasks"]), "--content", ",".join(sel["content"]),
            "--swap", ",".join(sel["swap"]), "--models", ",".join(sel["models"]),
-           "--substitute", sel["substitute"], "--jobs", "2", "--no-progress"]
+           "--substitute", sel["substitute"], "--jobs", "4", "--no-progress"]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    _CACHE["ledger"] = out
     return out
 
 
-def copy_ledger(dst: Path) -> Path:
-    """A writable copy of the session's ledger (evidence files stay read-only, as the store writes them)."""
-    shutil.copytree(grid_ledger(), dst)
+def copy_ledger(src: Path, dst: Path) -> Path:
+    """A writable copy of the session's ledger ``src`` (evidence files stay read-only, as the store writes them)."""
+    shutil.copytree(src, dst)
     return dst
 
 

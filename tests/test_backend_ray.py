@@ -1,19 +1,23 @@
 """The Ray backend on a real two-node Ray cluster on this machine (loopback only):
 a grid spread over both nodes, one node killed mid-grid, ``--resume`` completes it with no
-run lost or duplicated, and every classification equals the local backend's.
+run lost or duplicated, and every classification equals the local backend's (the same
+cells of the session's default-matrix grid, tests/conftest.py ``default_grid``, run by the
+local backend on the same ``plain`` framework).
 
 Uses the dependency-free ``plain`` framework so the cost is Ray's, not a framework's.
 """
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
 
-from .conftest import ROOT
+from .conftest import ROOT, select_runs
 
 ray = pytest.importorskip("ray", reason="the Ray backend is an optional extra: uv sync --extra ray")
 from ray.cluster_utils import Cluster  # noqa: E402
@@ -29,8 +33,13 @@ RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_ENABLE_UV_RUN_RUNTIME_
 
 @pytest.fixture(scope="module")
 def cluster():
-    old = {k: os.environ.get(k) for k in RAY_ENV}
-    os.environ.update(RAY_ENV)
+    # Ray's session folder: short (its AF_UNIX socket paths, e.g. <dir>/ray/session_<time>_<pid>/
+    # sockets/plasma_store.1, must stay under 108 bytes: pytest's basetemp is too deep) and
+    # this test's own, removed after (not the machine-wide /tmp/ray).
+    ray_tmp = tempfile.mkdtemp(prefix="cg-ray-", dir="/tmp")
+    env = {**RAY_ENV, "RAY_TMPDIR": ray_tmp}
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
     # Ray waits a fixed 30 s for a starting node to register; on a loaded 2-core machine that
     # can run out (measured here under a load average of 16), so the cluster gets three tries.
     for attempt in range(3):
@@ -52,6 +61,7 @@ def cluster():
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+        shutil.rmtree(ray_tmp, ignore_errors=True)
 
 
 def _grid(*args):
@@ -65,11 +75,10 @@ def _records(folder):
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
 
 
-def test_ray_two_nodes_kill_resume_matches_local(tmp_path, plain_venvs, cluster):
+def test_ray_two_nodes_kill_resume_matches_local(tmp_path, plain_venvs, default_grid, cluster):
     c, worker = cluster
-    local = _grid("run", "--venvs", str(plain_venvs), "--out", str(tmp_path / "local"), "--jobs", "2", *CELLS)
-    text, _ = local.communicate(timeout=600)
-    assert local.returncode == 0, text
+    local = select_runs(default_grid, CELLS)
+    assert len(local) == N_CELLS
 
     out = tmp_path / "ray"
     proc = _grid("run", "--backend", "ray", "--address", c.address, "--venvs", str(plain_venvs),
@@ -99,5 +108,5 @@ def test_ray_two_nodes_kill_resume_matches_local(tmp_path, plain_venvs, cluster)
         if r["run_id"] in by_id:
             assert r == by_id[r["run_id"]]
 
-    local_cls = {r["run_id"]: r["classification"] for r in _records(tmp_path / "local")}
+    local_cls = {r["run_id"]: r["classification"] for r in local}
     assert {r["run_id"]: r["classification"] for r in after} == local_cls

@@ -4,7 +4,8 @@ Each rule of docs/CONTRACTS.md "Adapter correctness rules" has one test below. O
 module-scoped fixture per framework runs a small set of real cells (real venv, warm
 launcher, real gateway with the reference models, real verifier and classifier, through
 ``claimgrid.runner.run_cell`` exactly as ``grid.py`` does) and every check reads those
-records: per framework about a dozen runs, two at a time. Cells are chosen from data:
+records: per framework about a dozen runs, three at a time (the `slow` fault's run sleeps past
+its deadline meanwhile). Cells are chosen from data:
 every task in ``tasks/``, every fault model of the reference registry, and tasks picked
 by role through ``reference_truth.expected_claim_verdict``.
 
@@ -90,7 +91,7 @@ def _run_all(name, entry, cells, isolation, tasks, gateway, folder) -> dict:
         for tid in {c[0] for c in cells}:  # templates are built before threads share them
             ctx.template(tasks[tid], content[CLEAN])
         todo = [Cell(name, t, CLEAN, s, m, DEFAULT_SUBSTITUTE, 0) for t, s, m in cells]
-        with ThreadPoolExecutor(max_workers=2) as pool:
+        with ThreadPoolExecutor(max_workers=3) as pool:
             records = list(pool.map(lambda c: run_cell(c, ctx), todo))
     return store, {(r["task"], r["swap"], r["model"]): r for r in records}
 

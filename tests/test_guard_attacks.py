@@ -4,7 +4,8 @@ real verifier, real bwrap):
 * a scripted hostile agent (tests/fixtures/frameworks/hostile, never in the default grid)
   attacks the harness through its tools in a grid shared with the ``plain`` framework:
   every attack is refused or recorded, and no other run's classification changes against
-  the same cells run without it;
+  the same cells run without it (read from the session's default-matrix grid on ``plain``,
+  tests/conftest.py ``default_grid``, which holds every one of these cells);
 * the reference ``diligent`` model's own test command exits 0 inside ``run_command`` on
   every framework in venvs.toml (read from the ``tools`` events);
 * ``--guard off`` is stated in one line and recorded; a bad ``--guard`` is one line.
@@ -21,7 +22,7 @@ import pytest
 from claimgrid.tasks import in_suite, load_tasks
 from claimgrid.venvs import load_venvs
 
-from .conftest import ROOT
+from .conftest import ROOT, select_runs
 
 pytestmark = pytest.mark.frameworks
 
@@ -52,15 +53,13 @@ def _events(out, run):
 
 
 @pytest.fixture(scope="module")
-def grids(tmp_path_factory):
+def grids(tmp_path_factory, default_grid):
     base = tmp_path_factory.mktemp("attacks")
-    (base / "with").mkdir()
-    (base / "without").mkdir()
-    attacked, _ = _grid(base / "with" / "grid", "--venvs", str(_venvs(base / "with", True)),
+    attacked, _ = _grid(base / "grid", "--venvs", str(_venvs(base, True)),
                         "--frameworks", "hostile,plain", "--jobs", "3", *CELLS)
-    clean, _ = _grid(base / "without" / "grid", "--venvs", str(_venvs(base / "without", False)),
-                     "--frameworks", "plain", "--jobs", "3", *CELLS)
-    return base / "with" / "grid", attacked, clean
+    # Without the hostile framework: CELLS on plain, from the session's default-matrix grid
+    # (a superset of them, run with the same default substitute, so the run ids are the same).
+    return base / "grid", attacked, select_runs(default_grid, CELLS)
 
 
 def test_every_attack_is_refused_or_recorded(grids):

@@ -8,16 +8,17 @@ import json
 import pytest
 
 from .cdp import Browser, chromium_path, set_filter
-from .ledger_support import events, grid_ledger, records
+from .ledger_support import events, records
 
-# The grid of tests/ledger_support.py builds its own (dependency-free) framework venv.
+# The grid of tests/ledger_support.py (the session's ledger_grid) builds its own
+# (dependency-free) framework venv.
 pytestmark = pytest.mark.skipif(chromium_path() is None,
                                 reason="chromium is not installed (apt-get install -y chromium chromium-driver)")
 
 
 @pytest.fixture(scope="module")
-def page():
-    folder = grid_ledger()
+def page(ledger_grid):
+    folder = ledger_grid
     with Browser() as b:
         b.open(folder / "ledger.html")
         yield b, folder, records(folder)

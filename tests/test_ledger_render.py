@@ -1,5 +1,6 @@
 """The ledger's structure and numbers, checked against counts recomputed independently from
-runs.jsonl and the evidence folders of a real grid (tests/ledger_support.py)."""
+runs.jsonl and the evidence folders of a real grid (tests/ledger_support.py, run once per
+session by the ``ledger_grid`` fixture of tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from claimgrid.ledger import headline_table, load, render_ledger, wilson
 from claimgrid.ledger.stats import clustered, format_rate, ratio_pct
 from claimgrid.store import RunStore
 
-from .ledger_support import FRAMEWORKS, ROOT, copy_ledger, events, grid_ledger, records, selection
+from .ledger_support import FRAMEWORKS, ROOT, copy_ledger, events, records, selection
 
 SECTIONS = ["0. Summary", "1. Design", "2. Headline: swap = none", "3. Framework divergence", "4. Swap",
             "5. Detector evaluation", "6. Calibration", "7. Harness health", "8. Reproducibility", "9. Appendix"]
@@ -25,9 +26,8 @@ DERIVED = ("LEDGER.md", "RUNS.md", "ledger.html", "heatmap.png")
 
 
 @pytest.fixture(scope="module")
-def grid():
-    folder = grid_ledger()
-    return folder, records(folder), (folder / "LEDGER.md").read_text()
+def grid(ledger_grid):
+    return ledger_grid, records(ledger_grid), (ledger_grid / "LEDGER.md").read_text()
 
 
 def section(md: str, title: str) -> str:
@@ -229,7 +229,7 @@ def _snapshot(folder):
 
 
 def test_reclassify_rerenders_byte_identical(grid, tmp_path):
-    folder = copy_ledger(tmp_path / "g")
+    folder = copy_ledger(grid[0], tmp_path / "g")
     render_ledger(folder)
     before = _snapshot(folder)
     proc = subprocess.run([sys.executable, str(ROOT / "grid.py"), "reclassify", str(folder)], cwd=ROOT,
@@ -240,7 +240,7 @@ def test_reclassify_rerenders_byte_identical(grid, tmp_path):
 
 
 def test_reclassify_of_an_older_ledger_renders_the_new_structure(grid, tmp_path):
-    folder = copy_ledger(tmp_path / "old")
+    folder = copy_ledger(grid[0], tmp_path / "old")
     meta = json.loads((folder / "meta.json").read_text())
     for key in ("swap_conditions", "hashes"):
         meta.pop(key, None)
@@ -263,7 +263,7 @@ def test_reclassify_of_an_older_ledger_renders_the_new_structure(grid, tmp_path)
 
 
 def test_divergent_cell_is_listed_and_frameworks_split(grid, tmp_path):
-    folder = copy_ledger(tmp_path / "div")
+    folder = copy_ledger(grid[0], tmp_path / "div")
     recs = records(folder)
     target = next(r for r in recs if r["framework"] == FRAMEWORKS[1] and r["model"] == "diligent"
                   and r["swap"] == "none" and r["classification"]["outcome"] == "PASS")
@@ -314,7 +314,7 @@ def test_no_winner_language(grid):
 
 
 def test_parity_groups_split_the_headline(grid, tmp_path):
-    folder = copy_ledger(tmp_path / "par")
+    folder = copy_ledger(grid[0], tmp_path / "par")
     recs = records(folder)
     for r in recs:
         if r["task"] == selection()["tasks"][0]:
@@ -369,10 +369,10 @@ def test_intervals_only_for_sampled_stochastic_cells(tmp_path):
     assert "(" not in rowr.split("|")[3] and "deterministic: each cell is one outcome" in mdr
 
 
-def test_budget_stop_and_provider_health_are_shown(tmp_path):
+def test_budget_stop_and_provider_health_are_shown(ledger_grid, tmp_path):
     """A grid stopped at its budget says so before the summary; provider retries and
     failures per model are in harness health (meta.json written by the real-model path)."""
-    folder = copy_ledger(tmp_path / "budget")
+    folder = copy_ledger(ledger_grid, tmp_path / "budget")
     meta_path = folder / "meta.json"
     meta = json.loads(meta_path.read_text())
     meta["stopped_at_budget"] = {"limit": "max_cost_usd", "max_cost_usd": 0.5, "max_tokens": None, "cost_usd": 0.5012,
@@ -411,9 +411,9 @@ def test_fault_table_lists_every_fault_model_per_framework(grid):
         assert sorted(shown) == sorted(f"{k}: {v}" for k, v in reactions.items())
 
 
-def test_task_table_shows_provenance(tmp_path):
+def test_task_table_shows_provenance(ledger_grid, tmp_path):
     from claimgrid.tasks import load_tasks
-    folder = copy_ledger(tmp_path / "prov")
+    folder = copy_ledger(ledger_grid, tmp_path / "prov")
     meta = json.loads((folder / "meta.json").read_text())
     tasks = load_tasks()
     real = next(t for t in tasks.values() if t.provenance())

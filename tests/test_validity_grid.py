@@ -23,12 +23,8 @@ from .conftest import ROOT
 DELIBERATE: dict[tuple[str, str], str] = {}
 
 
-@pytest.fixture(scope="module")
-def default_grid(tmp_path_factory, plain_venvs):
-    """Every distinct cell of the default matrix (all tasks, conditions and default models), once."""
-    out = tmp_path_factory.mktemp("grid") / "ledger"
-    assert main(["run", "--venvs", str(plain_venvs), "--out", str(out), "--jobs", "2", "--no-progress"]) == 0
-    return out
+# default_grid (tests/conftest.py): every distinct cell of the default matrix (all tasks,
+# conditions and default models), once per session, read-only here.
 
 
 def records(folder: Path):
@@ -73,6 +69,9 @@ def test_no_request_body_names_the_condition_model_substitute_or_grid(default_gr
             request = json.loads(line)["request"]
             bodies.append(json.dumps(request))
     assert bodies
+    # Searched as one text, bodies joined by a newline (not [\w-]: a match can neither span two
+    # bodies nor gain or lose a boundary), and the regex only where the name occurs at all.
+    text = "\n".join(bodies)
     # A name that is also an ordinary word in text every cell sends alike (the prompt's
     # trace form says "or none") cannot be told apart from a leak: it is listed, not hidden.
     static = " ".join(t.spec.prompt for t in load_tasks().values())
@@ -80,7 +79,7 @@ def test_no_request_body_names_the_condition_model_substitute_or_grid(default_gr
     static += report_instructions("d-x", "agent", True)
     ambiguous = {n for n in names if re.search(rf"\b{re.escape(n)}\b", static)}
     assert ambiguous <= {"none"}, ambiguous
-    leaked = {n for n in names - ambiguous for b in bodies if re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", b)}
+    leaked = {n for n in names - ambiguous if n in text and re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", text)}
     assert not leaked, f"request bodies name {sorted(leaked)}"
     # The control fields an adapter may hand to its framework or model: prompt, ids, model
     # name, and every path the agent can see (workspace, sandbox, HOME under it).
@@ -88,7 +87,7 @@ def test_no_request_body_names_the_condition_model_substitute_or_grid(default_gr
         ctl = json.loads((default_grid / r.evidence_dir / "control.json").read_text())
         visible = json.dumps({k: ctl[k] for k in ("prompt", "run_id", "model", "workspace", "sandbox",
                                                   "outcome_path", "agent_name")})
-        found = {n for n in names - ambiguous if re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", visible)}
+        found = {n for n in names - ambiguous if n in visible and re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", visible)}
         assert not found, (r.run_id, found)
         assert ctl["run_id"] == r.facts.delegation_id and re.fullmatch(r"d-[0-9a-f]{16}", ctl["run_id"])
 

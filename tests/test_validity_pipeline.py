@@ -7,6 +7,7 @@ states must agree with the classification, on every framework."""
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -58,13 +59,19 @@ def cells_for(framework, tasks, p, substitute):
     return out
 
 
-def run_grid(tmp_path, entries, cells, tasks, content, swaps, isolation="warm"):
+def run_grid(tmp_path, entries, cells, tasks, content, swaps, isolation="warm", jobs=1):
+    """``cells`` through ``run_cell``, ``jobs`` at a time, as grid.py runs them: every
+    framework's warm parent started at once, the templates built before threads share them."""
     store = RunStore(tmp_path / "ledger")
     store.create({"grid_id": "test"})
     with Gateway() as gw, Launcher(entries, isolation=isolation) as la:
+        la.prewarm()
         ctx = GridContext(tasks=tasks, content=content, swap=swaps, gateway=gw, launcher=la, store=store,
                           work_dir=tmp_path / "work", timeout_s=120, max_model_calls=24, isolation=isolation)
-        records = [run_cell(cell, ctx) for cell in cells]
+        for task, name in sorted({(cell.task, cell.content) for cell in cells}):
+            ctx.template(tasks[task], content[name])
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            records = list(pool.map(lambda cell: run_cell(cell, ctx), cells))
     return store, records
 
 
@@ -75,7 +82,7 @@ def grid(tmp_path_factory, tasks):
     p = pick(tasks, content, swaps)
     sub = registry.default_substitute()
     cells = [c for fw in FRAMEWORKS for c in cells_for(fw, tasks, p, sub)]
-    store, records = run_grid(tmp_path_factory.mktemp("validity"), load_venvs(), cells, tasks, content, swaps)
+    store, records = run_grid(tmp_path_factory.mktemp("validity"), load_venvs(), cells, tasks, content, swaps, jobs=3)
     return {"records": {(r["framework"], r["model"], r["task"], r["content"]): r for r in records},
             "store": store, "p": p}
 
