@@ -398,12 +398,17 @@ def build_template(task: Task, slot_text: str, dest: Path) -> str:
     """
     shutil.copytree(task.repo, dest)
     (dest / task.spec.content_slot).write_text(slot_text)
-    git(["init", "-q", "-b", "main"], dest)
+    # No template files (13 sample hooks, description) and, after the commit, one pack
+    # instead of a loose object per file: every run copies this repository and the driver
+    # deletes the copy, and both cost per entry (measured 2026-11-30: 0.15 ms CPU per entry
+    # to copy, fix-float-add 61 entries -> 27).
+    git(["init", "-q", "-b", "main", "--template="], dest)
     # Interpreter caches are not work: running the tests must not count as a change.
     (dest / ".git" / "info").mkdir(parents=True, exist_ok=True)
     (dest / ".git" / "info" / "exclude").write_text("__pycache__/\n")
     git(["add", "-A"], dest)
     git(["commit", "-q", "-m", f"fixture {task.id}"], dest)
+    git(["repack", "-a", "-d", "-q", "-n"], dest)
     return git(["rev-parse", "HEAD"], dest).stdout.strip()
 
 
