@@ -294,7 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     if run_mem:
         sizes = sorted(mb for _, mb in run_mem)
         print(f"memory per forked run in flight (PSS, its tool commands included): median {sizes[len(sizes) // 2]:.0f} MB, "
-              f"max {sizes[-1]:.0f} MB ({len(sizes)} samples, up to {max(k for k, _ in run_mem)} runs in flight at once)")
+              f"max {sizes[-1]:.0f} MB ({len(sizes)} samples; up to {max(k for k, _ in run_mem)} children of warm parents "
+              "at once, runs being reaped included)")
     print(f"floor {floor_rps:.2f} runs/s, matrix {matrix_rps:.2f} runs/s ({100 * matrix_rps / floor_rps:.0f}% of floor), "
           f"harness CPU per run {harness_per_run:.3f} s ({100 * harness_per_run / total_per_run:.0f}% of total)")
     return 0
