@@ -31,7 +31,7 @@ AGENT_NAMES = {"builder": "builder", "reviewer": "reviewer", "reporter": "report
 PARENT_ID = "user"
 # The model name the adapter is told. The gateway picks the model by the run's token, so
 # the agent (and its framework) never learn which model, condition or substitute it has.
-BLIND_MODEL = "agent-model"
+from .gateway.records import BLIND_MODEL  # noqa: E402  (defined once, with the gateway's blinding)
 
 
 def _children_cpu() -> float:

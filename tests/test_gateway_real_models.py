@@ -191,3 +191,26 @@ def test_a_hung_provider_attempt_is_abandoned_and_retried(tasks, faulty):
     provider = events[0]["provider"]
     assert info["status"] == 200 and provider["retries"] == 1 and len(up.hits) == 2
     assert provider["errors"][0]["transient"] and provider["errors"][0]["latency_ms"] < 2500
+
+
+def test_an_error_the_agent_reads_names_no_model_the_event_keeps_it(tasks, faulty):
+    """Blinding holds on the Router path too: LiteLLM's message after a failed substitute
+    names the assigned model and the fallback chain; the agent reads ``agent-model``."""
+    from claimgrid.conditions import load_swap_conditions
+    from claimgrid.gateway.records import BLIND_MODEL
+
+    swap = next(c for c in load_swap_conditions().values()
+                if c.on_unavailable == "substitute" and c.unavailable_from_call > 0)
+    gw, up = faulty(lambda key, n: ("status", 500) if n >= swap.unavailable_from_call else None,
+                    RetryPolicy(retries=0, backoff_s=0.01))
+    assigned, substitute = "openai/gpt-4o-mini", "openai/claimgrid-substitute-model"
+    gw.register("t", script(tasks["fix-float-add"], model=assigned, swap=swap.name, substitute=substitute))
+    infos = [http_turn(gw.url, "t", BLIND_MODEL, GO, False)[1] for _ in range(swap.unavailable_from_call + 1)]
+    events, raw = gw.finish("t")
+    failed = infos[-1]
+    assert failed["status"] >= 500 and events[-1]["swap"] == swap.name
+    said = failed["error"]["message"]
+    for name in (assigned, substitute, assigned.split("/")[1], substitute.split("/")[1]):
+        assert name not in said, said
+    assert any(name in events[-1]["error"] for name in (assigned, substitute)), events[-1]["error"]
+    assert raw[-1]["response"]["error"]["message"] == said  # the raw log holds what was sent

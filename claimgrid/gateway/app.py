@@ -23,7 +23,7 @@ from .cassette import request_sha256
 from .answer import target_model
 from .connections import Connections
 from .dispatch import Dispatcher
-from .records import exchange_event, openai_error
+from .records import blinded, exchange_event, openai_error
 from .request import parse_body
 from .runs import Registry, RunState
 from .sse import stream_events
@@ -153,7 +153,9 @@ def create_app(registry: Registry, dispatcher: Dispatcher | None = None, replay=
                     status = status if isinstance(status, int) and 400 <= status < 600 else 502
                     error, code = f"{type(exc).__name__}: {_first_line(exc)}", "upstream_error"
         latency_ms = round((time.perf_counter() - t0) * 1000, 3)
-        response = answer.response if answer else openai_error(status, error, code)
+        # What the agent reads of an error names no model (blinding); the event keeps it whole.
+        response = answer.response if answer else openai_error(
+            status, blinded(error, (script.model, script.substitute)) if error else error, code)
         event = exchange_event(
             call_index=index, t=t, stream=stream, requested=requested, assigned=script.model,
             served=answer.served if answer else None,

@@ -2,7 +2,36 @@
 
 from __future__ import annotations
 
+import re
+
 from .policies import tool_results
+
+
+# The only model name an agent ever sees (blinding); claimgrid.runner tells the adapter it.
+BLIND_MODEL = "agent-model"
+# How the Router names a substitute's model group (claimgrid.gateway.providers).
+_GROUP_PREFIXES = ("", "substitute::")
+
+
+def blinded(text: str, models) -> str:
+    """``text`` with every name of ``models`` (each as given, without its ``provider/``
+    prefix, and as the Router's substitute group) replaced by :data:`BLIND_MODEL`.
+
+    A provider's or LiteLLM's error message names the model it was asked for, and after a
+    swap the fallback chain (``model=<assigned> ... Fallbacks=[...substitute...]``): sent on
+    to the agent, it would tell the agent its model and its condition. The exchange event
+    keeps the message whole; only the answer the agent reads is blinded."""
+    names = set()
+    for model in models:
+        if model:
+            for name in (model, model.split("/", 1)[-1]):
+                names.update(prefix + name for prefix in _GROUP_PREFIXES)
+    if not names:
+        return text
+    # Whole names only (``slow`` stays in ``slowly``); longest first, so a group name wins
+    # over the model name inside it.
+    pattern = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    return re.sub(rf"(?<![\w-])(?:{pattern})(?![\w-])", BLIND_MODEL, text)
 
 
 def openai_error(status: int, message: str, code: str | None = None) -> dict:
