@@ -260,7 +260,17 @@ class Task:
         carries ``pyproject.toml`` + ``uv.lock`` (built by ``ensure_task_envs``), else the
         driver's own."""
         env = self.env
-        return str(env.venv_python) if env else sys.executable
+        return _real_folder(str(env.venv_python) if env else sys.executable)
+
+
+def _real_folder(python: str) -> str:
+    """``python`` with its folder's symlinks resolved, its own name kept.
+
+    The sandbox binds an interpreter's folders at their real paths, so a path through a
+    symlinked folder (a ``.venvs`` that links elsewhere) would not exist inside it. The file
+    itself stays unresolved: a venv's ``bin/python`` links to the base interpreter, and only
+    the venv path finds the venv's ``pyvenv.cfg``."""
+    return os.path.join(os.path.realpath(os.path.dirname(python)), os.path.basename(python))
 
 
 def load_task(folder: Path) -> Task:

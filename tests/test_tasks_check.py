@@ -10,6 +10,7 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 import time
 
 import pytest
@@ -166,13 +167,16 @@ def test_task_envs_share_the_framework_build_path_and_noop_check():
     assert not any(info.built for info in again.values())
     assert time.perf_counter() - t0 < 5
     for t in with_env:
-        assert t.python == str(t.env.venv_python) and t.env.venv_python.exists()
+        # The venv's interpreter, its folder's symlinks resolved (the sandbox binds real paths).
+        assert Path(t.python) == t.env.venv_python.parent.resolve() / t.env.venv_python.name
+        assert t.env.venv_python.exists()
         if "{python}" in (t.spec.expectation.test_command or []):
             assert t.python in t.test_command()
         out = subprocess.run([t.python, "-c", "import sys; print(sys.prefix)"], capture_output=True, text=True)
-        assert out.stdout.strip() == str(t.env.venv), (t.id, out)
+        assert Path(out.stdout.strip()).resolve() == t.env.venv.resolve(), (t.id, out)
     stdlib = [t for t in load_tasks().values() if t.env is None]
-    assert all(t.python == sys.executable for t in stdlib)
+    here = Path(sys.executable)
+    assert all(Path(t.python) == here.parent.resolve() / here.name for t in stdlib)
 
 
 def test_an_unknown_suite_is_one_line_and_writes_nothing(tmp_path):

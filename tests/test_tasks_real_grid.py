@@ -67,7 +67,8 @@ def test_each_upstream_suite_ran_from_the_task_interpreter(real_grid):
         assert len(tests) == 1, r["run_id"]
         assert tests[0]["command"] == task.test_command()
         if task.env is not None:
-            assert tests[0]["command"][0] == str(task.env.venv_python)
+            venv_python = task.env.venv_python
+            assert tests[0]["command"][0] == str(venv_python.parent.resolve() / venv_python.name)
         output = (out / r["evidence_dir"] / "test_output.txt").read_text()
         assert output == tests[0]["output_tail"]
         if r["model"] == "diligent":
