@@ -199,7 +199,9 @@ def test_calls_to_one_provider_never_exceed_max_connections(tasks, monkeypatch):
     assert up.peak_in_flight == 2
     assert conns.facts()["peak"] == {"openai": 2}
     queued = sorted(e["queued_ms"] for e in events)          # recorded for every real-provider call
-    assert queued[1] < 100 and queued[-1] >= 2 * 350           # the last pair waited for two rounds
+    # Six 0.4 s calls through two connections: at least four waited for one (how the first
+    # two arrive depends on the machine's load, so no bound on them).
+    assert sum(q >= 300 for q in queued) >= 4, queued
 
 
 def test_a_schedule_is_recorded_and_read_back_on_resume():
