@@ -88,7 +88,7 @@ class Node:
         self.gateway_cpu_s: float | None = None  # set by close(): the gateway thread's CPU
         self.launcher = Launcher(entries, isolation=settings.isolation)
         self.launcher.watch_dir(self.work_dir)  # removed by the watchdog if this process is killed
-        self.launcher.prewarm()  # every framework's preload starts now, overlapping the others
+        self.launcher.prewarm()  # preloads start now, a few at a time, overlapping the first runs
         self._closed = False
         try:
             from .gateway.replay import ReplaySource

@@ -106,3 +106,26 @@ def test_interrupt_kills_what_is_in_flight_at_once(tmp_path, isolation):
         later = launcher.launch("fake", make_ctl(tmp_path / "b", "good"), 30)
         assert later.interrupted is True and "interrupted" in later.process_event["launch_error"]
         assert later.outcome is None
+
+
+def test_prewarm_preloads_a_few_at_a_time_and_a_run_may_start_its_own(tmp_path):
+    """``prewarm(parallel=1)``: while one framework's parent is still importing (here, forever)
+    no other is started, and the scheduler is told the waiting one is not ready; a run of the
+    waiting framework starts its parent itself and completes."""
+    entries = fake_entries()
+    order = {name: entries[name] for name in ("slowload", "fake")}
+    launcher = Launcher(order, "warm", python=sys.executable, warm_start_timeout_s=180)
+    try:
+        launcher.prewarm(parallel=1)
+        deadline = time.monotonic() + 10
+        while launcher._warm.parent("slowload") is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert launcher._warm.parent("slowload") is not None
+        time.sleep(1.0)  # prewarm polls every 0.05 s: long enough to have started "fake" if it would
+        assert launcher._warm.parent("fake") is None
+        assert launcher.ready("fake") is False and launcher.ready("slowload") is False
+        res = launcher.launch("fake", make_ctl(tmp_path / "a", "good"), timeout_s=60)
+        assert res.process_event["exit_code"] == 0 and res.process_event["timed_out"] is False, res.process_event
+        assert launcher.ready("fake") is True
+    finally:
+        launcher.close()
