@@ -38,6 +38,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from claimgrid.procstat import stat_fields  # noqa: E402
+
 
 def _pss_kb(pid: int) -> int | None:
     try:
@@ -53,12 +55,9 @@ def _tree_memory(root_pid: int) -> tuple[float, list[float]]:
     children: dict[int, list[int]] = {}
     for name in os.listdir("/proc"):
         if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat", "rb") as fh:
-                    ppid = int(fh.read().decode(errors="replace").rsplit(")", 1)[1].split()[1])
-                children.setdefault(ppid, []).append(int(name))
-            except (OSError, ValueError, IndexError):
-                continue
+            fields = stat_fields(f"/proc/{name}/stat")
+            if fields:
+                children.setdefault(int(fields[1]), []).append(int(name))
     total, runs, stack = 0, [], [root_pid]
     while stack:
         pid = stack.pop()

@@ -37,6 +37,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from . import procstat
+
 WINDOW_S = 0.25   # how far back a run's CPU share is measured
 IDLE_SHARE = 0.10  # under 10% of one core over the window: the run is waiting, not working
 SPARE_CORES = 0.5  # CPU the grid must leave unused of its jobs before a run starts beyond them
@@ -45,21 +47,9 @@ POLL_S = 0.1       # how often the scheduler re-reads the in-flight runs while i
 # adds its own private memory to the process tree; bench/throughput.py prints the figure.
 INFLIGHT_PER_JOB = 4
 
-_TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
-
-
 def cpu_seconds(pid: int) -> float | None:
     """User+system CPU of ``pid`` and of its reaped children, or None once it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            fields = fh.read().rsplit(b")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    try:
-        # After the command name: state is fields[0], so utime..cstime are fields[11..14].
-        return sum(int(f) for f in fields[11:15]) * _TICK_S
-    except (ValueError, IndexError):
-        return None
+    return procstat.cpu_seconds(f"/proc/{pid}/stat", children=True)
 
 
 class Activity:
@@ -156,8 +146,12 @@ def next_cell(queue, ready: Callable[[str], bool]):
     warm parent has finished preloading), else the first cell. At a grid's start every
     framework preloads at once; a run of a framework still importing would hold a job
     doing nothing while another framework's parent is ready."""
+    known: dict[str, bool] = {}  # asked once per framework: a not-ready parent is probed by connecting
     for i in range(min(len(queue), LOOKAHEAD)):
-        if ready(queue[i].framework):
+        framework = queue[i].framework
+        if framework not in known:
+            known[framework] = ready(framework)
+        if known[framework]:
             cell = queue[i]
             del queue[i]
             return cell

@@ -324,7 +324,6 @@ def _execute(todo: list[Cell], store, tasks, content, swap, entries, fw_versions
     from .gateway.budget import Spend
     from .node import Node, NodeSettings
 
-
     settings = NodeSettings(tasks_dir=str(args.tasks_dir if args else ROOT / "tasks"),
                             conditions_dir=str(args.conditions_dir if args else ROOT / "conditions"),
                             venvs=str(args.venvs if args else ROOT / "venvs.toml"),

@@ -71,7 +71,7 @@ class Connections:
             from .. import registry
             self._provider[model] = None if registry.is_reference(model) else provider_of(model)
         provider = self._provider[model]
-        return self.slot(provider) if provider is not None else _no_wait()
+        return self.slot(provider) if provider is not None else contextlib.nullcontext()
 
     @contextlib.asynccontextmanager
     async def slot(self, provider: str):
@@ -92,7 +92,3 @@ class Connections:
         """The limits and the peak concurrent calls seen per provider (grid meta)."""
         return {"default": self.default, "per_provider": dict(self.per_provider), "peak": dict(self.peak)}
 
-
-@contextlib.asynccontextmanager
-async def _no_wait():
-    yield None

@@ -14,7 +14,6 @@ LiteLLM Router (real models) is built on the first call that needs it
 
 from __future__ import annotations
 
-import os
 import socket
 import threading
 import time
@@ -93,12 +92,8 @@ class Gateway:
         tid = getattr(thread, "native_id", None) if thread is not None else None
         if tid is None:
             return None
-        try:
-            with open(f"/proc/self/task/{tid}/stat", "rb") as fh:
-                fields = fh.read().decode(errors="replace").rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        except (OSError, ValueError, IndexError):
-            return None
+        from ..procstat import cpu_seconds
+        return cpu_seconds(f"/proc/self/task/{tid}/stat")
 
     def register(self, token: str, script: RunScript) -> None:
         """Map ``token`` (the run's API key) to its script; a token is registered once.

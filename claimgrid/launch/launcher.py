@@ -157,7 +157,7 @@ class Launcher:
         self.watchdog = Watchdog()
         self._track = _Tracker(self.watchdog)
         self._warm = WarmPool(self.entries, self.watchdog, warm_start_timeout_s)
-        self._pending: list[Entry] = []  # frameworks prewarm has yet to start
+        self._pending: list[str] = []  # frameworks prewarm has yet to start, in order
         self._prewarm_lock = threading.Lock()
 
     def python_for(self, entry: Entry) -> str:
@@ -181,7 +181,7 @@ class Launcher:
         if self.isolation != "warm":
             return True
         with self._prewarm_lock:
-            if any(entry.name == framework for entry in self._pending):
+            if framework in self._pending:
                 return False  # prewarm has not started it yet
         wp = self._warm.parent(framework)
         return wp is None or not wp.alive() or wp.poll_ready()
@@ -269,11 +269,12 @@ class Launcher:
             return
         parallel = max(1, parallel or os.cpu_count() or 1)
         with self._prewarm_lock:
-            self._pending = [entry for entry in self.entries.values()]
+            self._pending = list(self.entries)
         thread = threading.Thread(target=self._prewarm_loop, args=(parallel,), name="claimgrid-prewarm", daemon=True)
         thread.start()
 
     def _start_parent(self, entry: Entry):
+        """The framework's warm parent, started now if none is alive (WarmPool.get)."""
         python = self.python_for(entry)
         cmd = [python, str(WARM_PARENT), "--adapter-dir", str(entry.adapter_dir)]
         return self._warm.get(entry.name, cmd, lambda h, e=entry, p=python: adapter_env(e, h, p))
@@ -289,21 +290,21 @@ class Launcher:
             with self._prewarm_lock:
                 if not self._pending or self._track.interrupted:
                     return
-                entry = self._pending.pop(0) if busy < parallel else None
-            if entry is None:
+                name = self._pending.pop(0) if busy < parallel else None
+            if name is None:
                 time.sleep(0.05)
                 continue
             try:
-                self._start_parent(entry)
+                self._start_parent(self.entries[name])
             except WarmStartError:
                 pass  # closed, or the first run of that framework reports it
 
     def _run_warm(self, entry: Entry, python: str, ctl: dict, t_end: float, w: WriteEnd, home: str) -> ProcessRecord:
-        cmd = [python, str(WARM_PARENT), "--adapter-dir", str(entry.adapter_dir)]
         with self._prewarm_lock:  # started here, ahead of prewarm's turn for it
-            self._pending = [e for e in self._pending if e.name != entry.name]
+            if entry.name in self._pending:
+                self._pending.remove(entry.name)
         try:
-            wp = self._warm.get(entry.name, cmd, lambda h: adapter_env(entry, h, python))
+            wp = self._start_parent(entry)
             ready = wp.wait_ready(t_end)
         except WarmStartError as exc:
             return ProcessRecord(returncode=exc.exit_code, launch_error=str(exc), stderr_tail=exc.log_tail)
