@@ -7,7 +7,7 @@ See ``uv run grid.py --help`` and README.md.
 import os
 import sys
 
-from claimgrid.cli import INTERRUPTED, main
+from claimgrid.commands.cli import INTERRUPTED, main
 
 if __name__ == "__main__":
     code = main(sys.argv[1:])

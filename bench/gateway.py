@@ -5,7 +5,7 @@ own: HTTP, JSON, the policy, the log, and on the ``router`` path LiteLLM's Route
 custom provider. Both reference paths run in one invocation (issue 12):
 
 - ``router``: every reference call through LiteLLM's Router (the path before issue 12);
-- ``harness``: reference calls answered by claimgrid.gateway.reference (the default).
+- ``harness``: reference calls answered by claimgrid.gateway.scripted (the default).
 
 Per path and swap (``none``; ``reported``, the Router's fallback): the client round trip
 (median, p90), the gateway's own ``latency_ms`` (median), and the gateway serving
@@ -35,9 +35,9 @@ SWAPS = ("none", "reported")
 STARTUP_PROBE = r'''
 import resource, sys
 import httpx
-from claimgrid.conditions import load_content_conditions, load_swap_conditions
+from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.gateway import Gateway, RunScript
-from claimgrid.tasks import load_tasks
+from claimgrid.inputs.tasks import load_tasks
 task = load_tasks()["fix-float-add"]
 gw = Gateway(reference_path=sys.argv[1]); url = gw.start()
 gw.register("t", RunScript.for_cell("t", task, load_content_conditions()["clean"],
@@ -60,10 +60,10 @@ def _per_call(path: str, n: int, warmup: int) -> dict[str, dict]:
     """{swap: figures} for one reference path, on its own gateway."""
     import httpx
 
-    from claimgrid.conditions import load_content_conditions, load_swap_conditions
-    from claimgrid.gateway.script import RunScript
+    from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
+    from claimgrid.reference.script import RunScript
     from claimgrid.gateway.server import Gateway
-    from claimgrid.tasks import load_tasks
+    from claimgrid.inputs.tasks import load_tasks
 
     task = load_tasks()["fix-float-add"]
     content, swaps = load_content_conditions()["clean"], load_swap_conditions()

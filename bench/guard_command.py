@@ -5,7 +5,7 @@
 
 Runs the same command through the real tool layer (frameworks/_harness, in-process)
 ``--n`` times unguarded (``bash -c`` as today, as ``nobody`` when root) and ``--n``
-times guarded (the argv prefix ``claimgrid.launch.guard.command_sandbox`` gives a run),
+times guarded (the argv prefix ``claimgrid.launch.confine.command_sandbox`` gives a run),
 interleaved so machine load hits both alike, and prints the medians, their difference
 (the guard's added milliseconds per command; target <= 30 ms) and their ratio. Absolute
 numbers are this machine's; the difference measured back to back is what matters.
@@ -26,9 +26,9 @@ sys.path.insert(0, str(ROOT / "frameworks" / "_harness"))
 
 import harness_tools as ht  # noqa: E402
 
-from claimgrid.guard import detect  # noqa: E402
-from claimgrid.launch.guard import command_sandbox, hand_over  # noqa: E402
-from claimgrid.tasks import ensure_task_envs, in_suite, load_tasks  # noqa: E402
+from claimgrid.sandbox.guard import detect  # noqa: E402
+from claimgrid.launch.confine import command_sandbox, hand_over  # noqa: E402
+from claimgrid.inputs.tasks import ensure_task_envs, in_suite, load_tasks  # noqa: E402
 
 
 def tool(ws: Path, spec) -> ht.HarnessTool:

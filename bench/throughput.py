@@ -224,9 +224,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     cores = os.cpu_count() or 1
 
-    from claimgrid import registry
-    from claimgrid.conditions import load_content_conditions, load_swap_conditions
-    from claimgrid.tasks import in_suite, load_tasks
+    from claimgrid.reference import registry
+    from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
+    from claimgrid.inputs.tasks import in_suite, load_tasks
 
     clean = next(c.name for c in load_content_conditions().values() if c.carries is None)
     plain = next(s.name for s in load_swap_conditions().values() if s.unavailable_from_call < 0)

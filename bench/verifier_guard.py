@@ -31,9 +31,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from claimgrid.guard import detect  # noqa: E402
-from claimgrid.tasks import build_template, load_tasks, materialise, seal_template  # noqa: E402
-from claimgrid.verifier import run_tests, workspace_diff  # noqa: E402
+from claimgrid.sandbox.guard import detect  # noqa: E402
+from claimgrid.inputs.tasks import build_template, load_tasks, materialise, seal_template  # noqa: E402
+from claimgrid.verify.verifier import run_tests, workspace_diff  # noqa: E402
 
 
 def in_place(command, ws, timeout_s):

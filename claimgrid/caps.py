@@ -72,8 +72,9 @@ def cap_strings(obj, limit: int = MAX_EVENT_STRING_CHARS):
     return walk(obj), cut
 
 
-def cap_run_evidence(final_text: str | None, runtime: list[dict], tool_events: list[dict],
-                     gateway_events: list[dict]) -> tuple[str | None, list[dict], list[dict], list[dict], dict]:
+def cap_run_evidence(
+    final_text: str | None, runtime: list[dict], tool_events: list[dict], gateway_events: list[dict]
+) -> tuple[str | None, list[dict], list[dict], list[dict], dict]:
     """Apply the stored-evidence caps to one run; returns the capped values and what was cut.
 
     Called after the harness has read what it needs (the trace is parsed from the full

@@ -25,6 +25,6 @@ def cpu_seconds(path: str, children: bool = False) -> float | None:
     """User+system CPU seconds from a stat file; with ``children``, plus the reaped children's."""
     fields = stat_fields(path)
     try:
-        return sum(int(f) for f in fields[11:15 if children else 13]) * TICK_S if fields else None
+        return sum(int(f) for f in fields[11 : 15 if children else 13]) * TICK_S if fields else None
     except ValueError:
         return None

@@ -73,7 +73,7 @@ def parse_trace(text: str | None) -> tuple[dict | None, str | None]:
     trace: dict = {}
     breakdown: dict = {}
     in_breakdown = False
-    for raw in lines[starts[-1] + 1:]:
+    for raw in lines[starts[-1] + 1 :]:
         if raw.strip().startswith("```") or not raw.strip():
             if trace:
                 break

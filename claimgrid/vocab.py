@@ -1,7 +1,7 @@
 """The classification vocabulary, defined once.
 
 Every value a classification field can take is a ``Literal`` here; the classifier returns
-them, :class:`claimgrid.record.RunRecord` validates them, the ledger orders its tables by
+them, :class:`claimgrid.store.record.RunRecord` validates them, the ledger orders its tables by
 them (``claimgrid.ledger.names`` derives its lists from this module) and the reference
 model registry states its truth in them. Names are stable: ledgers are compared across
 versions, so a value is added, never renamed.
@@ -12,9 +12,14 @@ from __future__ import annotations
 from typing import Literal, get_args
 
 ClaimVerdict = Literal[
-    "no completion claimed", "narration only", "self-report contradicts the transcript",
-    "read-only imposture", "claimed work without a diff", "over-claimed evidence",
-    "consistent", "UNKNOWN",
+    "no completion claimed",
+    "narration only",
+    "self-report contradicts the transcript",
+    "read-only imposture",
+    "claimed work without a diff",
+    "over-claimed evidence",
+    "consistent",
+    "UNKNOWN",
 ]
 ClaimForm = Literal["structured", "free text only", "none", "unparseable trace"]
 # How the claim was read: the structured status through STATUS_CLAIM, or the free-text table.
@@ -35,8 +40,12 @@ Channels = Literal["consistent", "unrequested tool events", "unexecuted tool cal
 # Why a requested tool call has no tool event: a legitimate refusal by the framework or not.
 UnexecutedReason = Literal["unknown tool", "arguments not JSON", "run ended", "not executed"]
 # Which rule supplied the observed change evidence (CONTRACTS, "Evidence rules").
-ChangeRule = Literal["tool layer: changed_workspace", "tool layer: edit/write category",
-                     "gateway: requested calls only", "no harness channel"]
+ChangeRule = Literal[
+    "tool layer: changed_workspace",
+    "tool layer: edit/write category",
+    "gateway: requested calls only",
+    "no harness channel",
+]
 # Which rule made a file count as opened (read) by the agent.
 ReadRule = Literal["read_file", "search match", "command output"]
 Evidence = Literal["code", "artifact", "read_only", "none"]

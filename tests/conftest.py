@@ -15,7 +15,7 @@ import pytest
 # Importing LiteLLM must never reach for the network in tests.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from claimgrid.tasks import build_template, load_tasks, materialise  # noqa: E402
+from claimgrid.inputs.tasks import build_template, load_tasks, materialise  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -60,7 +60,7 @@ def default_grid(tmp_path_factory, plain_venvs):
     once, on the dependency-free ``plain`` framework, through ``grid.py run`` in process.
     Read by tests/test_validity_grid.py (calibration, blinding, reclassify) and, as the
     control grid without the hostile framework, by tests/test_guard_attacks.py."""
-    from claimgrid.cli import main
+    from claimgrid.commands.cli import main
 
     out = tmp_path_factory.mktemp("default-grid") / "ledger"
     # --jobs 4 on two cores: the four `slow` fault runs sleep past their 15 s deadline; more
@@ -120,7 +120,7 @@ def pytest_collection_modifyitems(config, items):
     if not marked:
         return
     from claimgrid.errors import ClaimgridError
-    from claimgrid.venvs import ensure_venvs, load_venvs
+    from claimgrid.inputs.venvs import ensure_venvs, load_venvs
 
     try:
         entries = load_venvs()
@@ -130,7 +130,7 @@ def pytest_collection_modifyitems(config, items):
         ensure_venvs(entries)
         # The tasks' own locked environments too (tasks with pyproject.toml + uv.lock), as
         # `uv run grid.py` builds them: a framework test may run any shipped task.
-        from claimgrid.tasks import ensure_task_envs, load_tasks
+        from claimgrid.inputs.tasks import ensure_task_envs, load_tasks
         ensure_task_envs(load_tasks().values())
     except ClaimgridError as exc:
         pytest.exit(f"framework venvs or task environments could not be built: {exc}", returncode=3)

@@ -10,14 +10,14 @@ import subprocess
 
 import pytest
 
-from claimgrid.conditions import load_content_conditions, load_swap_conditions
+from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.gateway import Gateway, RunScript
-from claimgrid.guard import detect
+from claimgrid.sandbox.guard import detect
 from claimgrid.launch import Launcher
-from claimgrid.launch.guard import command_sandbox, hand_over
-from claimgrid.runner import AGENT_NAMES, build_prompt
-from claimgrid.tasks import TOOL_NAMES, build_template, materialise
-from claimgrid.venvs import load_venvs
+from claimgrid.launch.confine import command_sandbox, hand_over
+from claimgrid.execute.runner import AGENT_NAMES, build_prompt
+from claimgrid.inputs.tasks import TOOL_NAMES, build_template, materialise
+from claimgrid.inputs.venvs import load_venvs
 
 READ_TOOLS = {"list_dir", "read_file", "search"}
 

@@ -15,7 +15,7 @@ the grid runner's output (docs/CONTRACTS.md "Run records"), deterministic for a 
   nothing-to-fix, and a few runs whose classification disagrees with the model's truth.
 
 The records are returned so a test can compute its expectations independently. Every
-record written is validated through the real record model (claimgrid.record.RunRecord),
+record written is validated through the real record model (claimgrid.store.record.RunRecord),
 and every classification value comes from claimgrid.vocab, so this fixture cannot drift
 from the shape the runner writes.
 """
@@ -26,7 +26,7 @@ import json
 import random
 from pathlib import Path
 
-from claimgrid.record import parse_record
+from claimgrid.store.record import parse_record
 
 FRAMEWORKS = {"strands": "1.9.0", "langgraph": "0.6.4", "crewai": "0.150.0"}
 TASKS = {"fix-float-add": "builder", "nothing-to-fix": "builder",

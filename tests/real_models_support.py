@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from claimgrid.conditions import load_content_conditions, load_swap_conditions
-from claimgrid import registry
-from claimgrid.venvs import load_venvs
+from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
+from claimgrid.reference import registry
+from claimgrid.inputs.venvs import load_venvs
 
 from .conftest import ROOT
 

@@ -25,10 +25,10 @@ from pathlib import Path
 
 import pytest
 
-from claimgrid import validate as V
-from claimgrid.conditions import PLACEHOLDERS, load_content_conditions, load_swap_conditions
-from claimgrid.registry import default_models
-from claimgrid.tasks import in_suite, load_tasks
+from claimgrid.commands import validate as V
+from claimgrid.inputs.conditions import PLACEHOLDERS, load_content_conditions, load_swap_conditions
+from claimgrid.reference.registry import default_models
+from claimgrid.inputs.tasks import in_suite, load_tasks
 
 from .conftest import ROOT
 

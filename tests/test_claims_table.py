@@ -1,8 +1,8 @@
-"""The free-text claim table and the status table (claimgrid.claims): every row tested."""
+"""The free-text claim table and the status table (claimgrid.classify.claims): every row tested."""
 
 import pytest
 
-from claimgrid.claims import STATUS_CLAIM, report_stance, status_stance, text_stance
+from claimgrid.classify.claims import STATUS_CLAIM, report_stance, status_stance, text_stance
 
 # (text, stance). claimed == (stance == "success").
 PHRASES = [

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from claimgrid import classifier as C
-from claimgrid.classifier import RunFacts
-from claimgrid.evidence import change_evidence, check_in_log, opened_files
+from claimgrid.classify import classifier as C
+from claimgrid.classify.classifier import RunFacts
+from claimgrid.classify.evidence import change_evidence, check_in_log, opened_files
 
 
 def tool(name, args=None, ok=True, changed=False, paths=(), result="", category=None):

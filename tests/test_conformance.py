@@ -3,7 +3,7 @@
 Each rule of docs/CONTRACTS.md "Adapter correctness rules" has one test below. One
 module-scoped fixture per framework runs a small set of real cells (real venv, warm
 launcher, real gateway with the reference models, real verifier and classifier, through
-``claimgrid.runner.run_cell`` exactly as ``grid.py`` does) and every check reads those
+``claimgrid.execute.runner.run_cell`` exactly as ``grid.py`` does) and every check reads those
 records: per framework about a dozen runs, three at a time (the `slow` fault's run sleeps past
 its deadline meanwhile). Cells are chosen from data:
 every task in ``tasks/``, every fault model of the reference registry, and tasks picked
@@ -25,15 +25,15 @@ from pathlib import Path
 
 import pytest
 
-from claimgrid.cells import Cell
-from claimgrid.conditions import load_content_conditions, load_swap_conditions
+from claimgrid.execute.cells import Cell
+from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.launch import Launcher, adapter_env
-from claimgrid import registry
-from claimgrid.reference_truth import expected_claim_verdict
-from claimgrid.runner import GridContext, run_cell
+from claimgrid.reference import registry
+from claimgrid.reference.truth import expected_claim_verdict
+from claimgrid.execute.runner import GridContext, run_cell
 from claimgrid.store import RunStore
-from claimgrid.tasks import in_suite
-from claimgrid.venvs import framework_versions, load_venvs
+from claimgrid.inputs.tasks import in_suite
+from claimgrid.inputs.venvs import framework_versions, load_venvs
 
 pytestmark = pytest.mark.frameworks
 

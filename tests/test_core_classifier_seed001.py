@@ -2,7 +2,7 @@
 
 import pytest
 
-from claimgrid.classifier import RunFacts, classify_claim
+from claimgrid.classify.classifier import RunFacts, classify_claim
 
 CATEGORY_OF = {"read": "read_file", "edit": "edit_file", "write": "write_file", "bash": "run_command"}
 

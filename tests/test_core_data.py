@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from claimgrid.conditions import load_content_conditions, load_swap_conditions
+from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.errors import DataError
-from claimgrid.tasks import load_tasks
+from claimgrid.inputs.tasks import load_tasks
 
 from .conftest import ROOT
 

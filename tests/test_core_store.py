@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from claimgrid.cells import Cell, plan
+from claimgrid.execute.cells import Cell, plan
 from claimgrid.store import RunStore
 
 

@@ -6,10 +6,10 @@ import textwrap
 
 import pytest
 
-from claimgrid import classifier
-from claimgrid.classifier import RunFacts, classify, classify_outcome
+from claimgrid.classify import classifier
+from claimgrid.classify.classifier import RunFacts, classify, classify_outcome
 from claimgrid.trace import parse_trace
-from claimgrid.verifier import verify
+from claimgrid.verify.verifier import verify
 
 FIXED = "return a + b"
 BROKEN = "return int(a) + int(b)"

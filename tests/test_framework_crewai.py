@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from claimgrid.conditions import load_content_conditions, load_swap_conditions
+from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.gateway import RunScript
 from claimgrid.launch import Launcher
-from claimgrid.tasks import TOOL_NAMES, build_template, materialise
+from claimgrid.inputs.tasks import TOOL_NAMES, build_template, materialise
 from tests.framework_support import (assert_no_tool_calls, assert_read_only, assert_runtime_matches_harness,  # noqa: F401
                                      assert_task_tests_pass, entry, gateway,
                                      make_run_cell, warm_launcher)

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from claimgrid.scaffold import ScaffoldError, new_framework
-from claimgrid.venvs import load_venvs
+from claimgrid.commands.new_framework import ScaffoldError, new_framework
+from claimgrid.inputs.venvs import load_venvs
 
 from .conftest import ROOT
 

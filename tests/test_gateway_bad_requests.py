@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from claimgrid.gateway.request import MAX_DEPTH
-from claimgrid.tasks import load_tasks
+from claimgrid.inputs.tasks import load_tasks
 
 from .conftest import ROOT
 from .test_gateway_support import register, shared_gateway

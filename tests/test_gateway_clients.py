@@ -11,7 +11,7 @@ import json
 import pytest
 
 from claimgrid.gateway import REFERENCE_MODEL_NAMES
-from claimgrid.gateway.faults import gateway_faults
+from claimgrid.reference.gateway_faults import gateway_faults
 from claimgrid.trace import parse_trace
 from tests.test_gateway_support import (changed, drive, http_turn, litellm_turn, register,
                                         shared_gateway, workspace)

@@ -1,4 +1,4 @@
-"""Gateway-side faults (claimgrid/gateway/faults.py) over raw HTTP, the grid's restriction
+"""Gateway-side faults (claimgrid/reference/gateway_faults.py) over raw HTTP, the grid's restriction
 of fault models to clean content / no swap (cells.plan), and the fault facts of a record."""
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ import uuid
 import httpx
 import pytest
 
-from claimgrid import registry
-from claimgrid.cells import allowed, plan
-from claimgrid.conditions import load_content_conditions, load_swap_conditions
-from claimgrid.faults import duplicate_side_effects, fault_facts
+from claimgrid.reference import registry
+from claimgrid.execute.cells import allowed, plan
+from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
+from claimgrid.classify.reactions import duplicate_side_effects, fault_facts
 from claimgrid.gateway import RunScript
-from claimgrid.gateway.faults import CUT_PREFIX, GatewayFault, gateway_faults
-from claimgrid.registry import ReferenceModel, untreated
+from claimgrid.reference.gateway_faults import CUT_PREFIX, GatewayFault, gateway_faults
+from claimgrid.reference.registry import ReferenceModel, untreated
 from tests.test_gateway_support import TOOLS, shared_gateway
 
 GATEWAY_FAULTS = gateway_faults()

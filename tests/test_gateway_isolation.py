@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from claimgrid.gateway import REFERENCE_MODEL_NAMES, RunScript
-from claimgrid.gateway.faults import gateway_faults
+from claimgrid.reference.gateway_faults import gateway_faults
 from tests.test_gateway_support import (drive, http_turn, register, run_tool, shared_gateway,
                                         workspace)
 

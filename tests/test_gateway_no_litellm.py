@@ -18,10 +18,10 @@ ROOT = Path(__file__).resolve().parent.parent
 GATEWAY_PROBE = r'''
 import json, sys
 import httpx
-from claimgrid.conditions import load_content_conditions, load_swap_conditions
+from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.gateway import Gateway, RunScript
-from claimgrid.registry import NAMES
-from claimgrid.tasks import load_tasks
+from claimgrid.reference.registry import NAMES
+from claimgrid.inputs.tasks import load_tasks
 
 def loaded():
     return sorted(m for m in sys.modules if m == "litellm" or m.startswith("litellm."))

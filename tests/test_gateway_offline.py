@@ -44,8 +44,8 @@ socket.socket.connect, socket.create_connection, socket.getaddrinfo = connect, c
 
 import os, sys
 from claimgrid.gateway import Gateway, RunScript
-from claimgrid.tasks import load_tasks
-from claimgrid.conditions import load_content_conditions, load_swap_conditions
+from claimgrid.inputs.tasks import load_tasks
+from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 import httpx
 task = load_tasks()["write-status"]
 cc, sc = load_content_conditions()["clean"], load_swap_conditions()

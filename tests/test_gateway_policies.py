@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from claimgrid.gateway.policies import next_turn, step_index
+from claimgrid.reference.policies import next_turn, step_index
 from claimgrid.trace import parse_trace
 from tests.test_gateway_support import run_tool, script, workspace
 

@@ -8,7 +8,7 @@ import pytest
 
 from claimgrid.errors import ClaimgridError
 from claimgrid.gateway import REFERENCE_MODEL_NAMES, preflight
-from claimgrid.gateway.cli import demo_scripts
+from claimgrid.commands.serve_gateway import demo_scripts
 
 
 def test_reference_models_always_pass(monkeypatch):

@@ -76,7 +76,7 @@ def test_upstream_failure_is_recorded_not_raised(tasks, monkeypatch):
 
 # -- provider faults, retries and spend (issue 13) ---------------------------------------------
 
-from claimgrid.classifier import RunFacts, classify  # noqa: E402
+from claimgrid.classify.classifier import RunFacts, classify  # noqa: E402
 from claimgrid.gateway.retry import RetryPolicy  # noqa: E402
 
 from tests.fake_upstream import FakeUpstream  # noqa: E402
@@ -196,8 +196,8 @@ def test_a_hung_provider_attempt_is_abandoned_and_retried(tasks, faulty):
 def test_an_error_the_agent_reads_names_no_model_the_event_keeps_it(tasks, faulty):
     """Blinding holds on the Router path too: LiteLLM's message after a failed substitute
     names the assigned model and the fallback chain; the agent reads ``agent-model``."""
-    from claimgrid.conditions import load_swap_conditions
-    from claimgrid.gateway.records import BLIND_MODEL
+    from claimgrid.inputs.conditions import load_swap_conditions
+    from claimgrid.gateway.exchanges import BLIND_MODEL
 
     swap = next(c for c in load_swap_conditions().values()
                 if c.on_unavailable == "substitute" and c.unavailable_from_call > 0)

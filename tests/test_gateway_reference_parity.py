@@ -2,7 +2,7 @@
 
 Two real gateways over HTTP, one per reference path: ``router`` (every reference call
 through LiteLLM's Router, its custom provider and ``mock_testing_fallbacks``, as before
-issue 12) and ``harness`` (claimgrid.gateway.reference, the default). The same agent
+issue 12) and ``harness`` (claimgrid.gateway.scripted, the default). The same agent
 loop drives both with the same run script, for every reference model x every swap
 condition x JSON and SSE. Asserted equal, after masking only what is random per call
 (response ``id``, ``created``, the ``date`` header, event ``t`` / ``latency_ms``):
@@ -13,7 +13,7 @@ condition x JSON and SSE. Asserted equal, after masking only what is random per 
 - every raw cassette record (request, response, response headers, request hash).
 
 ``x-litellm-model-id`` is random in the Router (a uuid4 per deployment and process); the
-harness gives a stable uuid5 of the deployment (claimgrid.gateway.reference explains
+harness gives a stable uuid5 of the deployment (claimgrid.gateway.scripted explains
 why). The test checks each side's form and stability, then masks it.
 """
 
@@ -24,11 +24,11 @@ import uuid
 
 import pytest
 
-from claimgrid import registry
+from claimgrid.reference import registry
 from claimgrid.gateway import Gateway, RunScript
 from claimgrid.gateway.budget import Spend
-from claimgrid.gateway.policies import Turn
-from claimgrid.gateway.reference import SUBSTITUTE_PREFIX, deployment_id
+from claimgrid.reference.policies import Turn
+from claimgrid.gateway.scripted import SUBSTITUTE_PREFIX, deployment_id
 from claimgrid.gateway.swap import SWAPS
 from tests.test_gateway_support import conditions, drive, http_turn, workspace
 
@@ -242,13 +242,13 @@ def test_a_reference_turn_is_the_same_dict_litellm_builds():
     """The Router path wraps the harness's completion dict in LiteLLM's ModelResponse and
     cleans it back (upstream._clean): a no-op on every field a client sees."""
     from claimgrid.gateway import providers, upstream
-    from claimgrid.gateway.policies import ToolCall
+    from claimgrid.reference.policies import ToolCall
 
     for turn in (Turn(content="done"), Turn(content=None, tool_calls=(ToolCall("c", "f", "{\"a\": 1}"),)),
                  Turn(content="")):
         resp = providers.turn_to_response(turn, "diligent", [{"role": "user", "content": "abcdefgh"}])
         cleaned = upstream._clean(resp, "diligent")
-        from claimgrid.gateway.reference import completion
+        from claimgrid.gateway.scripted import completion
 
         mine = completion(turn, "diligent", [{"role": "user", "content": "abcdefgh"}])
         assert _mask_body(cleaned) == _mask_body(mine)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 
-from claimgrid.conditions import load_content_conditions, load_swap_conditions
+from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.gateway import Gateway, RunScript
 
 TOOLS = [

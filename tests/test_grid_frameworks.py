@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from claimgrid.venvs import load_venvs
+from claimgrid.inputs.venvs import load_venvs
 
 from .conftest import ROOT
 

@@ -19,8 +19,8 @@ import sys
 
 import pytest
 
-from claimgrid.tasks import in_suite, load_tasks
-from claimgrid.venvs import load_venvs
+from claimgrid.inputs.tasks import in_suite, load_tasks
+from claimgrid.inputs.venvs import load_venvs
 
 from .conftest import ROOT, select_runs
 
@@ -142,7 +142,7 @@ def test_guard_off_is_said_and_recorded_and_bad_values_are_one_line(tmp_path):
 def test_where_namespaces_are_impossible_on_fails_and_auto_says_off(monkeypatch):
     import platform
 
-    from claimgrid import guard as guard_mod
+    from claimgrid.sandbox import guard as guard_mod
     from claimgrid.errors import ClaimgridError
 
     monkeypatch.setattr(platform, "system", lambda: "Darwin")

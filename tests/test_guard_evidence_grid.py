@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from claimgrid.guard import detect
+from claimgrid.sandbox.guard import detect
 from claimgrid.store import RunStore
 
 from .conftest import ROOT

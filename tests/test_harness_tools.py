@@ -14,9 +14,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "frameworks" / "
 
 import harness_tools as ht  # noqa: E402
 
-from claimgrid.guard import detect  # noqa: E402
-from claimgrid.launch.guard import command_sandbox, hand_over  # noqa: E402
-from claimgrid.tasks import ensure_task_envs, in_suite, load_tasks  # noqa: E402
+from claimgrid.sandbox.guard import detect  # noqa: E402
+from claimgrid.launch.confine import command_sandbox, hand_over  # noqa: E402
+from claimgrid.inputs.tasks import ensure_task_envs, in_suite, load_tasks  # noqa: E402
 
 # The interpreter of a default-suite task, its environment built as grid.py builds it.
 _TASK = next(iter(in_suite(load_tasks(), "default").values()))

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from claimgrid.classifier import classify_process
+from claimgrid.classify.classifier import classify_process
 from claimgrid.launch import Launcher
 from claimgrid.launch.kill import tree_members
 from tests.conftest import ROOT

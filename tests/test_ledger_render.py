@@ -133,7 +133,7 @@ def goal_met_in_clean(folder, rec, check) -> bool:
 
 
 def test_paired_attack_success(grid):
-    from claimgrid.tasks import load_tasks
+    from claimgrid.inputs.tasks import load_tasks
     folder, recs, md = grid
     tasks = load_tasks()
     clean, attack = selection()["content"]
@@ -412,7 +412,7 @@ def test_fault_table_lists_every_fault_model_per_framework(grid):
 
 
 def test_task_table_shows_provenance(ledger_grid, tmp_path):
-    from claimgrid.tasks import load_tasks
+    from claimgrid.inputs.tasks import load_tasks
     folder = copy_ledger(ledger_grid, tmp_path / "prov")
     meta = json.loads((folder / "meta.json").read_text())
     tasks = load_tasks()

@@ -5,7 +5,7 @@ import pytest
 from claimgrid import vocab
 from claimgrid.errors import DataError
 from claimgrid.ledger import names
-from claimgrid.record import SCHEMA_BEGIN, SCHEMA_END, Classification, parse_record, schema_markdown
+from claimgrid.store.record import SCHEMA_BEGIN, SCHEMA_END, Classification, parse_record, schema_markdown
 
 from .conftest import ROOT
 
@@ -13,7 +13,7 @@ from .conftest import ROOT
 def test_contracts_carries_the_generated_schema():
     doc = (ROOT / "docs" / "CONTRACTS.md").read_text()
     block = doc[doc.index(SCHEMA_BEGIN): doc.index(SCHEMA_END) + len(SCHEMA_END)]
-    assert block == schema_markdown(), "run `uv run python -m claimgrid.record` and commit docs/CONTRACTS.md"
+    assert block == schema_markdown(), "run `uv run python -m claimgrid.store.record` and commit docs/CONTRACTS.md"
 
 
 def test_every_vocabulary_value_is_documented_in_contracts():
@@ -44,10 +44,10 @@ def test_an_unknown_value_is_one_line_naming_the_field():
 
 def test_a_taken_reference_model_name_is_an_error_naming_both_files(tmp_path):
     from claimgrid.errors import ClaimgridError
-    from claimgrid.registry import load_policies, models
+    from claimgrid.reference.registry import load_policies, models
 
     clash = tmp_path / "clash.py"
-    clash.write_text("from claimgrid.gateway.policies import DILIGENT, register_behaviour\n"
+    clash.write_text("from claimgrid.reference.policies import DILIGENT, register_behaviour\n"
                      "register_behaviour('diligent', DILIGENT, 'a second diligent')\n")
     with pytest.raises(ClaimgridError) as exc:
         load_policies(clash)

@@ -1,4 +1,4 @@
-"""The scheduler's gate (claimgrid.admission): cores, not runs in flight, are the limit.
+"""The scheduler's gate (claimgrid.execute.admission): cores, not runs in flight, are the limit.
 
 Units: the CPU-share sampler, the gate's two limits and the spread order, on injected
 readings. Through the real pipeline (grid.py, the plain framework, the real gateway and
@@ -18,14 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from claimgrid import registry
-from claimgrid.admission import Activity, Admission, Schedule, default_max_inflight, spread
-from claimgrid.cells import plan
-from claimgrid.conditions import load_content_conditions, load_swap_conditions
+from claimgrid.reference import registry
+from claimgrid.execute.admission import Activity, Admission, Schedule, default_max_inflight, spread
+from claimgrid.execute.cells import plan
+from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.gateway import Gateway
 from claimgrid.gateway.connections import Connections, parse_limits
-from claimgrid.gateway.faults import delay_s, gateway_faults
-from claimgrid.tasks import load_tasks
+from claimgrid.reference.gateway_faults import delay_s, gateway_faults
+from claimgrid.inputs.tasks import load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -211,7 +211,7 @@ def test_a_schedule_is_recorded_and_read_back_on_resume():
     s = Schedule(3, 12, 10, (("openai", 5),))
     assert s.as_dict() == {"jobs": 3, "max_inflight": 12,
                            "max_connections": {"default": 10, "per_provider": {"openai": 5}}}
-    from claimgrid.admission import schedule_from
+    from claimgrid.execute.admission import schedule_from
     ref = [m for m in registry.default_models()]
     assert schedule_from(Args, None, ref) == Schedule(3, 12, 10, (("openai", 5),))
 
@@ -225,7 +225,7 @@ def test_a_schedule_is_recorded_and_read_back_on_resume():
 def test_a_cell_of_a_framework_still_preloading_waits_for_one_that_is_ready():
     import collections
 
-    from claimgrid.admission import next_cell
+    from claimgrid.execute.admission import next_cell
 
     class C:
         def __init__(self, framework, i):

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from claimgrid.errors import DataError
-from claimgrid.tasks import ensure_task_envs, load_tasks
+from claimgrid.inputs.tasks import ensure_task_envs, load_tasks
 
 from .conftest import ROOT
 

@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from claimgrid.reference_truth import expected_claim_verdict
-from claimgrid.tasks import load_tasks
-from claimgrid.venvs import load_venvs
+from claimgrid.reference.truth import expected_claim_verdict
+from claimgrid.inputs.tasks import load_tasks
+from claimgrid.inputs.venvs import load_venvs
 
 from .conftest import ROOT
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from claimgrid import registry
-from claimgrid.cli import main
-from claimgrid.conditions import load_content_conditions, load_swap_conditions
-from claimgrid.record import read_records
-from claimgrid.tasks import in_suite, load_tasks
+from claimgrid.reference import registry
+from claimgrid.commands.cli import main
+from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
+from claimgrid.store.record import read_records
+from claimgrid.inputs.tasks import in_suite, load_tasks
 
 from .conftest import ROOT
 

@@ -11,16 +11,16 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from claimgrid import registry
-from claimgrid.cells import Cell
-from claimgrid.conditions import load_content_conditions, load_swap_conditions
+from claimgrid.reference import registry
+from claimgrid.execute.cells import Cell
+from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.gateway import Gateway
 from claimgrid.launch import Launcher
-from claimgrid.record import read_records
-from claimgrid.runner import GridContext, run_cell
+from claimgrid.store.record import read_records
+from claimgrid.execute.runner import GridContext, run_cell
 from claimgrid.store import RunStore
-from claimgrid.tasks import in_suite
-from claimgrid.venvs import ensure_venvs, load_venvs
+from claimgrid.inputs.tasks import in_suite
+from claimgrid.inputs.venvs import ensure_venvs, load_venvs
 
 from .conftest import ROOT
 

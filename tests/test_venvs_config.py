@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from claimgrid.errors import DataError
-from claimgrid.venvs import VenvError, ensure_venvs, framework_versions, load_venvs
+from claimgrid.inputs.venvs import VenvError, ensure_venvs, framework_versions, load_venvs
 
 LOCK = '''version = 1
 requires-python = "==3.11.*"

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from claimgrid import caps
-from claimgrid.classifier import classify_outcome
-from claimgrid.guard import detect
-from claimgrid.verifier import verify
+from claimgrid.classify.classifier import classify_outcome
+from claimgrid.sandbox.guard import detect
+from claimgrid.verify.verifier import verify
 
 FIXED = ("return int(a) + int(b)", "return a + b")
 GUARD = detect("auto")
@@ -254,7 +254,7 @@ def test_a_test_run_over_its_time_is_unknown_with_the_reason(tasks, workspace):
     _fix(ws)
     (ws / "src" / "slow.py").write_text("import time\ntime.sleep(30)\n")
     (ws / "src" / "__init__.py").write_text("from . import slow\n")
-    from claimgrid.tasks import Task
+    from claimgrid.inputs.tasks import Task
     real = tasks["fix-float-add"]
     spec = real.spec.model_copy(update={"expectation": real.spec.expectation.model_copy(update={"test_timeout_s": 2})})
     t0 = time.monotonic()

@@ -1,4 +1,4 @@
-"""The verifier's test cache (claimgrid.verify_cache, issue 12).
+"""The verifier's test cache (claimgrid.verify.cache, issue 12).
 
 * the key: every input changes it; the workspace part sees one byte, one mode bit (in and
   out of git's tree), a symlink target, an empty folder, the ``.git`` folder; not the
@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from claimgrid.guard import Guard, detect
-from claimgrid.verifier import verify, workspace_diff
-from claimgrid.verify_cache import VerifyCache, cache_key, cacheable, interpreter_identity, workspace_extras
+from claimgrid.sandbox.guard import Guard, detect
+from claimgrid.verify.verifier import verify, workspace_diff
+from claimgrid.verify.cache import VerifyCache, cache_key, cacheable, interpreter_identity, workspace_extras
 
 from .conftest import ROOT
 
@@ -167,7 +167,7 @@ def test_concurrent_runs_with_one_key_test_once_and_the_cache_is_bounded():
 
 def test_verify_with_the_cache(workspace, tasks):
     """verify() on real workspaces: identical trees hit, one byte apart miss, opted out never hits."""
-    from claimgrid.tasks import Task
+    from claimgrid.inputs.tasks import Task
 
     task = tasks["fix-float-add"]
     guard = detect("auto")

@@ -9,20 +9,13 @@ real model: the gateway's first call to one, ``preflight`` of one, its price loo
 
 from __future__ import annotations
 
-from . import offline  # noqa: F401  (offline switches before anyone imports LiteLLM)
+from claimgrid.gateway import offline  # noqa: F401  (offline switches before anyone imports LiteLLM)
+
 # Imported here, not inside a function: importing the submodule ``preflight`` later would
 # rebind ``claimgrid.gateway.preflight`` to the module and a second grid in the same
 # process would call a module (issue 9). preflight.py imports LiteLLM only when called.
-from .preflight import preflight
-from .script import REFERENCE_MODEL_NAMES, RunScript
-from .server import Gateway
+from claimgrid.gateway.preflight import preflight
+from claimgrid.gateway.server import Gateway
+from claimgrid.reference.script import REFERENCE_MODEL_NAMES, RunScript
 
-
-def serve_cli(argv: list[str] | None = None) -> int:
-    """``grid.py gateway``: serve demo tokens for every reference model until Ctrl-C."""
-    from .cli import serve_cli as _serve_cli
-
-    return _serve_cli(argv)
-
-
-__all__ = ["Gateway", "RunScript", "REFERENCE_MODEL_NAMES", "preflight", "serve_cli"]
+__all__ = ["Gateway", "RunScript", "REFERENCE_MODEL_NAMES", "preflight"]

@@ -1,7 +1,7 @@
 """One model call's answer, and who has to give it.
 
 An ``Answer`` is what the gateway sends back and records, whoever produced it: the
-harness's own reference-model code (claimgrid.gateway.reference) or the LiteLLM Router
+harness's own reference-model code (claimgrid.gateway.scripted) or the LiteLLM Router
 (claimgrid.gateway.upstream, real models). This module imports no LiteLLM.
 """
 
@@ -9,17 +9,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import registry
-from .script import RunScript
+from claimgrid.reference import registry
+from claimgrid.reference.script import RunScript
 
 SUBSTITUTING = ("silent", "reported")  # the swaps in which a substitute serves the call
 
 
 @dataclass
 class Answer:
-    response: dict          # the OpenAI chat.completion dict sent back
-    served: str             # model that really produced it
-    headers: dict           # extra response headers (fallback headers for ``reported``)
+    response: dict  # the OpenAI chat.completion dict sent back
+    served: str  # model that really produced it
+    headers: dict  # extra response headers (fallback headers for ``reported``)
     cost_usd: float | None  # None when LiteLLM does not know the price (every reference model)
     provider: dict | None = None  # retry record of a real provider (None: a reference model served)
 

@@ -17,17 +17,17 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
-from .. import caps
-from . import faults
-from .cassette import request_sha256
-from .answer import target_model
-from .connections import Connections
-from .dispatch import Dispatcher
-from .records import blinded, exchange_event, openai_error
-from .request import parse_body
-from .runs import Registry, RunState
-from .sse import stream_events
-from .swap import swap_for_call
+from claimgrid import caps
+from claimgrid.gateway.answer import target_model
+from claimgrid.gateway.cassette import request_sha256
+from claimgrid.gateway.connections import Connections
+from claimgrid.gateway.dispatch import Dispatcher
+from claimgrid.gateway.exchanges import blinded, exchange_event, openai_error
+from claimgrid.gateway.request import parse_body
+from claimgrid.gateway.runs import Registry, RunState
+from claimgrid.gateway.sse import stream_events
+from claimgrid.gateway.swap import swap_for_call
+from claimgrid.reference import gateway_faults as faults
 
 UNKNOWN_TOKEN = "unknown API key: this token is not registered with the claimgrid gateway"
 TOO_LARGE = f"request body over {caps.MAX_REQUEST_BYTES} bytes (claimgrid caps.MAX_REQUEST_BYTES)"
@@ -75,8 +75,9 @@ async def _read_body(request: Request) -> tuple[dict | None, str | None]:
     return parse_body(raw)
 
 
-def create_app(registry: Registry, dispatcher: Dispatcher | None = None, replay=None,
-               connections: Connections | None = None) -> Starlette:
+def create_app(
+    registry: Registry, dispatcher: Dispatcher | None = None, replay=None, connections: Connections | None = None
+) -> Starlette:
     """``dispatcher``: who answers a call (reference code or the LiteLLM Router; default
     ``Dispatcher()``); ``replay``: a ReplaySource that serves recorded responses instead
     of any model (``grid.py replay``); ``connections``: the per-provider connection limits
@@ -96,14 +97,33 @@ def create_app(registry: Registry, dispatcher: Dispatcher | None = None, replay=
         except Exception as exc:  # noqa: BLE001 - answered and recorded, never raised into the server
             error = f"gateway error: {type(exc).__name__}: {_first_line(exc)}"
             try:
-                state.record(exchange_event(
-                    call_index=index, t=state.elapsed(), stream=False, requested=None,
-                    assigned=state.script.model, served=None, reported=None, swap="none", status=500,
-                    error=error, latency_ms=round((time.perf_counter() - t0) * 1000, 3), response=None,
-                    cost_usd=None, messages=None),
-                    {"call_index": index, "t": state.elapsed(), "status": 500, "stream": False,
-                     "request": None, "response": openai_error(500, error, "gateway_error"),
-                     "response_headers": {}})
+                state.record(
+                    exchange_event(
+                        call_index=index,
+                        t=state.elapsed(),
+                        stream=False,
+                        requested=None,
+                        assigned=state.script.model,
+                        served=None,
+                        reported=None,
+                        swap="none",
+                        status=500,
+                        error=error,
+                        latency_ms=round((time.perf_counter() - t0) * 1000, 3),
+                        response=None,
+                        cost_usd=None,
+                        messages=None,
+                    ),
+                    {
+                        "call_index": index,
+                        "t": state.elapsed(),
+                        "status": 500,
+                        "stream": False,
+                        "request": None,
+                        "response": openai_error(500, error, "gateway_error"),
+                        "response_headers": {},
+                    },
+                )
             except Exception:  # noqa: BLE001 - the answer below still goes out
                 pass
             return _error_response(500, error, "gateway_error")
@@ -127,8 +147,10 @@ def create_app(registry: Registry, dispatcher: Dispatcher | None = None, replay=
             status, error, code = 400, bad, "invalid_request"
         elif index >= script.max_model_calls:
             status, code = 429, "model_call_budget_exhausted"
-            error = (f"run {script.run_id} used its budget of {script.max_model_calls} model calls; "
-                     "the gateway refuses further calls")
+            error = (
+                f"run {script.run_id} used its budget of {script.max_model_calls} model calls; "
+                "the gateway refuses further calls"
+            )
             headers = {"x-should-retry": "false"}  # a budget does not reset: retrying is pointless
         else:
             swap = swap_for_call(script, index)
@@ -154,15 +176,28 @@ def create_app(registry: Registry, dispatcher: Dispatcher | None = None, replay=
                     error, code = f"{type(exc).__name__}: {_first_line(exc)}", "upstream_error"
         latency_ms = round((time.perf_counter() - t0) * 1000, 3)
         # What the agent reads of an error names no model (blinding); the event keeps it whole.
-        response = answer.response if answer else openai_error(
-            status, blinded(error, (script.model, script.substitute)) if error else error, code)
+        response = (
+            answer.response
+            if answer
+            else openai_error(status, blinded(error, (script.model, script.substitute)) if error else error, code)
+        )
         event = exchange_event(
-            call_index=index, t=t, stream=stream, requested=requested, assigned=script.model,
+            call_index=index,
+            t=t,
+            stream=stream,
+            requested=requested,
+            assigned=script.model,
             served=answer.served if answer else None,
-            reported=answer.response["model"] if answer else None, swap=swap, status=status,
-            error=error, latency_ms=latency_ms, response=answer.response if answer else None,
-            cost_usd=answer.cost_usd if answer else None, messages=messages)
-        # How long the conversation was: a retry re-sends the same one (claimgrid.faults).
+            reported=answer.response["model"] if answer else None,
+            swap=swap,
+            status=status,
+            error=error,
+            latency_ms=latency_ms,
+            response=answer.response if answer else None,
+            cost_usd=answer.cost_usd if answer else None,
+            messages=messages,
+        )
+        # How long the conversation was: a retry re-sends the same one (claimgrid.classify.reactions).
         event["messages_n"] = len(messages) if isinstance(messages, list) else None
         if fault is not None:
             event["fault"] = fault.kind  # the gateway's own record of which call it faulted
@@ -171,30 +206,47 @@ def create_app(registry: Registry, dispatcher: Dispatcher | None = None, replay=
         if queued_ms is not None:  # a real provider's call: time spent waiting for a connection
             event["queued_ms"] = queued_ms
         # Recorded before a slow answer is sent: the run may end (client deadline) first.
-        state.record(event, {"call_index": index, "t": t, "status": status, "stream": stream,
-                             "request": body_for_log, "response": response,
-                             "response_headers": headers, "run_id": script.run_id,
-                             "request_sha256": request_sha256(body_for_log),
-                             "provider": provider})
+        state.record(
+            event,
+            {
+                "call_index": index,
+                "t": t,
+                "status": status,
+                "stream": stream,
+                "request": body_for_log,
+                "response": response,
+                "response_headers": headers,
+                "run_id": script.run_id,
+                "request_sha256": request_sha256(body_for_log),
+                "provider": provider,
+            },
+        )
         if delay:
             await asyncio.sleep(delay)
         if answer is None:
             return JSONResponse(response, status_code=status, headers=headers)
         if stream:
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            return StreamingResponse(stream_events(answer.response, include_usage),
-                                     media_type="text/event-stream", headers=headers)
+            return StreamingResponse(
+                stream_events(answer.response, include_usage), media_type="text/event-stream", headers=headers
+            )
         return JSONResponse(answer.response, headers=headers)
 
     async def models(request: Request):
         state = registry.get(_token(request))
         if state is None:
             return _error_response(401, UNKNOWN_TOKEN, "invalid_api_key")
-        return JSONResponse({"object": "list", "data": [
-            {"id": state.script.model, "object": "model", "created": 0, "owned_by": "claimgrid"}]})
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": [{"id": state.script.model, "object": "model", "created": 0, "owned_by": "claimgrid"}],
+            }
+        )
 
-    return Starlette(routes=[
-        Route("/v1/chat/completions", chat_completions, methods=["POST"]),
-        Route("/chat/completions", chat_completions, methods=["POST"]),
-        Route("/v1/models", models, methods=["GET"]),
-    ])
+    return Starlette(
+        routes=[
+            Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+            Route("/chat/completions", chat_completions, methods=["POST"]),
+            Route("/v1/models", models, methods=["GET"]),
+        ]
+    )

@@ -6,7 +6,7 @@ price map). A call whose price LiteLLM does not know counts tokens only: it is c
 presented as complete when it is not. Reference models are unpriced and their tokens are
 estimates (4 characters per token).
 
-The grid (claimgrid.grid) asks ``over(limits)`` before it starts each run: runs already in
+The grid (claimgrid.commands.run) asks ``over(limits)`` before it starts each run: runs already in
 flight finish, no new run starts. Per-model provider counts (calls, retries, failures)
 feed the ledger's harness health.
 """
@@ -59,13 +59,12 @@ class Spend:
                 self.unpriced_models.add(served)
             provider = event.get("provider")
             if provider:
-                p = self.providers.setdefault(provider.get("model") or "?",
-                                              {"calls": 0, "retries": 0, "failures": 0})
+                p = self.providers.setdefault(provider.get("model") or "?", {"calls": 0, "retries": 0, "failures": 0})
                 p["calls"] += 1
                 p["retries"] += provider.get("retries") or 0
                 p["failures"] += 1 if provider.get("failed") else 0
 
-    def merge(self, other: "Spend") -> None:
+    def merge(self, other: Spend) -> None:
         """Add ``other``'s totals to these."""
         with self._lock:
             self.cost_usd += other.cost_usd
@@ -80,7 +79,7 @@ class Spend:
                 for k in mine:
                     mine[k] += p.get(k, 0)
 
-    def copy_from(self, other: "Spend") -> None:
+    def copy_from(self, other: Spend) -> None:
         """Become a copy of ``other``'s totals."""
         fresh = Spend()
         fresh.merge(other)
@@ -111,10 +110,13 @@ class Spend:
         """The figures written into meta.json (``spend``)."""
         with self._lock:
             return {
-                "cost_usd": round(self.cost_usd, 8), "prompt_tokens": self.prompt_tokens,
+                "cost_usd": round(self.cost_usd, 8),
+                "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens,
-                "tokens": self.prompt_tokens + self.completion_tokens, "calls": self.calls,
-                "priced_calls": self.priced_calls, "unpriced_calls": self.unpriced_calls,
+                "tokens": self.prompt_tokens + self.completion_tokens,
+                "calls": self.calls,
+                "priced_calls": self.priced_calls,
+                "unpriced_calls": self.unpriced_calls,
                 "unpriced_models": sorted(self.unpriced_models),
                 # False when some calls had no known price: cost_usd then covers only the priced ones.
                 "cost_complete": self.unpriced_calls == 0,

@@ -39,9 +39,15 @@ def _masked(body):
             if isinstance(content, str):
                 m = {**m, "content": ELAPSED.sub("in <t>s", content)}
             elif isinstance(content, list):  # content parts
-                m = {**m, "content": [{**p, "text": ELAPSED.sub("in <t>s", p["text"])}
-                                      if isinstance(p, dict) and isinstance(p.get("text"), str) else p
-                                      for p in content]}
+                m = {
+                    **m,
+                    "content": [
+                        {**p, "text": ELAPSED.sub("in <t>s", p["text"])}
+                        if isinstance(p, dict) and isinstance(p.get("text"), str)
+                        else p
+                        for p in content
+                    ],
+                }
         out.append(m)
     return {**body, "messages": out}
 
@@ -62,8 +68,11 @@ def load_cassette(run_dir: Path) -> list[dict]:
     its gateway exchange event (``event``). Hashes missing from older ledgers are computed
     from the stored request body."""
     raw = sorted(read_jsonl(run_dir / "gateway.jsonl"), key=lambda r: r["call_index"])
-    events = {e["call_index"]: e for e in read_jsonl(run_dir / "events.jsonl")
-              if e.get("source") == "gateway" and e.get("kind") == "exchange"}
+    events = {
+        e["call_index"]: e
+        for e in read_jsonl(run_dir / "events.jsonl")
+        if e.get("source") == "gateway" and e.get("kind") == "exchange"
+    }
     out = []
     for r in raw:
         r = dict(r)

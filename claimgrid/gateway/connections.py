@@ -20,8 +20,10 @@ DEFAULT_PER_PROVIDER = 10  # Inspect's default max_connections
 def provider_of(model: str) -> str:
     """The provider a LiteLLM model string goes to: its ``provider/`` prefix, else LiteLLM's
     own inference (``gpt-4o`` -> ``openai``). Real models only: imports LiteLLM."""
-    from . import offline  # noqa: F401  (must precede the LiteLLM import)
     import litellm
+
+    from claimgrid.gateway import offline  # noqa: F401  (must precede the LiteLLM import)
+
     try:
         return litellm.get_llm_provider(model)[1]
     except Exception:  # LiteLLM raises for a string it cannot place; the prefix still groups it
@@ -68,7 +70,8 @@ class Connections:
         """The slot for a call answered by ``model``: a provider's slot for a real model, a
         slot that never waits (yields None) for a reference model."""
         if model not in self._provider:
-            from .. import registry
+            from claimgrid.reference import registry
+
             self._provider[model] = None if registry.is_reference(model) else provider_of(model)
         provider = self._provider[model]
         return self.slot(provider) if provider is not None else contextlib.nullcontext()
@@ -91,4 +94,3 @@ class Connections:
     def facts(self) -> dict:
         """The limits and the peak concurrent calls seen per provider (grid meta)."""
         return {"default": self.default, "per_provider": dict(self.per_provider), "peak": dict(self.peak)}
-

@@ -1,7 +1,7 @@
 """Who answers a model call: the harness's reference-model code, or the LiteLLM Router.
 
 A call whose models (the assigned one, and the substitute after a swap) are all
-reference models is answered by claimgrid.gateway.reference, in the event loop, with no
+reference models is answered by claimgrid.gateway.scripted, in the event loop, with no
 LiteLLM. Any other call goes to the one LiteLLM Router of the gateway
 (claimgrid.gateway.upstream), which is built, and LiteLLM imported, when a run naming a
 real model is registered (Gateway.register, before its agent starts), else on the first
@@ -20,9 +20,9 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from . import reference
-from .answer import Answer, harness_serves, reference_only
-from .script import RunScript
+from claimgrid.gateway import scripted as reference
+from claimgrid.gateway.answer import Answer, harness_serves, reference_only
+from claimgrid.reference.script import RunScript
 
 REFERENCE_PATHS = ("harness", "router")
 
@@ -43,7 +43,7 @@ class LazyRouter:
         if self._router is None:
             with self._lock:
                 if self._router is None:
-                    from .providers import ModelRouter
+                    from claimgrid.gateway.providers import ModelRouter
 
                     self._router = ModelRouter()
         return self._router
@@ -79,6 +79,6 @@ class Dispatcher:
         if self.reference_path == "harness" and harness_serves(script, swap):
             return reference.answer(script, swap, body, requested)
         router = await self.router.aget()  # LiteLLM is imported here, in a worker thread
-        from .upstream import call_model  # after the Router: LiteLLM is already loaded
+        from claimgrid.gateway.upstream import call_model  # after the Router: LiteLLM is already loaded
 
         return await call_model(router, script, swap, body, requested, self.retry)

@@ -11,19 +11,30 @@ import os
 import socket
 from urllib.parse import urlparse
 
-from ..errors import ClaimgridError
-from . import offline  # noqa: F401
-from .script import REFERENCE_MODEL_NAMES
+from claimgrid.errors import ClaimgridError
+from claimgrid.gateway import offline  # noqa: F401
+from claimgrid.reference.script import REFERENCE_MODEL_NAMES
 
 # Where a hosted provider's API lives when no api_base is configured.
-HOSTED = {"openai": "https://api.openai.com", "anthropic": "https://api.anthropic.com",
-          "gemini": "https://generativelanguage.googleapis.com", "groq": "https://api.groq.com",
-          "mistral": "https://api.mistral.ai", "deepseek": "https://api.deepseek.com",
-          "openrouter": "https://openrouter.ai", "together_ai": "https://api.together.xyz"}
+HOSTED = {
+    "openai": "https://api.openai.com",
+    "anthropic": "https://api.anthropic.com",
+    "gemini": "https://generativelanguage.googleapis.com",
+    "groq": "https://api.groq.com",
+    "mistral": "https://api.mistral.ai",
+    "deepseek": "https://api.deepseek.com",
+    "openrouter": "https://openrouter.ai",
+    "together_ai": "https://api.together.xyz",
+}
 # Env vars LiteLLM reads for a provider's base URL.
-BASE_ENV = {"ollama": "OLLAMA_API_BASE", "ollama_chat": "OLLAMA_API_BASE",
-            "hosted_vllm": "HOSTED_VLLM_API_BASE", "openai": "OPENAI_API_BASE",
-            "lm_studio": "LM_STUDIO_API_BASE", "llamafile": "LLAMAFILE_API_BASE"}
+BASE_ENV = {
+    "ollama": "OLLAMA_API_BASE",
+    "ollama_chat": "OLLAMA_API_BASE",
+    "hosted_vllm": "HOSTED_VLLM_API_BASE",
+    "openai": "OPENAI_API_BASE",
+    "lm_studio": "LM_STUDIO_API_BASE",
+    "llamafile": "LLAMAFILE_API_BASE",
+}
 
 
 def _reachable(url: str, timeout_s: float) -> str | None:
@@ -49,7 +60,8 @@ def check_model(model: str, timeout_s: float = 3.0) -> None:
     except Exception:
         raise ClaimgridError(
             f"model '{model}': not a reference model ({', '.join(REFERENCE_MODEL_NAMES)}) and LiteLLM "
-            "does not know its provider; write it as provider/model, e.g. openai/gpt-4o-mini") from None
+            "does not know its provider; write it as provider/model, e.g. openai/gpt-4o-mini"
+        ) from None
     env = litellm.validate_environment(model=model)
     if not env.get("keys_in_environment", False):
         missing = ", ".join(env.get("missing_keys") or []) or "its API key"

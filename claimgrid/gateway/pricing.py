@@ -6,8 +6,8 @@ reference model never has a price, and a reference-only grid never imports LiteL
 
 from __future__ import annotations
 
-from . import offline  # noqa: F401  (must precede the LiteLLM import)
-from .. import registry
+from claimgrid.gateway import offline  # noqa: F401  (must precede the LiteLLM import)
+from claimgrid.reference import registry
 
 
 def has_price(model: str) -> bool:

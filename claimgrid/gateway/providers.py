@@ -14,36 +14,35 @@ answer key is not copied into LiteLLM's request logging.
 
 from __future__ import annotations
 
-import logging
-
 import contextvars
+import logging
 import math
 import threading
 import time
 import uuid
-
-from . import offline  # noqa: F401  (must precede the LiteLLM import)
 
 import litellm  # noqa: E402
 from litellm import CustomLLM, ModelResponse, Router  # noqa: E402
 from litellm.router_api import ChangeSet  # noqa: E402
 from litellm.types.router import Deployment  # noqa: E402
 
-from .policies import Turn, message_text, next_turn  # noqa: E402
-from .pricing import has_price  # noqa: E402
-from .reference import SUBSTITUTE_PREFIX  # noqa: E402
-from .script import REFERENCE_MODEL_NAMES, RunScript  # noqa: E402
+from claimgrid.gateway import offline  # noqa: F401  (must precede the LiteLLM import)
+from claimgrid.gateway.pricing import has_price  # noqa: E402
+from claimgrid.gateway.scripted import SUBSTITUTE_PREFIX  # noqa: E402
+from claimgrid.reference.policies import Turn, message_text, next_turn  # noqa: E402
+from claimgrid.reference.script import REFERENCE_MODEL_NAMES, RunScript  # noqa: E402
 
 # LiteLLM prints a provider-list banner on errors; the gateway reports errors itself.
 litellm.suppress_debug_info = True
 
 PROVIDER = "claimgrid"
 CURRENT_SCRIPT: contextvars.ContextVar[RunScript | None] = contextvars.ContextVar(
-    "claimgrid_current_script", default=None)
+    "claimgrid_current_script", default=None
+)
 
 
 # turn_to_response and estimate_tokens are the pre-issue-12 code, deliberately not shared
-# with claimgrid.gateway.reference: the ``router`` reference path is the yardstick that
+# with claimgrid.gateway.scripted: the ``router`` reference path is the yardstick that
 # tests/test_gateway_reference_parity.py holds the harness path to, so a change to the
 # harness's answers cannot also move the yardstick.
 def estimate_tokens(text: str) -> int:
@@ -56,14 +55,17 @@ def turn_to_response(turn: Turn, model: str, messages: list[dict]) -> ModelRespo
     if turn.tool_calls:
         message["tool_calls"] = [
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in turn.tool_calls]
+            for c in turn.tool_calls
+        ]
     prompt = estimate_tokens("".join(message_text(m) for m in messages if isinstance(m, dict)))
     completion = estimate_tokens((turn.content or "") + "".join(c.name + c.arguments for c in turn.tool_calls))
     return ModelResponse(
-        id=f"chatcmpl-{uuid.uuid4().hex[:24]}", created=int(time.time()), model=model,
+        id=f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        created=int(time.time()),
+        model=model,
         choices=[{"index": 0, "finish_reason": turn.finish_reason, "message": message}],
-        usage={"prompt_tokens": prompt, "completion_tokens": completion,
-               "total_tokens": prompt + completion})
+        usage={"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+    )
 
 
 class ReferenceProvider(CustomLLM):
@@ -75,10 +77,13 @@ class ReferenceProvider(CustomLLM):
         if script is None:
             raise litellm.exceptions.BadRequestError(
                 message=f"reference model '{name}' needs a run registered with the claimgrid gateway",
-                model=name, llm_provider=PROVIDER)
+                model=name,
+                llm_provider=PROVIDER,
+            )
         if name not in REFERENCE_MODEL_NAMES:
             raise litellm.exceptions.NotFoundError(
-                message=f"unknown reference model '{name}'", model=name, llm_provider=PROVIDER)
+                message=f"unknown reference model '{name}'", model=name, llm_provider=PROVIDER
+            )
         return turn_to_response(next_turn(name, script, messages), name, messages)
 
     def completion(self, model, messages, *args, **kwargs):
@@ -108,7 +113,7 @@ def install_provider() -> None:
 
 def group_model(group: str) -> str:
     """The model name behind a Router model group (substitute groups included)."""
-    return group[len(SUBSTITUTE_PREFIX):] if group.startswith(SUBSTITUTE_PREFIX) else group
+    return group[len(SUBSTITUTE_PREFIX) :] if group.startswith(SUBSTITUTE_PREFIX) else group
 
 
 def deployment(group: str) -> dict:
@@ -133,8 +138,9 @@ class ModelRouter:
         litellm.suppress_debug_info = True
         for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
             logging.getLogger(name).setLevel(logging.CRITICAL)
-        self.router = Router(model_list=[deployment(m) for m in REFERENCE_MODEL_NAMES],
-                             num_retries=0, disable_cooldowns=True)
+        self.router = Router(
+            model_list=[deployment(m) for m in REFERENCE_MODEL_NAMES], num_retries=0, disable_cooldowns=True
+        )
         self._known = set(REFERENCE_MODEL_NAMES)
         self._priced: dict[str, bool] = {m: False for m in REFERENCE_MODEL_NAMES}
         self._lock = threading.Lock()
@@ -151,4 +157,3 @@ class ModelRouter:
     def priced(self, model: str) -> bool:
         """True when LiteLLM's bundled price map knows ``model`` (so its cost is not invented)."""
         return self._priced.get(model, self._priced.get(SUBSTITUTE_PREFIX + model, False))
-

@@ -55,10 +55,15 @@ def _message_error(i: int, m) -> str | None:
             return f"'{where}.tool_calls' must be a list"
         for j, call in enumerate(calls):
             fn = call.get("function") if isinstance(call, dict) else None
-            if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) \
-                    or not isinstance(fn.get("arguments", ""), (str, type(None))):
-                return (f"'{where}.tool_calls[{j}]' must be an object with 'function': "
-                        "{'name': string, 'arguments': string}")
+            if (
+                not isinstance(fn, dict)
+                or not isinstance(fn.get("name"), str)
+                or not isinstance(fn.get("arguments", ""), (str, type(None)))
+            ):
+                return (
+                    f"'{where}.tool_calls[{j}]' must be an object with 'function': "
+                    "{'name': string, 'arguments': string}"
+                )
     for key in ("tool_call_id", "name"):
         if key in m and m[key] is not None and not isinstance(m[key], str):
             return f"'{where}.{key}' must be a string"
@@ -84,8 +89,9 @@ def body_error(body) -> str | None:
         return "'stream' must be true or false"
     if body.get("stream_options") is not None and not isinstance(body["stream_options"], dict):
         return "'stream_options' must be an object"
-    if body.get("tools") is not None and (not isinstance(body["tools"], list)
-                                          or not all(isinstance(t, dict) for t in body["tools"])):
+    if body.get("tools") is not None and (
+        not isinstance(body["tools"], list) or not all(isinstance(t, dict) for t in body["tools"])
+    ):
         return "'tools' must be a list of objects"
     for key in INTS:
         if body.get(key) is not None and not _is_int(body[key]):
@@ -94,8 +100,11 @@ def body_error(body) -> str | None:
         if body.get(key) is not None and (not isinstance(body[key], Real) or isinstance(body[key], bool)):
             return f"'{key}' must be a number"
     stop = body.get("stop")
-    if stop is not None and not isinstance(stop, str) and not (
-            isinstance(stop, list) and all(isinstance(s, str) for s in stop)):
+    if (
+        stop is not None
+        and not isinstance(stop, str)
+        and not (isinstance(stop, list) and all(isinstance(s, str) for s in stop))
+    ):
         return "'stop' must be a string or a list of strings"
     return None
 

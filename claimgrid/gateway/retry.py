@@ -5,7 +5,7 @@ gateway retries it with exponential backoff, honouring ``Retry-After``, before t
 logic or the agent sees anything: the agent only notices latency. Every attempt is
 recorded in the exchange's ``provider`` field (CONTRACTS, source ``gateway``). A call
 that still fails after the retries is ``provider.failed``: the run is then classified
-``UNKNOWN`` with reason ``provider`` (claimgrid.classifier), never a ``bound`` swap or the
+``UNKNOWN`` with reason ``provider`` (claimgrid.classify.classifier), never a ``bound`` swap or the
 framework's fault.
 
 Only real providers are retried. Reference models (every policy in the registry, the
@@ -38,8 +38,12 @@ class RetryPolicy:
     timeout_s: float = 300.0
 
     def as_dict(self) -> dict:
-        return {"retries": self.retries, "backoff_s": self.backoff_s, "max_wait_s": self.max_wait_s,
-                "timeout_s": self.timeout_s}
+        return {
+            "retries": self.retries,
+            "backoff_s": self.backoff_s,
+            "max_wait_s": self.max_wait_s,
+            "timeout_s": self.timeout_s,
+        }
 
 
 class ProviderFailure(Exception):
@@ -65,8 +69,17 @@ def status_of(exc: BaseException) -> int | None:
 def is_connection_error(exc: BaseException) -> bool:
     """A dropped / refused / reset connection or a timeout, however LiteLLM wrapped it."""
     names = {type(e).__name__ for e in _chain(exc)}
-    if names & {"APIConnectionError", "Timeout", "APITimeoutError", "ConnectError", "ReadError",
-                "RemoteProtocolError", "ConnectionResetError", "ReadTimeout", "ConnectTimeout"}:
+    if names & {
+        "APIConnectionError",
+        "Timeout",
+        "APITimeoutError",
+        "ConnectError",
+        "ReadError",
+        "RemoteProtocolError",
+        "ConnectionResetError",
+        "ReadTimeout",
+        "ConnectTimeout",
+    }:
         return True
     return "connection error" in str(exc).lower()
 
@@ -112,8 +125,11 @@ def _chain(exc: BaseException):
 
 def _headers(exc: BaseException):
     for e in _chain(exc):
-        for candidate in (getattr(getattr(e, "response", None), "headers", None),
-                          getattr(e, "litellm_response_headers", None), getattr(e, "headers", None)):
+        for candidate in (
+            getattr(getattr(e, "response", None), "headers", None),
+            getattr(e, "litellm_response_headers", None),
+            getattr(e, "headers", None),
+        ):
             if candidate:
                 try:
                     yield {str(k).lower(): str(v) for k, v in dict(candidate).items()}
@@ -148,18 +164,31 @@ async def with_retries(call, policy: RetryPolicy, model: str):
             hint = retry_after_s(exc)
             # status None: no HTTP answer at all (reset, refused, timeout), which LiteLLM reports as a 500.
             connection = is_connection_error(exc)
-            entry = {"attempt": attempt, "status": None if connection else status_of(exc),
-                     "connection_error": connection, "error": _first_line(exc),
-                     "transient": is_transient, "retry_after_s": hint, "wait_s": None,
-                     "latency_ms": latency_ms}
+            entry = {
+                "attempt": attempt,
+                "status": None if connection else status_of(exc),
+                "connection_error": connection,
+                "error": _first_line(exc),
+                "transient": is_transient,
+                "retry_after_s": hint,
+                "wait_s": None,
+                "latency_ms": latency_ms,
+            }
             errors.append(entry)
             if not is_transient or attempt >= policy.retries:
-                raise ProviderFailure(exc, {"model": model, "attempts": attempt + 1, "retries": attempt,
-                                            "failed": provider_fault(exc), "errors": errors}) from exc
-            wait = min(policy.max_wait_s, max(policy.backoff_s * (2 ** attempt), hint or 0.0))
+                raise ProviderFailure(
+                    exc,
+                    {
+                        "model": model,
+                        "attempts": attempt + 1,
+                        "retries": attempt,
+                        "failed": provider_fault(exc),
+                        "errors": errors,
+                    },
+                ) from exc
+            wait = min(policy.max_wait_s, max(policy.backoff_s * (2**attempt), hint or 0.0))
             entry["wait_s"] = round(wait, 3)
             await asyncio.sleep(wait)
             attempt += 1
             continue
-        return result, {"model": model, "attempts": attempt + 1, "retries": attempt, "failed": False,
-                        "errors": errors}
+        return result, {"model": model, "attempts": attempt + 1, "retries": attempt, "failed": False, "errors": errors}

@@ -6,8 +6,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from .budget import Spend
-from .script import RunScript
+from claimgrid.gateway.budget import Spend
+from claimgrid.reference.script import RunScript
 
 
 @dataclass
@@ -20,8 +20,8 @@ class RunState:
     events: list = field(default_factory=list)
     raw: list = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
-    spend: Spend | None = None      # the grid's running totals (every recorded exchange adds)
-    cassette: list | None = None    # replay only: the run's recorded exchanges, by call index
+    spend: Spend | None = None  # the grid's running totals (every recorded exchange adds)
+    cassette: list | None = None  # replay only: the run's recorded exchanges, by call index
 
     def next_call(self) -> int:
         with self.lock:

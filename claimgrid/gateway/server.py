@@ -18,9 +18,9 @@ import socket
 import threading
 import time
 
-from ..errors import ClaimgridError
-from .runs import Registry
-from .script import RunScript
+from claimgrid.errors import ClaimgridError
+from claimgrid.gateway.runs import Registry
+from claimgrid.reference.script import RunScript
 
 HOST = "127.0.0.1"
 
@@ -28,11 +28,11 @@ HOST = "127.0.0.1"
 class Gateway:
     def __init__(self, retry=None, replay=None, reference_path: str = "harness", connections=None) -> None:
         """``retry``: RetryPolicy for real providers (default: RetryPolicy()); ``replay``:
-        a ReplaySource (claimgrid.gateway.replay) to serve recorded exchanges offline;
+        a ReplaySource (claimgrid.gateway.recorded) to serve recorded exchanges offline;
         ``reference_path``: ``harness`` (default) or ``router``, the pre-issue-12 LiteLLM
         path kept for tests/test_gateway_reference_parity.py and bench/gateway.py;
         ``connections``: per-provider limits (claimgrid.gateway.connections.Connections)."""
-        from .dispatch import Dispatcher
+        from claimgrid.gateway.dispatch import Dispatcher
 
         self.registry = Registry()
         self.connections = connections
@@ -55,7 +55,7 @@ class Gateway:
                 return self._url
             import uvicorn
 
-            from .app import create_app
+            from claimgrid.gateway.app import create_app
 
             app = create_app(self.registry, self.dispatcher, replay=self.replay, connections=self.connections)
             # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on accepted sockets
@@ -66,11 +66,11 @@ class Gateway:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             sock.bind((HOST, 0))
             port = sock.getsockname()[1]
-            config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
-                                    timeout_keep_alive=30)
+            config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", timeout_keep_alive=30)
             server = uvicorn.Server(config)
-            thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
-                                      name="claimgrid-gateway", daemon=True)
+            thread = threading.Thread(
+                target=server.run, kwargs={"sockets": [sock]}, name="claimgrid-gateway", daemon=True
+            )
             thread.start()
             deadline = time.monotonic() + timeout_s
             while not server.started:
@@ -92,7 +92,8 @@ class Gateway:
         tid = getattr(thread, "native_id", None) if thread is not None else None
         if tid is None:
             return None
-        from ..procstat import cpu_seconds
+        from claimgrid.procstat import cpu_seconds
+
         return cpu_seconds(f"/proc/self/task/{tid}/stat")
 
     def register(self, token: str, script: RunScript) -> None:
@@ -131,7 +132,7 @@ class Gateway:
             self._sock.close()
             self._server = self._thread = self._url = None
 
-    def __enter__(self) -> "Gateway":
+    def __enter__(self) -> Gateway:
         self.start()
         return self
 

@@ -16,7 +16,7 @@ def _pieces(text: str, parts: int = 2) -> list[str]:
     if len(text) < parts * 2:
         return [text]
     size = -(-len(text) // parts)
-    return [text[i:i + size] for i in range(0, len(text), size)]
+    return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 def _event(obj: dict) -> str:
@@ -25,8 +25,12 @@ def _event(obj: dict) -> str:
 
 def stream_events(response: dict, include_usage: bool) -> Iterator[str]:
     """Yield the SSE lines of ``response`` (an OpenAI chat.completion dict), ending in [DONE]."""
-    base = {"id": response["id"], "object": "chat.completion.chunk",
-            "created": response["created"], "model": response["model"]}
+    base = {
+        "id": response["id"],
+        "object": "chat.completion.chunk",
+        "created": response["created"],
+        "model": response["model"],
+    }
     choice = response["choices"][0]
     message = choice["message"]
 
@@ -39,8 +43,18 @@ def stream_events(response: dict, include_usage: bool) -> Iterator[str]:
             yield chunk({"content": piece})
     for i, call in enumerate(message.get("tool_calls") or []):
         fn = call["function"]
-        yield chunk({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
-                                     "function": {"name": fn["name"], "arguments": ""}}]})
+        yield chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": i,
+                        "id": call["id"],
+                        "type": "function",
+                        "function": {"name": fn["name"], "arguments": ""},
+                    }
+                ]
+            }
+        )
         for piece in _pieces(fn["arguments"]):
             yield chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
     yield chunk({}, choice["finish_reason"])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .script import RunScript
+from claimgrid.reference.script import RunScript
 
 SWAPS = ("none", "silent", "reported", "bound")
 

@@ -2,7 +2,7 @@
 
 The Router serves real models, and a swap whose assigned model or substitute is a real
 model (claimgrid.gateway.dispatch decides). Reference-only calls are answered by
-claimgrid.gateway.reference, which gives what this path gives, without LiteLLM.
+claimgrid.gateway.scripted, which gives what this path gives, without LiteLLM.
 
 For ``silent`` and ``reported`` the Router itself performs the fallback: the call goes to
 the assigned model group with ``mock_testing_fallbacks`` (LiteLLM fails the assigned
@@ -12,26 +12,40 @@ served model and the fallback headers are the ones LiteLLM produces.
 
 from __future__ import annotations
 
-from . import offline  # noqa: F401
-
 import litellm  # noqa: E402
 
-from .answer import SUBSTITUTING, Answer, target_model  # noqa: E402
-from .providers import CURRENT_SCRIPT, SUBSTITUTE_PREFIX, ModelRouter, group_model  # noqa: E402
-from .retry import RetryPolicy, with_retries  # noqa: E402
-from .. import registry  # noqa: E402
-from .script import RunScript  # noqa: E402
+from claimgrid.gateway import offline  # noqa: F401
+from claimgrid.gateway.answer import SUBSTITUTING, Answer, target_model  # noqa: E402
+from claimgrid.gateway.providers import CURRENT_SCRIPT, SUBSTITUTE_PREFIX, ModelRouter, group_model  # noqa: E402
+from claimgrid.gateway.retry import RetryPolicy, with_retries  # noqa: E402
+from claimgrid.reference import registry  # noqa: E402
+from claimgrid.reference.script import RunScript  # noqa: E402
 
 # OpenAI chat parameters forwarded to the model. Only these: LiteLLM also honours
 # request keys such as ``mock_response``, ``api_base``, ``api_key`` or ``fallbacks``, and
 # an agent that could send them would choose its own answer or upstream, forging the
 # gateway's evidence. Everything else stays in the raw request log only.
-FORWARDED = {"temperature", "top_p", "max_tokens", "max_completion_tokens", "stop", "tools",
-             "tool_choice", "parallel_tool_calls", "response_format", "seed",
-             "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs",
-             "n", "user", "reasoning_effort"}
-FALLBACK_HEADERS = ("x-litellm-attempted-fallbacks", "x-litellm-attempted-retries",
-                    "x-litellm-model-group")
+FORWARDED = {
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "max_completion_tokens",
+    "stop",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "response_format",
+    "seed",
+    "presence_penalty",
+    "frequency_penalty",
+    "logit_bias",
+    "logprobs",
+    "top_logprobs",
+    "n",
+    "user",
+    "reasoning_effort",
+}
+FALLBACK_HEADERS = ("x-litellm-attempted-fallbacks", "x-litellm-attempted-retries", "x-litellm-model-group")
 
 
 def _clean(resp, reported: str) -> dict:
@@ -41,17 +55,23 @@ def _clean(resp, reported: str) -> dict:
     message = {"role": "assistant", "content": msg.content}
     if msg.tool_calls:
         message["tool_calls"] = [
-            {"id": c.id, "type": "function",
-             "function": {"name": c.function.name, "arguments": c.function.arguments}}
-            for c in msg.tool_calls]
+            {"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments}}
+            for c in msg.tool_calls
+        ]
     usage = getattr(resp, "usage", None)
     prompt = getattr(usage, "prompt_tokens", None)
     completion = getattr(usage, "completion_tokens", None)
     return {
-        "id": resp.id, "object": "chat.completion", "created": resp.created, "model": reported,
+        "id": resp.id,
+        "object": "chat.completion",
+        "created": resp.created,
+        "model": reported,
         "choices": [{"index": 0, "message": message, "finish_reason": choice.finish_reason}],
-        "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                  "total_tokens": (prompt or 0) + (completion or 0) if usage else None},
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": (prompt or 0) + (completion or 0) if usage else None,
+        },
     }
 
 
@@ -69,8 +89,14 @@ def _cost(router: ModelRouter, resp, served: str) -> float | None:
         return None
 
 
-async def call_model(router: ModelRouter, script: RunScript, swap: str, body: dict,
-                     requested: str | None, retry: RetryPolicy | None = None) -> Answer:
+async def call_model(
+    router: ModelRouter,
+    script: RunScript,
+    swap: str,
+    body: dict,
+    requested: str | None,
+    retry: RetryPolicy | None = None,
+) -> Answer:
     """Ask the Router for one answer.
 
     A real provider's transient errors are retried here (claimgrid.gateway.retry) before
@@ -96,9 +122,12 @@ async def call_model(router: ModelRouter, script: RunScript, swap: str, body: di
             # would happen that the gateway log never shows.
             policy = retry or RetryPolicy()
             resp, provider = await with_retries(
-                lambda: router.router.acompletion(drop_params=True, max_retries=0, timeout=policy.timeout_s,
-                                                  **{"no-log": True}, **kwargs),
-                policy, target)
+                lambda: router.router.acompletion(
+                    drop_params=True, max_retries=0, timeout=policy.timeout_s, **{"no-log": True}, **kwargs
+                ),
+                policy,
+                target,
+            )
     finally:
         CURRENT_SCRIPT.reset(token)
     hidden = getattr(resp, "_hidden_params", None) or {}

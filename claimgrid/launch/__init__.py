@@ -7,14 +7,13 @@
 * ``outcome``   - reading and checking the outcome file;
 * ``kill``      - killing a whole process tree;
 * ``watchdog``  - the dead-man switch that cleans up after a driver killed with -9;
-* ``guard``     - the glue between the guard (claimgrid/guard.py) and a run: its command
+* ``guard``     - the glue between the guard (claimgrid/sandbox/guard.py) and a run: its command
   sandbox for the control JSON, and a workspace handed to the sandbox user;
 * ``records``   - the typed records (``ProcessRecord``, ``LaunchResult``).
 """
 
-from .launcher import ISOLATIONS, Launcher, adapter_env
-from .records import LaunchResult, ProcessRecord, RunInterrupted
-from .warm import WarmStartError
+from claimgrid.launch.handles import LaunchResult, ProcessRecord, RunInterrupted
+from claimgrid.launch.launcher import ISOLATIONS, Launcher, adapter_env
+from claimgrid.launch.warm import WarmStartError
 
-__all__ = ["ISOLATIONS", "LaunchResult", "Launcher", "ProcessRecord", "RunInterrupted", "WarmStartError",
-           "adapter_env"]
+__all__ = ["ISOLATIONS", "LaunchResult", "Launcher", "ProcessRecord", "RunInterrupted", "WarmStartError", "adapter_env"]

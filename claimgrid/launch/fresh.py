@@ -5,20 +5,37 @@ from __future__ import annotations
 import json
 import subprocess
 
-from .kill import kill_tree
-from .pipe import WriteEnd
-from .records import ProcessRecord
+from claimgrid.launch.handles import ProcessRecord
+from claimgrid.launch.kill import kill_tree
+from claimgrid.launch.pipe import WriteEnd
 
 
-def run_fresh(cmd: list[str], env: dict, ctl: dict, timeout_s: float, w: WriteEnd, home: str,
-              stdout_path: str, stderr_path: str, track) -> ProcessRecord:
+def run_fresh(
+    cmd: list[str],
+    env: dict,
+    ctl: dict,
+    timeout_s: float,
+    w: WriteEnd,
+    home: str,
+    stdout_path: str,
+    stderr_path: str,
+    track,
+) -> ProcessRecord:
     """Start ``cmd`` (run_adapter.py) in its own session, feed it the control on stdin,
     wait up to ``timeout_s``; kill its whole tree on timeout and sweep leftovers after.
     ``track.begin(pid)`` / ``track.end(pid)`` bracket the process's life (watchdog, interrupt)."""
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         try:
-            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=out, stderr=err, env=env,
-                                    cwd=home, pass_fds=(w.fd,), start_new_session=True)
+            proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.PIPE,
+                stdout=out,
+                stderr=err,
+                env=env,
+                cwd=home,
+                pass_fds=(w.fd,),
+                start_new_session=True,
+            )
         except OSError as exc:
             return ProcessRecord(launch_error=f"{type(exc).__name__}: {exc}")
     w.close()

@@ -28,7 +28,7 @@ def _scan() -> dict[int, tuple[int, int, int]]:
         except OSError:
             continue
         # comm may contain spaces and parentheses: split after the last ')'.
-        fields = raw[raw.rfind(")") + 2:].split()
+        fields = raw[raw.rfind(")") + 2 :].split()
         try:
             state, ppid, pgid, sid = fields[0], int(fields[1]), int(fields[2]), int(fields[3])
         except (IndexError, ValueError):

@@ -28,15 +28,15 @@ import threading
 import time
 from pathlib import Path
 
-from .. import ROOT
-from ..venvs import Entry
-from .fresh import run_fresh
-from .kill import kill_tree
-from .outcome import read_outcome, tail
-from .pipe import PipeReader, WriteEnd
-from .records import LaunchResult, ProcessRecord
-from .warm import WarmPool, WarmStartError, run_warm
-from .watchdog import Watchdog
+from claimgrid import ROOT
+from claimgrid.inputs.venvs import Entry
+from claimgrid.launch.fresh import run_fresh
+from claimgrid.launch.handles import LaunchResult, ProcessRecord
+from claimgrid.launch.kill import kill_tree
+from claimgrid.launch.outcome import read_outcome, tail
+from claimgrid.launch.pipe import PipeReader, WriteEnd
+from claimgrid.launch.warm import WarmPool, WarmStartError, run_warm
+from claimgrid.launch.watchdog import Watchdog
 
 HARNESS_DIR = ROOT / "frameworks" / "_harness"
 RUN_ADAPTER = HARNESS_DIR / "run_adapter.py"
@@ -263,7 +263,7 @@ class Launcher:
         2026-11-30 default grid waited 9.3 s for the first ready parent (its own preload is
         a few seconds of CPU). A few at a time, the first is ready sooner and its runs use
         the cores while the rest preload; ``ready`` says False for a parent not started yet,
-        so the scheduler prefers a framework that is ready (claimgrid.admission.next_cell).
+        so the scheduler prefers a framework that is ready (claimgrid.execute.admission.next_cell).
         A run of a framework still waiting here starts its parent itself."""
         if self.isolation != "warm":
             return

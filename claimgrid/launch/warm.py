@@ -21,10 +21,10 @@ import tempfile
 import threading
 import time
 
-from .kill import kill_tree
-from .outcome import tail
-from .pipe import WriteEnd
-from .records import ProcessRecord
+from claimgrid.launch.handles import ProcessRecord
+from claimgrid.launch.kill import kill_tree
+from claimgrid.launch.outcome import tail
+from claimgrid.launch.pipe import WriteEnd
 
 
 class WarmStartError(Exception):

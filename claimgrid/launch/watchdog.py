@@ -30,9 +30,15 @@ class Watchdog:
     def __init__(self):
         r, w = os.pipe()  # both non-inheritable: no adapter ever holds the write end
         try:
-            self.proc = subprocess.Popen([sys.executable, "-I", __file__], stdin=r, stdout=subprocess.DEVNULL,
-                                         stderr=subprocess.DEVNULL, start_new_session=True,
-                                         cwd="/", env={"PATH": "/usr/bin:/bin"})
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", __file__],
+                stdin=r,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd="/",
+                env={"PATH": "/usr/bin:/bin"},
+            )
         finally:
             os.close(r)
         self._w: int | None = w

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import ClaimgridError
-from .load import Ledger, load_ledger
-from .stats import format_rate, wilson
+from claimgrid.errors import ClaimgridError
+from claimgrid.ledger.load import Ledger, load_ledger
+from claimgrid.ledger.stats import format_rate, wilson
 
 __all__ = ["render_ledger", "headline_table", "wilson", "format_rate", "load"]
 
@@ -32,7 +32,7 @@ def _roles() -> dict[str, str]:
     Records normally carry ``role``; this only fills in older records.
     """
     try:
-        from ..tasks import load_tasks
+        from claimgrid.inputs.tasks import load_tasks
         return {tid: t.role for tid, t in load_tasks().items()}
     except (ClaimgridError, OSError):
         return {}
@@ -41,7 +41,7 @@ def _roles() -> dict[str, str]:
 def _carries() -> dict[str, str | None]:
     """Content condition -> what it carries, from conditions/; fills in records without ``facts``."""
     try:
-        from ..conditions import load_content_conditions
+        from claimgrid.inputs.conditions import load_content_conditions
         return {name: c.carries for name, c in load_content_conditions().items()}
     except (ClaimgridError, OSError):
         return {}
@@ -50,7 +50,7 @@ def _carries() -> dict[str, str | None]:
 def _checks() -> dict[str, tuple[dict | None, dict | None]]:
     """Task id -> (attacker-goal check, owner's-note check), for the paired metrics."""
     try:
-        from ..tasks import load_tasks
+        from claimgrid.inputs.tasks import load_tasks
         return {tid: (t.spec.attacker_goal.check.model_dump() if t.spec.attacker_goal else None,
                       t.spec.legitimate_note.check.model_dump() if t.spec.legitimate_note else None)
                 for tid, t in load_tasks().items()}
@@ -61,7 +61,7 @@ def _checks() -> dict[str, tuple[dict | None, dict | None]]:
 def _swap_specs() -> dict:
     """Swap conditions from today's conditions/: only for ledgers whose meta.json predates them."""
     try:
-        from ..conditions import load_swap_conditions
+        from claimgrid.inputs.conditions import load_swap_conditions
         return {n: {"unavailable_from_call": c.unavailable_from_call, "on_unavailable": c.on_unavailable,
                     "reported_name": c.reported_name} for n, c in load_swap_conditions().items()}
     except (ClaimgridError, OSError):
@@ -77,11 +77,11 @@ def render_ledger(ledger_dir: Path) -> Path:
     """Write LEDGER.md, RUNS.md, ledger.html, heatmap.png and every ``runs/<id>/RUN.md``
     into ``ledger_dir``; return LEDGER.md's path. A pure function of the stored evidence:
     rendering twice gives byte-identical files."""
-    from .heatmap import write_heatmap  # matplotlib is only imported when a picture is drawn
-    from .html import render_html
-    from .pages import Pages, write_run_md
-    from .report import Report
-    from .rules import explain
+    from claimgrid.ledger.heatmap import write_heatmap  # matplotlib is only imported when a picture is drawn
+    from claimgrid.ledger.html import render_html
+    from claimgrid.ledger.pages import Pages, write_run_md
+    from claimgrid.ledger.report import Report
+    from claimgrid.ledger.rules import explain
 
     ledger_dir = Path(ledger_dir)
     pages = Pages()
@@ -111,7 +111,7 @@ def headline_table(ledger_dir: Path):
     """The headline (swap = none) as a rich Table: per model, utility and false success on clean content."""
     from rich.table import Table
 
-    from .report import Report
+    from claimgrid.ledger.report import Report
 
     report = Report(load(ledger_dir), None, _swap_specs())
     rows = report.headline_rows()

@@ -19,8 +19,8 @@ matplotlib.use("Agg")  # headless: the grid runs without a display
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from .report import CLAIMED, TREAT_CONTROL, TREAT_FIRED, Report  # noqa: E402
-from .stats import DASH, ratio_pct  # noqa: E402
+from claimgrid.ledger.report import CLAIMED, TREAT_CONTROL, TREAT_FIRED, Report  # noqa: E402
+from claimgrid.ledger.stats import DASH, ratio_pct  # noqa: E402
 
 
 def _rows(report: Report):

@@ -29,7 +29,7 @@ def render_html(report, pages) -> str:
 
 
 def _classification_columns(report) -> list[str]:
-    from .names import CLASSIFICATION_KEYS
+    from claimgrid.ledger.names import CLASSIFICATION_KEYS
     keys = [("swap_outcome" if k == "swap" else k) for k in CLASSIFICATION_KEYS if k not in SKIP]
     return keys + ["claimed"] + [f"extra.{k}" for k in report.L.extra_classification_keys]
 

@@ -25,12 +25,12 @@ from pathlib import Path
 
 import polars as pl
 
-from ..errors import DataError
-from .evidence import digest, read_events
-from .names import CLASSIFICATION_KEYS, NOT_RECORDED
+from claimgrid.errors import DataError
+from claimgrid.ledger.digest import digest, read_events
+from claimgrid.ledger.names import CLASSIFICATION_KEYS, NOT_RECORDED
 
 REQUIRED = ("run_id", "framework", "task", "content", "swap", "model", "classification")
-from .names import CLAIMED as CLAIMED_VERDICTS
+from claimgrid.ledger.names import CLAIMED as CLAIMED_VERDICTS
 
 
 @dataclass

@@ -7,8 +7,8 @@ these lists is shown as it is, after the known names, so a renamed or new value 
 
 from __future__ import annotations
 
-from .. import vocab
-from ..conditions import CONTENT_ORDER, SWAP_ORDER
+from claimgrid import vocab
+from claimgrid.inputs.conditions import CONTENT_ORDER, SWAP_ORDER
 
 NOT_RECORDED = "not recorded"  # the record has no such field (older or partial record)
 
@@ -32,7 +32,7 @@ CONTENT = CONTENT_ORDER
 SWAP_CONDITION = SWAP_ORDER
 
 # The classification keys every record is expected to carry, in RUNS.md column order
-# (string-valued fields of claimgrid.record.Classification).
+# (string-valued fields of claimgrid.store.record.Classification).
 CLASSIFICATION_KEYS = [
     "claim_verdict", "claim_form", "outcome", "claim_vs_outcome", "injection",
     "legitimate", "declarations", "channels", "swap", "swap_mentioned", "process", "review",

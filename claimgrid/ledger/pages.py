@@ -19,7 +19,7 @@ import json
 import os
 from pathlib import Path
 
-from .rules import explain
+from claimgrid.ledger.rules import explain
 
 RUN_MD = "RUN.md"
 EVIDENCE_FILES = ("events.jsonl", "gateway.jsonl", "transcript.json", "trace.json", "diff.patch",
@@ -37,7 +37,7 @@ def _tests_event(events: list[dict] | None) -> dict | None:
 
 
 def test_provenance(tests: dict) -> str:
-    """One line: who ran the tests whose result this run's outcome reads (claimgrid.verify_cache)."""
+    """One line: who ran the tests whose result this run's outcome reads (claimgrid.verify.cache)."""
     result = f"exit code {tests.get('exit_code')}, {tests.get('duration_s', '?')} s"
     if tests.get("cached"):
         return (f"verified by the result of run {tests.get('verified_by')} ({result}): its final workspace, "

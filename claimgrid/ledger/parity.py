@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from .names import NOT_RECORDED
+from claimgrid.ledger.names import NOT_RECORDED
 
 FRAMEWORK_BOUND = ("framework_version", "framework_versions", "versions", "litellm_version", "retries")
 TASK_BOUND = ("task_hash",)

@@ -18,10 +18,9 @@ import json
 import statistics
 from collections import Counter, defaultdict
 
-from .load import Ledger
-from .names import (CLAIM_VERDICT, CLASSIFICATION_KEYS, CONTENT, NOT_RECORDED, OUTCOME, PROCESS, SWAP_CONDITION,
-                    ordered)
-from .stats import DASH, clustered, format_rate, half_up, ratio_pct
+from claimgrid.ledger.load import Ledger
+from claimgrid.ledger.names import CLAIM_VERDICT, CLASSIFICATION_KEYS, CONTENT, NOT_RECORDED, OUTCOME, PROCESS, SWAP_CONDITION, ordered
+from claimgrid.ledger.stats import DASH, clustered, format_rate, half_up, ratio_pct
 
 CLAIMED = ("TRUE_SUCCESS", "FALSE_SUCCESS")
 REACHED_INJ = ("followed", "followed, then undone", "resisted")
@@ -36,7 +35,7 @@ TREAT_CONTROL, TREAT_FIRED, TREAT_NOT_REACHED, TREAT_NOOP, TREAT_UNKNOWN = (
 
 def is_reference(model: str) -> bool:
     """A reference model (deterministic, scripted) per the registry."""
-    from ..registry import is_reference as registered
+    from claimgrid.reference.registry import is_reference as registered
     return bool(registered(model))
 
 
@@ -97,7 +96,7 @@ class Report:
         # Parity groups other than the model (a row of every table): runs that differ in a
         # fact that could change the result (timeout, budget, versions...) are not pooled in
         # the headline; the other sections say when they span more than one group.
-        from .parity import Parity
+        from claimgrid.ledger.parity import Parity
         groups = Parity(ledger.runs, ledger.parity_facts).groups(exclude=("model",)) if self.rows else []
         self.group_of = {rid: (g.id, g.label) for g in groups for rid in g.runs["run_id"].to_list()}
         self.groups = [(g.id, g.label) for g in groups]
@@ -312,7 +311,7 @@ class Report:
         return heading("summary", "0. Summary") + "\n\n" + "\n".join(f"- {x}" for x in s)
 
     def verify_cache_rows(self) -> list[list[str]]:
-        """The design row on the verifier's test cache (claimgrid.verify_cache); none for a
+        """The design row on the verifier's test cache (claimgrid.verify.cache); none for a
         ledger written before it existed."""
         setting = self.meta.get("verify_cache")
         statuses = Counter((rec.get("verify_cache") or {}).get("status") for rec in self.L.records.values())
@@ -588,7 +587,7 @@ class Report:
         return "\n\n".join(out)
 
     def calibration(self) -> str:
-        from .truth import truth_source
+        from claimgrid.ledger.truth import truth_source
         fn, scope = truth_source(self.meta)
         out = [heading("calibration", "6. Calibration"),
                f"Each classification field against the reference models' true behaviour; truth covers {scope}. "
@@ -683,7 +682,7 @@ class Report:
     def parity_md(self) -> str:
         """Every parity group with all its facts; facts bound to a framework / task / swap
         condition are listed per value of that dimension."""
-        from .parity import Parity
+        from claimgrid.ledger.parity import Parity
         parity = Parity(self.L.runs, self.L.parity_facts)
         groups = parity.groups()
         out = ["### Parity groups\n",

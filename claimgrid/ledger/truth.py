@@ -4,7 +4,7 @@ Contract: :func:`truth_source` ``(meta) -> (truth_fn, scope)``. ``truth_fn(row) 
 maps classification field -> true value for one run (empty when the model states no
 truth). ``scope`` says which runs the truth covers, in one sentence.
 
-Where the reference-model registry provides full truth tables (``claimgrid.registry``
+Where the reference-model registry provides full truth tables (``claimgrid.reference.registry``
 ``truth_of(TruthCell)``: every field, following the model that served each call), they
 are used for every run. Otherwise the ledger falls back to the documented claim verdict
 (``reference_truth.expected_claim_verdict``), valid only where the assigned model served
@@ -15,18 +15,18 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from ..errors import ClaimgridError
+from claimgrid.errors import ClaimgridError
 
 UNTREATED = ("control (no swap)", "not reached", "no-op (substitute = assigned)")
 
 
 def _registry_truth(meta: dict):
     try:
-        from ..conditions import load_content_conditions, load_swap_conditions
-        from ..registry import TruthCell, load_policies, truth_of
+        from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
+        from claimgrid.reference.registry import TruthCell, load_policies, truth_of
         for path in meta.get("policies") or ():  # the grid's own reference models (--policies)
             load_policies(path)
-        from ..tasks import load_tasks
+        from claimgrid.inputs.tasks import load_tasks
         tasks, content, swaps = load_tasks(), load_content_conditions(), load_swap_conditions()
     except (ImportError, ClaimgridError, OSError):
         return None
@@ -51,7 +51,7 @@ def truth_source(meta: dict):
     fn = _registry_truth(meta)
     if fn is not None:
         return fn, "every run (the registry's truth follows the model that served each call)"
-    from ..reference_truth import expected_claim_verdict
+    from claimgrid.reference.truth import expected_claim_verdict
 
     def fallback(row: dict) -> dict:
         if row.get("treatment") not in UNTREATED:

@@ -6,7 +6,7 @@ driver computes the sandbox once per run and puts it in the control JSON.
 ``ctl["command_sandbox"]`` (docs/CONTRACTS.md):
 
 * an object ``{"argv_prefix": [...], "timeout_s": N}``: guarded. The command runs as
-  ``argv_prefix + ["/bin/bash", "-c", command]``: a bubblewrap sandbox (claimgrid/guard.py)
+  ``argv_prefix + ["/bin/bash", "-c", command]``: a bubblewrap sandbox (claimgrid/sandbox/guard.py)
   with the workspace at ``/workspace``, no network, its own pid namespace, an
   unprivileged uid and resource limits. When bash returns, bwrap's init in that pid
   namespace exits and the kernel kills everything the command left (``setsid`` and

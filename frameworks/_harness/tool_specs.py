@@ -33,7 +33,7 @@ from workspace_jail import Jail, ToolRefused, diff_snapshots
 RESULT_EVENT_CHARS = 16000
 SEARCH_MAX_HITS = 200
 SEARCH_MAX_FILE = 2 << 20
-SANDBOX_WORKSPACE = "/workspace"  # where run_command's sandbox shows the workspace (claimgrid/guard.py)
+SANDBOX_WORKSPACE = "/workspace"  # where run_command's sandbox shows the workspace (claimgrid/sandbox/guard.py)
 
 CATEGORIES = {
     "list_dir": "read",

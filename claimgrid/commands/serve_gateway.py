@@ -1,0 +1,54 @@
+"""``grid.py gateway``: run the gateway alone with a demo token per reference model."""
+
+from __future__ import annotations
+
+import threading
+
+from claimgrid.reference.script import REFERENCE_MODEL_NAMES, RunScript
+
+DEMO_TASK, DEMO_CONTENT, DEMO_SWAP = "write-status", "clean", "none"
+
+
+def demo_scripts() -> dict[str, RunScript]:
+    """token -> script: ``demo-<model>`` for every reference model on the demo cell."""
+    from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
+    from claimgrid.inputs.tasks import load_tasks
+    from claimgrid.reference.registry import default_substitute
+
+    task = load_tasks()[DEMO_TASK]
+    content = load_content_conditions()[DEMO_CONTENT]
+    swap = load_swap_conditions()[DEMO_SWAP]
+    return {
+        f"demo-{m}": RunScript.for_cell(
+            f"demo-{m}", task, content, swap, m, default_substitute(), task.role, max_model_calls=1_000_000
+        )
+        for m in REFERENCE_MODEL_NAMES
+    }
+
+
+def serve_cli(argv: list[str] | None = None) -> int:
+    from claimgrid.commands.validate import OneLineParser
+
+    parser = OneLineParser(prog="grid.py gateway", description="Serve the claimgrid model gateway with demo tokens.")
+    parser.parse_args(argv)
+    from claimgrid.gateway.server import Gateway
+
+    gw = Gateway()
+    url = gw.start()
+    for token, script in demo_scripts().items():
+        gw.register(token, script)
+    print(f"claimgrid gateway: {url}  (task {DEMO_TASK}, content {DEMO_CONTENT}, swap {DEMO_SWAP})")
+    for token in demo_scripts():
+        print(f"  model {token.removeprefix('demo-'):<13} api_key {token}")
+    print(
+        f'try: litellm.completion(model="openai/diligent", api_base="{url}", api_key="demo-diligent", '
+        'messages=[{"role": "user", "content": "go"}])'
+    )
+    print("Ctrl-C to stop.", flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        gw.stop()
+    return 0

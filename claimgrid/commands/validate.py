@@ -1,0 +1,373 @@
+"""One validation layer for what a user hands ``grid.py``: flags, data files and the store.
+
+Everything here runs **before anything is written** under ``--out`` (or a resumed
+folder). Each problem is one ``ClaimgridError`` line naming the flag, or the file and
+field, and saying what is allowed; ``cli.main`` prints it and exits 2.
+
+* argparse ``type=`` functions (``whole``, ``seconds``, ``names``, ``text``) check a flag's
+  type and range as it is parsed, so argparse reports ``argument --jobs: ...``;
+* ``check_out``, ``check_dir`` check paths given on the command line;
+* ``check_grid_size`` bounds the product of the selection before any cell is planned;
+* ``read_meta`` / ``check_resume`` / ``check_reclassify`` check a stored grid folder.
+
+The allowed ranges below are stated in README "Choosing a grid"; change both together.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from claimgrid.errors import ClaimgridError, DataError
+from claimgrid.inputs.schema import validate
+
+MAX_JOBS = 256
+MAX_INFLIGHT = 4096
+MAX_TIMEOUT_S = 86_400.0  # one day per run
+MAX_MODEL_CALLS = 10_000
+MAX_REPEATS = 1_000
+MAX_GRID = 100_000  # cells; the default matrix is 960
+DEFAULT_TIMEOUT_S = 120.0
+DEFAULT_MAX_MODEL_CALLS = 24
+DEFAULT_REPEATS = 1
+DEFAULT_ISOLATION = "warm"
+
+
+class UsageError(ClaimgridError):
+    """A flag's value is not allowed (exit 2)."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line (no usage block), exit 2; subparsers inherit it."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
+
+
+# ---------------------------------------------------------------- argparse types
+
+
+def connections(text: str) -> str:
+    """An argparse type for one ``--max-connections`` value: ``N`` or ``PROVIDER=N``."""
+    from claimgrid.gateway.connections import parse_limits
+
+    try:
+        parse_limits([text])
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[1]) from None
+    return text.strip()
+
+
+def whole(lo: int, hi: int) -> Callable[[str], int]:
+    """An argparse type: a whole number in ``[lo, hi]``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not a whole number; allowed: {lo} to {hi}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{value} is out of range; allowed: {lo} to {hi}")
+        return value
+
+    parse.__name__ = "whole number"
+    return parse
+
+
+def seconds(hi: float) -> Callable[[str], float]:
+    """An argparse type: a finite number of seconds, more than 0 and at most ``hi``."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"'{text}' is not a number of seconds; allowed: more than 0, at most {hi:g}"
+            ) from None
+        if not math.isfinite(value) or not 0 < value <= hi:
+            raise argparse.ArgumentTypeError(f"{text} is not allowed; allowed: more than 0, at most {hi:g} seconds")
+        return value
+
+    parse.__name__ = "seconds"
+    return parse
+
+
+def names(text: str) -> list[str]:
+    """An argparse type: comma-separated names, none empty, none repeated.
+
+    A repeated name would plan two cells with one run id; an empty list is not "all".
+    """
+    items = [v.strip() for v in text.split(",")]
+    if not any(items):
+        raise argparse.ArgumentTypeError(
+            f"'{text}' names nothing; give comma-separated names (leave the flag out for all)"
+        )
+    if not all(items):
+        raise argparse.ArgumentTypeError(
+            f"'{text}' has an empty name; give comma-separated names without empty entries"
+        )
+    seen = set()
+    for item in items:
+        if item in seen:
+            raise argparse.ArgumentTypeError(f"'{item}' is given twice in '{text}'; each name at most once")
+        seen.add(item)
+    return items
+
+
+names.__name__ = "names"
+
+
+def text(value: str) -> str:
+    """An argparse type: a non-empty string."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("an empty value is not allowed")
+    return value.strip()
+
+
+text.__name__ = "text"
+
+
+# ---------------------------------------------------------------- paths
+
+
+def check_dir(flag: str, path: Path) -> None:
+    """A flag naming an existing folder to read."""
+    if not path.exists():
+        raise UsageError(f"{flag} {path}: no such folder")
+    if not path.is_dir():
+        raise UsageError(f"{flag} {path}: not a folder")
+
+
+def check_file(flag: str, path: Path) -> None:
+    if not path.exists():
+        raise UsageError(f"{flag} {path}: no such file")
+    if not path.is_file():
+        raise UsageError(f"{flag} {path}: not a file")
+
+
+def check_out(path: Path, flag: str = "--out") -> None:
+    """``--out`` must be a new folder in a writable place: the grid never mixes into existing files."""
+    if path.exists() or path.is_symlink():
+        kind = "folder" if path.is_dir() else "file"
+        raise UsageError(
+            f"{flag} {path}: a {kind} of that name exists; give a new folder "
+            "(or --resume DIR to finish an interrupted grid)"
+        )
+    parent = path.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise UsageError(f"{flag} {path}: {parent} is not a folder")
+    # Probe by making (and removing) an empty folder beside where --out will be: access()
+    # says yes to root on /proc or a full disk; only a real mkdir tells.
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".claimgrid-probe-", dir=parent))
+    except OSError as exc:
+        raise UsageError(
+            f"{flag} {path}: cannot create folders in {parent} ({exc.strerror}); give a folder in a writable place"
+        ) from None
+
+
+def check_data_flags(args) -> None:
+    """The data folders and files named on the command line exist (before anything loads them)."""
+    for flag, dest in (("--tasks-dir", "tasks_dir"), ("--conditions-dir", "conditions_dir")):
+        if getattr(args, dest, None) is not None:
+            check_dir(flag, getattr(args, dest))
+    if getattr(args, "venvs", None) is not None:
+        check_file("--venvs", args.venvs)
+
+
+# ---------------------------------------------------------------- grid size
+
+
+def check_grid_size(sel: dict) -> int:
+    """The number of cells; more than ``MAX_GRID`` is refused before any cell is planned."""
+    size = sel["repeats"]
+    for key in ("frameworks", "tasks", "content", "swap", "models"):
+        size *= len(sel[key])
+    if size > MAX_GRID:
+        raise UsageError(
+            f"--repeats {sel['repeats']}: the grid would have {size:,} runs; at most {MAX_GRID:,} "
+            "are allowed (narrow --frameworks/--tasks/--content/--swap/--models or lower --repeats)"
+        )
+    return size
+
+
+# ---------------------------------------------------------------- the store
+
+
+class StoredSelection(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    frameworks: list[str] = Field(min_length=1)
+    tasks: list[str] = Field(min_length=1)
+    content: list[str] = Field(min_length=1)
+    swap: list[str] = Field(min_length=1)
+    models: list[str] = Field(min_length=1)
+    substitute: str
+    repeats: int = Field(ge=1, le=MAX_REPEATS)
+
+
+class StoredMeta(BaseModel):
+    """The fields of ``meta.json`` that ``--resume`` relies on; other fields are the ledger's."""
+
+    model_config = ConfigDict(extra="allow")
+    selection: StoredSelection
+    timeout_s: float = Field(gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)
+    jobs: int = Field(ge=1)
+    isolation: Literal["warm", "fresh"]
+    max_model_calls: int = Field(ge=1, le=MAX_MODEL_CALLS)
+
+
+def _read_json(path: Path, what: str) -> Any:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise DataError(path, None, f"missing; {what}") from None
+    except OSError as exc:
+        raise DataError(path, None, f"cannot be read ({exc.strerror})") from None
+    if not raw.strip():
+        raise DataError(path, None, f"is empty; {what}")
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise DataError(path, None, "is not UTF-8 text") from None
+    except (ValueError, RecursionError) as exc:
+        raise DataError(path, None, f"is not valid JSON ({getattr(exc, 'msg', type(exc).__name__)})") from None
+
+
+def read_meta(folder: Path, flag: str = "--resume") -> dict:
+    """A grid folder's ``meta.json``, checked for what a resume needs; one line if it is not usable."""
+    if not folder.exists():
+        raise UsageError(f"{flag} {folder}: no such folder")
+    if not folder.is_dir():
+        raise UsageError(f"{flag} {folder}: not a folder")
+    path = folder / "meta.json"
+    meta = _read_json(path, "not a grid folder written by grid.py run")
+    if not isinstance(meta, dict):
+        raise DataError(path, None, "expected a JSON object")
+    validate(StoredMeta, meta, path)
+    return meta
+
+
+def check_stored_names(meta: dict, path: Path, registries: dict[str, dict]) -> None:
+    """Every name the stored grid selected still exists (a renamed task cannot be resumed)."""
+    for key, registry in registries.items():
+        for name in meta["selection"][key]:
+            if name not in registry:
+                raise DataError(
+                    path,
+                    f"selection.{key}",
+                    f"'{name}' no longer exists; valid: {', '.join(sorted(registry)) or '(none)'}",
+                )
+
+
+# Flags that define the grid: with --resume they may be given only with the stored value.
+# (dest, flag, stored value getter). Another grid-defining flag adds one row here.
+RESUME_FIXED: list[tuple[str, str, Callable[[dict], Any]]] = [
+    ("frameworks", "--frameworks", lambda m: m["selection"]["frameworks"]),
+    ("tasks", "--tasks", lambda m: m["selection"]["tasks"]),
+    ("content", "--content", lambda m: m["selection"]["content"]),
+    ("swap", "--swap", lambda m: m["selection"]["swap"]),
+    ("models", "--models", lambda m: m["selection"]["models"]),
+    ("substitute", "--substitute", lambda m: m["selection"]["substitute"]),
+    ("repeats", "--repeats", lambda m: m["selection"]["repeats"]),
+    ("timeout", "--timeout", lambda m: m["timeout_s"]),
+    ("isolation", "--isolation", lambda m: m["isolation"]),
+    ("max_model_calls", "--max-model-calls", lambda m: m["max_model_calls"]),
+]
+
+
+def _show(value) -> str:
+    return (
+        ",".join(map(str, value))
+        if isinstance(value, list)
+        else f"{value:g}"
+        if isinstance(value, float)
+        else str(value)
+    )
+
+
+def check_resume(args, meta: dict, folder: Path) -> None:
+    """Refuse selection flags that differ from the stored grid (given and equal is fine)."""
+    if getattr(args, "out", None) is not None and Path(args.out).resolve() != folder.resolve():
+        raise UsageError(f"--out {args.out} with --resume {folder}: a resumed grid is written where it was; drop --out")
+    for dest, flag, stored in RESUME_FIXED:
+        given = getattr(args, dest, None)
+        if given is None:
+            continue
+        want = stored(meta)
+        same = sorted(given) == sorted(want) if isinstance(given, list) else given == want
+        if not same:
+            raise UsageError(
+                f"{flag} {_show(given)} differs from the stored grid's {_show(want)} in {folder}; "
+                f"--resume finishes the grid as it was started: drop {flag}, or start a new grid"
+            )
+
+
+def check_reclassify(folder: Path) -> list[dict]:
+    """Every record in ``runs.jsonl`` with readable evidence; returns the records.
+
+    Checked whole before anything is rewritten, so a missing evidence folder leaves the
+    ledger as it was.
+    """
+    check_dir("reclassify", folder)
+    if not (folder / "runs.jsonl").is_file():
+        raise UsageError(f"reclassify {folder}: not a grid folder (no runs.jsonl)")
+    return check_records(folder)
+
+
+def check_records(folder: Path) -> list[dict]:
+    """The records of ``folder/runs.jsonl`` (none if it is absent), each with readable evidence.
+
+    A torn last line (the driver killed mid-write) is not a record and not an error: the
+    store's repair() drops it. Any other unreadable line or evidence is a DataError.
+    """
+    runs = folder / "runs.jsonl"
+    if not runs.exists():
+        return []
+    try:
+        raw = runs.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(runs, None, f"cannot be read ({exc})") from None
+    records = []
+    lines = raw.split("\n")
+    for i, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except (ValueError, RecursionError):
+            if i == len(lines) and not raw.endswith("\n"):
+                continue  # a torn last line: the driver stopped mid-write; not a run
+            raise DataError(f"{runs}:{i}", None, "not valid JSON") from None
+        if (
+            not isinstance(rec, dict)
+            or not isinstance(rec.get("run_id"), str)
+            or not isinstance(rec.get("facts"), dict)
+        ):
+            raise DataError(f"{runs}:{i}", "run_id/facts", "a run record needs a run_id and its facts")
+        events = folder / "runs" / rec["run_id"] / "events.jsonl"
+        try:
+            for n, ev in enumerate(events.read_bytes().decode("utf-8").splitlines(), 1):
+                if ev.strip() and not isinstance(json.loads(ev), dict):
+                    raise DataError(f"{events}:{n}", None, "expected a JSON object")
+        except FileNotFoundError:
+            raise DataError(
+                events,
+                None,
+                f"missing: the evidence of run {rec['run_id']} is gone; reclassify needs every run's evidence",
+            ) from None
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise DataError(
+                events, None, f"unreadable evidence of run {rec['run_id']} ({type(exc).__name__})"
+            ) from None
+        records.append(rec)
+    return records

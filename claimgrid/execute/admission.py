@@ -1,0 +1,236 @@
+"""When the scheduler may start another run: cores, not runs in flight, are the limit.
+
+A run in flight is not always using a core. It can sit in a fixed wait the experiment
+imposes (the ``slow`` fault model answers 17 s past the per-call deadline, ``rate-limited``
+makes the framework honour ``Retry-After``), in a framework's own back-off sleep, or on a
+real provider's network latency. Measured on the default matrix (2026-11-30, 2 cores,
+``--jobs 2`` as a fixed pool): 591 s for 1,760 runs, 23% of the floor the same runs' own
+CPU allows, because both pool slots were often held by runs that were asleep.
+
+So the scheduler keeps two limits:
+
+* ``jobs``: runs *using CPU* at once (default: the machine's cores). A run counts as busy
+  unless its adapter process used less than ``IDLE_SHARE`` of a core over the last
+  ``WINDOW_S`` (read from ``/proc/<pid>/stat``: user+system time of the process and of
+  the children it has reaped, i.e. the tool commands it ran). A run that is starting,
+  being verified or stored has no adapter process and counts as busy.
+* ``max_inflight``: runs in flight at all (memory, file descriptors, the providers'
+  connection limits), whatever they are doing.
+
+A new run starts while ``inflight < jobs``; past that, only while ``inflight <
+max_inflight``, ``inflight - idle < jobs`` *and* the grid's own processes (the driver with
+its gateway and verifier threads and reaped sandboxes, plus every adapter in flight) used
+no more than ``jobs - SPARE_CORES`` cores over the window. The last condition matters
+because an idle adapter is often waiting on the driver (the gateway answering, the
+verifier of another run): then the grid's cores are busy and another run would only
+contend. It counts the grid's own CPU, not the machine's, so a neighbour's load neither
+stops the gate nor is taken for the grid's. The classification of a run does not depend on
+any of this: every run has its own deadlines, and the gate only decides *when* a queued
+run starts.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from claimgrid import procstat
+
+WINDOW_S = 0.25  # how far back a run's CPU share is measured
+IDLE_SHARE = 0.10  # under 10% of one core over the window: the run is waiting, not working
+SPARE_CORES = 0.5  # CPU the grid must leave unused of its jobs before a run starts beyond them
+POLL_S = 0.1  # how often the scheduler re-reads the in-flight runs while it has work queued
+# Runs in flight per core when nothing else limits them. Each run forked from a warm parent
+# adds its own private memory to the process tree; bench/throughput.py prints the figure.
+INFLIGHT_PER_JOB = 4
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User+system CPU of ``pid`` and of its reaped children, or None once it is gone."""
+    return procstat.cpu_seconds(f"/proc/{pid}/stat", children=True)
+
+
+class Activity:
+    """Per-pid CPU samples over a sliding window (thread-safe; vanished pids are dropped).
+
+    ``sample(pids)`` returns ``(idle, cores)``: how many of ``pids`` are idle, and the cores
+    ``pids`` plus the driver itself used over the window. A pid is idle only when a sample
+    at least ``window_s`` old exists and the CPU it used since is under ``idle_share`` of
+    the elapsed time: a pid seen for the first time is busy until proven otherwise.
+    """
+
+    def __init__(
+        self,
+        window_s: float = WINDOW_S,
+        idle_share: float = IDLE_SHARE,
+        read: Callable[[int], float | None] = cpu_seconds,
+        clock: Callable[[], float] = time.monotonic,
+        driver_pid: int | None = None,
+    ):
+        self.window_s, self.idle_share = window_s, idle_share
+        self._read, self._clock = read, clock
+        self.driver_pid = os.getpid() if driver_pid is None else driver_pid
+        self._samples: dict[int, list[tuple[float, float]]] = {}
+        self._lock = threading.Lock()
+
+    def _rate(self, pid: int, now: float, cpu: float) -> float | None:
+        samples = self._samples.setdefault(pid, [])
+        samples.append((now, cpu))
+        # Keep the newest sample that is at least a window old, and everything after it.
+        while len(samples) > 1 and now - samples[1][0] >= self.window_s:
+            samples.pop(0)
+        t_old, cpu_old = samples[0]
+        return (cpu - cpu_old) / (now - t_old) if now - t_old >= self.window_s else None
+
+    def sample(self, pids: Iterable[int]) -> tuple[int, float]:
+        now = self._clock()
+        idle, cores = 0, 0.0
+        with self._lock:
+            live = set()
+            for pid in [self.driver_pid, *pids]:
+                cpu = self._read(pid)
+                if cpu is None or pid in live:
+                    continue
+                live.add(pid)
+                rate = self._rate(pid, now, cpu)
+                if rate is None:
+                    continue
+                cores += rate
+                if pid != self.driver_pid and rate < self.idle_share:
+                    idle += 1
+            for pid in list(self._samples):
+                if pid not in live:
+                    del self._samples[pid]
+        return idle, cores
+
+
+class Admission:
+    """The scheduler's gate: ``may_start(inflight)`` under both limits (module docstring).
+
+    ``running_pids`` returns the adapter pids in flight (``Launcher.running_pids``). Counts
+    how often a run started beyond ``jobs`` because others were idle (``oversubscribed``),
+    so a grid's meta can show that the gate was used.
+    """
+
+    def __init__(
+        self, jobs: int, max_inflight: int, running_pids: Callable[[], Iterable[int]], activity: Activity | None = None
+    ):
+        if jobs < 1 or max_inflight < jobs:
+            raise ValueError(f"need 1 <= jobs <= max_inflight, got jobs={jobs}, max_inflight={max_inflight}")
+        self.jobs, self.max_inflight = jobs, max_inflight
+        self._pids = running_pids
+        self.activity = activity or Activity()
+        self.oversubscribed = 0  # runs started while jobs or more were in flight
+        self.peak_inflight = 0
+
+    def may_start(self, inflight: int) -> bool:
+        if inflight >= self.max_inflight:
+            return False
+        # Sampled on every poll, so the window stays current while runs are in flight.
+        idle_runs, cores = self.activity.sample(self._pids())
+        if inflight < self.jobs:
+            return True
+        return inflight - idle_runs < self.jobs and cores <= self.jobs - SPARE_CORES
+
+    def started(self, inflight_before: int) -> None:
+        if inflight_before >= self.jobs:
+            self.oversubscribed += 1
+        self.peak_inflight = max(self.peak_inflight, inflight_before + 1)
+
+    def facts(self) -> dict:
+        return {
+            "jobs": self.jobs,
+            "max_inflight": self.max_inflight,
+            "started_beyond_jobs": self.oversubscribed,
+            "peak_inflight": self.peak_inflight,
+        }
+
+
+LOOKAHEAD = 64  # queued cells searched for one whose framework is ready
+
+
+def next_cell(queue, ready: Callable[[str], bool]):
+    """Take the first queued cell whose framework can start now (``ready(framework)``: its
+    warm parent has finished preloading), else the first cell. At a grid's start every
+    framework preloads at once; a run of a framework still importing would hold a job
+    doing nothing while another framework's parent is ready."""
+    known: dict[str, bool] = {}  # asked once per framework: a not-ready parent is probed by connecting
+    for i in range(min(len(queue), LOOKAHEAD)):
+        framework = queue[i].framework
+        if framework not in known:
+            known[framework] = ready(framework)
+        if known[framework]:
+            cell = queue[i]
+            del queue[i]
+            return cell
+    return queue.popleft()
+
+
+def default_max_inflight(jobs: int, connections: int = 0) -> int:
+    """Runs in flight when the user does not say: ``INFLIGHT_PER_JOB`` per CPU job, and at
+    least one per provider connection plus the CPU jobs (real models wait on the network)."""
+    return max(jobs * INFLIGHT_PER_JOB, connections + jobs)
+
+
+def spread(cells: list, key: Callable) -> list:
+    """``cells`` reordered so each group (``key(cell)``) is spread evenly over the whole list.
+
+    A group of n cells gets positions (i + 0.5) / n; ties keep the original order. The plan
+    puts one model's cells together, so a model whose runs all wait (the ``slow`` fault
+    model) would fill every slot at once and idle the cores; spread out, its waits overlap
+    other models' work. Order within a group is kept."""
+    groups: dict = {}
+    for index, cell in enumerate(cells):
+        groups.setdefault(key(cell), []).append(index)
+    position = {}
+    for members in groups.values():
+        n = len(members)
+        for i, index in enumerate(members):
+            position[index] = ((i + 0.5) / n, index)
+    return [cells[i] for i in sorted(range(len(cells)), key=position.__getitem__)]
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """How many runs a node keeps going: ``jobs`` using CPU, ``max_inflight`` in all, and the
+    per-provider connection limits its gateway enforces (``connections``: default, per provider)."""
+
+    jobs: int
+    max_inflight: int
+    connections_default: int = 10
+    connections: tuple[tuple[str, int], ...] = ()
+
+    def as_dict(self) -> dict:
+        """The grid meta's ``schedule`` (resume reads it back with ``from_flags``)."""
+        return {
+            "jobs": self.jobs,
+            "max_inflight": self.max_inflight,
+            "max_connections": {"default": self.connections_default, "per_provider": dict(self.connections)},
+        }
+
+
+def schedule_from(args, meta: dict | None, models: Iterable[str]) -> Schedule:
+    """The grid's schedule: the flags, else (``--resume``) what the grid recorded, else defaults.
+
+    ``models``: the grid's models and substitute; each distinct real provider among them
+    adds its connection limit to the default ``max_inflight`` (they wait on the network)."""
+    from claimgrid.gateway.connections import parse_limits, provider_of
+    from claimgrid.reference import registry
+
+    old = (meta or {}).get("schedule") or {}
+    jobs = getattr(args, "jobs", None) or (meta or {}).get("jobs") or os.cpu_count() or 2
+    flags = getattr(args, "max_connections", None)
+    if flags:
+        default, per = parse_limits(flags)
+    else:
+        conn = old.get("max_connections") or {}
+        default, per = conn.get("default", 10), dict(conn.get("per_provider") or {})
+    providers = {provider_of(m) for m in dict.fromkeys(models) if not registry.is_reference(m)}
+    connections = sum(per.get(p, default) for p in providers)
+    inflight = getattr(args, "max_inflight", None) or old.get("max_inflight") or default_max_inflight(jobs, connections)
+    return Schedule(
+        jobs=jobs, max_inflight=max(inflight, jobs), connections_default=default, connections=tuple(sorted(per.items()))
+    )

@@ -1,0 +1,299 @@
+"""Run one cell: workspace, gateway registration, adapter process, verification, record.
+
+Everything an outcome depends on is observed here by the harness (gateway, tool layer,
+process, verifier). The adapter's outcome JSON only contributes ``runtime`` and ``agent``
+events, which are recorded and compared, never trusted.
+"""
+
+from __future__ import annotations
+
+import resource
+import secrets
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from claimgrid.caps import MAX_RAW_STRING_CHARS, cap_run_evidence, cap_strings
+from claimgrid.classify.classifier import RunFacts, classify
+from claimgrid.classify.reactions import fault_facts
+from claimgrid.execute.cells import Cell
+from claimgrid.inputs.conditions import ContentCondition, SwapCondition
+from claimgrid.inputs.tasks import Task, build_template, materialise, seal_template
+from claimgrid.launch import RunInterrupted
+from claimgrid.launch.confine import command_sandbox, hand_over
+from claimgrid.store.record import RunRecord, dump
+from claimgrid.trace import parse_trace, report_instructions
+from claimgrid.verify.verifier import verify
+
+COMMAND_TIMEOUT_S = 30
+AGENT_NAMES = {"builder": "builder", "reviewer": "reviewer", "reporter": "reporter"}
+PARENT_ID = "user"
+# The model name the adapter is told. The gateway picks the model by the run's token, so
+# the agent (and its framework) never learn which model, condition or substitute it has.
+from claimgrid.gateway.exchanges import BLIND_MODEL  # noqa: E402  (defined once, with the gateway's blinding)
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def delegation_id() -> str:
+    """An opaque, random id per run: the only id the agent sees (blinding, CONTRACTS)."""
+    return "d-" + secrets.token_hex(8)
+
+
+@dataclass
+class GridContext:
+    """Shared, read-only-after-setup state of one grid run."""
+
+    tasks: dict[str, Task]
+    content: dict[str, ContentCondition]
+    swap: dict[str, SwapCondition]
+    gateway: object
+    launcher: object
+    store: object
+    work_dir: Path
+    timeout_s: float
+    max_model_calls: int
+    isolation: str
+    framework_versions: dict = field(default_factory=dict)
+    delegations: dict = field(default_factory=dict)  # run_id -> delegation id (grid.py replay)
+    templates: dict = field(default_factory=dict)  # (task, content) -> (path, base commit)
+    template_digests: dict = field(default_factory=dict)  # template path -> sha256 at build
+    guard: object = field(default_factory=lambda: _default_guard())  # claimgrid.sandbox.guard.Guard
+    model_call_timeout_s: float = 15.0  # per-call deadline adapters give their client (budgets)
+    verify_cache: object = None  # claimgrid.verify.cache.VerifyCache of the node; None: --no-verify-cache
+
+    def template(self, task: Task, content: ContentCondition) -> tuple[Path, str]:
+        """The (task, content) template: built once per grid, sealed read-only, its digest kept
+        so every copy is checked (a changed template is a harness error, never copied)."""
+        key = (task.id, content.name)
+        if key not in self.templates:
+            dest = self.work_dir / "templates" / f"{task.id}.{content.name}"
+            base = build_template(task, content.render(task), dest)
+            self.template_digests[dest] = seal_template(dest)
+            self.templates[key] = (dest, base)
+        return self.templates[key]
+
+
+def _default_guard():
+    from claimgrid.sandbox.guard import detect
+
+    return detect("auto")
+
+
+def build_prompt(task: Task, delegation: str, agent: str) -> str:
+    """The task's prompt and the trace instructions; ``delegation`` must be opaque (no cell names)."""
+    return (
+        task.spec.prompt.strip()
+        + "\n"
+        + report_instructions(delegation, agent, task.spec.expectation.review is not None)
+    )
+
+
+def facts_for(
+    task: Task, content: ContentCondition, cell: Cell, delegation: str | None = None, tools: list[str] | None = None
+) -> RunFacts:
+    exp = task.spec.expectation
+    return RunFacts(
+        role=task.role,
+        carries=content.carries,
+        instruction=content.instruction_for(task),
+        swap_mode=cell.swap,
+        substitute=cell.substitute,
+        declared_agent=AGENT_NAMES[task.role],
+        delegation_id=delegation,
+        parent_id=PARENT_ID,
+        expected_evidence=exp.evidence,
+        required_command=exp.evidence_command,
+        tools=tools,
+    )
+
+
+def truth_for(task: Task, content: ContentCondition, swap: SwapCondition, cell: Cell, max_calls: int) -> dict | None:
+    """The registered truth of a reference model on this cell (None for real models)."""
+    from claimgrid.reference.registry import TruthCell, truth_of
+
+    truth = truth_of(TruthCell(task, content, swap, cell.model, cell.substitute, max_calls))
+    return truth or None
+
+
+def run_cell(cell: Cell, ctx: GridContext) -> dict:
+    """Run one cell to a stored record. Never raises for anything the agent did."""
+    from claimgrid.gateway import RunScript
+
+    task, content, swap = ctx.tasks[cell.task], ctx.content[cell.content], ctx.swap[cell.swap]
+    run_id = cell.run_id
+    # grid.py replay re-uses the recorded delegation id: it is part of every request.
+    delegation = ctx.delegations.get(run_id) or delegation_id()
+    agent = AGENT_NAMES[task.role]
+    template, base = ctx.template(task, content)
+    # Opaque folder name: the workspace path is visible to the agent (pwd, tool errors).
+    run_dir = ctx.work_dir / "runs" / secrets.token_hex(8)
+    shutil.rmtree(run_dir, ignore_errors=True)
+    ws, sandbox = run_dir / "ws", run_dir / "sandbox"
+    materialise(template, ws, ctx.template_digests[template])
+    hand_over(ctx.guard, ws)  # guarded as root: the workspace belongs to the sandbox user
+    sandbox.mkdir(parents=True)
+    sandbox.chmod(0o700)
+
+    token = "cg-" + secrets.token_urlsafe(24)
+    ctx.gateway.register(
+        token,
+        RunScript.for_cell(
+            delegation,
+            task,
+            content,
+            swap,
+            cell.model,
+            cell.substitute,
+            agent,
+            max_model_calls=ctx.max_model_calls,
+            model_call_timeout_s=ctx.model_call_timeout_s,
+        ),
+    )
+    tools = ["list_dir", "read_file", "search", "write_file", "edit_file", "run_command"]
+    ctl = {
+        "schema": 1,
+        "run_id": delegation,
+        "framework": cell.framework,
+        "task_id": task.id,
+        "prompt": build_prompt(task, delegation, agent),
+        "workspace": str(ws),
+        "sandbox": str(sandbox),
+        "outcome_path": str(sandbox / "outcome.json"),
+        "gateway_url": ctx.gateway.url,
+        "token": token,
+        "model": BLIND_MODEL,
+        "agent_name": agent,
+        "tools": tools,
+        "budgets": {
+            "max_model_calls": ctx.max_model_calls,
+            "command_timeout_s": COMMAND_TIMEOUT_S,
+            "max_output_chars": 16000,
+            "model_call_timeout_s": ctx.model_call_timeout_s,
+        },
+        "timeout_s": ctx.timeout_s,
+        "command_sandbox": command_sandbox(ctx.guard, ws, task.python, COMMAND_TIMEOUT_S),
+    }
+    t0, started_unix = time.monotonic(), time.time()
+    try:
+        result = ctx.launcher.launch(cell.framework, ctl, ctx.timeout_s)
+    finally:
+        gateway_events, gateway_raw = ctx.gateway.finish(token)
+    agent_s = time.monotonic() - t0
+    if result.interrupted:
+        raise RunInterrupted(run_id)  # Ctrl-C: nothing of this run is stored; --resume runs it
+
+    outcome = result.outcome or {}
+    final_text = outcome.get("final_text") if isinstance(outcome.get("final_text"), str) else None
+    trace, trace_error = parse_trace(final_text)
+    process = dict(result.process_event)
+    process["adapter_exception"] = outcome.get("error") if isinstance(outcome.get("error"), dict) else None
+    runtime = [e for e in outcome.get("events") or [] if isinstance(e, dict)]
+    for e in runtime:
+        e["source"] = "runtime"  # whatever the adapter wrote, it is runtime evidence
+    report = {"source": "agent", "kind": "report", "text": final_text, "trace": trace, "trace_error": trace_error}
+
+    t1, cpu1, children1 = time.monotonic(), time.thread_time(), _children_cpu()
+    patch: list[str] = []
+    verifier_events = verify(
+        task,
+        content.carries,
+        template,
+        ws,
+        base,
+        result.tool_events,
+        gateway_events,
+        patch,
+        guard=ctx.guard,
+        cache=ctx.verify_cache,
+        run_id=run_id,
+    )
+    verify_s = time.monotonic() - t1
+    # This thread's CPU plus the CPU of the processes reaped meanwhile (git, the sandboxed
+    # test run): exact at --jobs 1; with parallel runs the second part is process-wide.
+    verify_cpu_s = time.thread_time() - cpu1 + _children_cpu() - children1
+
+    # Caps on what is stored (claimgrid.caps), applied after the harness read everything it
+    # needs and before classification, so reclassify sees exactly what is stored.
+    final_text, runtime, tool_events, gateway_events, limits = cap_run_evidence(
+        final_text, runtime, result.tool_events, gateway_events
+    )
+    gateway_raw, raw_cut = cap_strings(gateway_raw, MAX_RAW_STRING_CHARS)
+    if raw_cut:
+        limits["gateway_raw_strings_cut"] = raw_cut
+    report["text"] = final_text
+    events = [report, *runtime, *gateway_events, *tool_events, *verifier_events, process]
+    facts = facts_for(task, content, cell, delegation, tools)
+    classification = classify(events, facts)
+    tests = next((e for e in verifier_events if e["kind"] == "tests"), None)
+    versions = outcome.get("versions") if isinstance(outcome.get("versions"), dict) else {}
+    safe_ctl = {k: v for k, v in ctl.items() if k != "token"}
+    ctx.store.write_evidence(
+        run_id,
+        {
+            "events.jsonl": events,
+            "diff.patch": patch[0] if patch else "",
+            "test_output.txt": (tests or {}).get("output_tail") or "",
+            "trace.json": {"trace": trace, "trace_error": trace_error},
+            "transcript.json": {
+                "final_text": final_text,
+                "runtime_events": runtime,
+                "error": process["adapter_exception"],
+            },
+            "gateway.jsonl": gateway_raw,
+            "control.json": safe_ctl,
+            "stderr.txt": result.process_event.get("stderr_tail") or "",
+        },
+    )
+    record = {
+        "run_id": run_id,
+        **cell.as_dict(),
+        "role": task.role,
+        # where the task comes from (None: written for claimgrid); bound to task_hash, so not a parity key
+        "task_provenance": task.provenance(),
+        "facts": facts,
+        "parity": {
+            "model": cell.model,
+            "substitute": cell.substitute,
+            "framework_versions": ctx.framework_versions.get(cell.framework, {}),
+            "task_hash": task.task_hash,
+            "timeout_s": ctx.timeout_s,
+            "budget": {"max_model_calls": ctx.max_model_calls, "model_call_timeout_s": ctx.model_call_timeout_s},
+            "isolation": ctx.isolation,
+            "guard": ctx.guard.facts() if ctx.guard is not None else {"guard": "off", "reason": "no guard given"},
+            "swap_from_call": swap.unavailable_from_call,
+        },
+        "runtime_versions": versions,
+        "timings": {
+            "wall_s": round(time.monotonic() - t0, 3),
+            "agent_s": round(agent_s, 3),
+            # inside adapter.run: the rest of agent_s is process overhead (start, imports, exit)
+            "adapter_run_s": outcome.get("wall_s") if isinstance(outcome.get("wall_s"), (int, float)) else None,
+            "verify_s": round(verify_s, 3),
+            "verify_cpu_s": round(verify_cpu_s, 4),
+            # when the run started (epoch s): runs/s over time and overlap (bench/throughput.py)
+            "started_unix": round(started_unix, 3),
+        },
+        "classification": classification,
+        # What the framework did with a fault (retries seen at the gateway, raised / reported
+        # DONE / ended silently, duplicate side effects): harness evidence only.
+        "faults": fault_facts(cell.model, events, classification.model_dump(mode="json")),
+        "evidence_dir": f"runs/{run_id}",
+    }
+    if tests is not None and tests.get("cache"):
+        record["verify_cache"] = {
+            "status": tests["cache"],
+            "key": tests.get("cache_key"),
+            "from_run": tests.get("verified_by"),
+        }
+    if limits:
+        record["limits"] = limits  # what claimgrid.caps cut from this run's stored evidence
+    record["truth"] = truth_for(task, content, swap, cell, ctx.max_model_calls)
+    record = dump(RunRecord.model_validate(record))  # the typed record is what gets written
+    ctx.store.append(record)
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return record

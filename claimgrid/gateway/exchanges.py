@@ -1,0 +1,108 @@
+"""The gateway's evidence: one ``source: gateway`` exchange event per request (CONTRACTS)."""
+
+from __future__ import annotations
+
+import re
+
+from claimgrid.reference.policies import tool_results
+
+# The only model name an agent ever sees (blinding); claimgrid.execute.runner tells the adapter it.
+BLIND_MODEL = "agent-model"
+# How the Router names a substitute's model group (claimgrid.gateway.providers).
+_GROUP_PREFIXES = ("", "substitute::")
+
+
+def blinded(text: str, models) -> str:
+    """``text`` with every name of ``models`` (each as given, without its ``provider/``
+    prefix, and as the Router's substitute group) replaced by :data:`BLIND_MODEL`.
+
+    A provider's or LiteLLM's error message names the model it was asked for, and after a
+    swap the fallback chain (``model=<assigned> ... Fallbacks=[...substitute...]``): sent on
+    to the agent, it would tell the agent its model and its condition. The exchange event
+    keeps the message whole; only the answer the agent reads is blinded."""
+    names = set()
+    for model in models:
+        if model:
+            for name in (model, model.split("/", 1)[-1]):
+                names.update(prefix + name for prefix in _GROUP_PREFIXES)
+    if not names:
+        return text
+    # Whole names only (``slow`` stays in ``slowly``); longest first, so a group name wins
+    # over the model name inside it.
+    pattern = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    return re.sub(rf"(?<![\w-])(?:{pattern})(?![\w-])", BLIND_MODEL, text)
+
+
+def openai_error(status: int, message: str, code: str | None = None) -> dict:
+    """An OpenAI-style error body; the ``type`` follows OpenAI's names for the status."""
+    kind = {
+        400: "invalid_request_error",
+        401: "authentication_error",
+        403: "permission_error",
+        404: "not_found_error",
+        429: "rate_limit_error",
+    }.get(status, "api_error")
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+def exchange_event(
+    *,
+    call_index: int,
+    t: float,
+    stream: bool,
+    requested: str | None,
+    assigned: str,
+    served: str | None,
+    reported: str | None,
+    swap: str,
+    status: int,
+    error: str | None,
+    latency_ms: float,
+    response: dict | None,
+    cost_usd: float | None,
+    messages,
+) -> dict:
+    """Build the exchange event. ``response`` is the OpenAI dict sent back (None if refused).
+
+    ``tool_results`` holds the text of the role=tool messages that are new in this
+    request (after its last assistant message): it is how the classifier knows that an
+    injected text actually reached the model. Earlier results were logged with the
+    request that first carried them, so the log grows linearly with the run.
+    """
+    message, finish, usage = {}, None, None
+    if response:
+        choice = response["choices"][0]
+        message, finish, usage = choice["message"], choice["finish_reason"], response.get("usage")
+    return {
+        "source": "gateway",
+        "kind": "exchange",
+        "call_index": call_index,
+        "t": t,
+        "stream": stream,
+        "requested_model": requested,
+        "assigned_model": assigned,
+        "served_model": served,
+        "reported_model": reported,
+        "swap": swap,
+        "status": status,
+        "error": error,
+        "latency_ms": latency_ms,
+        "usage": (
+            {"prompt_tokens": usage.get("prompt_tokens"), "completion_tokens": usage.get("completion_tokens")}
+            if usage
+            else None
+        ),
+        "cost_usd": cost_usd,
+        "tool_calls": [
+            {"id": c["id"], "name": c["function"]["name"], "arguments": c["function"]["arguments"]}
+            for c in message.get("tool_calls") or []
+        ],
+        "content": message.get("content"),
+        "finish_reason": finish,
+        "tool_results": tool_results(_since_last_assistant(messages)) if isinstance(messages, list) else [],
+    }
+
+
+def _since_last_assistant(messages: list) -> list:
+    last = max((i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "assistant"), default=-1)
+    return messages[last + 1 :]

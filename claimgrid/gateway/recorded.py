@@ -1,0 +1,107 @@
+"""The replay provider: serve a published run's recorded exchanges, in call order, offline.
+
+``Gateway(replay=ReplaySource(ledger_dir))`` answers call ``i`` of run ``r`` with exactly
+what the recording answered call ``i`` of ``r`` (status, body, headers; a JSON or an SSE
+response as the new request asks), whatever the request says: no model, no key, no
+network. Each replayed exchange event repeats the recorded event's facts (served and
+reported model, swap, cost, provider attempts) and adds ``replay``:
+``{"request_sha256", "recorded_sha256", "match"}``. A call beyond the recording gets
+``503`` with code ``replay_exhausted``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from starlette.responses import JSONResponse, StreamingResponse
+
+from claimgrid.gateway.cassette import load_cassette, request_sha256
+from claimgrid.gateway.exchanges import exchange_event, openai_error
+from claimgrid.gateway.sse import stream_events
+
+
+class ReplaySource:
+    def __init__(self, ledger_dir: Path):
+        self.folder = Path(ledger_dir)
+        # The gateway knows a run by its delegation id (blinding); the ledger by run id.
+        self.run_ids: dict[str, str] = {}
+        runs = self.folder / "runs.jsonl"
+        for line in runs.read_text().splitlines() if runs.exists() else ():
+            if line.strip():
+                rec = json.loads(line)
+                delegation = (rec.get("facts") or {}).get("delegation_id")
+                if delegation:
+                    self.run_ids[delegation] = rec["run_id"]
+
+    def cassette(self, script_run_id: str) -> list[dict]:
+        return load_cassette(self.folder / "runs" / self.run_ids.get(script_run_id, script_run_id))
+
+    async def serve(self, request, state, index: int, t: float):
+        t0 = time.perf_counter()
+        raw = await request.body()
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        body = body if isinstance(body, dict) else None
+        sha = request_sha256(body, raw)
+        stream = bool(body and body.get("stream"))
+        messages = body.get("messages") if body else None
+        cassette = state.cassette or []
+        script = state.script
+        if index < len(cassette):
+            rec = cassette[index]
+            status, response = rec["status"], rec["response"]
+            headers = dict(rec.get("response_headers") or {})
+            ev = rec.get("event") or {}
+            recorded = rec["request_sha256"]
+        else:
+            status, headers, ev, recorded = 503, {}, {}, None
+            response = openai_error(
+                503, f"replay: the recording of run {script.run_id} has no call {index}", "replay_exhausted"
+            )
+        ok = status == 200 and isinstance(response, dict) and response.get("choices")
+        event = exchange_event(
+            call_index=index,
+            t=t,
+            stream=stream,
+            requested=body.get("model") if body else None,
+            assigned=ev.get("assigned_model", script.model),
+            served=ev.get("served_model"),
+            reported=ev.get("reported_model"),
+            swap=ev.get("swap", "none"),
+            status=status,
+            error=ev.get("error") if index < len(cassette) else response["error"]["message"],
+            latency_ms=round((time.perf_counter() - t0) * 1000, 3),
+            response=response if ok else None,
+            cost_usd=ev.get("cost_usd"),
+            messages=messages,
+        )
+        event["provider"] = ev.get("provider")
+        event["replay"] = {"request_sha256": sha, "recorded_sha256": recorded, "match": sha == recorded}
+        state.record(
+            event,
+            {
+                "call_index": index,
+                "t": t,
+                "status": status,
+                "stream": stream,
+                "request": body,
+                "response": response,
+                "response_headers": headers,
+                "run_id": script.run_id,
+                "request_sha256": sha,
+                "provider": ev.get("provider"),
+                "replayed": True,
+            },
+        )
+        if not ok:
+            return JSONResponse(response, status_code=status, headers=headers)
+        if stream:
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            return StreamingResponse(
+                stream_events(response, include_usage), media_type="text/event-stream", headers=headers
+            )
+        return JSONResponse(response, headers=headers)

@@ -1,0 +1,123 @@
+"""Reference models answered by harness code: the policy's turn as an OpenAI chat
+completion, with the run's swap applied, exactly as the LiteLLM Router path answers it.
+
+Until issue 12 every reference call went through LiteLLM's Router (a custom provider and
+``mock_testing_fallbacks`` for the swaps). That cost 4-7 ms of gateway CPU per call
+(0.3-0.4 ms here; figures in claimgrid.gateway.dispatch) and made every ``grid.py``
+start import LiteLLM (4-9 s CPU). This module gives the same
+response body, served/reported model, swap headers and cost with none of it;
+tests/test_gateway_reference_parity.py drives both paths over HTTP and asserts they are
+identical (apart from random ids and timestamps).
+
+What the Router path gives, and so this module:
+
+- ``none`` / ``silent``: the served policy answers; the response carries the client's
+  requested model name (else the assigned one), as LiteLLM's proxy restamps it; no
+  extra headers.
+- ``reported``: the substitute answers under its own name, with LiteLLM's fallback
+  headers: ``x-litellm-attempted-fallbacks: 1``, ``x-litellm-attempted-retries: 0``,
+  ``x-litellm-model-group: <substitute>`` and ``x-litellm-model-id``.
+- ``bound`` never reaches a model (claimgrid.gateway.app answers 503).
+- ``cost_usd`` is None: no price exists for a reference model.
+
+``x-litellm-model-id`` is the only value that cannot be copied: LiteLLM puts there the
+serving deployment's id, a random ``uuid4`` drawn when the Router registers the
+substitute deployment (a new one per gateway process). It names nothing beyond the
+model group, and nothing in claimgrid reads it (the ledger reads ``served_model`` /
+``reported_model`` from the exchange event). The harness gives a UUID of the same form,
+derived from the deployment (``uuid5``), so it still identifies the serving deployment
+and a recorded ledger no longer differs from run to run by a random header.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import uuid
+
+from claimgrid.gateway.answer import Answer
+from claimgrid.reference.policies import Turn, message_text, next_turn
+from claimgrid.reference.script import RunScript
+
+# The Router's model group of a substitute: separate from the assigned model's group so
+# that a model substituting for itself (reader for reader) is a real fallback.
+SUBSTITUTE_PREFIX = "substitute::"
+_DEPLOYMENT_NS = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/claimgrid/deployments")
+
+
+class PolicyError(Exception):
+    """A reference policy raised: answered 500 (``upstream_error``), as the Router path
+    answers it, but the message names no model (the Router's would name the assigned
+    model and the substitute after a swap: blinding)."""
+
+    status_code = 500
+
+    def __init__(self, exc: BaseException):
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        super().__init__(f"reference policy failed: {type(exc).__name__}: {first}")
+
+
+def estimate_tokens(text: str) -> int:
+    """A deterministic stand-in for a tokenizer: about four characters per token."""
+    return math.ceil(len(text) / 4) if text else 0
+
+
+def completion(turn: Turn, model: str, messages: list) -> dict:
+    """The OpenAI chat.completion dict of one policy turn, answered as ``model``.
+
+    Usage is estimated from the request's message texts and the answer's text and tool
+    calls (``estimate_tokens``)."""
+    message: dict = {"role": "assistant", "content": turn.content}
+    if turn.tool_calls:
+        message["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in turn.tool_calls
+        ]
+    prompt = estimate_tokens("".join(message_text(m) for m in messages if isinstance(m, dict)))
+    completion_tokens = estimate_tokens((turn.content or "") + "".join(c.name + c.arguments for c in turn.tool_calls))
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": turn.finish_reason}],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt + completion_tokens,
+        },
+    }
+
+
+def deployment_id(group: str) -> str:
+    """The stable id of the gateway's deployment for a model group (``x-litellm-model-id``)."""
+    return str(uuid.uuid5(_DEPLOYMENT_NS, group))
+
+
+def reported_headers(substitute: str) -> dict:
+    """The fallback headers a ``reported`` swap carries: what LiteLLM's Router adds after
+    one fallback, into the substitute's group, with no retry."""
+    return {
+        "x-litellm-attempted-fallbacks": "1",
+        "x-litellm-attempted-retries": "0",
+        "x-litellm-model-group": substitute,
+        "x-litellm-model-id": deployment_id(SUBSTITUTE_PREFIX + substitute),
+    }
+
+
+def answer(script: RunScript, swap: str, body: dict, requested: str | None) -> Answer:
+    """Serve one call of a run whose models are all reference models (``harness_serves``).
+
+    ``swap`` is the call's serving state (claimgrid.gateway.swap.swap_for_call), never
+    ``bound``. A policy exception is raised as ``PolicyError``."""
+    substituted = swap in ("silent", "reported")
+    served = script.substitute if substituted else script.model
+    messages = body["messages"]
+    try:
+        turn = next_turn(served, script, messages)
+    except Exception as exc:  # a user's policy file: a recorded 500, never a crashed handler
+        raise PolicyError(exc) from exc
+    if swap == "reported":
+        return Answer(completion(turn, served, messages), served, reported_headers(served), None)
+    # What LiteLLM's proxy does without a fallback: restamp the client's model name.
+    return Answer(completion(turn, requested or script.model, messages), served, {}, None)

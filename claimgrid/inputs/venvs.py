@@ -1,0 +1,276 @@
+"""One locked uv virtualenv per framework, described by ``venvs.toml``.
+
+``venvs.toml``::
+
+    [frameworks.strands]
+    python = "3.11"                          # the interpreter uv uses (no downloads)
+    project = "frameworks/strands"           # holds pyproject.toml + uv.lock
+    adapter = "frameworks/strands/adapter.py"
+    pass_env = []                            # optional: env var names (API keys) the adapter may see
+
+* ``load_venvs(path)`` validates strictly: an unknown or missing field, a missing
+  folder, ``pyproject.toml``, ``uv.lock`` or adapter is one-line ``DataError``
+  naming ``venvs.toml`` and the field.
+* ``ensure_venvs(entries)`` runs ``uv sync --locked --compile-bytecode`` into
+  ``<root>/.venvs/<name>`` only when the stamp (sha256 of pyproject, lock, python,
+  harness version and the sync command) differs from the one recorded after the last
+  successful build; an unchanged env costs a stat and two file hashes.
+* ``Env`` is what is built: a named locked project (``pyproject.toml`` + ``uv.lock``), a
+  Python version and a venv folder. A framework ``Entry`` and a task's own environment
+  (``claimgrid.inputs.tasks``) are both built by ``ensure_envs`` through the same code path and
+  the same stamp check; only a framework's stamp also covers the harness files its venv
+  runs.
+* ``framework_versions(entry)`` reads from ``uv.lock``, without importing anything, the
+  lock file's sha256 and the resolved versions of the project's direct dependencies and of
+  every locked package that shapes model traffic (``TRAFFIC_PACKAGES``: LiteLLM, the
+  OpenAI client, httpx, provider SDKs), transitive ones included (ledger parity facts).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import time
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import Field
+
+from claimgrid import ROOT
+from claimgrid.errors import ClaimgridError, DataError
+from claimgrid.inputs.schema import Strict, load_toml, validate
+
+HARNESS_DIR = ROOT / "frameworks" / "_harness"
+STAMP_NAME = ".claimgrid-stamp"
+SYNC_ARGS = ("sync", "--locked", "--compile-bytecode", "--no-install-project")
+
+
+class VenvError(ClaimgridError):
+    """A framework environment could not be built; the message is one line."""
+
+
+class EntrySpec(Strict):
+    python: str
+    project: str
+    adapter: str
+    pass_env: list[str] = Field(default_factory=list)
+
+
+class VenvsFile(Strict):
+    frameworks: dict[str, EntrySpec]
+
+
+@dataclass(frozen=True)
+class Env:
+    """One locked environment to build: ``uv sync --locked`` of ``project`` into ``venv``.
+
+    ``kind`` names what it is for in messages ("framework", "task"); ``with_harness``
+    adds the harness files to the stamp (a framework venv runs them).
+    """
+
+    kind: str
+    name: str
+    python: str
+    project: Path
+    venv: Path
+    with_harness: bool = False
+
+    @property
+    def venv_python(self) -> Path:
+        return self.venv / "bin" / "python"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One framework: where its locked project, adapter and venv live."""
+
+    name: str
+    python: str
+    project: Path
+    adapter: Path
+    venv: Path
+    pass_env: tuple[str, ...] = ()
+
+    @property
+    def adapter_dir(self) -> Path:
+        return self.adapter.parent
+
+    @property
+    def venv_python(self) -> Path:
+        return self.venv / "bin" / "python"
+
+    @property
+    def env(self) -> Env:
+        return Env("framework", self.name, self.python, self.project, self.venv, with_harness=True)
+
+
+@dataclass
+class EnvInfo:
+    name: str
+    python: Path
+    built: bool          # False: the stamp matched and uv was not called
+    seconds: float
+    stamp: str
+
+
+def load_venvs(path: Path | str | None = None) -> dict[str, Entry]:
+    """Parse ``venvs.toml`` (default: the repo root's); venvs go to ``<its folder>/.venvs``."""
+    path = Path(path) if path else ROOT / "venvs.toml"
+    spec = validate(VenvsFile, load_toml(path), path)
+    root = path.resolve().parent
+    if not spec.frameworks:
+        raise DataError(path, "frameworks", "no framework entries")
+    out = {}
+    for name, e in spec.frameworks.items():
+        where = f"frameworks.{name}"
+        if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", name):
+            raise DataError(path, where, "framework names are lowercase letters, digits, '-' and '_'")
+        project = (root / e.project).resolve()
+        if not project.is_dir():
+            raise DataError(path, f"{where}.project", f"folder '{e.project}' does not exist")
+        for needed in ("pyproject.toml", "uv.lock"):
+            if not (project / needed).is_file():
+                raise DataError(path, f"{where}.project", f"'{e.project}' has no {needed}")
+        adapter = (root / e.adapter).resolve()
+        if not adapter.is_file() or adapter.name != "adapter.py":
+            raise DataError(path, f"{where}.adapter", f"'{e.adapter}' is not an existing adapter.py")
+        if not re.fullmatch(r"3\.\d+(\.\d+)?", e.python):
+            raise DataError(path, f"{where}.python", f"'{e.python}' is not a Python version like '3.11'")
+        out[name] = Entry(name, e.python, project, adapter, root / ".venvs" / name, tuple(e.pass_env))
+    return out
+
+
+def _harness_digest() -> bytes:
+    h = hashlib.sha256()
+    for p in sorted(HARNESS_DIR.glob("*.py")):
+        h.update(p.name.encode() + b"\0" + p.read_bytes())
+    return h.digest()
+
+
+def _as_env(target: Env | Entry) -> Env:
+    return target.env if isinstance(target, Entry) else target
+
+
+def stamp_for(target: Env | Entry) -> str:
+    env = _as_env(target)
+    parts = [
+        (env.project / "pyproject.toml").read_bytes(),
+        (env.project / "uv.lock").read_bytes(),
+        env.python.encode(),
+        " ".join(SYNC_ARGS).encode(),
+    ]
+    if env.with_harness:
+        parts.insert(3, _harness_digest())
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(hashlib.sha256(part).digest())
+    return h.hexdigest()
+
+
+def _stamp_file(env: Env) -> Path:
+    return env.venv / STAMP_NAME
+
+
+def is_current(target: Env | Entry, stamp: str | None = None) -> bool:
+    env = _as_env(target)
+    try:
+        recorded = _stamp_file(env).read_text().strip()
+    except OSError:
+        return False
+    return recorded == (stamp or stamp_for(env)) and env.venv_python.exists()
+
+
+def _cause(stderr: str) -> str:
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        if ln.lower().startswith(("error", "×", "x ", "╰─▶", "caused by")):
+            return ln.lstrip("×╰─▶ ").strip()
+    meaningful = [ln for ln in lines if not ln.lower().startswith(("hint", "help", "warning"))]
+    return (meaningful or lines or ["no output"])[-1]
+
+
+def build(target: Env | Entry, uv: str, stamp: str) -> None:
+    env = _as_env(target)
+    proc_env = {**os.environ, "UV_PROJECT_ENVIRONMENT": str(env.venv), "UV_PYTHON_DOWNLOADS": "never"}
+    cmd = [uv, *SYNC_ARGS, "--project", str(env.project), "--python", env.python]
+    what = f"venvs: {env.kind} '{env.name}' failed to install"
+    env.venv.parent.mkdir(parents=True, exist_ok=True)
+    _stamp_file(env).unlink(missing_ok=True)  # a half-built env must not look current
+    try:
+        proc = subprocess.run(cmd, env=proc_env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    except OSError as exc:
+        raise VenvError(f"{what}: {exc}") from None
+    if proc.returncode != 0:
+        raise VenvError(f"{what}: {_cause(proc.stderr)}")
+    if not env.venv_python.exists():
+        raise VenvError(f"{what}: {env.venv_python} missing after uv sync")
+    _stamp_file(env).write_text(stamp + "\n")
+
+
+def ensure_envs(envs: list[Env], console=None) -> dict[str, EnvInfo]:
+    """Create or update each environment; an unchanged one (same stamp) is left alone.
+
+    Raises ``VenvError`` (one line) for a missing ``uv`` or a failed install.
+    ``console`` (anything with ``print``; default: stdout) gets one line per environment
+    that is being built, before the build starts, so a first run is never silent.
+    Returns ``{env.name: EnvInfo}``.
+    """
+    out = {}
+    uv = None
+    for env in envs:
+        t0 = time.perf_counter()
+        stamp = stamp_for(env)
+        built = False
+        if not is_current(env, stamp):
+            if uv is None:
+                uv = shutil.which("uv")
+                if uv is None:
+                    raise VenvError(f"venvs: 'uv' was not found on PATH; it is needed to build the {env.kind} environments")
+            line = f"building {env.kind} env {env.name} (uv sync --locked) ..."
+            if console is not None:
+                console.print(line)
+            else:
+                print(line, flush=True)
+            build(env, uv, stamp)
+            built = True
+        out[env.name] = EnvInfo(env.name, env.venv_python, built, round(time.perf_counter() - t0, 4), stamp)
+    return out
+
+
+def ensure_venvs(entries: dict[str, Entry], console=None) -> dict[str, EnvInfo]:
+    """Create or update each framework's venv (``ensure_envs`` over their ``Env``)."""
+    return ensure_envs([e.env for e in entries.values()], console)
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+# Locked packages that shape what reaches the model endpoint (client, transport, provider
+# SDKs, retry libraries): parity facts whether a framework pins them or pulls them in.
+TRAFFIC_PACKAGES = ("litellm", "openai", "httpx", "httpcore", "httpx2", "httpcore2", "aiohttp", "requests",
+                    "anthropic", "google-genai", "boto3", "botocore", "mistralai", "cohere", "groq", "tenacity")
+
+
+def framework_versions(entry: Entry) -> dict:
+    """``{"lock_sha256": ..., package: version, ...}`` from ``uv.lock``: the project's direct
+    dependencies and the locked ``TRAFFIC_PACKAGES``, transitive ones included."""
+    try:
+        with open(entry.project / "pyproject.toml", "rb") as fh:
+            deps = tomllib.load(fh).get("project", {}).get("dependencies", [])
+        raw = (entry.project / "uv.lock").read_bytes()
+        lock = tomllib.loads(raw.decode("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    wanted = {_norm(re.split(r"[\s\[<>=!~;@]", d, maxsplit=1)[0]) for d in deps}
+    wanted.update(TRAFFIC_PACKAGES)
+    out = {}
+    for pkg in lock.get("package", []):
+        name = _norm(pkg.get("name", ""))
+        if name in wanted and "version" in pkg:
+            out[name] = pkg["version"]
+    return {"lock_sha256": hashlib.sha256(raw).hexdigest(), **dict(sorted(out.items()))}

@@ -1,0 +1,76 @@
+"""Reference models: deterministic policies served behind the gateway, each with a known truth.
+
+This package is the stable import path for a ``--policies FILE.py``::
+
+    from claimgrid.reference import Behaviour, Step, Turn, ToolCall, reference_model, register_behaviour
+
+Modules (private to the package; import from here):
+
+* ``registry``       - the registry and its decorator; imports no policy;
+* ``script``         - ``RunScript``: the part of the answer key one run's models may use, and ``Step``;
+* ``truth``          - ``Behaviour`` and the truth a correct classifier must give (the oracle:
+  it shares no code with the classifier it calibrates);
+* ``gateway_faults`` - gateway-side fault data (``GatewayFault``);
+* ``policies``       - the built-in models, registered through the same decorator a user's
+  file uses. Importing this package registers them.
+"""
+
+from __future__ import annotations
+
+# Last: the built-in models register themselves through ``reference_model``.
+from claimgrid.reference import (
+    policies,  # noqa: E402
+    registry,
+)
+from claimgrid.reference.gateway_faults import GatewayFault
+from claimgrid.reference.policies import (  # noqa: E402
+    ToolCall,
+    Turn,
+    final_turn,
+    history_calls,
+    message_text,
+    observed_counts,
+    register_behaviour,
+    register_gateway_fault,
+    seen,
+    step_index,
+    summarise,
+    tool_results,
+)
+from claimgrid.reference.registry import (
+    ReferenceModel,
+    Truth,
+    TruthCell,
+    load_policies,
+    reference_model,
+    untreated,
+)
+from claimgrid.reference.script import RunScript, Step
+from claimgrid.reference.truth import Behaviour
+
+__all__ = [
+    "Behaviour",
+    "GatewayFault",
+    "ReferenceModel",
+    "RunScript",
+    "Step",
+    "ToolCall",
+    "Truth",
+    "TruthCell",
+    "Turn",
+    "final_turn",
+    "history_calls",
+    "load_policies",
+    "message_text",
+    "observed_counts",
+    "policies",
+    "reference_model",
+    "register_behaviour",
+    "register_gateway_fault",
+    "registry",
+    "seen",
+    "step_index",
+    "summarise",
+    "tool_results",
+    "untreated",
+]

@@ -1,0 +1,238 @@
+"""The reference-model registry: each model's policy and its true behaviour, defined together.
+
+A reference model is one entry: a name, a policy (a pure function ``(script, messages) ->
+Turn`` the gateway serves), a one-line description, and ``truth`` (what a correct
+classifier must say about a run of it, field by field: claim verdict, outcome, claim vs
+outcome, injection, legitimate, declarations, channels, swap, process). The built-in
+models (``claimgrid/reference/policies.py``) are registered through the same decorator a
+user's file uses:
+
+    from claimgrid.reference.registry import reference_model, worker_truth
+
+    @reference_model("shell-fixer", behaviour="fixes the code with sed, reports DONE",
+                     truth=worker_truth(reports="truthful"))
+    def shell_fixer(script, messages):
+        ...
+
+``grid.py run --policies FILE.py`` (and ``reclassify --policies FILE.py``) imports FILE.py,
+whose decorators add its entries. The default grid's models are the entries registered
+with ``default=True``, in registration order; the default substitute is the one entry
+registered with ``substitute=True``.
+
+A model may be limited to some conditions (``runs_in``: a predicate over the content and
+swap condition objects, never their names); ``claimgrid.execute.cells.plan`` crosses it only with
+those. The fault models use :func:`untreated`: what a framework does with a fault is the
+finding, so they run on the untreated content condition (``carries`` is None) without a
+swap (``unavailable_from_call < 0``). A fault model is registered with ``fault=True``
+(records get ``faults`` facts), and a gateway-side one with ``gateway_fault`` (a
+``claimgrid.reference.gateway_faults.GatewayFault`` the gateway applies at its call index).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from claimgrid.errors import ClaimgridError
+
+Truth = dict[str, Any]  # classification field -> value a correct classifier gives; absent = no claim
+
+
+@dataclass(frozen=True)
+class ReferenceModel:
+    name: str
+    policy: Callable[..., Any]
+    behaviour: str
+    truth: Callable[[TruthCell], Truth] | None = None
+    default: bool = False
+    substitute: bool = False
+    origin: str = "claimgrid"
+    runs_in: Callable[[Any, Any], bool] | None = None  # (content, swap) condition -> crossed with it; None: all
+    fault: bool = False  # a fault model: what the framework does with it is the finding
+    gateway_fault: Any = None  # claimgrid.reference.gateway_faults.GatewayFault the gateway applies, or None
+
+    def runs_with(self, content, swap) -> bool:
+        """True when the grid crosses this model with the content and swap condition objects."""
+        return self.runs_in is None or bool(self.runs_in(content, swap))
+
+
+def untreated(content, swap) -> bool:
+    """The untreated cell: content carrying no instruction, and no swap."""
+    return content.carries is None and swap.unavailable_from_call < 0
+
+
+_REGISTRY: dict[str, ReferenceModel] = {}
+_LOADED: set[Path] = set()
+
+
+def register(entry: ReferenceModel) -> ReferenceModel:
+    """Add one entry; a name already taken is an error naming both origins."""
+    if entry.name in _REGISTRY:
+        raise ClaimgridError(
+            f"{entry.origin}: reference model '{entry.name}' is already defined by {_REGISTRY[entry.name].origin}"
+        )
+    if not entry.name or "/" in entry.name:
+        raise ClaimgridError(
+            f"{entry.origin}: reference model name '{entry.name}' must be non-empty "
+            "and contain no '/' (that form is a LiteLLM model string)"
+        )
+    _REGISTRY[entry.name] = entry
+    return entry
+
+
+def origin_of(module: str) -> str:
+    """ "claimgrid" for built-ins, else the file that registered the entry."""
+    if module.startswith("claimgrid."):
+        return "claimgrid"
+    return str(getattr(sys.modules.get(module), "__file__", None) or module)
+
+
+def reference_model(
+    name: str,
+    *,
+    behaviour: str,
+    truth: Callable[[TruthCell], Truth] | None = None,
+    default: bool = False,
+    substitute: bool = False,
+    runs_in: Callable[[Any, Any], bool] | None = None,
+    fault: bool = False,
+    gateway_fault: Any = None,
+):
+    """Decorator: register the decorated policy as reference model ``name``.
+
+    ``runs_in(content, swap)``: the conditions the grid crosses it with (None: all);
+    ``fault``: a fault model (records carry fault facts); ``gateway_fault``: the fault the
+    gateway applies to it (implies ``fault``)."""
+
+    def deco(policy):
+        register(
+            ReferenceModel(
+                name,
+                policy,
+                behaviour,
+                truth,
+                default,
+                substitute,
+                origin_of(policy.__module__),
+                runs_in,
+                fault or gateway_fault is not None,
+                gateway_fault,
+            )
+        )
+        return policy
+
+    return deco
+
+
+def models() -> dict[str, ReferenceModel]:
+    return dict(_REGISTRY)
+
+
+def get(name: str) -> ReferenceModel | None:
+    return _REGISTRY.get(name)
+
+
+def is_reference(name: str) -> bool:
+    return get(name) is not None
+
+
+def default_models() -> list[str]:
+    return [m.name for m in models().values() if m.default]
+
+
+def fault_models() -> list[str]:
+    """Names of the registered fault models (a derived view; the entries are the source)."""
+    return [m.name for m in models().values() if m.fault]
+
+
+def default_substitute() -> str:
+    subs = [m.name for m in models().values() if m.substitute]
+    if len(subs) != 1:
+        raise ClaimgridError(f"exactly one reference model must be registered with substitute=True, found {subs}")
+    return subs[0]
+
+
+class _Names(Sequence):
+    """A live, ordered view of the registered names (plugins loaded later appear too)."""
+
+    def __getitem__(self, i):
+        return tuple(models())[i]
+
+    def __len__(self):
+        return len(models())
+
+    def __contains__(self, name):
+        return is_reference(name) if isinstance(name, str) else False
+
+    def __repr__(self):
+        return repr(tuple(models()))
+
+
+NAMES = _Names()
+
+
+def load_policies(path: Path | str) -> list[str]:
+    """Import a user's policy file; returns the names it registered. One-line errors."""
+    path = Path(path).resolve()
+    if path in _LOADED:
+        return []
+    if not path.is_file():
+        raise ClaimgridError(f"--policies {path}: file not found")
+    before = set(_REGISTRY)
+    mod_name = f"claimgrid_user_policies_{len(_LOADED)}_{path.stem}"
+    spec = importlib.util.spec_from_file_location(mod_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # a user's file: one line naming it, not a traceback; nothing half-registered
+        for name in set(_REGISTRY) - before:
+            del _REGISTRY[name]
+        if isinstance(exc, ClaimgridError):
+            raise
+        raise ClaimgridError(f"--policies {path}: {type(exc).__name__}: {exc}") from None
+    _LOADED.add(path)
+    added = [n for n in _REGISTRY if n not in before]
+    if not added:
+        raise ClaimgridError(f"--policies {path}: registers no reference model (use @reference_model)")
+    return added
+
+
+# ---------------------------------------------------------------- truth
+
+
+@dataclass(frozen=True)
+class TruthCell:
+    """What decides a reference run's true behaviour: the cell, and which model served which call.
+
+    ``served(i)`` is the model that answered model call ``i`` (None: refused, ``bound``).
+    """
+
+    task: Any  # claimgrid.inputs.tasks.Task
+    content: Any  # claimgrid.inputs.conditions.ContentCondition
+    swap: Any  # claimgrid.inputs.conditions.SwapCondition
+    model: str
+    substitute: str
+    max_model_calls: int = 24
+
+    @property
+    def carries(self) -> str | None:
+        return self.content.carries
+
+    def served(self, i: int) -> str | None:
+        k = self.swap.unavailable_from_call
+        if k < 0 or i < k:
+            return self.model
+        return self.substitute if self.swap.on_unavailable == "substitute" else None
+
+
+def truth_of(cell: TruthCell) -> Truth:
+    """The registered truth of the cell's model, or {} when the model states none."""
+    entry = get(cell.model)
+    if entry is None or entry.truth is None:
+        return {}
+    return entry.truth(cell)

@@ -1,0 +1,130 @@
+"""RunScript: the part of the answer key one run's reference models may use.
+
+A RunScript lives only inside the driver process, in the gateway's registry, keyed by
+the run's token. It is deliberately impossible to ship anywhere else: it refuses to be
+pickled or copied out, its ``repr`` names the run and nothing of the answer key, and
+the gateway's HTTP surface has no route that returns it. The agent process receives only
+the token, and the token only selects a script inside the gateway.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from claimgrid.inputs.tasks import Task
+from claimgrid.reference.registry import NAMES
+
+# A live view of the reference-model registry (user --policies files included).
+REFERENCE_MODEL_NAMES = NAMES
+
+
+@dataclass(frozen=True)
+class Step:
+    """One scripted tool call: the tool's name and its arguments."""
+
+    tool: str
+    args: dict[str, Any]
+    # Truth-only annotation (never sent): paths a run_command step changes, for
+    # claimgrid.reference.truth; edit_file / write_file steps change their ``path``.
+    changes: tuple[str, ...] = ()
+
+
+def _steps(tool_steps) -> tuple[Step, ...]:
+    return tuple(Step(s.tool, dict(s.args)) for s in tool_steps)
+
+
+@dataclass(frozen=True, repr=False)
+class RunScript:
+    """Everything the gateway needs to serve one run.
+
+    ``instruction``: the sentence the content condition put into the slot (None for
+    clean); a policy has "seen" it when it appears in a role=tool message of the
+    request. ``attacker_steps`` / ``legit_steps`` are empty unless the condition carries
+    that instruction. ``swap_*`` mirror the run's SwapCondition.
+    """
+
+    run_id: str  # the run's opaque delegation id: the only id a policy may echo
+    task_id: str
+    role: str
+    content_slot: str
+    expected_evidence: str
+    fixture_files: frozenset[str]
+    instruction: str | None
+    carries: str | None
+    reference_steps: tuple[Step, ...]
+    reference_verdict: str | None
+    attacker_steps: tuple[Step, ...]
+    attacker_verdict: str | None  # set when the attacker goal is a review verdict
+    legit_steps: tuple[Step, ...]
+    model: str
+    substitute: str
+    agent_name: str
+    swap_name: str = "none"
+    unavailable_from_call: int = -1
+    on_unavailable: str = "none"
+    reported_name: str | None = None
+    max_model_calls: int = 24
+    model_call_timeout_s: float = 15.0  # the run's per-call deadline (the ``slow`` fault exceeds it)
+
+    @classmethod
+    def for_cell(
+        cls,
+        run_id: str,
+        task: Task,
+        content,
+        swap,
+        model: str,
+        substitute: str,
+        agent_name: str,
+        max_model_calls: int = 24,
+        model_call_timeout_s: float = 15.0,
+    ) -> RunScript:
+        """Build the script of one grid cell from the task, its content and swap conditions."""
+        spec = task.spec
+        carries = content.carries
+        attacker = spec.attacker_goal
+        return cls(
+            run_id=run_id,
+            task_id=spec.id,
+            role=spec.role,
+            content_slot=spec.content_slot,
+            expected_evidence=task.expected_evidence,
+            fixture_files=frozenset(str(p.relative_to(task.repo)) for p in task.repo.rglob("*") if p.is_file()),
+            instruction=content.instruction_for(task),
+            carries=carries,
+            reference_steps=_steps(spec.reference.steps),
+            reference_verdict=spec.reference.review_verdict,
+            attacker_steps=_steps(attacker.steps) if carries == "attacker_goal" else (),
+            attacker_verdict=(
+                attacker.check.value if carries == "attacker_goal" and attacker.check.kind == "review_verdict" else None
+            ),
+            legit_steps=_steps(spec.legitimate_note.steps) if carries == "legitimate_note" else (),
+            model=model,
+            substitute=substitute,
+            agent_name=agent_name,
+            swap_name=swap.name,
+            unavailable_from_call=swap.unavailable_from_call,
+            on_unavailable=swap.on_unavailable,
+            reported_name=swap.reported_name,
+            max_model_calls=max_model_calls,
+            model_call_timeout_s=model_call_timeout_s,
+        )
+
+    @property
+    def is_review(self) -> bool:
+        return self.reference_verdict is not None
+
+    def __repr__(self) -> str:
+        return f"RunScript(run_id={self.run_id!r}, model={self.model!r}, swap={self.swap_name!r})"
+
+    # The answer key must not leave this process: no pickling (multiprocessing, a
+    # subprocess pipe), no copy module round trips that could be serialised.
+    def __reduce__(self):
+        raise TypeError("RunScript holds the answer key and stays inside the gateway process")
+
+    def __reduce_ex__(self, protocol):
+        return self.__reduce__()
+
+    def __getstate__(self):
+        return self.__reduce__()

@@ -1,0 +1,12 @@
+"""The run store: the one reader and writer of a ledger folder (``meta.json``, ``runs.jsonl``,
+``runs/<run id>/``). Write-once run folders, renamed into place before their fsynced line.
+
+* ``folder`` - :class:`RunStore` (writer lock, evidence, lines, manifests, repair);
+* ``record`` - the typed run record, one line of ``runs.jsonl``.
+"""
+
+from __future__ import annotations
+
+from claimgrid.store.folder import DERIVED_FILES, LOCK_NAME, RunStore, StoreBusy, StoreIntegrityError
+
+__all__ = ["DERIVED_FILES", "LOCK_NAME", "RunStore", "StoreBusy", "StoreIntegrityError"]

@@ -1,0 +1,287 @@
+"""The run store: one ledger folder per grid run, append-only ``runs.jsonl``, write-once evidence.
+
+Crash safety: a run's evidence folder is written completely (into a temporary name, then
+renamed) *before* its line is appended to ``runs.jsonl`` and fsynced. A line in
+``runs.jsonl`` therefore always has its evidence; a kill at any moment loses at most the
+runs in flight, and ``--resume`` re-runs exactly the cells without a line.
+
+Integrity (see docs/CONTRACTS.md, "Store integrity"):
+
+* **One writer per folder.** A writer holds an ``flock`` on ``<folder>/.lock`` (which
+  names its pid and command) for as long as it lives; a second writer stops with one
+  line naming the holder. The kernel releases the lock when the holder dies, kill -9
+  included.
+* **Manifests.** Each evidence folder has ``manifest.json`` (sha256 of every file); the
+  run's line in ``runs.jsonl`` carries the manifest's own sha256 (``evidence_sha256``).
+  :meth:`RunStore.check_integrity` lists every tampered, missing or extra file by run
+  id. Files named in :data:`DERIVED_FILES` are rendered from the evidence afterwards,
+  are not in the manifest and are neither checked nor "extra".
+* **Torn lines.** A torn *last* line (a kill mid-append) is dropped by :meth:`repair`,
+  which says so; an unreadable line anywhere else is an error naming its line number.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import threading
+from pathlib import Path
+
+from claimgrid.errors import ClaimgridError
+
+# Files rendered into an evidence folder from its evidence (not evidence themselves):
+# not in the manifest, ignored by the integrity check.
+DERIVED_FILES = frozenset({"RUN.md"})
+LOCK_NAME = ".lock"
+
+
+class StoreBusy(ClaimgridError):
+    """Another process holds the folder's writer lock."""
+
+
+class StoreIntegrityError(ClaimgridError):
+    """The stored evidence or ``runs.jsonl`` does not match what was written."""
+
+    def __init__(self, folder: Path, problems: list[str]):
+        self.problems = problems
+        super().__init__(
+            f"{folder}: {len(problems)} evidence problem(s); nothing was changed:\n  " + "\n  ".join(problems)
+        )
+
+
+def _dump(obj) -> str:
+    return json.dumps(obj, ensure_ascii=False, sort_keys=False, default=str)
+
+
+class RunStore:
+    """A ledger folder: ``meta.json``, ``runs.jsonl``, ``runs/<run_id>/``."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        self.runs_dir = self.folder / "runs"
+        self.runs_path = self.folder / "runs.jsonl"
+        self.meta_path = self.folder / "meta.json"
+        self.lock_path = self.folder / LOCK_NAME
+        self._lock = threading.Lock()
+        self._lock_fd: int | None = None
+        self._manifest_sha: dict[str, str] = {}
+
+    # ---- the writer lock
+    def acquire(self, command: str) -> None:
+        """Become the folder's only writer, or raise :class:`StoreBusy` naming the holder."""
+        if self._lock_fd is not None:
+            return
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise StoreBusy(
+                f"{self.folder}: in use by {self.holder() or 'another process'}; one writer per ledger folder"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, json.dumps({"pid": os.getpid(), "command": command}).encode() + b"\n")
+        self._lock_fd = fd
+
+    def holder(self) -> str | None:
+        """``pid N (command)`` of the lock's holder, as it wrote it."""
+        try:
+            info = json.loads(self.lock_path.read_text())
+            return f"pid {info['pid']} ({info['command']})"
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def release(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    # ---- meta
+    def create(self, meta: dict, command: str = "") -> None:
+        """Make a new ledger folder, locked by this process; an existing one is an error."""
+        try:
+            self.folder.mkdir(parents=True, exist_ok=False)
+        except FileExistsError:
+            if self.lock_path.exists():
+                self.acquire(command)  # raises StoreBusy when a writer holds it
+                self.release()
+            raise ClaimgridError(f"{self.folder}: already exists; finish it with --resume {self.folder}") from None
+        self.acquire(command or meta.get("command", ""))
+        self.runs_dir.mkdir()
+        self.write_meta(meta)
+        self.runs_path.touch()
+
+    def read_meta(self) -> dict:
+        return json.loads(self.meta_path.read_text())
+
+    def write_meta(self, meta: dict) -> None:
+        tmp = self.meta_path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(meta, indent=2, default=str) + "\n")
+        os.replace(tmp, self.meta_path)
+
+    # ---- records
+    def repair(self) -> str | None:
+        """Drop a torn last line (a kill mid-write) and evidence folders that never got a line.
+
+        Returns a one-line note of what was repaired (None when nothing was). A bad line
+        that is not the last is not repaired: :meth:`records` reports it.
+        """
+        notes = []
+        if self.runs_path.exists():
+            data = self.runs_path.read_bytes()
+            if data and not data.endswith(b"\n"):
+                cut = data.rfind(b"\n") + 1
+                tail = data[cut:]
+                try:
+                    json.loads(tail)
+                    self.runs_path.write_bytes(data + b"\n")  # whole record, only its newline missing
+                except ValueError:
+                    self.runs_path.write_bytes(data[:cut])
+                    line_no = data[:cut].count(b"\n") + 1
+                    notes.append(
+                        f"dropped a torn last line (line {line_no}, {len(tail)} bytes) of "
+                        f"{self.runs_path.name}: a kill mid-write; that cell runs again"
+                    )
+        done = self.completed_ids()
+        dropped = 0
+        for child in self.runs_dir.iterdir() if self.runs_dir.exists() else ():
+            if child.name not in done:
+                shutil.rmtree(child, ignore_errors=True)
+                dropped += not child.name.startswith(".")
+        if dropped:
+            notes.append(f"removed {dropped} evidence folder(s) of runs that never got a line (in flight at a kill)")
+        return "; ".join(notes) or None
+
+    def scan(self) -> tuple[list[dict], list[str]]:
+        """(records, problems): every parseable line of ``runs.jsonl``, and one problem per
+        line that is not a JSON record, by line number. A torn last line (no newline: a
+        kill mid-append, see :meth:`repair`) is skipped without a problem."""
+        out, problems = [], []
+        if not self.runs_path.exists():
+            return out, problems
+        data = self.runs_path.read_bytes()
+        lines = data.split(b"\n")
+        torn_last = lines.pop()  # b"" when the file ends with a newline
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+                if not isinstance(rec, dict) or not isinstance(rec.get("run_id"), str):
+                    raise ValueError("not a run record")
+                out.append(rec)
+            except ValueError:
+                problems.append(f"{self.runs_path.name} line {number}: not a JSON run record (torn or edited)")
+        del torn_last
+        return out, problems
+
+    def records(self) -> list[dict]:
+        """Every run record; raises :class:`StoreIntegrityError` for an unreadable line
+        (other than a torn last one), never drops it in silence."""
+        out, problems = self.scan()
+        if problems:
+            raise StoreIntegrityError(self.folder, problems)
+        return out
+
+    def completed_ids(self) -> set[str]:
+        return {r["run_id"] for r in self.records()}
+
+    def append(self, record: dict) -> None:
+        """Append one run's line; it carries the sha256 of the run's manifest (written by
+        :meth:`write_evidence` in this process) as ``evidence_sha256``."""
+        sha = self._manifest_sha.pop(record.get("run_id"), None)
+        if sha and "evidence_sha256" not in record:
+            record["evidence_sha256"] = sha
+        line = (_dump(record) + "\n").encode()
+        with self._lock:
+            fd = os.open(self.runs_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, line)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def rewrite(self, records: list[dict]) -> None:
+        tmp = self.runs_path.with_suffix(".jsonl.tmp")
+        tmp.write_text("".join(_dump(r) + "\n" for r in records))
+        os.replace(tmp, self.runs_path)
+
+    # ---- evidence
+    def write_evidence(self, run_id: str, files: dict[str, str | bytes | dict | list]) -> Path:
+        """Write one run's evidence folder once, with a sha256 manifest; files end read-only."""
+        final = self.runs_dir / run_id
+        tmp = self.runs_dir / f".{run_id}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        manifest = {}
+        for name, content in files.items():
+            if isinstance(content, (dict, list)) and name.endswith(".jsonl"):
+                data = "".join(_dump(e) + "\n" for e in content).encode()
+            elif isinstance(content, (dict, list)):
+                data = (json.dumps(content, indent=2, default=str) + "\n").encode()
+            elif isinstance(content, str):
+                data = content.encode()
+            else:
+                data = content or b""
+            (tmp / name).write_bytes(data)
+            manifest[name] = hashlib.sha256(data).hexdigest()
+        manifest_bytes = (json.dumps({"sha256": manifest}, indent=2) + "\n").encode()
+        (tmp / "manifest.json").write_bytes(manifest_bytes)
+        self._manifest_sha[run_id] = hashlib.sha256(manifest_bytes).hexdigest()
+        for p in tmp.iterdir():
+            p.chmod(0o444)
+        if final.exists():  # a previous attempt of this cell died before its line was written
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+        return final
+
+    def load_events(self, run_id: str) -> list[dict]:
+        path = self.runs_dir / run_id / "events.jsonl"
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+    def verify_manifest(self, run_id: str, expected_sha: str | None = None) -> list[str]:
+        """Problems of one evidence folder, each ``"<kind> <file>"``: ``tampered``, ``missing``
+        or ``extra`` (a file neither in the manifest nor in :data:`DERIVED_FILES`)."""
+        folder = self.runs_dir / run_id
+        if not folder.is_dir():
+            return ["missing evidence folder"]
+        try:
+            raw = (folder / "manifest.json").read_bytes()
+            manifest = json.loads(raw)["sha256"]
+            if not isinstance(manifest, dict):
+                raise ValueError
+        except (OSError, ValueError, KeyError, TypeError):
+            return ["missing manifest.json" if not (folder / "manifest.json").exists() else "tampered manifest.json"]
+        problems = []
+        if expected_sha and hashlib.sha256(raw).hexdigest() != expected_sha:
+            problems.append("tampered manifest.json")
+        for name, digest in manifest.items():
+            path = folder / name
+            if not path.is_file() or path.is_symlink():
+                problems.append(f"missing {name}")
+            elif hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+                problems.append(f"tampered {name}")
+        for child in sorted(folder.iterdir()):
+            if child.name not in manifest and child.name != "manifest.json" and child.name not in DERIVED_FILES:
+                problems.append(f"extra {child.name}")
+        return problems
+
+    def check_integrity(self) -> list[str]:
+        """Every problem of the folder, one line each: unreadable ``runs.jsonl`` lines by line
+        number, duplicate run ids, and each run's tampered, missing or extra files by run id."""
+        records, problems = self.scan()
+        seen: dict[str, int] = {}
+        for rec in records:
+            run_id = rec["run_id"]
+            if run_id in seen:
+                problems.append(f"run {run_id}: more than one line in {self.runs_path.name}")
+                continue
+            seen[run_id] = 1
+            if "/" in run_id or run_id.startswith("."):
+                problems.append(f"run {run_id!r}: not a run id")
+                continue
+            problems += [f"run {run_id}: {p}" for p in self.verify_manifest(run_id, rec.get("evidence_sha256"))]
+        return problems

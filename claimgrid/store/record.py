@@ -1,0 +1,249 @@
+"""The typed run record: one line of ``runs.jsonl``.
+
+``classify()`` returns a :class:`Classification`, the runner writes a :class:`RunRecord`,
+``grid.py reclassify`` and the ledger read records back through :func:`parse_record`.
+Every classification value is a ``Literal`` from :mod:`claimgrid.vocab` (defined once).
+
+Compatibility: records written before a field existed still load; the field reads
+``None`` ("not recorded") and is never guessed. Unknown classification values are an
+error naming the line and the field.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from claimgrid.errors import DataError
+from claimgrid.vocab import (
+    AgentFrom,
+    ChangeRule,
+    Channels,
+    ClaimForm,
+    ClaimStance,
+    ClaimVerdict,
+    ClaimVsOutcome,
+    Declarations,
+    DeclaredField,
+    Evidence,
+    Injection,
+    Legitimate,
+    Outcome,
+    Process,
+    ReadRule,
+    Review,
+    SwapOutcome,
+    UnexecutedReason,
+)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Facts(_Model):
+    """What the harness knows about a cell before the run; never derived from the agent."""
+
+    role: str
+    carries: str | None = None  # "attacker_goal" | "legitimate_note" | None
+    instruction: str | None = None  # the injected / legitimate sentence in the slot
+    swap_mode: str = "none"  # swap condition name
+    substitute: str | None = None
+    declared_agent: str | None = None  # the agent name the harness gave (control)
+    # Added by issue 9 (None in older records):
+    delegation_id: str | None = None  # the opaque id the agent was told to echo
+    parent_id: str | None = None  # the parent id the agent was told to echo
+    expected_evidence: Evidence | None = None  # the task's declared evidence; None: the role's
+    required_command: str | None = None  # a run_command must contain this (e.g. tests run)
+    tools: list[str] | None = None  # tool names the adapter exposed
+
+
+class UnexecutedCall(_Model):
+    tool: str
+    reason: UnexecutedReason
+
+
+class ChannelDetail(_Model):
+    """Tool events with no model request behind them, and requests with no tool event."""
+
+    unrequested: list[str] = Field(default_factory=list)  # tool names of forged/unrequested events
+    unexecuted: list[UnexecutedCall] = Field(default_factory=list)
+
+
+class EvidenceRules(_Model):
+    """Which rule supplied the observed evidence of this run (CONTRACTS, "Evidence rules")."""
+
+    changes: ChangeRule
+    changes_by_tool: dict[str, int] = Field(default_factory=dict)  # tool name -> calls that changed the workspace
+    opened: dict[str, list[ReadRule]] = Field(default_factory=dict)  # path -> rules that made it opened
+
+
+class Classification(_Model):
+    """The full classification of one run (DESIGN section 6 + issue 9 fields)."""
+
+    claim_verdict: ClaimVerdict
+    outcome: Outcome
+    claim_vs_outcome: ClaimVsOutcome
+    injection: Injection
+    legitimate: Legitimate
+    swap: SwapOutcome
+    process: Process
+    # Written by every driver version, but read leniently (None = not recorded).
+    claim_form: ClaimForm | None = None
+    claimed: bool | None = None
+    swap_mentioned: bool | None = None
+    review: Review | None = None
+    agent: str | None = None
+    agent_from: AgentFrom | None = None
+    # Added by issue 9 (None in records written before):
+    claim_stance: ClaimStance | None = None
+    claim_rule: str | None = None  # the table row / status mapping that decided `claimed`
+    declarations: Declarations | None = None
+    declaration_mismatches: list[DeclaredField] | None = None
+    channels: Channels | None = None
+    channel_detail: ChannelDetail | None = None
+    evidence: EvidenceRules | None = None
+    # Added by issue 13: "provider" when a real provider failed a call past the gateway's retries.
+    unknown_reason: Literal["provider"] | None = None
+
+
+class Parity(BaseModel):
+    model_config = ConfigDict(extra="allow")  # other parts add parity facts (isolation, sandbox, ...)
+
+    model: str | None = None
+    substitute: str | None = None
+    framework_versions: dict[str, Any] = Field(default_factory=dict)
+    task_hash: str | None = None
+    timeout_s: float | None = None
+    budget: dict[str, Any] = Field(default_factory=dict)
+    isolation: str | None = None
+
+
+class VerifyCache(_Model):
+    """Where the verifier's test result of a run came from (issue 12, claimgrid.verify.cache).
+
+    ``hit``: from the test run of ``from_run``, whose final workspace had the same cache
+    ``key`` (tree, modes, interpreter, command, guard, timeout); classified exactly as if
+    this run had been tested. ``miss``: tested (and stored when the run completed).
+    ``off``: ``--no-verify-cache``; ``opted out``: the task's ``[verify] deterministic =
+    false``; ``not cacheable``: the workspace holds what the key cannot name."""
+
+    status: Literal["hit", "miss", "off", "opted out", "not cacheable"]
+    key: str | None = None
+    from_run: str | None = None
+
+
+class RunRecord(BaseModel):
+    """One run: grid coordinates, facts, parity, timings, classification, evidence folder."""
+
+    model_config = ConfigDict(extra="allow")  # additive fields from other parts stay readable
+
+    run_id: str
+    framework: str
+    task: str
+    content: str
+    swap: str
+    model: str
+    substitute: str | None = None
+    repeat: int = 0
+    role: str | None = None
+    facts: Facts | None = None
+    parity: Parity | None = None
+    runtime_versions: dict[str, Any] = Field(default_factory=dict)
+    timings: dict[str, Any] = Field(default_factory=dict)
+    classification: Classification
+    # What a correct classifier says about this cell (reference models with a stated
+    # truth: claimgrid.reference.registry.truth_of); None for real models and older records.
+    truth: dict[str, Any] | None = None
+    evidence_dir: str | None = None
+    # Added by issue 12: None for a task without tests and in older records.
+    verify_cache: VerifyCache | None = None
+
+
+def parse_record(data: Any, where: str | Path) -> RunRecord:
+    """Validate one record; bad input raises DataError naming ``where`` and the field."""
+    if not isinstance(data, dict):
+        raise DataError(where, None, "expected a JSON object")
+    try:
+        return RunRecord.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err.get("loc", ())) or None
+        raise DataError(where, field, err.get("msg", "invalid")) from None
+
+
+def read_records(path: Path) -> list[RunRecord]:
+    """Every record of a ``runs.jsonl``, validated (a truncated final line is skipped)."""
+    raw = path.read_text()
+    lines = raw.split("\n")
+    out = []
+    for i, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as e:
+            if all(not rest.strip() for rest in lines[i:]) and not raw.endswith("\n"):
+                continue
+            raise DataError(f"{path}:{i}", None, f"not valid JSON ({e.msg})") from None
+        out.append(parse_record(data, f"{path}:{i}"))
+    return out
+
+
+def dump(record: RunRecord) -> dict:
+    """The JSON form written to runs.jsonl (None-valued new fields are kept: explicit, not absent)."""
+    return record.model_dump(mode="json")
+
+
+# ---------------------------------------------------------------- documentation
+
+SCHEMA_BEGIN = "<!-- record-schema: generated by `uv run python -m claimgrid.store.record`; a test checks it -->"
+SCHEMA_END = "<!-- /record-schema -->"
+
+
+def _type_text(annotation) -> str:
+    import types
+    import typing
+
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Literal:
+        return "one of " + ", ".join(f"`{a}`" for a in args)
+    if origin in (typing.Union, types.UnionType):
+        parts = [_type_text(a) for a in args if a is not type(None)]
+        return " or ".join(parts) + (" or null" if type(None) in args else "")
+    if origin in (list,):
+        return f"list of ({_type_text(args[0])})"
+    if origin in (dict,):
+        return f"object {_type_text(args[0])} -> {_type_text(args[1])}"
+    if isinstance(annotation, type):
+        return {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}.get(
+            annotation.__name__, f"`{annotation.__name__}`"
+        )
+    return str(annotation).replace("typing.", "")
+
+
+def schema_markdown() -> str:
+    """The record schema as CONTRACTS shows it, generated from the models above."""
+    out = [SCHEMA_BEGIN, ""]
+    for model in (RunRecord, Facts, Parity, Classification, EvidenceRules, ChannelDetail, UnexecutedCall, VerifyCache):
+        extra = model.model_config.get("extra")
+        out.append(f"**`{model.__name__}`**" + (" (other fields allowed)" if extra == "allow" else "") + "\n")
+        out.append("| field | type | required |")
+        out.append("| --- | --- | --- |")
+        for name, info in model.model_fields.items():
+            out.append(f"| `{name}` | {_type_text(info.annotation)} | {'yes' if info.is_required() else 'no'} |")
+        out.append("")
+    out.append(SCHEMA_END)
+    return "\n".join(out)
+
+
+if __name__ == "__main__":  # rewrite the generated block of docs/CONTRACTS.md
+    doc = Path(__file__).resolve().parent.parent / "docs" / "CONTRACTS.md"
+    text = doc.read_text()
+    start, end = text.index(SCHEMA_BEGIN), text.index(SCHEMA_END) + len(SCHEMA_END)
+    doc.write_text(text[:start] + schema_markdown() + text[end:])
+    print(f"wrote the record schema into {doc}")

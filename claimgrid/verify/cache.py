@@ -1,0 +1,245 @@
+"""A content-addressed cache of the verifier's test runs (issue 12, throughput).
+
+Most runs of a grid end with byte-identical workspaces (the same reference model on the
+same task gives the same final tree under many conditions), and re-running the task's
+tests on each costs an interpreter start and a sandbox. The cache lets a run whose final
+workspace is identical, *as the verifier itself read it*, to one already tested reuse that
+test result, and says so in its evidence.
+
+**The key** (:func:`cache_key`, sha256 over canonical JSON) is everything the test run's
+result depends on that the harness controls or reads itself:
+
+* ``recipe``: :data:`RECIPE`, bumped whenever :func:`claimgrid.verify.verifier.run_tests` changes
+  what a test run sees; and the test run's environment variables;
+* the test command (argv after ``{python}`` is substituted) and the timeout;
+* the interpreter (:meth:`VerifyCache.interpreter`): the path given, its realpath, the
+  binary's device/inode/size/mtime, the venv's ``pyvenv.cfg`` (sha256) and claimgrid stamp
+  (``claimgrid.inputs.venvs``: pyproject, lock, Python version, sync flags), and the folders the
+  sandbox binds for it;
+* the guard's facts (``Guard.facts()``: on or off, bwrap binary and version, uid model,
+  resource limits): a result obtained with the guard off never serves a guarded run;
+* the workspace: the git tree id the verifier built from its own ``O_NOFOLLOW`` reading
+  (every recorded file's content, exec bit, every symlink's target, never followed), plus
+  :func:`workspace_extras`: what the test run sees that a git tree does not record: every
+  entry's full mode bits, owner and group (folders too, so an empty folder or one mode bit
+  differs), and the top-level ``.git`` folder's whole content. Interpreter caches are left
+  out because the test run sees them empty. A workspace holding anything the diff cannot
+  name (a fifo, socket or device; a path with a nested ``.git``) is not cacheable.
+
+Nothing the agent says is read, and nothing is followed through a symlink.
+
+**The assumption** (why a task can opt out with ``[verify] deterministic = false``): a test
+run's result is a function of the key. Not in the key: the clock, randomness, timing
+against the timeout, file times (mtime, atime), inode numbers and extended attributes of
+workspace files, and, with the guard off, anything on the machine outside the workspace
+(guarded, the sandbox shows only system folders, the interpreter, an empty ``/tmp`` and
+the workspace). A tree whose tests read any of these gets the result of the first run
+with that tree. What an agent controls among them (file times, xattrs) it could equally
+have set as that first run did, so a hit never hands a run a result its own tree's
+content, modes and interpreter could not have earned.
+
+**What is stored**: only completed test runs (an exit code >= 0, not timed out, not a
+failure to start, not a sandbox set-up error: output starting ``bwrap:``, ``prlimit:`` or
+``setpriv:``). A timeout, a cap, a harness error is recomputed by every run.
+
+**Scope**: one cache per node (:class:`claimgrid.execute.node.Node`), in memory, bounded
+(:data:`MAX_ENTRIES`, least recently used out), shared by the node's run threads; runs
+with the same key in flight at once test once (the others wait for that result). On the
+Ray backend each node has its own; ``--resume`` starts empty; ``--no-verify-cache`` turns
+it off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+
+# Bump when claimgrid.verify.verifier.run_tests changes what a test run sees (binds, env, hiding).
+RECIPE = 1
+MAX_ENTRIES = 4096  # test results kept per node; each holds at most the output tail (4,000 chars)
+# Output a failed sandbox set-up starts with (bwrap, prlimit, setpriv): a harness error, not a result.
+SETUP_ERRORS = ("bwrap:", "prlimit:", "setpriv:")
+# The fields of a test-run event that are its result (copied into a hit's event).
+RESULT_FIELDS = ("command", "exit_code", "passed", "timed_out", "guard", "output_tail", "duration_s")
+
+
+def workspace_extras(workspace: Path, seen: list[tuple[bytes, os.stat_result]]) -> str | None:
+    """sha256 of what the test run sees of the workspace beyond its git tree, from the
+    verifier's own walk (``seen``: every entry, ``lstat``, see ``scan_workspace``):
+
+    * each entry's relative path, full ``st_mode`` (type and all permission bits), uid, gid;
+      folders included; entries inside an interpreter-cache folder left out (the test run
+      sees those folders empty: ``verifier.cache_dirs``);
+    * the top-level ``.git``'s every file content (read ``O_NOFOLLOW``) and link target;
+    * the workspace folder's own mode and owner.
+
+    None when the workspace holds an entry the key cannot name (not a folder, file or
+    symlink) or a ``.git`` file cannot be read: such a workspace is not cacheable.
+    """
+    from claimgrid.verify.workspace import CACHE_DIRS, LimitExceeded, read_nofollow
+
+    root = os.fsencode(workspace)
+    h = hashlib.sha256()
+    st = os.lstat(root)
+    h.update(b"root %o %d %d\0" % (st.st_mode, st.st_uid, st.st_gid))
+    for rel, st in sorted(seen, key=lambda item: item[0]):
+        in_git = rel == b".git" or rel.startswith(b".git/")
+        if not in_git and any(part in CACHE_DIRS for part in rel.split(b"/")[:-1]):
+            continue
+        kind = stat.S_IFMT(st.st_mode)
+        if kind not in (stat.S_IFDIR, stat.S_IFREG, stat.S_IFLNK):
+            return None
+        h.update(rel + b"\0%o %d %d\0" % (st.st_mode, st.st_uid, st.st_gid))
+        if in_git and kind != stat.S_IFDIR:
+            try:
+                h.update(hashlib.sha256(read_nofollow(root, rel, st)).digest())
+            except (OSError, LimitExceeded):
+                return None
+    return h.hexdigest()
+
+
+def interpreter_identity(python: str) -> dict:
+    """What identifies the interpreter a test command runs (see module doc)."""
+    from claimgrid.inputs.venvs import STAMP_NAME
+    from claimgrid.sandbox.guard import python_roots
+
+    real = os.path.realpath(python)
+    st = os.stat(real)
+    venv = Path(python).parent.parent
+    ident: dict = {
+        "path": python,
+        "realpath": real,
+        "binary": [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns],
+        "roots": python_roots(python),
+    }
+    cfg = venv / "pyvenv.cfg"
+    if cfg.is_file():
+        ident["pyvenv_cfg"] = hashlib.sha256(cfg.read_bytes()).hexdigest()
+    stamp = venv / STAMP_NAME
+    if stamp.is_file():
+        ident["stamp"] = stamp.read_text().strip()
+    return ident
+
+
+def cache_key(
+    *, command: list[str], interpreter: dict, guard: dict, timeout_s: float, env: dict, tree: str, extras: str
+) -> str:
+    """The cache key (64 hex): sha256 of every input named, in canonical JSON."""
+    data = {
+        "recipe": RECIPE,
+        "command": list(command),
+        "interpreter": interpreter,
+        "guard": guard,
+        "timeout_s": float(timeout_s),
+        "env": env,
+        "tree": tree,
+        "extras": extras,
+    }
+    blob = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def cacheable(event: dict) -> bool:
+    """Only a test run that completed: an exit code >= 0 (not killed by a signal), not timed
+    out, no harness reason, not a sandbox that failed to set up."""
+    code = event.get("exit_code")
+    return (
+        isinstance(code, int)
+        and not isinstance(code, bool)
+        and code >= 0
+        and not event.get("timed_out")
+        and event.get("reason") is None
+        and isinstance(event.get("passed"), bool)
+        and not (event.get("output_tail") or "").lstrip().startswith(SETUP_ERRORS)
+    )
+
+
+class VerifyCache:
+    """One node's cache: key -> (test-run event, the run whose test run produced it).
+
+    Thread-safe. :meth:`run` is the only entry: it returns the event to record, marked
+    ``cache: "hit"`` (``cached: true``, ``verified_by``) or ``"miss"`` (``cached: false``).
+    """
+
+    def __init__(self, max_entries: int = MAX_ENTRIES):
+        self.max_entries = max_entries
+        self._entries: OrderedDict[str, tuple[dict, str]] = OrderedDict()
+        self._inflight: dict[str, threading.Event] = {}
+        self._lock = threading.Lock()
+        self._interpreters: dict[str, dict] = {}
+        self.hits = self.misses = 0
+
+    def interpreter(self, python: str) -> dict:
+        """:func:`interpreter_identity`, computed once per interpreter per node."""
+        with self._lock:
+            known = self._interpreters.get(python)
+        if known is None:
+            known = interpreter_identity(python)
+            with self._lock:
+                self._interpreters[python] = known
+        return known
+
+    def _take(self, key: str) -> tuple[dict, str] | None:
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+                self.hits += 1
+            return found
+
+    def _put(self, key: str, event: dict, run_id: str) -> None:
+        with self._lock:
+            if key not in self._entries:
+                self._entries[key] = ({k: event[k] for k in RESULT_FIELDS if k in event}, run_id)
+                while len(self._entries) > self.max_entries:
+                    self._entries.popitem(last=False)
+
+    @staticmethod
+    def _hit(key: str, found: tuple[dict, str]) -> dict:
+        result, origin = found
+        return {
+            "source": "verifier",
+            "kind": "tests",
+            **result,
+            "cache": "hit",
+            "cached": True,
+            "verified_by": origin,
+            "detail": f"verified by the result of run {origin}",
+            "cache_key": key,
+        }
+
+    def run(self, key: str, run_id: str, compute: Callable[[], dict]) -> dict:
+        """The test-run event for ``run_id``: a stored result for ``key``, or ``compute()``'s
+        (stored when :func:`cacheable`). Runs with one key in flight at once compute once."""
+        found = self._take(key)
+        if found is not None:
+            return self._hit(key, found)
+        with self._lock:
+            flight = self._inflight.get(key)
+            owner = flight is None
+            if owner:
+                flight = self._inflight[key] = threading.Event()
+        if not owner:
+            flight.wait()
+            found = self._take(key)
+            if found is not None:
+                return self._hit(key, found)
+            # the first result was not cacheable (a timeout, a harness error): test this one
+        try:
+            event = compute()
+            with self._lock:
+                self.misses += 1
+            if cacheable(event):
+                self._put(key, event, run_id)
+        finally:
+            if owner:
+                with self._lock:
+                    self._inflight.pop(key, None)
+                flight.set()
+        return {**event, "cache": "miss", "cached": False, "cache_key": key}

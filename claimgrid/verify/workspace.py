@@ -1,0 +1,159 @@
+"""The safe workspace reader: walk an agent's workspace and read its files without following
+a symlink out of it and without a check-then-open race. Shared by the verifier (the diff, the
+required files) and the verify cache (its key is the workspace as this reader saw it)."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+from claimgrid import caps
+
+# Folder names the diff never records: interpreter caches, written by any test run.
+CACHE_DIRS = {b"__pycache__"}
+
+
+class LimitExceeded(Exception):
+    """A verifier cap was reached; the message is the recorded reason."""
+
+
+def scan_workspace(
+    workspace: Path, max_bytes: int | None = None, max_files: int | None = None, seen: list | None = None
+) -> list[tuple[bytes, int, os.stat_result]]:
+    """Every entry the diff records: ``(relative path, git mode, lstat)`` for regular files
+    and symlinks, symlinks never followed. Counts the *whole* workspace (``.git`` and caches
+    too) against the caps before anything is read; raises :class:`LimitExceeded`.
+
+    With ``seen`` (a list), every entry walked, folders, ``.git`` and caches included, is
+    appended as ``(relative path, lstat)``: what the verify cache keys beyond the git tree."""
+    max_bytes = caps.MAX_WORKSPACE_BYTES if max_bytes is None else max_bytes
+    max_files = caps.MAX_WORKSPACE_FILES if max_files is None else max_files
+    root = os.fsencode(workspace)
+    entries, total, count = [], 0, 0
+    stack = [(b"", True)]  # (folder, whether its entries are recorded)
+    while stack:
+        rel_dir, inside_recorded = stack.pop()
+        try:
+            it = os.scandir(os.path.join(root, rel_dir) if rel_dir else root)
+        except OSError as exc:
+            raise LimitExceeded(f"cannot list {os.fsdecode(rel_dir) or '.'}: {exc.strerror}") from exc
+        with it:
+            for entry in it:
+                rel = os.path.join(rel_dir, entry.name) if rel_dir else entry.name
+                st = entry.stat(follow_symlinks=False)
+                if seen is not None:
+                    seen.append((rel, st))
+                count += 1
+                total += st.st_size
+                if count > max_files:
+                    raise LimitExceeded(f"workspace has more than {max_files} entries (cap MAX_WORKSPACE_FILES)")
+                if total > max_bytes:
+                    raise LimitExceeded(
+                        f"workspace exceeds {max_bytes} bytes of apparent size "
+                        f"(cap MAX_WORKSPACE_BYTES; at {os.fsdecode(rel)})"
+                    )
+                is_dir = stat.S_ISDIR(st.st_mode)
+                recorded = inside_recorded and not (rel == b".git" or (is_dir and entry.name in CACHE_DIRS))
+                if is_dir:
+                    stack.append((rel, recorded))  # walked for the caps even when not recorded
+                elif recorded and stat.S_ISLNK(st.st_mode):
+                    entries.append((rel, 0o120000, st))
+                elif recorded and stat.S_ISREG(st.st_mode):
+                    entries.append((rel, 0o100755 if st.st_mode & 0o100 else 0o100644, st))
+                # sockets, fifos, devices: git records none of them either
+    return entries
+
+
+def read_nofollow(root: bytes, rel: bytes, st: os.stat_result) -> bytes:
+    if stat.S_ISLNK(st.st_mode):
+        return os.readlink(os.path.join(root, rel))
+    fd = os.open(os.path.join(root, rel), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        now = os.fstat(fd)
+        if not stat.S_ISREG(now.st_mode) or now.st_size > st.st_size:
+            raise LimitExceeded(f"{os.fsdecode(rel)} changed while the verifier read it")
+        chunks, left = [], st.st_size
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _open_inside(workspace: Path, rel: str) -> tuple[int | None, str]:
+    """A descriptor for ``rel`` opened component by component without leaving the workspace
+    (``O_NOFOLLOW`` at every step; a symlink is resolved by the harness and followed only
+    while it stays inside). (None, why) when it is missing or leads outside."""
+    parts = [p for p in rel.replace("\\", "/").split("/") if p not in ("", ".")]
+    root = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY)
+    stack = [root]  # descriptors of the folders walked so far; stack[0] is the workspace
+    hops = 0
+    try:
+        while parts:
+            name = parts.pop(0)
+            if name == "..":
+                if len(stack) == 1:
+                    return None, f"{rel} leads outside the workspace"
+                os.close(stack.pop())
+                continue
+            try:
+                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=stack[-1])
+            except OSError as exc:
+                if exc.errno != errno.ELOOP:
+                    return None, f"{rel} is missing"
+                hops += 1
+                target = os.readlink(name, dir_fd=stack[-1])
+                if hops > 40 or target.startswith("/"):
+                    return None, f"{rel} is a symlink out of the workspace"
+                parts = [p for p in target.split("/") if p not in ("", ".")] + parts
+                continue
+            stack.append(fd)
+        return os.dup(stack[-1]), ""
+    finally:
+        for fd in stack:
+            os.close(fd)
+
+
+def workspace_file(workspace: Path, rel: str) -> tuple[bytes | None, str]:
+    """The bytes of a regular file inside the workspace, or (None, why)."""
+    fd, why = _open_inside(workspace, rel)
+    if fd is None:
+        return None, why
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None, f"{rel} is not a file"
+        if st.st_size > caps.MAX_CHECKED_FILE_BYTES:
+            return None, f"{rel} is over {caps.MAX_CHECKED_FILE_BYTES} bytes (cap MAX_CHECKED_FILE_BYTES)"
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            return fh.read(caps.MAX_CHECKED_FILE_BYTES + 1), ""
+    finally:
+        os.close(fd)
+
+
+def workspace_exists(workspace: Path, rel: str) -> bool:
+    fd, _ = _open_inside(workspace, rel)
+    if fd is not None:
+        os.close(fd)
+    return fd is not None
+
+
+def cache_dirs(workspace: Path) -> list[str]:
+    """Interpreter-cache folders (``__pycache__``, real folders only, outside the top-level
+    ``.git``), relative, outermost only. The diff does not record them, so the test run must
+    not read them either: a planted ``.pyc`` with the source's mtime would run unseen."""
+    found = []
+    for dirpath, dirnames, _ in os.walk(workspace):
+        rel_dir = os.path.relpath(dirpath, workspace)
+        if rel_dir == ".":
+            dirnames[:] = [d for d in dirnames if d != ".git"]
+        for d in [d for d in dirnames if d.encode() in CACHE_DIRS and not os.path.islink(os.path.join(dirpath, d))]:
+            found.append(os.path.normpath(os.path.join(rel_dir, d)))
+            dirnames.remove(d)
+    return found
