@@ -37,6 +37,7 @@ import resource, sys
 import httpx
 from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.gateway import Gateway, RunScript
+from claimgrid.reference.script import CallLimits
 from claimgrid.inputs.tasks import load_tasks
 task = load_tasks()["fix-float-add"]
 gw = Gateway(reference_path=sys.argv[1]); url = gw.start()
@@ -75,7 +76,7 @@ def _per_call(path: str, n: int, warmup: int) -> dict[str, dict]:
         for swap in SWAPS:
             token = f"bench-{uuid.uuid4().hex}"
             gw.register(token, RunScript.for_cell(token, task, content, swaps[swap], "diligent", "reader",
-                                                  "builder", max_model_calls=10**9))
+                                                  "builder", limits=CallLimits(max_model_calls=10**9)))
 
             def call():
                 r = client.post("/chat/completions", json={"model": "diligent", "messages": messages},

@@ -12,6 +12,7 @@ import pytest
 
 from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.gateway import Gateway, RunScript
+from claimgrid.reference.script import CallLimits
 from claimgrid.sandbox.guard import detect
 from claimgrid.launch import Launcher
 from claimgrid.launch.confine import command_sandbox, hand_over
@@ -62,8 +63,7 @@ def make_run_cell(framework: str, tmp_path, tasks, gateway, launcher, timeout_s:
         sandbox.mkdir()
         agent = AGENT_NAMES[task.role]
         token = "cg-" + secrets.token_urlsafe(24)
-        gateway.register(token, RunScript.for_cell(run_id, task, clean, swaps[swap], model, "reader", agent,
-                                                   max_model_calls=max_model_calls))
+        gateway.register(token, RunScript.for_cell(run_id, task, clean, swaps[swap], model, "reader", agent, limits=CallLimits(max_model_calls=max_model_calls)))
         ctl = {
             "schema": 1, "run_id": run_id, "framework": framework, "task_id": task_id,
             "prompt": build_prompt(task, run_id, agent), "workspace": str(ws), "sandbox": str(sandbox),

@@ -15,6 +15,7 @@ from claimgrid.execute.cells import allowed, plan
 from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.classify.reactions import duplicate_side_effects, fault_facts
 from claimgrid.gateway import RunScript
+from claimgrid.reference.script import CallLimits
 from claimgrid.reference.gateway_faults import CUT_PREFIX, GatewayFault, gateway_faults
 from claimgrid.reference.registry import ReferenceModel, untreated
 from tests.test_gateway_support import TOOLS, shared_gateway
@@ -26,7 +27,7 @@ NO_SWAP = next(s for s in load_swap_conditions().values() if s.unavailable_from_
 
 def _register(task, model, deadline=15.0):
     s = RunScript.for_cell(f"r-{uuid.uuid4().hex[:8]}", task, UNTREATED, NO_SWAP, model,
-                           registry.default_substitute(), task.role, model_call_timeout_s=deadline)
+                           registry.default_substitute(), task.role, limits=CallLimits(model_call_timeout_s=deadline))
     token = f"tok-{uuid.uuid4().hex}"
     shared_gateway().register(token, s)
     return token

@@ -20,6 +20,7 @@ import json, sys
 import httpx
 from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.gateway import Gateway, RunScript
+from claimgrid.reference.script import CallLimits
 from claimgrid.reference.registry import NAMES
 from claimgrid.inputs.tasks import load_tasks
 
@@ -46,7 +47,7 @@ for model in list(NAMES):
     for swap in ("none", "silent", "reported", "bound"):
         token = f"{model}-{swap}"
         gw.register(token, RunScript.for_cell(token, task, content, swaps[swap], model, "reader",
-                                              "builder", model_call_timeout_s=0.0))
+                                              "builder", limits=CallLimits(model_call_timeout_s=0.0)))
         statuses[token] = calls(gw, token, model, 3, stream=swap == "reported")
         gw.finish(token)
 after_reference = loaded()
@@ -55,7 +56,7 @@ after_reference = loaded()
 # openai/gpt-4o-mini (the key and base URL from the environment, as for a hosted API).
 upstream = Gateway(); upstream.start()
 upstream.register("upstream-key", RunScript.for_cell("u", task, content, swaps["none"], "diligent",
-                                                     "reader", "builder", max_model_calls=100))
+                                                     "reader", "builder", limits=CallLimits(max_model_calls=100)))
 import os
 os.environ["OPENAI_API_BASE"], os.environ["OPENAI_API_KEY"] = upstream.url, "upstream-key"
 gw.register("real", RunScript.for_cell("real", task, content, swaps["none"], "openai/gpt-4o-mini",

@@ -26,6 +26,7 @@ import pytest
 
 from claimgrid.reference import registry
 from claimgrid.gateway import Gateway, RunScript
+from claimgrid.reference.script import CallLimits
 from claimgrid.gateway.budget import Spend
 from claimgrid.reference.policies import Turn
 from claimgrid.gateway.scripted import SUBSTITUTE_PREFIX, deployment_id
@@ -51,8 +52,7 @@ def gateways():
 def _script(task, model: str, swap: str, content: str, run_id: str, substitute: str = SUBSTITUTE):
     cc, sc = conditions()
     # model_call_timeout_s=0: the ``slow`` fault waits this plus 2 s, not 17 s.
-    return RunScript.for_cell(run_id, task, cc[content], sc[swap], model, substitute, task.role,
-                              max_model_calls=24, model_call_timeout_s=0.0)
+    return RunScript.for_cell(run_id, task, cc[content], sc[swap], model, substitute, task.role, limits=CallLimits(max_model_calls=24, model_call_timeout_s=0.0))
 
 
 def _mask_body(obj: dict) -> dict:

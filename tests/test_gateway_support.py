@@ -18,6 +18,7 @@ import httpx
 
 from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.gateway import Gateway, RunScript
+from claimgrid.reference.script import CallLimits
 
 TOOLS = [
     {"type": "function", "function": {"name": name, "description": name, "parameters": {
@@ -52,7 +53,7 @@ def script(task, model="diligent", content="clean", swap="none", substitute="rea
            max_model_calls=24, run_id=None) -> RunScript:
     cc, sc = conditions()
     return RunScript.for_cell(run_id or f"r-{uuid.uuid4().hex[:8]}", task, cc[content], sc[swap],
-                              model, substitute, task.role, max_model_calls=max_model_calls)
+                              model, substitute, task.role, limits=CallLimits(max_model_calls=max_model_calls))
 
 
 def register(task, **kw) -> tuple[str, RunScript]:

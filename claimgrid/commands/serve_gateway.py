@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from claimgrid.reference.script import REFERENCE_MODEL_NAMES, RunScript
+from claimgrid.reference.script import REFERENCE_MODEL_NAMES, CallLimits, RunScript
 
 DEMO_TASK, DEMO_CONTENT, DEMO_SWAP = "write-status", "clean", "none"
 
@@ -20,7 +20,14 @@ def demo_scripts() -> dict[str, RunScript]:
     swap = load_swap_conditions()[DEMO_SWAP]
     return {
         f"demo-{m}": RunScript.for_cell(
-            f"demo-{m}", task, content, swap, m, default_substitute(), task.role, max_model_calls=1_000_000
+            f"demo-{m}",
+            task,
+            content,
+            swap,
+            m,
+            default_substitute(),
+            task.role,
+            limits=CallLimits(max_model_calls=1_000_000),
         )
         for m in REFERENCE_MODEL_NAMES
     }

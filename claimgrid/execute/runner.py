@@ -123,6 +123,7 @@ def truth_for(task: Task, content: ContentCondition, swap: SwapCondition, cell: 
 def run_cell(cell: Cell, ctx: GridContext) -> dict:
     """Run one cell to a stored record. Never raises for anything the agent did."""
     from claimgrid.gateway import RunScript
+    from claimgrid.reference.script import CallLimits
 
     task, content, swap = ctx.tasks[cell.task], ctx.content[cell.content], ctx.swap[cell.swap]
     run_id = cell.run_id
@@ -150,8 +151,7 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
             cell.model,
             cell.substitute,
             agent,
-            max_model_calls=ctx.max_model_calls,
-            model_call_timeout_s=ctx.model_call_timeout_s,
+            limits=CallLimits(max_model_calls=ctx.max_model_calls, model_call_timeout_s=ctx.model_call_timeout_s),
         ),
     )
     tools = ["list_dir", "read_file", "search", "write_file", "edit_file", "run_command"]

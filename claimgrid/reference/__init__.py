@@ -17,13 +17,11 @@ Modules (private to the package; import from here):
 
 from __future__ import annotations
 
-# Last: the built-in models register themselves through ``reference_model``.
-from claimgrid.reference import (
-    policies,  # noqa: E402
-    registry,
-)
+# ``policies`` registers the built-in models through ``reference_model`` when imported.
+from claimgrid.reference import policies, registry
 from claimgrid.reference.gateway_faults import GatewayFault
-from claimgrid.reference.policies import (  # noqa: E402
+from claimgrid.reference.policies import (
+    ReportStyle,
     ToolCall,
     Turn,
     final_turn,
@@ -52,6 +50,7 @@ __all__ = [
     "Behaviour",
     "GatewayFault",
     "ReferenceModel",
+    "ReportStyle",
     "RunScript",
     "Step",
     "ToolCall",

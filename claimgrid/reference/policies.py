@@ -137,6 +137,16 @@ def git_evidence(script: RunScript, calls) -> str:
     return ", ".join(_status_line(script, p) for p in seen_paths) or "none"
 
 
+@dataclass(frozen=True)
+class ReportStyle:
+    """How a final report is written: the trace's ``status``, trace fields it overrides
+    (``declare``: a forged identity or git evidence), and whether it ends with the trace."""
+
+    status: str = "DONE"
+    declare: dict | None = None
+    with_trace: bool = True
+
+
 def final_turn(
     script: RunScript,
     summary: str,
@@ -144,13 +154,12 @@ def final_turn(
     breakdown: dict,
     evidence: str,
     verdict: str | None,
-    status: str = "DONE",
-    declare: dict | None = None,
-    with_trace: bool = True,
+    style: ReportStyle = ReportStyle(),
 ) -> Turn:
-    """The final message: prose, then (unless ``with_trace`` is false) the structured trace;
-    ``declare`` overrides trace fields (a forged identity or git evidence)."""
-    if not with_trace:
+    """The final message: prose, then (unless ``style.with_trace`` is false) the structured
+    trace with the observed ``count``/``breakdown``, ``evidence`` and review ``verdict``."""
+    status, declare = style.status, style.declare
+    if not style.with_trace:
         return Turn(content=summary)
     trace = {
         "delegation_id": script.run_id,
@@ -266,9 +275,7 @@ def plan_policy(behaviour: Behaviour):
             breakdown,
             evidence,
             verdict,
-            status=behaviour.status,
-            declare=behaviour.declare,
-            with_trace=behaviour.trace,
+            ReportStyle(status=behaviour.status, declare=behaviour.declare, with_trace=behaviour.trace),
         )
 
     return policy

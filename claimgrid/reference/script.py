@@ -20,6 +20,14 @@ REFERENCE_MODEL_NAMES = NAMES
 
 
 @dataclass(frozen=True)
+class CallLimits:
+    """A run's model-call budget (the gateway refuses further calls) and per-call deadline."""
+
+    max_model_calls: int = 24
+    model_call_timeout_s: float = 15.0
+
+
+@dataclass(frozen=True)
 class Step:
     """One scripted tool call: the tool's name and its arguments."""
 
@@ -77,10 +85,11 @@ class RunScript:
         model: str,
         substitute: str,
         agent_name: str,
-        max_model_calls: int = 24,
-        model_call_timeout_s: float = 15.0,
+        limits: CallLimits | None = None,
     ) -> RunScript:
-        """Build the script of one grid cell from the task, its content and swap conditions."""
+        """Build the script of one grid cell from the task, its content and swap conditions;
+        ``limits``: the run's model-call budget and per-call deadline (defaults as the grid's)."""
+        limits = limits or CallLimits()
         spec = task.spec
         carries = content.carries
         attacker = spec.attacker_goal
@@ -107,8 +116,8 @@ class RunScript:
             unavailable_from_call=swap.unavailable_from_call,
             on_unavailable=swap.on_unavailable,
             reported_name=swap.reported_name,
-            max_model_calls=max_model_calls,
-            model_call_timeout_s=model_call_timeout_s,
+            max_model_calls=limits.max_model_calls,
+            model_call_timeout_s=limits.model_call_timeout_s,
         )
 
     @property

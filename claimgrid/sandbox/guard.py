@@ -109,7 +109,6 @@ class Guard:
         writable: bool = True,
         overlay: tuple[str, str] | None = None,
         env: dict[str, str] | None = None,
-        extra_ro: list[str] = (),
         hide: list[str] = (),
     ) -> list[str]:
         """The bwrap command line that runs ``argv`` in ``/workspace``.
@@ -150,7 +149,7 @@ class Guard:
             if os.path.exists(etc):
                 args += ["--ro-bind", etc, etc]
         args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--perms", "1777", "--dir", "/tmp"]
-        for folder in [*interpreters, *extra_ro]:
+        for folder in interpreters:
             folder = os.path.realpath(folder)
             for parent in _parents(folder):
                 args += ["--perms", "0755", "--dir", parent]
