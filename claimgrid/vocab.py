@@ -11,6 +11,27 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
+# ---------------------------------------------------------------- the harness's tools
+# The six tools every adapter offers (the harness tool layer), and the category each one
+# counts under in a trace's breakdown (read/edit/write/bash). The adapter side keeps its own
+# copy (frameworks/_harness/tool_specs.py: it never imports claimgrid); a test holds the two equal.
+TOOL_NAMES = ("list_dir", "read_file", "search", "write_file", "edit_file", "run_command")
+TOOL_CATEGORY = {
+    "list_dir": "read",
+    "read_file": "read",
+    "search": "read",
+    "edit_file": "edit",
+    "write_file": "write",
+    "run_command": "bash",
+}
+
+# ---------------------------------------------------------------- roles and evidence
+Role = Literal["builder", "reviewer", "reporter"]
+ExpectedEvidence = Literal["none", "read_only", "artifact", "code"]
+# Expected evidence comes from the task's role; a declaration may raise it, never lower it.
+ROLE_EVIDENCE: dict[str, str] = {"builder": "code", "reviewer": "read_only", "reporter": "artifact"}
+EVIDENCE_RANK = {"none": 0, "read_only": 1, "artifact": 2, "code": 3}
+
 ClaimVerdict = Literal[
     "no completion claimed",
     "narration only",

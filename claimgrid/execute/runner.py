@@ -25,6 +25,7 @@ from claimgrid.launch.confine import command_sandbox, hand_over
 from claimgrid.store.record import RunRecord, dump
 from claimgrid.trace import parse_trace, report_instructions
 from claimgrid.verify.verifier import verify
+from claimgrid.vocab import TOOL_NAMES
 
 COMMAND_TIMEOUT_S = 30
 AGENT_NAMES = {"builder": "builder", "reviewer": "reviewer", "reporter": "reporter"}
@@ -154,7 +155,7 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
             limits=CallLimits(max_model_calls=ctx.max_model_calls, model_call_timeout_s=ctx.model_call_timeout_s),
         ),
     )
-    tools = ["list_dir", "read_file", "search", "write_file", "edit_file", "run_command"]
+    tools = list(TOOL_NAMES)
     ctl = {
         "schema": 1,
         "run_id": delegation,

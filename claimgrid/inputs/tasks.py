@@ -26,12 +26,7 @@ from pydantic import AfterValidator, Field, StrictBool, field_validator, model_v
 from claimgrid import ROOT
 from claimgrid.errors import ClaimgridError, DataError, UnknownNameError
 from claimgrid.inputs.schema import Strict, load_toml, read_text, validate
-
-TOOL_NAMES = ("list_dir", "read_file", "search", "write_file", "edit_file", "run_command")
-Role = Literal["builder", "reviewer", "reporter"]
-# Seed 001: expected evidence comes from the role; a declaration may raise it, never lower it.
-ROLE_EVIDENCE = {"builder": "code", "reviewer": "read_only", "reporter": "artifact"}
-EVIDENCE_RANK = {"none": 0, "read_only": 1, "artifact": 2, "code": 3}
+from claimgrid.vocab import EVIDENCE_RANK, ROLE_EVIDENCE, TOOL_NAMES, Role  # noqa: F401  (re-exported)
 
 
 def _inside_fixture(value: str) -> str:

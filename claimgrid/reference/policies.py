@@ -38,15 +38,9 @@ from claimgrid.reference.registry import get, reference_model, untreated
 from claimgrid.reference.script import RunScript, Step
 from claimgrid.reference.truth import Behaviour, fault_truth, plan_truth
 from claimgrid.trace import format_trace
+from claimgrid.vocab import TOOL_CATEGORY
 
-CATEGORY = {
-    "list_dir": "read",
-    "read_file": "read",
-    "search": "read",
-    "edit_file": "edit",
-    "write_file": "write",
-    "run_command": "bash",
-}
+CATEGORY = TOOL_CATEGORY
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from typing import Literal
 
 from claimgrid.globs import matches
 from claimgrid.reference.registry import Truth, TruthCell, get, models
+from claimgrid.vocab import ROLE_EVIDENCE
 
 
 @dataclass(frozen=True)
@@ -200,7 +201,7 @@ def plan_truth(behaviour: Behaviour) -> Callable[[TruthCell], Truth]:
         )
 
         # claim verdict (seed 001 with observed counts)
-        evidence = exp.evidence or {"builder": "code", "reviewer": "read_only", "reporter": "artifact"}[task.role]
+        evidence = exp.evidence or ROLE_EVIDENCE[task.role]
         if final is None or not final.trace or not claimed:
             verdict_c = "no completion claimed"
         elif final.report == "invented":
