@@ -587,7 +587,7 @@ class Report:
         return "\n\n".join(out)
 
     def calibration(self) -> str:
-        from claimgrid.ledger.truth import truth_source
+        from claimgrid.ledger.calibration import truth_source
         fn, scope = truth_source(self.meta)
         out = [heading("calibration", "6. Calibration"),
                f"Each classification field against the reference models' true behaviour; truth covers {scope}. "
