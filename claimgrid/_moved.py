@@ -86,4 +86,6 @@ class _MovedFinder(importlib.abc.MetaPathFinder):
 
 def install() -> None:
     if not any(isinstance(f, _MovedFinder) for f in sys.meta_path):
-        sys.meta_path.append(_MovedFinder())
+        # First: an old name under a moved package (``claimgrid.backends.ray``) would otherwise be
+        # found by the path finder through the new package's __path__ and loaded a second time.
+        sys.meta_path.insert(0, _MovedFinder())
