@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from .. import ROOT
-from ..venvs import Entry
+from ..venvs import Entry, harness_env
 from .fresh import run_fresh
 from .kill import kill_tree
 from .outcome import read_outcome, tail
@@ -44,24 +44,15 @@ WARM_PARENT = HARNESS_DIR / "warm_parent.py"
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 ISOLATIONS = ("warm", "fresh")
 
-# Every switch we know that keeps a framework from phoning home or writing outside HOME.
-TELEMETRY_OFF = {
-    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-    "CREWAI_DISABLE_TELEMETRY": "true",
-    "CREWAI_DISABLE_TRACKING": "true",
-    "CREWAI_TRACING_ENABLED": "false",
-    "OTEL_SDK_DISABLED": "true",
-    "ANONYMIZED_TELEMETRY": "false",
-    "DO_NOT_TRACK": "1",
-    "LANGCHAIN_TRACING_V2": "false",
-    "LANGSMITH_TRACING": "false",
-    "HF_HUB_OFFLINE": "1",
-    "TOKENIZERS_PARALLELISM": "false",
-}
-
-
 def adapter_env(entry: Entry, home: str, python: str, sandbox: str | None = None) -> dict:
-    """The adapter's whole environment: no inherited variables, no keys unless opted in."""
+    """The adapter's whole environment: no inherited variables, no keys unless opted in.
+
+    The same for a fresh process and a warm child (and the warm parent that forks it):
+    the harness's paths (``HOME`` = ``<sandbox>/home``), the one framework-neutral
+    offline table (``venvs.harness_env``: ``frameworks/_harness/env.toml``, the kit's
+    too), the entry's own ``env`` from ``venvs.toml`` with ``{sandbox}`` filled in, and the
+    ``pass_env`` names that are set. ``sandbox`` defaults to ``home``'s folder (a warm
+    parent's own folder)."""
     env = {
         "PATH": f"{Path(python).parent}:{SAFE_PATH}",
         "HOME": home,
@@ -72,8 +63,8 @@ def adapter_env(entry: Entry, home: str, python: str, sandbox: str | None = None
         "XDG_CACHE_HOME": os.path.join(home, ".cache"),
         "XDG_CONFIG_HOME": os.path.join(home, ".config"),
         "XDG_DATA_HOME": os.path.join(home, ".local", "share"),
-        "CREWAI_STORAGE_DIR": os.path.join(sandbox or home, "crewai"),
-        **TELEMETRY_OFF,
+        **harness_env(),
+        **entry.env_for(sandbox or os.path.dirname(home)),
     }
     for name in entry.pass_env:
         if name in os.environ:
@@ -85,7 +76,6 @@ def _prepare_sandbox(ctl: dict) -> tuple[str, str]:
     sandbox = ctl["sandbox"]
     home = os.path.join(sandbox, "home")
     os.makedirs(home, exist_ok=True)
-    os.makedirs(os.path.join(sandbox, "crewai"), exist_ok=True)
     os.chmod(home, 0o700)
     # The agent's commands may run as another user: they may traverse the sandbox to
     # reach their HOME but not list or write it (outcome, logs, adapter HOME live here).

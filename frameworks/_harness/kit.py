@@ -1,7 +1,10 @@
 """Adapter kit: the parts every framework adapter shares (runs inside a framework venv).
 
-Import it first in ``adapter.py`` (``import kit``): importing it sets the offline and
-telemetry-off environment before any framework or LiteLLM module reads it.
+Import it first in ``adapter.py`` (``import kit``). The offline and telemetry-off
+environment (``OFFLINE_ENV``, from ``env.toml`` beside this file, the table the launcher
+gives every adapter process) is already set under the launcher; importing the kit sets what
+is missing, for an adapter imported by hand. A framework's own switches are its
+``venvs.toml`` ``env``.
 
 What it gives an adapter, each an adapter correctness rule of docs/CONTRACTS.md:
 
@@ -34,26 +37,18 @@ import contextlib
 import importlib
 import os
 import threading
+import tomllib
 from importlib import metadata
 
-# Read at import time by LiteLLM (cost map download, telemetry), OpenTelemetry, CrewAI,
-# the OpenAI Agents SDK (trace exporter thread) and Hugging Face clients.
-OFFLINE_ENV = {
-    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-    "LITELLM_TELEMETRY": "False",
-    "LITELLM_LOG": "ERROR",
-    "OTEL_SDK_DISABLED": "true",
-    "OPENAI_AGENTS_DISABLE_TRACING": "1",
-    "CREWAI_DISABLE_TELEMETRY": "true",
-    "CREWAI_DISABLE_TRACKING": "true",
-    "CREWAI_TRACING_ENABLED": "false",
-    "CREWAI_DISABLE_VERSION_CHECK": "true",
-    "HF_HUB_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "ANONYMIZED_TELEMETRY": "False",
-    "LOGFIRE_IGNORE_NO_CONFIG": "1",
-}
-os.environ.update(OFFLINE_ENV)
+# The harness's one offline / telemetry-off table (env.toml beside this file; the driver
+# reads the same file into every adapter's environment, fresh or warm). Read at import time
+# by LiteLLM (cost map download, telemetry), OpenTelemetry and Hugging Face clients; a
+# framework's own switches are its venvs.toml ``env``. Applied here only where unset, for an
+# adapter imported outside the launcher: under the launcher they are already there.
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "env.toml"), "rb") as _fh:
+    OFFLINE_ENV: dict[str, str] = dict(tomllib.load(_fh)["env"])
+for _name, _value in OFFLINE_ENV.items():
+    os.environ.setdefault(_name, _value)
 
 LITELLM_NUM_RETRIES = 0
 HTTP_CLIENT_MAX_RETRIES = 0

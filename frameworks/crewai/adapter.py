@@ -177,7 +177,8 @@ def _confine_home(sandbox: str) -> None:
     home = os.path.join(sandbox, "home")
     os.makedirs(home, exist_ok=True)
     os.environ["HOME"] = home
-    os.environ["CREWAI_STORAGE_DIR"] = os.path.join(sandbox, "crewai")  # as the launcher sets it
+    os.environ["CREWAI_STORAGE_DIR"] = os.path.join(sandbox, "crewai")  # as venvs.toml sets it
+    os.makedirs(os.environ["CREWAI_STORAGE_DIR"], exist_ok=True)
     os.environ["XDG_DATA_HOME"] = os.path.join(home, ".local", "share")
     os.environ["XDG_CONFIG_HOME"] = os.path.join(home, ".config")
     os.environ["XDG_CACHE_HOME"] = os.path.join(home, ".cache")
