@@ -15,7 +15,7 @@ A run, on the kit (each an adapter correctness rule of docs/CONTRACTS.md)::
         kit.start_run(rec, ctl, kit.turn_limit(ctl), "model calls (max_turns)", "framework")
         with kit.recording_errors(rec, ctl["agent_name"]):  # unless the framework reports its own
             text = ...                  # the framework's agent; runtime events on ``rec``
-        return kit.final_message(rec, agent_name, text)
+        return kit.final_message(rec, ctl["agent_name"], text)  # or the framework's agent name
 
 Per run:
 
