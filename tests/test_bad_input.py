@@ -163,6 +163,9 @@ DATA_CASES = [
     ("venvs-missing-adapter",
      lambda p: (p / "venvs.toml").write_text((p / "venvs.toml").read_text().replace("adapter.py", "nope.py")),
      lambda p: p / "venvs.toml", "frameworks.fake.adapter", "run"),
+    ("venvs-env-placeholder",
+     lambda p: (p / "venvs.toml").write_text((p / "venvs.toml").read_text() + 'env = { FAKE_DIR = "{home}/fake" }\n'),
+     lambda p: p / "venvs.toml", "frameworks.fake.env.FAKE_DIR", "run"),
 ]
 
 

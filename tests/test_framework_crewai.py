@@ -12,7 +12,6 @@ ledger, not adapter choices): a version that behaves differently fails here on p
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import subprocess
 from pathlib import Path
@@ -21,7 +20,7 @@ import pytest
 
 from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.gateway import RunScript
-from claimgrid.launch import Launcher
+from claimgrid.launch import Launcher, adapter_env
 from claimgrid.inputs.tasks import TOOL_NAMES, build_template, materialise
 from tests.framework_support import (assert_no_tool_calls, assert_read_only, assert_runtime_matches_harness,  # noqa: F401
                                      assert_task_tests_pass, entry, gateway,
@@ -236,9 +235,13 @@ def test_crewai_never_reaches_the_network(tmp_path, tasks, gateway):  # noqa: F8
     gateway.register(token, RunScript.for_cell("r-net", task, clean, load_swap_conditions()["none"],
                                                "diligent", "reader", task.role))
     ctl = _control("r-net", task, ws, sandbox, gateway, token, "diligent")
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LANG": "C.UTF-8"}
+    # The environment the launcher gives a CrewAI process (the harness's table and CrewAI's
+    # own env from venvs.toml: telemetry off, CREWAI_STORAGE_DIR in the sandbox), with HOME
+    # the folder the process starts in.
+    python = str(VENV / "bin" / "python")
+    env = adapter_env(entry("crewai"), str(home), python, str(sandbox))
     proc = subprocess.run(
-        [str(VENV / "bin" / "python"), "-c", PROBE, str(PROJECT), str(ROOT / "frameworks" / "_harness")],
+        [python, "-c", PROBE, str(PROJECT), str(ROOT / "frameworks" / "_harness")],
         input=json.dumps(ctl), capture_output=True, text=True, env=env, timeout=TIMEOUT_S,
     )
     gateway.finish(token)

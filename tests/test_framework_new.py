@@ -120,3 +120,51 @@ def test_a_failed_lock_leaves_nothing(mini, monkeypatch, tmp_path):
     with pytest.raises(ScaffoldError, match="uv lock failed: error: no solution for the pins"):
         new_framework("demo", mini / "venvs.toml", ["somepkg==1.0"])
     assert _tree(mini) == before
+
+
+def _kit_names() -> set[str]:
+    """The kit's public top-level names, read from its source (importing it would set the
+    adapters' offline environment in this process)."""
+    import ast
+
+    tree = ast.parse((ROOT / "frameworks" / "_harness" / "kit.py").read_text())
+    names, todo = set(), list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.With, ast.If, ast.For, ast.Try)):  # module level, nested
+            todo.extend(node.body)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(target, ast.Name):
+                    names.add(target.id)
+    return {n for n in names if not n.startswith("_")}
+
+
+def _adapter_skeletons() -> dict[str, str]:
+    import re
+
+    from claimgrid.commands.new_framework import ADAPTER
+
+    out = {"scaffold": ADAPTER.format(name="demo-fw")}
+    for doc in ("README.md", "docs/CONTRACTS.md"):
+        blocks = re.findall(r"```python\n(.*?)```", (ROOT / doc).read_text(), re.S)
+        out[doc] = "\n".join(b for b in blocks if "import kit" in b)
+        assert out[doc], f"{doc}: no adapter skeleton on the kit"
+    return out
+
+
+@pytest.mark.parametrize("where", ["scaffold", "README.md", "docs/CONTRACTS.md"])
+def test_the_adapter_skeletons_follow_the_kit(where):
+    """The new-framework template and the documented skeletons use the kit's API as it is:
+    every kit name they mention exists, and each opens run() with kit.start_run and closes it
+    with kit.final_message, as the adapters do."""
+    import re
+
+    src = _adapter_skeletons()[where]
+    used = set(re.findall(r"(?<![\w/])kit\.(?!py\b)([A-Za-z_]\w*)", src))
+    assert used and used <= _kit_names(), sorted(used - _kit_names())
+    assert {"preload", "start_run", "final_message", "turn_limit"} <= used, sorted(used)
+    adapters = [p.read_text() for p in (ROOT / "frameworks").glob("*/adapter.py")]
+    assert all("kit.start_run(" in a for a in adapters)

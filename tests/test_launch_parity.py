@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from claimgrid.launch import Launcher
+from claimgrid.inputs.venvs import harness_env, load_venvs
 from tests.fixtures.frameworks.launch_helpers import fake_entries, make_ctl
 
 VOLATILE = {"t", "wall_s", "harness_cpu_s"}  # timings and CPU differ between any two runs
@@ -35,3 +37,38 @@ def test_warm_and_fresh_agree(tmp_path):
     assert seen["fresh"] == seen["warm"]
     assert seen["warm"]["outcome"]["versions"] == {"fake": "1.0", "preloaded": True}
     assert [e["changed_workspace"] for e in seen["warm"]["tools"]] == [False, False, True, True, False, False]
+
+
+ENVPROBE = Path(__file__).resolve().parent / "fixtures" / "frameworks" / "envprobe"
+
+
+def test_fresh_and_warm_runs_start_with_the_same_environ(tmp_path):
+    """A framework registered like any other (a venvs.toml entry, with its own env) sees
+    the same os.environ when its run() starts, fresh or forked from the warm parent: the
+    harness's paths and its one table, the entry's env, and what the adapter's import and
+    preload() set; per-run values are paths under the run's own sandbox."""
+    venvs = tmp_path / "venvs.toml"
+    venvs.write_text(f'[frameworks.envprobe]\npython = "3.11"\nproject = "{ENVPROBE}"\n'
+                     f'adapter = "{ENVPROBE}/adapter.py"\n'
+                     'env = { ENVPROBE_TELEMETRY = "off", ENVPROBE_STORE = "{sandbox}/envprobe" }\n')
+    entries = load_venvs(venvs)
+    seen = {}
+    for mode in ("fresh", "warm"):
+        ctl = make_ctl(tmp_path / mode, "good", run_id="r-env")
+        with Launcher(entries, mode, python=sys.executable) as launcher:
+            res = launcher.launch("envprobe", ctl, timeout_s=30)
+        assert res.outcome_status == "ok" and res.outcome["error"] is None, res.outcome
+        (event,) = [e for e in res.outcome["events"] if e["kind"] == "environ"]
+        environ = event["environ"]
+        # The per-run values are paths under the run's own sandbox, the same in form.
+        assert environ["HOME"] == f"{ctl['sandbox']}/home"
+        assert environ["ENVPROBE_STORE"] == f"{ctl['sandbox']}/envprobe"
+        seen[mode] = _strip(environ, [str(tmp_path / mode)])
+    environ = seen["fresh"]
+    assert {k: environ.get(k) for k in harness_env()} == harness_env()  # the one table, all of it
+    assert environ["ENVPROBE_TELEMETRY"] == "off"                      # the entry's own env
+    # What the adapter's import and preload() set stays, in a warm child as in a fresh process.
+    assert environ["ENVPROBE_SET_AT_IMPORT"] == environ["ENVPROBE_SET_IN_PRELOAD"] == "1"
+    assert seen["fresh"] == seen["warm"], {k: (seen["fresh"].get(k), seen["warm"].get(k))
+                                           for k in set(seen["fresh"]) | set(seen["warm"])
+                                           if seen["fresh"].get(k) != seen["warm"].get(k)}

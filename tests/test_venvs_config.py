@@ -114,6 +114,22 @@ def test_entries_and_paths(repo):
     a = entries["a"]
     assert a.project == repo / "frameworks" / "a" and a.adapter_dir == a.project
     assert a.venv_python == repo / ".venvs" / "a" / "bin" / "python" and a.pass_env == ()
+    assert a.env_for("/s") == {}
+
+
+def test_a_framework_env_fills_in_the_sandbox(repo):
+    path = _venvs_toml(repo, names=("a",), extra='env = { A_OFF = "true", A_STORE = "{sandbox}/a" }')
+    a = load_venvs(path)["a"]
+    assert a.env_for("/run/sb") == {"A_OFF": "true", "A_STORE": "/run/sb/a"}
+
+
+def test_the_launcher_sets_exactly_the_harness_variables(repo):
+    """The names an entry may not set are the ones adapter_env computes, plus the table."""
+    from claimgrid.launch import adapter_env
+    from claimgrid.inputs.venvs import HARNESS_VARS, harness_env
+
+    a = load_venvs(_venvs_toml(repo, names=("a",)))["a"]
+    assert set(adapter_env(a, "/sb/home", "/venv/bin/python")) == set(HARNESS_VARS) | set(harness_env())
 
 
 @pytest.mark.parametrize("mutate, field, message", [
@@ -123,6 +139,12 @@ def test_entries_and_paths(repo):
     (lambda t: t.replace('project = "frameworks/c"', 'project = "frameworks/zz"'), "frameworks.c.project", "does not exist"),
     (lambda t: t.replace('python = "3.11"\nproject = "frameworks/a"', 'python = "eleven"\nproject = "frameworks/a"'),
      "frameworks.a.python", "not a Python version"),
+    (lambda t: t + 'env = { "A-B" = "1" }\n', "frameworks.c.env.A-B", "not an environment variable name"),
+    (lambda t: t + 'env = { HOME = "/x" }\n', "frameworks.c.env.HOME", "harness variable"),
+    (lambda t: t + 'env = { HF_HUB_OFFLINE = "0" }\n', "frameworks.c.env.HF_HUB_OFFLINE", "the same for every framework"),
+    (lambda t: t + 'pass_env = ["C_KEY"]\nenv = { C_KEY = "x" }\n', "frameworks.c.env.C_KEY", "pass_env"),
+    (lambda t: t + 'env = { C_DIR = "{home}/c" }\n', "frameworks.c.env.C_DIR", "the only placeholder is {sandbox}"),
+    (lambda t: t + 'env = { C_N = 1 }\n', "frameworks.c.env.C_N", ""),
 ])
 def test_bad_entries_are_one_line_naming_file_and_field(repo, mutate, field, message):
     path = _venvs_toml(repo)

@@ -1,8 +1,9 @@
 """``grid.py new-framework NAME``: a new framework folder on the adapter kit, locked.
 
 Writes ``frameworks/NAME/`` (``pyproject.toml`` with exact pins and the project's
-``exclude-newer`` window, an ``adapter.py`` skeleton on ``frameworks/_harness/kit.py``, a
-README template), runs ``uv lock`` for it, and only then appends the ``venvs.toml``
+``exclude-newer`` window, an ``adapter.py`` skeleton on ``frameworks/_harness/kit.py``'s API
+(tests/test_framework_new.py checks that every ``kit.`` name it uses exists), a README
+template), runs ``uv lock`` for it, and only then appends the ``venvs.toml``
 entry. Anything that fails (bad name, a pin that is not exact, LiteLLM at another
 version than the project's, the lock) is one line and leaves nothing written.
 """
@@ -36,9 +37,17 @@ def _root_settings(root: Path) -> tuple[str, list[str], str | None]:
     uv = data.get("tool", {}).get("uv", {})
     window = uv.get("exclude-newer")
     if not window:
-        raise ScaffoldError(f"{path}: field 'tool.uv.exclude-newer' is missing (the lock window every framework shares)")
-    litellm = next((d.split("==", 1)[1].split(";")[0].strip() for d in data.get("project", {}).get("dependencies", [])
-                    if re.match(r"litellm\s*==", d)), None)
+        raise ScaffoldError(
+            f"{path}: field 'tool.uv.exclude-newer' is missing (the lock window every framework shares)"
+        )
+    litellm = next(
+        (
+            d.split("==", 1)[1].split(";")[0].strip()
+            for d in data.get("project", {}).get("dependencies", [])
+            if re.match(r"litellm\s*==", d)
+        ),
+        None,
+    )
     return window, list(uv.get("constraint-dependencies", [])), litellm
 
 
@@ -57,18 +66,25 @@ def _check_pins(pins: list[str], litellm: str | None) -> list[str]:
 def pyproject_text(name: str, pins: list[str], window: str, constraints: list[str]) -> str:
     deps = "".join(f'    "{p}",\n' for p in pins)
     cons = "".join(f'    "{c}",\n' for c in constraints)
-    return (f'[project]\nname = "claimgrid-framework-{name}"\nversion = "0.1.0"\n'
-            f'description = "claimgrid\'s {name} adapter environment (run in its own venv, never imported by the driver)."\n'
-            f'requires-python = ">=3.11,<3.12"\ndependencies = [\n{deps}]\n\n[tool.uv]\npackage = false\n'
-            f'# The same quarantine window as the driver\'s pyproject.\nexclude-newer = "{window}"\n'
-            + (f"constraint-dependencies = [\n{cons}]\n" if cons else ""))
+    return (
+        f'[project]\nname = "claimgrid-framework-{name}"\nversion = "0.1.0"\n'
+        f'description = "claimgrid\'s {name} adapter environment (run in its own venv, never imported by the driver)."\n'
+        f'requires-python = ">=3.11,<3.12"\ndependencies = [\n{deps}]\n\n[tool.uv]\npackage = false\n'
+        f'# The same quarantine window as the driver\'s pyproject.\nexclude-newer = "{window}"\n'
+        + (f"constraint-dependencies = [\n{cons}]\n" if cons else "")
+    )
 
 
 ADAPTER = '''"""claimgrid adapter for {name} (runs inside ``.venvs/{name}``, never imported by the driver).
 
 Contract: docs/CONTRACTS.md ("Adapter contract", "Adapter correctness rules"). The kit
-(frameworks/_harness/kit.py) gives the system prompt, LiteLLM settings, the served-model
-probe, the preload list, error recording and the turn-limit event.
+(frameworks/_harness/kit.py) owns what every adapter shares: the per-run scaffolding
+(``kit.start_run``: LiteLLM settings and the served-model probe where ``preload()`` did not
+set them, the turn-limit event; ``kit.recording_errors``; ``kit.final_message``), the
+preload list and control (``kit.preload``, ``kit.preload_ctl``), the system prompt, and the
+runtime-event helpers (``kit.content_text``, ``kit.usage``, ``kit.tool_args``,
+``kit.record_error``). Variables only {name} reads (its telemetry or tracing switches) go
+in its ``env`` table in venvs.toml, never into os.environ here.
 """
 
 from __future__ import annotations
@@ -79,7 +95,9 @@ FRAMEWORK = "{name}"
 
 
 def preload() -> None:
-    """Import every module a run loads (add the framework's modules); starts no thread."""
+    """Import every module a run loads (add the framework's modules); starts no thread.
+    Building a throwaway agent from ``kit.preload_ctl()`` here (no model call) imports what
+    the first construction loads."""
     kit.preload()
 
 
@@ -91,17 +109,25 @@ def versions() -> dict:
 def run(ctl: dict, tools: list, rec) -> str | None:
     """Build the framework's agent with ``tools`` (expose each natively: .name, .description,
     .parameters JSON schema, call with keyword arguments), model ``kit.gateway_model(ctl)``
-    at ``ctl["gateway_url"]`` with ``api_key=ctl["token"]``, system prompt
-    ``kit.system_prompt(ctl)``, turn limit ``kit.turn_limit(ctl)`` (then
-    ``kit.record_limits``); record runtime events on ``rec`` (tool calls and model calls
-    attributed to the framework's agent name, the model name from the response:
-    ``kit.probe.served()``); return the final text. Never catch an exception to turn it
-    into a result.
+    at ``ctl["gateway_url"]`` with ``api_key=ctl["token"]``, zero client retries
+    (``kit.LITELLM_NUM_RETRIES``, ``kit.HTTP_CLIENT_MAX_RETRIES``), per-call timeout
+    ``kit.call_timeout(ctl)``, system prompt ``kit.system_prompt(ctl)``, turn limit
+    ``limit``; record runtime events on ``rec`` from the framework's own hooks (tool calls
+    and model calls attributed to the framework's agent name, the model name from the
+    response: ``kit.probe.served()``, usage via ``kit.usage``, arguments via
+    ``kit.tool_args``); return the agent's final text. Never catch an exception to turn
+    it into a result.
     """
-    raise NotImplementedError("fill in run() in frameworks/{name}/adapter.py")
+    limit = kit.turn_limit(ctl)  # pass it to the framework's own turn limit, named here:
+    kit.start_run(rec, ctl, limit, "model calls (the framework's setting)", "framework")
+    agent = ctl["agent_name"]  # or the name the framework attributes the final answer to
+    with kit.recording_errors(rec, agent):  # drop it where the framework reports its own errors
+        text: str | None = None
+        raise NotImplementedError("fill in run() in frameworks/{name}/adapter.py: build and run the agent")
+    return kit.final_message(rec, agent, text)
 '''
 
-README = '''# {name} adapter
+README = """# {name} adapter
 
 `adapter.py` runs one claimgrid cell with {name}, inside `.venvs/{name}` (built from this
 folder's `pyproject.toml` + `uv.lock`). The driver never imports it.
@@ -121,7 +147,7 @@ Where {name} hands a raw case to the adapter (e.g. unparseable tool arguments), 
 how the adapter passes it on in {name}'s documented way.
 
 Run its conformance tests: `uv run pytest -k {name}`.
-'''
+"""
 
 
 def new_framework(name: str, venvs_path: Path, pins: list[str] | None = None, lock: bool = True) -> Path:
@@ -149,9 +175,13 @@ def new_framework(name: str, venvs_path: Path, pins: list[str] | None = None, lo
             uv = shutil.which("uv")
             if uv is None:
                 raise ScaffoldError("new-framework: 'uv' was not found on PATH; it is needed to lock the environment")
-            proc = subprocess.run([uv, "lock", "--project", str(folder), "--python", "3.11"], capture_output=True,
-                                  text=True, stdin=subprocess.DEVNULL,
-                                  env={**os.environ, "UV_PYTHON_DOWNLOADS": "never"})
+            proc = subprocess.run(
+                [uv, "lock", "--project", str(folder), "--python", "3.11"],
+                capture_output=True,
+                text=True,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, "UV_PYTHON_DOWNLOADS": "never"},
+            )
             if proc.returncode != 0:
                 lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
                 raise ScaffoldError(f"new-framework: uv lock failed: {(lines or ['no output'])[-1].strip()}")
@@ -159,7 +189,10 @@ def new_framework(name: str, venvs_path: Path, pins: list[str] | None = None, lo
         shutil.rmtree(folder, ignore_errors=True)
         raise
     text = venvs_path.read_text()
-    entry = (f'\n[frameworks.{name}]\npython = "3.11"\nproject = "frameworks/{name}"\n'
-             f'adapter = "frameworks/{name}/adapter.py"\n')
+    entry = (
+        f'\n[frameworks.{name}]\npython = "3.11"\nproject = "frameworks/{name}"\n'
+        f'adapter = "frameworks/{name}/adapter.py"\n'
+        f'# env = {{ NAME = "value" }}  # variables only {name} reads (see the header)\n'
+    )
     venvs_path.write_text(text.rstrip("\n") + "\n" + entry)
     return folder

@@ -2,15 +2,23 @@
 
 ``venvs.toml``::
 
-    [frameworks.strands]
-    python = "3.11"                          # the interpreter uv uses (no downloads)
-    project = "frameworks/strands"           # holds pyproject.toml + uv.lock
-    adapter = "frameworks/strands/adapter.py"
-    pass_env = []                            # optional: env var names (API keys) the adapter may see
+    [frameworks.myframework]
+    python = "3.11"                              # the interpreter uv uses (no downloads)
+    project = "frameworks/myframework"           # holds pyproject.toml + uv.lock
+    adapter = "frameworks/myframework/adapter.py"
+    pass_env = []                                # optional: env var names (API keys) the adapter may see
+    env = { MYFRAMEWORK_TELEMETRY = "off", MYFRAMEWORK_HOME = "{sandbox}/myframework" }
+                                                 # optional: variables only this framework reads
 
 * ``load_venvs(path)`` validates strictly: an unknown or missing field, a missing
-  folder, ``pyproject.toml``, ``uv.lock`` or adapter is one-line ``DataError``
-  naming ``venvs.toml`` and the field.
+  folder, ``pyproject.toml``, ``uv.lock`` or adapter, a bad ``env`` name or value is a
+  one-line ``DataError`` naming ``venvs.toml`` and the field.
+* ``harness_env()`` is the one framework-neutral offline / telemetry-off table
+  (``frameworks/_harness/env.toml``, read here and by the kit, never imported). An entry's
+  ``env`` adds the variables only that framework reads; it may not redefine a harness
+  variable (``HARNESS_VARS``, the table's), nor a ``pass_env`` name. ``{sandbox}`` in a
+  value is the run's sandbox folder (a warm parent's own folder while it preloads), the
+  only placeholder; ``Entry.env_for(sandbox)`` substitutes it.
 * ``ensure_venvs(entries)`` runs ``uv sync --locked --compile-bytecode`` into
   ``<root>/.venvs/<name>`` only when the stamp (sha256 of pyproject, lock, python,
   harness version and the sync command) differs from the one recorded after the last
@@ -36,6 +44,7 @@ import subprocess
 import time
 import tomllib
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from pydantic import Field
@@ -45,6 +54,21 @@ from claimgrid.errors import ClaimgridError, DataError
 from claimgrid.inputs.schema import Strict, load_toml, validate
 
 HARNESS_DIR = ROOT / "frameworks" / "_harness"
+HARNESS_ENV_FILE = HARNESS_DIR / "env.toml"
+# Set by the launcher for every adapter from the run's paths (claimgrid.launch.adapter_env).
+HARNESS_VARS = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "PYTHONPATH",
+    "PYTHONUNBUFFERED",
+    "NO_PROXY",
+    "XDG_CACHE_HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+)
+ENV_NAME_RE = r"[A-Za-z_][A-Za-z0-9_]*"
+SANDBOX = "{sandbox}"
 STAMP_NAME = ".claimgrid-stamp"
 SYNC_ARGS = ("sync", "--locked", "--compile-bytecode", "--no-install-project")
 
@@ -58,10 +82,15 @@ class EntrySpec(Strict):
     project: str
     adapter: str
     pass_env: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
 
 
 class VenvsFile(Strict):
     frameworks: dict[str, EntrySpec]
+
+
+class HarnessEnvFile(Strict):
+    env: dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -94,6 +123,11 @@ class Entry:
     adapter: Path
     venv: Path
     pass_env: tuple[str, ...] = ()
+    env_vars: tuple[tuple[str, str], ...] = ()  # venvs.toml ``env``: (name, value with {sandbox})
+
+    def env_for(self, sandbox: str) -> dict[str, str]:
+        """The framework's own variables for a process whose sandbox folder is ``sandbox``."""
+        return {name: value.replace(SANDBOX, sandbox) for name, value in self.env_vars}
 
     @property
     def adapter_dir(self) -> Path:
@@ -112,7 +146,7 @@ class Entry:
 class EnvInfo:
     name: str
     python: Path
-    built: bool          # False: the stamp matched and uv was not called
+    built: bool  # False: the stamp matched and uv was not called
     seconds: float
     stamp: str
 
@@ -140,8 +174,44 @@ def load_venvs(path: Path | str | None = None) -> dict[str, Entry]:
             raise DataError(path, f"{where}.adapter", f"'{e.adapter}' is not an existing adapter.py")
         if not re.fullmatch(r"3\.\d+(\.\d+)?", e.python):
             raise DataError(path, f"{where}.python", f"'{e.python}' is not a Python version like '3.11'")
-        out[name] = Entry(name, e.python, project, adapter, root / ".venvs" / name, tuple(e.pass_env))
+        env_vars = _check_env(path, where, e)
+        out[name] = Entry(name, e.python, project, adapter, root / ".venvs" / name, tuple(e.pass_env), env_vars)
     return out
+
+
+def _check_env(path: Path, where: str, e: EntrySpec) -> tuple[tuple[str, str], ...]:
+    owned = {n: "a harness variable (set by the launcher)" for n in HARNESS_VARS}
+    owned.update(
+        {n: f"in the harness's table ({HARNESS_ENV_FILE.name}), the same for every framework" for n in harness_env()}
+    )
+    owned.update({n: "listed in pass_env" for n in e.pass_env})
+    for name, value in e.env.items():
+        field = f"{where}.env.{name}"
+        if not re.fullmatch(ENV_NAME_RE, name):
+            raise DataError(path, field, "is not an environment variable name (letters, digits, '_')")
+        if name in owned:
+            raise DataError(path, field, f"'{name}' is {owned[name]}; a framework may not set it")
+        rest = value.replace(SANDBOX, "")
+        if "{" in rest or "}" in rest:
+            raise DataError(path, field, f"'{value}': the only placeholder is {SANDBOX} (the run's sandbox folder)")
+        if "\0" in value:
+            raise DataError(path, field, "a value may not contain a NUL character")
+    return tuple(e.env.items())
+
+
+@cache
+def harness_env() -> dict[str, str]:
+    """The framework-neutral offline / telemetry-off table every adapter process gets
+    (``frameworks/_harness/env.toml``; the kit reads the same file)."""
+    spec = validate(HarnessEnvFile, load_toml(HARNESS_ENV_FILE), HARNESS_ENV_FILE)
+    for name in spec.env:
+        if not re.fullmatch(ENV_NAME_RE, name):
+            raise DataError(
+                HARNESS_ENV_FILE, f"env.{name}", "is not an environment variable name (letters, digits, '_')"
+            )
+        if name in HARNESS_VARS:
+            raise DataError(HARNESS_ENV_FILE, f"env.{name}", f"'{name}' is set by the launcher from the run's paths")
+    return dict(spec.env)
 
 
 def _harness_digest() -> bytes:
@@ -229,7 +299,9 @@ def ensure_envs(envs: list[Env], console=None) -> dict[str, EnvInfo]:
             if uv is None:
                 uv = shutil.which("uv")
                 if uv is None:
-                    raise VenvError(f"venvs: 'uv' was not found on PATH; it is needed to build the {env.kind} environments")
+                    raise VenvError(
+                        f"venvs: 'uv' was not found on PATH; it is needed to build the {env.kind} environments"
+                    )
             line = f"building {env.kind} env {env.name} (uv sync --locked) ..."
             if console is not None:
                 console.print(line)
@@ -252,8 +324,24 @@ def _norm(name: str) -> str:
 
 # Locked packages that shape what reaches the model endpoint (client, transport, provider
 # SDKs, retry libraries): parity facts whether a framework pins them or pulls them in.
-TRAFFIC_PACKAGES = ("litellm", "openai", "httpx", "httpcore", "httpx2", "httpcore2", "aiohttp", "requests",
-                    "anthropic", "google-genai", "boto3", "botocore", "mistralai", "cohere", "groq", "tenacity")
+TRAFFIC_PACKAGES = (
+    "litellm",
+    "openai",
+    "httpx",
+    "httpcore",
+    "httpx2",
+    "httpcore2",
+    "aiohttp",
+    "requests",
+    "anthropic",
+    "google-genai",
+    "boto3",
+    "botocore",
+    "mistralai",
+    "cohere",
+    "groq",
+    "tenacity",
+)
 
 
 def framework_versions(entry: Entry) -> dict:

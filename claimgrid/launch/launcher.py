@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from claimgrid import ROOT
-from claimgrid.inputs.venvs import Entry
+from claimgrid.inputs.venvs import Entry, harness_env
 from claimgrid.launch.fresh import run_fresh
 from claimgrid.launch.handles import LaunchResult, ProcessRecord
 from claimgrid.launch.kill import kill_tree
@@ -44,24 +44,16 @@ WARM_PARENT = HARNESS_DIR / "warm_parent.py"
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 ISOLATIONS = ("warm", "fresh")
 
-# Every switch we know that keeps a framework from phoning home or writing outside HOME.
-TELEMETRY_OFF = {
-    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-    "CREWAI_DISABLE_TELEMETRY": "true",
-    "CREWAI_DISABLE_TRACKING": "true",
-    "CREWAI_TRACING_ENABLED": "false",
-    "OTEL_SDK_DISABLED": "true",
-    "ANONYMIZED_TELEMETRY": "false",
-    "DO_NOT_TRACK": "1",
-    "LANGCHAIN_TRACING_V2": "false",
-    "LANGSMITH_TRACING": "false",
-    "HF_HUB_OFFLINE": "1",
-    "TOKENIZERS_PARALLELISM": "false",
-}
-
 
 def adapter_env(entry: Entry, home: str, python: str, sandbox: str | None = None) -> dict:
-    """The adapter's whole environment: no inherited variables, no keys unless opted in."""
+    """The adapter's whole environment: no inherited variables, no keys unless opted in.
+
+    The same for a fresh process and a warm child (and the warm parent that forks it):
+    the harness's paths (``HOME`` = ``<sandbox>/home``), the one framework-neutral
+    offline table (``venvs.harness_env``: ``frameworks/_harness/env.toml``, the kit's
+    too), the entry's own ``env`` from ``venvs.toml`` with ``{sandbox}`` filled in, and the
+    ``pass_env`` names that are set. ``sandbox`` defaults to ``home``'s folder (a warm
+    parent's own folder)."""
     env = {
         "PATH": f"{Path(python).parent}:{SAFE_PATH}",
         "HOME": home,
@@ -72,8 +64,8 @@ def adapter_env(entry: Entry, home: str, python: str, sandbox: str | None = None
         "XDG_CACHE_HOME": os.path.join(home, ".cache"),
         "XDG_CONFIG_HOME": os.path.join(home, ".config"),
         "XDG_DATA_HOME": os.path.join(home, ".local", "share"),
-        "CREWAI_STORAGE_DIR": os.path.join(sandbox or home, "crewai"),
-        **TELEMETRY_OFF,
+        **harness_env(),
+        **entry.env_for(sandbox or os.path.dirname(home)),
     }
     for name in entry.pass_env:
         if name in os.environ:
@@ -85,7 +77,6 @@ def _prepare_sandbox(ctl: dict) -> tuple[str, str]:
     sandbox = ctl["sandbox"]
     home = os.path.join(sandbox, "home")
     os.makedirs(home, exist_ok=True)
-    os.makedirs(os.path.join(sandbox, "crewai"), exist_ok=True)
     os.chmod(home, 0o700)
     # The agent's commands may run as another user: they may traverse the sandbox to
     # reach their HOME but not list or write it (outcome, logs, adapter HOME live here).
@@ -147,8 +138,13 @@ class Launcher:
     until its own timeout).
     """
 
-    def __init__(self, framework_entries: dict[str, Entry], isolation: str = "warm",
-                 python: str | None = None, warm_start_timeout_s: float = 180.0):
+    def __init__(
+        self,
+        framework_entries: dict[str, Entry],
+        isolation: str = "warm",
+        python: str | None = None,
+        warm_start_timeout_s: float = 180.0,
+    ):
         if isolation not in ISOLATIONS:
             raise ValueError(f"isolation must be one of {ISOLATIONS}, not {isolation!r}")
         self.entries = dict(framework_entries)
@@ -209,8 +205,17 @@ class Launcher:
         try:
             if self.isolation == "fresh":
                 cmd = [python, str(RUN_ADAPTER), "--adapter-dir", str(entry.adapter_dir), "--tools-fd", str(w.fd)]
-                rec = run_fresh(cmd, adapter_env(entry, home, python, ctl["sandbox"]), ctl, timeout_s, w, home,
-                                stdout_path, stderr_path, self._track)
+                rec = run_fresh(
+                    cmd,
+                    adapter_env(entry, home, python, ctl["sandbox"]),
+                    ctl,
+                    timeout_s,
+                    w,
+                    home,
+                    stdout_path,
+                    stderr_path,
+                    self._track,
+                )
             else:
                 rec = self._run_warm(entry, python, ctl, t0 + timeout_s, w, home)
         finally:
@@ -222,11 +227,19 @@ class Launcher:
         outcome, status, problem = read_outcome(ctl["outcome_path"], ctl)
         exit_code, sig = _status_fields(rec.returncode)
         event = {
-            "source": "process", "kind": "exit", "isolation": self.isolation,
-            "exit_code": exit_code, "signal": sig, "wall_s": round(time.monotonic() - t0, 4),
-            "timed_out": rec.timed_out, "outcome_status": status,
+            "source": "process",
+            "kind": "exit",
+            "isolation": self.isolation,
+            "exit_code": exit_code,
+            "signal": sig,
+            "wall_s": round(time.monotonic() - t0, 4),
+            "timed_out": rec.timed_out,
+            "outcome_status": status,
             "stderr_tail": rec.stderr_tail or tail(stderr_path),
-            "pid": rec.pid, "killed_processes": rec.killed, "leftovers_killed": rec.leftovers, "cpu_s": rec.cpu_s,
+            "pid": rec.pid,
+            "killed_processes": rec.killed,
+            "leftovers_killed": rec.leftovers,
+            "cpu_s": rec.cpu_s,
         }
         if problem:
             event["outcome_problem"] = problem
@@ -234,8 +247,9 @@ class Launcher:
             event["tools_channel_garbage"] = garbage
         if rec.launch_error:
             event["launch_error"] = rec.launch_error
-        return LaunchResult(outcome, status, tool_events, event, stdout_path, stderr_path,
-                            interrupted=self._track.interrupted)
+        return LaunchResult(
+            outcome, status, tool_events, event, stdout_path, stderr_path, interrupted=self._track.interrupted
+        )
 
     def interrupt(self) -> int:
         """Ctrl-C: kill every in-flight adapter now; later launches return at once,
@@ -311,6 +325,9 @@ class Launcher:
         if not ready:
             # The run's own time is up while its framework is still importing: a timeout,
             # never a crash; the parent goes on preloading for the next run.
-            return ProcessRecord(timed_out=True, launch_error=f"warm parent for {entry.name} still preloading "
-                                 "when the run's timeout expired", stderr_tail=tail(wp.log_path))
+            return ProcessRecord(
+                timed_out=True,
+                launch_error=f"warm parent for {entry.name} still preloading when the run's timeout expired",
+                stderr_tail=tail(wp.log_path),
+            )
         return run_warm(wp, ctl, adapter_env(entry, home, python, ctl["sandbox"]), home, t_end, w, self._track)

@@ -36,8 +36,9 @@ class WarmStartError(Exception):
 class WarmParent:
     """One started warm parent process: its folder (socket, log, HOME) and readiness."""
 
-    def __init__(self, name: str, proc: subprocess.Popen, folder: str, socket_path: str, log_path: str,
-                 ready_by: float, watchdog):
+    def __init__(
+        self, name: str, proc: subprocess.Popen, folder: str, socket_path: str, log_path: str, ready_by: float, watchdog
+    ):
         self.name, self.proc, self.folder = name, proc, folder
         self.socket_path, self.log_path = socket_path, log_path
         self.ready_by, self.watchdog = ready_by, watchdog
@@ -62,8 +63,11 @@ class WarmParent:
         first. Raises WarmStartError when the parent died or missed ``ready_by``."""
         while not self.ready:
             if self.proc.poll() is not None:
-                raise WarmStartError(f"warm parent for {self.name} exited with {self.proc.returncode} during preload",
-                                     tail(self.log_path), self.proc.returncode)
+                raise WarmStartError(
+                    f"warm parent for {self.name} exited with {self.proc.returncode} during preload",
+                    tail(self.log_path),
+                    self.proc.returncode,
+                )
             if os.path.exists(self.socket_path):
                 try:
                     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
@@ -141,11 +145,19 @@ class WarmPool:
         log_path = os.path.join(folder, "warm.log")
         full = [*cmd, "--socket", socket_path, "--driver-pid", str(os.getpid())]
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                    env=env_for(home), cwd=home, start_new_session=True)
+            proc = subprocess.Popen(
+                full,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                env=env_for(home),
+                cwd=home,
+                start_new_session=True,
+            )
         self.watchdog.watch_tree(proc.pid)
-        return WarmParent(name, proc, folder, socket_path, log_path,
-                          time.monotonic() + self.warm_start_timeout_s, self.watchdog)
+        return WarmParent(
+            name, proc, folder, socket_path, log_path, time.monotonic() + self.warm_start_timeout_s, self.watchdog
+        )
 
     def close(self) -> None:
         """Stop every warm parent (their running children are killed with them)."""

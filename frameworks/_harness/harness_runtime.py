@@ -79,6 +79,29 @@ def harden_process() -> None:
         pass  # non-Linux: run_command's user separation still applies
 
 
+def environ_changes(before: dict, after: dict) -> dict:
+    """What changed in the environment between ``before`` and ``after``: ``{name: value}``,
+    value None for a variable that was removed."""
+    changes = {k: v for k, v in after.items() if before.get(k) != v}
+    changes.update({k: None for k in before if k not in after})
+    return changes
+
+
+def reset_environ(env: dict, changes: dict | None = None) -> None:
+    """Make ``os.environ`` the launcher's ``env`` plus ``changes`` (``environ_changes``).
+
+    A warm child gets the launcher's environment for its run and the changes its parent's
+    adapter import and ``preload()`` made to the parent's: the environment a fresh process
+    has after the same import and ``preload()`` (tests/test_launch_parity.py)."""
+    os.environ.clear()
+    os.environ.update(env)
+    for name, value in (changes or {}).items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 def load_adapter(adapter_dir: str):
     """Import ``<adapter_dir>/adapter.py`` as module ``adapter``."""
     adapter_dir = os.path.abspath(adapter_dir)

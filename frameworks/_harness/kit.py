@@ -1,15 +1,57 @@
 """Adapter kit: the parts every framework adapter shares (runs inside a framework venv).
 
-Import it first in ``adapter.py`` (``import kit``): importing it sets the offline and
-telemetry-off environment before any framework or LiteLLM module reads it.
+Import it first in ``adapter.py`` (``import kit``). The offline and telemetry-off
+environment (``OFFLINE_ENV``, from ``env.toml`` beside this file, the table the launcher
+gives every adapter process) is already set under the launcher; importing the kit sets what
+is missing, for an adapter imported by hand. A framework's own switches are its
+``venvs.toml`` ``env``.
 
-What it gives an adapter, each an adapter correctness rule of docs/CONTRACTS.md:
+A run, on the kit (each an adapter correctness rule of docs/CONTRACTS.md)::
 
+    def preload():                     # imports, no thread; LiteLLM configured, probe installed
+        kit.preload("myframework", ...)
+        _build(kit.preload_ctl(), [])  # a throwaway agent (no model call) imports the rest
+    def run(ctl, tools, rec):
+        kit.start_run(rec, ctl, kit.turn_limit(ctl), "model calls (max_turns)", "framework")
+        with kit.recording_errors(rec, ctl["agent_name"]):  # unless the framework reports its own
+            text = ...                  # the framework's agent; runtime events on ``rec``
+        return kit.final_message(rec, ctl["agent_name"], text)  # or the framework's agent name
+
+Per run:
+
+* ``start_run(rec, ctl, turn_limit, unit, enforced_by)``: opens ``run()``. LiteLLM
+  configured and the probe installed if ``preload()`` did not do it in this process (a
+  warm child has it from its parent, a fresh process from its own ``preload()``), then
+  ``record_limits``: the framework's own turn limit for this run, as a runtime ``limits``
+  event (checked: >= the model-call budget; None: the framework has none, the gateway's
+  budget refusal stops it).
+* ``recording_errors(rec, agent)``: records an exception as a runtime ``error`` event
+  and re-raises it unchanged (an adapter never turns a failure into a result);
+  ``record_error(rec, agent, error, kind=None)`` records one the framework reported
+  (type name or ``kind``, message clipped to ``ERROR_CHARS`` by ``clip``).
+* ``final_message(rec, agent, text, **fields)``: the runtime ``message`` event of the
+  final text (none when the text is None); returns the text.
 * ``SYSTEM_PROMPT`` / ``system_prompt(ctl)``: the ONE harness-owned system prompt. An
   adapter whose framework mandates its own prompt (CrewAI's role/goal/backstory
   template) says so with ``versions(..., system_prompt="framework: <why>")``; the fact is
   recorded per run (``runtime_versions.system_prompt``) so prompts are never a hidden
   confound between frameworks.
+* ``gateway_model(ctl)``, ``call_timeout(ctl)``, ``turn_limit(ctl)``: the LiteLLM model
+  string at the gateway, the per-call deadline every adapter gives its model client, the
+  run's model-call budget.
+
+Runtime-event helpers (the shapes of docs/CONTRACTS.md "source runtime"):
+
+* ``content_text(content, sep="")``: the text of a message content (a string, or a list
+  of string / ``{"text": ...}`` parts joined with ``sep``; None if there is none).
+* ``usage(u, prompt="input_tokens", completion="output_tokens", total=None)``: a
+  framework's usage (dict or object) renamed to ``{"prompt_tokens", "completion_tokens"}``
+  (+ ``total_tokens`` when ``total`` names a field).
+* ``tool_args(raw)`` / ``parse_args(raw)``: tool-call arguments as the model sent them:
+  a JSON string parsed, an unparseable one kept raw (``parse_args`` also says why).
+
+Process-wide:
+
 * ``configure_litellm()``: retries 0, telemetry off, local cost map, no banners, no
   silent parameter dropping. Every attempt a framework makes is then a gateway call.
 * ``probe``: one served-model-name probe. ``probe.install()`` wraps ``litellm.completion``
@@ -17,13 +59,10 @@ What it gives an adapter, each an adapter correctness rule of docs/CONTRACTS.md:
   the model name the *response* carried (for streams, the name the endpoint sent, which
   LiteLLM hides in ``_hidden_params``); ``probe.served(default)`` reads it.
 * ``preload(*modules)``: imports the adapter's modules plus ``SHARED_PRELOAD`` (the
-  modules LiteLLM, httpx and anyio import lazily on a first call), then checks that no
-  thread was started (a warm parent forks; forking a threaded process is unsafe).
-* ``recording_errors(rec, agent)``: records an exception as a runtime ``error`` event
-  and re-raises it unchanged (an adapter never turns a failure into a result).
-* ``call_timeout(ctl)``: the per-call deadline every adapter gives its model client.
-* ``record_limits(rec, ctl, turn_limit, unit, enforced_by)``: the framework's own turn
-  limit for this run, as a runtime ``limits`` event (checked: >= the model-call budget).
+  modules LiteLLM, httpx and anyio import lazily on a first call), configures LiteLLM and
+  installs the probe, then checks that no thread was started (a warm parent forks;
+  forking a threaded process is unsafe). ``preload_ctl()``: a control for building a
+  throwaway agent there (its gateway is a closed port; no call is made).
 * ``versions(framework, *dists, **facts)``: parity facts with the installed versions of
   the framework distributions and of every package that shapes model traffic.
 """
@@ -32,28 +71,21 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import json
 import os
 import threading
+import tomllib
 from importlib import metadata
 
-# Read at import time by LiteLLM (cost map download, telemetry), OpenTelemetry, CrewAI,
-# the OpenAI Agents SDK (trace exporter thread) and Hugging Face clients.
-OFFLINE_ENV = {
-    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-    "LITELLM_TELEMETRY": "False",
-    "LITELLM_LOG": "ERROR",
-    "OTEL_SDK_DISABLED": "true",
-    "OPENAI_AGENTS_DISABLE_TRACING": "1",
-    "CREWAI_DISABLE_TELEMETRY": "true",
-    "CREWAI_DISABLE_TRACKING": "true",
-    "CREWAI_TRACING_ENABLED": "false",
-    "CREWAI_DISABLE_VERSION_CHECK": "true",
-    "HF_HUB_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "ANONYMIZED_TELEMETRY": "False",
-    "LOGFIRE_IGNORE_NO_CONFIG": "1",
-}
-os.environ.update(OFFLINE_ENV)
+# The harness's one offline / telemetry-off table (env.toml beside this file; the driver
+# reads the same file into every adapter's environment, fresh or warm). Read at import time
+# by LiteLLM (cost map download, telemetry), OpenTelemetry and Hugging Face clients; a
+# framework's own switches are its venvs.toml ``env``. Applied here only where unset, for an
+# adapter imported outside the launcher: under the launcher they are already there.
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "env.toml"), "rb") as _fh:
+    OFFLINE_ENV: dict[str, str] = dict(tomllib.load(_fh)["env"])
+for _name, _value in OFFLINE_ENV.items():
+    os.environ.setdefault(_name, _value)
 
 LITELLM_NUM_RETRIES = 0
 HTTP_CLIENT_MAX_RETRIES = 0
@@ -228,6 +260,15 @@ class _SyncStream(_AsyncStream):
 probe = _Probe()
 
 
+_preloaded = False  # preload() configured LiteLLM and installed the probe in this process
+
+
+def preload_ctl() -> dict:
+    """A control object for building a throwaway agent in ``preload()`` (never run: its
+    gateway is a closed port)."""
+    return {"agent_name": "preload", "model": "preload", "token": "x", "gateway_url": "http://127.0.0.1:9/v1"}
+
+
 def preload(*modules: str, shared: bool = True) -> None:
     """Import ``modules`` (each must exist) and ``SHARED_PRELOAD`` (missing ones skipped);
     configure LiteLLM and install the probe if LiteLLM is present.
@@ -244,11 +285,38 @@ def preload(*modules: str, shared: bool = True) -> None:
                 importlib.import_module(name)
             except ImportError:
                 pass
+    global _preloaded
     if configure_litellm() is not None:
         probe.install()
+    _preloaded = True
     extra = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
     if extra:
         raise RuntimeError(f"preload started thread(s) {extra}: a forked run would lose them")
+
+
+# ---------------------------------------------------------------- per run
+
+
+def start_run(rec, ctl: dict, turn_limit: int | None, unit: str, enforced_by: str) -> None:
+    """Open ``run()``: LiteLLM configured and the probe installed unless ``preload()`` did
+    it in this process, then the run's ``limits`` event (``record_limits``)."""
+    if not _preloaded and configure_litellm() is not None:
+        probe.install()
+    record_limits(rec, ctl, turn_limit, unit, enforced_by)
+
+
+ERROR_CHARS = 2000  # an error message on a runtime event is clipped to this
+
+
+def clip(message) -> str:
+    """``str(message)``, at most ``ERROR_CHARS`` characters."""
+    return str(message)[:ERROR_CHARS]
+
+
+def record_error(rec, agent, error, kind: str | None = None) -> None:
+    """A runtime ``error`` event: ``kind`` (default: the exception's type name) and the
+    clipped message."""
+    rec.error(agent, kind or type(error).__name__, clip(error))
 
 
 @contextlib.contextmanager
@@ -258,8 +326,60 @@ def recording_errors(rec, agent):
         yield
     except BaseException as exc:
         if rec is not None:
-            rec.error(agent, type(exc).__name__, str(exc)[:2000])
+            record_error(rec, agent, exc)
         raise
+
+
+def final_message(rec, agent, text: str | None, **fields) -> str | None:
+    """The runtime ``message`` event of the agent's final ``text`` (with ``fields``, e.g.
+    ``agent_source``); none when ``text`` is None. Returns ``text``."""
+    if text is not None:
+        rec.event("message", agent=agent, role="assistant", text=text, **fields)
+    return text
+
+
+# ---------------------------------------------------------------- runtime-event helpers
+
+
+def content_text(content, sep: str = "") -> str | None:
+    """The text of a message content: a string as it is; a list of parts: the string parts
+    and the ``"text"`` of dict parts, joined with ``sep`` (None if no part has text);
+    None for None."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [p if isinstance(p, str) else p["text"] for p in content
+                 if isinstance(p, str) or (isinstance(p, dict) and "text" in p)]
+        return sep.join(texts) if texts else None
+    return str(content)
+
+
+def usage(u, prompt: str = "input_tokens", completion: str = "output_tokens", total: str | None = None) -> dict | None:
+    """A framework's usage (dict or object with fields ``prompt`` / ``completion`` /
+    ``total``) as ``{"prompt_tokens", "completion_tokens"[, "total_tokens"]}``; None for None."""
+    if u is None:
+        return None
+    get = u.get if isinstance(u, dict) else (lambda name: getattr(u, name, None))
+    out = {"prompt_tokens": get(prompt), "completion_tokens": get(completion)}
+    if total:
+        out["total_tokens"] = get(total)
+    return out
+
+
+def parse_args(raw) -> tuple[object, str | None]:
+    """``(arguments, problem)``: a JSON string parsed (problem None), an unparseable one as
+    the raw string with the parser's message; anything else as it is."""
+    if not isinstance(raw, str):
+        return raw, None
+    try:
+        return json.loads(raw), None
+    except ValueError as exc:
+        return raw, str(exc)
+
+
+def tool_args(raw):
+    """Tool-call arguments as the model sent them: parsed JSON, or the raw string."""
+    return parse_args(raw)[0]
 
 
 def turn_limit(ctl: dict) -> int:

@@ -20,7 +20,9 @@ Protocol, one connection per run:
   group is killed (the driver gave the run up).
 
 The child calls ``os.setsid()`` (so the driver can kill its whole tree), drops every
-descriptor the parent owns, points stdout/stderr at files in the run's sandbox, runs
+descriptor the parent owns, points stdout/stderr at files in the run's sandbox, takes the
+run's environment from the request plus what the parent's adapter import and ``preload()``
+changed in its own (so ``os.environ`` at ``run()`` is a fresh process's), runs
 exactly like fresh mode (``harness_runtime.run_one``) and leaves with ``os._exit``
 (a normal interpreter exit hangs CrewAI's event-bus shutdown in a forked child).
 """
@@ -39,14 +41,15 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness_runtime import harden_process, load_adapter, run_one  # noqa: E402
+from harness_runtime import environ_changes, harden_process, load_adapter, reset_environ, run_one  # noqa: E402
 
 MAX_REQUEST = 16 << 20
 
 
 class WarmParent:
-    def __init__(self, adapter, socket_path: str, driver_pid: int):
+    def __init__(self, adapter, socket_path: str, driver_pid: int, preload_env: dict | None = None):
         self.adapter = adapter
+        self.preload_env = preload_env or {}  # what import + preload() changed in os.environ
         self.driver_pid = driver_pid
         self.sel = selectors.DefaultSelector()
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -158,7 +161,7 @@ class WarmParent:
                 self._drop_parent_state()
                 os.write(ready_w, b"1")
                 os.close(ready_w)
-                code = _child_main(self.adapter, req, tools_fd)
+                code = _child_main(self.adapter, req, tools_fd, self.preload_env)
             except BaseException:  # noqa: BLE001
                 traceback.print_exc()
             finally:
@@ -216,7 +219,7 @@ def _read_request(conn: socket.socket) -> tuple[bytes, int | None]:
     return data, tools_fd
 
 
-def _child_main(adapter, req: dict, tools_fd: int) -> int:
+def _child_main(adapter, req: dict, tools_fd: int, preload_env: dict | None = None) -> int:
     ctl, env = req["ctl"], req.get("env") or {}
     sandbox = ctl["sandbox"]
     devnull = os.open(os.devnull, os.O_RDONLY)
@@ -226,8 +229,7 @@ def _child_main(adapter, req: dict, tools_fd: int) -> int:
         out = os.open(os.path.join(sandbox, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.dup2(out, fd)
         os.close(out)
-    os.environ.clear()
-    os.environ.update(env)
+    reset_environ(env, preload_env)  # the run's, as a fresh process has it after its preload()
     os.chdir(req.get("cwd") or sandbox)
     return run_one(ctl, adapter, tools_fd, "warm")
 
@@ -248,14 +250,18 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if os.getppid() != args.driver_pid:
         return 0  # the driver is gone already: nobody will ever connect
+    launched = dict(os.environ)
     adapter = load_adapter(args.adapter_dir)
     preload = getattr(adapter, "preload", None)
     if preload is not None:
         preload()
+    # Handed to every child on top of its run's environment (e.g. LiteLLM's
+    # TIKTOKEN_CACHE_DIR, set when it is imported), as a fresh process keeps them.
+    preload_env = environ_changes(launched, dict(os.environ))
     if threading.active_count() > 1:
         print(f"warm_parent: warning: {threading.active_count() - 1} thread(s) running after preload; "
               "forked children inherit only the forking thread", file=sys.stderr)
-    parent = WarmParent(adapter, args.socket, args.driver_pid)
+    parent = WarmParent(adapter, args.socket, args.driver_pid, preload_env)
     parent.serve()
     return 0
 

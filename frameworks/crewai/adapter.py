@@ -5,7 +5,9 @@ Contract (docs/CONTRACTS.md, "Adapter contract"):
 * ``preload()`` imports everything a run loads, so a child forked from the warm parent
   does no heavy import. It starts no thread: CrewAI's event bus creates its worker
   pool on the first emit, and LiteLLM's remote cost-map fetch (which would start a
-  retry thread and reach the network) is switched off below, before any import.
+  retry thread and reach the network) is switched off by the harness's environment
+  (frameworks/_harness/env.toml), CrewAI's telemetry, tracking, tracing, version check
+  and trace files by this framework's ``env`` in venvs.toml, before any import.
 * ``versions()`` gives the parity facts: crewai/litellm versions and every retry or
   iteration setting that changes what a run does.
 * ``run(ctl, tools, rec)`` builds one CrewAI ``Agent`` + ``Task`` + ``Crew`` with the
@@ -19,18 +21,12 @@ Contract (docs/CONTRACTS.md, "Adapter contract"):
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 
 import kit
 
 FRAMEWORK = "crewai"
-
-# CrewAI-only switches beyond the kit's offline environment: no "last run" trace files,
-# no first-run tracing prompt (read on first use, and again after _confine_home).
-_CREWAI_ENV = {"CREWAI_TESTING": "true", **kit.OFFLINE_ENV}
-os.environ.update(_CREWAI_ENV)
 
 # CrewAI mandates its own system prompt (role / goal / backstory template around the
 # tool-calling instructions): the harness prompt cannot replace it. Recorded as a fact.
@@ -113,20 +109,21 @@ def versions() -> dict:
 
 
 def run(ctl: dict, tools: list, rec) -> str | None:
-    _confine_home(ctl["sandbox"])
+    # Everything CrewAI writes (credentials key, sqlite task outputs, storage) lands in the
+    # run's sandbox: HOME and the XDG folders are the launcher's, CREWAI_STORAGE_DIR is
+    # "{sandbox}/crewai" (venvs.toml).
+    os.makedirs(os.environ["CREWAI_STORAGE_DIR"], exist_ok=True)
 
     import litellm
     from crewai import LLM, Agent, Crew, Process, Task
 
-    kit.configure_litellm()
-    kit.probe.install()
     model = kit.gateway_model(ctl)
     _register_function_calling_model(litellm, ctl["model"])
     budgets = ctl.get("budgets") or {}
     max_calls = int(budgets.get("max_model_calls", 24))
     role = ctl["agent_name"]
     max_iter = max(1, max_calls - 1)
-    kit.record_limits(rec, ctl, max_iter + 1, "model calls (max_iter + one forced final answer)", "framework")
+    kit.start_run(rec, ctl, max_iter + 1, "model calls (max_iter + one forced final answer)", "framework")
 
     observer = _Observer(rec, role)
     with observer.listening(litellm):
@@ -164,24 +161,9 @@ def run(ctl: dict, tools: list, rec) -> str | None:
                     verbose=False, cache=TOOL_CACHE)
         result = crew.kickoff()
     text = result.raw if result is not None else None
-    if text is not None:
-        # The role CrewAI attributes the task's output to (None if it names none).
-        outputs = getattr(result, "tasks_output", None) or []
-        rec.message(getattr(outputs[-1], "agent", None) if outputs else None, "assistant", text)
-    return text
-
-
-def _confine_home(sandbox: str) -> None:
-    """Everything CrewAI writes (credentials key, sqlite task outputs, storage) lands in
-    the run's sandbox, never in the real HOME or the workspace."""
-    home = os.path.join(sandbox, "home")
-    os.makedirs(home, exist_ok=True)
-    os.environ["HOME"] = home
-    os.environ["CREWAI_STORAGE_DIR"] = os.path.join(sandbox, "crewai")  # as the launcher sets it
-    os.environ["XDG_DATA_HOME"] = os.path.join(home, ".local", "share")
-    os.environ["XDG_CONFIG_HOME"] = os.path.join(home, ".config")
-    os.environ["XDG_CACHE_HOME"] = os.path.join(home, ".cache")
-    os.environ.update(_CREWAI_ENV)
+    # The role CrewAI attributes the task's output to (None if it names none).
+    outputs = getattr(result, "tasks_output", None) or []
+    return kit.final_message(rec, getattr(outputs[-1], "agent", None) if outputs else None, text)
 
 
 def _register_function_calling_model(litellm, name: str) -> None:
@@ -289,11 +271,11 @@ class _Observer:
             try:
                 response = original(*args, **kwargs)
             except Exception as exc:
-                self.rec.error(self._call_role(crewai_event_bus, call_id), type(exc).__name__,
-                               str(exc)[:2000])
+                kit.record_error(self.rec, self._call_role(crewai_event_bus, call_id), exc)
                 raise
             model = kit.probe.served(getattr(response, "model", None))
-            usage = _usage(getattr(response, "usage", None))
+            usage = kit.usage(getattr(response, "usage", None), "prompt_tokens", "completion_tokens",
+                              total="total_tokens")
             self.rec.model_call(self._call_role(crewai_event_bus, call_id), model, usage)
             return response
 
@@ -344,17 +326,17 @@ class _Observer:
                         # (event.from_cache is always False on CrewAI 1.15's native
                         # tool path, even for a cache hit: not recorded.)
                         rec.event("tool_call", agent=self._role(event), tool=event.tool_name,
-                                  args=_args(event.tool_args), failure=_failure(event.failure))
+                                  args=kit.tool_args(event.tool_args), failure=_failure(event.failure))
 
                     @crewai_event_bus.on(ToolUsageErrorEvent)
                     def _tool_error(source, event):
                         rec.event("tool_call", agent=self._role(event), tool=event.tool_name,
-                                  args=_args(event.tool_args), failure=str(event.error)[:2000])
+                                  args=kit.tool_args(event.tool_args), failure=kit.clip(event.error))
 
                     for cls in (ToolSelectionErrorEvent, ToolValidateInputErrorEvent):
                         @crewai_event_bus.on(cls)
                         def _tool_refused(source, event):
-                            rec.error(self._role(event), event.type, str(event.error)[:2000])
+                            kit.record_error(rec, self._role(event), event.error, kind=event.type)
 
                     @crewai_event_bus.on(ToolFailureDetectedEvent)
                     def _tool_failure(source, event):
@@ -363,12 +345,12 @@ class _Observer:
 
                     @crewai_event_bus.on(LLMCallFailedEvent)
                     def _llm_failed(source, event):
-                        rec.error(self._role(event), event.type, str(event.error)[:2000])
+                        kit.record_error(rec, self._role(event), event.error, kind=event.type)
 
                     @crewai_event_bus.on(AgentExecutionErrorEvent)
                     def _agent_error(source, event):
                         role = getattr(event.agent, "role", None) or self._role(event)
-                        rec.error(role, event.type, str(event.error)[:2000])
+                        kit.record_error(rec, role, event.error, kind=event.type)
 
                     try:
                         yield self
@@ -393,29 +375,10 @@ def _current_call_id():
     return var.get() if var is not None else None
 
 
-def _usage(usage) -> dict | None:
-    if usage is None:
-        return None
-    if hasattr(usage, "model_dump"):
-        usage = usage.model_dump()
-    if not isinstance(usage, dict):
-        return None
-    return {k: usage.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens") if k in usage}
-
-
-def _args(args):
-    if isinstance(args, str):
-        try:
-            return json.loads(args)
-        except ValueError:
-            return args
-    return args
-
-
 def _failure(failure) -> str | None:
     if failure is None:
         return None
     reason = getattr(failure, "reason", None)
     reason = getattr(reason, "value", reason)
-    return f"{reason}: {getattr(failure, 'message', failure)}"[:2000]
+    return kit.clip(f"{reason}: {getattr(failure, 'message', failure)}")
 

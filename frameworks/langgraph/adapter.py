@@ -70,7 +70,7 @@ def preload() -> None:
         def __call__(self, **kwargs):
             return ""
 
-    model = _chat_model({"model": "preload", "gateway_url": "http://127.0.0.1:9/v1", "token": "x"})
+    model = _chat_model(kit.preload_ctl())
     create_agent(model, [_structured_tool(_Probe())], system_prompt="x", name="preload")
     _make_handler(None, "preload")
     kit.preload(*FIRST_CALL_MODULES)
@@ -131,13 +131,7 @@ def _structured_tool(tool):
 
 
 def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            part.get("text", "") if isinstance(part, dict) else str(part) for part in content
-        )
-    return "" if content is None else str(content)
+    return kit.content_text(content) or ""
 
 
 def _tool_messages(outputs: Any) -> list:
@@ -198,15 +192,11 @@ def _make_handler(rec, declared_agent: str):
                     for gen in gens:
                         msg = getattr(gen, "message", None)
                         meta = getattr(msg, "response_metadata", {}) or {}
-                        usage = getattr(msg, "usage_metadata", None) or {}
                         rec.event(
                             "model_call",
                             agent=agent,
                             model=kit.probe.served(None),
-                            usage={
-                                "prompt_tokens": usage.get("input_tokens"),
-                                "completion_tokens": usage.get("output_tokens"),
-                            },
+                            usage=kit.usage(getattr(msg, "usage_metadata", None) or {}),
                             agent_source=source,
                             transcript_model=meta.get("model_name"),
                             tool_calls=[tc["name"] for tc in getattr(msg, "tool_calls", [])],
@@ -268,10 +258,8 @@ def run(ctl: dict, tools: list, rec) -> str | None:
     from langchain.agents import create_agent
     from langchain_core.messages import AIMessage, HumanMessage
 
-    kit.configure_litellm()
-    kit.probe.install()
-    kit.record_limits(rec, ctl, recursion_limit(ctl) // STEPS_PER_MODEL_CALL,
-                      "model calls (recursion_limit / 2 supersteps)", "framework")
+    kit.start_run(rec, ctl, recursion_limit(ctl) // STEPS_PER_MODEL_CALL,
+                  "model calls (recursion_limit / 2 supersteps)", "framework")
     agent_name = ctl["agent_name"]
     graph = create_agent(
         _chat_model(ctl),
@@ -286,7 +274,5 @@ def run(ctl: dict, tools: list, rec) -> str | None:
     final = next((m for m in reversed(state["messages"]) if isinstance(m, AIMessage)), None)
     if final is None:
         return None
-    text = _text(final.content)
     name, source = (final.name, "message.name") if final.name else (agent_name, "declared")
-    rec.event("message", agent=name, role="assistant", text=text, agent_source=source)
-    return text
+    return kit.final_message(rec, name, _text(final.content), agent_source=source)

@@ -28,8 +28,7 @@ def preload() -> None:
     from agents import set_tracing_disabled
 
     set_tracing_disabled(True)
-    _build({"agent_name": "preload", "model": "preload", "token": "x",
-            "gateway_url": "http://127.0.0.1:9/v1"}, [])
+    _build(kit.preload_ctl(), [])
 
 
 def versions() -> dict:
@@ -75,20 +74,14 @@ def _hooks(rec, ctl):
 
     class Hooks(RunHooks):
         async def on_llm_end(self, context, agent, response):
-            u = response.usage
-            rec.model_call(agent.name, kit.probe.served(ctl["model"]),
-                           {"prompt_tokens": u.input_tokens, "completion_tokens": u.output_tokens})
+            rec.model_call(agent.name, kit.probe.served(ctl["model"]), kit.usage(response.usage))
 
         async def on_tool_start(self, context, agent, tool):
             raw = getattr(context, "tool_arguments", None)
-            try:
-                args = json.loads(raw) if raw else {}
-            except ValueError:
-                args = raw
-            rec.tool_call(agent.name, tool.name, args)
+            rec.tool_call(agent.name, tool.name, kit.tool_args(raw) if raw else {})
 
         async def on_agent_end(self, context, agent, output):
-            rec.message(agent.name, "assistant", str(output))
+            kit.final_message(rec, agent.name, str(output))
 
     return Hooks()
 
@@ -96,10 +89,8 @@ def _hooks(rec, ctl):
 def run(ctl: dict, tools: list, rec) -> str | None:
     from agents import RunConfig, Runner
 
-    kit.configure_litellm()
-    kit.probe.install()
     limit = kit.turn_limit(ctl)
-    kit.record_limits(rec, ctl, limit, "model calls (max_turns)", "framework")
+    kit.start_run(rec, ctl, limit, "model calls (max_turns)", "framework")
     agent = _build(ctl, tools)
     with kit.recording_errors(rec, ctl["agent_name"]):
         result = Runner.run_sync(agent, ctl["prompt"], max_turns=limit, hooks=_hooks(rec, ctl),

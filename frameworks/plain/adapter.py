@@ -44,7 +44,7 @@ def run(ctl: dict, tools: list, rec) -> str | None:
     agent = ctl["agent_name"]
     messages = [{"role": "system", "content": kit.system_prompt(ctl)}, {"role": "user", "content": ctl["prompt"]}]
     limit = kit.turn_limit(ctl)
-    kit.record_limits(rec, ctl, limit, "model calls", "framework")
+    kit.start_run(rec, ctl, limit, "model calls", "framework")
     for _ in range(limit):
         resp = _post(ctl["gateway_url"], ctl["token"],
                      {"model": ctl["model"], "messages": messages, "tools": specs}, kit.call_timeout(ctl))
@@ -53,16 +53,15 @@ def run(ctl: dict, tools: list, rec) -> str | None:
         calls = msg.get("tool_calls") or []
         messages.append({"role": "assistant", "content": msg.get("content"), "tool_calls": calls or None})
         if not calls:
-            rec.message(agent, "assistant", msg.get("content") or "")
+            kit.final_message(rec, agent, msg.get("content") or "")
             return msg.get("content")
         for call in calls:
-            name, raw = call["function"]["name"], call["function"].get("arguments") or "{}"
-            try:
-                args = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                args, result = None, f"error: tool arguments are not valid JSON: {exc}"
-            rec.tool_call(agent, name, args if args is not None else raw)
-            if args is not None:
+            name = call["function"]["name"]
+            args, problem = kit.parse_args(call["function"].get("arguments") or "{}")
+            rec.tool_call(agent, name, args)  # unparseable: the raw string, answered with the problem
+            if problem is not None:
+                result = f"error: tool arguments are not valid JSON: {problem}"
+            else:
                 tool = by_name.get(name)
                 result = tool(**args) if tool else f"error: unknown tool {name!r}"
             messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})

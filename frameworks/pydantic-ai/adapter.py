@@ -25,8 +25,7 @@ FRAMEWORK = "pydantic-ai"
 
 def preload() -> None:
     kit.preload("pydantic_ai", "pydantic_ai.models.openai", "pydantic_ai.providers.openai", "openai")
-    _build({"agent_name": "preload", "model": "preload", "token": "x",
-            "gateway_url": "http://127.0.0.1:9/v1"}, [])
+    _build(kit.preload_ctl(), [])
 
 
 def versions() -> dict:
@@ -70,7 +69,7 @@ def run(ctl: dict, tools: list, rec) -> str | None:
     from pydantic_ai.usage import UsageLimits
 
     limit = kit.turn_limit(ctl)
-    kit.record_limits(rec, ctl, limit, "model requests (UsageLimits.request_limit)", "framework")
+    kit.start_run(rec, ctl, limit, "model requests (UsageLimits.request_limit)", "framework")
     agent = _build(ctl, tools, rec)
 
     async def drive():
@@ -78,17 +77,15 @@ def run(ctl: dict, tools: list, rec) -> str | None:
             async for node in run_:
                 if Agent.is_call_tools_node(node):
                     r = node.model_response
-                    rec.model_call(agent.name, r.model_name, {"prompt_tokens": r.usage.input_tokens,
-                                                              "completion_tokens": r.usage.output_tokens})
+                    rec.model_call(agent.name, r.model_name, kit.usage(r.usage))
                 elif Agent.is_model_request_node(node):
                     for part in node.request.parts:
                         if isinstance(part, RetryPromptPart):
-                            rec.error(agent.name, "RetryPrompt", f"{part.tool_name}: {part.model_response()}"[:2000])
+                            kit.record_error(rec, agent.name, f"{part.tool_name}: {part.model_response()}",
+                                             kind="RetryPrompt")
         return run_.result.output
 
     with kit.recording_errors(rec, agent.name):
         out = asyncio.run(drive())
-    text = None if out is None else str(out)
-    rec.message(agent.name, "assistant", text)
-    return text
+    return kit.final_message(rec, agent.name, None if out is None else str(out))
 

@@ -54,8 +54,7 @@ def preload() -> None:
     from a warm parent imports nothing heavy; then build one throwaway agent (no model
     call): Strands and LiteLLM import further modules lazily on first construction."""
     kit.preload("strands", "strands.hooks", "strands.models.litellm", "strands.tools", "strands.tools.executors")
-    _build_agent(ctl={"agent_name": "preload", "model": "preload", "token": "x",
-                      "gateway_url": "http://127.0.0.1:9/v1"}, tools=[], rec=None)
+    _build_agent(ctl=kit.preload_ctl(), tools=[], rec=None)
 
 
 def versions() -> dict:
@@ -79,10 +78,8 @@ def run(ctl: dict, tools: list, rec) -> str | None:
     Exceptions (model errors, refusals the framework does not handle) propagate to the
     shared harness, which records them; nothing here turns a failure into a result.
     """
-    kit.configure_litellm()
-    kit.probe.install()
     # Strands has no cycle limit: the gateway's budget refusal (HTTP 429) is the only stop.
-    kit.record_limits(rec, ctl, None, "event-loop cycles (none in Strands)", "gateway")
+    kit.start_run(rec, ctl, None, "event-loop cycles (none in Strands)", "gateway")
     agent = _build_agent(ctl, tools, rec)
     result = agent(ctl["prompt"])
     return _message_text(result.message)
@@ -136,15 +133,12 @@ def _native_tool(harness_tool):
 
 
 def _message_text(message: dict | None) -> str | None:
-    if not message:
-        return None
-    texts = [b["text"] for b in message.get("content", []) if isinstance(b, dict) and "text" in b]
-    return "\n".join(texts) if texts else None
+    """The text blocks of a Strands message, one per line (None if it has none)."""
+    return kit.content_text((message or {}).get("content", []), sep="\n")
 
 
 def _usage(message: dict) -> dict:
-    u = (message.get("metadata") or {}).get("usage") or {}
-    return {"prompt_tokens": u.get("inputTokens"), "completion_tokens": u.get("outputTokens")}
+    return kit.usage((message.get("metadata") or {}).get("usage") or {}, "inputTokens", "outputTokens")
 
 
 class _RuntimeHooks:
@@ -182,6 +176,4 @@ class _RuntimeHooks:
         result = getattr(event, "result", None)
         if result is None:
             return
-        text = _message_text(result.message)
-        if text is not None:
-            self.rec.message(event.agent.name, "assistant", text)
+        kit.final_message(self.rec, event.agent.name, _message_text(result.message))
