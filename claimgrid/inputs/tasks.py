@@ -29,7 +29,7 @@ from claimgrid.inputs.schema import Strict, load_toml, read_text, validate
 
 TOOL_NAMES = ("list_dir", "read_file", "search", "write_file", "edit_file", "run_command")
 Role = Literal["builder", "reviewer", "reporter"]
-# Seed 001: expected evidence comes from the role; a declaration may raise it, never lower it.
+# Expected evidence comes from the role (docs/DESIGN.md, "Evidence"); a declaration may raise it, never lower it.
 ROLE_EVIDENCE = {"builder": "code", "reviewer": "read_only", "reporter": "artifact"}
 EVIDENCE_RANK = {"none": 0, "read_only": 1, "artifact": 2, "code": 3}
 
@@ -419,8 +419,7 @@ def build_template(task: Task, slot_text: str, dest: Path) -> str:
     (dest / task.spec.content_slot).write_text(slot_text)
     # No template files (13 sample hooks, description) and, after the commit, one pack
     # instead of a loose object per file: every run copies this repository and the driver
-    # deletes the copy, and both cost per entry (measured 2026-11-30: 0.15 ms CPU per entry
-    # to copy, fix-float-add 61 entries -> 27).
+    # deletes the copy, and both cost per entry (figures in bench/README.md).
     git(["init", "-q", "-b", "main", "--template="], dest)
     # Interpreter caches are not work: running the tests must not count as a change.
     (dest / ".git" / "info").mkdir(parents=True, exist_ok=True)
