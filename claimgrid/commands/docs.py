@@ -126,15 +126,17 @@ def _stage_order(folder: Path) -> tuple[int, str]:
     return (PIPELINE.index(folder.name) if folder.name in PIPELINE else len(PIPELINE), folder.name)
 
 
-def layout_table(package: Path | None = None) -> str:
-    """Every module of the ``claimgrid`` package with the first sentence of its docstring:
-    shared modules first, then each stage's package in pipeline order."""
-    package = package or ROOT / "claimgrid"
+def layout_table(root: Path | None = None) -> str:
+    """Every module of the ``claimgrid`` package and of ``frameworks/_harness`` (the code every
+    adapter runs in its own venv) with the first sentence of its docstring: the package's
+    shared modules first, then each stage's package in pipeline order, then the harness."""
+    root = root or ROOT
+    package = root / "claimgrid"
     rows = ["| module | what it is |", "| --- | --- |"]
 
     def row(path: Path) -> None:
-        rel = path.relative_to(package.parent).as_posix()
-        shown = rel.removesuffix("/__init__.py") + "/" if path.name == "__init__.py" else rel
+        rel = path.relative_to(root).as_posix()
+        shown = rel.removesuffix("__init__.py") if path.name == "__init__.py" else rel
         rows.append(f"| `{shown}` | {_cell(first_sentence(path))} |")
 
     row(package / "__init__.py")
@@ -145,6 +147,8 @@ def layout_table(package: Path | None = None) -> str:
         row(stage / "__init__.py")
         for module in sorted(p for p in stage.rglob("*.py") if p.name != "__init__.py"):
             row(module)
+    for module in sorted((root / "frameworks" / "_harness").glob("*.py")):
+        row(module)
     return "\n".join(rows)
 
 
