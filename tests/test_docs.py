@@ -162,3 +162,40 @@ def test_no_pointer_to_a_document_outside_the_repository(text):
     body = (ROOT / text).read_text()
     for pattern in (r"\bissue \d+", r"\bseed 00\d", r"DESIGN\ssection", r"shared/DESIGN"):
         assert not re.search(pattern, body, re.I), f"{text}: {pattern}: say what it stands for, or link docs/DESIGN.md"
+
+
+def _prose(markdown: str) -> str:
+    """The page without its fenced code blocks (a fence is a line starting with three backticks)."""
+    out, fenced = [], False
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced:
+            out.append(line)
+    return "\n".join(out)
+
+
+def _anchors(markdown: str) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens."""
+    found = set()
+    for heading in re.findall(r"^#+ (.+)$", _prose(markdown), re.M):
+        found.add(re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-"))
+    return found
+
+
+def test_every_relative_link_and_anchor_resolves():
+    pages = [ROOT / "README.md", ROOT / "bench" / "README.md", ROOT / "ledger" / "README.md",
+             *sorted((ROOT / "docs").glob("*.md"))]
+    broken = []
+    for page in pages:
+        text = page.read_text()
+        for target in re.findall(r"\]\(([^)\s]+)\)", _prose(text)):
+            if re.match(r"[a-z]+:", target):
+                continue  # a web address
+            path, _, anchor = target.partition("#")
+            dest = (page.parent / path).resolve() if path else page
+            if not dest.exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target}: no such file")
+            elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest.read_text()):
+                broken.append(f"{page.relative_to(ROOT)}: {target}: no such heading")
+    assert broken == []
