@@ -50,8 +50,12 @@ def end(name: str) -> str:
 
 
 def _cell(text: str) -> str:
-    """Text safe inside one markdown table cell."""
-    return " ".join(text.split()).replace("|", "\\|")
+    """Text safe inside one markdown table cell: ``|`` escaped, and ``<``/``>`` outside code
+    spans as entities (``ledger/<grid id>`` would otherwise read as an HTML tag)."""
+    parts = re.split(r"(`[^`]*`)", " ".join(text.split()))
+    for i in range(0, len(parts), 2):
+        parts[i] = parts[i].replace("<", "&lt;").replace(">", "&gt;")
+    return "".join(parts).replace("|", "\\|")
 
 
 # ---------------------------------------------------------------- grid.py run flags
@@ -115,11 +119,13 @@ def flags_table(command: str = "run") -> str:
 
 
 def first_sentence(path: Path) -> str:
-    """The first sentence of a module's docstring (its first paragraph when it has no full stop)."""
+    """The first sentence of a module's docstring (its first paragraph when it has no full stop),
+    its code spans in markdown's single backticks."""
     doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
     para = " ".join(doc.split("\n\n")[0].split())
     m = re.match(r"(.+?\.)(\s|$)", para)
-    return (m.group(1) if m else para) or "(no docstring)"
+    # reStructuredText's ``code`` is markdown's `code`.
+    return (m.group(1) if m else para).replace("``", "`") or "(no docstring)"
 
 
 def _stage_order(folder: Path) -> tuple[int, str]:
