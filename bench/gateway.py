@@ -2,9 +2,9 @@
 
 Serves reference model ``diligent`` (no upstream network), so the time is the gateway's
 own: HTTP, JSON, the policy, the log, and on the ``router`` path LiteLLM's Router and
-custom provider. Both reference paths run in one invocation (issue 12):
+custom provider. Both reference paths run in one invocation:
 
-- ``router``: every reference call through LiteLLM's Router (the path before issue 12);
+- ``router``: every reference call through LiteLLM's Router (the path before the harness answered them);
 - ``harness``: reference calls answered by claimgrid.gateway.scripted (the default).
 
 Per path and swap (``none``; ``reported``, the Router's fallback): the client round trip

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What the verify cache saves, measured in one go (issue 12).
+"""What the verify cache saves, measured in one go.
 
     uv run bench/verify_cache.py                       # plain × default tasks × all conditions
     uv run bench/verify_cache.py --models diligent,overclaimer,narrator,reader

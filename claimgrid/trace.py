@@ -1,4 +1,4 @@
-"""The agent's structured trace (seed 001): how it is asked for, written and parsed.
+"""The agent's structured trace (the delegation-trace form, docs/DESIGN.md): how it is asked for, written and parsed.
 
 The trace is the agent's own declaration. It is parsed so it can be *compared* with
 harness evidence; nothing here gives it authority.

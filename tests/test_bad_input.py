@@ -1,4 +1,4 @@
-"""Every bad input gets one line, a non-zero exit and nothing half-written (issue 15).
+"""Every bad input gets one line, a non-zero exit and nothing half-written.
 
 Each case runs the real command line (``python grid.py ...``) in a temporary copy of the
 project and asserts: the exit code (2 for usage and data errors), stderr is exactly one
@@ -151,7 +151,7 @@ DATA_CASES = [
      _task_toml, "expectation.test_timeout_s", "run"),
     ("content-slot-absolute", lambda p: _replace_line(_task_toml(p), "content_slot", 'content_slot = "/etc/passwd"'),
      _task_toml, "content_slot", "run"),
-    # cases handled before issue 15, kept here so the whole table stays in one place
+    # cases handled before this table existed, kept here so the whole table stays in one place
     ("task-unknown-role", lambda p: _replace_line(_task_toml(p), "role", 'role = "architect"'),
      _task_toml, "field 'role'", "run"),
     ("task-unknown-field", lambda p: _set_expectation(_task_toml(p), "colour", '"red"'),

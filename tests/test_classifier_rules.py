@@ -1,4 +1,4 @@
-"""Table-driven tests of every classify_* rule and evidence rule (issue 9)."""
+"""Table-driven tests of every classify_* rule and evidence rule."""
 
 import json
 

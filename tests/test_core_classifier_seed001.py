@@ -1,4 +1,4 @@
-"""Seed 001's seven example cases, expressed as evidence, give the same seven verdicts."""
+"""The delegation-trace form's seven example cases (docs/DESIGN.md), expressed as evidence, give the same seven verdicts."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""Seed 003's scenario on fix-float-add, and the verifier's scope and check logic."""
+"""The verifier's outcomes on fix-float-add (no change, a wrong fix, the right one), and the verifier's scope and check logic."""
 
 import ast
 import inspect

@@ -93,7 +93,7 @@ def test_looper_hits_the_recursion_limit_and_raises(run_cell):
     assert len(r["gateway"]) == 4
 
 
-# What LangGraph does with faults (DESIGN section 4: a real finding, pinned here so a
+# What LangGraph does with faults (docs/DESIGN.md: a real finding, pinned here so a
 # version bump that changes it fails loudly instead of silently changing the ledger).
 
 

@@ -1,6 +1,6 @@
 """A grid of reference models never imports LiteLLM; a real model imports it on first need.
 
-``import litellm`` costs ~7 s CPU (issue 12): every ``grid.py`` start paid it while the
+``import litellm`` costs seconds of CPU (bench/README.md): every ``grid.py`` start paid it while the
 gateway sent reference calls through LiteLLM's Router. Each test runs a fresh interpreter
 (sys.modules starts clean) and reports which LiteLLM modules were loaded.
 """

@@ -74,7 +74,7 @@ def test_upstream_failure_is_recorded_not_raised(tasks, monkeypatch):
     assert events[0]["error"]
 
 
-# -- provider faults, retries and spend (issue 13) ---------------------------------------------
+# -- provider faults, retries and spend ----------------------------------------------------
 
 from claimgrid.classify.classifier import RunFacts, classify  # noqa: E402
 from claimgrid.gateway.retry import RetryPolicy  # noqa: E402

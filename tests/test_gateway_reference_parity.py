@@ -1,8 +1,8 @@
-"""The harness's reference-model answers equal the LiteLLM Router's (issue 12).
+"""The harness's reference-model answers equal the LiteLLM Router's.
 
 Two real gateways over HTTP, one per reference path: ``router`` (every reference call
-through LiteLLM's Router, its custom provider and ``mock_testing_fallbacks``, as before
-issue 12) and ``harness`` (claimgrid.gateway.scripted, the default). The same agent
+through LiteLLM's Router, its custom provider and ``mock_testing_fallbacks``, as every
+reference call went before the harness answered them) and ``harness`` (claimgrid.gateway.scripted, the default). The same agent
 loop drives both with the same run script, for every reference model x every swap
 condition x JSON and SSE. Asserted equal, after masking only what is random per call
 (response ``id``, ``created``, the ``date`` header, event ``t`` / ``latency_ms``):

@@ -1,4 +1,4 @@
-"""Live real-model grids (issue 13, item 4): skipped unless ``CLAIMGRID_LIVE=1``.
+"""Live real-model grids: skipped unless ``CLAIMGRID_LIVE=1``.
 
 One small grid per framework (every framework in venvs.toml, one task, the control
 conditions, one repeat) against

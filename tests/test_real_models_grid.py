@@ -1,5 +1,5 @@
 """Real-model grids through ``grid.py`` on every framework, against a loopback provider
-(issue 13): budget stop and resume, provider retries kept apart from the experiment, and
+: budget stop and resume, provider retries kept apart from the experiment, and
 an offline replay of a real-model ledger.
 
 The provider is tests/fake_upstream.py reached as ``openai/gpt-4o-mini`` with

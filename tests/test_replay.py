@@ -1,4 +1,4 @@
-"""Record and replay through ``grid.py`` (issue 13, item 3).
+"""Record and replay through ``grid.py``.
 
 A small grid with reference models is recorded on every framework in venvs.toml, then
 ``grid.py replay`` re-executes every run offline against the recording: each framework

@@ -100,7 +100,7 @@ def test_swap_mention_is_not_an_echo(default_grid):
 
 
 def test_reclassify_reports_what_changed_and_why(default_grid, tmp_path, capsys):
-    """A ledger as written before issue 9 (old classification fields) is reclassified: the
+    """A ledger as written before the claim, declaration and channel rules (old classification fields) is reclassified: the
     report names each changed run, field by field, with the rule that decided it."""
     import shutil
     folder = tmp_path / "old"

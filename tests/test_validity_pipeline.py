@@ -1,4 +1,4 @@
-"""Issue 9's behaviours through the real pipeline on every framework in venvs.toml: real
+"""The behaviours of tests/fixtures/policies.py through the real pipeline on every framework in venvs.toml: real
 gateway, real adapters, real tool layer, real verifier, runner.run_cell writing the typed
 record. The behaviours are test-suite policies registered through the registry
 (tests/fixtures/policies.py, the --policies hook); every field their registered truth

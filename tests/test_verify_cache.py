@@ -1,4 +1,4 @@
-"""The verifier's test cache (claimgrid.verify.cache, issue 12).
+"""The verifier's test cache (claimgrid.verify.cache).
 
 * the key: every input changes it; the workspace part sees one byte, one mode bit (in and
   out of git's tree), a symlink target, an empty folder, the ``.git`` folder; not the

@@ -1,6 +1,6 @@
 """The classifier: a pure function from one run's evidence to its classification.
 
-Names are those of DESIGN section 6 and docs/CONTRACTS.md; ledgers are compared across
+Names are those of docs/CONTRACTS.md ("Classification names"); ledgers are compared across
 versions, so they never change. Rules:
 
 * The outcome is decided by ``source: verifier`` events only (``classify_outcome``
@@ -48,7 +48,7 @@ def _one(events: list[dict], kind: str) -> dict | None:
     return found[-1] if found else None
 
 
-# ---------------------------------------------------------------- outcome (seed 003)
+# ---------------------------------------------------------------- outcome (what the verifier found)
 
 
 def classify_outcome(verifier_events: list[dict]) -> str:
@@ -100,7 +100,7 @@ def classify_review(verifier_events: list[dict]) -> str:
     return "correct" if review["verdict"] == review["truth"] else "wrong"
 
 
-# ---------------------------------------------------------------- claim (seed 001)
+# ---------------------------------------------------------------- claim (the trace against the harness)
 
 
 def agent_report(events: list[dict]) -> dict:
@@ -173,7 +173,7 @@ def ran_command(events: list[dict], needle: str) -> bool:
 
 
 def classify_claim(events: list[dict], facts: RunFacts) -> str:
-    """Seed 001's verdict for a structured success claim, with harness-observed counts."""
+    """The claim verdict for a structured success claim, from the harness-observed tool counts."""
     report = agent_report(events)
     trace = report.get("trace")
     if not trace or report_stance(report)[0] != "success":

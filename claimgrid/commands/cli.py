@@ -26,11 +26,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command")
 
     def data_opts(sp):
-        sp.add_argument("--tasks-dir", type=Path, default=ROOT / "tasks", help="folder of task folders")
+        sp.add_argument("--tasks-dir", type=Path, default=ROOT / "tasks", help="an existing folder of task folders")
         sp.add_argument(
-            "--conditions-dir", type=Path, default=ROOT / "conditions", help="folder with content/ and swap/"
+            "--conditions-dir",
+            type=Path,
+            default=ROOT / "conditions",
+            help="an existing folder with content/ and swap/",
         )
-        sp.add_argument("--venvs", type=Path, default=ROOT / "venvs.toml", help="framework entries (venvs.toml)")
+        sp.add_argument("--venvs", type=Path, default=ROOT / "venvs.toml", help="an existing file of framework entries")
 
     def policies_opt(sp):
         sp.add_argument(
@@ -39,8 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
             action="append",
             default=[],
             metavar="FILE.py",
-            help="a Python file registering extra reference models (policy + true behaviour) "
-            "with @claimgrid.reference.registry.reference_model; may be repeated",
+            help="an existing Python file registering extra reference models (policy + true behaviour) "
+            "with @claimgrid.reference.reference_model; may be repeated",
         )
 
     run = sub.add_parser("run", help="run a grid (the default command)")
@@ -53,8 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--suite", type=v.text, default="default", help="the tasks whose task.toml has this suite (default: 'default')"
     )
-    run.add_argument("--content", type=_csv, help="content conditions (default: all four)")
-    run.add_argument("--swap", type=_csv, help="swap conditions (default: all four)")
+    run.add_argument("--content", type=_csv, help="content condition names, from conditions/content/ (default: all)")
+    run.add_argument("--swap", type=_csv, help="swap condition names, from conditions/swap/ (default: all)")
     run.add_argument(
         "--models",
         "--model",
@@ -67,7 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--substitute",
         type=v.text,
-        help="the model that serves after the assigned one becomes unavailable (default: the registry's substitute)",
+        help="one reference model name or LiteLLM model string: the model that serves after the assigned one "
+        "becomes unavailable (default: the registry's substitute)",
     )
     run.add_argument(
         "--repeats",
@@ -95,15 +99,16 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=None,
         metavar="N|PROVIDER=N",
-        help="calls in flight to one real provider (default 10 each); N for every provider, "
-        "PROVIDER=N for one (repeatable). Reference models have no limit",
+        help="calls in flight to one real provider, N from 1 to 10000 (default 10 each); N for every provider, "
+        "PROVIDER=N for one (repeatable); a call over it waits in the gateway (queued_ms in its exchange "
+        "event). Reference models have no limit",
     )
     run.add_argument(
         "--timeout",
         type=v.seconds(v.MAX_TIMEOUT_S),
         default=None,
         help=f"seconds per run before its process group is killed, more than 0 and at most "
-        f"{v.MAX_TIMEOUT_S:g} (default: {v.DEFAULT_TIMEOUT_S:g})",
+        f"{v.MAX_TIMEOUT_S:g}, not inf or nan (default: {v.DEFAULT_TIMEOUT_S:g})",
     )
     run.add_argument(
         "--out",
@@ -115,8 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--isolation",
         choices=("warm", "fresh"),
         default=None,
-        help="warm (default): fork each run from a parent that has imported the framework; "
-        "fresh: a new interpreter per run",
+        help="warm: fork each run from a parent that has imported the framework; "
+        "fresh: a new interpreter per run (default: warm)",
     )
     run.add_argument(
         "--guard",
@@ -125,7 +130,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="sandbox the agent's commands with bubblewrap: auto (default) = on where namespaces work, "
         "on = fail where they do not, off = unguarded (recorded in meta.json and every run)",
     )
-    run.add_argument("--resume", type=Path, default=None, metavar="DIR", help="finish an interrupted grid in DIR")
+    run.add_argument(
+        "--resume",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="finish an interrupted grid in DIR, a folder written by grid.py run with a readable meta.json",
+    )
     run.add_argument(
         "--max-model-calls",
         type=v.whole(1, v.MAX_MODEL_CALLS),
@@ -158,14 +169,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="USD",
         help="no new run starts once the grid's model spend reaches USD (LiteLLM prices; "
-        "unpriced models count tokens only); runs in flight finish",
+        "unpriced models count tokens only); runs in flight finish (default: no limit)",
     )
     run.add_argument(
         "--max-tokens",
         type=int,
         default=None,
         metavar="N",
-        help="no new run starts once the grid's prompt+completion tokens reach N",
+        help="no new run starts once the grid's prompt+completion tokens reach N (default: no limit)",
     )
     run.add_argument(
         "--provider-retries",

@@ -10,7 +10,8 @@ field, and saying what is allowed; ``cli.main`` prints it and exits 2.
 * ``check_grid_size`` bounds the product of the selection before any cell is planned;
 * ``read_meta`` / ``check_resume`` / ``check_reclassify`` check a stored grid folder.
 
-The allowed ranges below are stated in README "Choosing a grid"; change both together.
+The allowed ranges below reach the flags' help texts (cli.build_parser), from which README's
+flag table is generated (``uv run python -m claimgrid.commands.docs``).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ MAX_INFLIGHT = 4096
 MAX_TIMEOUT_S = 86_400.0  # one day per run
 MAX_MODEL_CALLS = 10_000
 MAX_REPEATS = 1_000
-MAX_GRID = 100_000  # cells; the default matrix is 960
+MAX_GRID = 100_000  # runs (cells x repeats); the default matrix is far below it
 DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_MAX_MODEL_CALLS = 24
 DEFAULT_REPEATS = 1

@@ -3,9 +3,9 @@
 A run in flight is not always using a core. It can sit in a fixed wait the experiment
 imposes (the ``slow`` fault model answers 17 s past the per-call deadline, ``rate-limited``
 makes the framework honour ``Retry-After``), in a framework's own back-off sleep, or on a
-real provider's network latency. Measured on the default matrix (2026-11-30, 2 cores,
-``--jobs 2`` as a fixed pool): 591 s for 1,760 runs, 23% of the floor the same runs' own
-CPU allows, because both pool slots were often held by runs that were asleep.
+real provider's network latency. With ``--jobs`` as a fixed pool, the slots are often
+held by runs that are asleep (bench/README.md has the default matrix's figures before
+and after this gate).
 
 So the scheduler keeps two limits:
 

@@ -10,7 +10,7 @@ driver, which stays the single writer of the ledger. An actor runs ``jobs`` cell
 A node that dies loses only its in-flight runs: their futures fail, the grid goes on on
 the other nodes, and the lost cells stay missing so ``--resume`` re-runs them (with any
 backend). Every node needs this project at the same path and commit (a clone on each
-machine), and uv; see the README's "Ray backend" section.
+machine), and uv; see docs/ray.md.
 
 Ray is an optional extra (``uv run --extra ray ...``): importing this module without it
 raises a one-line ``ClaimgridError``.

@@ -7,12 +7,8 @@ LiteLLM. Any other call goes to the one LiteLLM Router of the gateway
 real model is registered (Gateway.register, before its agent starts), else on the first
 call that needs it: a grid of reference models never imports LiteLLM.
 
-Measured (issue 12, 2-core machine shared with other work, ``uv run bench/gateway.py
---startup``): gateway CPU per reference call 4.1 ms through the Router vs 0.33 ms here
-(swap ``none``, 12x) and 6.8 ms vs 0.40 ms (``reported``, 17x); a fresh interpreter
-starting a gateway and serving one call 3.75 s CPU vs 0.36 s. A one-run ``grid.py run``
-(plain framework; meta.json ``cpu.driver_self_s``) 3.6 s vs 0.32 s. Under heavier load
-the LiteLLM import alone measured 7-9 s CPU.
+What the harness path saves against the Router, per call and at start-up, is measured by
+``uv run bench/gateway.py --startup`` (figures in bench/README.md).
 """
 
 from __future__ import annotations
@@ -59,8 +55,8 @@ class LazyRouter:
 class Dispatcher:
     """Answers one call of a run (never a ``bound`` swap: the app refuses those itself).
 
-    ``reference_path="router"`` sends reference models through the Router as before
-    issue 12; it is kept so that tests/test_gateway_reference_parity.py and
+    ``reference_path="router"`` sends reference models through the Router as they
+    all went before the harness answered them itself; it is kept so that tests/test_gateway_reference_parity.py and
     bench/gateway.py can compare the two paths. ``router`` may be a LazyRouter to share.
     """
 

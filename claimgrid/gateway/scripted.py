@@ -1,10 +1,9 @@
 """Reference models answered by harness code: the policy's turn as an OpenAI chat
 completion, with the run's swap applied, exactly as the LiteLLM Router path answers it.
 
-Until issue 12 every reference call went through LiteLLM's Router (a custom provider and
-``mock_testing_fallbacks`` for the swaps). That cost 4-7 ms of gateway CPU per call
-(0.3-0.4 ms here; figures in claimgrid.gateway.dispatch) and made every ``grid.py``
-start import LiteLLM (4-9 s CPU). This module gives the same
+Reference calls used to go through LiteLLM's Router (a custom provider and
+``mock_testing_fallbacks`` for the swaps), which cost gateway CPU on every call and made
+every ``grid.py`` start import LiteLLM (figures in bench/README.md). This module gives the same
 response body, served/reported model, swap headers and cost with none of it;
 tests/test_gateway_reference_parity.py drives both paths over HTTP and asserts they are
 identical (apart from random ids and timestamps).

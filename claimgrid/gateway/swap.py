@@ -1,4 +1,4 @@
-"""Which swap the gateway applies on one call of a run (DESIGN section 5)."""
+"""Which swap the gateway applies on one call of a run (docs/DESIGN.md, "Conditions")."""
 
 from __future__ import annotations
 

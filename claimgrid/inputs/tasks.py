@@ -414,8 +414,7 @@ def build_template(task: Task, slot_text: str, dest: Path) -> str:
     (dest / task.spec.content_slot).write_text(slot_text)
     # No template files (13 sample hooks, description) and, after the commit, one pack
     # instead of a loose object per file: every run copies this repository and the driver
-    # deletes the copy, and both cost per entry (measured 2026-11-30: 0.15 ms CPU per entry
-    # to copy, fix-float-add 61 entries -> 27).
+    # deletes the copy, and both cost per entry (figures in bench/README.md).
     git(["init", "-q", "-b", "main", "--template="], dest)
     # Interpreter caches are not work: running the tests must not count as a change.
     (dest / ".git" / "info").mkdir(parents=True, exist_ok=True)

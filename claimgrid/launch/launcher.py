@@ -273,9 +273,8 @@ class Launcher:
         """Start the frameworks' warm parents in the background, ``parallel`` preloading at a
         time (default: the CPU count); a no-op for ``fresh``.
 
-        All five at once on two cores made every preload finish late: the first run of a
-        2026-11-30 default grid waited 9.3 s for the first ready parent (its own preload is
-        a few seconds of CPU). A few at a time, the first is ready sooner and its runs use
+        All of them at once on few cores makes every preload finish late (bench/README.md,
+        "First run"). A few at a time, the first is ready sooner and its runs use
         the cores while the rest preload; ``ready`` says False for a parent not started yet,
         so the scheduler prefers a framework that is ready (claimgrid.execute.admission.next_cell).
         A run of a framework still waiting here starts its parent itself."""

@@ -1,4 +1,4 @@
-"""LEDGER.md in the order a reader needs it (issue 10): summary, design, headline (swap =
+"""LEDGER.md in the order a reader needs it: summary, design, headline (swap =
 none), framework divergence, swap, detector evaluation, calibration, harness health,
 reproducibility, appendix.
 

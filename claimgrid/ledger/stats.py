@@ -1,7 +1,7 @@
 """Rates with honest uncertainty: the Wilson score interval, a task-clustered interval and
 the ledger's rate format.
 
-Rules (issue 10): every rate carries its numerator and denominator; an empty
+Rules: every rate carries its numerator and denominator; an empty
 denominator is "–" (no runs means no rate, never 0%); percentages round half-up
 (2/16 prints 13%, not banker's 12%). Intervals are shown only where sampling happened:
 deterministic runs (reference models) get none, because each cell is one outcome;

@@ -7,12 +7,12 @@ outcome, injection, legitimate, declarations, channels, swap, process). The buil
 models (``claimgrid/reference/policies.py``) are registered through the same decorator a
 user's file uses:
 
-    from claimgrid.reference.registry import reference_model, worker_truth
+    from claimgrid.reference import Turn, reference_model
 
-    @reference_model("shell-fixer", behaviour="fixes the code with sed, reports DONE",
-                     truth=worker_truth(reports="truthful"))
-    def shell_fixer(script, messages):
-        ...
+    @reference_model("mute", behaviour="answers with an empty message",
+                     truth=lambda cell: {"claim_verdict": "no completion claimed"})
+    def mute(script, messages):
+        return Turn(content="")
 
 ``grid.py run --policies FILE.py`` (and ``reclassify --policies FILE.py``) imports FILE.py,
 whose decorators add its entries. The default grid's models are the entries registered

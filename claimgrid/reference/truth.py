@@ -200,7 +200,7 @@ def plan_truth(behaviour: Behaviour) -> Callable[[TruthCell], Truth]:
             else ("UNCLAIMED_SUCCESS" if outcome == "PASS" else "HONEST_FAILURE")
         )
 
-        # claim verdict (seed 001 with observed counts)
+        # claim verdict (the trace's claim against the observed counts)
         evidence = exp.evidence or ROLE_EVIDENCE[task.role]
         if final is None or not final.trace or not claimed:
             verdict_c = "no completion claimed"

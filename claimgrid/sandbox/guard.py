@@ -14,7 +14,7 @@ into a ``bwrap`` command line whose process sees
 * an unprivileged uid with no capabilities and resource limits (file size, address
   space, processes, open files, CPU seconds), with ``--die-with-parent``.
 
-Why the uid drop is done this way (measured here, 2026-11-30): as root, ``bwrap
+Why the uid drop is done this way: as root, ``bwrap
 --unshare-user --uid 65534`` maps the sandbox uid to *root* outside (uid_map
 ``65534 0 1``): no capabilities, but root-owned files stay the owner's and
 RLIMIT_NPROC does not apply to root, so a fork bomb is unbounded. Running bwrap itself

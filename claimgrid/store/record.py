@@ -53,7 +53,7 @@ class Facts(_Model):
     swap_mode: str = "none"  # swap condition name
     substitute: str | None = None
     declared_agent: str | None = None  # the agent name the harness gave (control)
-    # Added by issue 9 (None in older records):
+    # Added with the declaration checks (None in older records):
     delegation_id: str | None = None  # the opaque id the agent was told to echo
     parent_id: str | None = None  # the parent id the agent was told to echo
     expected_evidence: Evidence | None = None  # the task's declared evidence; None: the role's
@@ -82,7 +82,7 @@ class EvidenceRules(_Model):
 
 
 class Classification(_Model):
-    """The full classification of one run (DESIGN section 6 + issue 9 fields)."""
+    """The full classification of one run (docs/CONTRACTS.md, "Classification names")."""
 
     claim_verdict: ClaimVerdict
     outcome: Outcome
@@ -98,7 +98,7 @@ class Classification(_Model):
     review: Review | None = None
     agent: str | None = None
     agent_from: AgentFrom | None = None
-    # Added by issue 9 (None in records written before):
+    # Added with the claim, declaration and channel rules (None in records written before):
     claim_stance: ClaimStance | None = None
     claim_rule: str | None = None  # the table row / status mapping that decided `claimed`
     declarations: Declarations | None = None
@@ -106,7 +106,7 @@ class Classification(_Model):
     channels: Channels | None = None
     channel_detail: ChannelDetail | None = None
     evidence: EvidenceRules | None = None
-    # Added by issue 13: "provider" when a real provider failed a call past the gateway's retries.
+    # Added with real-model grids: "provider" when a real provider failed a call past the gateway's retries.
     unknown_reason: Literal["provider"] | None = None
 
 
@@ -123,7 +123,7 @@ class Parity(BaseModel):
 
 
 class VerifyCache(_Model):
-    """Where the verifier's test result of a run came from (issue 12, claimgrid.verify.cache).
+    """Where the verifier's test result of a run came from (claimgrid.verify.cache).
 
     ``hit``: from the test run of ``from_run``, whose final workspace had the same cache
     ``key`` (tree, modes, interpreter, command, guard, timeout); classified exactly as if
@@ -159,7 +159,7 @@ class RunRecord(BaseModel):
     # truth: claimgrid.reference.registry.truth_of); None for real models and older records.
     truth: dict[str, Any] | None = None
     evidence_dir: str | None = None
-    # Added by issue 12: None for a task without tests and in older records.
+    # Added with the verify cache: None for a task without tests and in older records.
     verify_cache: VerifyCache | None = None
 
 

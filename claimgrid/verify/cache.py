@@ -1,4 +1,4 @@
-"""A content-addressed cache of the verifier's test runs (issue 12, throughput).
+"""A content-addressed cache of the verifier's test runs.
 
 Most runs of a grid end with byte-identical workspaces (the same reference model on the
 same task gives the same final tree under many conditions), and re-running the task's
