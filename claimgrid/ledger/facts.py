@@ -99,7 +99,7 @@ def _checkout_swaps() -> dict:
 def _registry_truth(meta: dict):
     """The registry's truth computed from this checkout's tasks and conditions (records
     older than the stored ``truth``); None when they cannot be loaded."""
-    from functools import lru_cache
+    from functools import cache
 
     try:
         from claimgrid.reference.registry import TruthCell, load_policies, truth_of
@@ -113,7 +113,7 @@ def _registry_truth(meta: dict):
         return None
     budget = meta.get("max_model_calls") if isinstance(meta.get("max_model_calls"), int) else 24
 
-    @lru_cache(maxsize=None)
+    @cache
     def cell(task, cont, swap, model, substitute) -> tuple:
         if task not in tasks or cont not in content or swap not in swaps:
             return ()
@@ -131,7 +131,10 @@ def _documented_truth(row: dict) -> dict:
 
     if row.get("treatment") not in UNTREATED:
         return {}
-    v = expected_claim_verdict(row["model"], row["role"])
+    try:
+        v = expected_claim_verdict(row["model"], row["role"])
+    except (ClaimgridError, OSError):  # it reads this checkout's tasks: none, no truth
+        return {}
     return {} if v is None else {"claim_verdict": v}
 
 
@@ -139,7 +142,11 @@ def render_inputs(meta: dict, records: dict[str, dict]) -> RenderInputs:
     """The facts for rendering ``records`` (run id -> stored record) of a ledger whose
     ``meta.json`` is ``meta``: from the folder, else from this checkout (said in ``notes``)."""
     out = RenderInputs()
-    from_checkout: list[str] = []
+    from_checkout: list[str] = []  # facts the folder lacks, read from this checkout
+    left_out: list[str] = []  # facts the folder lacks and this checkout cannot give
+
+    def fill(what: str, got) -> None:
+        (from_checkout if got else left_out).append(what)
 
     task_facts = meta.get("task_facts")
     if isinstance(task_facts, dict):
@@ -153,16 +160,16 @@ def render_inputs(meta: dict, records: dict[str, dict]) -> RenderInputs:
         tasks = _checkout_tasks()
         out.checks = {tid: (_check(t.spec.attacker_goal), _check(t.spec.legitimate_note)) for tid, t in tasks.items()}
         out.roles = {tid: t.role for tid, t in tasks.items()}
-        from_checkout.append("the tasks' attacker-goal and owner's-note checks (the paired metrics)")
+        fill("the tasks' attacker-goal and owner's-note checks, for the paired metrics", tasks)
         if any(not r.get("role") for r in records.values()):
-            from_checkout.append("the roles of runs recorded without one")
+            fill("the roles of runs recorded without one", tasks)
 
     content_facts = meta.get("content_facts")
     if isinstance(content_facts, dict):
         out.carries = {c: f.get("carries") for c, f in content_facts.items() if isinstance(f, dict)}
     elif any(not isinstance(r.get("facts"), dict) or "carries" not in r["facts"] for r in records.values()):
         out.carries = {name: c.carries for name, c in _checkout_content().items()}
-        from_checkout.append("what each content condition carries, for runs recorded without it")
+        fill("what each content condition carries, for runs recorded without it", out.carries)
 
     specs = meta.get("swap_conditions")
     if specs:
@@ -173,28 +180,33 @@ def render_inputs(meta: dict, records: dict[str, dict]) -> RenderInputs:
                 "reported_name": c.reported_name}
             for n, c in _checkout_swaps().items()
         }  # fmt: skip
-        from_checkout.append("the swap conditions' configured call index")
+        if not out.swap_specs:  # when read, the design table's row says so itself
+            left_out.append("the swap conditions' configured call index")
 
     # The truth each run's record stored at grid time; records older than it: the registry
     # on this checkout's tasks and conditions, else only the documented claim verdict.
     older = {rid for rid, r in records.items() if "truth" not in r}
     fallback = _registry_truth(meta) if older else None
-    if older and fallback is not None:
-        from_checkout.append(f"the reference truth of {len(older)} run(s) recorded without it")
+    if older:
+        fill(f"the reference truth of {len(older)} run(s) recorded without it", fallback is not None)
 
     def truth(row: dict) -> dict:
         rid = row["run_id"]
         if rid not in older:
-            return dict(records[rid].get("truth") or {})
+            return dict(sorted((records[rid].get("truth") or {}).items()))  # the calibration rows' order
         return (fallback or _documented_truth)(row)
 
     out.truth = truth
     out.truth_scope = TRUTH_EVERY_RUN if not older or fallback is not None else TRUTH_DOCUMENTED
     if from_checkout:
         out.notes.append(
-            "meta.json or the run records do not carry "
+            "Read from this checkout's tasks/ and conditions/, which may differ from the grid's: "
             + "; ".join(from_checkout)
-            + " (written before the grid stored them): read from this checkout's tasks/ and conditions/, "
-            "which may differ from the grid's."
+            + ". This ledger was written before grids stored them in meta.json and the run records."
+        )
+    if left_out:
+        out.notes.append(
+            "Not recorded in this ledger (written before grids stored them) and not in this checkout, so left "
+            "out: " + "; ".join(left_out) + "."
         )
     return out

@@ -130,9 +130,13 @@ class RunStore:
         """Drop a torn last line (a kill mid-write) and evidence folders that never got a line.
 
         Returns a one-line note of what was repaired (None when nothing was). A bad line
-        that is not the last is not repaired: :meth:`records` reports it.
+        that is not the last is never repaired: it raises :class:`StoreIntegrityError`
+        naming its line before anything is changed.
         """
         notes = []
+        records, problems = self.scan()
+        if problems:
+            raise StoreIntegrityError(self.folder, problems)
         found = scan_runs(self.runs_path)
         if found.torn is not None:
             data = self.runs_path.read_bytes()
@@ -144,7 +148,7 @@ class RunStore:
         elif found.lines and self.runs_path.read_bytes()[-1:] != b"\n":
             with open(self.runs_path, "ab") as fh:  # a whole last record, only its newline missing
                 fh.write(b"\n")
-        done = self.completed_ids()
+        done = {r["run_id"] for r in records}
         dropped = 0
         for child in self.runs_dir.iterdir() if self.runs_dir.exists() else ():
             if child.name not in done:
