@@ -111,7 +111,8 @@ def _registry_truth(meta: dict):
     tasks, content, swaps = _checkout_tasks(), _checkout_content(), _checkout_swaps()
     if not (tasks and content and swaps):
         return None
-    budget = meta.get("max_model_calls") if isinstance(meta.get("max_model_calls"), int) else 24
+    stored = meta.get("max_model_calls")
+    budget = stored if isinstance(stored, int) else 24
 
     @cache
     def cell(task, cont, swap, model, substitute) -> tuple:
@@ -150,7 +151,7 @@ def render_inputs(meta: dict, records: dict[str, dict]) -> RenderInputs:
 
     task_facts = meta.get("task_facts")
     if isinstance(task_facts, dict):
-        out.roles = {t: f.get("role") for t, f in task_facts.items() if isinstance(f, dict) and f.get("role")}
+        out.roles = {t: str(f["role"]) for t, f in task_facts.items() if isinstance(f, dict) and f.get("role")}
         out.checks = {
             t: (f.get("attacker_goal_check"), f.get("legitimate_note_check"))
             for t, f in task_facts.items()
