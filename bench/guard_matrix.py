@@ -13,7 +13,6 @@ where no attack is involved; differing run ids are listed).
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
@@ -21,6 +20,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from claimgrid.store.lines import read_runs  # noqa: E402 - the store's one reader (torn-line rule)
 
 
 def grid(mode: str, out: Path, extra: list[str]) -> tuple[float, dict]:
@@ -30,7 +32,7 @@ def grid(mode: str, out: Path, extra: list[str]) -> tuple[float, dict]:
     wall = time.monotonic() - t0
     if proc.returncode != 0:
         sys.exit(f"guard_matrix: grid with --guard {mode} failed: {(proc.stderr or proc.stdout).strip()[-500:]}")
-    runs = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines() if line.strip()]
+    runs = read_runs(out / "runs.jsonl").values
     return wall, {r["run_id"]: r["classification"] for r in runs}
 
 

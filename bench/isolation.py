@@ -14,7 +14,6 @@ It also checks that both modes gave the same classifications.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
@@ -23,6 +22,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from claimgrid.store.lines import read_runs  # noqa: E402 - the store's one reader (torn-line rule)
 
 
 def run_grid(mode: str, out: Path, args) -> tuple[float, list[dict]]:
@@ -34,7 +36,7 @@ def run_grid(mode: str, out: Path, args) -> tuple[float, list[dict]]:
     wall = time.monotonic() - t0
     if proc.returncode != 0:
         sys.exit(f"{mode} grid failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
-    runs = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines() if line.strip()]
+    runs = read_runs(out / "runs.jsonl").values
     return wall, runs
 
 

@@ -27,11 +27,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from claimgrid.store.lines import read_runs  # noqa: E402 - the store's one reader (torn-line rule)
+
 
 def scaled_copy(src: Path, dst: Path) -> int:
     frameworks = list(tomllib.loads((ROOT / "venvs.toml").read_text())["frameworks"])
     meta = json.loads((src / "meta.json").read_text())
-    records = [json.loads(line) for line in (src / "runs.jsonl").read_text().splitlines() if line.strip()]
+    records = read_runs(src / "runs.jsonl").values
     (dst / "runs").mkdir(parents=True)
     out = []
     for fw in frameworks:
@@ -62,7 +64,7 @@ def main() -> int:
             n = scaled_copy(args.ledger, work)
         else:
             shutil.copytree(args.ledger, work)
-            n = sum(1 for line in (work / "runs.jsonl").read_text().splitlines() if line.strip())
+            n = len(read_runs(work / "runs.jsonl").lines)
         t0 = time.perf_counter()
         render_ledger(work)
         first = time.perf_counter() - t0
@@ -75,7 +77,7 @@ def main() -> int:
             p = work / name
             print(f"{name}: {p.stat().st_size / 1024:.0f} KiB" if p.exists() else f"{name}: absent")
         wall = json.loads((args.ledger / "meta.json").read_text()).get("wall_s")
-        src = sum(1 for line in (args.ledger / "runs.jsonl").read_text().splitlines() if line.strip())
+        src = len(read_runs(args.ledger / "runs.jsonl").lines)
         if isinstance(wall, (int, float)) and wall > 0 and src:
             print(f"render s per run / grid wall s per run (source grid, {src} runs in {wall} s): "
                   f"{(first / n) / (wall / src):.3f} first render, {(second / n) / (wall / src):.3f} re-render")

@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from claimgrid.procstat import stat_fields  # noqa: E402
+from claimgrid.store.lines import read_events, read_runs  # noqa: E402 - the store's one reader
 
 
 def _pss_kb(pid: int) -> int | None:
@@ -172,14 +173,10 @@ def evidence(out: Path) -> dict:
     """Per-run CPU facts and completion times from a ledger folder."""
     meta = json.loads((out / "meta.json").read_text())
     runs, done_at = [], []
-    for line in (out / "runs.jsonl").read_text().splitlines():
-        if not line.strip():
-            continue
-        rec = json.loads(line)
+    for rec in read_runs(out / "runs.jsonl").values:
         folder = out / rec["evidence_dir"]
         run_cpu = tool_cpu = None
-        for ev_line in (folder / "events.jsonl").read_text().splitlines():
-            ev = json.loads(ev_line)
+        for ev in read_events(folder / "events.jsonl"):
             if ev.get("source") == "process" and ev.get("kind") == "exit":
                 run_cpu = ev.get("cpu_s")
             elif ev.get("source") == "tools" and isinstance(ev.get("harness_cpu_s"), (int, float)):

@@ -28,7 +28,6 @@ Absolute numbers are not portable; the ratios measured back to back are.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -38,6 +37,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from claimgrid.store.lines import read_runs  # noqa: E402 - the store's one reader (torn-line rule)
 
 
 def run_grid(out: Path, flags: list[str]) -> dict:
@@ -49,7 +51,7 @@ def run_grid(out: Path, flags: list[str]) -> dict:
     _, status, usage = os.wait4(proc.pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"grid.py failed ({os.waitstatus_to_exitcode(status)}):\n{output[-3000:]}")
-    records = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines() if line.strip()]
+    records = read_runs(out / "runs.jsonl").values
     return {"wall_s": time.monotonic() - t0, "cpu_s": usage.ru_utime + usage.ru_stime, "records": records}
 
 

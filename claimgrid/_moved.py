@@ -38,7 +38,7 @@ MOVED = {
     "claimgrid.launch.guard": "claimgrid.launch.confine",
     "claimgrid.launch.records": "claimgrid.launch.handles",
     "claimgrid.ledger.evidence": "claimgrid.ledger.digest",
-    "claimgrid.ledger.truth": "claimgrid.ledger.calibration",
+    "claimgrid.ledger.truth": "claimgrid.ledger.facts",
     "claimgrid.node": "claimgrid.execute.node",
     "claimgrid.paths": "claimgrid.globs",
     "claimgrid.realmodels": "claimgrid.execute.spending",

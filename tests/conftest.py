@@ -72,12 +72,12 @@ def default_grid(tmp_path_factory, plain_venvs):
 def select_runs(folder: Path, args: list[str]) -> list[dict]:
     """The records of the grid in ``folder`` that a ``grid.py run`` selection (``--tasks``,
     ``--content``, ``--swap``, ``--models``: comma-separated) picks, as dicts."""
-    import json
+    from claimgrid.store.lines import read_runs
 
     flags = {"--tasks": "task", "--content": "content", "--swap": "swap", "--models": "model"}
     want = {flags[flag]: set(value.split(",")) for flag, value in zip(args[::2], args[1::2])}
     assert set(want) == set(flags.values()), args
-    runs = [json.loads(line) for line in (folder / "runs.jsonl").read_text().splitlines() if line.strip()]
+    runs = read_runs(folder / "runs.jsonl").values
     return [r for r in runs if all(r[key] in values for key, values in want.items())]
 
 

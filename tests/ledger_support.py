@@ -12,7 +12,6 @@ substitute (so a substitute-equals-assigned no-op and a never-reached swap both 
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from pathlib import Path
 
 from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.reference.registry import default_models, default_substitute
+from claimgrid.store.lines import read_events, read_runs
 
 DEFAULT_MODELS, DEFAULT_SUBSTITUTE = list(default_models()), default_substitute()
 from claimgrid.inputs.tasks import in_suite, load_tasks
@@ -68,9 +68,8 @@ def copy_ledger(src: Path, dst: Path) -> Path:
 
 
 def records(folder: Path) -> list[dict]:
-    return [json.loads(line) for line in (folder / "runs.jsonl").read_text().splitlines() if line.strip()]
+    return read_runs(folder / "runs.jsonl").values
 
 
 def events(folder: Path, rec: dict) -> list[dict]:
-    path = folder / rec["evidence_dir"] / "events.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return read_events(folder / rec["evidence_dir"] / "events.jsonl")

@@ -12,6 +12,7 @@ from pathlib import Path
 from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.reference import registry
 from claimgrid.inputs.venvs import load_venvs
+from claimgrid.store.lines import read_events, read_runs
 
 from .conftest import ROOT
 
@@ -24,7 +25,10 @@ def grid(*args, env: dict | None = None, timeout: float = 1200) -> subprocess.Co
 
 
 def lines(path: Path) -> list[dict]:
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
+    """The JSON lines of a ``runs.jsonl`` (absent: none) or an ``events.jsonl``, by the store's reader."""
+    if path.name == "events.jsonl":
+        return read_events(path) if path.exists() else []
+    return read_runs(path).values
 
 
 def records(folder: Path) -> dict[str, dict]:

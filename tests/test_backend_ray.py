@@ -17,6 +17,8 @@ import time
 
 import pytest
 
+from claimgrid.store.lines import read_runs
+
 from .conftest import ROOT, select_runs
 
 ray = pytest.importorskip("ray", reason="the Ray backend is an optional extra: uv sync --extra ray")
@@ -71,8 +73,7 @@ def _grid(*args):
 
 
 def _records(folder):
-    path = folder / "runs.jsonl"
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
+    return read_runs(folder / "runs.jsonl").values  # absent: none
 
 
 def test_ray_two_nodes_kill_resume_matches_local(tmp_path, plain_venvs, default_grid, cluster):

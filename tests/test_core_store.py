@@ -6,7 +6,7 @@ import os
 import pytest
 
 from claimgrid.execute.cells import Cell, plan
-from claimgrid.store import RunStore
+from claimgrid.store import RunStore, StoreIntegrityError
 
 
 @pytest.fixture
@@ -49,3 +49,44 @@ def test_plan_ids_are_unique_and_stable():
     assert Cell("a", "t1", "clean", "none", "openai/gpt-4o-mini", "reader", 0).run_id == \
         "a.t1.clean.none.openai-gpt-4o-mini.sub-reader.r0"
     assert json.dumps(cells[0].as_dict())
+
+
+def test_one_torn_line_rule_for_runs_and_events(tmp_path):
+    from claimgrid.errors import DataError
+    from claimgrid.store.lines import read_events, read_runs, scan_runs
+
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text('{"run_id": "a"}\n\n{"run_id": "b", "classif')  # a kill mid-append
+    found = read_runs(runs)
+    assert [n for n, _ in found.lines] == [1] and (found.torn.number, found.torn.size) == (3, 24)
+    runs.write_text('{"run_id": "a"}\n{"run_id": "b"}')  # a whole record, only its newline lost
+    assert [r["run_id"] for r in read_runs(runs).values] == ["a", "b"] and read_runs(runs).torn is None
+    runs.write_text('{"run_id": "a"}\n{"run_id": "b", "cla\n{"run_id": "c"}\n[1]\n')  # edited, not killed
+    assert scan_runs(runs).bad == [(2, "not valid JSON (Unterminated string starting at)"), (4, "expected a JSON object")]
+    with pytest.raises(DataError, match=r"runs.jsonl:2: not valid JSON"):
+        read_runs(runs)
+    assert read_runs(tmp_path / "absent.jsonl").lines == []
+
+    events = tmp_path / "events.jsonl"
+    events.write_text('{"source": "process"}\n{"source": "gat')  # written whole and renamed: never torn by a kill
+    with pytest.raises(DataError, match=r"events.jsonl:2: not valid JSON"):
+        read_events(events)
+    events.write_text('{"source": "process"}\n{"source": "gateway"}')
+    assert read_events(events) == [{"source": "process"}, {"source": "gateway"}]
+    with pytest.raises(FileNotFoundError):
+        read_events(tmp_path / "gone.jsonl")
+
+
+def test_a_bad_middle_line_is_a_problem_by_number_and_never_repaired(store):
+    store.append({"run_id": "a"})
+    with open(store.runs_path, "a") as fh:
+        fh.write("{oops\n")
+    store.append({"run_id": "b"})
+    with open(store.runs_path, "a") as fh:
+        fh.write('{"run_id": "c", "cl')  # and a torn last line
+    store.write_evidence("orphan", {"events.jsonl": []})
+    before = store.runs_path.read_bytes()
+    with pytest.raises(StoreIntegrityError, match="runs.jsonl line 2: not a JSON run record"):
+        store.repair()  # nothing is changed: not the torn tail, not the orphan folder
+    assert store.runs_path.read_bytes() == before and (store.runs_dir / "orphan").is_dir()
+    assert store.scan()[1] == ["runs.jsonl line 2: not a JSON run record (torn or edited)"]

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from claimgrid.store.lines import read_events
+
 ROOT = Path(__file__).resolve().parent.parent
 
 GATEWAY_PROBE = r'''
@@ -131,8 +133,7 @@ def test_reference_grid_and_its_replay_never_import_litellm(tmp_path, plain_venv
                    "--content", "clean", "--swap", "none,silent,reported,bound", "--models", "diligent",
                    "--jobs", "2", "--max-cost", "1", "--out", str(out), "--no-progress")
     assert loaded == []
-    exchanges = [json.loads(line) for p in (out / "runs").glob("*/events.jsonl")
-                 for line in p.read_text().splitlines()]
+    exchanges = [e for p in (out / "runs").glob("*/events.jsonl") for e in read_events(p)]
     exchanges = [e for e in exchanges if e.get("source") == "gateway" and e.get("kind") == "exchange"]
     served = {(e["swap"], e["served_model"]) for e in exchanges if e["status"] == 200}
     # The gateway really served calls, the substitute included, in the same process.

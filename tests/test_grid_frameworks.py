@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from claimgrid.inputs.venvs import load_venvs
+from claimgrid.store.lines import read_runs
 
 from .conftest import ROOT
 
@@ -27,7 +28,7 @@ def _grid(out, *args):
     proc = subprocess.run([sys.executable, str(ROOT / "grid.py"), "run", "--out", str(out), "--no-progress", *args],
                           cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines() if line.strip()]
+    return read_runs(out / "runs.jsonl").values
 
 
 @pytest.fixture(scope="module")

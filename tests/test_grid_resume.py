@@ -11,6 +11,8 @@ import time
 
 import pytest
 
+from claimgrid.store.lines import read_runs
+
 from .conftest import ROOT
 
 CELLS = ["--tasks", "fix-float-add,write-status,review-change", "--content", "clean,malicious",
@@ -24,7 +26,7 @@ def _grid(*args, **kw):
 
 
 def _lines(path):
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    return read_runs(path).values  # the store's reader: a torn last line mid-append is not a record
 
 
 def _warm_parents(venvs_toml):

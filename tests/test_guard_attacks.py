@@ -21,6 +21,7 @@ import pytest
 
 from claimgrid.inputs.tasks import in_suite, load_tasks
 from claimgrid.inputs.venvs import load_venvs
+from claimgrid.store.lines import read_events, read_runs
 
 from .conftest import ROOT, select_runs
 
@@ -45,11 +46,11 @@ def _grid(out, *args):
     proc = subprocess.run([sys.executable, str(ROOT / "grid.py"), "run", "--out", str(out), "--no-progress", *args],
                           cwd=ROOT, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines() if line.strip()], proc.stdout
+    return read_runs(out / "runs.jsonl").values, proc.stdout
 
 
 def _events(out, run):
-    return [json.loads(line) for line in (out / run["evidence_dir"] / "events.jsonl").read_text().splitlines()]
+    return read_events(out / run["evidence_dir"] / "events.jsonl")
 
 
 @pytest.fixture(scope="module")

@@ -24,6 +24,7 @@ import pytest
 
 from claimgrid.sandbox.guard import detect
 from claimgrid.store import RunStore
+from claimgrid.store.lines import read_runs
 
 from .conftest import ROOT
 
@@ -54,7 +55,7 @@ def _run(*args, env=None, timeout=600):
 
 
 def _records(folder: Path) -> list[dict]:
-    return [json.loads(line) for line in (folder / "runs.jsonl").read_text().splitlines() if line.strip()]
+    return read_runs(folder / "runs.jsonl").values
 
 
 def _by_id(folder: Path) -> dict:

@@ -1,5 +1,8 @@
 """CONTRACTS' record schema is generated from the pydantic model: it cannot drift."""
 
+import json
+import re
+
 import pytest
 
 from claimgrid import vocab
@@ -53,3 +56,18 @@ def test_a_taken_reference_model_name_is_an_error_naming_both_files(tmp_path):
         load_policies(clash)
     assert str(exc.value) == f"{clash}: reference model 'diligent' is already defined by claimgrid"
     assert models()["diligent"].origin == "claimgrid"
+
+
+def test_a_record_of_the_previous_release_reads_and_every_field_is_declared():
+    from claimgrid.store.record import RunRecord, dump, read_records
+
+    path = ROOT / "tests" / "fixtures" / "previous_release_runs.jsonl"  # a line the previous release wrote
+    raw = json.loads(path.read_text())
+    (rec,) = read_records(path)
+    assert dump(rec) == {**raw, "limits": None}  # nothing lost; a field it did not write reads None
+    assert set(raw) <= set(RunRecord.model_fields)
+    for model, where in ((raw, "surplus"), (raw["parity"], "parity.surplus"), (raw["faults"], "faults.surplus")):
+        model["surplus"] = 1
+        with pytest.raises(DataError, match=rf"field '{re.escape(where)}'"):
+            parse_record(raw, "runs.jsonl:1")
+        del model["surplus"]

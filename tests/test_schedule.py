@@ -26,6 +26,7 @@ from claimgrid.gateway import Gateway
 from claimgrid.gateway.connections import Connections, parse_limits
 from claimgrid.reference.gateway_faults import delay_s, gateway_faults
 from claimgrid.inputs.tasks import load_tasks
+from claimgrid.store.lines import read_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -109,7 +110,7 @@ def _grid(tmp_path: Path, venvs: Path, name: str, *flags: str) -> tuple[dict, di
                            "--no-progress", *flags], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     meta = json.loads((out / "meta.json").read_text())
-    records = {r["run_id"]: r for r in map(json.loads, (out / "runs.jsonl").read_text().splitlines())}
+    records = {r["run_id"]: r for r in read_runs(out / "runs.jsonl").values}
     return meta, records
 
 

@@ -5,7 +5,6 @@ Runs ``grid.py run --suite real`` as a user does (real venv, adapter, gateway, v
 The suite's tasks and the framework are read from ``tasks/`` and ``venvs.toml``.
 """
 
-import json
 import subprocess
 import sys
 
@@ -14,6 +13,7 @@ import pytest
 from claimgrid.reference.truth import expected_claim_verdict
 from claimgrid.inputs.tasks import load_tasks
 from claimgrid.inputs.venvs import load_venvs
+from claimgrid.store.lines import read_events, read_runs
 
 from .conftest import ROOT
 
@@ -32,7 +32,7 @@ def real_grid(tmp_path_factory):
                            "--no-progress", "--out", str(out)],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    runs = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines() if line.strip()]
+    runs = read_runs(out / "runs.jsonl").values
     return out, runs
 
 
@@ -62,7 +62,7 @@ def test_each_upstream_suite_ran_from_the_task_interpreter(real_grid):
     tasks = load_tasks()
     for r in runs:
         task = tasks[r["task"]]
-        events = [json.loads(line) for line in (out / r["evidence_dir"] / "events.jsonl").read_text().splitlines()]
+        events = read_events(out / r["evidence_dir"] / "events.jsonl")
         tests = [e for e in events if e["source"] == "verifier" and e["kind"] == "tests"]
         assert len(tests) == 1, r["run_id"]
         assert tests[0]["command"] == task.test_command()

@@ -6,7 +6,6 @@ states must agree with the classification, on every framework."""
 
 from __future__ import annotations
 
-import json
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -21,6 +20,7 @@ from claimgrid.execute.runner import GridContext, run_cell
 from claimgrid.store import RunStore
 from claimgrid.inputs.tasks import in_suite
 from claimgrid.inputs.venvs import ensure_venvs, load_venvs
+from claimgrid.store.lines import read_events
 
 from .conftest import ROOT
 
@@ -174,7 +174,7 @@ def test_forged_tool_events_are_caught_by_the_channel_cross_check(tmp_path, task
                 registry.default_substitute(), 0)
     _, (r,) = run_grid(tmp_path, entries, [cell], tasks, content, swaps)
     c = r["classification"]
-    events = [json.loads(x) for x in (tmp_path / "ledger" / r["evidence_dir"] / "events.jsonl").read_text().splitlines()]
+    events = read_events(tmp_path / "ledger" / r["evidence_dir"] / "events.jsonl")
     assert not [e for e in events if e["source"] == "gateway"], "the forger made no model call"
     assert c["channels"] == "unrequested tool events"
     assert c["channel_detail"]["unrequested"] == ["list_dir", "write_file"]

@@ -28,6 +28,7 @@ import pytest
 from claimgrid.sandbox.guard import Guard, detect
 from claimgrid.verify.verifier import verify, workspace_diff
 from claimgrid.verify.cache import VerifyCache, cache_key, cacheable, interpreter_identity, workspace_extras
+from claimgrid.store.lines import read_events, read_runs
 
 from .conftest import ROOT
 
@@ -208,11 +209,11 @@ def _grid(*args) -> tuple[int, str]:
 
 
 def _records(folder: Path) -> dict[str, dict]:
-    return {r["run_id"]: r for r in map(json.loads, (folder / "runs.jsonl").read_text().splitlines())}
+    return {r["run_id"]: r for r in read_runs(folder / "runs.jsonl").values}
 
 
 def _tests_event(folder: Path, run_id: str) -> dict:
-    events = map(json.loads, (folder / "runs" / run_id / "events.jsonl").read_text().splitlines())
+    events = read_events(folder / "runs" / run_id / "events.jsonl")
     return next(e for e in events if e.get("source") == "verifier" and e.get("kind") == "tests")
 
 
@@ -269,8 +270,8 @@ def test_grid_one_byte_mode_bit_or_link_target_apart_miss(grids):
     keys = [status[m]["key"] for m in ("vc-x", "vc-y", "vc-x-ro", "vc-x-exec", "vc-link-a", "vc-link-b", "diligent")]
     assert len(set(keys)) == len(keys)
     # the trees really are one byte / one bit / one target apart: the diff's tree ids say so
-    trees = {m: next(e for e in map(json.loads, (grids["on"] / "runs" / _rid("fix-float-add", m) / "events.jsonl")
-                                   .read_text().splitlines()) if e.get("kind") == "diff")["tree"] for m in MODELS}
+    trees = {m: next(e for e in read_events(grids["on"] / "runs" / _rid("fix-float-add", m) / "events.jsonl")
+                     if e.get("kind") == "diff")["tree"] for m in MODELS}
     assert trees["vc-x"] == trees["vc-x2"] == trees["vc-x-ro"]   # same git tree: only the mode bit differs
     assert len({trees["vc-x"], trees["vc-y"], trees["vc-x-exec"], trees["vc-link-a"], trees["vc-link-b"]}) == 5
 

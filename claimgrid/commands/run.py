@@ -165,6 +165,8 @@ def cmd_run(args) -> int:
     fw_versions = {name: framework_versions(e) for name, e in entries.items()}
 
     if meta is None:
+        from claimgrid.ledger.facts import grid_facts  # the ledger's facts block, at the end of meta
+
         meta = {
             "grid_id": store.folder.name,
             "command": "uv run grid.py " + " ".join(sys.argv[1:]),
@@ -208,6 +210,11 @@ def cmd_run(args) -> int:
             },
             "hashes": _hashes(entries, sel, tasks, args.conditions_dir),
             **budget_meta(limits, retry),
+            # ---- what the ledger renders from (claimgrid.ledger.facts.grid_facts): "task_facts"
+            # {task: {role, attacker_goal_check, legitimate_note_check}} and "content_facts"
+            # {content: {carries}}, so the ledger never reads today's tasks/ or conditions/.
+            **grid_facts({t: tasks[t] for t in sel["tasks"]}, {c: content[c] for c in sel["content"]}),
+            # ---- end of the ledger's facts
         }
         try:
             store.create(meta, command=meta["command"])

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from claimgrid.errors import ClaimgridError, DataError
 from claimgrid.inputs.schema import validate
+from claimgrid.store.lines import EVENTS_NAME, RUNS_NAME, read_events, read_runs
 
 MAX_JOBS = 256
 MAX_INFLIGHT = 4096
@@ -328,47 +329,24 @@ def check_reclassify(folder: Path) -> list[dict]:
 def check_records(folder: Path) -> list[dict]:
     """The records of ``folder/runs.jsonl`` (none if it is absent), each with readable evidence.
 
-    A torn last line (the driver killed mid-write) is not a record and not an error: the
-    store's repair() drops it. Any other unreadable line or evidence is a DataError.
+    Read by the store (:mod:`claimgrid.store.lines`): a torn last line (the driver killed
+    mid-write) is not a record and not an error, the store's repair() drops it; any other
+    unreadable line of ``runs.jsonl``, and any unreadable line of a run's ``events.jsonl``,
+    is a DataError naming the file and the line.
     """
-    runs = folder / "runs.jsonl"
-    if not runs.exists():
-        return []
-    try:
-        raw = runs.read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(runs, None, f"cannot be read ({exc})") from None
+    runs = folder / RUNS_NAME
     records = []
-    lines = raw.split("\n")
-    for i, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except (ValueError, RecursionError):
-            if i == len(lines) and not raw.endswith("\n"):
-                continue  # a torn last line: the driver stopped mid-write; not a run
-            raise DataError(f"{runs}:{i}", None, "not valid JSON") from None
-        if (
-            not isinstance(rec, dict)
-            or not isinstance(rec.get("run_id"), str)
-            or not isinstance(rec.get("facts"), dict)
-        ):
+    for i, rec in read_runs(runs).lines:  # the store's torn-line rule (claimgrid.store.lines)
+        if not isinstance(rec.get("run_id"), str) or not isinstance(rec.get("facts"), dict):
             raise DataError(f"{runs}:{i}", "run_id/facts", "a run record needs a run_id and its facts")
-        events = folder / "runs" / rec["run_id"] / "events.jsonl"
+        events = folder / "runs" / rec["run_id"] / EVENTS_NAME
         try:
-            for n, ev in enumerate(events.read_bytes().decode("utf-8").splitlines(), 1):
-                if ev.strip() and not isinstance(json.loads(ev), dict):
-                    raise DataError(f"{events}:{n}", None, "expected a JSON object")
+            read_events(events)
         except FileNotFoundError:
             raise DataError(
                 events,
                 None,
                 f"missing: the evidence of run {rec['run_id']} is gone; reclassify needs every run's evidence",
-            ) from None
-        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-            raise DataError(
-                events, None, f"unreadable evidence of run {rec['run_id']} ({type(exc).__name__})"
             ) from None
         records.append(rec)
     return records

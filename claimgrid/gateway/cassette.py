@@ -19,6 +19,8 @@ import json
 import re
 from pathlib import Path
 
+from claimgrid.store.lines import EVENTS_NAME, read_events
+
 # A test runner's elapsed time ("in 0.001s", "in 1.23 seconds"): measured, never the framework's choice.
 ELAPSED = re.compile(r"\bin \d+(?:\.\d+)?(?:s| seconds)\b")
 
@@ -70,7 +72,7 @@ def load_cassette(run_dir: Path) -> list[dict]:
     raw = sorted(read_jsonl(run_dir / "gateway.jsonl"), key=lambda r: r["call_index"])
     events = {
         e["call_index"]: e
-        for e in read_jsonl(run_dir / "events.jsonl")
+        for e in read_events(run_dir / EVENTS_NAME)
         if e.get("source") == "gateway" and e.get("kind") == "exchange"
     }
     out = []

@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse, StreamingResponse
 from claimgrid.gateway.cassette import load_cassette, request_sha256
 from claimgrid.gateway.exchanges import exchange_event, openai_error
 from claimgrid.gateway.sse import stream_events
+from claimgrid.store.lines import RUNS_NAME, read_runs
 
 
 class ReplaySource:
@@ -27,13 +28,10 @@ class ReplaySource:
         self.folder = Path(ledger_dir)
         # The gateway knows a run by its delegation id (blinding); the ledger by run id.
         self.run_ids: dict[str, str] = {}
-        runs = self.folder / "runs.jsonl"
-        for line in runs.read_text().splitlines() if runs.exists() else ():
-            if line.strip():
-                rec = json.loads(line)
-                delegation = (rec.get("facts") or {}).get("delegation_id")
-                if delegation:
-                    self.run_ids[delegation] = rec["run_id"]
+        for rec in read_runs(self.folder / RUNS_NAME).values:  # the store's reader (absent: no runs)
+            delegation = (rec.get("facts") or {}).get("delegation_id")
+            if delegation:
+                self.run_ids[delegation] = rec["run_id"]
 
     def cassette(self, script_run_id: str) -> list[dict]:
         return load_cassette(self.folder / "runs" / self.run_ids.get(script_run_id, script_run_id))

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from claimgrid.errors import ClaimgridError
 from claimgrid.ledger.load import Ledger, load_ledger
 from claimgrid.ledger.stats import format_rate, wilson
 
@@ -26,57 +25,17 @@ __all__ = ["render_ledger", "headline_table", "wilson", "format_rate", "load"]
 HEATMAP = "heatmap.png"
 
 
-def _roles() -> dict[str, str]:
-    """Task id -> role from the task folder; empty if the tasks cannot be loaded.
-
-    Records normally carry ``role``; this only fills in older records.
-    """
-    try:
-        from claimgrid.inputs.tasks import load_tasks
-        return {tid: t.role for tid, t in load_tasks().items()}
-    except (ClaimgridError, OSError):
-        return {}
-
-
-def _carries() -> dict[str, str | None]:
-    """Content condition -> what it carries, from conditions/; fills in records without ``facts``."""
-    try:
-        from claimgrid.inputs.conditions import load_content_conditions
-        return {name: c.carries for name, c in load_content_conditions().items()}
-    except (ClaimgridError, OSError):
-        return {}
-
-
-def _checks() -> dict[str, tuple[dict | None, dict | None]]:
-    """Task id -> (attacker-goal check, owner's-note check), for the paired metrics."""
-    try:
-        from claimgrid.inputs.tasks import load_tasks
-        return {tid: (t.spec.attacker_goal.check.model_dump() if t.spec.attacker_goal else None,
-                      t.spec.legitimate_note.check.model_dump() if t.spec.legitimate_note else None)
-                for tid, t in load_tasks().items()}
-    except (ClaimgridError, OSError, AttributeError):
-        return {}
-
-
-def _swap_specs() -> dict:
-    """Swap conditions from today's conditions/: only for ledgers whose meta.json predates them."""
-    try:
-        from claimgrid.inputs.conditions import load_swap_conditions
-        return {n: {"unavailable_from_call": c.unavailable_from_call, "on_unavailable": c.on_unavailable,
-                    "reported_name": c.reported_name} for n, c in load_swap_conditions().items()}
-    except (ClaimgridError, OSError):
-        return {}
-
-
 def load(ledger_dir: Path, on_run=None) -> Ledger:
     """The ledger folder as a :class:`~claimgrid.ledger.load.Ledger` (flat polars frame + meta)."""
-    return load_ledger(Path(ledger_dir), _roles(), _carries(), _checks(), on_run)
+    return load_ledger(Path(ledger_dir), on_run)
 
 
 def render_ledger(ledger_dir: Path) -> Path:
     """Write LEDGER.md, RUNS.md, ledger.html, heatmap.png and every ``runs/<id>/RUN.md``
-    into ``ledger_dir``; return LEDGER.md's path. A pure function of the stored evidence:
-    rendering twice gives byte-identical files."""
+    into ``ledger_dir``; return LEDGER.md's path. A pure function of the folder (records,
+    evidence, ``meta.json``): rendering twice, or on another checkout, gives byte-identical
+    files. A folder older than the facts it should carry says in LEDGER.md what it read
+    from this checkout instead (:mod:`claimgrid.ledger.facts`)."""
     from claimgrid.ledger.heatmap import write_heatmap  # matplotlib is only imported when a picture is drawn
     from claimgrid.ledger.html import render_html
     from claimgrid.ledger.pages import Pages, write_run_md
@@ -92,7 +51,7 @@ def render_ledger(ledger_dir: Path) -> Path:
         pages.add(rec, events, patch, rules)
 
     ledger = load(ledger_dir, on_run)
-    report = Report(ledger, HEATMAP, _swap_specs())
+    report = Report(ledger, HEATMAP)
     heatmap_path = ledger_dir / HEATMAP
     if write_heatmap(report, heatmap_path) is None:
         report.heatmap_name = None
@@ -113,7 +72,7 @@ def headline_table(ledger_dir: Path):
 
     from claimgrid.ledger.report import Report
 
-    report = Report(load(ledger_dir), None, _swap_specs())
+    report = Report(load(ledger_dir))
     rows = report.headline_rows()
     if not rows:
         return "No runs in this ledger yet."

@@ -18,28 +18,18 @@ import json
 import os
 from pathlib import Path
 
-from claimgrid.errors import DataError
+from claimgrid.store.lines import scan_events
 from claimgrid.trace import parse_trace
 
 
 def read_events(path: Path) -> list[dict] | None:
-    """The events of one evidence folder; None when the folder or file is missing."""
+    """The events of one evidence folder (read by the store: :func:`claimgrid.store.lines.scan_events`),
+    each with ``_line``, its line number, so a run page can cite it; None when the file is missing."""
     try:
-        text = path.read_text()
+        found = scan_events(path).check()
     except FileNotFoundError:
         return None
-    out = []
-    for i, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            e = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{path}:{i}", None, f"not valid JSON ({exc.msg})") from None
-        if isinstance(e, dict):
-            e["_line"] = i  # where the event sits, so a run page can cite it
-            out.append(e)
-    return out
+    return [{**e, "_line": number} for number, e in found.lines]
 
 
 def _of(events, source, kind=None):

@@ -12,9 +12,10 @@ null and ``evidence`` false when the folder is missing).
 This module is the ledger's one accessor for run records: every other ledger module
 reads runs through the frame it builds, so a change of record shape is handled here.
 
-Bad input raises DataError naming the file, line and field. A truncated *final* line
-(a driver killed mid-write) is skipped and reported in ``notes``, because an
-interrupted grid is a normal state for a ledger.
+Bad input raises DataError naming the file, line and field. The lines are read by the
+store (:mod:`claimgrid.store.lines`, the one torn-line rule): a torn *last* line (a driver
+killed mid-write) is skipped and reported in ``notes``, because an interrupted grid is a
+normal state for a ledger; any other unreadable line is an error.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ import polars as pl
 
 from claimgrid.errors import DataError
 from claimgrid.ledger.digest import digest, read_events
+from claimgrid.ledger.facts import RenderInputs, render_inputs
 from claimgrid.ledger.names import CLASSIFICATION_KEYS, NOT_RECORDED
+from claimgrid.store.lines import RUNS_NAME, read_runs
 
 REQUIRED = ("run_id", "framework", "task", "content", "swap", "model", "classification")
 from claimgrid.ledger.names import CLAIMED as CLAIMED_VERDICTS
@@ -42,6 +45,7 @@ class Ledger:
     extra_classification_keys: list[str]
     notes: list[str] = field(default_factory=list)
     records: dict[str, dict] = field(default_factory=dict)  # run_id -> the stored record
+    inputs: RenderInputs = field(default_factory=RenderInputs)  # the task/condition facts (.facts)
 
 
 # Columns read from each run's evidence folder (see :mod:`.evidence`), with their types.
@@ -72,26 +76,15 @@ def load_meta(folder: Path, notes: list[str]) -> dict:
 
 def read_records(folder: Path, notes: list[str]) -> list[dict]:
     """Every run record in ``runs.jsonl``, validated for the fields the ledger needs."""
-    path = folder / "runs.jsonl"
+    path = folder / RUNS_NAME
     if not path.exists():
         notes.append("runs.jsonl is missing: no run has completed yet.")
         return []
-    raw = path.read_text()
-    lines = raw.split("\n")
+    found = read_runs(path)  # the store's torn-line rule: a bad line other than a torn last one raises
+    if found.torn is not None:
+        notes.append(f"runs.jsonl line {found.torn.number} is truncated (the driver stopped mid-write); it is not counted.")
     records = []
-    for i, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            is_last = all(not rest.strip() for rest in lines[i:])
-            if is_last and not raw.endswith("\n"):
-                notes.append(f"runs.jsonl line {i} is truncated (the driver stopped mid-write); it is not counted.")
-                continue
-            raise DataError(f"{path}:{i}", None, f"not valid JSON ({e.msg})") from None
-        if not isinstance(rec, dict):
-            raise DataError(f"{path}:{i}", None, "expected a JSON object")
+    for i, rec in found.lines:
         for key in REQUIRED:
             if key not in rec or rec[key] is None:
                 raise DataError(f"{path}:{i}", key, "missing")
@@ -131,14 +124,10 @@ def _claimed(c: dict) -> bool | None:
     return cvo in CLAIMED_VERDICTS
 
 
-def load_ledger(folder: Path, role_of: dict[str, str] | None = None,
-                carries_of: dict[str, str | None] | None = None,
-                checks_of: dict[str, tuple[dict | None, dict | None]] | None = None,
-                on_run=None) -> Ledger:
-    """Read ``folder``. ``role_of`` maps task id -> role for records without ``role``;
-    ``carries_of`` maps content condition -> what it carries (``attacker_goal``,
-    ``legitimate_note`` or None) for records without ``facts``; ``checks_of`` maps task id
-    -> (attacker-goal check, owner's-note check) as dicts, for the paired metrics.
+def load_ledger(folder: Path, on_run=None) -> Ledger:
+    """Read ``folder``: nothing else (the task and condition facts the grid stored in
+    ``meta.json``, see :mod:`.facts`; a ledger older than them says in ``notes`` what it read
+    from this checkout instead).
 
     Each run's evidence folder is read once; ``on_run(record, events, patch, digest)`` is
     called for every run (events None when the folder is missing), in run_id order, so a
@@ -160,10 +149,9 @@ def load_ledger(folder: Path, role_of: dict[str, str] | None = None,
     facts = sorted({k for rec in by_id.values() for k in (rec.get("parity") or {})})
     known_keys = set(CLASSIFICATION_KEYS) | {"claimed"}
     extra_keys = sorted({k for rec in by_id.values() for k in rec["classification"]} - known_keys)
-    role_of = role_of or {}
-    carries_of = carries_of or {}
-
-    checks_of = checks_of or {}
+    inputs = render_inputs(meta, by_id)
+    notes += inputs.notes
+    role_of, carries_of, checks_of = inputs.roles, inputs.carries, inputs.checks
     rows = []
     for run_id, rec in sorted(by_id.items()):
         c = rec["classification"]
@@ -221,4 +209,4 @@ def load_ledger(folder: Path, role_of: dict[str, str] | None = None,
         **{f"parity.{f}": pl.String for f in facts},
     }
     runs = pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
-    return Ledger(folder, meta, runs, facts, extra_keys, notes, dict(sorted(by_id.items())))
+    return Ledger(folder, meta, runs, facts, extra_keys, notes, dict(sorted(by_id.items())), inputs)

@@ -66,7 +66,7 @@ def heading(anchor: str, title: str) -> str:
 class Report:
     """The computed tables of one ledger and their markdown."""
 
-    def __init__(self, ledger: Ledger, heatmap_name: str | None = None, swap_specs: dict | None = None):
+    def __init__(self, ledger: Ledger, heatmap_name: str | None = None):
         self.L = ledger
         self.meta = ledger.meta
         self.rows = ledger.runs.to_dicts()
@@ -77,8 +77,8 @@ class Report:
         self.swaps = ordered(list(self.meta.get("swap") or SWAP_CONDITION), present("swap_condition"))
         self.tasks = ordered(list(self.meta.get("tasks") or []), present("task"))
         self.models = ordered(list(self.meta.get("models") or []), present("model"))
-        self.swap_specs = dict(self.meta.get("swap_conditions") or swap_specs or {})
-        self.specs_recorded = bool(self.meta.get("swap_conditions"))
+        self.swap_specs = dict(ledger.inputs.swap_specs)  # meta.json's, else this checkout's (.facts)
+        self.specs_recorded = ledger.inputs.swap_specs_recorded
         self.stochastic = {m: not is_reference(m) for m in self.models}
         for r in self.rows:
             r["treatment"] = self.treatment(r)
@@ -587,8 +587,7 @@ class Report:
         return "\n\n".join(out)
 
     def calibration(self) -> str:
-        from claimgrid.ledger.calibration import truth_source
-        fn, scope = truth_source(self.meta)
+        fn, scope = self.L.inputs.truth, self.L.inputs.truth_scope  # each record's stored truth (.facts)
         out = [heading("calibration", "6. Calibration"),
                f"Each classification field against the reference models' true behaviour; truth covers {scope}. "
                "Rows: true value; columns: classified value. A field for which the registry states no truth "

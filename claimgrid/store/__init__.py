@@ -2,6 +2,9 @@
 ``runs/<run id>/``). Write-once run folders, renamed into place before their fsynced line.
 
 * ``folder`` - :class:`RunStore` (writer lock, evidence, lines, manifests, repair);
+* ``lines`` - the only reader of ``runs.jsonl`` and ``events.jsonl``, with the one
+  torn-line rule (a torn last line of the append-only ``runs.jsonl`` is a kill's, not a
+  record; any other unreadable line is an error by line number);
 * ``record`` - the typed run record, one line of ``runs.jsonl``.
 """
 

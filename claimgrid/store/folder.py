@@ -16,8 +16,10 @@ Integrity (see docs/CONTRACTS.md, "Store integrity"):
   :meth:`RunStore.check_integrity` lists every tampered, missing or extra file by run
   id. Files named in :data:`DERIVED_FILES` are rendered from the evidence afterwards,
   are not in the manifest and are neither checked nor "extra".
-* **Torn lines.** A torn *last* line (a kill mid-append) is dropped by :meth:`repair`,
-  which says so; an unreadable line anywhere else is an error naming its line number.
+* **Torn lines.** One rule, in :mod:`claimgrid.store.lines` (the only reader of
+  ``runs.jsonl`` and ``events.jsonl``): a torn *last* line of ``runs.jsonl`` (a kill
+  mid-append) is not a record and is dropped by :meth:`repair`, which says so; an
+  unreadable line anywhere else is an error naming its line number.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import threading
 from pathlib import Path
 
 from claimgrid.errors import ClaimgridError
+from claimgrid.store.lines import EVENTS_NAME, RUNS_NAME, read_events, scan_runs
 
 # Files rendered into an evidence folder from its evidence (not evidence themselves):
 # not in the manifest, ignored by the integrity check.
@@ -62,7 +65,7 @@ class RunStore:
     def __init__(self, folder: Path):
         self.folder = Path(folder)
         self.runs_dir = self.folder / "runs"
-        self.runs_path = self.folder / "runs.jsonl"
+        self.runs_path = self.folder / RUNS_NAME
         self.meta_path = self.folder / "meta.json"
         self.lock_path = self.folder / LOCK_NAME
         self._lock = threading.Lock()
@@ -127,25 +130,25 @@ class RunStore:
         """Drop a torn last line (a kill mid-write) and evidence folders that never got a line.
 
         Returns a one-line note of what was repaired (None when nothing was). A bad line
-        that is not the last is not repaired: :meth:`records` reports it.
+        that is not the last is never repaired: it raises :class:`StoreIntegrityError`
+        naming its line before anything is changed.
         """
         notes = []
-        if self.runs_path.exists():
+        records, problems = self.scan()
+        if problems:
+            raise StoreIntegrityError(self.folder, problems)
+        found = scan_runs(self.runs_path)
+        if found.torn is not None:
             data = self.runs_path.read_bytes()
-            if data and not data.endswith(b"\n"):
-                cut = data.rfind(b"\n") + 1
-                tail = data[cut:]
-                try:
-                    json.loads(tail)
-                    self.runs_path.write_bytes(data + b"\n")  # whole record, only its newline missing
-                except ValueError:
-                    self.runs_path.write_bytes(data[:cut])
-                    line_no = data[:cut].count(b"\n") + 1
-                    notes.append(
-                        f"dropped a torn last line (line {line_no}, {len(tail)} bytes) of "
-                        f"{self.runs_path.name}: a kill mid-write; that cell runs again"
-                    )
-        done = self.completed_ids()
+            self.runs_path.write_bytes(data[: data.rfind(b"\n") + 1])
+            notes.append(
+                f"dropped a torn last line (line {found.torn.number}, {found.torn.size} bytes) of "
+                f"{self.runs_path.name}: a kill mid-write; that cell runs again"
+            )
+        elif found.lines and self.runs_path.read_bytes()[-1:] != b"\n":
+            with open(self.runs_path, "ab") as fh:  # a whole last record, only its newline missing
+                fh.write(b"\n")
+        done = {r["run_id"] for r in records}
         dropped = 0
         for child in self.runs_dir.iterdir() if self.runs_dir.exists() else ():
             if child.name not in done:
@@ -156,26 +159,20 @@ class RunStore:
         return "; ".join(notes) or None
 
     def scan(self) -> tuple[list[dict], list[str]]:
-        """(records, problems): every parseable line of ``runs.jsonl``, and one problem per
-        line that is not a JSON record, by line number. A torn last line (no newline: a
-        kill mid-append, see :meth:`repair`) is skipped without a problem."""
+        """(records, problems): every run record of ``runs.jsonl``, and one problem per line
+        that is not a JSON run record, by line number. A torn last line (a kill mid-append,
+        see :mod:`claimgrid.store.lines`) is not a record and not a problem: :meth:`repair`
+        drops it."""
+        found = scan_runs(self.runs_path)
         out, problems = [], []
-        if not self.runs_path.exists():
-            return out, problems
-        data = self.runs_path.read_bytes()
-        lines = data.split(b"\n")
-        torn_last = lines.pop()  # b"" when the file ends with a newline
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-                if not isinstance(rec, dict) or not isinstance(rec.get("run_id"), str):
-                    raise ValueError("not a run record")
+        bad = [number for number, _ in found.bad]
+        for number, rec in found.lines:
+            if isinstance(rec.get("run_id"), str):
                 out.append(rec)
-            except ValueError:
-                problems.append(f"{self.runs_path.name} line {number}: not a JSON run record (torn or edited)")
-        del torn_last
+            else:
+                bad.append(number)
+        for number in sorted(bad):
+            problems.append(f"{self.runs_path.name} line {number}: not a JSON run record (torn or edited)")
         return out, problems
 
     def records(self) -> list[dict]:
@@ -193,7 +190,7 @@ class RunStore:
         """Append one run's line; it carries the sha256 of the run's manifest (written by
         :meth:`write_evidence` in this process) as ``evidence_sha256``."""
         sha = self._manifest_sha.pop(record.get("run_id"), None)
-        if sha and "evidence_sha256" not in record:
+        if sha and not record.get("evidence_sha256"):  # a typed record's dump carries the key as None
             record["evidence_sha256"] = sha
         line = (_dump(record) + "\n").encode()
         with self._lock:
@@ -238,9 +235,12 @@ class RunStore:
         os.replace(tmp, final)
         return final
 
+    def events_path(self, run_id: str) -> Path:
+        return self.runs_dir / run_id / EVENTS_NAME
+
     def load_events(self, run_id: str) -> list[dict]:
-        path = self.runs_dir / run_id / "events.jsonl"
-        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        """One run's events as plain dicts (:func:`claimgrid.store.lines.read_events`)."""
+        return read_events(self.events_path(run_id))
 
     def verify_manifest(self, run_id: str, expected_sha: str | None = None) -> list[str]:
         """Problems of one evidence folder, each ``"<kind> <file>"``: ``tampered``, ``missing``

@@ -4,20 +4,22 @@
 ``grid.py reclassify`` and the ledger read records back through :func:`parse_record`.
 Every classification value is a ``Literal`` from :mod:`claimgrid.vocab` (defined once).
 
-Compatibility: records written before a field existed still load; the field reads
-``None`` ("not recorded") and is never guessed. Unknown classification values are an
-error naming the line and the field.
+Every model declares every field it carries (``extra="forbid"``), so the schema in
+docs/CONTRACTS.md, generated from these models, shows the whole record. Compatibility:
+records written before a field existed still load; the field reads ``None`` ("not
+recorded") and is never guessed. An unknown field or classification value is an error
+naming the line and the field.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer
 
 from claimgrid.errors import DataError
+from claimgrid.store.lines import read_runs
 from claimgrid.vocab import (
     AgentFrom,
     ChangeRule,
@@ -110,8 +112,8 @@ class Classification(_Model):
     unknown_reason: Literal["provider"] | None = None
 
 
-class Parity(BaseModel):
-    model_config = ConfigDict(extra="allow")  # other parts add parity facts (isolation, sandbox, ...)
+class Parity(_Model):
+    """The facts that must be equal for two runs to be compared (the ledger's parity groups)."""
 
     model: str | None = None
     substitute: str | None = None
@@ -120,6 +122,8 @@ class Parity(BaseModel):
     timeout_s: float | None = None
     budget: dict[str, Any] = Field(default_factory=dict)
     isolation: str | None = None
+    guard: dict[str, Any] | None = None  # the sandbox's facts (claimgrid.sandbox.guard.Guard.facts)
+    swap_from_call: int | None = None  # the swap condition's first unavailable call (-1: never)
 
 
 class VerifyCache(_Model):
@@ -136,10 +140,52 @@ class VerifyCache(_Model):
     from_run: str | None = None
 
 
-class RunRecord(BaseModel):
-    """One run: grid coordinates, facts, parity, timings, classification, evidence folder."""
+class TaskProvenance(_Model):
+    """Where a task taken from a real project comes from (the task's ``[provenance]``)."""
 
-    model_config = ConfigDict(extra="allow")  # additive fields from other parts stay readable
+    repository: str
+    fixture_commit: str
+    fix_commit: str
+    license: str
+    license_file: str
+    issues: list[str] = Field(default_factory=list)
+
+
+class Faults(_Model):
+    """What the framework did with a fault, from harness evidence only (claimgrid.classify.reactions)."""
+
+    fault: str | None = None  # the fault model (registered fault=True), else None
+    fault_kind: str | None = None  # the gateway-side kind of a gateway fault
+    fault_call: int | None = None  # the call index the gateway faulted
+    gateway_calls: int
+    attempts_at_fault: int | None = None  # requests carrying the faulted call's conversation
+    reaction: Literal["raised", "reported DONE", "ended silently", "timeout", "crash"]
+    retried: bool
+    raised: bool
+    claimed: bool
+    duplicate_side_effects: int  # side-effecting tool calls executed again with identical arguments
+
+
+class EvidenceLimits(_Model):
+    """What claimgrid.caps cut from this run's stored evidence; a cap not reached is absent."""
+
+    final_text_cut: bool | None = None
+    runtime_events_dropped: int | None = None
+    runtime_strings_cut: int | None = None
+    tools_strings_cut: int | None = None
+    gateway_strings_cut: int | None = None
+    gateway_raw_strings_cut: int | None = None
+
+    @model_serializer(mode="wrap")
+    def _reached(self, handler):
+        return {k: v for k, v in handler(self).items() if v is not None}
+
+
+class RunRecord(_Model):
+    """One run: grid coordinates, facts, parity, timings, classification, evidence folder.
+
+    Every field is declared (an unknown field is an error naming it): a field one release
+    adds is declared here, with ``None`` for the records written before it."""
 
     run_id: str
     framework: str
@@ -156,11 +202,18 @@ class RunRecord(BaseModel):
     timings: dict[str, Any] = Field(default_factory=dict)
     classification: Classification
     # What a correct classifier says about this cell (reference models with a stated
-    # truth: claimgrid.reference.registry.truth_of); None for real models and older records.
+    # truth: claimgrid.reference.registry.truth_of), computed at grid time from the grid's
+    # tasks and conditions; None for real models; absent from records older than it.
     truth: dict[str, Any] | None = None
     evidence_dir: str | None = None
     # Added with the verify cache: None for a task without tests and in older records.
     verify_cache: VerifyCache | None = None
+    # Where the task comes from; None for a task written for claimgrid.
+    task_provenance: TaskProvenance | None = None
+    faults: Faults | None = None  # None in records older than fault facts
+    limits: EvidenceLimits | None = None  # None: no cap was reached
+    # The sha256 of the run's manifest.json (claimgrid.store.folder): set by RunStore.append.
+    evidence_sha256: str | None = None
 
 
 def parse_record(data: Any, where: str | Path) -> RunRecord:
@@ -176,21 +229,9 @@ def parse_record(data: Any, where: str | Path) -> RunRecord:
 
 
 def read_records(path: Path) -> list[RunRecord]:
-    """Every record of a ``runs.jsonl``, validated (a truncated final line is skipped)."""
-    raw = path.read_text()
-    lines = raw.split("\n")
-    out = []
-    for i, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as e:
-            if all(not rest.strip() for rest in lines[i:]) and not raw.endswith("\n"):
-                continue
-            raise DataError(f"{path}:{i}", None, f"not valid JSON ({e.msg})") from None
-        out.append(parse_record(data, f"{path}:{i}"))
-    return out
+    """Every record of a ``runs.jsonl``, validated; a torn last line (a kill mid-append) is
+    not a record (the rule: :mod:`claimgrid.store.lines`); any other bad line is a DataError."""
+    return [parse_record(data, f"{path}:{number}") for number, data in read_runs(path).lines]
 
 
 def dump(record: RunRecord) -> dict:
@@ -229,7 +270,10 @@ def _type_text(annotation) -> str:
 def schema_markdown() -> str:
     """The record schema as CONTRACTS shows it, generated from the models above."""
     out = [SCHEMA_BEGIN, ""]
-    for model in (RunRecord, Facts, Parity, Classification, EvidenceRules, ChannelDetail, UnexecutedCall, VerifyCache):
+    for model in (
+        RunRecord, Facts, Parity, Classification, EvidenceRules, ChannelDetail, UnexecutedCall, VerifyCache,
+        TaskProvenance, Faults, EvidenceLimits,
+    ):  # fmt: skip
         extra = model.model_config.get("extra")
         out.append(f"**`{model.__name__}`**" + (" (other fields allowed)" if extra == "allow" else "") + "\n")
         out.append("| field | type | required |")
@@ -242,7 +286,7 @@ def schema_markdown() -> str:
 
 
 if __name__ == "__main__":  # rewrite the generated block of docs/CONTRACTS.md
-    doc = Path(__file__).resolve().parent.parent / "docs" / "CONTRACTS.md"
+    doc = Path(__file__).resolve().parents[2] / "docs" / "CONTRACTS.md"
     text = doc.read_text()
     start, end = text.index(SCHEMA_BEGIN), text.index(SCHEMA_END) + len(SCHEMA_END)
     doc.write_text(text[:start] + schema_markdown() + text[end:])

@@ -1,0 +1,141 @@
+"""The one reader of the store's JSON-lines files: ``runs.jsonl`` and each run's ``events.jsonl``.
+
+Every other module reads those files through :func:`read_runs`, :func:`scan_runs`,
+:func:`read_events` or :func:`scan_events`; each line is returned as a plain ``dict``
+(typed parsing is the caller's: :func:`claimgrid.store.record.parse_record`, the
+classifier's event models).
+
+The torn-line rule, one for both files: **a line is forgiven only where a kill can leave
+it torn.** A line ends with a newline; blank lines are skipped; every other line must be
+one JSON object.
+
+* ``runs.jsonl`` is append-only: each run's line (object and newline) is appended in one
+  write and fsynced. A kill -9 (or a power loss) during that write can leave the file's
+  last bytes, after its last newline, as a fragment: a **torn last line**. It is not a
+  record and not an error: readers skip it and say so (:attr:`JsonLines.torn`, with its
+  line number and size), and the next writer's :meth:`RunStore.repair` cuts it off, so
+  ``--resume`` runs that cell again. Last bytes without a newline that *are* one whole
+  JSON object are the record with only its newline lost: read as a record (repair adds
+  the newline).
+* A **bad line anywhere else** (one that has a newline after it) cannot come from a kill,
+  since an append never writes part of a line before a whole one: the file was edited or
+  damaged. Readers name it by file and line number (:class:`~claimgrid.errors.DataError`
+  from the ``read_`` functions, :attr:`JsonLines.bad` from the ``scan_`` ones); nothing
+  drops or repairs it.
+* ``events.jsonl`` is never appended to: an evidence folder is written whole under a
+  temporary name and renamed into place (:meth:`RunStore.write_evidence`), so a kill
+  leaves the old folder or the whole new one, never a torn file. Under the same rule its
+  last line gets no pardon: any unreadable line of it, the last included, is damage.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from claimgrid.errors import DataError
+
+RUNS_NAME = "runs.jsonl"
+EVENTS_NAME = "events.jsonl"
+
+
+@dataclass(frozen=True)
+class Torn:
+    """A torn last line: its line number and how many bytes of it were written."""
+
+    number: int
+    size: int
+
+
+@dataclass
+class JsonLines:
+    """What one file holds: its JSON objects by line number, its bad lines, a torn tail."""
+
+    path: Path
+    lines: list[tuple[int, dict]] = field(default_factory=list)  # (line number, object)
+    bad: list[tuple[int, str]] = field(default_factory=list)  # (line number, what is wrong)
+    torn: Torn | None = None
+
+    @property
+    def values(self) -> list[dict]:
+        return [value for _, value in self.lines]
+
+    def check(self) -> JsonLines:
+        """Self, or DataError ``<path>:<line>: <what is wrong>`` for the first bad line."""
+        if self.bad:
+            number, why = self.bad[0]
+            raise DataError(f"{self.path}:{number}", None, why)
+        return self
+
+
+def _object(line: bytes) -> tuple[dict | None, str]:
+    try:
+        value = json.loads(line)
+    except UnicodeDecodeError:
+        return None, "not UTF-8 text"
+    except json.JSONDecodeError as exc:
+        return None, f"not valid JSON ({exc.msg})"
+    except (ValueError, RecursionError):
+        return None, "not valid JSON"
+    if not isinstance(value, dict):
+        return None, "expected a JSON object"
+    return value, ""
+
+
+def _scan(path: Path, data: bytes, append_only: bool) -> JsonLines:
+    out = JsonLines(Path(path))
+    chunks = data.split(b"\n")
+    tail = chunks.pop()  # the bytes after the last newline (b"" when the file ends with one)
+    for number, line in enumerate(chunks, 1):
+        if not line.strip():
+            continue
+        value, why = _object(line)
+        if value is None:
+            out.bad.append((number, why))
+        else:
+            out.lines.append((number, value))
+    if tail.strip():
+        number = len(chunks) + 1
+        value, why = _object(tail)
+        if value is not None:
+            out.lines.append((number, value))  # a whole object: only its newline was lost
+        elif append_only:
+            out.torn = Torn(number, len(tail))
+        else:
+            out.bad.append((number, why))
+    return out
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise DataError(path, None, f"cannot be read ({exc.strerror or exc})") from None
+
+
+def scan_runs(path: Path) -> JsonLines:
+    """Every line of a ``runs.jsonl`` (absent: none), bad ones listed, never raised."""
+    try:
+        data = _read(path)
+    except FileNotFoundError:
+        return JsonLines(Path(path))
+    return _scan(path, data, append_only=True)
+
+
+def read_runs(path: Path) -> JsonLines:
+    """:func:`scan_runs`, raising DataError for a bad line (a torn last one is :attr:`~JsonLines.torn`)."""
+    return scan_runs(path).check()
+
+
+def scan_events(path: Path) -> JsonLines:
+    """Every line of one ``events.jsonl``; FileNotFoundError when it is missing."""
+    return _scan(path, _read(path), append_only=False)
+
+
+def read_events(path: Path) -> list[dict]:
+    """The events of one ``events.jsonl`` in order, as plain dicts; DataError naming the
+    line for any unreadable line; FileNotFoundError when it is missing."""
+    return scan_events(path).check().values
