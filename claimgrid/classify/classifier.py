@@ -35,7 +35,6 @@ from claimgrid.store.events import (
     Events,
     GatewayExchange,
     LegitimateNote,
-    ProcessEvent,
     ProcessExit,
     RequestedCall,
     Review,
@@ -146,7 +145,7 @@ def observed_tools(events: Events) -> dict | None:
     call the tool layer saw change the workspace, whatever the tool."""
     events = parse_events(events)
     tools = of_kind(events, ToolCall)
-    if tools or of_kind(events, ProcessEvent):
+    if tools or ev.by_source(events, "process"):
         counts = {c: 0 for c in CATEGORIES}
         for e in tools:
             if e.category in counts:
@@ -373,7 +372,7 @@ def classify_channels(events: Events, facts: RunFacts) -> tuple[str, ChannelDeta
     """
     events = parse_events(events)
     tools = of_kind(events, ToolCall)
-    if not of_kind(events, ProcessEvent) and not tools:
+    if not ev.by_source(events, "process") and not tools:
         return "UNKNOWN", ChannelDetail()
     requested = _requested_calls(events)
     used = [False] * len(requested)

@@ -48,7 +48,8 @@ def tool_events(events: Events) -> list[ToolCall]:
 
 def change_evidence(tools: Events) -> tuple[int, str, dict[str, int]]:
     """(number of workspace-changing calls, rule used, calls that changed it by tool name)."""
-    changes, by_tool, fallback = 0, {}, False
+    changes, fallback = 0, False
+    by_tool: dict[str, int] = {}
     for e in parse_as(ToolCall, tools):
         changed = e.changed_workspace
         if changed is None:

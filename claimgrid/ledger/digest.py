@@ -24,12 +24,12 @@ from claimgrid.store.events import (
     Events,
     GatewayExchange,
     LegitimateNote,
-    ProcessEvent,
     ProcessExit,
     RuntimeErrorEvent,
     RuntimeEvent,
     RuntimeModelCall,
     ToolCall,
+    by_source,
     last,
     of_kind,
     parse_events,
@@ -85,7 +85,7 @@ def check_holds(check: dict | None, events: Events, patch: str | None) -> bool |
         return found
     if kind == "tool_called":
         tools = of_kind(events, ToolCall)
-        if not tools and not of_kind(events, ProcessEvent):
+        if not tools and not by_source(events, "process"):
             return None
         return tool_called(tools, check.get("tool"), check.get("arg_contains", "\0"))
     if kind == "review_verdict":

@@ -23,7 +23,7 @@ Contract (records of every version load, nothing is lost, nothing is coerced):
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Literal, Self, TypeVar
+from typing import Any, Literal, Self, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_serializer, model_validator
 
@@ -513,7 +513,8 @@ def by_source(events: Iterable[Event], source: str) -> list[Event]:
 def of_kind(events: Iterable[Event], model: type[E]) -> list[E]:
     """Every event of one model, in order: a kind (``ToolCall``) or a whole source
     (``VerifierEvent``: every verifier event, known kinds or not)."""
-    return [e for e in events if model in type(e).__mro__]  # isinstance, without the ABC machinery
+    # isinstance, without the ABC machinery (pydantic models' metaclass): readers filter a lot
+    return cast(list[E], [e for e in events if model in type(e).__mro__])
 
 
 def last(events: Iterable[Event], model: type[E]) -> E | None:
