@@ -15,6 +15,8 @@ versions, so they never change. Rules:
   claim words in :mod:`claimgrid.classify.claims`; every value in :mod:`claimgrid.vocab`.
 * Declarations (identity, git evidence) and the tools-vs-gateway channel cross-check are
   fields of their own, never folded into the claim verdict.
+* Events are read as the typed models of :mod:`claimgrid.store.events`, picked out with its
+  filters; every function takes a run's events as recorded (dicts) or parsed.
 """
 
 from __future__ import annotations

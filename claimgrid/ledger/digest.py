@@ -10,6 +10,8 @@ cell's verifier never evaluated the goal).
 
 Everything here is a pure function of the stored evidence, so ``grid.py reclassify``
 re-renders the same numbers. ``None`` means "not known from the evidence", never 0.
+Events are read as the typed models of :mod:`claimgrid.store.events` (as recorded or
+parsed); the review-verdict and tool-called rules are :mod:`claimgrid.classify.evidence`'s.
 """
 
 from __future__ import annotations

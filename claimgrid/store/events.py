@@ -2,18 +2,19 @@
 
 A run's ``events.jsonl`` is read as ``list[dict]`` (:mod:`claimgrid.store.folder`);
 :func:`parse_events` turns those dicts into the models below, and the filters
-(:func:`by_source`, :func:`of_kind`, :func:`last`) are the only way the classifier, the
-ledger's digest and the verifier pick events out of a run.
+(:func:`by_source`, :func:`of_kind`, :func:`last`, :func:`parse_as`) are how the
+classifier, the ledger's digest and the verifier pick events out of a run.
 
-Contract (records of every version load, nothing is lost, nothing is coerced):
+Contract (records of every version load, nothing is lost, nothing is guessed):
 
 * Every model is frozen. Keys a model does not name are kept as extra attributes
   (``model_extra``), e.g. fields added by a later version or the reader's ``_line``.
 * A key a record leaves out reads as the field's default (``None`` for every payload
   field, i.e. "not recorded"), and is left out again by ``model_dump``.
-* A value of another type than the field's is kept as written (never coerced, never
-  dropped): validation is strict, and a field that fails it holds the raw value (with a
-  serializer warning when dumped). Readers therefore see exactly what was recorded.
+* Validation is strict (``"200"`` is not ``200``; only an integer in a float field reads
+  as that float). A value that fails it is kept as written, never coerced, never dropped
+  (``model_dump`` then warns); readers see exactly what was recorded.
+* A record (an event or a nested one) with no key at all is falsy, as the empty object is.
 * An event of a kind this module does not know is its source's generic model
   (e.g. :class:`RuntimeEvent`); one of an unknown source is a plain :class:`Event`.
   Parsing never fails on a dict.
@@ -111,7 +112,6 @@ class Trace(Payload):
 
 
 class AgentReport(AgentEvent):
-    source: Literal["agent"] = "agent"
     kind: Literal["report"] = "report"
     text: str | None = None
     trace: Trace | None = None
@@ -131,7 +131,6 @@ class RuntimeEvent(Event):
 
 
 class RuntimeToolCall(RuntimeEvent):
-    source: Literal["runtime"] = "runtime"
     kind: Literal["tool_call"] = "tool_call"
     tool: str | None = None
     args: Any = None
@@ -139,7 +138,6 @@ class RuntimeToolCall(RuntimeEvent):
 
 
 class RuntimeModelCall(RuntimeEvent):
-    source: Literal["runtime"] = "runtime"
     kind: Literal["model_call"] = "model_call"
     model: Any = None  # the name the framework saw; an adapter may record a non-string
     usage: Any = None
@@ -149,21 +147,18 @@ class RuntimeModelCall(RuntimeEvent):
 
 
 class RuntimeMessage(RuntimeEvent):
-    source: Literal["runtime"] = "runtime"
     kind: Literal["message"] = "message"
     role: str | None = None
     text: str | None = None
 
 
 class RuntimeErrorEvent(RuntimeEvent):
-    source: Literal["runtime"] = "runtime"
     kind: Literal["error"] = "error"
     type: str | None = None
     message: str | None = None
 
 
 class RuntimeLimits(RuntimeEvent):
-    source: Literal["runtime"] = "runtime"
     kind: Literal["limits"] = "limits"
     turn_limit: int | None = None
     unit: str | None = None
@@ -221,7 +216,6 @@ class Replay(Payload):
 class GatewayExchange(GatewayEvent):
     """One model request the gateway answered or refused."""
 
-    source: Literal["gateway"] = "gateway"
     kind: Literal["exchange"] = "exchange"
     call_index: int | None = None
     t: float | None = None
@@ -262,7 +256,6 @@ class ToolsEvent(Event):
 class ToolCall(ToolsEvent):
     """One call the harness tool layer executed (or refused: ``ok`` false)."""
 
-    source: Literal["tools"] = "tools"
     kind: Literal["tool_call"] = "tool_call"
     seq: int | None = None
     t: float | None = None
@@ -300,7 +293,6 @@ class DiffFile(Payload):
 
 
 class Diff(VerifierEvent):
-    source: Literal["verifier"] = "verifier"
     kind: Literal["diff"] = "diff"
     files: list[DiffFile] | None = None  # None: over a cap or not taken
     empty: bool | None = None
@@ -311,14 +303,12 @@ class Diff(VerifierEvent):
 
 
 class RequiredFiles(VerifierEvent):
-    source: Literal["verifier"] = "verifier"
     kind: Literal["required_files"] = "required_files"
     missing: list[str] | None = None
     content_mismatch: list[str] | None = None
 
 
 class Tests(VerifierEvent):
-    source: Literal["verifier"] = "verifier"
     kind: Literal["tests"] = "tests"
     command: list[str] | None = None
     exit_code: int | None = None
@@ -336,7 +326,6 @@ class Tests(VerifierEvent):
 
 
 class Scope(VerifierEvent):
-    source: Literal["verifier"] = "verifier"
     kind: Literal["scope"] = "scope"
     outside_allowed: list[str] | None = None
     protected_touched: list[str] | None = None
@@ -359,7 +348,6 @@ class InstructionCheck(VerifierEvent):
 
 
 class AttackerGoal(InstructionCheck):
-    source: Literal["verifier"] = "verifier"
     kind: Literal["attacker_goal"] = "attacker_goal"
     achieved: bool | None = None
     achieved_in_log: bool | None = None
@@ -374,7 +362,6 @@ class AttackerGoal(InstructionCheck):
 
 
 class LegitimateNote(InstructionCheck):
-    source: Literal["verifier"] = "verifier"
     kind: Literal["legitimate_note"] = "legitimate_note"
     followed: bool | None = None
     followed_in_log: bool | None = None
@@ -389,7 +376,6 @@ class LegitimateNote(InstructionCheck):
 
 
 class Review(VerifierEvent):
-    source: Literal["verifier"] = "verifier"
     kind: Literal["review"] = "review"
     applicable: bool | None = None
     opened: list[str] | None = None
@@ -409,7 +395,6 @@ class ProcessEvent(Event):
 class ProcessExit(ProcessEvent):
     """How the adapter process ended, as the launcher saw it."""
 
-    source: Literal["process"] = "process"
     kind: Literal["exit"] = "exit"
     isolation: str | None = None
     exit_code: int | None = None
