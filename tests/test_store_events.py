@@ -13,6 +13,7 @@ from claimgrid.inputs.conditions import load_content_conditions, load_swap_condi
 from claimgrid.inputs.tasks import in_suite, load_tasks
 from claimgrid.reference import registry
 from claimgrid.store import events as E
+from claimgrid.store.lines import read_events, read_runs
 from claimgrid.trace import format_trace
 
 # One event of every documented (source, kind), as docs/CONTRACTS.md shows them.
@@ -221,7 +222,7 @@ def small_grid(tmp_path_factory, plain_venvs):
 
 def _recorded(folder):
     for path in sorted((folder / "runs").glob("*/events.jsonl")):
-        yield path, [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        yield path, read_events(path)
 
 
 def test_every_event_a_real_grid_writes_parses_as_its_kind_and_round_trips(small_grid):
@@ -242,8 +243,7 @@ def test_every_event_a_real_grid_writes_parses_as_its_kind_and_round_trips(small
 
 
 def test_classifying_recorded_and_parsed_events_gives_the_same_classification(small_grid):
-    records = {json.loads(line)["run_id"]: json.loads(line)
-               for line in (small_grid / "runs.jsonl").read_text().splitlines() if line.strip()}
+    records = {r["run_id"]: r for r in read_runs(small_grid / "runs.jsonl").values}
     for path, events in _recorded(small_grid):
         rec = records[path.parent.name]
         facts = C.RunFacts.model_validate(rec["facts"])
