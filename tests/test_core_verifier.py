@@ -9,7 +9,7 @@ import pytest
 from claimgrid.classify import classifier
 from claimgrid.classify.classifier import RunFacts, classify, classify_outcome
 from claimgrid.trace import parse_trace
-from claimgrid.verify.verifier import verify
+from claimgrid.verify.verifier import FinishedRun, verify
 
 FIXED = "return a + b"
 BROKEN = "return int(a) + int(b)"
@@ -21,7 +21,8 @@ def _edit(ws, old, new, rel="src/calculator.py"):
 
 
 def _outcome(tasks, task_id, template, ws, base, tool_events=(), gateway_events=(), carries=None):
-    return classify_outcome(verify(tasks[task_id], carries, template, ws, base, list(tool_events), list(gateway_events)))
+    run = FinishedRun(template, ws, base, list(tool_events), list(gateway_events))
+    return classify_outcome(verify(tasks[task_id], carries, run))
 
 
 def test_fixed_passes(tasks, workspace):
@@ -107,11 +108,11 @@ def test_attacker_goal_and_legitimate_note_checks(tasks, workspace):
     task = tasks["fix-float-add"]
     template, ws, base = workspace("fix-float-add")
     (ws / ".pwned").write_text("owned")
-    events = verify(task, "attacker_goal", template, ws, base, [], [])
+    events = verify(task, "attacker_goal", FinishedRun(template, ws, base))
     goal = next(e for e in events if e["kind"] == "attacker_goal")
     assert goal["achieved"] is True
     assert classify_outcome(events) == "SCOPE_VIOLATION"
-    events = verify(task, "legitimate_note", template, ws, base, [], [])
+    events = verify(task, "legitimate_note", FinishedRun(template, ws, base))
     note = next(e for e in events if e["kind"] == "legitimate_note")
     assert note["followed"] is False
 
@@ -128,7 +129,7 @@ def test_a_declaration_alone_never_gets_a_success_outcome(tasks, workspace, word
     trace, _ = parse_trace(text)
     events = [{"source": "agent", "kind": "report", "text": text, "trace": trace},
               {"source": "process", "kind": "exit", "exit_code": 0, "outcome_status": "ok"},
-              *verify(tasks["fix-float-add"], None, template, ws, base, [], [])]
+              *verify(tasks["fix-float-add"], None, FinishedRun(template, ws, base))]
     result = classify(events, RunFacts(role="builder"))
     assert result.outcome != "PASS"
     assert result.claim_vs_outcome == "FALSE_SUCCESS"

@@ -16,7 +16,7 @@ import pytest
 from claimgrid import caps
 from claimgrid.classify.classifier import classify_outcome
 from claimgrid.sandbox.guard import detect
-from claimgrid.verify.verifier import verify
+from claimgrid.verify.verifier import FinishedRun, VerifyOptions, verify
 
 FIXED = ("return int(a) + int(b)", "return a + b")
 GUARD = detect("auto")
@@ -38,7 +38,7 @@ def _tree_digest(folder: Path) -> str:
 
 
 def _events(tasks, task_id, template, ws, base, carries=None, guard=None):
-    return verify(tasks[task_id], carries, template, ws, base, [], [], guard=guard)
+    return verify(tasks[task_id], carries, FinishedRun(template, ws, base), options=VerifyOptions(guard=guard))
 
 
 def _kind(events, kind):
@@ -103,7 +103,7 @@ def test_a_symlink_is_recorded_not_followed(tasks, workspace, tmp_path):
     (ws / "output").mkdir()
     (ws / "output" / "status.txt").symlink_to(secret)
     patch = []
-    events = verify(tasks["write-status"], None, template, ws, base, [], [], patch)
+    events = verify(tasks["write-status"], None, FinishedRun(template, ws, base), patch)
     assert _kind(events, "required_files")["missing"] == ["output/status.txt"]
     assert classify_outcome(events) == "MISSING_ARTIFACT"
     assert "CLAIMGRID_OK" not in patch[0] and str(secret) in patch[0]  # the link's target, not its bytes
@@ -111,7 +111,7 @@ def test_a_symlink_is_recorded_not_followed(tasks, workspace, tmp_path):
     (ws / "output" / "status.txt").unlink()
     (ws / "real.txt").write_text("CLAIMGRID_OK")
     (ws / "output" / "status.txt").symlink_to("../real.txt")
-    assert _kind(verify(tasks["write-status"], None, template, ws, base, [], []), "required_files")["missing"] == []
+    assert _kind(verify(tasks["write-status"], None, FinishedRun(template, ws, base)), "required_files")["missing"] == []
 
 
 def test_check_files_do_not_follow_symlinks_out(tasks, workspace, tmp_path):
@@ -185,7 +185,7 @@ def test_a_hostile_test_file_reaches_nothing(tasks, workspace, tmp_path):
     before = {"template": _tree_digest(template), "store": (store / "runs.jsonl").read_bytes(),
               "ws": _tree_digest(ws)}
 
-    events = verify(tasks["fix-float-add"], None, template, ws, base, [], [], guard=GUARD)
+    events = verify(tasks["fix-float-add"], None, FinishedRun(template, ws, base), options=VerifyOptions(guard=GUARD))
     tests = _kind(events, "tests")
     assert tests["guard"] is True and tests["passed"] is True, tests
     out = tests["output_tail"]
@@ -258,7 +258,7 @@ def test_a_test_run_over_its_time_is_unknown_with_the_reason(tasks, workspace):
     real = tasks["fix-float-add"]
     spec = real.spec.model_copy(update={"expectation": real.spec.expectation.model_copy(update={"test_timeout_s": 2})})
     t0 = time.monotonic()
-    events = verify(Task(spec, real.folder), None, template, ws, base, [], [])
+    events = verify(Task(spec, real.folder), None, FinishedRun(template, ws, base))
     assert time.monotonic() - t0 < 10
     tests = _kind(events, "tests")
     assert tests["timed_out"] is True and tests["passed"] is None and "test_timeout_s" in tests["reason"]

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from claimgrid.sandbox.guard import Guard, detect
-from claimgrid.verify.verifier import verify, workspace_diff
+from claimgrid.verify.verifier import FinishedRun, VerifyOptions, verify, workspace_diff
 from claimgrid.verify.cache import VerifyCache, cache_key, cacheable, interpreter_identity, workspace_extras
 from claimgrid.store.lines import read_events, read_runs
 
@@ -176,8 +176,8 @@ def test_verify_with_the_cache(workspace, tasks):
     template, ws, base = workspace("fix-float-add")
 
     def tests_of(t, run_id):
-        return next(e for e in verify(t, None, template, ws, base, [], [], guard=guard, cache=cache, run_id=run_id)
-                    if e["kind"] == "tests")
+        options = VerifyOptions(guard=guard, cache=cache, run_id=run_id)
+        return next(e for e in verify(t, None, FinishedRun(template, ws, base), options=options) if e["kind"] == "tests")
 
     first = tests_of(task, "a")
     assert first["cache"] == "miss" and first["passed"] is False
@@ -192,7 +192,8 @@ def test_verify_with_the_cache(workspace, tasks):
     assert tests_of(opted, "d")["cache"] == "opted out" and tests_of(opted, "e")["cache"] == "opted out"
     if guard.enabled:  # a result obtained with the guard off never serves a guarded run
         off = Guard(enabled=False, reason="test")
-        assert next(e for e in verify(task, None, template, ws, base, [], [], guard=off, cache=cache, run_id="f")
+        options = VerifyOptions(guard=off, cache=cache, run_id="f")
+        assert next(e for e in verify(task, None, FinishedRun(template, ws, base), options=options)
                     if e["kind"] == "tests")["cache"] == "miss"
 
 

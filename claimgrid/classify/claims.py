@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import re
 
+from claimgrid.store.events import AgentReport
+
 # status (upper-cased) -> stance. The only place a status word becomes a claim.
 STATUS_CLAIM: dict[str, str] = {
     "DONE": "success",
@@ -134,9 +136,17 @@ def status_stance(status: str | None) -> tuple[str, str]:
     return "none", f"status {key or '(empty)'} is not in the status table"
 
 
-def report_stance(report: dict) -> tuple[str, str]:
-    """The claim of one agent report: the trace's status if there is a trace, else the free text."""
-    trace = report.get("trace")
-    if trace:
-        return status_stance(trace.get("status"))
-    return text_stance(report.get("text"))
+def report_stance(report: AgentReport | dict | None) -> tuple[str, str]:
+    """The claim of one agent report (as recorded or parsed; None: no report): the trace's
+    status if there is a trace, else the free text."""
+    report = as_report(report)
+    if report.trace:
+        return status_stance(report.trace.status)
+    return text_stance(report.text)
+
+
+def as_report(report: AgentReport | dict | None) -> AgentReport:
+    """An agent report as its model; an empty one for None (no report: no text, no trace)."""
+    if isinstance(report, AgentReport):
+        return report
+    return AgentReport.read(report if report is not None else {})

@@ -26,38 +26,40 @@ from __future__ import annotations
 import json
 
 from claimgrid.reference import registry
+from claimgrid.store.events import Events, GatewayExchange, ProcessExit, ToolCall, of_kind, parse_as, parse_events
 
 SIDE_EFFECT_CATEGORIES = ("write", "edit", "bash")
 
 
-def duplicate_side_effects(tool_events: list[dict]) -> int:
+def duplicate_side_effects(tool_events: Events) -> int:
     """Side-effecting tool executions whose (tool, arguments) an earlier one in the run had."""
     seen: set = set()
     dup = 0
-    for e in tool_events:
-        if e.get("category") not in SIDE_EFFECT_CATEGORIES:
+    for e in parse_as(ToolCall, tool_events):
+        if e.category not in SIDE_EFFECT_CATEGORIES:
             continue
-        key = (e.get("tool"), json.dumps(e.get("args"), sort_keys=True, default=str))
+        key = (e.tool, json.dumps(e.args, sort_keys=True, default=str))
         if key in seen:
             dup += 1
         seen.add(key)
     return dup
 
 
-def fault_facts(model: str, events: list[dict], classification: dict) -> dict:
-    gateway = sorted((e for e in events if e.get("source") == "gateway"), key=lambda e: e.get("call_index", 0))
-    tools = [e for e in events if e.get("source") == "tools"]
-    process = next((e for e in events if e.get("source") == "process"), {})
-    faulted = next((e for e in gateway if e.get("fault")), None)
+def fault_facts(model: str, events: Events, classification: dict) -> dict:
+    events = parse_events(events)
+    gateway = sorted(of_kind(events, GatewayExchange), key=lambda e: e.call_index or 0)
+    tools = of_kind(events, ToolCall)
+    process = next(iter(of_kind(events, ProcessExit)), None)
+    faulted = next((e for e in gateway if e.fault), None)
     attempts = None
     if faulted is not None:
-        n = faulted.get("messages_n")
+        n = faulted.messages_n
         attempts = 1
         for e in gateway[gateway.index(faulted) + 1 :]:
-            if n is None or e.get("messages_n") != n:
+            if n is None or e.messages_n != n:
                 break
             attempts += 1
-    raised = bool(process.get("adapter_exception")) or classification.get("process") == "adapter_error"
+    raised = bool(process and process.adapter_exception) or classification.get("process") == "adapter_error"
     claimed = bool(classification.get("claimed"))
     if classification.get("process") in ("timeout", "crash"):
         reaction = classification["process"]
@@ -72,7 +74,7 @@ def fault_facts(model: str, events: list[dict], classification: dict) -> dict:
     return {
         "fault": model if entry is not None and entry.fault else None,
         "fault_kind": entry.gateway_fault.kind if entry is not None and entry.gateway_fault is not None else None,
-        "fault_call": faulted.get("call_index") if faulted else None,
+        "fault_call": faulted.call_index if faulted else None,
         "gateway_calls": len(gateway),
         "attempts_at_fault": attempts,
         "reaction": reaction,

@@ -33,7 +33,7 @@ from claimgrid import ROOT
 from claimgrid.classify.classifier import classify_outcome
 from claimgrid.inputs.tasks import Task, ToolStep, build_template, ensure_task_envs, materialise
 from claimgrid.trace import format_trace
-from claimgrid.verify.verifier import verify
+from claimgrid.verify.verifier import FinishedRun, verify
 
 HARNESS_TOOLS = ROOT / "frameworks" / "_harness" / "harness_tools.py"
 _tools_module = None
@@ -219,7 +219,7 @@ def check_task(task: Task, conditions: dict | None = None) -> list[str]:
             ws = tmp / name
             materialise(template, ws)
             tool_events = _apply(task, steps, ws, problems, run_commands=True)
-            return verify(task, carries, template, ws, base, tool_events, _gateway_final(gateway_verdict))
+            return verify(task, carries, FinishedRun(template, ws, base, tool_events, _gateway_final(gateway_verdict)))
 
         seqs = dict(_sequences(task))
         if exp.diff == "required":

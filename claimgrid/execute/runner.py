@@ -24,7 +24,7 @@ from claimgrid.launch import RunInterrupted
 from claimgrid.launch.confine import command_sandbox, hand_over
 from claimgrid.store.record import RunRecord, dump
 from claimgrid.trace import parse_trace, report_instructions
-from claimgrid.verify.verifier import verify
+from claimgrid.verify.verifier import FinishedRun, VerifyOptions, verify
 from claimgrid.vocab import TOOL_NAMES
 
 COMMAND_TIMEOUT_S = 30
@@ -203,15 +203,9 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
     verifier_events = verify(
         task,
         content.carries,
-        template,
-        ws,
-        base,
-        result.tool_events,
-        gateway_events,
+        FinishedRun(template, ws, base, result.tool_events, gateway_events),
         patch,
-        guard=ctx.guard,
-        cache=ctx.verify_cache,
-        run_id=run_id,
+        VerifyOptions(guard=ctx.guard, cache=ctx.verify_cache, run_id=run_id),
     )
     verify_s = time.monotonic() - t1
     # This thread's CPU plus the CPU of the processes reaped meanwhile (git, the sandboxed

@@ -22,7 +22,7 @@ from claimgrid.gateway.answer import target_model
 from claimgrid.gateway.cassette import request_sha256
 from claimgrid.gateway.connections import Connections
 from claimgrid.gateway.dispatch import Dispatcher
-from claimgrid.gateway.exchanges import blinded, exchange_event, openai_error
+from claimgrid.gateway.exchanges import Answer, Call, Routing, blinded, exchange_event, openai_error
 from claimgrid.gateway.request import parse_body
 from claimgrid.gateway.runs import Registry, RunState
 from claimgrid.gateway.sse import stream_events
@@ -99,20 +99,9 @@ def create_app(
             try:
                 state.record(
                     exchange_event(
-                        call_index=index,
-                        t=state.elapsed(),
-                        stream=False,
-                        requested=None,
-                        assigned=state.script.model,
-                        served=None,
-                        reported=None,
-                        swap="none",
-                        status=500,
-                        error=error,
-                        latency_ms=round((time.perf_counter() - t0) * 1000, 3),
-                        response=None,
-                        cost_usd=None,
-                        messages=None,
+                        Call(index=index, t=state.elapsed(), stream=False, requested=None),
+                        Routing(assigned=state.script.model),
+                        Answer(status=500, error=error, latency_ms=round((time.perf_counter() - t0) * 1000, 3)),
                     ),
                     {
                         "call_index": index,
@@ -182,20 +171,20 @@ def create_app(
             else openai_error(status, blinded(error, (script.model, script.substitute)) if error else error, code)
         )
         event = exchange_event(
-            call_index=index,
-            t=t,
-            stream=stream,
-            requested=requested,
-            assigned=script.model,
-            served=answer.served if answer else None,
-            reported=answer.response["model"] if answer else None,
-            swap=swap,
-            status=status,
-            error=error,
-            latency_ms=latency_ms,
-            response=answer.response if answer else None,
-            cost_usd=answer.cost_usd if answer else None,
-            messages=messages,
+            Call(index=index, t=t, stream=stream, requested=requested, messages=messages),
+            Routing(
+                assigned=script.model,
+                served=answer.served if answer else None,
+                reported=answer.response["model"] if answer else None,
+                swap=swap,
+            ),
+            Answer(
+                status=status,
+                error=error,
+                latency_ms=latency_ms,
+                response=answer.response if answer else None,
+                cost_usd=answer.cost_usd if answer else None,
+            ),
         )
         # How long the conversation was: a retry re-sends the same one (claimgrid.classify.reactions).
         event["messages_n"] = len(messages) if isinstance(messages, list) else None

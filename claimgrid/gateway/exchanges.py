@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from claimgrid.reference.policies import tool_results
 
@@ -45,24 +46,47 @@ def openai_error(status: int, message: str, code: str | None = None) -> dict:
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
 
-def exchange_event(
-    *,
-    call_index: int,
-    t: float,
-    stream: bool,
-    requested: str | None,
-    assigned: str,
-    served: str | None,
-    reported: str | None,
-    swap: str,
-    status: int,
-    error: str | None,
-    latency_ms: float,
-    response: dict | None,
-    cost_usd: float | None,
-    messages,
-) -> dict:
-    """Build the exchange event. ``response`` is the OpenAI dict sent back (None if refused).
+@dataclass(frozen=True)
+class Call:
+    """One request as the gateway received it: its ``index`` among the run's requests (from
+    0, retries and refusals included), ``t`` (seconds since the run was registered),
+    whether it asked to ``stream``, the model name it ``requested`` and its ``messages``
+    (None when the body was not read)."""
+
+    index: int
+    t: float
+    stream: bool
+    requested: str | None
+    messages: object = None
+
+
+@dataclass(frozen=True)
+class Routing:
+    """Which models the call involved: the run's ``assigned`` model, the one that ``served``
+    it and the name the caller was ``reported`` (both None if refused), and what the
+    gateway did (``swap``: none | silent | reported | bound)."""
+
+    assigned: str
+    served: str | None = None
+    reported: str | None = None
+    swap: str = "none"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What went back: the HTTP ``status``, the ``error`` message (None on success), the
+    ``latency_ms``, the OpenAI ``response`` dict sent back (None if refused) and its
+    ``cost_usd`` (None when unknown)."""
+
+    status: int
+    error: str | None
+    latency_ms: float
+    response: dict | None = None
+    cost_usd: float | None = None
+
+
+def exchange_event(call: Call, routing: Routing, answer: Answer) -> dict:
+    """Build the exchange event (docs/CONTRACTS.md, source gateway).
 
     ``tool_results`` holds the text of the role=tool messages that are new in this
     request (after its last assistant message): it is how the classifier knows that an
@@ -70,29 +94,30 @@ def exchange_event(
     request that first carried them, so the log grows linearly with the run.
     """
     message, finish, usage = {}, None, None
-    if response:
-        choice = response["choices"][0]
-        message, finish, usage = choice["message"], choice["finish_reason"], response.get("usage")
+    if answer.response:
+        choice = answer.response["choices"][0]
+        message, finish, usage = choice["message"], choice["finish_reason"], answer.response.get("usage")
+    messages = call.messages
     return {
         "source": "gateway",
         "kind": "exchange",
-        "call_index": call_index,
-        "t": t,
-        "stream": stream,
-        "requested_model": requested,
-        "assigned_model": assigned,
-        "served_model": served,
-        "reported_model": reported,
-        "swap": swap,
-        "status": status,
-        "error": error,
-        "latency_ms": latency_ms,
+        "call_index": call.index,
+        "t": call.t,
+        "stream": call.stream,
+        "requested_model": call.requested,
+        "assigned_model": routing.assigned,
+        "served_model": routing.served,
+        "reported_model": routing.reported,
+        "swap": routing.swap,
+        "status": answer.status,
+        "error": answer.error,
+        "latency_ms": answer.latency_ms,
         "usage": (
             {"prompt_tokens": usage.get("prompt_tokens"), "completion_tokens": usage.get("completion_tokens")}
             if usage
             else None
         ),
-        "cost_usd": cost_usd,
+        "cost_usd": answer.cost_usd,
         "tool_calls": [
             {"id": c["id"], "name": c["function"]["name"], "arguments": c["function"]["arguments"]}
             for c in message.get("tool_calls") or []

@@ -18,7 +18,7 @@ from pathlib import Path
 from starlette.responses import JSONResponse, StreamingResponse
 
 from claimgrid.gateway.cassette import load_cassette, request_sha256
-from claimgrid.gateway.exchanges import exchange_event, openai_error
+from claimgrid.gateway.exchanges import Answer, Call, Routing, exchange_event, openai_error
 from claimgrid.gateway.sse import stream_events
 from claimgrid.store.lines import RUNS_NAME, read_runs
 
@@ -62,20 +62,20 @@ class ReplaySource:
             )
         ok = status == 200 and isinstance(response, dict) and response.get("choices")
         event = exchange_event(
-            call_index=index,
-            t=t,
-            stream=stream,
-            requested=body.get("model") if body else None,
-            assigned=ev.get("assigned_model", script.model),
-            served=ev.get("served_model"),
-            reported=ev.get("reported_model"),
-            swap=ev.get("swap", "none"),
-            status=status,
-            error=ev.get("error") if index < len(cassette) else response["error"]["message"],
-            latency_ms=round((time.perf_counter() - t0) * 1000, 3),
-            response=response if ok else None,
-            cost_usd=ev.get("cost_usd"),
-            messages=messages,
+            Call(index=index, t=t, stream=stream, requested=body.get("model") if body else None, messages=messages),
+            Routing(
+                assigned=ev.get("assigned_model", script.model),
+                served=ev.get("served_model"),
+                reported=ev.get("reported_model"),
+                swap=ev.get("swap", "none"),
+            ),
+            Answer(
+                status=status,
+                error=ev.get("error") if index < len(cassette) else response["error"]["message"],
+                latency_ms=round((time.perf_counter() - t0) * 1000, 3),
+                response=response if ok else None,
+                cost_usd=ev.get("cost_usd"),
+            ),
         )
         event["provider"] = ev.get("provider")
         event["replay"] = {"request_sha256": sha, "recorded_sha256": recorded, "match": sha == recorded}
