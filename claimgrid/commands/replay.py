@@ -76,24 +76,8 @@ def cmd_replay(args) -> int:
 
     src, src_meta, records = _source(args.dir)
     data = _Data.load(args)
-    for r in records:
-        for kind, name, names in (
-            ("framework", r["framework"], data.venvs),
-            ("task", r["task"], data.tasks),
-            ("content condition", r["content"], data.content),
-            ("swap condition", r["swap"], data.swap),
-        ):
-            if name not in names:
-                raise ClaimgridError(f"{src.runs_path}: run {r['run_id']}: {kind} '{name}' is not available here")
-    out = (
-        Path(args.out)
-        if args.out
-        else ROOT / "ledger" / (src.folder.name + ".replay-" + dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H-%M-%SZ"))
-    )
-    if out.resolve() == src.folder.resolve():
-        raise ClaimgridError("--out: a replay never writes into the published ledger; choose another folder")
-    if out.exists():
-        raise ClaimgridError(f"--out: {out} already exists")
+    _check_names(src, records, data)
+    out = _out_folder(args, src)
 
     spec = _spec(args, src_meta, records, src.meta_path)
     inputs = _inputs(spec, data)
@@ -136,6 +120,33 @@ def cmd_replay(args) -> int:
     meta.wall_s = round(time.monotonic() - t0, 1)
     summary = _summary(src, store, records, version_changes, task_changes)
     return _report(store, meta, summary)
+
+
+def _check_names(src: RunStore, records: list[dict], data) -> None:
+    """Every framework, task and condition the recording ran exists here."""
+    for r in records:
+        for kind, name, names in (
+            ("framework", r["framework"], data.venvs),
+            ("task", r["task"], data.tasks),
+            ("content condition", r["content"], data.content),
+            ("swap condition", r["swap"], data.swap),
+        ):
+            if name not in names:
+                raise ClaimgridError(f"{src.runs_path}: run {r['run_id']}: {kind} '{name}' is not available here")
+
+
+def _out_folder(args, src: RunStore) -> Path:
+    """``--out``, else ``ledger/<grid id>.replay-<time>``: a new folder, never the recording."""
+    out = (
+        Path(args.out)
+        if args.out
+        else ROOT / "ledger" / (src.folder.name + ".replay-" + dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H-%M-%SZ"))
+    )
+    if out.resolve() == src.folder.resolve():
+        raise ClaimgridError("--out: a replay never writes into the published ledger; choose another folder")
+    if out.exists():
+        raise ClaimgridError(f"--out: {out} already exists")
+    return out
 
 
 def _spec(args, src_meta: GridMeta, records: list[dict], src_meta_path: Path) -> GridSpec:
