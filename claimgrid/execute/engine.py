@@ -70,9 +70,9 @@ def execute(
     spend = Spend()
     for run_id in done:  # the budget counts what the grid already spent before a resume
         spend.add_events(store.load_events(run_id))
-    report = GridReport()
-    if todo:
-        _Grid(store, spec, settings, inputs, spend, report, len(cells)).run(todo, replay)
+    report = (
+        _Grid(store, spec, settings, inputs, spend, len(todo), len(cells)).run(todo, replay) if todo else GridReport()
+    )
     report.spend = spend.snapshot()
     return report
 
@@ -80,15 +80,20 @@ def execute(
 class _Grid:
     """One ``execute``: the spend, the budget gate, the progress line and the single writer."""
 
-    def __init__(self, store, spec: GridSpec, settings: RunSettings, inputs: GridInputs, spend, report, grid_size):
+    def __init__(self, store, spec: GridSpec, settings: RunSettings, inputs: GridInputs, spend, todo: int, grid_size):
         self.store, self.spec, self.settings, self.inputs = store, spec, settings, inputs
-        self.spend, self.report, self.grid_size = spend, report, grid_size
+        self.spend, self.report, self.grid_size = spend, GridReport(), grid_size
         self.limits = spec.budget.limits()
         self.live: list = []  # local backend: the node's gateway keeps the running total as calls happen
         self.not_started: list[str] = []
         self.stopped: list[OSError] = []
         self.counts: collections.Counter = collections.Counter()
-        self.reporter = None
+        done_before = grid_size - todo
+        self.reporter = _Progress(
+            todo,
+            enabled=settings.progress,
+            extra=lambda done: "spend " + self.current().line(done_before + done, grid_size),
+        )
 
     def current(self):
         return self.live[0] if self.live else self.spend
@@ -104,7 +109,7 @@ class _Grid:
         if result.status is CellStatus.DONE and self.stopped:
             return  # the ledger cannot be written: the cell stays missing for --resume
         if result.status is CellStatus.DONE:
-            record, files = result.record, result.files
+            record, files = result.record or {}, result.files or {}
             try:
                 self.store.write_evidence(cell.run_id, files)  # evidence first: a line always has its folder
                 self.store.append(record)
@@ -115,7 +120,7 @@ class _Grid:
                 self.reporter.log(f"cannot write {cell.run_id}: {exc.strerror}; stopping the grid")
                 return
             if not self.live:  # another backend: totals from each finished run's exchanges
-                self.spend.add_events((files or {}).get("events.jsonl") or [])
+                self.spend.add_events(files.get("events.jsonl") or [])
             self.counts[record["classification"]["outcome"]] += 1
             fw = record["framework"]
             if record.get("runtime_versions") and fw not in self.report.retries:
@@ -133,15 +138,9 @@ class _Grid:
             return CellResult.not_started()
         return node.run(cell)
 
-    def run(self, todo: list[Cell], replay: Replay | None) -> None:
+    def run(self, todo: list[Cell], replay: Replay | None) -> GridReport:
         from claimgrid.execute.node import NodeSettings
 
-        done_before = self.grid_size - len(todo)
-        self.reporter = _Progress(
-            len(todo),
-            enabled=self.settings.progress,
-            extra=lambda done: "spend " + self.current().line(done_before + done, self.grid_size),
-        )
         node_settings = NodeSettings(
             spec=self.spec,
             framework_versions=self.inputs.framework_versions,
@@ -156,6 +155,7 @@ class _Grid:
         finally:
             self.reporter.close()
         self.report.storage_error = self.stopped[0] if self.stopped else None
+        return self.report
 
     def _run_ray(self, todo: list[Cell], node_settings) -> None:
         if self.limits.any():
