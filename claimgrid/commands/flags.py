@@ -7,6 +7,7 @@ Grid-defining flags parse to None when left out, so that ``--resume`` can tell "
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from claimgrid.errors import ClaimgridError, UnknownNameError
@@ -41,6 +42,30 @@ SPEC_FLAGS: dict[str, tuple[str, str]] = {
     "isolation": ("isolation", "--isolation"),
     "max_model_calls": ("max_model_calls", "--max-model-calls"),
 }
+
+
+@dataclass(frozen=True)
+class Data:
+    """What the data flags name: tasks, content and swap conditions, framework entries."""
+
+    tasks: dict
+    content: dict
+    swap: dict
+    venvs: dict
+
+
+def load_data(args) -> Data:
+    """``--tasks-dir``, ``--conditions-dir`` and ``--venvs``, loaded (each checked as it loads)."""
+    from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
+    from claimgrid.inputs.tasks import load_tasks
+    from claimgrid.inputs.venvs import load_venvs
+
+    return Data(
+        load_tasks(args.tasks_dir),
+        load_content_conditions(args.conditions_dir),
+        load_swap_conditions(args.conditions_dir),
+        load_venvs(args.venvs),
+    )
 
 
 def given(args) -> dict[str, object]:

@@ -72,10 +72,10 @@ def _diff_fields(old: dict, new: dict) -> dict:
 def cmd_replay(args) -> int:
     """Re-execute every run of ``args.dir`` offline into a new folder; 0 when every run sent
     the same requests and got the same classification, 1 otherwise."""
-    from claimgrid.commands.run import _Data
+    from claimgrid.commands.flags import load_data
 
     src, src_meta, records = _source(args.dir)
-    data = _Data.load(args)
+    data = load_data(args)
     _check_names(src, records, data)
     out = _out_folder(args, src)
 

@@ -12,7 +12,6 @@ import resource
 import secrets
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from claimgrid import ROOT
@@ -24,48 +23,24 @@ from claimgrid.execute.cells import Cell, plan
 from claimgrid.execute.engine import execute
 from claimgrid.execute.spec import GridInputs, GridMeta, GridReport, GridSpec, RunSettings
 from claimgrid.execute.spending import note_unpriced, stop_line
-from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
-from claimgrid.inputs.tasks import ensure_task_envs, load_tasks
+from claimgrid.inputs.tasks import ensure_task_envs
 from claimgrid.reference import registry
 from claimgrid.sandbox.guard import detect
 from claimgrid.store import RunStore
-
-check_models = flags.check_models  # where it was: a model name or a LiteLLM model string
-
-
-@dataclass(frozen=True)
-class _Data:
-    """What the data flags name: tasks, content and swap conditions, framework entries."""
-
-    tasks: dict
-    content: dict
-    swap: dict
-    venvs: dict
-
-    @classmethod
-    def load(cls, args) -> _Data:
-        from claimgrid.inputs.venvs import load_venvs
-
-        return cls(
-            load_tasks(args.tasks_dir),
-            load_content_conditions(args.conditions_dir),
-            load_swap_conditions(args.conditions_dir),
-            load_venvs(args.venvs),
-        )
 
 
 def cmd_run(args) -> int:
     """Validate everything (flags, data, a resumed folder), then run; nothing is written before."""
     V.check_data_flags(args)
-    data = _Data.load(args)
-    resumed = _check_resumed(args, data) if args.resume else None
-    guard = detect(args.guard)  # --guard on fails here, before anything is written
-    if not guard.enabled:
-        print(f"guard: off ({guard.reason}): agent commands run without a sandbox", flush=True)
-    if resumed is not None:
-        spec, store, meta = _open_resumed(args.resume, resumed)
+    data = flags.load_data(args)
+    meta: GridMeta | None = None
+    if args.resume:
+        spec = _check_resumed(args, data)
+        guard = _guard(args.guard)
+        store, meta = _open_resumed(args.resume, spec)
     else:
-        (spec, store), meta = _new_grid(args, data), None
+        guard = _guard(args.guard)
+        spec, store = _new_grid(args, data)
     settings = flags.run_settings(args, meta.dump() if meta else None, spec.selection.all_models)
     cells = plan(spec.selection, data.content, data.swap)
     inputs = _prepare(spec, data, guard)
@@ -77,7 +52,15 @@ def cmd_run(args) -> int:
     return _run(store, cells, spec, settings, inputs, meta)
 
 
-def _check_resumed(args, data: _Data) -> GridSpec:
+def _guard(mode: str):
+    """The sandbox of this invocation: ``--guard on`` fails here, before anything is written."""
+    guard = detect(mode)
+    if not guard.enabled:
+        print(f"guard: off ({guard.reason}): agent commands run without a sandbox", flush=True)
+    return guard
+
+
+def _check_resumed(args, data: flags.Data) -> GridSpec:
     """The resumed folder's checks (before its lock is taken); the spec it runs with."""
     stored = V.read_meta(args.resume)
     spec = V.check_resume(args, stored, args.resume)
@@ -87,7 +70,8 @@ def _check_resumed(args, data: _Data) -> GridSpec:
     return spec
 
 
-def _open_resumed(folder: Path, spec: GridSpec) -> tuple[GridSpec, RunStore, GridMeta]:
+def _open_resumed(folder: Path, spec: GridSpec) -> tuple[RunStore, GridMeta]:
+    """The resumed folder, locked and repaired; its meta.json; the policies it loads."""
     store = RunStore(folder)
     if not store.meta_path.exists():
         raise ClaimgridError(f"{folder}: not a grid folder (no meta.json)")
@@ -95,10 +79,10 @@ def _open_resumed(folder: Path, spec: GridSpec) -> tuple[GridSpec, RunStore, Gri
     meta = read_grid_meta(store)
     for path in spec.policies:
         registry.load_policies(path)
-    return spec, store, meta
+    return store, meta
 
 
-def _new_grid(args, data: _Data) -> tuple[GridSpec, RunStore]:
+def _new_grid(args, data: flags.Data) -> tuple[GridSpec, RunStore]:
     """A new grid's spec and (not yet created) store; the selection and --out are checked."""
     for path in flags.policy_files(args):  # before the selection: they register model names
         registry.load_policies(path)
@@ -110,7 +94,7 @@ def _new_grid(args, data: _Data) -> tuple[GridSpec, RunStore]:
     return flags.new_spec(args, sel), RunStore(folder)
 
 
-def _prepare(spec: GridSpec, data: _Data, guard) -> GridInputs:
+def _prepare(spec: GridSpec, data: flags.Data, guard) -> GridInputs:
     """The models answer (preflight), the venvs and task environments exist: the engine's inputs."""
     from claimgrid.gateway import preflight
     from claimgrid.inputs.venvs import ensure_venvs, framework_versions
