@@ -1,5 +1,5 @@
 """``grid.py run``'s flags into the typed grid shapes (claimgrid.execute.spec): the only place
-a command line's Namespace becomes a :class:`GridSpec` or :class:`RunSettings`.
+a command line's Namespace becomes a ``GridSpec`` or ``RunSettings``.
 
 Grid-defining flags parse to None when left out, so that ``--resume`` can tell "given" from
 "default": a new grid fills in the defaults, a resumed one the stored values.
