@@ -129,8 +129,23 @@ def _hashes(spec: GridSpec, inputs: GridInputs) -> dict:
     }
 
 
+def _swap_facts(names, swap: dict) -> dict:
+    """Each swap condition's treatment as configured (the call index from which the assigned
+    model is unavailable); the ledger also reads where it really fired from the gateway log."""
+    return {
+        name: {
+            "unavailable_from_call": swap[name].unavailable_from_call,
+            "on_unavailable": swap[name].on_unavailable,
+            "reported_name": swap[name].reported_name,
+        }
+        for name in names
+    }
+
+
 def _create(store: RunStore, spec: GridSpec, settings: RunSettings, inputs: GridInputs, grid_size: int) -> GridMeta:
     """A new grid's meta.json (docs/CONTRACTS.md, "Grid meta"), written with the folder."""
+    from claimgrid.ledger.facts import grid_facts  # the ledger's facts block, at the end of meta
+
     sel, keys = spec.selection, spec.meta()
     command = "uv run grid.py " + " ".join(sys.argv[1:])
     meta = GridMeta(
@@ -158,20 +173,15 @@ def _create(store: RunStore, spec: GridSpec, settings: RunSettings, inputs: Grid
         guard=inputs.guard.facts(),
         # claimgrid.verify.cache: "off" with --no-verify-cache (each run record says hit/miss)
         verify_cache=keys["verify_cache"],
-        # The swap treatment as configured (the call index from which the assigned model
-        # is unavailable); the ledger also reads where it really fired from the gateway log.
-        swap_conditions={
-            name: {
-                "unavailable_from_call": inputs.swap[name].unavailable_from_call,
-                "on_unavailable": inputs.swap[name].on_unavailable,
-                "reported_name": inputs.swap[name].reported_name,
-            }
-            for name in sel.swap
-        },
+        swap_conditions=_swap_facts(sel.swap, inputs.swap),
         hashes=_hashes(spec, inputs),
         **{k: keys[k] for k in ("budget", "provider_retry")},
         spend=None,
         stopped_at_budget=None,
+        # What the ledger renders from (claimgrid.ledger.facts.grid_facts): "task_facts"
+        # {task: {role, attacker_goal_check, legitimate_note_check}} and "content_facts"
+        # {content: {carries}}, so the ledger never reads today's tasks/ or conditions/.
+        **grid_facts({t: inputs.tasks[t] for t in sel.tasks}, {c: inputs.content[c] for c in sel.content}),
     )
     try:
         store.create(meta.dump(), command=command)

@@ -320,6 +320,8 @@ class GridMeta(BaseModel):
     provider_retry: dict[str, Any] | None = None
     spend: dict[str, Any] | None = None
     stopped_at_budget: dict[str, Any] | None = None
+    task_facts: dict[str, dict] = Field(default_factory=dict)  # claimgrid.ledger.facts.grid_facts
+    content_facts: dict[str, dict] = Field(default_factory=dict)
     budget_stops: list[dict] = Field(default_factory=list)
     harness_errors: list[dict] = Field(default_factory=list)
     executions: list[dict] = Field(default_factory=list)
