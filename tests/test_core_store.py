@@ -6,6 +6,7 @@ import os
 import pytest
 
 from claimgrid.execute.cells import Cell, plan
+from claimgrid.execute.spec import Selection
 from claimgrid.store import RunStore, StoreIntegrityError
 
 
@@ -42,8 +43,9 @@ def test_repair_drops_a_torn_line_and_orphan_evidence(store):
 
 
 def test_plan_ids_are_unique_and_stable():
-    cells = plan(["a", "b"], ["t1", "t2"], ["clean", "malicious"], ["none", "silent"],
-                 ["diligent", "openai/gpt-4o-mini"], "reader", 2)
+    cells = plan(Selection(frameworks=["a", "b"], tasks=["t1", "t2"], content=["clean", "malicious"],
+                           swap=["none", "silent"], models=["diligent", "openai/gpt-4o-mini"],
+                           substitute="reader", repeats=2))
     ids = [c.run_id for c in cells]
     assert len(ids) == len(set(ids)) == 2 * 2 * 2 * 2 * 2 * 2
     assert Cell("a", "t1", "clean", "none", "openai/gpt-4o-mini", "reader", 0).run_id == \

@@ -12,6 +12,7 @@ import pytest
 
 from claimgrid.reference import registry
 from claimgrid.execute.cells import allowed, plan
+from claimgrid.execute.spec import Selection
 from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.classify.reactions import duplicate_side_effects, fault_facts
 from claimgrid.gateway import RunScript
@@ -145,7 +146,8 @@ def test_fault_models_run_only_on_untreated_content_without_swap(tasks):
     models = registry.default_models()
     faults = registry.fault_models()
     assert faults and set(faults) < set(models)
-    cells = plan(["a", "b"], list(tasks), content, swap, models, registry.default_substitute(), 1)
+    cells = plan(Selection(frameworks=["a", "b"], tasks=list(tasks), content=content, swap=swap, models=models,
+                           substitute=registry.default_substitute(), repeats=1))
     faulty = [c for c in cells if c.model in faults]
     assert {(c.content, c.swap) for c in faulty} == {(UNTREATED.name, NO_SWAP.name)}
     assert len(faulty) == 2 * len(tasks) * len(faults)
@@ -164,7 +166,8 @@ def test_the_restriction_is_data_on_the_entry():
     registry.register(entry)
     try:
         content, swap = list(load_content_conditions()), list(load_swap_conditions())
-        cells = plan(["a"], ["t"], content, swap, [entry.name], "x", 1)
+        cells = plan(Selection(frameworks=["a"], tasks=["t"], content=content, swap=swap, models=[entry.name],
+                               substitute="x", repeats=1))
         assert {c.swap for c in cells} == {NO_SWAP.name} and len(cells) == len(content)
     finally:
         del registry._REGISTRY[entry.name]

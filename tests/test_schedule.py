@@ -21,6 +21,7 @@ import pytest
 from claimgrid.reference import registry
 from claimgrid.execute.admission import Activity, Admission, Schedule, default_max_inflight, spread
 from claimgrid.execute.cells import plan
+from claimgrid.execute.spec import Selection
 from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.gateway import Gateway
 from claimgrid.gateway.connections import Connections, parse_limits
@@ -160,8 +161,10 @@ def test_a_waiting_run_does_not_hold_the_only_job(tmp_path, plain_venvs):
 def test_the_plan_and_the_schedule_cover_the_same_cells():
     """The spread order is a permutation of the plan: nothing added, nothing lost."""
     content, swap = load_content_conditions(), load_swap_conditions()
-    cells = plan(["fw-a", "fw-b"], sorted(load_tasks())[:2], sorted(content), sorted(swap),
-                 registry.default_models(), registry.default_substitute(), 2, content, swap)
+    sel = Selection(frameworks=["fw-a", "fw-b"], tasks=sorted(load_tasks())[:2], content=sorted(content),
+                    swap=sorted(swap), models=registry.default_models(),
+                    substitute=registry.default_substitute(), repeats=2)
+    cells = plan(sel, content, swap)
     assert sorted(spread(cells, key=lambda c: c.model), key=lambda c: c.run_id) == sorted(cells, key=lambda c: c.run_id)
 
 
@@ -206,20 +209,14 @@ def test_calls_to_one_provider_never_exceed_max_connections(tasks, monkeypatch):
 
 
 def test_a_schedule_is_recorded_and_read_back_on_resume():
-    class Args:
-        jobs, max_inflight, max_connections = 3, None, ["openai=5"]
-
     s = Schedule(3, 12, 10, (("openai", 5),))
     assert s.as_dict() == {"jobs": 3, "max_inflight": 12,
                            "max_connections": {"default": 10, "per_provider": {"openai": 5}}}
     from claimgrid.execute.admission import schedule_from
     ref = [m for m in registry.default_models()]
-    assert schedule_from(Args, None, ref) == Schedule(3, 12, 10, (("openai", 5),))
+    assert schedule_from(3, None, ["openai=5"], None, ref) == Schedule(3, 12, 10, (("openai", 5),))
 
-    class Resume:
-        jobs = max_inflight = max_connections = None
-
-    again = schedule_from(Resume, {"jobs": 3, "schedule": s.as_dict()}, ref)
+    again = schedule_from(None, None, None, {"jobs": 3, "schedule": s.as_dict()}, ref)  # --resume, no flags
     assert again == s
 
 

@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--tasks", type=_csv, help="comma-separated task ids, from any suite (default: the --suite's tasks)"
     )
     run.add_argument(
-        "--suite", type=v.text, default="default", help="the tasks whose task.toml has this suite (default: 'default')"
+        "--suite", type=v.text, default=None, help="the tasks whose task.toml has this suite (default: 'default')"
     )
     run.add_argument("--content", type=_csv, help="content condition names, from conditions/content/ (default: all)")
     run.add_argument("--swap", type=_csv, help="swap condition names, from conditions/swap/ (default: all)")
@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="reference model names or LiteLLM model strings (default: the registry's default models)",
     )
     # Grid-defining flags default to None so that --resume can tell "given" from "default";
-    # claimgrid.commands.run fills in the defaults (claimgrid.commands.validate.DEFAULT_*).
+    # claimgrid.commands.flags fills in the defaults (claimgrid.execute.spec.DEFAULT_*).
     run.add_argument(
         "--substitute",
         type=v.text,

@@ -1,15 +1,41 @@
-"""What the verbs that write a grid folder share: the writer lock and repair, the commit, the closing render."""
+"""What the verbs that write a grid folder share: the writer lock and repair, the commit,
+meta.json read and written as the typed ``GridMeta``, the closing render."""
 
 from __future__ import annotations
 
+import datetime as dt
 import subprocess
 import sys
 
+from pydantic import ValidationError
+
 from claimgrid import ROOT
+from claimgrid.errors import DataError
+from claimgrid.execute.spec import GridMeta
 from claimgrid.store import RunStore
 
 
-def _commit() -> str:
+def now() -> str:
+    """The time stamps of meta.json: UTC, to the second."""
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def read_grid_meta(store: RunStore) -> GridMeta:
+    """The folder's meta.json as the typed model; one line naming the file and field if it is not."""
+    try:
+        return GridMeta.model_validate(store.read_meta())
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise DataError(store.meta_path, ".".join(map(str, err.get("loc", ()))) or None, err.get("msg")) from None
+
+
+def write_meta(store: RunStore, meta: GridMeta) -> None:
+    """meta.json, checked against ``GridMeta`` first (a wrong value is a bug, never written)."""
+    store.write_meta(GridMeta.model_validate(meta.dump()).dump())
+
+
+def commit() -> str:
+    """This checkout's short commit, ``(dirty)`` with uncommitted changes, or ``unknown``."""
     try:
         sha = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
@@ -22,7 +48,7 @@ def _commit() -> str:
         return "unknown"
 
 
-def _open_for_writing(store: RunStore) -> None:
+def open_for_writing(store: RunStore) -> None:
     """Take the folder's writer lock, repair a kill's leftovers (and say so), and refuse
     evidence that fails its manifests or a ``runs.jsonl`` line that cannot be read."""
     store.acquire("uv run grid.py " + " ".join(sys.argv[1:]))
@@ -36,7 +62,8 @@ def _open_for_writing(store: RunStore) -> None:
         raise StoreIntegrityError(store.folder, problems)
 
 
-def _finish(store: RunStore) -> int:
+def finish(store: RunStore) -> int:
+    """Render the ledger (LEDGER.md, ledger.html, heatmap), print its headline table; 0."""
     from claimgrid.ledger import headline_table, render_ledger
 
     path = render_ledger(store.folder)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from claimgrid.classify.classifier import RunFacts, classify
 from claimgrid.classify.reactions import fault_facts
 from claimgrid.commands import validate as V
-from claimgrid.commands.common import _finish, _open_for_writing
+from claimgrid.commands.common import finish, open_for_writing
 from claimgrid.inputs.tasks import load_tasks
 from claimgrid.reference import registry
 from claimgrid.store import RunStore
@@ -48,7 +48,7 @@ def cmd_reclassify(args) -> int:
 
     V.check_reclassify(args.dir)
     store = RunStore(args.dir)
-    _open_for_writing(store)
+    open_for_writing(store)
     meta = store.read_meta() if store.meta_path.exists() else {}
     for path in list(dict.fromkeys([*meta.get("policies", []), *(str(p) for p in args.policies)])):
         registry.load_policies(path)
@@ -86,4 +86,4 @@ def cmd_reclassify(args) -> int:
     report.write_text(f"{len(lines)} of {len(records)} runs changed\n\n" + "\n".join(lines))
     print("".join(lines), end="")
     print(f"reclassified {len(records)} runs from stored evidence; {len(lines)} changed (see {report})")
-    return _finish(store)
+    return finish(store)

@@ -20,23 +20,29 @@ import datetime as dt
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from claimgrid import ROOT
-from claimgrid.errors import ClaimgridError
+from claimgrid.commands.common import commit, finish, now, read_grid_meta, write_meta
+from claimgrid.errors import ClaimgridError, DataError
 from claimgrid.execute.cells import Cell
+from claimgrid.execute.engine import execute
+from claimgrid.execute.spec import GridInputs, GridMeta, GridSpec, Replay, RunSettings, Selection
+from claimgrid.reference import registry
+from claimgrid.sandbox.guard import detect
 from claimgrid.store import RunStore
 
 CELL_FIELDS = ("framework", "task", "content", "swap", "model", "substitute", "repeat")
 
 
-def _source(folder: Path) -> tuple[RunStore, dict, list[dict]]:
+def _source(folder: Path) -> tuple[RunStore, GridMeta, list[dict]]:
     store = RunStore(folder)
     if not store.meta_path.is_file():
         raise ClaimgridError(f"{folder}: not a grid folder (no meta.json)")
     if not store.runs_path.is_file():
         raise ClaimgridError(f"{folder}: not a grid folder (no runs.jsonl)")
-    meta = store.read_meta()
+    meta = read_grid_meta(store)
     records = store.records()
     if not records:
         raise ClaimgridError(f"{store.runs_path}: no completed runs to replay")
@@ -64,27 +70,73 @@ def _diff_fields(old: dict, new: dict) -> dict:
 
 
 def cmd_replay(args) -> int:
-    from claimgrid.commands.common import _finish
-    from claimgrid.execute.engine import _execute
-    from claimgrid.gateway.cassette import load_cassette, read_jsonl
-    from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
-    from claimgrid.inputs.tasks import load_tasks
-    from claimgrid.inputs.venvs import ensure_venvs, framework_versions, load_venvs
+    """Re-execute every run of ``args.dir`` offline into a new folder; 0 when every run sent
+    the same requests and got the same classification, 1 otherwise."""
+    from claimgrid.commands.flags import load_data
 
     src, src_meta, records = _source(args.dir)
-    tasks = load_tasks(args.tasks_dir)
-    content = load_content_conditions(args.conditions_dir)
-    swap = load_swap_conditions(args.conditions_dir)
-    venvs = load_venvs(args.venvs)
+    data = load_data(args)
+    _check_names(src, records, data)
+    out = _out_folder(args, src)
+
+    spec = _spec(args, src_meta, records, src.meta_path)
+    inputs = _inputs(spec, data)
+    version_changes = {
+        n: _diff_fields((src_meta.frameworks or {}).get(n) or {}, v) for n, v in inputs.framework_versions.items()
+    }
+    version_changes = {n: d for n, d in version_changes.items() if d}
+    task_changes = sorted(
+        {
+            r["task"]
+            for r in records
+            if (r.get("parity") or {}).get("task_hash") not in (None, data.tasks[r["task"]].task_hash)
+        }
+    )
+    settings = _settings(args, src_meta)
+    meta = _meta(out, src, src_meta, inputs)
+    store = RunStore(out)
+    store.create(meta.dump(), command=meta.command)
+
+    cells = [Cell(**{k: r[k] for k in CELL_FIELDS}) for r in records]
+    print(
+        f"replay of {src.folder} ({len(cells)} runs) into {out}: offline, recorded responses only; "
+        f"{settings.jobs} jobs, isolation {spec.isolation}",
+        flush=True,
+    )
+    if version_changes:
+        print(f"note: framework versions differ from the recording: {json.dumps(version_changes)}", flush=True)
+    t0 = time.monotonic()
+    for path in spec.policies:  # reference policies the recording registered
+        registry.load_policies(path)
+    inputs = replace(inputs, guard=detect(spec.guard_mode))
+    delegations = {
+        r["run_id"]: (r.get("facts") or {}).get("delegation_id")
+        for r in records
+        if (r.get("facts") or {}).get("delegation_id")
+    }
+    report = execute(cells, store, spec, settings, inputs, Replay(str(src.folder), delegations))
+    meta.add_report(report)
+    meta.finished = now()
+    meta.wall_s = round(time.monotonic() - t0, 1)
+    summary = _summary(src, store, records, version_changes, task_changes)
+    return _report(store, meta, summary)
+
+
+def _check_names(src: RunStore, records: list[dict], data) -> None:
+    """Every framework, task and condition the recording ran exists here."""
     for r in records:
-        for kind, name, registry in (
-            ("framework", r["framework"], venvs),
-            ("task", r["task"], tasks),
-            ("content condition", r["content"], content),
-            ("swap condition", r["swap"], swap),
+        for kind, name, names in (
+            ("framework", r["framework"], data.venvs),
+            ("task", r["task"], data.tasks),
+            ("content condition", r["content"], data.content),
+            ("swap condition", r["swap"], data.swap),
         ):
-            if name not in registry:
+            if name not in names:
                 raise ClaimgridError(f"{src.runs_path}: run {r['run_id']}: {kind} '{name}' is not available here")
+
+
+def _out_folder(args, src: RunStore) -> Path:
+    """``--out``, else ``ledger/<grid id>.replay-<time>``: a new folder, never the recording."""
     out = (
         Path(args.out)
         if args.out
@@ -94,109 +146,93 @@ def cmd_replay(args) -> int:
         raise ClaimgridError("--out: a replay never writes into the published ledger; choose another folder")
     if out.exists():
         raise ClaimgridError(f"--out: {out} already exists")
+    return out
 
-    names = sorted({r["framework"] for r in records})
-    entries = {n: venvs[n] for n in names}
-    ensure_venvs(entries)
-    fw_versions = {n: framework_versions(e) for n, e in entries.items()}
-    version_changes = {
-        n: _diff_fields((src_meta.get("frameworks") or {}).get(n) or {}, v) for n, v in fw_versions.items()
-    }
-    version_changes = {n: d for n, d in version_changes.items() if d}
-    task_changes = sorted(
-        {
-            r["task"]
-            for r in records
-            if (r.get("parity") or {}).get("task_hash") not in (None, tasks[r["task"]].task_hash)
-        }
+
+def _spec(args, src_meta: GridMeta, records: list[dict], src_meta_path: Path) -> GridSpec:
+    """The recording's grid, as the replay runs it: its limits, isolation, policies and the
+    sandbox setting it ran with (tool results, and so requests, depend on it); no budget."""
+    from claimgrid.commands.flags import data_dirs
+
+    def names(key):
+        return list(dict.fromkeys(r[key] for r in records))
+
+    for key in ("timeout_s", "max_model_calls"):
+        if getattr(src_meta, key) is None:
+            raise DataError(src_meta_path, key, "required field is missing")
+    recorded_guard = src_meta.guard if isinstance(src_meta.guard, dict) else {}
+    return GridSpec(
+        selection=Selection(
+            frameworks=sorted(names("framework")),
+            tasks=names("task"),
+            content=names("content"),
+            swap=names("swap"),
+            models=names("model"),
+            substitute=records[0]["substitute"],
+            repeats=max(r["repeat"] for r in records) + 1,
+        ),
+        timeout_s=src_meta.timeout_s,
+        isolation=src_meta.isolation or "warm",
+        max_model_calls=src_meta.max_model_calls,
+        guard_mode="off" if recorded_guard.get("guard") == "off" else "auto",
+        policies=tuple(src_meta.policies),
+        data=data_dirs(args),
     )
 
-    timeout_s, max_calls = src_meta["timeout_s"], src_meta["max_model_calls"]
-    isolation, jobs = src_meta.get("isolation", "warm"), args.jobs or src_meta.get("jobs") or 2
-    # Replay serves recordings (no provider): the recorded grid's in-flight cap, else the default.
-    from claimgrid.execute.admission import Schedule, default_max_inflight
 
-    inflight = ((src_meta.get("schedule") or {}).get("max_inflight")) or default_max_inflight(jobs)
-    schedule = Schedule(jobs, max(inflight, jobs))
-    meta = {
-        k: v
-        for k, v in src_meta.items()
-        if k not in ("resumed", "budget_stops", "stopped_at_budget", "spend", "finished", "wall_s")
-    }
+def _inputs(spec: GridSpec, data) -> GridInputs:
+    from claimgrid.inputs.venvs import ensure_venvs, framework_versions
+
+    entries = {n: data.venvs[n] for n in spec.selection.frameworks}
+    ensure_venvs(entries)
+    versions = {n: framework_versions(e) for n, e in entries.items()}
+    return GridInputs(data.tasks, data.content, data.swap, entries, versions)
+
+
+def _settings(args, src_meta: GridMeta) -> RunSettings:
+    """Replay serves recordings (no provider): the recorded grid's in-flight cap, else the default."""
+    from claimgrid.execute.admission import default_max_inflight
+
+    jobs = args.jobs or src_meta.jobs or 2
+    inflight = (src_meta.schedule or {}).get("max_inflight") or default_max_inflight(jobs)
+    return RunSettings(jobs=jobs, max_inflight=max(inflight, jobs), progress=not args.no_progress)
+
+
+def _meta(out: Path, src: RunStore, src_meta: GridMeta, inputs: GridInputs) -> GridMeta:
+    """The replay's meta.json: the recording's, less what belongs to its invocations, plus
+    where it comes from (``replay_of``)."""
+    gone = ("resumed", "budget_stops", "stopped_at_budget", "spend", "finished", "wall_s")
+    meta = {k: v for k, v in src_meta.dump().items() if k not in gone}
     meta.update(
         {
             "grid_id": out.name,
             "command": "uv run grid.py " + " ".join(sys.argv[1:]),
-            "started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "started": now(),
             "finished": None,
             "wall_s": None,
-            "frameworks": fw_versions,
+            "frameworks": inputs.framework_versions,
             "retries": {},
             "resumed": [],
             "stopped_at_budget": None,
             "replay_of": {
                 "folder": str(src.folder),
-                "grid_id": src_meta.get("grid_id"),
-                "frameworks": src_meta.get("frameworks"),
-                "claimgrid_commit": src_meta.get("claimgrid_commit"),
+                "grid_id": src_meta.grid_id,
+                "frameworks": src_meta.frameworks,
+                "claimgrid_commit": src_meta.claimgrid_commit,
             },
         }
     )
-    from claimgrid.commands.common import _commit
+    meta["claimgrid_commit"] = commit()
+    return GridMeta.model_validate(meta)
 
-    meta["claimgrid_commit"] = _commit()
-    store = RunStore(out)
-    store.create(meta, command=meta["command"])
 
-    cells = [Cell(**{k: r[k] for k in CELL_FIELDS}) for r in records]
-    print(
-        f"replay of {src.folder} ({len(cells)} runs) into {out}: offline, recorded responses only; "
-        f"{jobs} jobs, isolation {isolation}",
-        flush=True,
-    )
-    if version_changes:
-        print(f"note: framework versions differ from the recording: {json.dumps(version_changes)}", flush=True)
-    t0 = time.monotonic()
-    for path in src_meta.get("policies") or ():  # reference policies the recording registered
-        from claimgrid.reference import registry
+def _summary(src: RunStore, store: RunStore, records: list[dict], version_changes: dict, task_changes: list) -> dict:
+    """replay.json: per run, the request hashes and the classification against the recording."""
+    from claimgrid.gateway.cassette import load_cassette, read_jsonl
 
-        registry.load_policies(path)
-    from claimgrid.sandbox.guard import detect
-
-    # The recording's sandbox setting: tool results (and so requests) depend on it.
-    recorded_guard = src_meta.get("guard") if isinstance(src_meta.get("guard"), dict) else {}
-    args.guard = "off" if recorded_guard.get("guard") == "off" else "auto"
-    guard = detect(args.guard)
-    _execute(
-        cells,
-        store,
-        tasks,
-        content,
-        swap,
-        entries,
-        fw_versions,
-        timeout_s,
-        max_calls,
-        isolation,
-        schedule,
-        progress=not args.no_progress,
-        meta=meta,
-        guard=guard,
-        args=args,
-        replay_dir=src.folder,
-        delegations={
-            r["run_id"]: (r.get("facts") or {}).get("delegation_id")
-            for r in records
-            if (r.get("facts") or {}).get("delegation_id")
-        },
-    )
-    meta["finished"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    meta["wall_s"] = round(time.monotonic() - t0, 1)
-
-    published = {r["run_id"]: r for r in records}
     replayed = {r["run_id"]: r for r in store.records()}
     rows = []
-    for run_id, old in published.items():
+    for run_id, old in {r["run_id"]: r for r in records}.items():
         new = replayed.get(run_id)
         if new is None:
             rows.append(
@@ -222,22 +258,26 @@ def cmd_replay(args) -> int:
                 "classification_diff": diff or None,
             }
         )
-    same_requests = sum(1 for r in rows if r["requests"] and r["requests"]["match"])
-    same_class = sum(1 for r in rows if r["classification_match"])
-    summary = {
+    return {
         "source": str(src.folder),
         "runs": len(rows),
-        "requests_identical": same_requests,
-        "classifications_identical": same_class,
+        "requests_identical": sum(1 for r in rows if r["requests"] and r["requests"]["match"]),
+        "classifications_identical": sum(1 for r in rows if r["classification_match"]),
         "framework_version_changes": version_changes,
         "task_changes": task_changes,
         "runs_detail": rows,
     }
-    meta["replay"] = {k: v for k, v in summary.items() if k != "runs_detail"}
-    store.write_meta(meta)
+
+
+def _report(store: RunStore, meta: GridMeta, summary: dict) -> int:
+    """meta.json, replay.json, REPLAY.md and the ledger; the summary lines; the exit status."""
+    out, rows = store.folder, summary["runs_detail"]
+    same_requests, same_class = summary["requests_identical"], summary["classifications_identical"]
+    meta.replay = {k: v for k, v in summary.items() if k != "runs_detail"}
+    write_meta(store, meta)
     (out / "replay.json").write_text(json.dumps(summary, indent=2) + "\n")
     (out / "REPLAY.md").write_text(_markdown(summary))
-    _finish(store)
+    finish(store)
     print(
         f"replay: {len(rows)} runs; same requests (every request hash) in {same_requests}/{len(rows)}; "
         f"same classification in {same_class}/{len(rows)}"

@@ -8,9 +8,10 @@ field, and saying what is allowed; ``cli.main`` prints it and exits 2.
   type and range as it is parsed, so argparse reports ``argument --jobs: ...``;
 * ``check_out``, ``check_dir`` check paths given on the command line;
 * ``check_grid_size`` bounds the product of the selection before any cell is planned;
-* ``read_meta`` / ``check_resume`` / ``check_reclassify`` check a stored grid folder.
+* ``read_meta`` / ``check_resume`` / ``check_reclassify`` check a stored grid folder
+  (``check_resume`` compares the grid spec the flags ask for with the stored one).
 
-The allowed ranges below reach the flags' help texts (cli.build_parser), from which README's
+The allowed ranges (below and in claimgrid.execute.spec) reach the flags' help texts (cli.build_parser), from which README's
 flag table is generated (``uv run python -m claimgrid.commands.docs``).
 """
 
@@ -28,19 +29,23 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from claimgrid.errors import ClaimgridError, DataError
+from claimgrid.execute.spec import (  # noqa: F401  (the grid spec's bounds and defaults, named here too)
+    DEFAULT_ISOLATION,
+    DEFAULT_MAX_MODEL_CALLS,
+    DEFAULT_REPEATS,
+    DEFAULT_TIMEOUT_S,
+    MAX_MODEL_CALLS,
+    MAX_REPEATS,
+    MAX_TIMEOUT_S,
+    GridSpec,
+    Selection,
+)
 from claimgrid.inputs.schema import validate
 from claimgrid.store.lines import EVENTS_NAME, RUNS_NAME, read_events, read_runs
 
 MAX_JOBS = 256
 MAX_INFLIGHT = 4096
-MAX_TIMEOUT_S = 86_400.0  # one day per run
-MAX_MODEL_CALLS = 10_000
-MAX_REPEATS = 1_000
 MAX_GRID = 100_000  # runs (cells x repeats); the default matrix is far below it
-DEFAULT_TIMEOUT_S = 120.0
-DEFAULT_MAX_MODEL_CALLS = 24
-DEFAULT_REPEATS = 1
-DEFAULT_ISOLATION = "warm"
 
 
 class UsageError(ClaimgridError):
@@ -190,14 +195,12 @@ def check_data_flags(args) -> None:
 # ---------------------------------------------------------------- grid size
 
 
-def check_grid_size(sel: dict) -> int:
+def check_grid_size(sel: Selection) -> int:
     """The number of cells; more than ``MAX_GRID`` is refused before any cell is planned."""
-    size = sel["repeats"]
-    for key in ("frameworks", "tasks", "content", "swap", "models"):
-        size *= len(sel[key])
+    size = sel.size()
     if size > MAX_GRID:
         raise UsageError(
-            f"--repeats {sel['repeats']}: the grid would have {size:,} runs; at most {MAX_GRID:,} "
+            f"--repeats {sel.repeats}: the grid would have {size:,} runs; at most {MAX_GRID:,} "
             "are allowed (narrow --frameworks/--tasks/--content/--swap/--models or lower --repeats)"
         )
     return size
@@ -271,47 +274,42 @@ def check_stored_names(meta: dict, path: Path, registries: dict[str, dict]) -> N
                 )
 
 
-# Flags that define the grid: with --resume they may be given only with the stored value.
-# (dest, flag, stored value getter). Another grid-defining flag adds one row here.
-RESUME_FIXED: list[tuple[str, str, Callable[[dict], Any]]] = [
-    ("frameworks", "--frameworks", lambda m: m["selection"]["frameworks"]),
-    ("tasks", "--tasks", lambda m: m["selection"]["tasks"]),
-    ("content", "--content", lambda m: m["selection"]["content"]),
-    ("swap", "--swap", lambda m: m["selection"]["swap"]),
-    ("models", "--models", lambda m: m["selection"]["models"]),
-    ("substitute", "--substitute", lambda m: m["selection"]["substitute"]),
-    ("repeats", "--repeats", lambda m: m["selection"]["repeats"]),
-    ("timeout", "--timeout", lambda m: m["timeout_s"]),
-    ("isolation", "--isolation", lambda m: m["isolation"]),
-    ("max_model_calls", "--max-model-calls", lambda m: m["max_model_calls"]),
-]
-
-
 def _show(value) -> str:
     return (
         ",".join(map(str, value))
-        if isinstance(value, list)
+        if isinstance(value, list | tuple)
         else f"{value:g}"
         if isinstance(value, float)
         else str(value)
     )
 
 
-def check_resume(args, meta: dict, folder: Path) -> None:
-    """Refuse selection flags that differ from the stored grid (given and equal is fine)."""
+def check_resume(args, meta: dict, folder: Path) -> GridSpec:
+    """The spec a resumed grid runs with: the stored one (``meta``, checked by ``read_meta``)
+    with the flags given applied. A grid-defining flag whose value differs from the stored one
+    is refused, naming the flag (given and equal is fine; names compare as sets)."""
+    from pydantic import ValidationError
+
+    from claimgrid.commands import flags
+
     if getattr(args, "out", None) is not None and Path(args.out).resolve() != folder.resolve():
         raise UsageError(f"--out {args.out} with --resume {folder}: a resumed grid is written where it was; drop --out")
-    for dest, flag, stored in RESUME_FIXED:
-        given = getattr(args, dest, None)
-        if given is None:
-            continue
-        want = stored(meta)
-        same = sorted(given) == sorted(want) if isinstance(given, list) else given == want
-        if not same:
-            raise UsageError(
-                f"{flag} {_show(given)} differs from the stored grid's {_show(want)} in {folder}; "
-                f"--resume finishes the grid as it was started: drop {flag}, or start a new grid"
-            )
+    try:
+        stored = GridSpec.from_meta(meta, flags.data_dirs(args), args.guard)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise DataError(folder / "meta.json", ".".join(map(str, err.get("loc", ()))) or None, err["msg"]) from None
+    requested = flags.resumed_spec(args, stored)
+    field = requested.differs_from(stored)
+    if field is not None:
+        dest, flag = flags.SPEC_FLAGS[field]
+        want = stored.selection if field.startswith("selection.") else stored
+        want = getattr(want, field.rpartition(".")[2])
+        raise UsageError(
+            f"{flag} {_show(getattr(args, dest))} differs from the stored grid's {_show(want)} in {folder}; "
+            f"--resume finishes the grid as it was started: drop {flag}, or start a new grid"
+        )
+    return requested.model_copy(update={"selection": stored.selection})  # the stored order of names
 
 
 def check_reclassify(folder: Path) -> list[dict]:

@@ -212,25 +212,32 @@ class Schedule:
         }
 
 
-def schedule_from(args, meta: dict | None, models: Iterable[str]) -> Schedule:
-    """The grid's schedule: the flags, else (``--resume``) what the grid recorded, else defaults.
+def schedule_from(
+    jobs: int | None,
+    max_inflight: int | None,
+    max_connections: list[str] | None,
+    meta: dict | None,
+    models: Iterable[str],
+) -> Schedule:
+    """The grid's schedule: the values given (the flags; None: not given), else (``--resume``)
+    what the grid recorded in ``meta``, else defaults.
 
-    ``models``: the grid's models and substitute; each distinct real provider among them
-    adds its connection limit to the default ``max_inflight`` (they wait on the network)."""
+    ``max_connections``: ``N`` / ``PROVIDER=N`` strings. ``models``: the grid's models and
+    substitute; each distinct real provider among them adds its connection limit to the
+    default ``max_inflight`` (they wait on the network)."""
     from claimgrid.gateway.connections import parse_limits, provider_of
     from claimgrid.reference import registry
 
     old = (meta or {}).get("schedule") or {}
-    jobs = getattr(args, "jobs", None) or (meta or {}).get("jobs") or os.cpu_count() or 2
-    flags = getattr(args, "max_connections", None)
-    if flags:
-        default, per = parse_limits(flags)
+    jobs = jobs or (meta or {}).get("jobs") or os.cpu_count() or 2
+    if max_connections:
+        default, per = parse_limits(max_connections)
     else:
         conn = old.get("max_connections") or {}
         default, per = conn.get("default", 10), dict(conn.get("per_provider") or {})
     providers = {provider_of(m) for m in dict.fromkeys(models) if not registry.is_reference(m)}
     connections = sum(per.get(p, default) for p in providers)
-    inflight = getattr(args, "max_inflight", None) or old.get("max_inflight") or default_max_inflight(jobs, connections)
+    inflight = max_inflight or old.get("max_inflight") or default_max_inflight(jobs, connections)
     return Schedule(
         jobs=jobs, max_inflight=max(inflight, jobs), connections_default=default, connections=tuple(sorted(per.items()))
     )

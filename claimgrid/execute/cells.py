@@ -5,6 +5,10 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from claimgrid.execute.spec import Selection
 
 
 @dataclass(frozen=True)
@@ -52,21 +56,14 @@ def allowed(model: str, content, swap) -> bool:
 
 
 def plan(
-    frameworks,
-    tasks,
-    content,
-    swap,
-    models,
-    substitute: str,
-    repeats: int,
-    content_conditions: dict | None = None,
-    swap_conditions: dict | None = None,
+    selection: Selection, content_conditions: dict | None = None, swap_conditions: dict | None = None
 ) -> list[Cell]:
-    """Every allowed cell, ordered so that early results already span frameworks and conditions.
+    """Every allowed cell of ``selection``, ordered so that early results already span
+    frameworks and conditions.
 
-    ``content`` and ``swap`` are condition names; ``content_conditions`` / ``swap_conditions``
-    map them to their objects (default: the shipped ``conditions/``), which decide which
-    models each is crossed with (``allowed``)."""
+    ``content_conditions`` / ``swap_conditions`` map the selection's condition names to their
+    objects (default: the shipped ``conditions/``), which decide which models each is crossed
+    with (``allowed``)."""
     if content_conditions is None or swap_conditions is None:
         from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 
@@ -75,6 +72,8 @@ def plan(
 
     from claimgrid.errors import ClaimgridError
     from claimgrid.reference.registry import get
+
+    sel = selection
 
     def ok(m, c, s):
         entry = get(m)
@@ -88,7 +87,9 @@ def plan(
         return entry.runs_with(content_conditions[c], swap_conditions[s])
 
     return [
-        Cell(fw, t, c, s, m, substitute, r)
-        for r, m, t, s, c, fw in itertools.product(range(repeats), models, tasks, swap, content, frameworks)
+        Cell(fw, t, c, s, m, sel.substitute, r)
+        for r, m, t, s, c, fw in itertools.product(
+            range(sel.repeats), sel.models, sel.tasks, sel.swap, sel.content, sel.frameworks
+        )
         if ok(m, c, s)
     ]

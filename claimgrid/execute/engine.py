@@ -1,4 +1,4 @@
-"""The engine: run a list of cells on a backend and hand every finished run to the store (the single writer)."""
+"""The engine: ``execute`` runs a grid's cells on a backend and hands every finished run to the store (the single writer)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,10 @@ import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
-from claimgrid import ROOT
 from claimgrid.errors import ClaimgridError
 from claimgrid.execute.cells import Cell
-from claimgrid.execute.spending import (
-    stop_record,
-)
+from claimgrid.execute.spec import CellResult, CellStatus, GridInputs, GridReport, GridSpec, Replay, RunSettings
+from claimgrid.execute.spending import stop_record
 from claimgrid.store import RunStore
 
 # A store write that fails for one of these stops the grid: every later run would fail the
@@ -40,191 +38,194 @@ def _is_storage_error(exc: BaseException | None, store: RunStore) -> bool:
     return False
 
 
-BUDGET_SKIP = "not started: budget reached"
+def execute(
+    cells: list[Cell],
+    store: RunStore,
+    spec: GridSpec,
+    settings: RunSettings,
+    inputs: GridInputs,
+    replay: Replay | None = None,
+) -> GridReport:
+    """Run the cells of ``cells`` that ``store`` has no record of yet, on the backend of
+    ``settings``; the driver writes every finished run (single writer): evidence folder first,
+    then its ``runs.jsonl`` line. Returns what happened (:class:`GridReport`); ``meta.json``
+    is the caller's to write.
 
-
-def _execute(
-    todo: list[Cell],
-    store,
-    tasks,
-    content,
-    swap,
-    entries,
-    fw_versions,
-    timeout_s,
-    max_calls,
-    isolation,
-    schedule,
-    progress: bool,
-    meta: dict,
-    guard=None,
-    args=None,
-    stopped=None,
-    spend=None,
-    limits=None,
-    retry=None,
-    replay_dir=None,
-    grid_size=None,
-    delegations=None,
-) -> int:
-    """Run ``todo`` on the chosen backend; the driver writes every finished run (single writer):
-    evidence folder first, then its ``runs.jsonl`` line. Returns how many runs were lost with
-    a node (always 0 on the local backend).
-
-    A storage error writing a run (disk full, read-only, permission) is appended to
-    ``stopped``: no new cell starts, the runs in flight finish, and the caller reports it.
-    Budget: every finished run's gateway exchanges add to ``spend`` (claimgrid.gateway.budget);
-    with ``limits``, no run starts once a limit is reached: runs in flight finish, and
-    ``meta["stopped_at_budget"]`` records the figures. ``retry`` (RetryPolicy) and
-    ``replay_dir`` (serve a ledger's recordings) configure every node's gateway.
-    ``schedule`` (claimgrid.execute.admission.Schedule): how many runs
-    use CPU and how many are in flight; cells start in ``admission.spread`` order.
+    A storage error writing a run (disk full, read-only, permission) stops the grid: no new
+    cell starts, the runs in flight finish, and ``report.storage_error`` says which.
+    Budget: every run's gateway exchanges add to the grid's spend (claimgrid.gateway.budget),
+    the runs already in ``store`` included; with ``spec.budget`` limits, no run starts once a
+    limit is reached: runs in flight finish, and ``report.stopped_at_budget`` has the figures.
+    ``replay`` serves a ledger's recordings instead of the models. ``settings.schedule``
+    (claimgrid.execute.admission.Schedule): how many runs use CPU and how many are in flight;
+    cells start in ``admission.spread`` order.
 
     Ctrl-C (KeyboardInterrupt) kills every in-flight adapter at once, cancels the queued
     cells, stores nothing of the interrupted runs and re-raises: the ledger holds only
     complete runs, and ``--resume`` runs the rest."""
-    from claimgrid.execute.admission import POLL_S, Admission, next_cell, spread
-    from claimgrid.execute.node import Node, NodeSettings
     from claimgrid.gateway.budget import Spend
 
-    settings = NodeSettings(
-        tasks_dir=str(args.tasks_dir if args else ROOT / "tasks"),
-        conditions_dir=str(args.conditions_dir if args else ROOT / "conditions"),
-        venvs=str(args.venvs if args else ROOT / "venvs.toml"),
-        frameworks=tuple(entries),
-        timeout_s=timeout_s,
-        max_model_calls=max_calls,
-        isolation=isolation,
-        framework_versions=fw_versions,
-        guard_mode=getattr(args, "guard", "auto") if args else "auto",
-        policies=tuple(meta.get("policies") or ()),
-        retry=retry.as_dict() if retry is not None else None,
-        replay_dir=str(replay_dir) if replay_dir else None,
-        delegations=dict(delegations or {}),
-        connections=(schedule.connections_default, dict(schedule.connections)),
-        verify_cache=not getattr(args, "no_verify_cache", False),
+    done = store.completed_ids()
+    todo = [c for c in cells if c.run_id not in done]
+    spend = Spend()
+    for run_id in done:  # the budget counts what the grid already spent before a resume
+        spend.add_events(store.load_events(run_id))
+    report = (
+        _Grid(store, spec, settings, inputs, spend, len(todo), len(cells)).run(todo, replay) if todo else GridReport()
     )
-    spend = spend if spend is not None else Spend()
-    grid_size = grid_size or len(todo)
-    done_before = grid_size - len(todo)
-    not_started: list[str] = []
+    report.spend = spend.snapshot()
+    return report
 
-    live = []  # local backend: the node's gateway keeps the running total as calls happen
 
-    def current():
-        return live[0] if live else spend
+class _Grid:
+    """One ``execute``: the spend, the budget gate, the progress line and the single writer."""
 
-    def budget_reached() -> str | None:
-        return current().over(limits) if limits is not None and limits.any() else None
+    def __init__(self, store, spec: GridSpec, settings: RunSettings, inputs: GridInputs, spend, todo: int, grid_size):
+        self.store, self.spec, self.settings, self.inputs = store, spec, settings, inputs
+        self.spend, self.report, self.grid_size = spend, GridReport(), grid_size
+        self.limits = spec.budget.limits()
+        self.live: list = []  # local backend: the node's gateway keeps the running total as calls happen
+        self.not_started: list[str] = []
+        self.stopped: list[OSError] = []
+        self.counts: collections.Counter = collections.Counter()
+        done_before = grid_size - todo
+        self.reporter = _Progress(
+            todo,
+            enabled=settings.progress,
+            extra=lambda done: "spend " + self.current().line(done_before + done, grid_size),
+        )
 
-    counts: collections.Counter = collections.Counter()
-    reporter = _Progress(
-        len(todo), enabled=progress, extra=lambda done: "spend " + current().line(done_before + done, grid_size)
-    )
+    def current(self):
+        return self.live[0] if self.live else self.spend
 
-    stopped = [] if stopped is None else stopped
+    def budget_reached(self) -> str | None:
+        return self.current().over(self.limits) if self.limits.any() else None
 
-    def on_result(cell, record, files, error):
-        if error == BUDGET_SKIP:
-            not_started.append(cell.run_id)
+    def on_result(self, cell: Cell, result: CellResult) -> None:
+        """A finished cell, in the driver: stored (evidence first), or counted as not stored."""
+        if result.status is CellStatus.NOT_STARTED:
+            self.not_started.append(cell.run_id)
             return
-        if record is not None and stopped:
+        if result.status is CellStatus.DONE and self.stopped:
             return  # the ledger cannot be written: the cell stays missing for --resume
-        if record is not None:
+        if result.status is CellStatus.DONE:
+            record, files = result.record or {}, result.files or {}
             try:
-                store.write_evidence(cell.run_id, files)  # evidence first: a line always has its folder
-                store.append(record)
+                self.store.write_evidence(cell.run_id, files)  # evidence first: a line always has its folder
+                self.store.append(record)
             except OSError as exc:
-                if not _is_storage_error(exc, store):
+                if not _is_storage_error(exc, self.store):
                     raise
-                stopped.append(exc)
-                reporter.log(f"cannot write {cell.run_id}: {exc.strerror}; stopping the grid")
+                self.stopped.append(exc)
+                self.reporter.log(f"cannot write {cell.run_id}: {exc.strerror}; stopping the grid")
                 return
-            if not live:  # another backend: totals from each finished run's exchanges
-                spend.add_events((files or {}).get("events.jsonl") or [])
-            counts[record["classification"]["outcome"]] += 1
+            if not self.live:  # another backend: totals from each finished run's exchanges
+                self.spend.add_events(files.get("events.jsonl") or [])
+            self.counts[record["classification"]["outcome"]] += 1
             fw = record["framework"]
-            if record.get("runtime_versions") and fw not in meta["retries"]:
-                meta["retries"][fw] = record["runtime_versions"]
-        elif error != "interrupted":
-            counts["harness error"] += 1
+            if record.get("runtime_versions") and fw not in self.report.retries:
+                self.report.retries[fw] = record["runtime_versions"]
+        elif result.status is CellStatus.HARNESS_ERROR:
+            self.counts["harness error"] += 1
             # recorded in meta.json (the cell stays missing: --resume re-runs it)
-            meta.setdefault("harness_errors", []).append({"run_id": cell.run_id, "error": error})
-            reporter.log(f"HARNESS ERROR in {cell.run_id}: {error}")
-        reporter.advance(counts)
+            self.report.harness_errors.append({"run_id": cell.run_id, "error": result.error})
+            self.reporter.log(f"HARNESS ERROR in {cell.run_id}: {result.error}")
+        self.reporter.advance(self.counts)
 
-    def gated(node, cell):
+    def gated(self, node, cell: Cell) -> CellResult:
         # Asked when the run would start: a queued run does not start once the budget is reached.
-        if budget_reached():
-            return None, None, BUDGET_SKIP
+        if self.budget_reached():
+            return CellResult.not_started()
         return node.run(cell)
 
-    backend = getattr(args, "backend", "local") if args else "local"
-    node = pool = None
-    try:
-        if backend == "ray":
-            if limits is not None and limits.any():
-                raise ClaimgridError("--max-cost / --max-tokens: not supported with --backend ray yet")
-            from claimgrid.execute import ray as ray_backend
+    def run(self, todo: list[Cell], replay: Replay | None) -> GridReport:
+        from claimgrid.execute.node import NodeSettings
 
-            facts = ray_backend.execute(
-                todo, settings, getattr(args, "address", None), args.jobs, on_result, reporter.log
-            )
-            meta.setdefault("executions", []).append(facts)
-            if facts["lost"]:
-                reporter.log(
-                    f"{len(facts['lost'])} runs were lost with their node; "
-                    f"`grid.py run --resume {store.folder}` runs them"
-                )
-            return len(facts["lost"])
-        node = Node(settings, tasks=tasks, content=content, swap=swap, entries=entries, guard=guard)
-        node.prepare(todo)  # templates built once, before threads share them
-        node.gateway.spend.merge(spend)  # what the grid spent before (a resume) counts too
-        live.append(node.gateway.spend)
-        gate = Admission(schedule.jobs, schedule.max_inflight, node.launcher.running_pids)
-        pool = ThreadPoolExecutor(max_workers=schedule.max_inflight)
-        pending = {}
-        queue = collections.deque(spread(todo, key=lambda c: c.model))
-        while (queue and not stopped) or pending:
-            if queue and budget_reached():
-                not_started += [c.run_id for c in queue]
-                queue.clear()
-            while queue and not stopped and gate.may_start(len(pending)):
-                gate.started(len(pending))
-                cell = next_cell(queue, node.launcher.ready)
-                pending[pool.submit(gated, node, cell)] = cell
-            if not pending:
-                break
-            # With work queued, wake to re-read which runs are idle; else only on a finish.
-            finished, _ = wait(pending, timeout=POLL_S if queue and not stopped else None, return_when=FIRST_COMPLETED)
-            for fut in finished:
-                on_result(pending.pop(fut), *fut.result())
-        meta["scheduler"] = gate.facts()
-        reason = budget_reached()
-        if not_started and reason:
-            meta["stopped_at_budget"] = stop_record(
-                reason, limits, current(), grid_size - len(not_started), len(not_started)
-            )
-        return 0
-    except KeyboardInterrupt:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the cleanup short
-        if node is not None:
-            node.interrupt()
-        print(
-            f"interrupted: in-flight runs killed; finish with: uv run grid.py run --resume {store.folder}", flush=True
+        node_settings = NodeSettings(
+            spec=self.spec,
+            framework_versions=self.inputs.framework_versions,
+            connections=(self.settings.connections_default, dict(self.settings.connections)),
+            replay=replay,
         )
-        raise
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
-        reporter.close()
-        if live:
-            spend.copy_from(live[0])
-        if node is not None:
-            node.close()
-            if node.gateway_cpu_s is not None:
-                cpu = meta.setdefault("cpu", {})
-                cpu["gateway_thread_s"] = round(cpu.get("gateway_thread_s", 0) + node.gateway_cpu_s, 3)
+        try:
+            if self.settings.backend == "ray":
+                self._run_ray(todo, node_settings)
+            else:
+                self._run_local(todo, node_settings)
+        finally:
+            self.reporter.close()
+        self.report.storage_error = self.stopped[0] if self.stopped else None
+        return self.report
+
+    def _run_ray(self, todo: list[Cell], node_settings) -> None:
+        if self.limits.any():
+            raise ClaimgridError("--max-cost / --max-tokens: not supported with --backend ray yet")
+        from claimgrid.execute import ray as ray_backend
+
+        facts = ray_backend.execute(
+            todo, node_settings, self.settings.address, self.settings.node_jobs, self.on_result, self.reporter.log
+        )
+        self.report.executions.append(facts)
+        if facts["lost"]:
+            self.reporter.log(
+                f"{len(facts['lost'])} runs were lost with their node; "
+                f"`grid.py run --resume {self.store.folder}` runs them"
+            )
+        self.report.lost = len(facts["lost"])
+
+    def _run_local(self, todo: list[Cell], node_settings) -> None:
+        from claimgrid.execute.admission import POLL_S, Admission, next_cell, spread
+        from claimgrid.execute.node import Node
+
+        node = pool = None
+        try:
+            node = Node(node_settings, self.inputs)
+            node.prepare(todo)  # templates built once, before threads share them
+            node.gateway.spend.merge(self.spend)  # what the grid spent before (a resume) counts too
+            self.live.append(node.gateway.spend)
+            schedule = self.settings.schedule
+            gate = Admission(schedule.jobs, schedule.max_inflight, node.launcher.running_pids)
+            pool = ThreadPoolExecutor(max_workers=schedule.max_inflight)
+            pending: dict = {}
+            queue = collections.deque(spread(todo, key=lambda c: c.model))
+            while (queue and not self.stopped) or pending:
+                if queue and self.budget_reached():
+                    self.not_started += [c.run_id for c in queue]
+                    queue.clear()
+                while queue and not self.stopped and gate.may_start(len(pending)):
+                    gate.started(len(pending))
+                    cell = next_cell(queue, node.launcher.ready)
+                    pending[pool.submit(self.gated, node, cell)] = cell
+                if not pending:
+                    break
+                # With work queued, wake to re-read which runs are idle; else only on a finish.
+                timeout = POLL_S if queue and not self.stopped else None
+                finished, _ = wait(pending, timeout=timeout, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    self.on_result(pending.pop(fut), fut.result())
+            self.report.scheduler = gate.facts()
+            reason = self.budget_reached()
+            if self.not_started and reason:
+                self.report.stopped_at_budget = stop_record(
+                    reason, self.limits, self.current(), self.grid_size - len(self.not_started), len(self.not_started)
+                )
+        except KeyboardInterrupt:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the cleanup short
+            if node is not None:
+                node.interrupt()
+            print(
+                f"interrupted: in-flight runs killed; finish with: uv run grid.py run --resume {self.store.folder}",
+                flush=True,
+            )
+            raise
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+            if self.live:
+                self.spend.copy_from(self.live[0])
+            if node is not None:
+                node.close()
+                self.report.gateway_cpu_s = node.gateway_cpu_s
 
 
 class _Progress:

@@ -4,7 +4,8 @@ empty at start) — behind ``run(cell)``.
 
 The local backend opens one node in the driver; the Ray backend opens one per Ray node
 inside an actor (``claimgrid/execute/ray.py``). Either way the node never writes the
-ledger: ``run`` returns the record and the evidence files, and the driver, the single
+ledger: ``run`` returns a :class:`claimgrid.execute.spec.CellResult` (the record and the
+evidence files), and the driver, the single
 writer, stores them. Run tokens and the gateway never leave the node.
 """
 
@@ -16,27 +17,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from claimgrid.execute.cells import Cell
+from claimgrid.execute.spec import CellResult, GridInputs, GridSpec, Replay
 
 
 @dataclass(frozen=True)
 class NodeSettings:
-    """What a node needs to run cells of one grid: plain, picklable values (paths, not objects)."""
+    """What a node needs to run cells of one grid: plain, picklable values (paths, not objects).
 
-    tasks_dir: str
-    conditions_dir: str
-    venvs: str
-    frameworks: tuple[str, ...]
-    timeout_s: float
-    max_model_calls: int
-    isolation: str
+    ``spec`` names the data folders, the frameworks, the per-run limits, the guard mode, the
+    policy files, the retry policy and the verify cache; ``connections`` is the gateway's
+    ``(default, {provider: n})`` limit; ``replay`` serves a ledger's recordings (grid.py replay)."""
+
+    spec: GridSpec
     framework_versions: dict = field(default_factory=dict)
-    guard_mode: str = "auto"  # a remote node detects its own guard with this mode
-    policies: tuple[str, ...] = ()  # --policies files every node loads into its registry
-    retry: dict | None = None  # RetryPolicy fields for real providers (None: the defaults)
-    replay_dir: str | None = None  # grid.py replay: serve this ledger's recorded exchanges
-    delegations: dict = field(default_factory=dict)  # grid.py replay: run_id -> recorded delegation id
-    connections: tuple | None = None  # (default, {provider: n}): --max-connections for the gateway
-    verify_cache: bool = True  # False: --no-verify-cache (every run's tests are re-run)
+    connections: tuple | None = None
+    replay: Replay | None = None
 
 
 class CollectingStore:
@@ -59,64 +54,54 @@ class CollectingStore:
 class Node:
     """One node's gateway, launcher and grid context. ``close`` stops them (idempotent)."""
 
-    def __init__(self, settings: NodeSettings, tasks=None, content=None, swap=None, entries=None, guard=None):
+    def __init__(self, settings: NodeSettings, inputs: GridInputs | None = None):
+        """``inputs``: the driver's loaded data and guard (the local backend); None on a
+        remote node, which loads its own from the spec's data folders and detects its guard."""
         from claimgrid.execute.runner import GridContext
         from claimgrid.gateway import Gateway
-        from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
-        from claimgrid.inputs.tasks import ensure_task_envs, load_tasks
-        from claimgrid.inputs.venvs import ensure_venvs, load_venvs
         from claimgrid.launch import Launcher
-        from claimgrid.reference.registry import load_policies
         from claimgrid.sandbox.guard import detect
         from claimgrid.verify.cache import VerifyCache
 
         self.settings = settings
-        tasks = tasks if tasks is not None else load_tasks(Path(settings.tasks_dir))
-        content = content if content is not None else load_content_conditions(Path(settings.conditions_dir))
-        swap = swap if swap is not None else load_swap_conditions(Path(settings.conditions_dir))
-        if entries is None:  # a remote node: its own venvs, task envs, policies and guard
-            venvs = load_venvs(Path(settings.venvs))
-            entries = {name: venvs[name] for name in settings.frameworks}
-            ensure_venvs(entries)  # a no-op stamp check where they are built already
-            ensure_task_envs(tasks.values())
-            for path in settings.policies:
-                load_policies(path)
-        self.guard = guard if guard is not None else detect(settings.guard_mode)
+        spec = settings.spec
+        inputs = inputs if inputs is not None else _load_inputs(spec)
+        self.guard = inputs.guard if inputs.guard is not None else detect(spec.guard_mode)
         self.sink = CollectingStore()
         self.work_dir = Path(tempfile.mkdtemp(prefix="claimgrid-"))
         self.gateway = None
         self.gateway_cpu_s: float | None = None  # set by close(): the gateway thread's CPU
-        self.launcher = Launcher(entries, isolation=settings.isolation)
+        self.launcher = Launcher(inputs.entries, isolation=spec.isolation)
         self.launcher.watch_dir(self.work_dir)  # removed by the watchdog if this process is killed
         self.launcher.prewarm()  # preloads start now, a few at a time, overlapping the first runs
         self._closed = False
         try:
             from claimgrid.gateway.connections import Connections
             from claimgrid.gateway.recorded import ReplaySource
-            from claimgrid.gateway.retry import RetryPolicy
 
+            replay = settings.replay
             self.connections = Connections(*settings.connections) if settings.connections else Connections()
             self.gateway = Gateway(
-                retry=RetryPolicy(**settings.retry) if settings.retry else None,
-                replay=ReplaySource(Path(settings.replay_dir)) if settings.replay_dir else None,
+                retry=spec.provider_retry.policy(),
+                replay=ReplaySource(Path(replay.folder)) if replay else None,
                 connections=self.connections,
             )
             self.gateway.start()
             self.ctx = GridContext(
-                tasks=tasks,
-                content=content,
-                swap=swap,
+                tasks=inputs.tasks,
+                content=inputs.content,
+                swap=inputs.swap,
                 gateway=self.gateway,
                 launcher=self.launcher,
                 store=self.sink,
                 work_dir=self.work_dir,
-                timeout_s=settings.timeout_s,
-                max_model_calls=settings.max_model_calls,
-                isolation=settings.isolation,
+                timeout_s=spec.timeout_s,
+                max_model_calls=spec.max_model_calls,
+                isolation=spec.isolation,
                 framework_versions=settings.framework_versions,
                 guard=self.guard,
-                delegations=dict(settings.delegations),
-                verify_cache=VerifyCache() if settings.verify_cache else None,
+                delegations=dict(replay.delegations) if replay else {},
+                verify_cache=VerifyCache() if spec.verify_cache else None,
             )
         except BaseException:
             self.close()
@@ -127,10 +112,10 @@ class Node:
         for task, content in sorted({(c.task, c.content) for c in cells}):
             self.ctx.template(self.ctx.tasks[task], self.ctx.content[content])
 
-    def run(self, cell: Cell) -> tuple[dict | None, dict | None, str | None]:
-        """``(record, evidence files, None)``, or ``(None, None, error)`` for a harness bug in
-        this cell (reported by the driver; the cell stays missing and ``--resume`` re-runs it);
-        error ``"interrupted"`` when Ctrl-C killed the run (nothing of it is stored)."""
+    def run(self, cell: Cell) -> CellResult:
+        """The cell's record and evidence files (DONE), or a harness bug in this cell
+        (HARNESS_ERROR: reported by the driver; the cell stays missing and ``--resume`` re-runs
+        it), or INTERRUPTED when Ctrl-C killed the run (nothing of it is stored)."""
         from claimgrid.execute.runner import run_cell
         from claimgrid.launch import RunInterrupted
 
@@ -138,12 +123,12 @@ class Node:
             run_cell(cell, self.ctx)
         except RunInterrupted:
             self.sink.take(cell.run_id)
-            return None, None, "interrupted"
+            return CellResult.interrupted()
         except Exception as exc:  # noqa: BLE001 - one cell's harness bug must not stop the grid
             self.sink.take(cell.run_id)
-            return None, None, f"{type(exc).__name__}: {exc}"
+            return CellResult.harness_error(f"{type(exc).__name__}: {exc}")
         record, files = self.sink.take(cell.run_id)
-        return record, files, None
+        return CellResult.done(record, files)
 
     def interrupt(self) -> None:
         """Ctrl-C: kill every in-flight adapter now (their cells end as ``interrupted``)."""
@@ -158,3 +143,21 @@ class Node:
             self.gateway_cpu_s = self.gateway.thread_cpu_s()
             self.gateway.stop()
         shutil.rmtree(self.work_dir, ignore_errors=True)
+
+
+def _load_inputs(spec: GridSpec) -> GridInputs:
+    """A remote node's own data, venvs, task envs and policies, at the spec's paths."""
+    from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
+    from claimgrid.inputs.tasks import ensure_task_envs, load_tasks
+    from claimgrid.inputs.venvs import ensure_venvs, load_venvs
+    from claimgrid.reference.registry import load_policies
+
+    tasks = load_tasks(Path(spec.data.tasks_dir))
+    venvs = load_venvs(Path(spec.data.venvs))
+    entries = {name: venvs[name] for name in spec.selection.frameworks}
+    ensure_venvs(entries)  # a no-op stamp check where they are built already
+    ensure_task_envs(tasks.values())
+    for path in spec.policies:
+        load_policies(path)
+    conditions = Path(spec.data.conditions_dir)
+    return GridInputs(tasks, load_content_conditions(conditions), load_swap_conditions(conditions), entries)

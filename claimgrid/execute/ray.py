@@ -63,8 +63,8 @@ class _NodeRunner:
 
 
 def execute(todo, settings, address: str | None, jobs: int | None, on_result, log) -> dict:
-    """Run ``todo`` across the cluster at ``address``; ``on_result(cell, record, files, error)``
-    is called in the driver for every finished cell. Returns facts about the execution
+    """Run ``todo`` across the cluster at ``address``; ``on_result(cell, CellResult)`` is
+    called in the driver for every finished cell. Returns facts about the execution
     (nodes used, runs lost with a node)."""
     ray = _ray()
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -113,14 +113,14 @@ def execute(todo, settings, address: str | None, jobs: int | None, on_result, lo
             cell, a = pending.pop(ref)
             a["busy"] -= 1
             try:
-                record, files, error = ray.get(ref)
+                result = ray.get(ref)
             except Exception as exc:  # noqa: BLE001 - the node (or its actor) died with this run
                 if a["alive"]:
                     log(f"ray: node {a['node']} lost ({type(exc).__name__}); its in-flight runs stay missing")
                 a["alive"] = False
                 lost.append(cell.run_id)
                 continue
-            on_result(cell, record, files, error)
+            on_result(cell, result)
     if queue:
         lost.extend(c.run_id for c in queue)
     for a in actors:

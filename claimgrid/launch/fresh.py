@@ -17,13 +17,14 @@ def run_fresh(
     timeout_s: float,
     w: WriteEnd,
     home: str,
-    stdout_path: str,
-    stderr_path: str,
+    logs: tuple[str, str],
     track,
 ) -> ProcessRecord:
     """Start ``cmd`` (run_adapter.py) in its own session, feed it the control on stdin,
     wait up to ``timeout_s``; kill its whole tree on timeout and sweep leftovers after.
+    ``logs``: the files the process's stdout and stderr go to.
     ``track.begin(pid)`` / ``track.end(pid)`` bracket the process's life (watchdog, interrupt)."""
+    stdout_path, stderr_path = logs
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         try:
             proc = subprocess.Popen(

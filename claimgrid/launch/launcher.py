@@ -212,8 +212,7 @@ class Launcher:
                     timeout_s,
                     w,
                     home,
-                    stdout_path,
-                    stderr_path,
+                    (stdout_path, stderr_path),
                     self._track,
                 )
             else:
