@@ -9,6 +9,7 @@ from claimgrid.commands.common import finish, open_for_writing
 from claimgrid.inputs.tasks import load_tasks
 from claimgrid.reference import registry
 from claimgrid.store import RunStore
+from claimgrid.store.events import parse_events
 
 
 def change_reasons(old: dict, new: dict) -> list[str]:
@@ -71,7 +72,7 @@ def cmd_reclassify(args) -> int:
             facts = facts.model_copy(
                 update={"expected_evidence": exp.evidence, "required_command": exp.evidence_command}
             )
-        events = store.load_events(rec.run_id)
+        events = parse_events(store.load_events(rec.run_id))  # once, for both readers
         new = classify(events, facts)
         old = raw.get("classification") or {}
         new_d = new.model_dump(mode="json")

@@ -22,6 +22,7 @@ from claimgrid.inputs.conditions import ContentCondition, SwapCondition
 from claimgrid.inputs.tasks import Task, build_template, materialise, seal_template
 from claimgrid.launch import RunInterrupted
 from claimgrid.launch.confine import command_sandbox, hand_over
+from claimgrid.store.events import parse_events
 from claimgrid.store.record import RunRecord, dump
 from claimgrid.trace import parse_trace, report_instructions
 from claimgrid.verify.verifier import FinishedRun, VerifyOptions, verify
@@ -223,7 +224,8 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
     report["text"] = final_text
     events = [report, *runtime, *gateway_events, *tool_events, *verifier_events, process]
     facts = facts_for(task, content, cell, delegation, tools)
-    classification = classify(events, facts)
+    parsed = parse_events(events)  # parsed once: the classifier and the fault facts read the same list
+    classification = classify(parsed, facts)
     tests = next((e for e in verifier_events if e["kind"] == "tests"), None)
     versions = outcome.get("versions") if isinstance(outcome.get("versions"), dict) else {}
     safe_ctl = {k: v for k, v in ctl.items() if k != "token"}
@@ -276,7 +278,7 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
         "classification": classification,
         # What the framework did with a fault (retries seen at the gateway, raised / reported
         # DONE / ended silently, duplicate side effects): harness evidence only.
-        "faults": fault_facts(cell.model, events, classification.model_dump(mode="json")),
+        "faults": fault_facts(cell.model, parsed, classification.model_dump(mode="json")),
         "evidence_dir": f"runs/{run_id}",
     }
     if tests is not None and tests.get("cache"):
