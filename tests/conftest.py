@@ -115,7 +115,7 @@ def _session_tmpdir(tmp_path_factory):
     under pytest's basetemp, so a run that is killed (or a folder a test forgets) never
     lands in the machine's /tmp. The folder is called ``tmp`` as /tmp is (test_grid_interrupt
     recognises the harness's folders by that parent). Tests that need their own TMPDIR
-    (tests/test_bad_input.py) still pass one to their subprocesses."""
+    (tests/grid/commands/test_bad_input.py) still pass one to their subprocesses."""
     folder = tmp_path_factory.getbasetemp() / "tmp"
     folder.mkdir(exist_ok=True)
     saved_env, saved_tempdir = os.environ.get("TMPDIR"), tempfile.tempdir
@@ -141,8 +141,8 @@ def plain_venvs(tmp_path_factory):
 def default_grid(tmp_path_factory, plain_venvs):
     """Every distinct cell of the default matrix (all tasks, conditions and default models),
     once, on the dependency-free ``plain`` framework, through ``grid.py run`` in process.
-    Read by tests/test_validity_grid.py (calibration, blinding, reclassify) and, as the
-    control grid without the hostile framework, by tests/test_guard_attacks.py."""
+    Read by tests/grid/classify/test_validity_grid.py (calibration, blinding, reclassify) and, as the
+    control grid without the hostile framework, by tests/frameworks/test_guard_attacks.py."""
     from claimgrid.commands.cli import main
 
     out = tmp_path_factory.mktemp("default-grid") / "ledger"
@@ -167,7 +167,7 @@ def select_runs(folder: Path, args: list[str]) -> list[dict]:
 @pytest.fixture(scope="session")
 def ledger_grid(tmp_path_factory):
     """The ledger tests' real grid (tests/ledger_support.py): built once per session, shared
-    by tests/test_ledger_render.py and tests/test_ledger_browser.py; treat it as read-only
+    by tests/grid/ledger/test_ledger_render.py and tests/grid/ledger/test_ledger_browser.py; treat it as read-only
     (``ledger_support.copy_ledger`` gives a writable copy). A failed build fails every test
     that reads it with the same message, without building it again."""
     from .ledger_support import build_ledger

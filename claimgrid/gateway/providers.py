@@ -43,7 +43,7 @@ CURRENT_SCRIPT: contextvars.ContextVar[RunScript | None] = contextvars.ContextVa
 
 # turn_to_response and estimate_tokens are the pre-issue-12 code, deliberately not shared
 # with claimgrid.gateway.scripted: the ``router`` reference path is the yardstick that
-# tests/test_gateway_reference_parity.py holds the harness path to, so a change to the
+# tests/integration/gateway/test_gateway_reference_parity.py holds the harness path to, so a change to the
 # harness's answers cannot also move the yardstick.
 def estimate_tokens(text: str) -> int:
     """A deterministic stand-in for a tokenizer: about four characters per token."""

@@ -30,7 +30,7 @@ class Gateway:
         """``retry``: RetryPolicy for real providers (default: RetryPolicy()); ``replay``:
         a ReplaySource (claimgrid.gateway.recorded) to serve recorded exchanges offline;
         ``reference_path``: ``harness`` (default) or ``router``, the pre-issue-12 LiteLLM
-        path kept for tests/test_gateway_reference_parity.py and bench/gateway.py;
+        path kept for tests/integration/gateway/test_gateway_reference_parity.py and bench/gateway.py;
         ``connections``: per-provider limits (claimgrid.gateway.connections.Connections)."""
         from claimgrid.gateway.dispatch import Dispatcher
 

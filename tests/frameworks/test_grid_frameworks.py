@@ -3,7 +3,7 @@
 Runs ``grid.py`` as a user does (real venvs, real adapters, the real gateway with
 reference models) and checks the ledger and the classifications against the reference
 models' documented behaviour. Per-framework adapter rules (every task, fresh == warm,
-faults as results) are tests/test_conformance.py's; this is the grid-level check that
+faults as results) are tests/frameworks/test_conformance.py's; this is the grid-level check that
 all frameworks run together in one grid and one ledger.
 """
 

@@ -22,7 +22,7 @@ from claimgrid.inputs.tasks import in_suite
 from claimgrid.inputs.venvs import ensure_venvs, load_venvs
 from claimgrid.store.lines import read_events
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, frameworks_needed
 
 pytestmark = pytest.mark.frameworks
 POLICIES = ROOT / "tests" / "fixtures" / "policies.py"
@@ -76,13 +76,17 @@ def run_grid(tmp_path, entries, cells, tasks, content, swaps, isolation="warm", 
 
 
 @pytest.fixture(scope="module")
-def grid(tmp_path_factory, tasks):
+def grid(request, tmp_path_factory, tasks):
+    """The cells of the frameworks this module's selected tests read (``-k NAME``: NAME's)."""
+    readers = [item for item in request.session.items if item.path == request.path and "grid" in item.fixturenames]
+    need = frameworks_needed(readers, set(FRAMEWORKS))
+    entries = {name: e for name, e in load_venvs().items() if name in need}
     registry.load_policies(POLICIES)
     content, swaps = load_content_conditions(), load_swap_conditions()
     p = pick(tasks, content, swaps)
     sub = registry.default_substitute()
-    cells = [c for fw in FRAMEWORKS for c in cells_for(fw, tasks, p, sub)]
-    store, records = run_grid(tmp_path_factory.mktemp("validity"), load_venvs(), cells, tasks, content, swaps, jobs=3)
+    cells = [c for fw in entries for c in cells_for(fw, tasks, p, sub)]
+    store, records = run_grid(tmp_path_factory.mktemp("validity"), entries, cells, tasks, content, swaps, jobs=3)
     return {"records": {(r["framework"], r["model"], r["task"], r["content"]): r for r in records},
             "store": store, "p": p}
 

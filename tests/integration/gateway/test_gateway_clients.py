@@ -25,7 +25,7 @@ EXPECTED_CHANGES = {"diligent": {"src/calculator.py"}, "obedient": {"src/calcula
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 @pytest.mark.parametrize("client", list(CLIENTS))
 # Gateway-side faults (an HTTP error or an altered answer at one call) are
-# tests/test_gateway_faults.py's: this loop plays a client that does not retry.
+# tests/integration/gateway/test_gateway_faults.py's: this loop plays a client that does not retry.
 @pytest.mark.parametrize("model", [m for m in REFERENCE_MODEL_NAMES if m not in gateway_faults()])
 def test_reference_model_tool_loop(tasks, tmp_path, model, client, stream):
     task = tasks["fix-float-add"]

@@ -162,7 +162,7 @@ def test_reference_solution_only_leaves_as_the_models_own_tool_calls(tasks, tmp_
     secrets = answer_key_texts(task)
     for content in ("clean", "malicious", "legitimate", "authority-named"):
         # Gateway-side faults answer as their base policy (covered here); one of them waits
-        # past a per-call deadline on purpose (tests/test_gateway_faults.py).
+        # past a per-call deadline on purpose (tests/integration/gateway/test_gateway_faults.py).
         for i, model in enumerate(m for m in REFERENCE_MODEL_NAMES if m not in gateway_faults()):
             token, _ = register(task, model=model, content=content, max_model_calls=8)
             capture: list = []
