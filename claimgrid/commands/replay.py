@@ -158,13 +158,13 @@ def cmd_replay(args) -> int:
         print(f"note: framework versions differ from the recording: {json.dumps(version_changes)}", flush=True)
     t0 = time.monotonic()
     for path in src_meta.get("policies") or ():  # reference policies the recording registered
-        from claimgrid.reference import registry
+        from claimgrid.reference import registry as policy_registry
 
-        registry.load_policies(path)
+        policy_registry.load_policies(path)
     from claimgrid.sandbox.guard import detect
 
     # The recording's sandbox setting: tool results (and so requests) depend on it.
-    recorded_guard = src_meta.get("guard") if isinstance(src_meta.get("guard"), dict) else {}
+    recorded_guard: dict = src_meta["guard"] if isinstance(src_meta.get("guard"), dict) else {}
     args.guard = "off" if recorded_guard.get("guard") == "off" else "auto"
     guard = detect(args.guard)
     _execute(

@@ -109,7 +109,7 @@ def _execute(
     done_before = grid_size - len(todo)
     not_started: list[str] = []
 
-    live = []  # local backend: the node's gateway keeps the running total as calls happen
+    live: list = []  # local backend: the node's gateway keeps the running total as calls happen
 
     def current():
         return live[0] if live else spend
@@ -179,11 +179,12 @@ def _execute(
             return len(facts["lost"])
         node = Node(settings, tasks=tasks, content=content, swap=swap, entries=entries, guard=guard)
         node.prepare(todo)  # templates built once, before threads share them
+        assert node.gateway is not None  # a Node starts its gateway or raises
         node.gateway.spend.merge(spend)  # what the grid spent before (a resume) counts too
         live.append(node.gateway.spend)
         gate = Admission(schedule.jobs, schedule.max_inflight, node.launcher.running_pids)
         pool = ThreadPoolExecutor(max_workers=schedule.max_inflight)
-        pending = {}
+        pending: dict = {}
         queue = collections.deque(spread(todo, key=lambda c: c.model))
         while (queue and not stopped) or pending:
             if queue and budget_reached():

@@ -14,8 +14,12 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from claimgrid.execute.cells import Cell
+
+if TYPE_CHECKING:
+    from claimgrid.gateway import Gateway
 
 
 @dataclass(frozen=True)
@@ -84,7 +88,7 @@ class Node:
         self.guard = guard if guard is not None else detect(settings.guard_mode)
         self.sink = CollectingStore()
         self.work_dir = Path(tempfile.mkdtemp(prefix="claimgrid-"))
-        self.gateway = None
+        self.gateway: Gateway | None = None
         self.gateway_cpu_s: float | None = None  # set by close(): the gateway thread's CPU
         self.launcher = Launcher(entries, isolation=settings.isolation)
         self.launcher.watch_dir(self.work_dir)  # removed by the watchdog if this process is killed

@@ -20,6 +20,7 @@ import math
 import threading
 import time
 import uuid
+from typing import Any
 
 import litellm  # noqa: E402
 from litellm import CustomLLM, ModelResponse, Router  # noqa: E402
@@ -51,7 +52,7 @@ def estimate_tokens(text: str) -> int:
 
 
 def turn_to_response(turn: Turn, model: str, messages: list[dict]) -> ModelResponse:
-    message = {"role": "assistant", "content": turn.content}
+    message: dict[str, Any] = {"role": "assistant", "content": turn.content}
     if turn.tool_calls:
         message["tool_calls"] = [
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}

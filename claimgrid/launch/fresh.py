@@ -24,6 +24,7 @@ def run_fresh(
     """Start ``cmd`` (run_adapter.py) in its own session, feed it the control on stdin,
     wait up to ``timeout_s``; kill its whole tree on timeout and sweep leftovers after.
     ``track.begin(pid)`` / ``track.end(pid)`` bracket the process's life (watchdog, interrupt)."""
+    assert w.fd is not None  # the write end is closed only after the child has it
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         try:
             proc = subprocess.Popen(

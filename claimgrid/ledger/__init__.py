@@ -82,7 +82,7 @@ def headline_table(ledger_dir: Path):
               *[f"paired attack success, {c}" for c in report.injected]):
         t.add_column(h)
     for h in rows:
-        t.add_row(*([h["group"]] if split else []), h["model"], h["frameworks"], format_rate(*h["utility_clean"], report.interval(h["model"])),
-                  format_rate(*h["fs_clean"], report.interval(h["model"])),
-                  *[format_rate(*h["asr"][c][:2], report.interval(h["model"])) for c in report.injected])
+        t.add_row(*([h["group"]] if split else []), h["model"], h["frameworks"], format_rate(h["utility_clean"][0], h["utility_clean"][1], report.interval(h["model"])),
+                  format_rate(h["fs_clean"][0], h["fs_clean"][1], report.interval(h["model"])),
+                  *[format_rate(h["asr"][c][0], h["asr"][c][1], report.interval(h["model"])) for c in report.injected])
     return t

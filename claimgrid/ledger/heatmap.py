@@ -65,6 +65,7 @@ def write_heatmap(report: Report, path: Path) -> Path | None:
             f"frameworks identical in all {len(report.complete_cells)} cells: one row per model"
             if report.identical else "one row per model and framework where they differ")
     fig.suptitle(f"False success = FALSE_SUCCESS / runs that claimed success (k/n; – = no claim); {note}", fontsize=9)
+    assert image is not None  # both panels drew their image
     fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8, format=lambda x, _: f"{x:.0%}", label="false-success rate")
     fig.savefig(path, dpi=120, bbox_inches="tight", metadata={"Software": None})
     plt.close(fig)

@@ -162,7 +162,7 @@ def load_ledger(folder: Path, on_run=None) -> Ledger:
         except FileNotFoundError:
             patch = None
         goal_check, note_check = checks_of.get(str(rec["task"]), (None, None))
-        facts_rec = rec.get("facts") if isinstance(rec.get("facts"), dict) else {}
+        facts_rec: dict = rec["facts"] if isinstance(rec.get("facts"), dict) else {}
         d = digest(events, facts_rec, str(rec["model"]), rec.get("substitute"), goal_check, note_check, patch)
         if on_run is not None:
             on_run(rec, events, patch, d)

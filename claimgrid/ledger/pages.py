@@ -126,7 +126,7 @@ class Pages:
         # A cached result says so above its output (the output is the earlier run's).
         test_text = (f"[{test_provenance(tests)}]\n" if tests and tests.get("cached") else "") + \
             ((tests or {}).get("output_tail") or "")
-        report = next((e for e in reversed(events) if e.get("source") == "agent"), {})
+        report: dict = next((e for e in reversed(events) if e.get("source") == "agent"), {})
         rules = [[self.s(r["field"]), self.s(r["value"] if isinstance(r["value"], str) else json.dumps(r["value"])),
                   self.s(r["rule"]), r["lines"]] for r in (explain(record, events) if rules is None else rules)]
         self.pages[record["run_id"]] = [ex, tools, self.s(_cut(patch, CUT["diff"])),

@@ -85,7 +85,7 @@ class Report:
         self.injected = [c for c in self.contents if any(r["carries"] == "attacker_goal" and r["content"] == c for r in self.rows)]
         self.noted = [c for c in self.contents if any(r["carries"] == "legitimate_note" and r["content"] == c for r in self.rows)]
         self.clean = [c for c in self.contents if any(r["carries"] is None and r["content"] == c for r in self.rows)]
-        self.by_cell = defaultdict(dict)
+        self.by_cell: defaultdict[tuple, dict] = defaultdict(dict)
         for r in self.rows:
             self.by_cell[tuple(r[k] for k in CELL)][r["framework"]] = r
         self.divergent = sorted((k for k, fws in self.by_cell.items()
@@ -125,13 +125,13 @@ class Report:
 
     def pooled_rate(self, runs: list[dict], hit, base, model: str | None) -> str:
         """A rate pooled over tasks: the task is the cluster of the interval (when one applies)."""
-        per = defaultdict(lambda: [0, 0])
+        per: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])
         for r in runs:
             if base(r):
                 per[r["task"]][1] += 1
                 per[r["task"]][0] += bool(hit(r))
         k, n = sum(v[0] for v in per.values()), sum(v[1] for v in per.values())
-        ci = clustered([tuple(v) for v in per.values()]) if self.interval(model) else None
+        ci = clustered([(v[0], v[1]) for v in per.values()]) if self.interval(model) else None
         return format_rate(k, n, ci)
 
     def fw_blocks(self, runs: list[dict]) -> list[tuple[str, list[dict]]]:
@@ -395,7 +395,7 @@ class Report:
                    self.pooled_rate(h["runs"], lambda r: r["claim_vs_outcome"] == "FALSE_SUCCESS",
                                     lambda r: r["content"] in self.clean and r["claim_vs_outcome"] in CLAIMED, m),
                    self.pooled_rate(h["runs"], lambda r: r["outcome"] == "PASS", lambda r: r["content"] in self.injected, m)]
-            paired = lambda v: self.rate(*v[:2], m) if v[1] else f"– ({v[2]} not reached or not finished)"
+            paired = lambda v: self.rate(v[0], v[1], m) if v[1] else f"– ({v[2]} not reached or not finished)"
             row += [paired(h["asr"][c]) for c in self.injected]
             row += [paired(h["note"][c]) for c in self.noted]
             rows.append(([h["group"]] if len(self.groups) > 1 else []) + row)
@@ -403,7 +403,7 @@ class Report:
         headers = (["parity group"] if split else []) + ["model", "frameworks", "utility, clean", "false success among claims, clean", "utility under attack",
                    *[f"paired attack success, {c}" for c in self.injected], *[f"paired note compliance, {c}" for c in self.noted]]
         pic = f"\n\n![headline and swap effect]({self.heatmap_name})" if self.heatmap_name else ""
-        excl = Counter()
+        excl: Counter[str] = Counter()
         for h in self.headline_rows():
             for c, v in list(h["asr"].items()) + list(h["note"].items()):
                 excl["excluded"] += v[2]
