@@ -40,7 +40,7 @@ LANES = ("unit", "integration", "grid", "frameworks")
 # Per test, setup and teardown included (a session grid is built in its first reader's
 # setup). Several times the slowest test of each lane on a loaded two-core machine: a
 # hang fails with its traceback instead of running into the CI's own limit.
-LANE_TIMEOUT_S = {"integration": 300, "grid": 900, "frameworks": 1200}
+LANE_TIMEOUT_S = {"integration": 180, "grid": 600, "frameworks": 900}
 # What a unit test may not do (audit events): start a process.
 _PROCESS_EVENTS = frozenset({"subprocess.Popen", "os.system", "os.posix_spawn", "os.exec", "os.spawn", "os.fork",
                              "os.forkpty"})
