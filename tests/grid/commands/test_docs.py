@@ -18,7 +18,7 @@ import pytest
 
 from claimgrid.commands import docs
 
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 FIX = f"run `{docs.COMMAND}` and commit what it changes"
 

@@ -22,7 +22,7 @@ from claimgrid.inputs.conditions import load_content_conditions, load_swap_condi
 from claimgrid.inputs.tasks import in_suite, load_tasks
 from claimgrid.reference.registry import default_models, default_substitute
 
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 
 def _selection() -> list[str]:
