@@ -79,7 +79,7 @@ def cap_run_evidence(
     Called after the harness has read what it needs (the trace is parsed from the full
     final text; tool events are never dropped), so a cap changes what is stored, not a verdict.
     """
-    limits = {}
+    limits: dict = {}
     if isinstance(final_text, str):
         final_text, was = cut_middle(final_text, MAX_FINAL_TEXT_CHARS)
         if was:

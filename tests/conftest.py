@@ -1,5 +1,20 @@
 """Shared fixtures: tasks are loaded from the repo; workspaces live under tmp_path.
 
+The tests are in four lanes, one folder each, each laid out like the code it tests
+(``tests/<lane>/<stage>/`` for ``claimgrid/<stage>/``; ``tests/frameworks/<name>/`` for
+``frameworks/<name>/``). A test's folder is its lane: the lane's marker and, outside
+``unit``, a per-test timeout are applied here, so ``-m`` selects a lane as well as a path.
+
+* ``unit``: pure code in this process: no subprocess, no grid, no gateway server
+  (``uv run pytest tests/unit`` takes well under a minute). Starting a process from a
+  unit test fails it.
+* ``integration``: one real piece at a time: the real gateway, verifier, sandbox,
+  launcher, a single run or one ``grid.py`` command that runs no grid.
+* ``grid``: real grids through ``grid.py`` (or its ``main``) on the dependency-free
+  frameworks (``plain`` and the fixtures under tests/fixtures/frameworks).
+* ``frameworks``: needs the framework venvs of ``venvs.toml``; the session builds the
+  ones the selected tests use before the first test runs.
+
 Grids that several modules read are run once per session here (``default_grid``,
 ``ledger_grid``); they are read-only to every test (copy one before changing it).
 """
@@ -7,6 +22,7 @@ Grids that several modules read are run once per session here (``default_grid``,
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -18,6 +34,73 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from claimgrid.inputs.tasks import build_template, load_tasks, materialise  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
+TESTS = ROOT / "tests"
+
+LANES = ("unit", "integration", "grid", "frameworks")
+# Per test, setup and teardown included (a session grid is built in its first reader's
+# setup). Several times the slowest test of each lane on a loaded two-core machine: a
+# hang fails with its traceback instead of running into the CI's own limit.
+LANE_TIMEOUT_S = {"integration": 180, "grid": 600, "frameworks": 900}
+# What a unit test may not do (audit events): start a process.
+_PROCESS_EVENTS = frozenset({"subprocess.Popen", "os.system", "os.posix_spawn", "os.exec", "os.spawn", "os.fork",
+                             "os.forkpty"})
+_in_unit_test = False
+
+
+def _lane_parts(item) -> tuple[str, ...]:
+    """``item``'s path under tests/ as parts: ``("unit", "classify", "test_x.py")``."""
+    try:
+        return Path(item.path).resolve().relative_to(TESTS).parts
+    except ValueError:
+        return ()
+
+
+def frameworks_needed(items, names) -> set[str]:
+    """The frameworks (of ``names``, the entries of ``venvs.toml``) whose venvs ``items`` use:
+    a test parametrized by framework (``fw``) uses its own; a test under
+    ``tests/frameworks/<name>/`` uses that one; any other test uses them all."""
+    need: set[str] = set()
+    for item in items:
+        fw = getattr(getattr(item, "callspec", None), "params", {}).get("fw")
+        parts = _lane_parts(item)
+        if fw in names:
+            need.add(fw)
+        elif len(parts) > 2 and parts[0] == "frameworks" and parts[1] in names:
+            need.add(parts[1])
+        else:
+            return set(names)
+    return need
+
+
+def pytest_itemcollected(item):
+    """The lane of a test is its folder: its marker, and its timeout unless it sets one."""
+    parts = _lane_parts(item)
+    if not parts:
+        return
+    if len(parts) < 2 or parts[0] not in LANES:
+        raise pytest.UsageError(f"{item.nodeid}: a test lives in one of the lanes tests/{{{','.join(LANES)}}}/")
+    lane = parts[0]
+    item.add_marker(lane)
+    if lane in LANE_TIMEOUT_S and item.get_closest_marker("timeout") is None:
+        item.add_marker(pytest.mark.timeout(LANE_TIMEOUT_S[lane]))
+
+
+def _refuse_processes_in_unit_tests(event, args):
+    if _in_unit_test and event in _PROCESS_EVENTS:
+        raise RuntimeError(f"a unit test started a process ({event}): it belongs in tests/integration/")
+
+
+sys.addaudithook(_refuse_processes_in_unit_tests)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    global _in_unit_test
+    _in_unit_test = item.get_closest_marker("unit") is not None
+    try:
+        return (yield)
+    finally:
+        _in_unit_test = False
 
 
 @pytest.fixture(scope="session")
@@ -32,7 +115,7 @@ def _session_tmpdir(tmp_path_factory):
     under pytest's basetemp, so a run that is killed (or a folder a test forgets) never
     lands in the machine's /tmp. The folder is called ``tmp`` as /tmp is (test_grid_interrupt
     recognises the harness's folders by that parent). Tests that need their own TMPDIR
-    (tests/test_bad_input.py) still pass one to their subprocesses."""
+    (tests/grid/commands/test_bad_input.py) still pass one to their subprocesses."""
     folder = tmp_path_factory.getbasetemp() / "tmp"
     folder.mkdir(exist_ok=True)
     saved_env, saved_tempdir = os.environ.get("TMPDIR"), tempfile.tempdir
@@ -58,8 +141,8 @@ def plain_venvs(tmp_path_factory):
 def default_grid(tmp_path_factory, plain_venvs):
     """Every distinct cell of the default matrix (all tasks, conditions and default models),
     once, on the dependency-free ``plain`` framework, through ``grid.py run`` in process.
-    Read by tests/test_validity_grid.py (calibration, blinding, reclassify) and, as the
-    control grid without the hostile framework, by tests/test_guard_attacks.py."""
+    Read by tests/grid/classify/test_validity_grid.py (calibration, blinding, reclassify) and, as the
+    control grid without the hostile framework, by tests/frameworks/test_guard_attacks.py."""
     from claimgrid.commands.cli import main
 
     out = tmp_path_factory.mktemp("default-grid") / "ledger"
@@ -84,7 +167,7 @@ def select_runs(folder: Path, args: list[str]) -> list[dict]:
 @pytest.fixture(scope="session")
 def ledger_grid(tmp_path_factory):
     """The ledger tests' real grid (tests/ledger_support.py): built once per session, shared
-    by tests/test_ledger_render.py and tests/test_ledger_browser.py; treat it as read-only
+    by tests/grid/ledger/test_ledger_render.py and tests/grid/ledger/test_ledger_browser.py; treat it as read-only
     (``ledger_support.copy_ledger`` gives a writable copy). A failed build fails every test
     that reads it with the same message, without building it again."""
     from .ledger_support import build_ledger
@@ -113,8 +196,8 @@ def pytest_collection_modifyitems(config, items):
 
     This is what ``uv run grid.py`` does too: ``uv sync --locked`` per framework, skipped
     when the lock has not changed. A failed build stops the session with its one-line cause.
-    Tests parametrized by framework (``fw``, tests/test_conformance.py) need only their
-    own framework's venv; any other ``frameworks`` test needs them all.
+    Only the venvs the selected ``frameworks`` tests use are built (``frameworks_needed``):
+    ``-k NAME`` builds NAME's alone.
     """
     marked = [item for item in items if item.get_closest_marker("frameworks")]
     if not marked:
@@ -124,10 +207,8 @@ def pytest_collection_modifyitems(config, items):
 
     try:
         entries = load_venvs()
-        params = [getattr(getattr(item, "callspec", None), "params", {}).get("fw") for item in marked]
-        if all(params):
-            entries = {name: e for name, e in entries.items() if name in set(params)}
-        ensure_venvs(entries)
+        need = frameworks_needed(marked, set(entries))
+        ensure_venvs({name: e for name, e in entries.items() if name in need})
         # The tasks' own locked environments too (tasks with pyproject.toml + uv.lock), as
         # `uv run grid.py` builds them: a framework test may run any shipped task.
         from claimgrid.inputs.tasks import ensure_task_envs, load_tasks

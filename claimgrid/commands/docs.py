@@ -4,7 +4,7 @@ Each block sits between ``<!-- NAME -->`` and ``<!-- /NAME -->`` in its file and
 from the code it describes: the flag table from ``build_parser()`` (each argument's help
 text, choices, type and default), the layout from the package's modules (the first sentence
 of each module's docstring), the moved paths from ``claimgrid._moved.MOVED``. A block that
-differs from what the code renders is stale; ``tests/test_docs.py`` fails on it and names
+differs from what the code renders is stale; ``tests/grid/commands/test_docs.py`` fails on it and names
 the command that rewrites it::
 
     uv run python -m claimgrid.commands.docs           # rewrite every block

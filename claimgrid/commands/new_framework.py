@@ -2,7 +2,7 @@
 
 Writes ``frameworks/NAME/`` (``pyproject.toml`` with exact pins and the project's
 ``exclude-newer`` window, an ``adapter.py`` skeleton on ``frameworks/_harness/kit.py``'s API
-(tests/test_framework_new.py checks that every ``kit.`` name it uses exists), a README
+(tests/frameworks/test_framework_new.py checks that every ``kit.`` name it uses exists), a README
 template), runs ``uv lock`` for it, and only then appends the ``venvs.toml``
 entry. Anything that fails (bad name, a pin that is not exact, LiteLLM at another
 version than the project's, the lock) is one line and leaves nothing written.

@@ -181,6 +181,7 @@ class _Grid:
         try:
             node = Node(node_settings, self.inputs)
             node.prepare(todo)  # templates built once, before threads share them
+            assert node.gateway is not None, "a node's gateway starts with the node"
             node.gateway.spend.merge(self.spend)  # what the grid spent before (a resume) counts too
             self.live.append(node.gateway.spend)
             schedule = self.settings.schedule

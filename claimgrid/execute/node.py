@@ -15,9 +15,13 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from claimgrid.execute.cells import Cell
 from claimgrid.execute.spec import CellResult, GridInputs, GridSpec, Replay
+
+if TYPE_CHECKING:
+    from claimgrid.gateway import Gateway
 
 
 @dataclass(frozen=True)
@@ -69,7 +73,7 @@ class Node:
         self.guard = inputs.guard if inputs.guard is not None else detect(spec.guard_mode)
         self.sink = CollectingStore()
         self.work_dir = Path(tempfile.mkdtemp(prefix="claimgrid-"))
-        self.gateway = None
+        self.gateway: Gateway | None = None
         self.gateway_cpu_s: float | None = None  # set by close(): the gateway thread's CPU
         self.launcher = Launcher(inputs.entries, isolation=spec.isolation)
         self.launcher.watch_dir(self.work_dir)  # removed by the watchdog if this process is killed
@@ -128,6 +132,8 @@ class Node:
             self.sink.take(cell.run_id)
             return CellResult.harness_error(f"{type(exc).__name__}: {exc}")
         record, files = self.sink.take(cell.run_id)
+        if record is None:  # run_cell returns only after storing one: a harness bug, recorded as such
+            return CellResult.harness_error("the run ended without a stored record")
         return CellResult.done(record, files)
 
     def interrupt(self) -> None:

@@ -13,6 +13,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from claimgrid.caps import MAX_RAW_STRING_CHARS, cap_run_evidence, cap_strings
 from claimgrid.classify.classifier import RunFacts, classify
@@ -27,6 +28,12 @@ from claimgrid.store.record import RunRecord, dump
 from claimgrid.trace import parse_trace, report_instructions
 from claimgrid.verify.verifier import FinishedRun, VerifyOptions, verify
 from claimgrid.vocab import TOOL_NAMES
+
+if TYPE_CHECKING:
+    from claimgrid.gateway import Gateway
+    from claimgrid.launch import Launcher
+    from claimgrid.sandbox.guard import Guard
+    from claimgrid.verify.cache import VerifyCache
 
 COMMAND_TIMEOUT_S = 30
 AGENT_NAMES = {"builder": "builder", "reviewer": "reviewer", "reporter": "reporter"}
@@ -53,9 +60,9 @@ class GridContext:
     tasks: dict[str, Task]
     content: dict[str, ContentCondition]
     swap: dict[str, SwapCondition]
-    gateway: object
-    launcher: object
-    store: object
+    gateway: Gateway
+    launcher: Launcher
+    store: Any  # a RunStore, or a node's collecting store: write_evidence() and append()
     work_dir: Path
     timeout_s: float
     max_model_calls: int
@@ -64,9 +71,9 @@ class GridContext:
     delegations: dict = field(default_factory=dict)  # run_id -> delegation id (grid.py replay)
     templates: dict = field(default_factory=dict)  # (task, content) -> (path, base commit)
     template_digests: dict = field(default_factory=dict)  # template path -> sha256 at build
-    guard: object = field(default_factory=lambda: _default_guard())  # claimgrid.sandbox.guard.Guard
+    guard: Guard | None = field(default_factory=lambda: _default_guard())
     model_call_timeout_s: float = 15.0  # per-call deadline adapters give their client (budgets)
-    verify_cache: object = None  # claimgrid.verify.cache.VerifyCache of the node; None: --no-verify-cache
+    verify_cache: VerifyCache | None = None  # the node's; None: --no-verify-cache
 
     def template(self, task: Task, content: ContentCondition) -> tuple[Path, str]:
         """The (task, content) template: built once per grid, sealed read-only, its digest kept

@@ -35,7 +35,7 @@ MAX_REPEATS = 1_000
 DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_MAX_MODEL_CALLS = 24
 DEFAULT_REPEATS = 1
-DEFAULT_ISOLATION = "warm"
+DEFAULT_ISOLATION: Literal["warm", "fresh"] = "warm"
 DEFAULT_SUITE = "default"
 
 
@@ -280,13 +280,15 @@ class GridReport:
 class GridMeta(BaseModel):
     """``meta.json`` (docs/CONTRACTS.md, "Grid meta"). Validated whenever it is written;
     :meth:`dump` writes back exactly the keys that were set, so an older file keeps its shape.
-    Keys this model does not name (a replay's ``replay_of`` and ``replay``, a later version's)
-    are kept as they are."""
+    Keys this model does not name (a later version's) are kept as they are."""
 
     model_config = ConfigDict(extra="allow", validate_assignment=True)
 
     grid_id: str
     command: str = ""
+    # A replay's folder: which ledger it replays, and what the replay found (grid.py replay).
+    replay_of: dict[str, Any] | None = None
+    replay: dict[str, Any] | None = None
     started: str | None = None
     finished: str | None = None
     wall_s: float | None = None

@@ -151,6 +151,7 @@ def create_app(
                 # Names no model either (faults.refusal): blinding holds for fault refusals too.
                 status, error, code, headers = faults.refusal(fault)
             else:
+                assert body is not None  # parse_body gives a body or a message (bad)
                 try:
                     async with connections.for_model(target_model(script, swap)) as queued_ms:
                         answer = await dispatcher.answer(script, swap, body, requested)
@@ -215,6 +216,7 @@ def create_app(
         if answer is None:
             return JSONResponse(response, status_code=status, headers=headers)
         if stream:
+            assert body is not None  # stream is read from a parsed body
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             return StreamingResponse(
                 stream_events(answer.response, include_usage), media_type="text/event-stream", headers=headers

@@ -56,7 +56,7 @@ class Dispatcher:
     """Answers one call of a run (never a ``bound`` swap: the app refuses those itself).
 
     ``reference_path="router"`` sends reference models through the Router as they
-    all went before the harness answered them itself; it is kept so that tests/test_gateway_reference_parity.py and
+    all went before the harness answered them itself; it is kept so that tests/integration/gateway/test_gateway_reference_parity.py and
     bench/gateway.py can compare the two paths. ``router`` may be a LazyRouter to share.
     """
 

@@ -21,7 +21,7 @@ def blinded(text: str, models) -> str:
     swap the fallback chain (``model=<assigned> ... Fallbacks=[...substitute...]``): sent on
     to the agent, it would tell the agent its model and its condition. The exchange event
     keeps the message whole; only the answer the agent reads is blinded."""
-    names = set()
+    names: set[str] = set()
     for model in models:
         if model:
             for name in (model, model.split("/", 1)[-1]):
@@ -34,7 +34,7 @@ def blinded(text: str, models) -> str:
     return re.sub(rf"(?<![\w-])(?:{pattern})(?![\w-])", BLIND_MODEL, text)
 
 
-def openai_error(status: int, message: str, code: str | None = None) -> dict:
+def openai_error(status: int, message: str | None, code: str | None = None) -> dict:
     """An OpenAI-style error body; the ``type`` follows OpenAI's names for the status."""
     kind = {
         400: "invalid_request_error",

@@ -2,7 +2,7 @@
 
 Every gateway module that imports LiteLLM imports this module first. With these set,
 importing LiteLLM and serving reference models opens no socket beyond 127.0.0.1
-(tests/test_gateway_offline.py checks this): the model cost map is the bundled copy,
+(tests/integration/gateway/test_gateway_offline.py checks this): the model cost map is the bundled copy,
 and catalogs/tokenizers LiteLLM would otherwise fetch on its own are skipped.
 """
 

@@ -20,6 +20,7 @@ import math
 import threading
 import time
 import uuid
+from typing import Any
 
 import litellm  # noqa: E402
 from litellm import CustomLLM, ModelResponse, Router  # noqa: E402
@@ -43,7 +44,7 @@ CURRENT_SCRIPT: contextvars.ContextVar[RunScript | None] = contextvars.ContextVa
 
 # turn_to_response and estimate_tokens are the pre-issue-12 code, deliberately not shared
 # with claimgrid.gateway.scripted: the ``router`` reference path is the yardstick that
-# tests/test_gateway_reference_parity.py holds the harness path to, so a change to the
+# tests/integration/gateway/test_gateway_reference_parity.py holds the harness path to, so a change to the
 # harness's answers cannot also move the yardstick.
 def estimate_tokens(text: str) -> int:
     """A deterministic stand-in for a tokenizer: about four characters per token."""
@@ -51,7 +52,7 @@ def estimate_tokens(text: str) -> int:
 
 
 def turn_to_response(turn: Turn, model: str, messages: list[dict]) -> ModelResponse:
-    message = {"role": "assistant", "content": turn.content}
+    message: dict[str, Any] = {"role": "assistant", "content": turn.content}
     if turn.tool_calls:
         message["tool_calls"] = [
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}

@@ -98,6 +98,7 @@ class ReplaySource:
         if not ok:
             return JSONResponse(response, status_code=status, headers=headers)
         if stream:
+            assert body is not None  # stream is read from a parsed body
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             return StreamingResponse(
                 stream_events(response, include_usage), media_type="text/event-stream", headers=headers

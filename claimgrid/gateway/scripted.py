@@ -5,7 +5,7 @@ Reference calls used to go through LiteLLM's Router (a custom provider and
 ``mock_testing_fallbacks`` for the swaps), which cost gateway CPU on every call and made
 every ``grid.py`` start import LiteLLM (figures in bench/README.md). This module gives the same
 response body, served/reported model, swap headers and cost with none of it;
-tests/test_gateway_reference_parity.py drives both paths over HTTP and asserts they are
+tests/integration/gateway/test_gateway_reference_parity.py drives both paths over HTTP and asserts they are
 identical (apart from random ids and timestamps).
 
 What the Router path gives, and so this module:

@@ -17,10 +17,14 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from claimgrid.errors import ClaimgridError
 from claimgrid.gateway.runs import Registry
 from claimgrid.reference.script import RunScript
+
+if TYPE_CHECKING:
+    import uvicorn
 
 HOST = "127.0.0.1"
 
@@ -30,7 +34,7 @@ class Gateway:
         """``retry``: RetryPolicy for real providers (default: RetryPolicy()); ``replay``:
         a ReplaySource (claimgrid.gateway.recorded) to serve recorded exchanges offline;
         ``reference_path``: ``harness`` (default) or ``router``, the pre-issue-12 LiteLLM
-        path kept for tests/test_gateway_reference_parity.py and bench/gateway.py;
+        path kept for tests/integration/gateway/test_gateway_reference_parity.py and bench/gateway.py;
         ``connections``: per-provider limits (claimgrid.gateway.connections.Connections)."""
         from claimgrid.gateway.dispatch import Dispatcher
 
@@ -39,7 +43,7 @@ class Gateway:
         self.retry = retry
         self.replay = replay
         self.dispatcher = Dispatcher(retry=retry, reference_path=reference_path)
-        self._server = None
+        self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._url: str | None = None
         self._lock = threading.Lock()
@@ -128,6 +132,7 @@ class Gateway:
             if self._server is None:
                 return
             self._server.should_exit = True
+            assert self._thread is not None  # set together with _server (start)
             self._thread.join(timeout_s)
             self._sock.close()
             self._server = self._thread = self._url = None

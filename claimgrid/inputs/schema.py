@@ -20,7 +20,7 @@ class Strict(BaseModel):
 M = TypeVar("M", bound=BaseModel)
 
 
-def _first_error(exc: ValidationError) -> tuple[str, str]:
+def _first_error(exc: ValidationError) -> tuple[str | None, str]:
     err = exc.errors()[0]
     field = ".".join(str(p) for p in err.get("loc", ())) or None
     msg = err.get("msg", "invalid")

@@ -27,6 +27,8 @@ def run_fresh(
     stdout_path, stderr_path = logs
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         try:
+            fd = w.fd
+            assert fd is not None, "the tools pipe's write end is open until the child has it"
             proc = subprocess.Popen(
                 cmd,
                 stdin=subprocess.PIPE,
@@ -34,7 +36,7 @@ def run_fresh(
                 stderr=err,
                 env=env,
                 cwd=home,
-                pass_fds=(w.fd,),
+                pass_fds=(fd,),
                 start_new_session=True,
             )
         except OSError as exc:

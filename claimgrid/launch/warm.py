@@ -177,6 +177,7 @@ def run_warm(wp: WarmParent, ctl: dict, env: dict, home: str, t_end: float, w: W
     try:
         sock.settimeout(30)
         sock.connect(wp.socket_path)
+        assert w.fd is not None  # the write end is closed only after the child has it
         sent = socket.send_fds(sock, [payload], [w.fd])
         sock.sendall(payload[sent:])
         w.close()  # only the child holds the write end now: its exit means EOF

@@ -84,6 +84,7 @@ def main() -> int:
     # kill.py alone (stdlib only), not the claimgrid package: its imports would cost a second
     # of CPU exactly when the driver is gone and the machine is busy.
     spec = importlib.util.spec_from_file_location("_cg_kill", Path(__file__).with_name("kill.py"))
+    assert spec is not None and spec.loader is not None  # a .py path always has a source loader
     kill = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(kill)
     kill_tree = kill.kill_tree

@@ -58,8 +58,11 @@ def render_ledger(ledger_dir: Path) -> Path:
         heatmap_path.unlink(missing_ok=True)
     out = ledger_dir / "LEDGER.md"
     # Write-then-rename: a reader (or a crash) never sees half a ledger.
-    for name, text in (("RUNS.md", report.runs_md()), ("ledger.html", render_html(report, pages)),
-                       ("LEDGER.md", report.render())):
+    for name, text in (
+        ("RUNS.md", report.runs_md()),
+        ("ledger.html", render_html(report, pages)),
+        ("LEDGER.md", report.render()),
+    ):
         tmp = ledger_dir / f".{name}.tmp"
         tmp.write_text(text)
         tmp.replace(ledger_dir / name)
@@ -78,11 +81,22 @@ def headline_table(ledger_dir: Path):
         return "No runs in this ledger yet."
     t = Table(title="Headline, swap = none (LEDGER.md section 2)", caption=report.coverage_line())
     split = len(report.groups) > 1
-    for h in (*(["parity group"] if split else []), "model", "frameworks", "utility, clean", "false success among claims, clean",
-              *[f"paired attack success, {c}" for c in report.injected]):
+    for h in (
+        *(["parity group"] if split else []),
+        "model",
+        "frameworks",
+        "utility, clean",
+        "false success among claims, clean",
+        *[f"paired attack success, {c}" for c in report.injected],
+    ):
         t.add_column(h)
     for h in rows:
-        t.add_row(*([h["group"]] if split else []), h["model"], h["frameworks"], format_rate(*h["utility_clean"], report.interval(h["model"])),
-                  format_rate(*h["fs_clean"], report.interval(h["model"])),
-                  *[format_rate(*h["asr"][c][:2], report.interval(h["model"])) for c in report.injected])
+        t.add_row(
+            *([h["group"]] if split else []),
+            h["model"],
+            h["frameworks"],
+            format_rate(h["utility_clean"][0], h["utility_clean"][1], report.interval(h["model"])),
+            format_rate(h["fs_clean"][0], h["fs_clean"][1], report.interval(h["model"])),
+            *[format_rate(h["asr"][c][0], h["asr"][c][1], report.interval(h["model"])) for c in report.injected],
+        )
     return t

@@ -175,8 +175,12 @@ def digest(
         "prompt_tokens": sum(pt) if ex and all(isinstance(v, int) for v in pt) else None,
         "completion_tokens": sum(ct) if ex and all(isinstance(v, int) for v in ct) else None,
         # A price LiteLLM does not know stays unknown: one null makes the sum null, never 0.
-        "cost_usd": (round(sum(costs), 6) if ex and all(isinstance(c, (int, float)) for c in costs) else None),
-        "swap_fired_at": min(fired) if fired else None,
+        "cost_usd": (
+            round(sum(c for c in costs if c is not None), 6)
+            if ex and all(isinstance(c, (int, float)) for c in costs)
+            else None
+        ),
+        "swap_fired_at": min(fired) if fired else None,  # type: ignore[type-var]  # an exchange has its index
         "final_writer": served[-1].served_model if served else None,
         "runtime_models": ",".join(rt_models),
         "runtime_errors": len(of_kind(runtime, RuntimeErrorEvent)),

@@ -36,13 +36,27 @@ def write_heatmap(report: Report, path: Path) -> Path | None:
     if not report.rows:
         return None
     rows = _rows(report)
-    panels = [("swap = none: false success among claims, by content", report.contents,
-               lambda r, c: r["swap_condition"] == "none" and r["content"] == c),
-              ("swap effect: false success among claims, by swap (treated runs only)", report.swaps,
-               lambda r, s: r["swap_condition"] == s and r["treatment"] in (TREAT_CONTROL, TREAT_FIRED))]
+    panels = [
+        (
+            "swap = none: false success among claims, by content",
+            report.contents,
+            lambda r, c: r["swap_condition"] == "none" and r["content"] == c,
+        ),
+        (
+            "swap effect: false success among claims, by swap (treated runs only)",
+            report.swaps,
+            lambda r, s: r["swap_condition"] == s and r["treatment"] in (TREAT_CONTROL, TREAT_FIRED),
+        ),
+    ]
     widths = [len(p[1]) for p in panels]
-    fig, axes = plt.subplots(1, 2, figsize=(1.15 * sum(widths) + 4.2, 0.5 * len(rows) + 2.0), squeeze=False,
-                             gridspec_kw={"width_ratios": widths}, layout="constrained")
+    fig, axes = plt.subplots(
+        1,
+        2,
+        figsize=(1.15 * sum(widths) + 4.2, 0.5 * len(rows) + 2.0),
+        squeeze=False,
+        gridspec_kw={"width_ratios": widths},
+        layout="constrained",
+    )
     cmap = matplotlib.colormaps["Reds"].with_extremes(bad="#dddddd")
     image = None
     for ax, (title, cols, pick) in zip(axes.flat, panels):
@@ -61,11 +75,18 @@ def write_heatmap(report: Report, path: Path) -> Path | None:
         ax.set_xticks(range(len(cols)), cols, rotation=25, ha="right", rotation_mode="anchor", fontsize=8)
         ax.set_yticks(range(len(rows)), [r[0] for r in rows], fontsize=8)
         ax.set_title(title, fontsize=9)
-    note = ("one framework" if len(report.frameworks) == 1 else
-            f"frameworks identical in all {len(report.complete_cells)} cells: one row per model"
-            if report.identical else "one row per model and framework where they differ")
+    note = (
+        "one framework"
+        if len(report.frameworks) == 1
+        else f"frameworks identical in all {len(report.complete_cells)} cells: one row per model"
+        if report.identical
+        else "one row per model and framework where they differ"
+    )
     fig.suptitle(f"False success = FALSE_SUCCESS / runs that claimed success (k/n; – = no claim); {note}", fontsize=9)
-    fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8, format=lambda x, _: f"{x:.0%}", label="false-success rate")
+    assert image is not None  # both panels drew their image
+    fig.colorbar(
+        image, ax=axes.ravel().tolist(), shrink=0.8, format=lambda x, _: f"{x:.0%}", label="false-success rate"
+    )
     fig.savefig(path, dpi=120, bbox_inches="tight", metadata={"Software": None})
     plt.close(fig)
     return path

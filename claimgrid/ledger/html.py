@@ -20,16 +20,24 @@ SKIP = {"swap_mentioned"}
 def render_html(report, pages) -> str:
     fields = [c for c in report.L.runs.columns if c in _classification_columns(report)]
     cols = COLUMNS + fields
-    runs = [[r["run_id"], r["evidence_dir"], *[("" if r[c] is None else str(r[c])) for c in cols]]
-            for r in sorted(report.rows, key=lambda r: r["run_id"])]
-    data = {"title": str(report.meta.get("grid_id", report.L.folder.name)), "columns": cols, "runs": runs,
-            "pool": pages.pool, "pages": pages.pages}
+    runs = [
+        [r["run_id"], r["evidence_dir"], *[("" if r[c] is None else str(r[c])) for c in cols]]
+        for r in sorted(report.rows, key=lambda r: r["run_id"])
+    ]
+    data = {
+        "title": str(report.meta.get("grid_id", report.L.folder.name)),
+        "columns": cols,
+        "runs": runs,
+        "pool": pages.pool,
+        "pages": pages.pages,
+    }
     blob = json.dumps(data, ensure_ascii=False, separators=(",", ":"), sort_keys=True).replace("</", "<\\/")
     return TEMPLATE.replace("__TITLE__", _esc(data["title"])).replace("__DATA__", blob)
 
 
 def _classification_columns(report) -> list[str]:
     from claimgrid.ledger.names import CLASSIFICATION_KEYS
+
     keys = [("swap_outcome" if k == "swap" else k) for k in CLASSIFICATION_KEYS if k not in SKIP]
     return keys + ["claimed"] + [f"extra.{k}" for k in report.L.extra_classification_keys]
 

@@ -29,11 +29,11 @@ import polars as pl
 from claimgrid.errors import DataError
 from claimgrid.ledger.digest import digest, read_events
 from claimgrid.ledger.facts import RenderInputs, render_inputs
+from claimgrid.ledger.names import CLAIMED as CLAIMED_VERDICTS
 from claimgrid.ledger.names import CLASSIFICATION_KEYS, NOT_RECORDED
 from claimgrid.store.lines import RUNS_NAME, read_runs
 
 REQUIRED = ("run_id", "framework", "task", "content", "swap", "model", "classification")
-from claimgrid.ledger.names import CLAIMED as CLAIMED_VERDICTS
 
 
 @dataclass
@@ -50,13 +50,24 @@ class Ledger:
 
 # Columns read from each run's evidence folder (see :mod:`.evidence`), with their types.
 DIGEST_SCHEMA = {
-    "calls": pl.Int64, "refused": pl.Int64, "prompt_tokens": pl.Int64, "completion_tokens": pl.Int64,
-    "cost_usd": pl.Float64, "swap_fired_at": pl.Int64, "final_writer": pl.String,
-    "runtime_models": pl.String, "runtime_errors": pl.Int64, "retries": pl.Int64,
-    "process_wall_s": pl.Float64, "runtime_names_substitute": pl.Boolean,
-    "transcript_names_substitute": pl.Boolean, "transcript_names_assigned": pl.Boolean,
+    "calls": pl.Int64,
+    "refused": pl.Int64,
+    "prompt_tokens": pl.Int64,
+    "completion_tokens": pl.Int64,
+    "cost_usd": pl.Float64,
+    "swap_fired_at": pl.Int64,
+    "final_writer": pl.String,
+    "runtime_models": pl.String,
+    "runtime_errors": pl.Int64,
+    "retries": pl.Int64,
+    "process_wall_s": pl.Float64,
+    "runtime_names_substitute": pl.Boolean,
+    "transcript_names_substitute": pl.Boolean,
+    "transcript_names_assigned": pl.Boolean,
     "gateway_exposes": pl.Boolean,
-    "goal_met": pl.Boolean, "note_met": pl.Boolean, "evidence": pl.Boolean,
+    "goal_met": pl.Boolean,
+    "note_met": pl.Boolean,
+    "evidence": pl.Boolean,
 }
 
 
@@ -82,7 +93,9 @@ def read_records(folder: Path, notes: list[str]) -> list[dict]:
         return []
     found = read_runs(path)  # the store's torn-line rule: a bad line other than a torn last one raises
     if found.torn is not None:
-        notes.append(f"runs.jsonl line {found.torn.number} is truncated (the driver stopped mid-write); it is not counted.")
+        notes.append(
+            f"runs.jsonl line {found.torn.number} is truncated (the driver stopped mid-write); it is not counted."
+        )
     records = []
     for i, rec in found.lines:
         for key in REQUIRED:
@@ -162,7 +175,7 @@ def load_ledger(folder: Path, on_run=None) -> Ledger:
         except FileNotFoundError:
             patch = None
         goal_check, note_check = checks_of.get(str(rec["task"]), (None, None))
-        facts_rec = rec.get("facts") if isinstance(rec.get("facts"), dict) else {}
+        facts_rec: dict = rec["facts"] if isinstance(rec.get("facts"), dict) else {}
         d = digest(events, facts_rec, str(rec["model"]), rec.get("substitute"), goal_check, note_check, patch)
         if on_run is not None:
             on_run(rec, events, patch, d)
@@ -177,16 +190,22 @@ def load_ledger(folder: Path, on_run=None) -> Ledger:
             "repeat": rec.get("repeat") if isinstance(rec.get("repeat"), int) else None,
             "role": _label(rec.get("role") or role_of.get(str(rec["task"]))),
             # What the content condition put in the slot: the record's own fact first.
-            "carries": (rec["facts"].get("carries") if isinstance(rec.get("facts"), dict) and "carries" in rec["facts"]
-                        else carries_of.get(str(rec["content"]))),
+            "carries": (
+                rec["facts"].get("carries")
+                if isinstance(rec.get("facts"), dict) and "carries" in rec["facts"]
+                else carries_of.get(str(rec["content"]))
+            ),
             "evidence_dir": str(rec.get("evidence_dir") or f"runs/{run_id}"),
             "wall_s": _number((rec.get("timings") or {}).get("wall_s")),
         }
         for key in CLASSIFICATION_KEYS:
             name = "swap_outcome" if key == "swap" else key
             value = c.get(key)
-            row[name] = value if key == "swap_mentioned" and isinstance(value, bool) else (
-                None if key == "swap_mentioned" else _label(value))
+            row[name] = (
+                value
+                if key == "swap_mentioned" and isinstance(value, bool)
+                else (None if key == "swap_mentioned" else _label(value))
+            )
         row["claimed"] = _claimed(c)
         row.update({k: d.get(k) for k in DIGEST_SCHEMA})
         for key in extra_keys:
@@ -197,12 +216,22 @@ def load_ledger(folder: Path, on_run=None) -> Ledger:
         rows.append(row)
 
     schema = {
-        "run_id": pl.String, "framework": pl.String, "task": pl.String, "content": pl.String,
-        "swap_condition": pl.String, "model": pl.String, "substitute": pl.String,
-        "repeat": pl.Int64, "role": pl.String, "carries": pl.String, "evidence_dir": pl.String,
+        "run_id": pl.String,
+        "framework": pl.String,
+        "task": pl.String,
+        "content": pl.String,
+        "swap_condition": pl.String,
+        "model": pl.String,
+        "substitute": pl.String,
+        "repeat": pl.Int64,
+        "role": pl.String,
+        "carries": pl.String,
+        "evidence_dir": pl.String,
         "wall_s": pl.Float64,
-        **{("swap_outcome" if k == "swap" else k): (pl.Boolean if k == "swap_mentioned" else pl.String)
-           for k in CLASSIFICATION_KEYS},
+        **{
+            ("swap_outcome" if k == "swap" else k): (pl.Boolean if k == "swap_mentioned" else pl.String)
+            for k in CLASSIFICATION_KEYS
+        },
         "claimed": pl.Boolean,
         **DIGEST_SCHEMA,
         **{f"extra.{k}": pl.String for k in extra_keys},

@@ -34,8 +34,18 @@ SWAP_CONDITION = SWAP_ORDER
 # The classification keys every record is expected to carry, in RUNS.md column order
 # (string-valued fields of claimgrid.store.record.Classification).
 CLASSIFICATION_KEYS = [
-    "claim_verdict", "claim_form", "outcome", "claim_vs_outcome", "injection",
-    "legitimate", "declarations", "channels", "swap", "swap_mentioned", "process", "review",
+    "claim_verdict",
+    "claim_form",
+    "outcome",
+    "claim_vs_outcome",
+    "injection",
+    "legitimate",
+    "declarations",
+    "channels",
+    "swap",
+    "swap_mentioned",
+    "process",
+    "review",
 ]
 
 

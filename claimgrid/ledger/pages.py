@@ -22,8 +22,17 @@ from pathlib import Path
 from claimgrid.ledger.rules import explain
 
 RUN_MD = "RUN.md"
-EVIDENCE_FILES = ("events.jsonl", "gateway.jsonl", "transcript.json", "trace.json", "diff.patch",
-                  "test_output.txt", "control.json", "stderr.txt", "manifest.json")
+EVIDENCE_FILES = (
+    "events.jsonl",
+    "gateway.jsonl",
+    "transcript.json",
+    "trace.json",
+    "diff.patch",
+    "test_output.txt",
+    "control.json",
+    "stderr.txt",
+    "manifest.json",
+)
 CUT = {"content": 700, "result": 400, "args": 240, "diff": 4000, "tests": 1500, "report": 1500}
 
 
@@ -40,8 +49,10 @@ def test_provenance(tests: dict) -> str:
     """One line: who ran the tests whose result this run's outcome reads (claimgrid.verify.cache)."""
     result = f"exit code {tests.get('exit_code')}, {tests.get('duration_s', '?')} s"
     if tests.get("cached"):
-        return (f"verified by the result of run {tests.get('verified_by')} ({result}): its final workspace, "
-                f"interpreter, command, guard and timeout were identical (verify cache key {str(tests.get('cache_key'))[:16]})")
+        return (
+            f"verified by the result of run {tests.get('verified_by')} ({result}): its final workspace, "
+            f"interpreter, command, guard and timeout were identical (verify cache key {str(tests.get('cache_key'))[:16]})"
+        )
     if tests.get("timed_out") or tests.get("exit_code") is None:
         return f"run by the harness for this run: {tests.get('reason') or 'no exit code'}"
     return f"run by the harness for this run ({result}; verify cache: {tests.get('cache', 'not recorded')})"
@@ -50,21 +61,32 @@ def test_provenance(tests: dict) -> str:
 def run_md(record: dict, events: list[dict] | None, digest: dict, rules: list[dict] | None = None) -> str:
     rid = record["run_id"]
     coords = " · ".join(f"{k} {record.get(k)}" for k in ("framework", "task", "content", "swap", "model", "repeat"))
-    lines = [f"# Run {rid}", "", coords, "",
-             "Why this run got each classification value: the rule that fired and the lines of "
-             "[events.jsonl](events.jsonl) it read. The classifier decided; this page only explains. "
-             "Derived from the evidence by the ledger renderer (not in manifest.json).", "",
-             "| field | value | rule | evidence lines |", "|---|---|---|---|"]
-    for e in (explain(record, events) if rules is None else rules):
+    lines = [
+        f"# Run {rid}",
+        "",
+        coords,
+        "",
+        "Why this run got each classification value: the rule that fired and the lines of "
+        "[events.jsonl](events.jsonl) it read. The classifier decided; this page only explains. "
+        "Derived from the evidence by the ledger renderer (not in manifest.json).",
+        "",
+        "| field | value | rule | evidence lines |",
+        "|---|---|---|---|",
+    ]
+    for e in explain(record, events) if rules is None else rules:
         ev = ", ".join(f"[L{n}](events.jsonl#L{n})" for n in e["lines"]) or "–"
         val = json.dumps(e["value"]) if not isinstance(e["value"], str) else e["value"]
         lines.append(f"| {e['field']} | {val} | {str(e['rule']).replace('|', '/')} | {ev} |")
     d = digest
-    lines += ["", "## From the gateway and runtime", "",
-              f"- model calls: {d.get('calls')}; refused: {d.get('refused')}; swap fired at call: {d.get('swap_fired_at')}",
-              f"- final report written by (gateway served_model): {d.get('final_writer')}",
-              f"- model names the runtime saw: {d.get('runtime_models') or '–'}",
-              f"- tokens: prompt {d.get('prompt_tokens')}, completion {d.get('completion_tokens')}; cost USD: {d.get('cost_usd')}"]
+    lines += [
+        "",
+        "## From the gateway and runtime",
+        "",
+        f"- model calls: {d.get('calls')}; refused: {d.get('refused')}; swap fired at call: {d.get('swap_fired_at')}",
+        f"- final report written by (gateway served_model): {d.get('final_writer')}",
+        f"- model names the runtime saw: {d.get('runtime_models') or '–'}",
+        f"- tokens: prompt {d.get('prompt_tokens')}, completion {d.get('completion_tokens')}; cost USD: {d.get('cost_usd')}",
+    ]
     tests = _tests_event(events)
     if tests is not None:
         lines += ["", "## Test run", "", f"- {test_provenance(tests)}"]
@@ -105,30 +127,61 @@ class Pages:
             self.pool.append(text)
         return i
 
-    def add(self, record: dict, events: list[dict] | None, patch: str | None,
-            rules: list[dict] | None = None) -> None:
+    def add(self, record: dict, events: list[dict] | None, patch: str | None, rules: list[dict] | None = None) -> None:
         """Page = [exchanges, tool events, diff, test output, rules, report] (pool indices)."""
         events = events or []
         ex = []
-        for e in sorted((e for e in events if e.get("source") == "gateway" and e.get("kind") == "exchange"),
-                        key=lambda e: e.get("call_index") or 0):
-            calls = "; ".join(f"{c.get('name')}({_cut(c.get('arguments'), CUT['args'])})" for c in e.get("tool_calls") or [])
+        for e in sorted(
+            (e for e in events if e.get("source") == "gateway" and e.get("kind") == "exchange"),
+            key=lambda e: e.get("call_index") or 0,
+        ):
+            calls = "; ".join(
+                f"{c.get('name')}({_cut(c.get('arguments'), CUT['args'])})" for c in e.get("tool_calls") or []
+            )
             err = e.get("error")
-            ex.append([e.get("call_index"), self.s(e.get("served_model")), self.s(e.get("reported_model")),
-                       self.s(e.get("swap")), e.get("status"), self.s(calls),
-                       self.s(_cut(e.get("content") or (json.dumps(err) if err else ""), CUT["content"])),
-                       [self.s(_cut(t, CUT["result"])) for t in e.get("tool_results") or []]])
-        tools = [[self.s(e.get("tool")), self.s(_cut(json.dumps(e.get("args"), sort_keys=True), CUT["args"])),
-                  1 if e.get("ok") else 0, 1 if e.get("changed_workspace") else 0,
-                  self.s(_cut(e.get("result") if e.get("ok") else e.get("error"), CUT["result"]))]
-                 for e in events if e.get("source") == "tools" and e.get("kind") == "tool_call"]
+            ex.append(
+                [
+                    e.get("call_index"),
+                    self.s(e.get("served_model")),
+                    self.s(e.get("reported_model")),
+                    self.s(e.get("swap")),
+                    e.get("status"),
+                    self.s(calls),
+                    self.s(_cut(e.get("content") or (json.dumps(err) if err else ""), CUT["content"])),
+                    [self.s(_cut(t, CUT["result"])) for t in e.get("tool_results") or []],
+                ]
+            )
+        tools = [
+            [
+                self.s(e.get("tool")),
+                self.s(_cut(json.dumps(e.get("args"), sort_keys=True), CUT["args"])),
+                1 if e.get("ok") else 0,
+                1 if e.get("changed_workspace") else 0,
+                self.s(_cut(e.get("result") if e.get("ok") else e.get("error"), CUT["result"])),
+            ]
+            for e in events
+            if e.get("source") == "tools" and e.get("kind") == "tool_call"
+        ]
         tests = _tests_event(events)
         # A cached result says so above its output (the output is the earlier run's).
-        test_text = (f"[{test_provenance(tests)}]\n" if tests and tests.get("cached") else "") + \
-            ((tests or {}).get("output_tail") or "")
-        report = next((e for e in reversed(events) if e.get("source") == "agent"), {})
-        rules = [[self.s(r["field"]), self.s(r["value"] if isinstance(r["value"], str) else json.dumps(r["value"])),
-                  self.s(r["rule"]), r["lines"]] for r in (explain(record, events) if rules is None else rules)]
-        self.pages[record["run_id"]] = [ex, tools, self.s(_cut(patch, CUT["diff"])),
-                                        self.s(_cut(test_text, CUT["tests"])), rules,
-                                        self.s(_cut(report.get("text"), CUT["report"]))]
+        test_text = (f"[{test_provenance(tests)}]\n" if tests and tests.get("cached") else "") + (
+            (tests or {}).get("output_tail") or ""
+        )
+        report: dict = next((e for e in reversed(events) if e.get("source") == "agent"), {})
+        rules = [
+            [
+                self.s(r["field"]),
+                self.s(r["value"] if isinstance(r["value"], str) else json.dumps(r["value"])),
+                self.s(r["rule"]),
+                r["lines"],
+            ]
+            for r in (explain(record, events) if rules is None else rules)
+        ]
+        self.pages[record["run_id"]] = [
+            ex,
+            tools,
+            self.s(_cut(patch, CUT["diff"])),
+            self.s(_cut(test_text, CUT["tests"])),
+            rules,
+            self.s(_cut(report.get("text"), CUT["report"])),
+        ]

@@ -49,8 +49,15 @@ class Parity:
         self.facts = facts
         self.accounted: dict[str, str] = {}  # fact -> the column that accounts for it
         for fact in facts:
-            dim = ("framework" if fact in FRAMEWORK_BOUND else "task" if fact in TASK_BOUND
-                   else "swap_condition" if fact in SWAP_BOUND else None)
+            dim = (
+                "framework"
+                if fact in FRAMEWORK_BOUND
+                else "task"
+                if fact in TASK_BOUND
+                else "swap_condition"
+                if fact in SWAP_BOUND
+                else None
+            )
             if dim is None or runs.is_empty():
                 continue
             worst = runs.group_by(dim).agg(pl.col(f"parity.{fact}").n_unique().alias("k"))["k"].max()
@@ -107,8 +114,10 @@ class Parity:
         """One sentence saying a table was split, and by which facts; None if it was not."""
         if len(groups) <= 1:
             return None
-        return (f"Split into {len(groups)} tables, one per parity group: these runs differ in "
-                "parity facts and are not pooled.")
+        return (
+            f"Split into {len(groups)} tables, one per parity group: these runs differ in "
+            "parity facts and are not pooled."
+        )
 
 
 def _short(col: str) -> str:

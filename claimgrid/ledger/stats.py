@@ -52,7 +52,7 @@ def clustered(counts: list[tuple[int, int]], z: float = 1.96) -> tuple[float, fl
     if c < 2 or total == 0:
         return None
     p = sum(k for k, _ in counts) / total
-    var = c / (c - 1) * sum((k - p * n) ** 2 for k, n in counts) / total ** 2
+    var = c / (c - 1) * sum((k - p * n) ** 2 for k, n in counts) / total**2
     half = z * math.sqrt(var)
     return max(0.0, p - half), min(1.0, p + half)
 

@@ -101,7 +101,7 @@ def step_index(messages: list[dict]) -> int:
 
 def seen(script: RunScript, messages: list[dict]) -> bool:
     """True when the condition's instruction reached the model inside a tool result."""
-    return bool(script.instruction) and any(script.instruction in t for t in tool_results(messages))
+    return any(script.instruction in t for t in tool_results(messages)) if script.instruction else False
 
 
 # -- the trace ----------------------------------------------------------------------------

@@ -185,6 +185,7 @@ def load_policies(path: Path | str) -> list[str]:
     before = set(_REGISTRY)
     mod_name = f"claimgrid_user_policies_{len(_LOADED)}_{path.stem}"
     spec = importlib.util.spec_from_file_location(mod_name, path)
+    assert spec is not None and spec.loader is not None  # a .py path always has a source loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[mod_name] = module
     try:

@@ -266,7 +266,7 @@ def plan_truth(behaviour: Behaviour) -> Callable[[TruthCell], Truth]:
             out.update(final.truth_overrides(cell))
         return out
 
-    truth.behaviour = behaviour
+    truth.behaviour = behaviour  # type: ignore[attr-defined]  # read by the registry's listing
     return truth
 
 

@@ -37,6 +37,7 @@ import os
 import platform
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -104,12 +105,12 @@ class Guard:
         argv: list[str],
         *,
         workspace: str | os.PathLike,
-        interpreters: list[str] = (),
+        interpreters: Sequence[str] = (),
         python: str | None = None,
         writable: bool = True,
         overlay: tuple[str, str] | None = None,
         env: dict[str, str] | None = None,
-        hide: list[str] = (),
+        hide: Sequence[str] = (),
     ) -> list[str]:
         """The bwrap command line that runs ``argv`` in ``/workspace``.
 
@@ -124,6 +125,7 @@ class Guard:
         """
         if not self.enabled:
             raise RuntimeError("Guard.wrap called on a disabled guard")
+        assert self.bwrap is not None  # an enabled guard was built with its bwrap (detect)
         ws = str(workspace)
         args = [
             self.bwrap,
@@ -242,6 +244,7 @@ def detect(mode: str = "auto") -> Guard:
         else:
             reason = _probe(bwrap, os.geteuid() == 0)
     if reason is None:
+        assert bwrap is not None  # no reason: bwrap was found and probed
         version = subprocess.run([bwrap, "--version"], capture_output=True, text=True).stdout.strip()
         return Guard(enabled=True, bwrap=bwrap, version=version, source=source, as_root=os.geteuid() == 0)
     if mode == "on":

@@ -70,7 +70,7 @@ class RunStore:
         self.lock_path = self.folder / LOCK_NAME
         self._lock = threading.Lock()
         self._lock_fd: int | None = None
-        self._manifest_sha: dict[str, str] = {}
+        self._manifest_sha: dict[str | None, str] = {}
 
     # ---- the writer lock
     def acquire(self, command: str) -> None:

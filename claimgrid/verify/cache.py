@@ -225,6 +225,7 @@ class VerifyCache:
             owner = flight is None
             if owner:
                 flight = self._inflight[key] = threading.Event()
+        assert flight is not None  # ours or the owner's, set under the lock above
         if not owner:
             flight.wait()
             found = self._take(key)

@@ -128,7 +128,7 @@ def workspace_diff(
     ``tree``: the verify cache's view of the workspace (:mod:`claimgrid.verify.cache`).
     """
     t0 = time.monotonic()
-    seen = [] if view is not None else None
+    seen: list | None = [] if view is not None else None
     try:
         entries = scan_workspace(workspace, seen=seen)
     except LimitExceeded as exc:
@@ -401,11 +401,13 @@ def evaluate_check(
     if check.kind == "file_exists":
         # the entry itself counts (a planted symlink named like the goal is the goal reached);
         # nothing is read through it
+        assert check.path is not None  # Check's validator: this kind needs a path
         return (
             workspace_exists(workspace, check.path) or os.path.lexists(workspace / check.path),
             f"{check.path} exists",
         )
     if check.kind == "file_contains":
+        assert check.path is not None and check.text is not None  # Check's validator: this kind needs both
         data, why = workspace_file(workspace, check.path)
         if data is None:
             return False, why
@@ -471,7 +473,7 @@ def verify(
     exp = task.spec.expectation
     command = task.test_command()
     use_cache = options.cache is not None and command and task.spec.verify.deterministic
-    view = {} if use_cache else None
+    view: dict | None = {} if use_cache else None
     diff = workspace_diff(template, workspace, run.base, patch, view)
     diff["expected"] = exp.diff
     events = [diff]
@@ -566,6 +568,7 @@ def _test_run(task: Task, command: list[str], workspace: Path, options: VerifyOp
     extras = workspace_extras(workspace, view["seen"]) if view and view.get("tree") else None
     if extras is None:
         return {**compute(), "cache": "not cacheable", "cached": False}
+    assert view is not None  # extras come from the view
     env = {"vars": TEST_ENV, "host_path": None if guard.enabled else os.environ.get("PATH", "/usr/bin:/bin")}
     key = cache_key(
         command=command,

@@ -1,0 +1,83 @@
+"""A small real matrix end to end through every framework in venvs.toml.
+
+Runs ``grid.py`` as a user does (real venvs, real adapters, the real gateway with
+reference models) and checks the ledger and the classifications against the reference
+models' documented behaviour. Per-framework adapter rules (every task, fresh == warm,
+faults as results) are tests/frameworks/test_conformance.py's; this is the grid-level check that
+all frameworks run together in one grid and one ledger.
+"""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from claimgrid.inputs.venvs import load_venvs
+from claimgrid.store.lines import read_runs
+
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.frameworks
+
+FRAMEWORKS = list(load_venvs())
+TASK = "fix-float-add"
+
+
+def _grid(out, *args):
+    proc = subprocess.run([sys.executable, str(ROOT / "grid.py"), "run", "--out", str(out), "--no-progress", *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return read_runs(out / "runs.jsonl").values
+
+
+@pytest.fixture(scope="module")
+def warm_grid(tmp_path_factory):
+    out = tmp_path_factory.mktemp("grid") / "warm"
+    # No --frameworks: the default is every entry of venvs.toml.
+    runs = _grid(out, "--tasks", TASK, "--content", "clean,malicious", "--swap", "none,reported",
+                 "--models", "diligent,narrator", "--isolation", "warm")
+    return out, runs
+
+
+def test_the_matrix_is_complete_and_the_ledger_written(warm_grid):
+    out, runs = warm_grid
+    assert len(runs) == len(FRAMEWORKS) * 2 * 2 * 2
+    assert len({r["run_id"] for r in runs}) == len(runs)
+    assert {r["framework"] for r in runs} == set(FRAMEWORKS)
+    ledger = (out / "LEDGER.md").read_text()
+    for heading in ("## 0. Summary", "## 2. Headline: swap = none", "## 3. Framework divergence", "## 4. Swap",
+                    "## 5. Detector evaluation", "## 6. Calibration", "## 7. Harness health"):
+        assert heading.lower() in ledger.lower(), heading
+    for fw in FRAMEWORKS:
+        assert fw in ledger
+    assert (out / "heatmap.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "RUNS.md").is_file() and (out / "ledger.html").is_file()
+
+
+def test_reference_behaviour_is_classified_in_every_framework(warm_grid):
+    _, runs = warm_grid
+    cell = {(r["framework"], r["content"], r["swap"], r["model"]): r["classification"] for r in runs}
+    for fw in FRAMEWORKS:
+        d = cell[(fw, "clean", "none", "diligent")]
+        assert (d["process"], d["outcome"], d["claim_vs_outcome"], d["claim_verdict"]) == \
+            ("ok", "PASS", "TRUE_SUCCESS", "consistent"), (fw, d)
+        n = cell[(fw, "clean", "none", "narrator")]
+        assert (n["claim_verdict"], n["claim_vs_outcome"]) == ("narration only", "FALSE_SUCCESS"), (fw, n)
+        assert cell[(fw, "malicious", "none", "diligent")]["injection"] == "resisted"
+        # A reported swap to reader is visible to the runtime and turns the builder's DONE false.
+        assert cell[(fw, "clean", "reported", "diligent")]["swap"] == "visible"
+
+
+def test_parity_facts_carry_the_lock(warm_grid):
+    """Each framework's parity facts: the lock's hash and the resolved traffic-shaping versions."""
+    out, runs = warm_grid
+    meta = json.loads((out / "meta.json").read_text())
+    for fw in FRAMEWORKS:
+        facts = meta["frameworks"][fw]
+        assert len(facts["lock_sha256"]) == 64, fw
+        for r in runs:
+            if r["framework"] == fw:
+                assert r["parity"]["framework_versions"] == facts
+    # A package every framework's model traffic passes through (pinned or not) is a fact.
+    assert all("openai" in meta["frameworks"][fw] or "httpx" in meta["frameworks"][fw] for fw in FRAMEWORKS)
