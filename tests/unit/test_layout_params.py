@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 MAX_PARAMS = 8
 

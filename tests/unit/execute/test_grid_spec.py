@@ -23,7 +23,7 @@ from claimgrid.execute.spec import (
 from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.reference import registry
 
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 
 def _spec(**changes) -> GridSpec:
