@@ -56,10 +56,12 @@ def test_budget_stops_new_runs_and_resume_with_a_higher_limit_continues(tmp_path
     upstream.reset()
     out = tmp_path / "grid"
     # One run per framework: each meets the priced provider once; one run finishes, the
-    # others are not started until the resume.
+    # others are not started until the resume. --max-inflight 1: with --jobs 1 alone the
+    # scheduler may start a second run while the first waits on the provider (a waiting run
+    # does not hold a job), before the first exchange's cost is counted.
     n = len(frameworks())
     assert n >= 2
-    p = grid("run", "--out", str(out), "--no-progress", "--jobs", "1", "--max-cost", "0.000001",
+    p = grid("run", "--out", str(out), "--no-progress", "--jobs", "1", "--max-inflight", "1", "--max-cost", "0.000001",
              *_small(task_id, repeats=1), env=_env(upstream))
     assert p.returncode == 0, _out(p)
     stop = meta(out)["stopped_at_budget"]
