@@ -199,3 +199,9 @@ def test_every_relative_link_and_anchor_resolves():
             elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest.read_text()):
                 broken.append(f"{page.relative_to(ROOT)}: {target}: no such heading")
     assert broken == []
+
+
+def test_the_readme_stays_short():
+    """The README is the newcomer's page (at most 300 lines); details live in docs/ and bench/."""
+    lines = (ROOT / "README.md").read_text().count("\n")
+    assert lines <= 300, f"README.md has {lines} lines: move detail to docs/ (linked from its 'More' table)"
