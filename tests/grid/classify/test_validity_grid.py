@@ -131,9 +131,9 @@ def test_reclassify_reports_what_changed_and_why(default_grid, tmp_path, capsys)
     assert "declarations: (not recorded) -> " in block
     assert target["run_id"] in out
     assert [r.classification for r in records(folder)] == [r.classification for r in records(default_grid)]
-    faults = [(r.model_extra or {}).get("faults") for r in records(folder)]
-    assert faults == [(r.model_extra or {}).get("faults") for r in records(default_grid)]
-    assert all(faults) and any(f["fault"] for f in faults)
+    faults = [r.faults for r in records(folder)]
+    assert faults == [r.faults for r in records(default_grid)]
+    assert all(f is not None for f in faults) and any(f.fault for f in faults)
 
 
 def test_two_grids_in_one_process(default_grid, plain_venvs, tmp_path):

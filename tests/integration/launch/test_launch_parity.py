@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from claimgrid import ROOT
 from claimgrid.launch import Launcher
 from claimgrid.inputs.venvs import harness_env, load_venvs
 from tests.fixtures.frameworks.launch_helpers import fake_entries, make_ctl
@@ -39,7 +40,7 @@ def test_warm_and_fresh_agree(tmp_path):
     assert [e["changed_workspace"] for e in seen["warm"]["tools"]] == [False, False, True, True, False, False]
 
 
-ENVPROBE = Path(__file__).resolve().parent / "fixtures" / "frameworks" / "envprobe"
+ENVPROBE = ROOT / "tests" / "fixtures" / "frameworks" / "envprobe"
 
 
 def test_fresh_and_warm_runs_start_with_the_same_environ(tmp_path):
