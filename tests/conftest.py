@@ -37,6 +37,8 @@ ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
 
 LANES = ("unit", "integration", "grid", "frameworks")
+# Session grids read by tests in several files (fixtures below).
+SHARED_GRIDS = ("default_grid", "ledger_grid")
 # Per test, setup and teardown included (a session grid is built in its first reader's
 # setup). Several times the slowest test of each lane on a loaded two-core machine: a
 # hang fails with its traceback instead of running into the CI's own limit.
@@ -83,6 +85,11 @@ def pytest_itemcollected(item):
     item.add_marker(lane)
     if lane in LANE_TIMEOUT_S and item.get_closest_marker("timeout") is None:
         item.add_marker(pytest.mark.timeout(LANE_TIMEOUT_S[lane]))
+    # The xdist group (pyproject's addopts: --dist loadgroup): a test file is one group, so
+    # its module fixtures are built once; the readers of a shared session grid are one group
+    # per grid, so each grid is built once per session, not once per worker.
+    shared = [name for name in SHARED_GRIDS if name in getattr(item, "fixturenames", ())]
+    item.add_marker(pytest.mark.xdist_group(shared[0] if shared else item.nodeid.split("::", 1)[0]))
 
 
 def _refuse_processes_in_unit_tests(event, args):
@@ -188,6 +195,11 @@ def workspace(tmp_path, tasks):
         return template, ws, base
 
     return make
+
+
+# Session grids that tests in several files read: every reader runs on the same xdist
+# worker, so each grid is built once per session, not once per worker.
+SHARED_GRIDS = ("default_grid", "ledger_grid")
 
 
 @pytest.hookimpl(trylast=True)  # after -k / -m deselection: build only what will run

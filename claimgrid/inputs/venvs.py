@@ -36,6 +36,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import re
@@ -294,23 +296,41 @@ def ensure_envs(envs: list[Env], console=None) -> dict[str, EnvInfo]:
     for env in envs:
         t0 = time.perf_counter()
         stamp = stamp_for(env)
-        built = False
-        if not is_current(env, stamp):
-            if uv is None:
-                uv = shutil.which("uv")
-                if uv is None:
-                    raise VenvError(
-                        f"venvs: 'uv' was not found on PATH; it is needed to build the {env.kind} environments"
-                    )
-            line = f"building {env.kind} env {env.name} (uv sync --locked) ..."
-            if console is not None:
-                console.print(line)
-            else:
-                print(line, flush=True)
-            build(env, uv, stamp)
-            built = True
+        with _building(env):
+            built, uv = _ensure_one(env, stamp, uv, console)
         out[env.name] = EnvInfo(env.name, env.venv_python, built, round(time.perf_counter() - t0, 4), stamp)
     return out
+
+
+@contextlib.contextmanager
+def _building(env: Env):
+    """Hold an exclusive lock beside ``env.venv`` while it is checked and built: two
+    processes that need the same environment at once (two grids, or the test workers of
+    one session) build it once, and the second finds it current."""
+    env.venv.parent.mkdir(parents=True, exist_ok=True)
+    with open(env.venv.parent / f".{env.venv.name}.lock", "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _ensure_one(env: Env, stamp: str, uv: str | None, console) -> tuple[bool, str | None]:
+    """Build ``env`` unless its stamp is current; returns (built, the uv path found)."""
+    if is_current(env, stamp):
+        return False, uv
+    if uv is None:
+        uv = shutil.which("uv")
+        if uv is None:
+            raise VenvError(f"venvs: 'uv' was not found on PATH; it is needed to build the {env.kind} environments")
+    line = f"building {env.kind} env {env.name} (uv sync --locked) ..."
+    if console is not None:
+        console.print(line)
+    else:
+        print(line, flush=True)
+    build(env, uv, stamp)
+    return True, uv
 
 
 def ensure_venvs(entries: dict[str, Entry], console=None) -> dict[str, EnvInfo]:
