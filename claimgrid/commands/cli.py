@@ -12,7 +12,7 @@ from claimgrid.commands import validate as v
 from claimgrid.errors import ClaimgridError
 
 INTERRUPTED = 130  # exit code after Ctrl-C (128 + SIGINT)
-COMMANDS = ("run", "list", "check-task", "reclassify", "replay", "gateway", "venvs", "new-framework")
+COMMANDS = ("run", "list", "check-task", "reclassify", "replay", "export", "gateway", "venvs", "new-framework")
 _csv = v.names  # comma-separated names: none empty, none repeated
 
 
@@ -227,6 +227,21 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--jobs", type=int, default=None, help="parallel runs (default: the recorded grid's)")
     rp.add_argument("--no-progress", action="store_true")
 
+    ex = sub.add_parser(
+        "export",
+        help="write a ledger as files other tools read: Inspect eval logs (inspect view) or OpenTelemetry "
+        "GenAI traces (OTLP/JSON)",
+    )
+    ex.add_argument("dir", type=Path, help="the ledger folder")
+    ex.add_argument("--format", required=True, choices=("inspect", "otel"), help="inspect or otel")
+    ex.add_argument("--out", type=Path, default=None, help="a new folder for the export (default: DIR.FORMAT)")
+    ex.add_argument(
+        "--otlp-endpoint",
+        default=None,
+        metavar="URL",
+        help="with --format otel: also send the spans to this OTLP/HTTP traces URL",
+    )
+
     gw = sub.add_parser("gateway", help="start the harness model gateway alone and print its URL")
     gw.add_argument("rest", nargs=argparse.REMAINDER)
 
@@ -370,6 +385,10 @@ def _dispatch(args) -> int:
         from claimgrid.commands.replay import cmd_replay
 
         return cmd_replay(args)
+    if args.command == "export":
+        from claimgrid.commands.export import cmd_export
+
+        return cmd_export(args)
     if args.command == "gateway":
         from claimgrid.commands.serve_gateway import serve_cli
 

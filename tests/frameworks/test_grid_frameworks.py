@@ -81,3 +81,13 @@ def test_parity_facts_carry_the_lock(warm_grid):
                 assert r["parity"]["framework_versions"] == facts
     # A package every framework's model traffic passes through (pinned or not) is a fact.
     assert all("openai" in meta["frameworks"][fw] or "httpx" in meta["frameworks"][fw] for fw in FRAMEWORKS)
+
+
+def test_exports_agree_with_every_frameworks_evidence(warm_grid, tmp_path):
+    """Every tool call and model call of every framework's runs, and every verdict, as
+    Inspect and OpenTelemetry read the export back."""
+    from tests.export_support import check_export_agrees
+
+    out, runs = warm_grid
+    counts = check_export_agrees(out, tmp_path)
+    assert counts == {"runs": len(runs), "frameworks": len(FRAMEWORKS)}
