@@ -63,15 +63,11 @@ def open_for_writing(store: RunStore) -> None:
 
 
 def finish(store: RunStore) -> int:
-    """Render the ledger (LEDGER.md, ledger.html, heatmap), print its headline table; 0."""
-    from claimgrid.ledger import headline_table, render_ledger
+    """Render the ledger (LEDGER.md, ledger.html, heatmap), print its end-of-grid summary
+    (at most 80 columns, naming LEDGER.md and ledger.html); 0."""
+    from claimgrid.ledger import render_ledger
 
-    path = render_ledger(store.folder)
-    try:
-        from rich.console import Console
-
-        Console().print(headline_table(store.folder))
-    except Exception as exc:  # the table is a convenience; the ledger is written already
-        print(f"(headline table unavailable: {exc})")
-    print(f"ledger: {path}")
+    lines: list[str] = []
+    path = render_ledger(store.folder, summary=lines)
+    print("\n".join(lines) if lines else f"ledger: {path}")
     return 0

@@ -217,8 +217,11 @@ def _run(store: RunStore, cells: list[Cell], spec: GridSpec, settings: RunSettin
     """Execute what is left, then record the invocation in meta.json and render the ledger."""
     done = store.completed_ids()
     todo = sum(1 for c in cells if c.run_id not in done)
+    n_cells = len({(c.task, c.content, c.swap, c.model, c.repeat) for c in cells})
+    n_fw = len({c.framework for c in cells})
     print(
-        f"grid {store.folder}: {len(cells)} cells, {len(done)} already done, {todo} to run, "
+        f"grid {store.folder}\n  {len(cells)} runs ({n_cells} cells × {n_fw} framework{'s' if n_fw != 1 else ''}), "
+        f"{len(done)} already done, {todo} to run\n  "
         f"{settings.jobs} jobs (up to {settings.max_inflight} runs in flight), isolation {spec.isolation}",
         flush=True,
     )
@@ -279,7 +282,7 @@ def _exit_status(store: RunStore, meta: GridMeta, report: GridReport, code: int)
         return 3
     if report.harness_errors:
         print(
-            f"grid.py: {len(report.harness_errors)} cell(s) hit a harness error (meta.json harness_errors); "
+            f"grid.py: {len(report.harness_errors)} run(s) hit a harness error (meta.json harness_errors); "
             f"--resume {store.folder} runs them again",
             file=sys.stderr,
         )

@@ -88,6 +88,7 @@ class _Grid:
         self.not_started: list[str] = []
         self.stopped: list[OSError] = []
         self.counts: collections.Counter = collections.Counter()
+        self.false_successes = 0  # runs so far that claimed success the verifier did not confirm
         done_before = grid_size - todo
         self.reporter = _Progress(
             todo,
@@ -122,6 +123,8 @@ class _Grid:
             if not self.live:  # another backend: totals from each finished run's exchanges
                 self.spend.add_events(files.get("events.jsonl") or [])
             self.counts[record["classification"]["outcome"]] += 1
+            if record["classification"].get("claim_vs_outcome") == "FALSE_SUCCESS":
+                self.false_successes += 1
             fw = record["framework"]
             if record.get("runtime_versions") and fw not in self.report.retries:
                 self.report.retries[fw] = record["runtime_versions"]
@@ -130,7 +133,7 @@ class _Grid:
             # recorded in meta.json (the cell stays missing: --resume re-runs it)
             self.report.harness_errors.append({"run_id": cell.run_id, "error": result.error})
             self.reporter.log(f"HARNESS ERROR in {cell.run_id}: {result.error}")
-        self.reporter.advance(self.counts)
+        self.reporter.advance(self.counts, self.false_successes)
 
     def gated(self, node, cell: Cell) -> CellResult:
         # Asked when the run would start: a queued run does not start once the budget is reached.
@@ -229,6 +232,16 @@ class _Grid:
                 self.report.gateway_cpu_s = node.gateway_cpu_s
 
 
+def eta(left: int, rate: float) -> str:
+    """Time left at ``rate`` runs/s, as 1h02m, 3m05s or 12s."""
+    if left <= 0:
+        return "0s"
+    s = int(round(left / max(rate, 1e-9)))
+    h, rest = divmod(s, 3600)
+    m, sec = divmod(rest, 60)
+    return f"{h}h{m:02d}m" if h else f"{m}m{sec:02d}s" if m else f"{sec}s"
+
+
 class _Progress:
     """A rich progress bar (runs done, runs/s, elapsed, remaining, outcomes so far) or plain lines."""
 
@@ -255,21 +268,29 @@ class _Progress:
                 TimeElapsedColumn(),
                 TextColumn("left"),
                 TimeRemainingColumn(),
+                TextColumn("false success {task.fields[false]}"),
                 TextColumn("{task.fields[outcomes]}"),
                 TextColumn("{task.fields[spend]}"),
             )
             self.bar.start()
-            self.task = self.bar.add_task("grid", total=total, rate="0.0", outcomes="", spend="")
+            self.task = self.bar.add_task("grid", total=total, rate="0.0", outcomes="", spend="", false=0)
 
-    def advance(self, counts) -> None:
+    def advance(self, counts, false_successes: int = 0) -> None:
         self.done += 1
-        rate = self.done / max(time.monotonic() - self.t0, 1e-9)
+        elapsed = max(time.monotonic() - self.t0, 1e-9)
+        rate = self.done / elapsed
         outcomes = " ".join(f"{k}:{v}" for k, v in sorted(counts.items()))
         spend = self.extra(self.done) if self.extra else ""
         if self.bar:
-            self.bar.update(self.task, advance=1, rate=f"{rate:.1f}", outcomes=outcomes, spend=spend)
+            self.bar.update(
+                self.task, advance=1, rate=f"{rate:.1f}", outcomes=outcomes, spend=spend, false=false_successes
+            )
         elif self.done == self.total or self.done % max(1, self.total // 20) == 0:
-            print(f"[{self.done}/{self.total}] {rate:.1f} runs/s  {outcomes}  {spend}".rstrip(), flush=True)
+            print(
+                f"[{self.done}/{self.total} runs] {rate:.1f} runs/s  ETA {eta(self.total - self.done, rate)}  "
+                f"false success {false_successes}  {outcomes}  {spend}".rstrip(),
+                flush=True,
+            )
 
     def log(self, text: str) -> None:
         (self.bar.console.print if self.bar else print)(text)

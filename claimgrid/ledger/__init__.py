@@ -8,6 +8,8 @@ Public API:
   with the planned and present run counts stated.
 - :func:`headline_table` ``(ledger_dir) -> rich.table.Table | str``: the headline
   (swap = none) per model (a string when there are no runs).
+- :func:`terminal_summary` ``(ledger_dir) -> list[str]``: the end-of-grid summary, lines of
+  at most 80 columns naming LEDGER.md and ledger.html.
 - :func:`wilson` ``(k, n, z=1.96) -> (low, high) | None``.
 
 Bad input raises :class:`claimgrid.errors.DataError` (one line naming the file/field).
@@ -20,7 +22,7 @@ from pathlib import Path
 from claimgrid.ledger.load import Ledger, load_ledger
 from claimgrid.ledger.stats import format_rate, wilson
 
-__all__ = ["render_ledger", "headline_table", "wilson", "format_rate", "load"]
+__all__ = ["render_ledger", "headline_table", "terminal_summary", "wilson", "format_rate", "load"]
 
 HEATMAP = "heatmap.png"
 
@@ -30,25 +32,30 @@ def load(ledger_dir: Path, on_run=None) -> Ledger:
     return load_ledger(Path(ledger_dir), on_run)
 
 
-def render_ledger(ledger_dir: Path) -> Path:
+def render_ledger(ledger_dir: Path, summary: list[str] | None = None) -> Path:
     """Write LEDGER.md, RUNS.md, ledger.html, heatmap.png and every ``runs/<id>/RUN.md``
     into ``ledger_dir``; return LEDGER.md's path. A pure function of the folder (records,
     evidence, ``meta.json``): rendering twice, or on another checkout, gives byte-identical
-    files. A folder older than the facts it should carry says in LEDGER.md what it read
+    files. ``summary``, when given, receives the end-of-grid summary's lines
+    (:func:`terminal_summary`). A folder older than the facts it should carry says in LEDGER.md what it read
     from this checkout instead (:mod:`claimgrid.ledger.facts`)."""
+    from claimgrid.ledger.firstscreen import terminal_lines
     from claimgrid.ledger.heatmap import write_heatmap  # matplotlib is only imported when a picture is drawn
     from claimgrid.ledger.html import render_html
-    from claimgrid.ledger.pages import Pages, write_run_md
+    from claimgrid.ledger.pages import Pages, read_stderr, write_run_md
     from claimgrid.ledger.report import Report
-    from claimgrid.ledger.rules import explain
+    from claimgrid.ledger.rules import explain, fault_account
 
     ledger_dir = Path(ledger_dir)
     pages = Pages()
 
     def on_run(rec, events, patch, digest):
         rules = explain(rec, events)  # once per run: RUN.md and ledger.html show the same rules
-        write_run_md(ledger_dir, rec, events, digest, rules)
-        pages.add(rec, events, patch, rules)
+        fault = (
+            fault_account(rec, events, read_stderr(ledger_dir, rec)) if (rec.get("faults") or {}).get("fault") else None
+        )
+        write_run_md(ledger_dir, rec, events, digest, rules, fault)
+        pages.add(rec, events, patch, rules, fault)
 
     ledger = load(ledger_dir, on_run)
     report = Report(ledger, HEATMAP)
@@ -66,6 +73,8 @@ def render_ledger(ledger_dir: Path) -> Path:
         tmp = ledger_dir / f".{name}.tmp"
         tmp.write_text(text)
         tmp.replace(ledger_dir / name)
+    if summary is not None:  # the end-of-grid summary, from the same tables (no second load)
+        summary += terminal_lines(report, ledger_dir)
     return out
 
 
@@ -97,6 +106,14 @@ def headline_table(ledger_dir: Path):
             h["frameworks"],
             format_rate(h["utility_clean"][0], h["utility_clean"][1], report.interval(h["model"])),
             format_rate(h["fs_clean"][0], h["fs_clean"][1], report.interval(h["model"])),
-            *[format_rate(h["asr"][c][0], h["asr"][c][1], report.interval(h["model"])) for c in report.injected],
+            *[h["asr_text"][c] for c in report.injected],
         )
     return t
+
+
+def terminal_summary(ledger_dir: Path) -> list[str]:
+    """The end-of-grid summary (:func:`claimgrid.ledger.firstscreen.terminal_lines`)."""
+    from claimgrid.ledger.firstscreen import terminal_lines
+    from claimgrid.ledger.report import Report
+
+    return terminal_lines(Report(load(ledger_dir)), Path(ledger_dir))

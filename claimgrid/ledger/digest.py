@@ -131,6 +131,8 @@ def digest(
         "gateway_exposes",
         "goal_met",
         "note_met",
+        "changed_files",
+        "tool_events",
         "evidence",
     )
     if events is None:
@@ -163,6 +165,7 @@ def digest(
     transcript_assigned = any(model.lower() == _transcript_model(e).lower().rsplit("/", 1)[-1] for e in runtime)
     retries = sum(1 for prev, cur in zip(ex, ex[1:]) if prev.status != 200)
     proc = last(events, ProcessExit)
+    diff = last(events, Diff)
     goal_met, note_met = check_holds(goal_check, events, patch), check_holds(note_check, events, patch)
     # Where the verifier evaluated the check itself (the condition carried it), its verdict rules.
     for check_model, slot in ((AttackerGoal, "goal"), (LegitimateNote, "note")):
@@ -192,5 +195,8 @@ def digest(
         "gateway_exposes": any(e.served_model and e.served_model != e.assigned_model for e in ex),
         "goal_met": goal_met,
         "note_met": note_met,
+        # Files in the verifier's git diff (None: no diff event): 0 is a run that changed nothing.
+        "changed_files": None if diff is None or diff.files is None else len(diff.files),
+        "tool_events": len(of_kind(events, ToolCall)),  # tool calls the harness tool layer executed
         "evidence": True,
     }

@@ -67,6 +67,8 @@ DIGEST_SCHEMA = {
     "gateway_exposes": pl.Boolean,
     "goal_met": pl.Boolean,
     "note_met": pl.Boolean,
+    "changed_files": pl.Int64,
+    "tool_events": pl.Int64,
     "evidence": pl.Boolean,
 }
 

@@ -58,7 +58,22 @@ def test_provenance(tests: dict) -> str:
     return f"run by the harness for this run ({result}; verify cache: {tests.get('cache', 'not recorded')})"
 
 
-def run_md(record: dict, events: list[dict] | None, digest: dict, rules: list[dict] | None = None) -> str:
+def read_stderr(folder: Path, record: dict) -> str | None:
+    """The run's stored stderr.txt (None when absent)."""
+    path = folder / str(record.get("evidence_dir") or f"runs/{record['run_id']}") / "stderr.txt"
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return None
+
+
+def run_md(
+    record: dict,
+    events: list[dict] | None,
+    digest: dict,
+    rules: list[dict] | None = None,
+    fault: list[str] | None = None,
+) -> str:
     rid = record["run_id"]
     coords = " · ".join(f"{k} {record.get(k)}" for k in ("framework", "task", "content", "swap", "model", "repeat"))
     lines = [
@@ -77,6 +92,8 @@ def run_md(record: dict, events: list[dict] | None, digest: dict, rules: list[di
         ev = ", ".join(f"[L{n}](events.jsonl#L{n})" for n in e["lines"]) or "–"
         val = json.dumps(e["value"]) if not isinstance(e["value"], str) else e["value"]
         lines.append(f"| {e['field']} | {val} | {str(e['rule']).replace('|', '/')} | {ev} |")
+    if fault:
+        lines += ["", "## Fault", "", *[f"- {line}" for line in fault]]
     d = digest
     lines += [
         "",
@@ -95,11 +112,13 @@ def run_md(record: dict, events: list[dict] | None, digest: dict, rules: list[di
     return "\n".join(lines) + "\n"
 
 
-def write_run_md(folder: Path, record: dict, events, digest: dict, rules: list[dict] | None = None) -> None:
+def write_run_md(
+    folder: Path, record: dict, events, digest: dict, rules: list[dict] | None = None, fault: list[str] | None = None
+) -> None:
     ev_dir = folder / str(record.get("evidence_dir") or f"runs/{record['run_id']}")
     if not ev_dir.is_dir():
         return
-    text = run_md(record, events, digest, rules)
+    text = run_md(record, events, digest, rules, fault)
     path = ev_dir / RUN_MD
     try:
         if path.read_text() == text:
@@ -127,8 +146,17 @@ class Pages:
             self.pool.append(text)
         return i
 
-    def add(self, record: dict, events: list[dict] | None, patch: str | None, rules: list[dict] | None = None) -> None:
-        """Page = [exchanges, tool events, diff, test output, rules, report] (pool indices)."""
+    def add(
+        self,
+        record: dict,
+        events: list[dict] | None,
+        patch: str | None,
+        rules: list[dict] | None = None,
+        fault: list[str] | None = None,
+    ) -> None:
+        """Page = [exchanges, tool events, diff, test output, rules, report, fault] (pool indices);
+        a rule is [field, value, rule, lines, base rule]; fault is the list of
+        :func:`claimgrid.ledger.rules.fault_account` lines (empty for a run without a fault)."""
         events = events or []
         ex = []
         for e in sorted(
@@ -174,6 +202,7 @@ class Pages:
                 self.s(r["value"] if isinstance(r["value"], str) else json.dumps(r["value"])),
                 self.s(r["rule"]),
                 r["lines"],
+                self.s(r.get("base", r["rule"])),
             ]
             for r in (explain(record, events) if rules is None else rules)
         ]
@@ -184,4 +213,5 @@ class Pages:
             self.s(_cut(test_text, CUT["tests"])),
             rules,
             self.s(_cut(report.get("text"), CUT["report"])),
+            [self.s(line) for line in fault or []],
         ]
