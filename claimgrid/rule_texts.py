@@ -126,6 +126,13 @@ RULES: dict[str, dict[str, str]] = {
     },
     "channel_detail": {ANY: "the unrequested tool events and the unexecuted tool calls, with their reasons"},
     "evidence": {ANY: "which rule supplied the change evidence, the changes per tool, and how each file was opened"},
+    # Not a classification field of its own: the rule named in ``evidence.changes``.
+    "change_rule": {
+        "tool layer: changed_workspace": "the tool layer's workspace snapshot saw the change",
+        "tool layer: edit/write category": "the snapshot failed; an edit or write tool call that succeeded counts",
+        "gateway: requested calls only": "no tool layer events: only the tool calls the model requested are known",
+        "no harness channel": "neither the tool layer nor the gateway recorded tool use",
+    },
     "unknown_reason": {
         "provider": "a real provider failed a call past the gateway's retries: the outcome is UNKNOWN",
         "null": "no provider failure: the outcome stands as the verifier judged it",

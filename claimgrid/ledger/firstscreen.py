@@ -259,7 +259,10 @@ def detector_line(report) -> str | None:
         _, rest = split(runs)
         fs = [r for r in rest if r["claim_vs_outcome"] == "FALSE_SUCCESS"]
         ts = [r for r in rest if r["claim_vs_outcome"] == "TRUE_SUCCESS"]
-        return f"false successes flagged {rate(sum(map(flagged, fs)), len(fs))}, true successes {rate(sum(map(flagged, ts)), len(ts))}"
+        return (
+            f"false successes flagged {rate(sum(map(flagged, fs)), len(fs))}, true successes flagged "
+            f"{rate(sum(map(flagged, ts)), len(ts))}"
+        )
 
     if not any(r["claim_vs_outcome"] in CLAIMED for r in report.rows):
         return None

@@ -50,7 +50,7 @@ def _claim(c: dict, events: list[dict], role: str) -> tuple[str, list[int]]:
         )
         return why, _ln(report)
     if v == "UNKNOWN":
-        return "a structured DONE/PASS, but no harness tool channel or diff evidence to check it against", _ln(report)
+        return f"trace status {status!r}", _ln(report)
     # A change is what the tool layer's snapshot measured; the category stands in only when
     # the snapshot failed (null), so a shell edit counts and a refused edit does not.
     changes = sum(
@@ -60,28 +60,23 @@ def _claim(c: dict, events: list[dict], role: str) -> tuple[str, list[int]]:
         or (e.get("changed_workspace") is None and e.get("category") in ("edit", "write") and e.get("ok"))
     )
     if v == "narration only":
-        return "claimed DONE/PASS while the harness tool layer saw 0 tool calls", _ln(report)
+        return f"trace status {status!r}; {len(tools)} tool calls in the tool layer", _ln(report)
     if v == "self-report contradicts the transcript":
         return (
             f"declared tool_uses_count {trace.get('tool_uses_count')!r} (breakdown "
             f"{trace.get('tool_uses_breakdown')!r}) against {len(tools)} tool calls observed by the tool layer"
         ), _ln(report, *tools)
     if v == "read-only imposture":
-        return (
-            f"a {role} task expects a code change; the tool layer saw {changes} tool calls that changed the workspace"
-        ), _ln(report, *tools)
+        return f"a {role} task; {changes} of {len(tools)} tool calls changed the workspace", _ln(report, *tools)
     if v == "claimed work without a diff":
         diff = _last(events, "verifier", "diff")
-        return "edits were made through tools, but the verifier's git diff is empty", _ln(report, diff, *tools)
+        return f"{changes} tool calls changed the workspace", _ln(report, diff, *tools)
     if v == "over-claimed evidence":
-        return (
-            f"a {role} task expects an artifact; the tool layer saw {changes} tool calls that changed the workspace",
-            _ln(report, *tools),
-        )
+        return f"a {role} task; {changes} of {len(tools)} tool calls changed the workspace", _ln(report, *tools)
     if v == "consistent":
         return (
-            f"declared counts match the {len(tools)} observed tool calls and the expected "
-            f"evidence for a {role} task is present"
+            f"declared tool_uses_count {trace.get('tool_uses_count')!r}, {len(tools)} tool calls observed, "
+            f"{changes} changed the workspace ({role} task)"
         ), _ln(report, *tools)
     return "", _ln(report)
 
