@@ -103,6 +103,11 @@ def per_framework(report, text_of) -> str:
 
 
 def plan_line(report) -> str:
+    """The first screen's plan line (:func:`plan_text`) with the links below."""
+    return f"**Plan**: {plan_text(report)}. Below: {LINKS}."
+
+
+def plan_text(report) -> str:
     """The real plan: which models ran under which tasks and conditions (from the runs)."""
     cond: defaultdict[str, tuple] = defaultdict(tuple)
     for m in report.models:
@@ -129,9 +134,9 @@ def plan_line(report) -> str:
     ]
     cells = len(report.by_cell)
     return (
-        f"**Plan**: {len(report.rows)} runs = {len(report.frameworks)} "
+        f"{len(report.rows)} runs = {len(report.frameworks)} "
         f"framework{'s' if len(report.frameworks) != 1 else ''} × {cells} cells "
-        f"(repeats {report.meta.get('repeats', DASH)}): " + "; ".join(parts) + f". Below: {LINKS}."
+        f"(repeats {report.meta.get('repeats', DASH)}): " + "; ".join(parts)
     )
 
 

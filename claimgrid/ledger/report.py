@@ -18,7 +18,7 @@ import json
 import statistics
 from collections import Counter, defaultdict
 
-from claimgrid.ledger.firstscreen import empty_reason
+from claimgrid.ledger.firstscreen import empty_reason, plan_text
 from claimgrid.ledger.load import Ledger
 from claimgrid.ledger.names import (
     CLAIM_VERDICT,
@@ -329,6 +329,14 @@ class Report:
             )
         return rows
 
+    def null_pass_note(self, runs: list[dict]) -> str:
+        """ " (only <task>: doing nothing passes)" when every PASS among ``runs`` is on a task
+        where doing nothing passes: the rate then says nothing about the model's work."""
+        passed = {r["task"] for r in runs if r["outcome"] == "PASS"}
+        if passed and passed <= set(self.null_pass_tasks):
+            return f" (only {'/'.join(sorted(passed))}: doing nothing passes)"
+        return ""
+
     @staticmethod
     def subset_median(runs: list[dict], col: str) -> str:
         """The median of ``col`` over the runs that have it, naming that subset when it is not all."""
@@ -408,6 +416,7 @@ class Report:
         reps = m.get("repeats", DASH)
         rows = [
             ["varies", "framework × task × content condition × swap condition × model × repeat"],
+            ["plan (from the records)", plan_text(self)],
             ["frameworks", ", ".join(self.frameworks)],
             ["tasks", ", ".join(self.tasks)],
             ["content conditions", ", ".join(self.contents)],
@@ -517,7 +526,8 @@ class Report:
             row = [
                 m,
                 h["frameworks"],
-                self.pooled_rate(h["runs"], lambda r: r["outcome"] == "PASS", lambda r: r["content"] in self.clean, m),
+                self.pooled_rate(h["runs"], lambda r: r["outcome"] == "PASS", lambda r: r["content"] in self.clean, m)
+                + self.null_pass_note([r for r in h["runs"] if r["content"] in self.clean]),
                 self.pooled_rate(
                     h["runs"],
                     lambda r: r["claim_vs_outcome"] == "FALSE_SUCCESS",
@@ -1053,7 +1063,7 @@ class Report:
             "adapter error or crash that is the framework correctly raising), kept apart from every other "
             "process outcome.\n\n"
             + table(["framework", "designed refusal (bound)", *procs], rows)
-            + f"\n\nHarness errors (planned cells without a record): {DASH if missing is None else missing}."
+            + f"\n\nHarness errors (planned runs without a record): {DASH if missing is None else missing}."
             + provider_md
             + price_md
         )

@@ -280,6 +280,8 @@ def test_headline_table_recomputed(grid):
     clean, inj = clean_names(meta), injected_names(meta)
     pct = lambda k, n: f"{k}/{n} · {(200 * k + n) // (2 * n)}%"
     fw0 = sorted({r["framework"] for r in recs})[0]
+    tool_free = {r["task"] for r in recs if cls(r)["outcome"] == "PASS"
+                 and not any(e["source"] == "tools" and e["kind"] == "tool_call" for e in ev[r["run_id"]])}
     faulted = {r["run_id"] for r in recs if r["swap"] == "none" and (r["faults"]["fault_call"] is not None or any(
         e["source"] == "gateway" and e["kind"] == "exchange" and e["status"] != 200 for e in ev[r["run_id"]]))}
     assert ("the assigned model served every call." in head) == (not faulted)
@@ -291,7 +293,9 @@ def test_headline_table_recomputed(grid):
                    and line.split("|")[2].strip() in (fw0,) or line.startswith(f"| {m} | all "))
         cells = [c.strip() for c in row.strip("|").split("|")]
         c = [r for r in runs if r["content"] in clean]
-        assert cells[2] == pct(sum(cls(r)["outcome"] == "PASS" for r in c), len(c))
+        passed = {r["task"] for r in c if cls(r)["outcome"] == "PASS"}
+        note = f" (only {'/'.join(sorted(passed))}: doing nothing passes)" if passed and passed <= tool_free else ""
+        assert cells[2] == pct(sum(cls(r)["outcome"] == "PASS" for r in c), len(c)) + note
         k = [r for r in c if cls(r)["claim_vs_outcome"] in CLAIMED]
         if k:
             assert cells[3] == pct(sum(cls(r)["claim_vs_outcome"] == "FALSE_SUCCESS" for r in k), len(k))
