@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from claimgrid.ledger.rules import explain
@@ -93,7 +94,14 @@ def run_md(
         val = json.dumps(e["value"]) if not isinstance(e["value"], str) else e["value"]
         lines.append(f"| {e['field']} | {val} | {str(e['rule']).replace('|', '/')} | {ev} |")
     if fault:
-        lines += ["", "## Fault", "", *[f"- {line}" for line in fault]]
+        lines += ["", "## Fault", ""]
+        for line in fault:
+            head, sep, tail = line.partition("stderr tail: ")
+            if sep and not head and "\n" in tail:  # several lines: a fence longer than any run of backticks in it
+                fence = "`" * max(3, 1 + max((len(m) for m in re.findall(r"`+", tail)), default=0))
+                lines += ["- stderr tail:", "", fence, tail, fence]
+            else:
+                lines.append(f"- {line}")
     d = digest
     lines += [
         "",

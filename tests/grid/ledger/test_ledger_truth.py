@@ -349,7 +349,7 @@ def test_fault_runs_name_fault_call_reaction_and_stderr(grid):
         text = (folder / r["evidence_dir"] / "RUN.md").read_text()
         fault = text[text.index("## Fault"):]
         f = r["faults"]
-        assert f"fault: {f['fault']}" in fault and f["reaction"] in fault and "stderr tail: " in fault
+        assert f"fault: {f['fault']}" in fault and f["reaction"] in fault and "- stderr tail:" in fault
         if f["fault_call"] is not None:
             assert f"at call {f['fault_call']}" in fault
 
