@@ -258,6 +258,7 @@ def fault_account(record: dict, events: list[dict] | None, stderr: str | None) -
         f"{f.get('duplicate_side_effects') or 0} duplicate side effects",
     ]
     if isinstance(exc, dict) and exc.get("type"):
-        lines.append(f"exception: {exc.get('type')}: {str(exc.get('message') or '')[:300]}")
+        message = " ".join(str(exc.get("message") or "").split())  # one line: a page's list item
+        lines.append(f"exception: {exc.get('type')}: {message[:300]}")
     lines.append("stderr tail: " + (tail[-STDERR_TAIL:] if tail else "(empty)"))
     return lines
