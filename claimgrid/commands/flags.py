@@ -200,5 +200,6 @@ def run_settings(args, meta: dict | None, models: list[str]) -> RunSettings:
         backend=args.backend,
         address=args.address,
         node_jobs=args.jobs,
+        node_max_inflight=args.max_inflight,
         progress=not args.no_progress,
     )

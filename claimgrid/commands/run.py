@@ -42,6 +42,10 @@ def cmd_run(args) -> int:
         guard = _guard(args.guard)
         spec, store = _new_grid(args, data)
     settings = flags.run_settings(args, meta.dump() if meta else None, spec.selection.all_models)
+    if settings.backend == "ray":
+        from claimgrid.execute import ray as ray_backend
+
+        ray_backend.preflight(settings.address)  # an unreachable cluster: one line, nothing written
     cells = plan(spec.selection, data.content, data.swap)
     inputs = _prepare(spec, data, guard)
     if meta is None:
@@ -50,6 +54,14 @@ def cmd_run(args) -> int:
         _reopen(store, meta, spec, settings, guard)
     note_unpriced(spec.budget.limits(), spec.selection.all_models)
     return _run(store, cells, spec, settings, inputs, meta)
+
+
+def resume_command(store: RunStore, settings: RunSettings) -> str:
+    """The command that finishes this grid on the backend it ran on."""
+    if settings.backend == "ray":
+        address = f" --address {settings.address}" if settings.address else ""
+        return f"uv run --extra ray grid.py run --resume {store.folder} --backend ray{address}"
+    return f"uv run grid.py run --resume {store.folder}"
 
 
 def _guard(mode: str):
@@ -231,7 +243,7 @@ def _run(store: RunStore, cells: list[Cell], spec: GridSpec, settings: RunSettin
     except KeyboardInterrupt:
         raise Interrupted(
             f"interrupted: {len(store.completed_ids())} of {len(cells)} runs recorded in "
-            f"{store.folder}; `grid.py run --resume {store.folder}` finishes the grid"
+            f"{store.folder}; `{resume_command(store, settings)}` finishes the grid"
         ) from None
     stopped = _record(store, meta, report, time.monotonic() - t0)
     if stopped is not None:
@@ -239,16 +251,16 @@ def _run(store: RunStore, cells: list[Cell], spec: GridSpec, settings: RunSettin
             f"--out {store.folder}: writing the ledger failed: {stopped.strerror or stopped} "
             f"(errno {stopped.errno}); the grid stopped with {len(store.completed_ids())} of "
             f"{len(cells)} runs recorded; free space or fix permissions, then "
-            f"`grid.py run --resume {store.folder}`"
+            f"`{resume_command(store, settings)}`"
         )
     try:
         code = finish(store)
     except OSError as exc:
         raise StorageError(
             f"--out {store.folder}: rendering the ledger failed: {exc.strerror or exc}; "
-            f"free space or fix permissions, then `grid.py run --resume {store.folder}`"
+            f"free space or fix permissions, then `{resume_command(store, settings)}`"
         ) from None
-    return _exit_status(store, meta, report, code)
+    return _exit_status(store, meta, report, code, resume_command(store, settings))
 
 
 def _record(store: RunStore, meta: GridMeta, report: GridReport, wall_s: float) -> OSError | None:
@@ -257,8 +269,10 @@ def _record(store: RunStore, meta: GridMeta, report: GridReport, wall_s: float) 
     try:
         meta.add_report(report)
         meta.spend = report.spend
-        if report.storage_error is None:
-            meta.finished = now()
+        # Finished means every cell of the grid is recorded: not after a storage error, a
+        # node lost, a harness error or a budget stop (each leaves cells for --resume).
+        complete = len(store.completed_ids()) >= meta.grid_size
+        meta.finished = now() if report.storage_error is None and complete else None
         meta.wall_s = round((meta.wall_s or 0) + wall_s, 1)
         # The driver's own CPU for this invocation (gateway thread included; read by bench/throughput.py).
         usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -269,14 +283,13 @@ def _record(store: RunStore, meta: GridMeta, report: GridReport, wall_s: float) 
     return report.storage_error
 
 
-def _exit_status(store: RunStore, meta: GridMeta, report: GridReport, code: int) -> int:
+def _exit_status(store: RunStore, meta: GridMeta, report: GridReport, code: int, resume: str) -> int:
     """0, 3 (runs lost with a node) or 1 (harness errors), with the line that says why."""
     if meta.stopped_at_budget:
         print(stop_line(meta.stopped_at_budget, store.folder))
     if report.lost:
         print(
-            f"grid incomplete: {report.lost} runs lost with their node; resume with: "
-            f"uv run grid.py run --resume {store.folder}",
+            f"grid incomplete: {report.lost} runs lost with their node; resume with: {resume}",
             file=sys.stderr,
         )
         return 3

@@ -10,7 +10,6 @@ import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
-from claimgrid.errors import ClaimgridError
 from claimgrid.execute.cells import Cell
 from claimgrid.execute.spec import CellResult, CellStatus, GridInputs, GridReport, GridSpec, Replay, RunSettings
 from claimgrid.execute.spending import stop_record
@@ -102,8 +101,9 @@ class _Grid:
     def budget_reached(self) -> str | None:
         return self.current().over(self.limits) if self.limits.any() else None
 
-    def on_result(self, cell: Cell, result: CellResult) -> None:
-        """A finished cell, in the driver: stored (evidence first), or counted as not stored."""
+    def on_result(self, cell: Cell, result: CellResult, node: dict | None = None) -> None:
+        """A finished cell, in the driver: stored (evidence first), or counted as not stored.
+        ``node``: where it ran (the record's ``node``; default this machine)."""
         if result.status is CellStatus.NOT_STARTED:
             self.not_started.append(cell.run_id)
             return
@@ -111,6 +111,7 @@ class _Grid:
             return  # the ledger cannot be written: the cell stays missing for --resume
         if result.status is CellStatus.DONE:
             record, files = result.record or {}, result.files or {}
+            record["node"] = node or {"backend": "local", "node_id": None, "address": None}
             try:
                 self.store.write_evidence(cell.run_id, files)  # evidence first: a line always has its folder
                 self.store.append(record)
@@ -161,14 +162,24 @@ class _Grid:
         return self.report
 
     def _run_ray(self, todo: list[Cell], node_settings) -> None:
-        if self.limits.any():
-            raise ClaimgridError("--max-cost / --max-tokens: not supported with --backend ray yet")
         from claimgrid.execute import ray as ray_backend
 
-        facts = ray_backend.execute(
-            todo, node_settings, self.settings.address, self.settings.node_jobs, self.on_result, self.reporter.log
-        )
+        # The budget is the driver's: every finished run's exchanges add to the grid's spend
+        # (on_result), and no node is sent another cell once a limit is reached.
+        plan = {
+            "address": self.settings.address,
+            "jobs": self.settings.node_jobs,
+            "max_inflight": self.settings.node_max_inflight,
+            "may_start": lambda: not self.budget_reached(),
+        }
+        facts = ray_backend.execute(todo, node_settings, plan, self.on_result, self.reporter.log)
         self.report.executions.append(facts)
+        self.not_started += facts["not_started"]
+        reason = self.budget_reached()
+        if self.not_started and reason:
+            self.report.stopped_at_budget = stop_record(
+                reason, self.limits, self.current(), self.grid_size - len(self.not_started), len(self.not_started)
+            )
         if facts["lost"]:
             self.reporter.log(
                 f"{len(facts['lost'])} runs were lost with their node; "

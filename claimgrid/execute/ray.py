@@ -19,9 +19,41 @@ raises a one-line ``ClaimgridError``.
 from __future__ import annotations
 
 import os
+import socket
 import time
+from pathlib import Path
 
 from claimgrid.errors import ClaimgridError
+
+CONNECT_TIMEOUT_S = 5.0  # an unreachable --address is one line in seconds, not Ray's 10-minute retry
+
+
+def preflight(address: str | None) -> None:
+    """Refuse, in one line and before anything is written, a grid whose cluster cannot be
+    reached: Ray missing, no local cluster for ``auto``, or a GCS address that does not
+    accept a TCP connection within ``CONNECT_TIMEOUT_S``."""
+    _ray()
+    target = address or "auto"
+    if target in ("auto", "local"):
+        # `ray start` records the running cluster's GCS address here (Ray's own convention).
+        current = Path(os.environ.get("RAY_TMPDIR", "/tmp")) / "ray" / "ray_current_cluster"
+        if not current.is_file():
+            raise ClaimgridError(
+                "--address auto: no Ray cluster is running on this machine (start one with "
+                "`uv run --extra ray ray start --head`, or pass --address HOST:PORT)"
+            )
+        target = current.read_text().strip()
+    hostport = target.split("://", 1)[-1]
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        raise ClaimgridError(f"--address {address}: expected HOST:PORT (or ray://HOST:PORT, or auto)")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        raise ClaimgridError(
+            f"--address {address or target}: cannot reach a Ray cluster at {host}:{port} within "
+            f"{CONNECT_TIMEOUT_S:.0f} s ({exc.strerror or exc}); nothing was written"
+        ) from None
 
 
 def _ray():
@@ -62,10 +94,17 @@ class _NodeRunner:
         self.node.close()
 
 
-def execute(todo, settings, address: str | None, jobs: int | None, on_result, log) -> dict:
-    """Run ``todo`` across the cluster at ``address``; ``on_result(cell, CellResult)`` is
-    called in the driver for every finished cell. Returns facts about the execution
-    (nodes used, runs lost with a node)."""
+def execute(todo, settings, plan: dict, on_result, log) -> dict:
+    """Run ``todo`` across the cluster at ``plan["address"]``; ``on_result(cell, CellResult,
+    node)`` is called in the driver for every finished cell (``node``: the record's
+    :class:`~claimgrid.store.record.RunNode` fields). Each node runs at most ``plan["jobs"]``
+    cells at once (default: its CPU count), never more than ``plan["max_inflight"]``.
+    ``plan["may_start"]()`` is asked before every cell is sent: once it is false (the grid's
+    budget is reached), no node starts another run and the rest are returned as
+    ``not_started``. Returns facts about the execution (per-node slots and runs, runs lost
+    with a node, runs not started)."""
+    address, jobs, max_inflight = plan.get("address"), plan.get("jobs"), plan.get("max_inflight")
+    may_start = plan.get("may_start") or (lambda: True)
     ray = _ray()
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -89,18 +128,38 @@ def execute(todo, settings, address: str | None, jobs: int | None, on_result, lo
     actors = []
     for n in nodes:
         per_node = jobs or max(1, int(n.get("Resources", {}).get("CPU", 1)))
+        if max_inflight:
+            per_node = min(per_node, max_inflight)
         actor = runner_cls.options(
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=n["NodeID"], soft=False),
             max_concurrency=per_node,
         ).remote(settings, todo)
-        actors.append({"actor": actor, "slots": per_node, "busy": 0, "alive": True, "node": n["NodeID"][:12]})
-    log(f"ray: {len(actors)} nodes, {sum(a['slots'] for a in actors)} slots")
+        actors.append(
+            {
+                "actor": actor,
+                "slots": per_node,
+                "busy": 0,
+                "alive": True,
+                "node": n["NodeID"][:12],
+                "address": n.get("NodeManagerAddress"),
+                "runs": 0,
+            }
+        )
+    log(
+        f"ray: {len(actors)} nodes, {sum(a['slots'] for a in actors)} slots ("
+        + ", ".join(f"{a['node']} @ {a['address']}: {a['slots']}" for a in actors)
+        + ")"
+    )
 
     queue = list(todo)
     pending: dict = {}
     lost: list[str] = []
+    not_started: list[str] = []
     t0 = time.monotonic()
     while queue or pending:
+        if queue and not may_start():
+            not_started.extend(c.run_id for c in queue)
+            queue.clear()
         for a in actors:
             while a["alive"] and queue and a["busy"] < a["slots"]:
                 cell = queue.pop(0)
@@ -120,7 +179,8 @@ def execute(todo, settings, address: str | None, jobs: int | None, on_result, lo
                 a["alive"] = False
                 lost.append(cell.run_id)
                 continue
-            on_result(cell, result)
+            a["runs"] += 1
+            on_result(cell, result, {"backend": "ray", "node_id": a["node"], "address": a["address"]})
     if queue:
         lost.extend(c.run_id for c in queue)
     for a in actors:
@@ -130,4 +190,14 @@ def execute(todo, settings, address: str | None, jobs: int | None, on_result, lo
             except Exception:  # noqa: BLE001 - a node dying at the very end changes no record
                 pass
             ray.kill(a["actor"])
-    return {"backend": "ray", "nodes": len(actors), "lost": lost, "wall_s": round(time.monotonic() - t0, 1)}
+    return {
+        "backend": "ray",
+        "nodes": len(actors),
+        "per_node": [
+            {"node_id": a["node"], "address": a["address"], "slots": a["slots"], "runs": a["runs"], "alive": a["alive"]}
+            for a in actors
+        ],
+        "lost": lost,
+        "not_started": not_started,
+        "wall_s": round(time.monotonic() - t0, 1),
+    }

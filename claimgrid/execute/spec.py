@@ -192,6 +192,7 @@ class RunSettings(_Frozen):
     backend: Literal["local", "ray"] = "local"
     address: str | None = None
     node_jobs: int | None = None  # --backend ray: runs at once per node (None: each node's CPU count)
+    node_max_inflight: int | None = None  # --backend ray: --max-inflight as given, a cap per node
     progress: bool = True
 
     @property

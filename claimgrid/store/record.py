@@ -166,6 +166,15 @@ class Faults(_Model):
     duplicate_side_effects: int  # side-effecting tool calls executed again with identical arguments
 
 
+class RunNode(_Model):
+    """Where the run executed: ``local`` (the driver's machine) or a Ray node, named by its
+    node id and address as Ray reports them."""
+
+    backend: str
+    node_id: str | None = None
+    address: str | None = None
+
+
 class EvidenceLimits(_Model):
     """What claimgrid.caps cut from this run's stored evidence; a cap not reached is absent."""
 
@@ -212,6 +221,7 @@ class RunRecord(_Model):
     task_provenance: TaskProvenance | None = None
     faults: Faults | None = None  # None in records older than fault facts
     limits: EvidenceLimits | None = None  # None: no cap was reached
+    node: RunNode | None = None  # None in records older than the field
     # The sha256 of the run's manifest.json (claimgrid.store.folder): set by RunStore.append.
     evidence_sha256: str | None = None
 

@@ -93,10 +93,18 @@ def test_ray_two_nodes_kill_resume_matches_local(tmp_path, plain_venvs, default_
     first = _records(out)
     assert "ray: 2 nodes" in text, text
     assert 4 <= len(first) <= N_CELLS
-    if len(first) < N_CELLS:  # the lost runs are said, and the grid exits non-zero
+    meta = json.loads((out / "meta.json").read_text())
+    if len(first) < N_CELLS:  # the lost runs are said, the grid exits non-zero, and it is not finished
         assert proc.returncode == 3 and "lost with their node" in text, text
-    hosts = json.loads((out / "meta.json").read_text())["executions"][0]
+        assert f"--resume {out} --backend ray --address {c.address}" in text, text  # the resume keeps the backend
+        assert meta["finished"] is None
+    hosts = meta["executions"][0]
     assert hosts["backend"] == "ray" and hosts["nodes"] == 2
+    # Which node ran what: per-node slots and runs in meta.json, the node in every record.
+    assert [n["slots"] for n in hosts["per_node"]] == [2, 2]
+    assert sum(n["runs"] for n in hosts["per_node"]) == len(first)
+    assert {r["node"]["node_id"] for r in first} <= {n["node_id"] for n in hosts["per_node"]}
+    assert all(r["node"]["backend"] == "ray" for r in first)
 
     resumed = _grid("run", "--resume", str(out), "--venvs", str(plain_venvs), "--backend", "ray", "--address", c.address)
     text, _ = resumed.communicate(timeout=600)
@@ -111,3 +119,35 @@ def test_ray_two_nodes_kill_resume_matches_local(tmp_path, plain_venvs, default_
 
     local_cls = {r["run_id"]: r["classification"] for r in local}
     assert {r["run_id"]: r["classification"] for r in after} == local_cls
+    assert json.loads((out / "meta.json").read_text())["finished"] is not None
+
+
+def test_ray_honours_a_budget_and_max_inflight_across_nodes(tmp_path, plain_venvs, cluster):
+    """The grid's token budget is the driver's: once the finished runs' exchanges reach it, no
+    node is sent another cell; --max-inflight caps each node's slots."""
+    c, _ = cluster
+    out = tmp_path / "budget"
+    proc = _grid("run", "--backend", "ray", "--address", c.address, "--venvs", str(plain_venvs),
+                 "--out", str(out), "--max-inflight", "1", "--max-tokens", "1", *CELLS)
+    text, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, text
+    meta = json.loads((out / "meta.json").read_text())
+    stop = meta["stopped_at_budget"]
+    assert stop["limit"] == "max_tokens" and stop["runs_not_started"] > 0, text
+    done = _records(out)
+    # one run per node may be in flight when the first exchange crosses the limit
+    assert 1 <= len(done) <= 2 and stop["runs_done"] == len(done)
+    assert len(done) + stop["runs_not_started"] == N_CELLS
+    assert [n["slots"] for n in meta["executions"][0]["per_node"]] == [1, 1]
+    assert meta["finished"] is None
+
+
+def test_an_unreachable_address_is_one_line_within_seconds(tmp_path, plain_venvs):
+    out = tmp_path / "never"
+    t0 = time.monotonic()
+    proc = _grid("run", "--backend", "ray", "--address", "127.0.0.1:9", "--venvs", str(plain_venvs),
+                 "--out", str(out), *CELLS)
+    text, _ = proc.communicate(timeout=120)
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert proc.returncode == 2 and len(lines) == 1 and "cannot reach a Ray cluster" in lines[0], text
+    assert time.monotonic() - t0 < 60 and not out.exists()
