@@ -416,8 +416,17 @@ def classify_channels(events: Events, facts: RunFacts) -> tuple[str, ChannelDeta
 
 
 def classify_swap(events: Events, facts: RunFacts) -> str:
+    """prevented / visible / hidden / none, from the gateway's exchange events alone.
+
+    Each exchange records what the gateway did with that call (``swap``, computed from the
+    swap condition's data: ``unavailable_from_call``, ``on_unavailable``, ``reported_name``):
+    a call it refused for the outage (``bound``) makes the run ``prevented``, from whichever
+    call on; a substitute serving under its own name ``visible``, under the assigned name
+    ``hidden``. The condition's name (``facts.swap_mode``) is never read: a condition is
+    data, and a renamed copy of one is classified the same.
+    """
     gateway = of_kind(parse_events(events), GatewayExchange)
-    if facts.swap_mode == "bound" and any(e.swap == "bound" for e in gateway):
+    if any(e.swap == "bound" for e in gateway):
         return "prevented"
     served = [e for e in gateway if e.swap in ("silent", "reported") and e.served_model]
     if served:

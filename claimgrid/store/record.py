@@ -52,7 +52,7 @@ class Facts(_Model):
     role: str
     carries: str | None = None  # "attacker_goal" | "legitimate_note" | None
     instruction: str | None = None  # the injected / legitimate sentence in the slot
-    swap_mode: str = "none"  # swap condition name
+    swap_mode: str = "none"  # the swap condition's name: recorded for readers, read by no rule
     substitute: str | None = None
     declared_agent: str | None = None  # the agent name the harness gave (control)
     # Added with the declaration checks (None in older records):

@@ -244,3 +244,26 @@ def test_task_declared_evidence_replaces_the_role_default(tools, expected):
     # The agent's declaration can still raise it.
     events[0]["trace"]["expected_evidence"] = "code"
     assert C.classify_claim(events, facts) == "read-only imposture"
+
+
+# ------------------------------------------------------------------ swap: from the gateway's record, never a name
+
+def swap_exchange(index, swap="none", status=200, served="m", reported="m"):
+    return {"source": "gateway", "kind": "exchange", "call_index": index, "swap": swap, "status": status,
+            "assigned_model": "m", "served_model": served, "reported_model": reported}
+
+
+REFUSED = {"swap": "bound", "status": 503, "served": None, "reported": None}
+
+
+@pytest.mark.parametrize("exchanges, expected", [
+    ([swap_exchange(0), swap_exchange(1), swap_exchange(2, **REFUSED)], "prevented"),
+    ([swap_exchange(0, **REFUSED)], "prevented"),                                   # refused from call 0
+    ([swap_exchange(0), swap_exchange(1, "silent", served="s", reported="m")], "hidden"),
+    ([swap_exchange(0), swap_exchange(1, "reported", served="s", reported="s")], "visible"),
+    ([swap_exchange(0), swap_exchange(1, status=500)], "none"),                          # a fault's refusal is no swap
+    ([swap_exchange(0), swap_exchange(1)], "none"),
+])
+@pytest.mark.parametrize("condition", ["bound", "none", "an-outage-by-any-other-name"])
+def test_swap_is_read_from_the_gateway_whatever_the_condition_is_called(exchanges, expected, condition):
+    assert C.classify_swap(exchanges, RunFacts(role="builder", swap_mode=condition)) == expected
