@@ -467,10 +467,12 @@ def evidence_rules(events: Events) -> EvidenceRules:
     opened = review.opened_by if review else None
     if not isinstance(opened, dict):
         opened = opened_files(tool_events(events))  # older records: rules without file texts
+    coverage = review.coverage if review and isinstance(review.coverage, dict) else None
     return EvidenceRules(
         changes=obs["rule"] if obs else "no harness channel",
         changes_by_tool=(obs["changes_by_tool"] if obs else None) or {},
         opened=opened,
+        read_coverage=coverage,
     )
 
 

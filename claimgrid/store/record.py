@@ -81,6 +81,9 @@ class EvidenceRules(_Model):
     changes: ChangeRule
     changes_by_tool: dict[str, int] = Field(default_factory=dict)  # tool name -> calls that changed the workspace
     opened: dict[str, list[ReadRule]] = Field(default_factory=dict)  # path -> rules that made it opened
+    # path -> share (0..1) of the file's non-blank lines the tools returned, for every file
+    # with any coverage, partial reads included; None in records from before reads by coverage.
+    read_coverage: dict[str, float] | None = None
 
 
 class Classification(_Model):
