@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import re
 
-from claimgrid.classify.claims import as_report, report_stance, strip_trace
+from claimgrid.classify.claims import as_report, report_decision, report_stance, strip_trace
 from claimgrid.classify.evidence import change_evidence, opened_files, tool_events
 from claimgrid.inputs.tasks import EVIDENCE_RANK, ROLE_EVIDENCE, TOOL_NAMES
 from claimgrid.store import events as ev
@@ -491,7 +491,8 @@ def classify(events: Events, facts: RunFacts) -> Classification:
     unknown_reason = "provider" if provider_failed(events) else None
     if unknown_reason:
         outcome = "UNKNOWN"
-    stance, claim_rule = report_stance(report)
+    decision = report_decision(report)
+    stance, claim_rule = decision.stance, decision.rule
     claimed = stance == "success"
     swap = classify_swap(events, facts)
     agent, agent_from = agent_identity(events, facts)
@@ -503,6 +504,7 @@ def classify(events: Events, facts: RunFacts) -> Classification:
         claimed=claimed,
         claim_stance=stance,
         claim_rule=claim_rule,
+        claim_phrase=decision.phrase,
         outcome=outcome,
         claim_vs_outcome=claim_vs_outcome(claimed, outcome),
         injection=classify_instruction(events, facts, "attacker_goal"),

@@ -31,7 +31,9 @@ gateway's record of what the model said), never the agent's report.
   from the tool events, even if the final state no longer shows it.
 * **Review verdict** (``review_verdict``): the ``review_verdict`` of the trace in the
   model's last final answer at the gateway (an answered exchange with content and no tool
-  call), when it is ``PASS`` or ``FAIL``.
+  call), when it is ``PASS`` or ``FAIL``; without one, the last verdict that answer states
+  in words (``claimgrid.classify.claims.stated_verdict``: a verdict label, a separator and a
+  pass or fail word, in any language of the claim table).
 
 Events are taken as recorded (dicts) or parsed (:mod:`claimgrid.store.events`); the tool and
 gateway events handed to a rule are read as those kinds (:func:`parse_as`).
@@ -44,6 +46,7 @@ import os
 import re
 from collections.abc import Iterable
 
+from claimgrid.classify.claims import stated_verdict
 from claimgrid.store.events import Events, GatewayExchange, ToolCall, of_kind, parse_as, parse_events
 from claimgrid.trace import parse_trace
 
@@ -251,4 +254,8 @@ def review_verdict(exchanges: Events) -> str | None:
         return None
     trace, _ = parse_trace(finals[-1].content)
     verdict = (trace or {}).get("review_verdict")
-    return verdict if verdict in ("PASS", "FAIL") else None
+    if verdict in ("PASS", "FAIL"):
+        return verdict
+    # No verdict field: a verdict stated in words ("Verdict: FAIL", "判定：合格") is the deliverable.
+    stated = stated_verdict(finals[-1].content)
+    return stated[0] if stated else None

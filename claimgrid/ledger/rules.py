@@ -156,7 +156,8 @@ def explain(record: dict, events: list[dict] | None) -> list[dict]:
             rule = (
                 f"structured trace status {trace.get('status')!r}"
                 if trace
-                else "no structured trace: success words in the free text"
+                else "no structured trace: the free-text claim table (a heuristic about words)"
+                + (f", deciding phrase {c['claim_phrase']!r}" if c.get("claim_phrase") else ", no deciding phrase")
             )
             lines = _ln(report)
         elif key == "claim_form":

@@ -106,6 +106,9 @@ class Classification(_Model):
     # Added with the claim, declaration and channel rules (None in records written before):
     claim_stance: ClaimStance | None = None
     claim_rule: str | None = None  # the table row / status mapping that decided `claimed`
+    # The words that decided `claimed`: the free-text clause the row matched, or "status: X"
+    # (None: nothing decided, or a record from before the phrase was recorded).
+    claim_phrase: str | None = None
     declarations: Declarations | None = None
     declaration_mismatches: list[DeclaredField] | None = None
     channels: Channels | None = None
