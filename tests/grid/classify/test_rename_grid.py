@@ -16,6 +16,8 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
+
 from claimgrid.commands.cli import main
 from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.inputs.tasks import in_suite, load_tasks
@@ -80,6 +82,9 @@ def _key(r, names: dict[str, dict[str, str]]):
     )
 
 
+# Two full default grids when it is the session grid's first reader (the grid lane's 600 s
+# is one grid's worth on a loaded machine).
+@pytest.mark.timeout(1200)
 def test_renamed_data_gets_identical_classifications(default_grid, plain_venvs, tmp_path):
     data = tmp_path / "data"
     names = {
