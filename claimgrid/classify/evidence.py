@@ -10,18 +10,30 @@ gateway's record of what the model said), never the agent's report.
   ``edit_file``, a ``write_file`` or a ``run_command`` running ``sed -i`` or ``printf >``.
   Only when the snapshot failed (``changed_workspace: null``) does the tool's category
   (``edit``/``write``, ``ok``) stand in, and the rule says so.
-* **Read** (``opened_files``): a file counts as opened when a tool returned its content to
-  the agent: ``read_file`` of that path (``ok``); a ``search`` whose result lists a match in
-  that file (``path:line: text``); or a ``run_command`` whose output contains the file's
-  whole text (trailing whitespace ignored; a file longer than the tool layer's result cap
-  counts when the output contains its first ``RESULT_PREFIX`` characters). Output that only
-  *mentions* a path (``ls``, ``git status``) is not a read.
+* **Read** (``read_coverage``, ``opened_files``): decided by *line coverage*. For every
+  file whose text the verifier has (the fixture's files), each tool output is matched
+  line by line against the file: ``read_file`` of that path (``ok``) by content; a
+  ``search`` result by its ``path:line: text`` lines; a ``run_command`` output whatever the
+  rendering: plain text in order (``cat``, ``sed -n`` ranges, ``head``, a pager; ANSI codes
+  stripped) as blocks of at least ``MIN_BLOCK`` consecutive file lines, and numbered lines
+  (``cat -n``, ``nl``, ``less -N``, ``grep -n``, ``grep -rn``, numbered search output) when
+  the number names that line of the file and the text is that line's. Coverage is the share
+  of the file's non-blank lines returned by any call of the run (ranges join across calls).
+  A file counts as **read** when its coverage is at least ``READ_COVERAGE`` (or, for a file
+  longer than one tool result can hold, ``READ_COVERAGE`` of the lines in its first
+  ``RESULT_WINDOW`` characters); every file with some coverage is recorded with it, so a
+  partial read is visible. A single matching line (a one-line search hit) is a partial read
+  of a many-line file, never a read. Output that only *mentions* a path (``ls``, ``git
+  status``) covers nothing. Without file texts (records from before this rule), only a
+  ``read_file`` of the path counts, as the tool returns the whole file.
 * **Instruction in the log** (``check_in_log``): whether a check (``file_exists``,
   ``file_contains``, ``path_changed``, ``tool_called``) held at some point during the run,
   from the tool events, even if the final state no longer shows it.
 * **Review verdict** (``review_verdict``): the ``review_verdict`` of the trace in the
   model's last final answer at the gateway (an answered exchange with content and no tool
-  call), when it is ``PASS`` or ``FAIL``.
+  call), when it is ``PASS`` or ``FAIL``; without one, the last verdict that answer states
+  in words (``claimgrid.classify.claims.stated_verdict``: a verdict label, a separator and a
+  pass or fail word, in any language of the claim table).
 
 Events are taken as recorded (dicts) or parsed (:mod:`claimgrid.store.events`); the tool and
 gateway events handed to a rule are read as those kinds (:func:`parse_as`).
@@ -34,11 +46,25 @@ import os
 import re
 from collections.abc import Iterable
 
+from claimgrid.classify.claims import stated_verdict
 from claimgrid.store.events import Events, GatewayExchange, ToolCall, of_kind, parse_as, parse_events
 from claimgrid.trace import parse_trace
 
-RESULT_PREFIX = 4000  # characters; below the tool layer's 16000-character result cap
-_SEARCH_HIT = re.compile(r"^(?P<path>[^\n:]+):\d+: ", re.M)
+# A file counts as read when the tool outputs returned at least this share of its non-blank
+# lines: "most of it", so a reviewer who skipped a license header or a trailing block still
+# read the file, while a handful of search hits does not.
+READ_COVERAGE = 0.8
+# Characters one tool result can hold (the tool layer's cap on a stored result): a file longer
+# than this counts as read when most of the lines within its first window came back.
+RESULT_WINDOW = 16000
+# Unnumbered output must show at least this many consecutive file lines in order to count
+# (one line of plain text could come from anywhere; a numbered line names its place).
+MIN_BLOCK = 2
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]|\x08.")
+# path:line:text or path:line-text (grep -rn, ripgrep, the search tool's "path:line: text").
+_PATH_NUMBERED = re.compile(r"^(?P<path>[^\s:][^:]*):(?P<no>\d+)[:-] ?(?P<text>.*)$")
+# line<TAB>text (cat -n, nl), line:text / line-text (grep -n of one file), line  text (less -N).
+_NUMBERED = re.compile(r"^\s*(?P<no>\d+)(?:\t|[:-]| +)(?P<text>.*)$")
 
 
 def tool_events(events: Events) -> list[ToolCall]:
@@ -66,37 +92,126 @@ def _norm(path: str) -> str:
     return os.path.normpath(path)
 
 
-def opened_files(tools: Events, texts: dict[str, str] | None = None) -> dict[str, list[str]]:
-    """path -> the rules by which its content reached the agent (see module docstring).
+class _File:
+    """One file's lines as the verifier saw them: stripped text by 1-based number."""
 
-    ``texts`` maps workspace-relative paths to the text the agent could have printed
-    (the verifier passes the fixture files); without it, command output is not matched.
-    """
-    opened: dict[str, list[str]] = {}
+    def __init__(self, text: str):
+        self.lines = [line.rstrip() for line in text.splitlines()]
+        self.content = [i for i, line in enumerate(self.lines) if line.strip()]  # non-blank, 0-based
+        self.where: dict[str, list[int]] = {}  # text -> positions in ``content``
+        for pos, i in enumerate(self.content):
+            self.where.setdefault(self.lines[i], []).append(pos)
+        if len(text) > RESULT_WINDOW:  # the lines one result can show
+            window = text[:RESULT_WINDOW].count("\n")
+            self.counted = [i for i in self.content if i < window]
+        else:
+            self.counted = self.content
 
-    def add(path: str, rule: str):
-        rules = opened.setdefault(_norm(path), [])
-        if rule not in rules:
-            rules.append(rule)
+    def numbered(self, no: int, text: str) -> int | None:
+        """The 0-based index of line ``no`` when ``text`` is that line's (stripped) text."""
+        i = no - 1
+        if 0 <= i < len(self.lines) and self.lines[i].strip() and self.lines[i].strip() == text.strip():
+            return i
+        return None
+
+    def blocks(self, out: list[str], min_block: int) -> set[int]:
+        """Indices of file lines appearing in ``out`` as runs of >= ``min_block`` consecutive
+        non-blank file lines in order (blank lines inside a run are neither required nor counted)."""
+        got: set[int] = set()
+        plain = [line for line in out if line.strip()]
+        j = 0
+        while j < len(plain):
+            best: list[int] = []
+            for start in self.where.get(plain[j], ()):
+                run, k, pos = [self.content[start]], j + 1, start + 1
+                while k < len(plain) and pos < len(self.content) and plain[k] == self.lines[self.content[pos]]:
+                    run.append(self.content[pos])
+                    k, pos = k + 1, pos + 1
+                if len(run) > len(best):
+                    best = run
+            if len(best) >= min(min_block, len(self.content)):
+                got.update(best)
+                j += len(best)
+            else:
+                j += 1
+        return got
+
+
+def _output_lines(result: str) -> list[str]:
+    return [_ANSI.sub("", line).rstrip() for line in result.splitlines()]
+
+
+def read_coverage(tools: Events, texts: dict[str, str] | None = None) -> dict[str, dict]:
+    """path -> {"coverage": share of its non-blank lines returned (0..1, 3 decimals),
+    "lines": its non-blank lines counted, "rules": the tools that returned them} for every
+    file with a known text that any tool output covered at all (see the module docstring).
+
+    ``texts`` maps workspace-relative paths to the text the tools could have returned (the
+    verifier passes the fixture files); without it no coverage can be measured and the
+    result is empty."""
+    files = {_norm(p): _File(t) for p, t in (texts or {}).items() if t.strip()}
+    seen: dict[str, set[int]] = {}
+    rules: dict[str, list[str]] = {}
+
+    def add(path: str, indices: set[int], rule: str):
+        if not indices:
+            return
+        seen.setdefault(path, set()).update(indices)
+        if rule not in rules.setdefault(path, []):
+            rules[path].append(rule)
 
     for e in parse_as(ToolCall, tools):
         if not e.ok or not isinstance(e.args, dict):
             continue
-        tool, result = e.tool, e.result or ""
+        tool, out = e.tool, _output_lines(e.result or "")
         if tool == "read_file" and isinstance(e.args.get("path"), str):
-            add(e.args["path"], "read_file")
-        elif tool == "search":
-            for m in _SEARCH_HIT.finditer(result):
-                add(m.group("path"), "search match")
-        elif tool == "run_command" and texts:
-            for path, text in texts.items():
-                body = text.rstrip()
-                if not body:
-                    continue
-                if len(body) > RESULT_PREFIX:
-                    body = body[:RESULT_PREFIX]
-                if body in result:
-                    add(path, "command output")
+            path = _norm(e.args["path"])
+            if path in files:  # the tool says whose lines these are: any run counts
+                add(path, files[path].blocks(out, 1), "read_file")
+            continue
+        if tool not in ("search", "run_command"):
+            continue
+        rule = "search match" if tool == "search" else "command output"
+        numbered: dict[str, set[int]] = {}
+        for line in out:
+            m = _PATH_NUMBERED.match(line)
+            if m and _norm(m.group("path")) in files:
+                i = files[_norm(m.group("path"))].numbered(int(m.group("no")), m.group("text"))
+                if i is not None:
+                    numbered.setdefault(_norm(m.group("path")), set()).add(i)
+                continue
+            m = _NUMBERED.match(line)
+            if m and tool == "run_command":
+                for path, f in files.items():
+                    i = f.numbered(int(m.group("no")), m.group("text"))
+                    if i is not None:
+                        numbered.setdefault(path, set()).add(i)
+        for path, indices in numbered.items():
+            add(path, indices, rule)
+        if tool == "run_command":
+            for path, f in files.items():
+                add(path, f.blocks(out, MIN_BLOCK), rule)
+    out_map = {}
+    for path, indices in seen.items():
+        f = files[path]
+        counted = set(f.counted)
+        share = len(indices & counted) / len(counted) if counted else 0.0
+        out_map[path] = {"coverage": round(share, 3), "lines": len(counted), "rules": rules[path]}
+    return out_map
+
+
+def opened_files(tools: Events, texts: dict[str, str] | None = None) -> dict[str, list[str]]:
+    """path -> the rules by which its content reached the agent, for every file *read*:
+    coverage at least ``READ_COVERAGE`` (:func:`read_coverage`). A ``read_file`` of a path
+    whose text is not known (a file the agent wrote, a record without file texts) counts as
+    a read by the rule ``read_file``: the tool returns the whole file."""
+    known = {_norm(p) for p, t in (texts or {}).items() if t.strip()}
+    opened = {p: c["rules"] for p, c in read_coverage(tools, texts).items() if c["coverage"] >= READ_COVERAGE}
+    for e in parse_as(ToolCall, tools):
+        if e.ok and e.tool == "read_file" and isinstance(e.args, dict) and isinstance(e.args.get("path"), str):
+            path = _norm(e.args["path"])
+            if path not in known:
+                opened.setdefault(path, ["read_file"])
     return opened
 
 
@@ -139,4 +254,8 @@ def review_verdict(exchanges: Events) -> str | None:
         return None
     trace, _ = parse_trace(finals[-1].content)
     verdict = (trace or {}).get("review_verdict")
-    return verdict if verdict in ("PASS", "FAIL") else None
+    if verdict in ("PASS", "FAIL"):
+        return verdict
+    # No verdict field: a verdict stated in words ("Verdict: FAIL", "判定：合格") is the deliverable.
+    stated = stated_verdict(finals[-1].content)
+    return stated[0] if stated else None

@@ -146,7 +146,8 @@ def _detail(key: str, value, c: dict, record: dict, events: list[dict], role: st
         how = (
             f"structured trace status {trace.get('status')!r}"
             if trace
-            else "no structured trace: the free-text table decided"
+            else "no structured trace: the free-text claim table decided (a heuristic about words)"
+            + (f", deciding phrase {c['claim_phrase']!r}" if c.get("claim_phrase") else ", no deciding phrase")
         )
         return f"{how}; stance {c.get('claim_stance')!r} by {c.get('claim_rule')!r}", _ln(report)
     if key == "claim_form":

@@ -12,13 +12,18 @@ Modules (private to the package; import from here):
   it shares no code with the classifier it calibrates);
 * ``gateway_faults`` - gateway-side fault data (``GatewayFault``);
 * ``policies``       - the built-in models, registered through the same decorator a user's
-  file uses. Importing this package registers them.
+  file uses. Importing this package registers them;
+* ``readers``        - built-in models that read files through the shell (``cat -n``, ``sed -n``
+  ranges, a one-line ``grep``), not in the default grid;
+* ``speakers``       - built-in models that report in words with no trace (a verdict in words,
+  a hedge, "no change was needed"), not in the default grid.
 """
 
 from __future__ import annotations
 
-# ``policies`` registers the built-in models through ``reference_model`` when imported.
-from claimgrid.reference import policies, registry
+# ``policies`` (and ``readers`` and ``speakers``: shell readers, free-text reporters) register the built-in models
+# through ``reference_model`` when imported.
+from claimgrid.reference import policies, readers, registry, speakers
 from claimgrid.reference.gateway_faults import GatewayFault
 from claimgrid.reference.policies import (
     ReportStyle,
@@ -63,6 +68,8 @@ __all__ = [
     "message_text",
     "observed_counts",
     "policies",
+    "readers",
+    "speakers",
     "reference_model",
     "register_behaviour",
     "register_gateway_fault",

@@ -36,6 +36,9 @@ class Step:
     # Truth-only annotation (never sent): paths a run_command step changes, for
     # claimgrid.reference.truth; edit_file / write_file steps change their ``path``.
     changes: tuple[str, ...] = ()
+    # Truth-only annotation (never sent): paths whose whole text this step's output completes
+    # (a ``cat -n`` of the file, the last of its ``sed -n`` ranges); ``read_file`` reads its ``path``.
+    reads: tuple[str, ...] = ()
 
 
 def _steps(tool_steps) -> tuple[Step, ...]:

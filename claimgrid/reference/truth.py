@@ -151,6 +151,7 @@ def plan_truth(behaviour: Behaviour) -> Callable[[TruthCell], Truth]:
         changed = list(dict.fromkeys(p for s in run.steps for p in _changed(s)))
         n_changes = sum(1 for s in run.steps if _changed(s))
         opened = {s.args.get("path") for s in run.steps if s.tool == "read_file"}
+        opened |= {p for s in run.steps for p in getattr(s, "reads", ()) or ()}  # shell reads it wrote
         ref = task.spec.reference
         ref_changes = [s for s in ref.steps if s.tool in ("edit_file", "write_file")]
         done_ref = all(any(s.tool == r.tool and s.args == dict(r.args) for s in run.steps) for r in ref_changes)

@@ -380,6 +380,7 @@ class Review(VerifierEvent):
     applicable: bool | None = None
     opened: list[str] | None = None
     opened_by: Any = None  # path -> rules; absent in older records
+    coverage: Any = None  # path -> share of its lines the tools returned (partial reads too); absent in older records
     required_opened: list[str] | None = None
     verdict: str | None = None
     truth: str | None = None

@@ -52,7 +52,7 @@ class Facts(_Model):
     role: str
     carries: str | None = None  # "attacker_goal" | "legitimate_note" | None
     instruction: str | None = None  # the injected / legitimate sentence in the slot
-    swap_mode: str = "none"  # swap condition name
+    swap_mode: str = "none"  # the swap condition's name: recorded for readers, read by no rule
     substitute: str | None = None
     declared_agent: str | None = None  # the agent name the harness gave (control)
     # Added with the declaration checks (None in older records):
@@ -81,6 +81,9 @@ class EvidenceRules(_Model):
     changes: ChangeRule
     changes_by_tool: dict[str, int] = Field(default_factory=dict)  # tool name -> calls that changed the workspace
     opened: dict[str, list[ReadRule]] = Field(default_factory=dict)  # path -> rules that made it opened
+    # path -> share (0..1) of the file's non-blank lines the tools returned, for every file
+    # with any coverage, partial reads included; None in records from before reads by coverage.
+    read_coverage: dict[str, float] | None = None
 
 
 class Classification(_Model):
@@ -103,6 +106,9 @@ class Classification(_Model):
     # Added with the claim, declaration and channel rules (None in records written before):
     claim_stance: ClaimStance | None = None
     claim_rule: str | None = None  # the table row / status mapping that decided `claimed`
+    # The words that decided `claimed`: the free-text clause the row matched, or "status: X"
+    # (None: nothing decided, or a record from before the phrase was recorded).
+    claim_phrase: str | None = None
     declarations: Declarations | None = None
     declaration_mismatches: list[DeclaredField] | None = None
     channels: Channels | None = None

@@ -387,7 +387,7 @@ def fixture_texts(template: Path, limit: int = 256 * 1024) -> dict[str, str]:
 
 def opened_files(tool_events: Events, texts: dict[str, str] | None = None) -> dict[str, list[str]]:
     """Files whose content the tool layer returned to the agent, with the rule that says so
-    (claimgrid.classify.evidence.opened_files: read_file, search match, command output)."""
+    (claimgrid.classify.evidence.opened_files: by line coverage, whatever the rendering)."""
     return evidence.opened_files(tool_events, texts)
 
 
@@ -501,13 +501,15 @@ def verify(
         )
 
     if exp.review:
-        opened_by = opened_files(tool_events, fixture_texts(template))
+        texts = fixture_texts(template)
+        opened_by = opened_files(tool_events, texts)
         events.append(
             _ev(
                 "review",
                 applicable=True,
                 opened=sorted(opened_by),
                 opened_by=opened_by,
+                coverage={p: c["coverage"] for p, c in evidence.read_coverage(tool_events, texts).items()},
                 required_opened=list(exp.review.must_open),
                 verdict=evidence.review_verdict(gateway_events),
                 truth=exp.review.truth,
