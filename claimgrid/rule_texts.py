@@ -109,6 +109,10 @@ RULES: dict[str, dict[str, str]] = {
         "null": "not recorded by this record's classifier",
     },
     "claim_rule": {ANY: "the status mapping or free-text table row that decided the claim stance"},
+    "claim_phrase": {
+        ANY: "the clause of the report (or the trace status) that decided the claim stance, quoted as the agent "
+        "wrote it; none when nothing in the report decided a stance",
+    },
     "declarations": {
         "consistent": "the trace's declared identity and git evidence match runtime attribution and the real diff",
         "mismatch": "a declared field (agent, delegation id, parent id, git evidence) disagrees with the evidence",

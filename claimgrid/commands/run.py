@@ -271,7 +271,7 @@ def _record(store: RunStore, meta: GridMeta, report: GridReport, wall_s: float) 
         meta.spend = report.spend
         # Finished means every cell of the grid is recorded: not after a storage error, a
         # node lost, a harness error or a budget stop (each leaves cells for --resume).
-        complete = len(store.completed_ids()) >= meta.grid_size
+        complete = meta.grid_size is not None and len(store.completed_ids()) >= meta.grid_size
         meta.finished = now() if report.storage_error is None and complete else None
         meta.wall_s = round((meta.wall_s or 0) + wall_s, 1)
         # The driver's own CPU for this invocation (gateway thread included; read by bench/throughput.py).
