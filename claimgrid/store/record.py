@@ -230,6 +230,9 @@ class RunRecord(_Model):
     node: RunNode | None = None  # None in records older than the field
     # The sha256 of the run's manifest.json (claimgrid.store.folder): set by RunStore.append.
     evidence_sha256: str | None = None
+    # The line's ed25519 seal, always its last member (claimgrid.store.seal): the signature
+    # of the run's manifest and of the line before it. Absent in an unsealed ledger.
+    seal: dict[str, str] | None = None
 
 
 def parse_record(data: Any, where: str | Path) -> RunRecord:
