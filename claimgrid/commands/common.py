@@ -78,13 +78,18 @@ def open_for_writing(store: RunStore, *, same_key: bool = False):
     ``same_key``: the folder must be sealed by ``store.signer`` (a resumed grid's new runs are
     signed by the key that signed the old ones). Returns the seal report."""
     store.acquire("uv run grid.py " + " ".join(sys.argv[1:]))
-    note = store.repair() if store.meta_path.exists() else None
-    if note:
-        print(f"{store.folder}: repaired: {note}", flush=True)
-    report = verify_ledger(store)
+    try:
+        note = store.repair() if store.meta_path.exists() else None
+        if note:
+            print(f"{store.folder}: repaired: {note}", flush=True)
+        report = verify_ledger(store)
+    except BaseException:
+        store.release()  # refused: the folder is left as it was, unlocked
+        raise
     mine = store.signer
     if mine is not None and report.sealed and report.public_key != mine.public_key:
         if same_key:
+            store.release()
             raise KeyMismatch(
                 f"{store.meta_path}: sealed by key {report.fingerprint}, not by yours ({mine.fingerprint}, "
                 f"{mine.path}); resume it with the publisher's key (--key FILE)"
