@@ -70,7 +70,7 @@ def _open(folder: Path, side: str) -> tuple[RunStore, dict, list[dict], SealRepo
     except ValueError:
         raise ClaimgridError(f"{store.meta_path}: not valid JSON") from None
     records = store.records()
-    for i, rec in enumerate(records, 1):
+    for rec in records:
         missing = [k for k in COORDINATES if k not in rec]
         if missing:
             raise ClaimgridError(f"{store.runs_path}: run {rec.get('run_id')!r}: field '{missing[0]}' is missing")
@@ -94,11 +94,7 @@ def _fields(rec: dict) -> dict:
 
 
 def _diff(a: dict, b: dict) -> list[dict]:
-    return [
-        {"field": k, "a": a.get(k), "b": b.get(k)}
-        for k in sorted(set(a) | set(b))
-        if a.get(k) != b.get(k)
-    ]
+    return [{"field": k, "a": a.get(k), "b": b.get(k)} for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
 
 
 def compare(a: Path, b: Path) -> dict:
@@ -130,12 +126,8 @@ def compare(a: Path, b: Path) -> dict:
         side: [dict(zip(COORDINATES, c)) for c in sorted(set(mine) - set(theirs), key=str)]
         for side, mine, theirs in (("a", by_a, by_b), ("b", by_b, by_a))
     }
-    facts = [
-        {"fact": k, "a": meta_a.get(k), "b": meta_b.get(k)} for k in META_FACTS if meta_a.get(k) != meta_b.get(k)
-    ]
-    seals = {
-        side: {"sealed": r.sealed, "fingerprint": r.fingerprint} for side, r in (("a", seal_a), ("b", seal_b))
-    }
+    facts = [{"fact": k, "a": meta_a.get(k), "b": meta_b.get(k)} for k in META_FACTS if meta_a.get(k) != meta_b.get(k)]
+    seals = {side: {"sealed": r.sealed, "fingerprint": r.fingerprint} for side, r in (("a", seal_a), ("b", seal_b))}
     if seals["a"] != seals["b"]:
         facts.append({"fact": "seal", "a": seals["a"], "b": seals["b"]})
     return {

@@ -254,8 +254,9 @@ def read_records(path: Path) -> list[RunRecord]:
 
 
 def dump(record: RunRecord) -> dict:
-    """The JSON form written to runs.jsonl (None-valued new fields are kept: explicit, not absent)."""
-    return record.model_dump(mode="json")
+    """The JSON form written to runs.jsonl (None-valued new fields are kept: explicit, not absent).
+    Without ``seal``: the store seals a line when it writes it (claimgrid.store.seal)."""
+    return record.model_dump(mode="json", exclude={"seal"})
 
 
 # ---------------------------------------------------------------- documentation
