@@ -12,7 +12,18 @@ from claimgrid.commands import validate as v
 from claimgrid.errors import ClaimgridError
 
 INTERRUPTED = 130  # exit code after Ctrl-C (128 + SIGINT)
-COMMANDS = ("run", "list", "check-task", "reclassify", "replay", "compare", "export", "gateway", "venvs", "new-framework")
+COMMANDS = (
+    "run",
+    "list",
+    "check-task",
+    "reclassify",
+    "replay",
+    "compare",
+    "export",
+    "gateway",
+    "venvs",
+    "new-framework",
+)
 _csv = v.names  # comma-separated names: none empty, none repeated
 
 
