@@ -127,7 +127,15 @@ def _session_tmpdir(tmp_path_factory):
     folder.mkdir(exist_ok=True)
     saved_env, saved_tempdir = os.environ.get("TMPDIR"), tempfile.tempdir
     os.environ["TMPDIR"], tempfile.tempdir = str(folder), str(folder)
+    # The publisher key that seals the session's ledgers (claimgrid.store.seal): the session's
+    # own, never the user's (~/.config/claimgrid); grid.py processes inherit it.
+    saved_key = os.environ.get("CLAIMGRID_KEY")
+    os.environ["CLAIMGRID_KEY"] = str(tmp_path_factory.getbasetemp() / "publisher-key" / "ed25519.pem")
     yield folder
+    if saved_key is None:
+        os.environ.pop("CLAIMGRID_KEY", None)
+    else:
+        os.environ["CLAIMGRID_KEY"] = saved_key
     tempfile.tempdir = saved_tempdir
     if saved_env is None:
         os.environ.pop("TMPDIR", None)

@@ -12,7 +12,18 @@ from claimgrid.commands import validate as v
 from claimgrid.errors import ClaimgridError
 
 INTERRUPTED = 130  # exit code after Ctrl-C (128 + SIGINT)
-COMMANDS = ("run", "list", "check-task", "reclassify", "replay", "export", "gateway", "venvs", "new-framework")
+COMMANDS = (
+    "run",
+    "list",
+    "check-task",
+    "reclassify",
+    "replay",
+    "compare",
+    "export",
+    "gateway",
+    "venvs",
+    "new-framework",
+)
 _csv = v.names  # comma-separated names: none empty, none repeated
 
 
@@ -46,9 +57,20 @@ def build_parser() -> argparse.ArgumentParser:
             "with @claimgrid.reference.reference_model; may be repeated",
         )
 
+    def key_opt(sp):
+        sp.add_argument(
+            "--key",
+            type=Path,
+            default=None,
+            metavar="FILE",
+            help="the publisher's ed25519 private key that seals the ledger, made on first use, never inside a "
+            "ledger (default: $CLAIMGRID_KEY, else ~/.config/claimgrid/ed25519.pem)",
+        )
+
     run = sub.add_parser("run", help="run a grid (the default command)")
     data_opts(run)
     policies_opt(run)
+    key_opt(run)
     run.add_argument("--frameworks", type=_csv, help="comma-separated framework names (default: all in venvs.toml)")
     run.add_argument(
         "--tasks", type=_csv, help="comma-separated task ids, from any suite (default: the --suite's tasks)"
@@ -213,6 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
     rc.add_argument("--tasks-dir", type=Path, default=ROOT / "tasks")
     rc.add_argument("--conditions-dir", type=Path, default=ROOT / "conditions")
     policies_opt(rc)
+    key_opt(rc)
 
     rp = sub.add_parser(
         "replay",
@@ -221,6 +244,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rp.add_argument("dir", type=Path, help="the published ledger folder")
     data_opts(rp)
+    policies_opt(rp)
+    key_opt(rp)
     rp.add_argument(
         "--out", type=Path, default=None, help="new ledger folder (default: ledger/<grid id>.replay-<time>)"
     )
@@ -240,6 +265,19 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="URL",
         help="with --format otel: also send the spans to this OTLP/HTTP traces URL",
+    )
+
+    cp = sub.add_parser(
+        "compare",
+        help="compare two ledgers cell by cell (seals verified first); exit 0 identical, 1 different, 2 bad input",
+    )
+    cp.add_argument("a", type=Path, metavar="A", help="a ledger folder (before)")
+    cp.add_argument("b", type=Path, metavar="B", help="a ledger folder (after)")
+    cp.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="folder for compare.md and compare.json (default: compare-<A>-vs-<B> next to B)",
     )
 
     gw = sub.add_parser("gateway", help="start the harness model gateway alone and print its URL")
@@ -389,6 +427,10 @@ def _dispatch(args) -> int:
         from claimgrid.commands.export import cmd_export
 
         return cmd_export(args)
+    if args.command == "compare":
+        from claimgrid.commands.compare import cmd_compare
+
+        return cmd_compare(args)
     if args.command == "gateway":
         from claimgrid.commands.serve_gateway import serve_cli
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 import datetime as dt
 import subprocess
 import sys
+from pathlib import Path
 
 from pydantic import ValidationError
 
 from claimgrid import ROOT
-from claimgrid.errors import DataError
+from claimgrid.errors import ClaimgridError, DataError
 from claimgrid.execute.spec import GridMeta
 from claimgrid.store import RunStore
 
@@ -48,18 +49,57 @@ def commit() -> str:
         return "unknown"
 
 
-def open_for_writing(store: RunStore) -> None:
-    """Take the folder's writer lock, repair a kill's leftovers (and say so), and refuse
-    evidence that fails its manifests or a ``runs.jsonl`` line that cannot be read."""
-    store.acquire("uv run grid.py " + " ".join(sys.argv[1:]))
-    note = store.repair() if store.meta_path.exists() else None
-    if note:
-        print(f"{store.folder}: repaired: {note}", flush=True)
-    problems = store.check_integrity()
-    if problems:
-        from claimgrid.store import StoreIntegrityError
+def signer(args, folder: Path):
+    """The publisher's key for writing ``folder`` (``--key``, else ``$CLAIMGRID_KEY``, else the
+    user's config dir; made on first use, never inside ``folder``): :mod:`claimgrid.store.seal`."""
+    from claimgrid.store.seal import load_key
 
+    return load_key(getattr(args, "key", None), ledger=folder)
+
+
+def verify_ledger(store: RunStore):
+    """Every signature and manifest of the folder checked; raises StoreIntegrityError naming
+    each file or line that fails; prints and returns the :class:`~claimgrid.store.seal.SealReport`."""
+    from claimgrid.store import StoreIntegrityError
+    from claimgrid.store.seal import verify_seal
+
+    report = verify_seal(store.folder)
+    problems = report.problems + store.check_integrity()
+    if problems:
         raise StoreIntegrityError(store.folder, problems)
+    print(report.line(), flush=True)
+    return report
+
+
+def open_for_writing(store: RunStore, *, same_key: bool = False):
+    """Take the folder's writer lock, repair a kill's leftovers (and say so), and refuse
+    evidence that fails its seal or manifests, or a ``runs.jsonl`` line that cannot be read.
+
+    ``same_key``: the folder must be sealed by ``store.signer`` (a resumed grid's new runs are
+    signed by the key that signed the old ones). Returns the seal report."""
+    store.acquire("uv run grid.py " + " ".join(sys.argv[1:]))
+    try:
+        note = store.repair() if store.meta_path.exists() else None
+        if note:
+            print(f"{store.folder}: repaired: {note}", flush=True)
+        report = verify_ledger(store)
+    except BaseException:
+        store.release()  # refused: the folder is left as it was, unlocked
+        raise
+    mine = store.signer
+    if mine is not None and report.sealed and report.public_key != mine.public_key:
+        if same_key:
+            store.release()
+            raise KeyMismatch(
+                f"{store.meta_path}: sealed by key {report.fingerprint}, not by yours ({mine.fingerprint}, "
+                f"{mine.path}); resume it with the publisher's key (--key FILE)"
+            )
+        print(f"{store.folder}: re-sealed with your key {mine.fingerprint} (it was sealed by {report.fingerprint})")
+    return report
+
+
+class KeyMismatch(ClaimgridError):
+    """A resumed folder is sealed by another key than the writer's."""
 
 
 def finish(store: RunStore) -> int:

@@ -144,9 +144,10 @@ def data_dirs(args) -> DataDirs:
     return DataDirs(tasks_dir=str(args.tasks_dir), conditions_dir=str(args.conditions_dir), venvs=str(args.venvs))
 
 
-def policy_files(args, stored: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """``--policies`` files (absolute), after the ones a resumed grid already loads."""
-    return tuple(dict.fromkeys([*stored, *(str(Path(p).resolve()) for p in args.policies)]))
+def policy_files(args) -> tuple[str, ...]:
+    """``--policies`` files (absolute), as given: the only policy files a command loads (a
+    resumed grid's recorded ones must be among them, by sha256: ``registry.load_recorded``)."""
+    return tuple(dict.fromkeys(str(Path(p).resolve()) for p in args.policies))
 
 
 def new_spec(args, sel: Selection) -> GridSpec:
@@ -180,7 +181,7 @@ def resumed_spec(args, stored: GridSpec) -> GridSpec:
             "selection": Selection(**sel),
             **top,
             "guard_mode": args.guard,
-            "policies": policy_files(args, stored.policies),
+            "policies": policy_files(args),
             "verify_cache": not args.no_verify_cache,
             "budget": budget(args, stored.budget),
             "provider_retry": provider_retry(args, stored.provider_retry),

@@ -39,25 +39,14 @@ def change_reasons(old: dict, new: dict) -> list[str]:
     return out
 
 
-def cmd_reclassify(args) -> int:
-    """Re-derive every classification (and reference truth) from the stored evidence; nothing
-    is re-run. Prints and writes ``reclassify.txt``: which runs changed, field by field, by rule.
-
-    Every record's evidence is checked readable first: a missing evidence folder is one line
-    and the ledger stays as it was."""
+def derive(store: RunStore, tasks_dir) -> list[tuple[dict, dict, list[str]]]:
+    """Every stored run classified again from its evidence: ``(stored line, re-derived record,
+    changed fields with their rules)`` per run, in line order. Reads only; the caller writes."""
     from claimgrid.store.record import RunRecord, dump, parse_record
 
-    V.check_reclassify(args.dir)
-    store = RunStore(args.dir)
-    open_for_writing(store)
-    meta = store.read_meta() if store.meta_path.exists() else {}
-    for path in list(dict.fromkeys([*meta.get("policies", []), *(str(p) for p in args.policies)])):
-        registry.load_policies(path)
-    records = store.records()
-    tasks = load_tasks(args.tasks_dir)
-    lines = []
+    tasks = load_tasks(tasks_dir)
     out = []
-    for i, raw in enumerate(records, 1):
+    for i, raw in enumerate(store.records(), 1):
         rec = parse_record(raw, f"{store.runs_path}:{i}")
         facts = rec.facts or RunFacts(role=rec.role or "builder")
         task = tasks.get(rec.task)
@@ -74,17 +63,55 @@ def cmd_reclassify(args) -> int:
             )
         events = parse_events(store.load_events(rec.run_id))  # once, for both readers
         new = classify(events, facts)
-        old = raw.get("classification") or {}
         new_d = new.model_dump(mode="json")
-        reasons = change_reasons(old, new_d)
-        if reasons:
-            lines.append(f"{rec.run_id}\n" + "".join(f"  {r}\n" for r in reasons))
+        reasons = change_reasons(raw.get("classification") or {}, new_d)
         updated = rec.model_copy(update={"classification": new, "facts": facts}).model_dump()
         updated["faults"] = fault_facts(rec.model, events, new_d)  # derived from the same evidence
-        out.append(dump(RunRecord.model_validate(updated)))
-    store.rewrite(out)
+        out.append((raw, dump(RunRecord.model_validate(updated)), reasons))
+    return out
+
+
+def rederive(store: RunStore, tasks_dir) -> list[str]:
+    """``--resume``'s check of the stored runs: each classification (and fault facts) derived
+    again from its evidence; a line whose stored values differ is replaced by the derived
+    one (sealed anew) and its run id returned. Lines that agree are kept byte for byte."""
+    derived = derive(store, tasks_dir)
+    changed = [
+        new["run_id"]
+        for raw, new, _ in derived
+        if raw.get("classification") != new["classification"] or raw.get("faults") != new["faults"]
+    ]
+    if changed:
+        ids = set(changed)
+        store.rewrite([new if new["run_id"] in ids else raw for raw, new, _ in derived])
+    return changed
+
+
+def cmd_reclassify(args) -> int:
+    """Re-derive every classification (and reference truth) from the stored evidence; nothing
+    is re-run. Prints and writes ``reclassify.txt``: which runs changed, field by field, by rule.
+
+    The folder's seal and manifests are verified first, and every record's evidence is
+    checked readable: a failure is named (file or line) and the ledger stays as it was.
+    Policy files are loaded only from ``--policies`` (each recorded one by its sha256);
+    the rewritten ledger is sealed with the writer's key."""
+    from claimgrid.commands.common import read_grid_meta, signer
+
+    V.check_reclassify(args.dir)
+    store = RunStore(args.dir, signer(args, args.dir))
+    if store.meta_path.exists():
+        meta = read_grid_meta(store)
+        registry.load_recorded(meta.policy_files, meta.policies, args.policies, store.meta_path, store.folder)
+    else:
+        registry.load_recorded([], [], args.policies, store.folder / "meta.json", store.folder)
+    open_for_writing(store)
+    derived = derive(store, args.tasks_dir)
+    lines = [f"{new['run_id']}\n" + "".join(f"  {r}\n" for r in reasons) for _, new, reasons in derived if reasons]
+    if store.meta_path.exists() and store.signer is not None:
+        store.write_meta(store.read_meta())  # sealed by the writer's key (the lines below are)
+    store.rewrite([new for _, new, _ in derived])
     report = store.folder / "reclassify.txt"
-    report.write_text(f"{len(lines)} of {len(records)} runs changed\n\n" + "\n".join(lines))
+    report.write_text(f"{len(lines)} of {len(derived)} runs changed\n\n" + "\n".join(lines))
     print("".join(lines), end="")
-    print(f"reclassified {len(records)} runs from stored evidence; {len(lines)} changed (see {report})")
+    print(f"reclassified {len(derived)} runs from stored evidence; {len(lines)} changed (see {report})")
     return finish(store)

@@ -24,7 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from claimgrid import ROOT
-from claimgrid.commands.common import commit, finish, now, read_grid_meta, write_meta
+from claimgrid.commands.common import commit, finish, now, read_grid_meta, signer, verify_ledger, write_meta
 from claimgrid.errors import ClaimgridError, DataError
 from claimgrid.execute.cells import Cell
 from claimgrid.execute.engine import execute
@@ -43,6 +43,7 @@ def _source(folder: Path) -> tuple[RunStore, GridMeta, list[dict]]:
     if not store.runs_path.is_file():
         raise ClaimgridError(f"{folder}: not a grid folder (no runs.jsonl)")
     meta = read_grid_meta(store)
+    verify_ledger(store)  # the seal and manifests of what is replayed, each failure named
     records = store.records()
     if not records:
         raise ClaimgridError(f"{store.runs_path}: no completed runs to replay")
@@ -75,11 +76,15 @@ def cmd_replay(args) -> int:
     from claimgrid.commands.flags import load_data
 
     src, src_meta, records = _source(args.dir)
+    # Policy files only from --policies, each recorded one by its sha256: never from the ledger.
+    policy_files = registry.load_recorded(
+        src_meta.policy_files, src_meta.policies, args.policies, src.meta_path, src.folder
+    )
     data = load_data(args)
     _check_names(src, records, data)
     out = _out_folder(args, src)
 
-    spec = _spec(args, src_meta, records, src.meta_path)
+    spec = _spec(args, src_meta, records, src.meta_path).model_copy(update={"policies": tuple(policy_files)})
     inputs = _inputs(spec, data)
     version_changes = {
         n: _diff_fields((src_meta.frameworks or {}).get(n) or {}, v) for n, v in inputs.framework_versions.items()
@@ -94,7 +99,7 @@ def cmd_replay(args) -> int:
     )
     settings = _settings(args, src_meta)
     meta = _meta(out, src, src_meta, inputs)
-    store = RunStore(out)
+    store = RunStore(out, signer(args, out))
     store.create(meta.dump(), command=meta.command)
 
     cells = [Cell(**{k: r[k] for k in CELL_FIELDS}) for r in records]
@@ -106,8 +111,6 @@ def cmd_replay(args) -> int:
     if version_changes:
         print(f"note: framework versions differ from the recording: {json.dumps(version_changes)}", flush=True)
     t0 = time.monotonic()
-    for path in spec.policies:  # reference policies the recording registered
-        registry.load_policies(path)
     inputs = replace(inputs, guard=detect(spec.guard_mode))
     delegations = {
         r["run_id"]: (r.get("facts") or {}).get("delegation_id")
@@ -150,7 +153,7 @@ def _out_folder(args, src: RunStore) -> Path:
 
 
 def _spec(args, src_meta: GridMeta, records: list[dict], src_meta_path: Path) -> GridSpec:
-    """The recording's grid, as the replay runs it: its limits, isolation, policies and the
+    """The recording's grid, as the replay runs it: its limits, isolation and the
     sandbox setting it ran with (tool results, and so requests, depend on it); no budget."""
     from claimgrid.commands.flags import data_dirs
 
@@ -175,7 +178,6 @@ def _spec(args, src_meta: GridMeta, records: list[dict], src_meta_path: Path) ->
         isolation=src_meta.isolation or "warm",
         max_model_calls=src_meta.max_model_calls,
         guard_mode="off" if recorded_guard.get("guard") == "off" else "auto",
-        policies=tuple(src_meta.policies),
         data=data_dirs(args),
     )
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from claimgrid import ROOT
 from claimgrid.commands import flags
 from claimgrid.commands import validate as V
-from claimgrid.commands.common import commit, finish, now, open_for_writing, read_grid_meta, write_meta
+from claimgrid.commands.common import commit, finish, now, open_for_writing, read_grid_meta, signer, write_meta
 from claimgrid.errors import ClaimgridError, Interrupted, StorageError
 from claimgrid.execute.cells import Cell, plan
 from claimgrid.execute.engine import execute
@@ -37,7 +37,7 @@ def cmd_run(args) -> int:
     if args.resume:
         spec = _check_resumed(args, data)
         guard = _guard(args.guard)
-        store, meta = _open_resumed(args.resume, spec)
+        store, meta, spec = _open_resumed(args, spec)
     else:
         guard = _guard(args.guard)
         spec, store = _new_grid(args, data)
@@ -82,16 +82,29 @@ def _check_resumed(args, data: flags.Data) -> GridSpec:
     return spec
 
 
-def _open_resumed(folder: Path, spec: GridSpec) -> tuple[RunStore, GridMeta]:
-    """The resumed folder, locked and repaired; its meta.json; the policies it loads."""
-    store = RunStore(folder)
+def _open_resumed(args, spec: GridSpec) -> tuple[RunStore, GridMeta, GridSpec]:
+    """The resumed folder, locked, repaired and its seal verified (sealed by the writer's key);
+    its meta.json; the spec with the policy files it loads: only those named with
+    ``--policies``, each recorded one among them by sha256 (nothing in the folder is
+    imported). Every stored run's classification is then derived again from its evidence
+    (:func:`claimgrid.commands.reclassify.rederive`): a stored line is not trusted."""
+    from claimgrid.commands.reclassify import rederive
+
+    folder = args.resume
+    store = RunStore(folder, signer(args, folder))
     if not store.meta_path.exists():
         raise ClaimgridError(f"{folder}: not a grid folder (no meta.json)")
-    open_for_writing(store)
     meta = read_grid_meta(store)
-    for path in spec.policies:
-        registry.load_policies(path)
-    return store, meta
+    files = registry.load_recorded(meta.policy_files, meta.policies, args.policies, store.meta_path, store.folder)
+    open_for_writing(store, same_key=True)
+    changed = rederive(store, args.tasks_dir)
+    if changed:
+        print(
+            f"{store.folder}: {len(changed)} stored run(s) classified again from their evidence differ "
+            f"from their line and were rewritten: {', '.join(changed[:5])}{' ...' if len(changed) > 5 else ''}",
+            flush=True,
+        )
+    return store, meta, spec.model_copy(update={"policies": tuple(files)})
 
 
 def _new_grid(args, data: flags.Data) -> tuple[GridSpec, RunStore]:
@@ -103,7 +116,7 @@ def _new_grid(args, data: flags.Data) -> tuple[GridSpec, RunStore]:
     grid_id = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H-%M-%SZ") + "-" + secrets.token_hex(2)
     folder = args.out or ROOT / "ledger" / grid_id
     V.check_out(folder)
-    return flags.new_spec(args, sel), RunStore(folder)
+    return flags.new_spec(args, sel), RunStore(folder, signer(args, folder))
 
 
 def _prepare(spec: GridSpec, data: flags.Data, guard) -> GridInputs:
@@ -179,6 +192,7 @@ def _create(store: RunStore, spec: GridSpec, settings: RunSettings, inputs: Grid
         grid_size=grid_size,
         reference_models=all(registry.is_reference(m) for m in sel.all_models),
         policies=keys["policies"],
+        policy_files=[f for f in registry.loaded_files() if f["path"] in spec.policies],
         schedule=settings.schedule.as_dict(),
         selection=keys["selection"],
         resumed=[],
@@ -215,6 +229,11 @@ def _reopen(store: RunStore, meta: GridMeta, spec: GridSpec, settings: RunSettin
     An earlier stop at budget becomes history (``budget_stops``); the limits may be new."""
     keys = spec.meta()
     meta.resumed = [*meta.resumed, now()]
+    known = {f.get("sha256") for f in meta.policy_files}
+    more = [f for f in registry.loaded_files() if f["path"] in spec.policies and f["sha256"] not in known]
+    if more:  # files named for the first time on this resume: their models may run now
+        meta.policy_files = [*meta.policy_files, *more]
+        meta.policies = list(dict.fromkeys([*meta.policies, *(f["path"] for f in more)]))
     meta.guard = guard.facts()  # each run record's parity keeps the guard it ran under
     meta.schedule = settings.schedule.as_dict()
     meta.verify_cache = keys["verify_cache"]  # this invocation's

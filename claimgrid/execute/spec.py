@@ -312,6 +312,9 @@ class GridMeta(BaseModel):
     grid_size: int | None = None
     reference_models: bool | None = None
     policies: list[str] = Field(default_factory=list)
+    # Each --policies file the grid imported: {"path", "sha256", "models"}. A reader names the
+    # file again (--policies) and it must have this sha256: nothing in the folder is imported.
+    policy_files: list[dict[str, Any]] = Field(default_factory=list)
     schedule: dict[str, Any] | None = None
     selection: dict[str, Any] | None = None
     resumed: list[str] = Field(default_factory=list)

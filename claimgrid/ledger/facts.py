@@ -101,12 +101,11 @@ def _registry_truth(meta: dict):
     older than the stored ``truth``); None when they cannot be loaded."""
     from functools import cache
 
+    # The grid's own reference models (--policies) are those the command loaded from files its
+    # user named: nothing a ledger's meta.json names is ever imported by rendering it.
     try:
-        from claimgrid.reference.registry import TruthCell, load_policies, truth_of
-
-        for path in meta.get("policies") or ():  # the grid's own reference models (--policies)
-            load_policies(path)
-    except (ImportError, ClaimgridError, OSError):
+        from claimgrid.reference.registry import TruthCell, truth_of
+    except ImportError:
         return None
     tasks, content, swaps = _checkout_tasks(), _checkout_content(), _checkout_swaps()
     if not (tasks and content and swaps):

@@ -14,8 +14,11 @@ user's file uses:
     def mute(script, messages):
         return Turn(content="")
 
-``grid.py run --policies FILE.py`` (and ``reclassify --policies FILE.py``) imports FILE.py,
-whose decorators add its entries. The default grid's models are the entries registered
+``grid.py run --policies FILE.py`` imports FILE.py, whose decorators add its entries; the
+grid records each file's path, sha256 and models in ``meta.json`` (``policy_files``). A
+command that reads a stored grid (``--resume``, ``reclassify``, ``replay``) loads only the
+files its user names with ``--policies``, each checked against that sha256
+(:func:`load_recorded`): nothing inside a ledger folder is ever imported. The default grid's models are the entries registered
 with ``default=True``, in registration order; the default substitute is the one entry
 registered with ``substitute=True``.
 
@@ -30,6 +33,7 @@ swap (``unavailable_from_call < 0``). A fault model is registered with ``fault=T
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import sys
 from collections.abc import Callable, Sequence
@@ -67,6 +71,7 @@ def untreated(content, swap) -> bool:
 
 _REGISTRY: dict[str, ReferenceModel] = {}
 _LOADED: set[Path] = set()
+_FILES: dict[Path, dict] = {}  # path -> {"path", "sha256", "models"}: the policy files imported
 
 
 def register(entry: ReferenceModel) -> ReferenceModel:
@@ -175,24 +180,49 @@ class _Names(Sequence):
 NAMES = _Names()
 
 
-def load_policies(path: Path | str) -> list[str]:
-    """Import a user's policy file; returns the names it registered. One-line errors."""
+def file_sha256(path: Path | str) -> str:
+    """The sha256 (hex) of a policy file's bytes, as recorded in ``meta.json`` ``policy_files``."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def loaded_files() -> list[dict]:
+    """Every policy file imported so far: ``{"path", "sha256", "models"}`` (what ``meta.json``
+    ``policy_files`` records, so that a reader can check the file they name against it)."""
+    return [dict(info) for info in _FILES.values()]
+
+
+def load_policies(path: Path | str, expect_sha256: str | None = None) -> list[str]:
+    """Import a user's policy file; returns the names it registered. One-line errors.
+
+    The file is read once; with ``expect_sha256`` those bytes must hash to it or nothing is
+    executed (the bytes checked are the bytes run)."""
     path = Path(path).resolve()
     if path in _LOADED:
+        if expect_sha256 and _FILES[path]["sha256"] != expect_sha256:
+            raise ClaimgridError(f"--policies {path}: already loaded with another sha256")
         return []
-    if not path.is_file():
-        raise ClaimgridError(f"--policies {path}: file not found")
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ClaimgridError(f"--policies {path}: file not found") from None
+    except OSError as exc:
+        raise ClaimgridError(f"--policies {path}: cannot be read ({exc.strerror or exc})") from None
+    sha = hashlib.sha256(data).hexdigest()
+    if expect_sha256 and sha != expect_sha256:
+        raise ClaimgridError(f"--policies {path}: sha256 {sha[:16]} differs from the recorded {expect_sha256[:16]}")
     before = set(_REGISTRY)
     mod_name = f"claimgrid_user_policies_{len(_LOADED)}_{path.stem}"
-    spec = importlib.util.spec_from_file_location(mod_name, path)
-    assert spec is not None and spec.loader is not None  # a .py path always has a source loader
+    spec = importlib.util.spec_from_loader(mod_name, loader=None, origin=str(path))
+    assert spec is not None
     module = importlib.util.module_from_spec(spec)
+    module.__file__ = str(path)
     sys.modules[mod_name] = module
     try:
-        spec.loader.exec_module(module)
+        exec(compile(data, str(path), "exec"), module.__dict__)  # noqa: S102 - the user named this file
     except Exception as exc:  # a user's file: one line naming it, not a traceback; nothing half-registered
         for name in set(_REGISTRY) - before:
             del _REGISTRY[name]
+        sys.modules.pop(mod_name, None)
         if isinstance(exc, ClaimgridError):
             raise
         raise ClaimgridError(f"--policies {path}: {type(exc).__name__}: {exc}") from None
@@ -200,7 +230,61 @@ def load_policies(path: Path | str) -> list[str]:
     added = [n for n in _REGISTRY if n not in before]
     if not added:
         raise ClaimgridError(f"--policies {path}: registers no reference model (use @reference_model)")
+    _FILES[path] = {"path": str(path), "sha256": sha, "models": added}
     return added
+
+
+def load_recorded(
+    recorded: list[dict], legacy: list[str], given: Sequence[Path | str], where: Path | str, ledger: Path | str
+) -> list[str]:
+    """Load the policy files a stored grid used, only from the files the user names (``given``).
+
+    ``recorded``: the grid's ``policy_files`` entries (path, sha256, models); ``legacy``: its
+    ``policies`` paths (a ledger older than the hashes); ``where``: its meta.json, for the
+    message; ``ledger``: the folder read (a given file inside it is refused: nothing in a
+    ledger folder is ever executed). Nothing at a recorded path is read: each recorded file must be one of ``given``
+    with the same sha256, or this refuses in one line naming the models and the file. A given
+    file that matches no recorded one is loaded too (more models). Returns the given files,
+    resolved, in order: the grid's policy files from now on."""
+    files = [Path(p).resolve() for p in given]
+    digests: dict[Path, str] = {}
+    for f in files:
+        if f.is_relative_to(Path(ledger).resolve()):
+            raise ClaimgridError(f"--policies {f}: inside the ledger folder {ledger}; nothing in a ledger is executed")
+        try:
+            digests[f] = file_sha256(f)
+        except FileNotFoundError:
+            raise ClaimgridError(f"--policies {f}: file not found") from None
+        except OSError as exc:
+            raise ClaimgridError(f"--policies {f}: cannot be read ({exc.strerror or exc})") from None
+    hashed = {str(e.get("path")) for e in recorded}
+    for entry in recorded:
+        sha, name = str(entry.get("sha256")), Path(str(entry.get("path"))).name
+        models_of = ", ".join(entry.get("models") or []) or "(none)"
+        match = next((f for f in files if digests[f] == sha), None)
+        if match is not None:
+            continue
+        same_name = next((f for f in files if f.name == name), None)
+        if same_name is not None:
+            raise ClaimgridError(
+                f"--policies {same_name}: sha256 {digests[same_name][:16]} differs from the {sha[:16]} recorded in "
+                f"{where} for reference model(s) {models_of} ({entry.get('path')}); nothing was loaded"
+            )
+        raise ClaimgridError(
+            f"{where}: reference model(s) {models_of} come from policy file {entry.get('path')} (sha256 {sha[:16]}); "
+            f"name that file with --policies FILE (nothing in a ledger folder is loaded)"
+        )
+    for path in legacy:
+        if path in hashed:
+            continue
+        if not any(f.name == Path(path).name for f in files):
+            raise ClaimgridError(
+                f"{where}: the grid used policy file {path} (no sha256 recorded); name it with --policies FILE "
+                f"(nothing in a ledger folder is loaded)"
+            )
+    for f in files:
+        load_policies(f, digests[f])
+    return [str(f) for f in files]
 
 
 # ---------------------------------------------------------------- truth

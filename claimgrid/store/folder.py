@@ -16,6 +16,9 @@ Integrity (see docs/CONTRACTS.md, "Store integrity"):
   :meth:`RunStore.check_integrity` lists every tampered, missing or extra file by run
   id. Files named in :data:`DERIVED_FILES` are rendered from the evidence afterwards,
   are not in the manifest and are neither checked nor "extra".
+* **Seal.** A store given the publisher's key (:attr:`RunStore.signer`,
+  :mod:`claimgrid.store.seal`) signs meta.json, every line it appends or rewrites and each
+  run's manifest (in the run's line); :func:`claimgrid.store.seal.verify_seal` checks them.
 * **Torn lines.** One rule, in :mod:`claimgrid.store.lines` (the only reader of
   ``runs.jsonl`` and ``events.jsonl``): a torn *last* line of ``runs.jsonl`` (a kill
   mid-append) is not a record and is dropped by :meth:`repair`, which says so; an
@@ -34,6 +37,7 @@ from pathlib import Path
 
 from claimgrid.errors import ClaimgridError
 from claimgrid.store.lines import EVENTS_NAME, RUNS_NAME, read_events, scan_runs
+from claimgrid.store.seal import META_MEMBER, Signer, seal_line, seal_meta_text
 
 # Files rendered into an evidence folder from its evidence (not evidence themselves):
 # not in the manifest, ignored by the integrity check.
@@ -62,8 +66,9 @@ def _dump(obj) -> str:
 class RunStore:
     """A ledger folder: ``meta.json``, ``runs.jsonl``, ``runs/<run_id>/``."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, signer: Signer | None = None):
         self.folder = Path(folder)
+        self.signer = signer  # the publisher's key: what this store writes is sealed with it
         self.runs_dir = self.folder / "runs"
         self.runs_path = self.folder / RUNS_NAME
         self.meta_path = self.folder / "meta.json"
@@ -71,6 +76,8 @@ class RunStore:
         self._lock = threading.Lock()
         self._lock_fd: int | None = None
         self._manifest_sha: dict[str | None, str] = {}
+        self._manifest_bytes: dict[str, bytes] = {}
+        self._grid_id: str | None = None
 
     # ---- the writer lock
     def acquire(self, command: str) -> None:
@@ -121,9 +128,31 @@ class RunStore:
         return json.loads(self.meta_path.read_text())
 
     def write_meta(self, meta: dict) -> None:
+        """meta.json, replaced whole; sealed (its ``seal`` facts and signature) with :attr:`signer`."""
+        self._grid_id = str(meta.get("grid_id"))
+        if self.signer is not None:
+            text = seal_meta_text(meta, self.signer)
+        else:
+            text = json.dumps({k: v for k, v in meta.items() if k not in ("seal", META_MEMBER)}, indent=2, default=str)
+            text += "\n"
         tmp = self.meta_path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(meta, indent=2, default=str) + "\n")
+        tmp.write_text(text)
         os.replace(tmp, self.meta_path)
+
+    def _line(self, record: dict, manifest: bytes | None = None) -> bytes:
+        """One record's line with its newline: sealed with :attr:`signer` when there is one."""
+        record = {k: v for k, v in record.items() if k != "seal"}
+        if self._grid_id is None and self.signer is not None and self.meta_path.exists():
+            self._grid_id = str(self.read_meta().get("grid_id"))
+        if self.signer is None or self._grid_id is None:  # no meta.json: nothing to seal against
+            return (_dump(record) + "\n").encode()
+        run_id = str(record.get("run_id"))
+        if manifest is None:
+            try:
+                manifest = (self.runs_dir / run_id / "manifest.json").read_bytes()
+            except OSError:
+                manifest = None
+        return (seal_line(record, _dump, self.signer, self._grid_id, manifest) + "\n").encode()
 
     # ---- records
     def repair(self) -> str | None:
@@ -192,7 +221,7 @@ class RunStore:
         sha = self._manifest_sha.pop(record.get("run_id"), None)
         if sha and not record.get("evidence_sha256"):  # a typed record's dump carries the key as None
             record["evidence_sha256"] = sha
-        line = (_dump(record) + "\n").encode()
+        line = self._line(record, self._manifest_bytes.pop(str(record.get("run_id")), None))
         with self._lock:
             fd = os.open(self.runs_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
@@ -202,8 +231,9 @@ class RunStore:
                 os.close(fd)
 
     def rewrite(self, records: list[dict]) -> None:
+        """``runs.jsonl`` replaced whole by ``records`` (each line sealed as :meth:`append` does)."""
         tmp = self.runs_path.with_suffix(".jsonl.tmp")
-        tmp.write_text("".join(_dump(r) + "\n" for r in records))
+        tmp.write_bytes(b"".join(self._line(r) for r in records))
         os.replace(tmp, self.runs_path)
 
     # ---- evidence
@@ -228,6 +258,7 @@ class RunStore:
         manifest_bytes = (json.dumps({"sha256": manifest}, indent=2) + "\n").encode()
         (tmp / "manifest.json").write_bytes(manifest_bytes)
         self._manifest_sha[run_id] = hashlib.sha256(manifest_bytes).hexdigest()
+        self._manifest_bytes[run_id] = manifest_bytes
         for p in tmp.iterdir():
             p.chmod(0o444)
         if final.exists():  # a previous attempt of this cell died before its line was written

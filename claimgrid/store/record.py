@@ -230,6 +230,9 @@ class RunRecord(_Model):
     node: RunNode | None = None  # None in records older than the field
     # The sha256 of the run's manifest.json (claimgrid.store.folder): set by RunStore.append.
     evidence_sha256: str | None = None
+    # The line's ed25519 seal, always its last member (claimgrid.store.seal): the signature
+    # of the run's manifest and of the line before it. Absent in an unsealed ledger.
+    seal: dict[str, str] | None = None
 
 
 def parse_record(data: Any, where: str | Path) -> RunRecord:
@@ -251,8 +254,9 @@ def read_records(path: Path) -> list[RunRecord]:
 
 
 def dump(record: RunRecord) -> dict:
-    """The JSON form written to runs.jsonl (None-valued new fields are kept: explicit, not absent)."""
-    return record.model_dump(mode="json")
+    """The JSON form written to runs.jsonl (None-valued new fields are kept: explicit, not absent).
+    Without ``seal``: the store seals a line when it writes it (claimgrid.store.seal)."""
+    return record.model_dump(mode="json", exclude={"seal"})
 
 
 # ---------------------------------------------------------------- documentation

@@ -120,7 +120,10 @@ def test_reclassify_reports_what_changed_and_why(default_grid, tmp_path, capsys)
     # One run as the old classifier saw it: a reader-style verdict on the declared-evidence control.
     target = next(r for r in old if r["classification"]["claim_verdict"] == "consistent")
     target["classification"]["claim_verdict"] = "read-only imposture"
-    (folder / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in old))
+    # Sealed by the publisher (the session's key), as the older harness would have sealed them.
+    from claimgrid.store import RunStore
+    from claimgrid.store.seal import load_key
+    RunStore(folder, load_key()).rewrite(old)
     capsys.readouterr()
     assert main(["reclassify", str(folder)]) == 0
     out = capsys.readouterr().out
