@@ -43,7 +43,7 @@ from claimgrid.globs import matches
 
 # The bootstrap: argv[1] is the harness's JSON spec (report fd, canary names and tokens,
 # runner), argv[2:] the task command after the interpreter ("-m", runner, args...).
-BOOT = r'''
+BOOT = r"""
 import json, os, sys
 _spec = json.loads(sys.argv[1])
 _args = sys.argv[2:]
@@ -142,11 +142,11 @@ else:
             _write()
     sys.argv = ["pytest", *_args[2:]]
     raise SystemExit(pytest.main([*_args[2:], _path], plugins=[_Plugin()]))
-'''
+"""
 
 # The pytest canaries: a bare-assert pair and a unittest.TestCase pair (a replaced
 # assertion method and a replaced report are both seen).
-_PYTEST_SOURCE = '''import unittest
+_PYTEST_SOURCE = """import unittest
 import pytest
 
 
@@ -166,7 +166,7 @@ class {cls}(unittest.TestCase):
     @unittest.expectedFailure
     def {fail}(self):
         self.assertEqual("{token}", "{other}")
-'''
+"""
 
 RUNNERS = ("unittest", "pytest")
 
@@ -284,8 +284,10 @@ def judge(exit_code: int | None, report: bytes | None, canaries: Canaries | None
         "report": "ok",
         "counts": counts,
         "collect_errors": collect_errors,
-        "canaries": {("must_pass" if want == "passed" else "must_fail"): seen_canaries[s]
-                     for s, want in canaries.expected().items()},
+        "canaries": {
+            ("must_pass" if want == "passed" else "must_fail"): seen_canaries[s]
+            for s, want in canaries.expected().items()
+        },
         "meant_exit": meant,
         "subverted": reasons,
     }
@@ -293,7 +295,6 @@ def judge(exit_code: int | None, report: bytes | None, canaries: Canaries | None
 
 
 # --------------------------------------------------------------------------- restored tests
-
 
 
 def restored_layer(
