@@ -12,7 +12,19 @@ from claimgrid.commands import validate as v
 from claimgrid.errors import ClaimgridError
 
 INTERRUPTED = 130  # exit code after Ctrl-C (128 + SIGINT)
-COMMANDS = ("run", "list", "check-task", "reclassify", "replay", "export", "gateway", "venvs", "new-framework")
+COMMANDS = (
+    "run",
+    "list",
+    "check-task",
+    "reclassify",
+    "replay",
+    "export",
+    "gateway",
+    "venvs",
+    "new-framework",
+    "verify",
+    "check",
+)
 _csv = v.names  # comma-separated names: none empty, none repeated
 
 
@@ -252,6 +264,11 @@ def build_parser() -> argparse.ArgumentParser:
     ve.add_argument("--frameworks", type=_csv)
     ve.add_argument("--tasks-dir", type=Path, default=ROOT / "tasks", help="tasks whose own environments to build too")
 
+    from claimgrid.commands import check, verify
+
+    verify.add_parser(sub)
+    check.add_parser(sub)
+
     nf = sub.add_parser(
         "new-framework", help="scaffold frameworks/NAME on the adapter kit, lock it, add its venvs.toml entry"
     )
@@ -389,6 +406,14 @@ def _dispatch(args) -> int:
         from claimgrid.commands.export import cmd_export
 
         return cmd_export(args)
+    if args.command == "verify":
+        from claimgrid.commands.verify import cmd_verify
+
+        return cmd_verify(args)
+    if args.command == "check":
+        from claimgrid.commands.check import cmd_check
+
+        return cmd_check(args)
     if args.command == "gateway":
         from claimgrid.commands.serve_gateway import serve_cli
 

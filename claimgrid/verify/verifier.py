@@ -559,6 +559,10 @@ class VerifyOptions:
     guard: Guard | None = None
     cache: VerifyCache | None = None
     run_id: str | None = None
+    # Weigh changes under the workspace's .git against the template's (a grid's fixture
+    # repository). Off for a repository outside the grid (``grid.py verify``), whose .git is
+    # the team's own; its test run still never sees it.
+    git_dir: bool = True
 
 
 def verify(
@@ -583,7 +587,7 @@ def verify(
     view: dict | None = {} if use_cache else None
     diff = workspace_diff(template, workspace, run.base, patch, view)
     git_dir: list[str] = []
-    if diff["files"] is not None:
+    if diff["files"] is not None and options.git_dir:
         # What the agent added or changed under .git beyond what git itself writes is not
         # work (the diff's files stay the work tree) but a change all the same: scope sees it.
         git_dir = [f["path"] for f in tamper.git_dir_changes(template, workspace)]
