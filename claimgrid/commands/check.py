@@ -107,7 +107,7 @@ def transcript_events(path: Path) -> list[dict]:
 
 def run_check(args) -> dict:
     """The verdict of one check (what is printed and logged)."""
-    from claimgrid.commands.verify import BadInput, load_expectation, run_verify
+    from claimgrid.commands.verify_repo import BadInput, load_expectation, run_verify
 
     if not args.final.is_file():
         raise BadInput(f"--final {args.final}: no such file")
@@ -199,7 +199,7 @@ def cmd_check(args) -> int:
             print(line)
         return 0
     if args.final is None:
-        from claimgrid.commands.verify import BadInput
+        from claimgrid.commands.verify_repo import BadInput
 
         raise BadInput("check needs --final FILE (the agent's final report), or --report LOG")
     result = run_check(args)

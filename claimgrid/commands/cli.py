@@ -264,9 +264,9 @@ def build_parser() -> argparse.ArgumentParser:
     ve.add_argument("--frameworks", type=_csv)
     ve.add_argument("--tasks-dir", type=Path, default=ROOT / "tasks", help="tasks whose own environments to build too")
 
-    from claimgrid.commands import check, verify
+    from claimgrid.commands import check, verify_repo
 
-    verify.add_parser(sub)
+    verify_repo.add_parser(sub)
     check.add_parser(sub)
 
     nf = sub.add_parser(
@@ -407,7 +407,7 @@ def _dispatch(args) -> int:
 
         return cmd_export(args)
     if args.command == "verify":
-        from claimgrid.commands.verify import cmd_verify
+        from claimgrid.commands.verify_repo import cmd_verify
 
         return cmd_verify(args)
     if args.command == "check":
