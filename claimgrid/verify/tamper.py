@@ -90,7 +90,11 @@ if _spec["runner"] == "unittest":
         def addSkip(self, test, reason):
             _put(test.id(), "skipped"); super().addSkip(test, reason)
         def addExpectedFailure(self, test, err):
-            _put(test.id(), "xfailed"); super().addExpectedFailure(test, err)
+            _put(test.id(), "xfailed")
+            if test.id().endswith(_N["fail"]):
+                super().addSuccess(test)  # the summary line keeps the task's own shape ("OK")
+            else:
+                super().addExpectedFailure(test, err)
         def addUnexpectedSuccess(self, test):
             _put(test.id(), "xpassed"); super().addUnexpectedSuccess(test)
         def addSubTest(self, test, subtest, err):
