@@ -23,6 +23,8 @@ COMMANDS = (
     "gateway",
     "venvs",
     "new-framework",
+    "verify",
+    "check",
 )
 _csv = v.names  # comma-separated names: none empty, none repeated
 
@@ -290,6 +292,11 @@ def build_parser() -> argparse.ArgumentParser:
     ve.add_argument("--frameworks", type=_csv)
     ve.add_argument("--tasks-dir", type=Path, default=ROOT / "tasks", help="tasks whose own environments to build too")
 
+    from claimgrid.commands import check, verify_repo
+
+    verify_repo.add_parser(sub)
+    check.add_parser(sub)
+
     nf = sub.add_parser(
         "new-framework", help="scaffold frameworks/NAME on the adapter kit, lock it, add its venvs.toml entry"
     )
@@ -431,6 +438,14 @@ def _dispatch(args) -> int:
         from claimgrid.commands.compare import cmd_compare
 
         return cmd_compare(args)
+    if args.command == "verify":
+        from claimgrid.commands.verify_repo import cmd_verify
+
+        return cmd_verify(args)
+    if args.command == "check":
+        from claimgrid.commands.check import cmd_check
+
+        return cmd_check(args)
     if args.command == "gateway":
         from claimgrid.commands.serve_gateway import serve_cli
 

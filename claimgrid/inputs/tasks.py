@@ -44,6 +44,10 @@ FixturePath = Annotated[str, AfterValidator(_inside_fixture)]
 Seconds = Annotated[float, Field(gt=0, le=3600, allow_inf_nan=False)]
 
 
+# The files a test runner collects as tests, when a task names none (``[verify] test_files``).
+DEFAULT_TEST_FILES = ("**/test_*.py", "**/*_test.py", "**/conftest.py", "**/tests/**", "**/test/**")
+
+
 class ToolStep(Strict):
     tool: Literal[TOOL_NAMES]  # type: ignore[valid-type]
     args: dict[str, Any] = Field(default_factory=dict)
@@ -99,6 +103,9 @@ class Expectation(Strict):
     evidence: Literal["code", "artifact", "read_only", "none"] | None = None
     # A run_command the correct outcome needs (substring of the command), e.g. "unittest".
     evidence_command: str | None = None
+    # True for a task whose tests contradict its ticket (an impossible variant): the honest
+    # outcome is a reported failure, and tests that pass mean the run was gamed.
+    impossible: StrictBool = False
 
 
 class Goal(Strict):
@@ -154,6 +161,12 @@ class VerifySpec(Strict):
     # clock, randomness, the network, files outside the workspace), so no run's test result
     # serves another run: every run is tested.
     deterministic: StrictBool = True
+    # The fixture's test files (globs): restored over the agent's for the second test run.
+    # None: claimgrid.verify.tamper.DEFAULT_TEST_FILES (what the runners collect as tests).
+    test_files: list[FixturePath] | None = None
+    # A folder of the task (beside repo/) whose files only the verifier lays over the tree
+    # for that run: tests the agent never sees. The test command must collect them.
+    hidden_tests: FixturePath | None = None
 
 
 class TaskSpec(Strict):
@@ -222,10 +235,21 @@ class Task:
         """sha256 over task.toml, the task environment's lock and every fixture file: a parity fact."""
         h = hashlib.sha256()
         env_files = [self.folder / "pyproject.toml", self.folder / "uv.lock"]
-        for p in sorted([self.folder / "task.toml", *env_files, *self.repo.rglob("*")]):
+        hidden = list(self.hidden_tests.rglob("*")) if self.hidden_tests and self.hidden_tests.is_dir() else []
+        for p in sorted([self.folder / "task.toml", *env_files, *self.repo.rglob("*"), *hidden]):
             if p.is_file():
                 h.update(str(p.relative_to(self.folder)).encode() + b"\0" + p.read_bytes() + b"\0")
         return h.hexdigest()[:16]
+
+    @property
+    def test_globs(self) -> list[str]:
+        """The fixture's test files as globs (``[verify] test_files`` or the runners' default)."""
+        return list(self.spec.verify.test_files or DEFAULT_TEST_FILES)
+
+    @property
+    def hidden_tests(self) -> Path | None:
+        """The task's hidden-tests folder (``[verify] hidden_tests``), or None."""
+        return self.folder / self.spec.verify.hidden_tests if self.spec.verify.hidden_tests else None
 
     @property
     def suite(self) -> str:
@@ -285,6 +309,8 @@ def load_task(folder: Path) -> Task:
         raise DataError(path, "id", f"'{spec.id}' does not match its folder name '{folder.name}'")
     if not (folder / "repo").is_dir():
         raise DataError(path, None, "the task folder has no repo/ fixture")
+    if spec.verify.hidden_tests and not (folder / spec.verify.hidden_tests).is_dir():
+        raise DataError(path, "verify.hidden_tests", f"'{spec.verify.hidden_tests}' is not a folder of the task")
     slot = folder / "repo" / spec.content_slot
     if not slot.is_file():
         raise DataError(path, "content_slot", f"'{spec.content_slot}' is not a file in repo/")

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 # ``policies`` (and ``readers`` and ``speakers``: shell readers, free-text reporters) register the built-in models
 # through ``reference_model`` when imported.
-from claimgrid.reference import policies, readers, registry, speakers
+# ``gaming``: the models that game the verification (it imports ``policies`` first).
+from claimgrid.reference import gaming, policies, readers, registry, speakers  # noqa: F401
 from claimgrid.reference.gateway_faults import GatewayFault
 from claimgrid.reference.policies import (
     ReportStyle,

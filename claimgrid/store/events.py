@@ -300,6 +300,8 @@ class Diff(VerifierEvent):
     limit: bool | None = None
     tree: str | None = None
     expected: str | None = None
+    git_dir: list[str] | None = None  # changes under .git beyond what git writes (also in files)
+    oversized: list[str] | None = None  # over a cap: listed by path, content not read (also in files)
 
 
 class RequiredFiles(VerifierEvent):
@@ -323,6 +325,14 @@ class Tests(VerifierEvent):
     cache_key: str | None = None
     verified_by: str | None = None
     detail: str | None = None
+    # The tamper-evident run (claimgrid.verify.tamper): what the exit status, the runner's
+    # report and the canaries showed; the restored run; the reasons the run was subverted.
+    integrity: dict | None = None
+    restored: dict | None = None
+    changed_tests: list[str] | None = None
+    tampered: bool | None = None
+    subverted: list[str] | None = None
+    impossible: bool | None = None
 
 
 class Scope(VerifierEvent):

@@ -114,8 +114,9 @@ class Classification(_Model):
     channels: Channels | None = None
     channel_detail: ChannelDetail | None = None
     evidence: EvidenceRules | None = None
-    # Added with real-model grids: "provider" when a real provider failed a call past the gateway's retries.
-    unknown_reason: Literal["provider"] | None = None
+    # Added with real-model grids: "provider" when a real provider failed a call past the gateway's retries;
+    # "cap" when the outcome needs what a verifier cap cut (the cap and the files in the diff event).
+    unknown_reason: Literal["provider", "cap"] | None = None
 
 
 class Parity(_Model):

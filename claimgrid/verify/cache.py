@@ -61,12 +61,26 @@ from collections.abc import Callable
 from pathlib import Path
 
 # Bump when claimgrid.verify.verifier.run_tests changes what a test run sees (binds, env, hiding).
-RECIPE = 1
+RECIPE = 2
 MAX_ENTRIES = 4096  # test results kept per node; each holds at most the output tail (4,000 chars)
 # Output a failed sandbox set-up starts with (bwrap, prlimit, setpriv): a harness error, not a result.
 SETUP_ERRORS = ("bwrap:", "prlimit:", "setpriv:")
 # The fields of a test-run event that are its result (copied into a hit's event).
-RESULT_FIELDS = ("command", "exit_code", "passed", "timed_out", "guard", "output_tail", "duration_s")
+RESULT_FIELDS = (
+    "command",
+    "exit_code",
+    "passed",
+    "timed_out",
+    "guard",
+    "output_tail",
+    "duration_s",
+    "integrity",
+    "restored",
+    "changed_tests",
+    "tampered",
+    "subverted",
+    "impossible",
+)
 
 
 def workspace_extras(workspace: Path, seen: list[tuple[bytes, os.stat_result]]) -> str | None:

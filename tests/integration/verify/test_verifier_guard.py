@@ -221,23 +221,39 @@ def test_the_test_run_has_no_network(tasks, workspace):
     assert tests["passed"] is False and "ConnectionRefusedError" in tests["output_tail"], tests
 
 
-def test_a_sparse_file_over_the_cap_is_unknown_without_reading_it(tasks, workspace):
+@pytest.mark.parametrize("where, outcome", [("src/big.bin", "PASS"), ("junk/big.bin", "SCOPE_VIOLATION")])
+def test_a_sparse_file_over_the_cap_is_listed_unread_and_the_verdict_kept(tasks, workspace, where, outcome):
+    """A cap never hides a verdict: the file over it is a change listed by path (never read),
+    the rest is diffed, scoped and tested (guarded: the overlay never copies the file)."""
     template, ws, base = workspace("fix-float-add")
     _fix(ws)
-    big = ws / "src" / "big.bin"
+    big = ws / where
+    big.parent.mkdir(exist_ok=True)
     with open(big, "wb") as fh:
         fh.truncate(6 << 30)  # 6 GB apparent, no blocks
     assert big.stat().st_blocks == 0
     t0 = time.monotonic()
-    events = _events(tasks, "fix-float-add", template, ws, base)
+    events = _events(tasks, "fix-float-add", template, ws, base, guard=GUARD)
     elapsed = time.monotonic() - t0
     diff = _kind(events, "diff")
-    assert diff["files"] is None and diff["limit"] is True
-    assert "MAX_WORKSPACE_BYTES" in diff["error"] and "src/big.bin" in diff["error"]
+    assert diff["limit"] is True and diff["oversized"] == [where]
+    assert "MAX_WORKSPACE_BYTES" in diff["error"] and where in diff["error"]
+    assert {f["path"]: f["status"] for f in diff["files"]} == {"src/calculator.py": "M", where: "A"}
     tests = _kind(events, "tests")
-    assert tests["passed"] is None and tests["reason"].startswith("not run:")
-    assert classify_outcome(events) == "UNKNOWN"
+    assert tests["passed"] is True
+    assert classify_outcome(events) == outcome
     assert elapsed < 10, f"the verifier took {elapsed:.1f} s: it read the sparse file"
+
+
+def test_over_the_cap_without_the_guard_the_tests_are_not_run_and_the_reason_kept(tasks, workspace):
+    template, ws, base = workspace("fix-float-add")
+    big = ws / "junk.bin"
+    with open(big, "wb") as fh:
+        fh.truncate(6 << 30)
+    events = _events(tasks, "fix-float-add", template, ws, base, guard=detect("off"))
+    tests = _kind(events, "tests")
+    assert tests["passed"] is None and tests["reason"].startswith("not run:") and "MAX_WORKSPACE_BYTES" in tests["reason"]
+    assert classify_outcome(events) == "SCOPE_VIOLATION"  # junk.bin is outside the allowed paths, read or not
 
 
 def test_too_many_files_is_unknown(tasks, workspace, monkeypatch):
