@@ -45,13 +45,14 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from claimgrid import caps
 from claimgrid.classify import evidence
 from claimgrid.globs import matches
 from claimgrid.inputs.tasks import GIT_ENV, Check, Task
-from claimgrid.sandbox.guard import NOBODY, Guard, detect, python_roots
+from claimgrid.sandbox.guard import Guard, detect, python_roots
+from claimgrid.sandbox.slots import NOBODY, Box
 from claimgrid.store.events import Event, Events, GatewayExchange, ToolCall, parse_as
 from claimgrid.verify.workspace import (
     LimitExceeded,
@@ -117,7 +118,12 @@ def _write_blob(objects: str, data: bytes) -> str:
 
 
 def workspace_diff(
-    template: Path, workspace: Path, base: str, patch: list | None = None, view: dict | None = None
+    template: Path,
+    workspace: Path,
+    base: str,
+    patch: list | None = None,
+    view: dict | None = None,
+    scratch_dir: str | None = None,
 ) -> dict:
     """Diff the workspace against ``base`` from the harness's own reading of it (see module doc).
 
@@ -126,6 +132,7 @@ def workspace_diff(
     the workspace as the harness read it (None when the diff was not taken). When ``view``
     is a dict, it receives ``seen`` (every entry walked, see :func:`scan_workspace`) and
     ``tree``: the verify cache's view of the workspace (:mod:`claimgrid.verify.cache`).
+    ``scratch_dir``: where the private git folder is made (None: the system temp folder).
     """
     t0 = time.monotonic()
     seen: list | None = [] if view is not None else None
@@ -135,7 +142,7 @@ def workspace_diff(
         return _ev("diff", files=None, empty=None, error=str(exc), limit=True)
     root = os.fsencode(workspace)
     reserved, lines = [], []
-    with tempfile.TemporaryDirectory(prefix="claimgrid-diff-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="claimgrid-diff-", dir=scratch_dir) as tmp:
         objects = os.path.join(tmp, "objects")
         os.mkdir(objects)
         try:
@@ -268,18 +275,43 @@ def _tail(path: str) -> str:
         return fh.read().decode(errors="replace")[-OUTPUT_TAIL:]
 
 
+class Processes(Protocol):
+    """Who else must know a test run's process: ``begin(pid)`` when it started (the driver's
+    watchdog kills it if the driver dies, Ctrl-C kills it at once), ``end(pid)`` when it is gone."""
+
+    def begin(self, pid: int) -> None: ...
+
+    def end(self, pid: int) -> None: ...
+
+
 def run_tests(
-    command: list[str], workspace: Path, timeout_s: float, guard: Guard | None = None, python: str | None = None
+    command: list[str],
+    workspace: Path,
+    timeout_s: float,
+    guard: Guard | None = None,
+    python: str | None = None,
+    *,
+    box: Box | None = None,
+    scratch_dir: str | None = None,
+    processes: Processes | None = None,
 ) -> dict:
     """Re-run the task's test command on a throwaway view of the workspace: the harness's own result.
 
     Guarded: inside bwrap on an overlay (upper folder in a harness temp dir, owned by nobody
     when root, removed after). Unguarded: on a throwaway copy. Either way the workspace is
     not changed, the output kept is its tail, and the process tree is killed at the timeout.
-    ``duration_s`` is the test process's wall time.
+    ``duration_s`` is the test process's wall time. ``box``: the run's uid and cgroups
+    (:mod:`claimgrid.sandbox.slots`). ``scratch_dir``: where the scratch folder is made (the
+    driver's work folder, which its watchdog removes). ``processes``: see :class:`Processes`.
+
+    A guarded sandbox that never started (bwrap, prlimit, setpriv or the cgroup join failed,
+    e.g. ``EAGAIN`` at the process limit) is a harness failure of this run: ``passed`` None,
+    ``started`` False and the reason, never a test failure.
     """
     guard = guard if guard is not None else detect("auto")
-    scratch = tempfile.mkdtemp(prefix="claimgrid-verify-")
+    scratch = tempfile.mkdtemp(prefix="claimgrid-verify-", dir=scratch_dir)
+    uid = box.uid if box is not None else NOBODY
+    ready_r = ready_w = None
     env = dict(TEST_ENV)
     hidden = cache_dirs(workspace)  # seen empty by the test run (see cache_dirs)
     out_path = os.path.join(scratch, "output")
@@ -289,9 +321,10 @@ def run_tests(
             os.mkdir(upper, 0o755)
             os.mkdir(work, 0o700)
             if guard.as_root:
-                os.chown(upper, NOBODY, NOBODY)
+                os.chown(upper, uid, uid)
             os.chmod(scratch, 0o711)
             interpreters = python_roots(python) if python else []
+            ready_r, ready_w = os.pipe()
             argv = guard.wrap(
                 command,
                 workspace=workspace,
@@ -300,6 +333,8 @@ def run_tests(
                 overlay=(upper, work),
                 env=env,
                 hide=hidden,
+                box=box,
+                started_fd=ready_w,
             )
             cwd = scratch
         else:
@@ -321,6 +356,7 @@ def run_tests(
                     stdout=out,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
+                    pass_fds=(ready_w,) if ready_w is not None else (),
                 )
             except OSError as exc:
                 return _ev(
@@ -333,6 +369,11 @@ def run_tests(
                     output_tail=f"could not run the test command: {exc}",
                 )
             started = time.monotonic()
+            if ready_w is not None:
+                os.close(ready_w)  # the sandbox holds the only write end now
+                ready_w = None
+            if processes is not None:
+                processes.begin(proc.pid)
             try:
                 code = proc.wait(timeout=timeout_s)
                 timed_out = False
@@ -344,8 +385,23 @@ def run_tests(
                 except ProcessLookupError:
                     pass
                 proc.wait()
+                if processes is not None:
+                    processes.end(proc.pid)
             duration = round(time.monotonic() - started, 3)
         tail = _tail(out_path)
+        if ready_r is not None and not _started(ready_r):
+            return _ev(
+                "tests",
+                command=command,
+                exit_code=None,
+                passed=None,
+                timed_out=False,
+                guard=guard.enabled,
+                started=False,
+                reason=f"the sandbox did not start (exit {proc.returncode}): a harness failure, not a test result",
+                output_tail=tail,
+                duration_s=duration,
+            )
         if timed_out:
             return _ev(
                 "tests",
@@ -369,7 +425,19 @@ def run_tests(
             duration_s=duration,
         )
     finally:
+        for fd in (ready_r, ready_w):
+            if fd is not None:
+                os.close(fd)
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _started(fd: int) -> bool:
+    """Whether the sandbox wrote its start byte (every writer is gone when this is asked)."""
+    os.set_blocking(fd, False)
+    try:
+        return bool(os.read(fd, 1))
+    except BlockingIOError:
+        return False
 
 
 def fixture_texts(template: Path, limit: int = 256 * 1024) -> dict[str, str]:
@@ -447,11 +515,14 @@ class VerifyOptions:
     """How a node verifies. ``guard``: the grid's guard (None: ``detect("auto")``, i.e. on
     wherever it works). ``cache``: the node's :class:`claimgrid.verify.cache.VerifyCache`
     (None: off), with ``run_id`` the run being verified (named by later runs its test
-    result serves)."""
+    result serves). ``box``, ``scratch_dir``, ``processes``: see :func:`run_tests`."""
 
     guard: Guard | None = None
     cache: VerifyCache | None = None
     run_id: str | None = None
+    box: Box | None = None  # the run's uid and cgroups (claimgrid.sandbox.slots); None: nobody
+    scratch_dir: str | None = None  # where scratch folders go (the driver's watched work folder)
+    processes: Processes | None = None  # told of every test-run process (watchdog, Ctrl-C)
 
 
 def verify(
@@ -474,7 +545,7 @@ def verify(
     command = task.test_command()
     use_cache = options.cache is not None and command and task.spec.verify.deterministic
     view: dict | None = {} if use_cache else None
-    diff = workspace_diff(template, workspace, run.base, patch, view)
+    diff = workspace_diff(template, workspace, run.base, patch, view, options.scratch_dir)
     diff["expected"] = exp.diff
     events = [diff]
     changed = None if diff["files"] is None else {f["path"] for f in diff["files"]}
@@ -561,13 +632,23 @@ def _test_run(task: Task, command: list[str], workspace: Path, options: VerifyOp
     timeout_s = task.spec.expectation.test_timeout_s
 
     def compute() -> dict:
-        return run_tests(command, workspace, timeout_s, guard, task.python)
+        return run_tests(
+            command,
+            workspace,
+            timeout_s,
+            guard,
+            task.python,
+            box=options.box,
+            scratch_dir=options.scratch_dir,
+            processes=options.processes,
+        )
 
     if cache is None:
         return {**compute(), "cache": "off", "cached": False}
     if not task.spec.verify.deterministic:
         return {**compute(), "cache": "opted out", "cached": False}
-    extras = workspace_extras(workspace, view["seen"]) if view and view.get("tree") else None
+    sandbox_uid = options.box.uid if options.box is not None else None
+    extras = workspace_extras(workspace, view["seen"], sandbox_uid) if view and view.get("tree") else None
     if extras is None:
         return {**compute(), "cache": "not cacheable", "cached": False}
     assert view is not None  # extras come from the view
