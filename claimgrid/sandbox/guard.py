@@ -117,7 +117,9 @@ class Guard:
             "bwrap": self.bwrap,
             "bwrap_version": self.version,
             "bwrap_source": self.source,
-            "uid": "unprivileged, per run where leased (setpriv after privileged bwrap)" if self.as_root else "invoking user (user namespace)",
+            "uid": "unprivileged, per run where leased (setpriv after privileged bwrap)"
+            if self.as_root
+            else "invoking user (user namespace)",
             "network": "none (empty network namespace)",
             "limits": vars(self.limits),
         }
