@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from claimgrid.sandbox.guard import GITCONFIG, Guard, python_roots
+from claimgrid.sandbox.guard import GITCONFIG, Guard, PerRun, python_roots
 from claimgrid.sandbox.slots import NOBODY, Box
 
 BASH = "/usr/bin/bash"  # /bin is a link to usr/bin inside the sandbox where it is one outside
@@ -39,8 +39,7 @@ def command_sandbox(
             workspace=workspace,
             interpreters=python_roots(python),
             python=python,
-            box=box,
-            tmp=str(tmp) if tmp is not None else None,
+            per_run=PerRun(box=box, tmp=str(tmp) if tmp is not None else None),
         ),
         "timeout_s": timeout_s,
     }

@@ -95,6 +95,26 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class PerRun:
+    """What one run (or one invocation) adds to a sandbox.
+
+    ``box``: the run's uid and cgroups (:mod:`claimgrid.sandbox.slots`); None: ``nobody``, no
+    cgroup. ``tmp``: a harness folder (writable by the sandbox uid) bound at ``/tmp``, so what a
+    command leaves there is still there for the run's next command; None: a fresh tmpfs.
+    ``started_fd``: a descriptor the caller passes in; one byte is written to it once the
+    sandbox is set up, just before the command starts. No byte means the sandbox never started
+    (bwrap, prlimit, setpriv or the cgroup join failed): a harness failure, not the command's.
+    ``hide``: folders relative to the workspace that the command sees empty (an empty tmpfs
+    over each; the verifier hides interpreter caches the diff does not record).
+    """
+
+    box: Box | None = None
+    tmp: str | None = None
+    started_fd: int | None = None
+    hide: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
 class Guard:
     """How sandboxed commands are built. ``enabled`` False means unguarded (recorded)."""
 
@@ -136,10 +156,7 @@ class Guard:
         writable: bool = True,
         overlay: tuple[str, str] | None = None,
         env: dict[str, str] | None = None,
-        hide: Sequence[str] = (),
-        box: Box | None = None,
-        tmp: str | None = None,
-        started_fd: int | None = None,
+        per_run: PerRun | None = None,
     ) -> list[str]:
         """The bwrap command line that runs ``argv`` in ``/workspace``.
 
@@ -149,15 +166,10 @@ class Guard:
         work)``, a writable overlay whose changes land in ``upper`` (both folders harness-owned,
         ``upper`` writable by the sandbox uid) and never in the workspace.
         ``env``: the whole environment (nothing is inherited; ``PATH`` and ``HOME`` are set).
-        ``hide``: folders relative to the workspace that the command sees empty (an empty
-        tmpfs over each; the verifier hides interpreter caches the diff does not record).
-        ``box``: the run's uid and cgroups (:mod:`claimgrid.sandbox.slots`); None: ``nobody``, no cgroup.
-        ``tmp``: a harness folder (writable by the sandbox uid) bound at ``/tmp``, so what a
-        command leaves there is still there for the run's next command; None: a fresh tmpfs.
-        ``started_fd``: a descriptor the caller passes in; one byte is written to it once the
-        sandbox is set up, just before ``argv`` starts. No byte means the sandbox never started
-        (bwrap, prlimit, setpriv or the cgroup join failed): a harness failure, not ``argv``'s.
+        ``per_run``: the run's box, ``/tmp`` and start descriptor (:class:`PerRun`).
         """
+        per_run = per_run or PerRun()
+        box, tmp, started_fd, hide = per_run.box, per_run.tmp, per_run.started_fd, per_run.hide
         if not self.enabled:
             raise RuntimeError("Guard.wrap called on a disabled guard")
         assert self.bwrap is not None  # an enabled guard was built with its bwrap (detect)

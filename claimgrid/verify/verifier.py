@@ -51,7 +51,7 @@ from claimgrid import caps
 from claimgrid.classify import evidence
 from claimgrid.globs import matches
 from claimgrid.inputs.tasks import GIT_ENV, Check, Task
-from claimgrid.sandbox.guard import Guard, detect, python_roots
+from claimgrid.sandbox.guard import Guard, PerRun, detect, python_roots
 from claimgrid.sandbox.slots import NOBODY, Box
 from claimgrid.store.events import Event, Events, GatewayExchange, ToolCall, parse_as
 from claimgrid.verify.workspace import (
@@ -332,9 +332,7 @@ def run_tests(
                 python=python,
                 overlay=(upper, work),
                 env=env,
-                hide=hidden,
-                box=box,
-                started_fd=ready_w,
+                per_run=PerRun(box=box, started_fd=ready_w, hide=hidden),
             )
             cwd = scratch
         else:

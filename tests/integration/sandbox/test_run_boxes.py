@@ -24,6 +24,7 @@ import pytest
 
 from claimgrid.classify.classifier import classify_outcome
 from claimgrid.launch.confine import agent_tmp, command_sandbox, hand_over
+from claimgrid.sandbox.guard import PerRun
 from claimgrid.sandbox.slots import GROUP_PREFIX, Box, Boxes
 from claimgrid.verify.verifier import FinishedRun, VerifyOptions, run_tests, verify
 
@@ -53,7 +54,7 @@ def _procs_of(uid: int) -> int:
 def _bomb(ws, box: Box | None) -> subprocess.Popen:
     """A sandbox holding every process its uid may have, until killed."""
     argv = GUARD.wrap(["/bin/bash", "-c", "for i in $(seq 2000); do sleep 60 & done 2>/dev/null; wait"],
-                      workspace=ws, box=box)
+                      workspace=ws, per_run=PerRun(box=box))
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     uid = box.uid if box is not None else 65534
     deadline = time.monotonic() + 30
@@ -101,7 +102,7 @@ def test_memory_is_bounded_per_run(tmp_path):
     three = f"{_eat(60)} & {_eat(60)} & {_eat(60)} & wait"
     box = boxes.lease()
     try:
-        together = subprocess.run(GUARD.wrap(["/bin/bash", "-c", three], workspace=ws, box=box),
+        together = subprocess.run(GUARD.wrap(["/bin/bash", "-c", three], workspace=ws, per_run=PerRun(box=box)),
                                   capture_output=True, text=True, timeout=120)
     finally:
         box.release()
@@ -110,7 +111,8 @@ def test_memory_is_bounded_per_run(tmp_path):
     for _ in range(3):
         box = boxes.lease()
         try:
-            apart.append(subprocess.run(GUARD.wrap(["/bin/bash", "-c", _eat(60)], workspace=ws, box=box),
+            apart.append(subprocess.run(GUARD.wrap(["/bin/bash", "-c", _eat(60)], workspace=ws,
+                                                   per_run=PerRun(box=box)),
                                         capture_output=True, text=True, timeout=120).stdout)
         finally:
             box.release()
