@@ -2,7 +2,7 @@
 the real verifier:
 
 * a fork bomb in one run's box leaves another run's test run alone (and, as the control,
-  starves it when both share one uid, which is what every sandbox did before);
+  starves it when both share one uid, as every sandbox shared ``nobody`` before);
 * memory is bounded per run, not per process, where the machine gives the harness cgroups;
 * a sandbox that never starts is a harness failure (``UNKNOWN``), never a test failure;
 * a box's cgroups and uid go back when it is released; a dead driver's groups are removed
@@ -51,12 +51,15 @@ def _procs_of(uid: int) -> int:
     return n
 
 
+GUARD_UID = 65534  # a sandbox without a box runs as nobody
+
+
 def _bomb(ws, box: Box | None) -> subprocess.Popen:
     """A sandbox holding every process its uid may have, until killed."""
     argv = GUARD.wrap(["/bin/bash", "-c", "for i in $(seq 2000); do sleep 60 & done 2>/dev/null; wait"],
                       workspace=ws, per_run=PerRun(box=box))
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    uid = box.uid if box is not None else 65534
+    uid = box.uid if box is not None else GUARD_UID
     deadline = time.monotonic() + 30
     while _procs_of(uid) < GUARD.limits.nproc - 2 and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -73,16 +76,19 @@ def test_a_fork_bomb_fills_only_its_own_box(tmp_path):
     command = [TASK_PYTHON, "-m", "unittest", "-q"]
     results = {}
     for mode in ("shared uid", "own boxes"):
-        bomber, other = (boxes.lease(), boxes.lease()) if mode == "own boxes" else (None, None)
-        bomb = _bomb(ws, bomber)
+        bomber, other = boxes.lease(), boxes.lease()
+        # The control: both sandboxes as one uid (what every sandbox was, as nobody), a leased
+        # one so that no other test's sandbox on this machine shares the starved uid.
+        shared = Box(uid=bomber.uid, gid=bomber.gid)
+        bomb = _bomb(ws, bomber if mode == "own boxes" else shared)
         try:
-            results[mode] = run_tests(command, ws, 60, GUARD, TASK_PYTHON, box=other)
+            results[mode] = run_tests(command, ws, 60, GUARD, TASK_PYTHON,
+                                      box=other if mode == "own boxes" else shared)
         finally:
             bomb.kill()
             bomb.wait()
             for box in (bomber, other):
-                if box is not None:
-                    box.release()
+                box.release()
     assert results["own boxes"]["passed"] is True, results["own boxes"]
     assert results["shared uid"]["passed"] is not True, results["shared uid"]  # the control: starved
 
@@ -122,15 +128,26 @@ def test_memory_is_bounded_per_run(tmp_path):
 def test_a_sandbox_that_never_starts_is_unknown(tasks, workspace):
     template, ws, base = workspace("fix-float-add")
     _fix(ws)  # a correct fix: only the harness can make this fail
-    # A process allowance of 0: setpriv's exec fails with EAGAIN, as under another run's fork bomb.
+    # A process allowance of 0 while the uid has a process: setpriv's exec fails with EAGAIN,
+    # as it did under another run's fork bomb when every sandbox shared one uid.
     starved = dataclasses.replace(GUARD, limits=dataclasses.replace(GUARD.limits, nproc=0))
-    for guard, box in ((starved, None), (GUARD, Box(procs=(str(ws.parent / "no-such-group" / "cgroup.procs"),)))):
-        events = verify(tasks["fix-float-add"], None, FinishedRun(template, ws, base),
-                        options=VerifyOptions(guard=guard, box=box))
-        (tests,) = [e for e in events if e["kind"] == "tests"]
-        assert tests["started"] is False and tests["passed"] is None, tests
-        assert "the sandbox did not start" in tests["reason"] and tests["exit_code"] is None
-        assert classify_outcome(events) == "UNKNOWN"
+    box = GUARD.limits.boxes(os.geteuid() == 0).lease()
+    holder = subprocess.Popen(GUARD.wrap(["/bin/sleep", "60"], workspace=ws, per_run=PerRun(box=box)))
+    try:
+        deadline = time.monotonic() + 10
+        while _procs_of(box.uid) < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for guard, start_box in ((starved, box), (GUARD, Box(procs=(str(ws.parent / "no-group" / "cgroup.procs"),)))):
+            events = verify(tasks["fix-float-add"], None, FinishedRun(template, ws, base),
+                            options=VerifyOptions(guard=guard, box=start_box))
+            (tests,) = [e for e in events if e["kind"] == "tests"]
+            assert tests.get("started") is False and tests["passed"] is None, tests
+            assert "the sandbox did not start" in tests["reason"] and tests["exit_code"] is None
+            assert classify_outcome(events) == "UNKNOWN"
+    finally:
+        holder.kill()
+        holder.wait()
+        box.release()
     good = verify(tasks["fix-float-add"], None, FinishedRun(template, ws, base), options=VerifyOptions(guard=GUARD))
     assert classify_outcome(good) == "PASS"
 
