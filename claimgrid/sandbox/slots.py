@@ -48,7 +48,9 @@ UID_COUNT = 4096
 NOBODY = 65534
 LOCK_DIRS = ("/run/claimgrid-uids", os.path.join(tempfile.gettempdir(), "claimgrid-uids"))
 GROUP_PREFIX = "claimgrid-"
-_GROUP_RE = re.compile(rf"^{GROUP_PREFIX}(\d+)-[0-9a-f]+$")
+# A group is named claimgrid-<pid namespace>-<driver pid>-<random>: a pid is only looked up
+# in the namespace it belongs to, so a driver of another container is never taken for dead.
+_GROUP_RE = re.compile(rf"^{GROUP_PREFIX}(\d+)-(\d+)-[0-9a-f]+$")
 # A sandbox joins its box's cgroups before bwrap starts: the shell writes its own pid into each
 # cgroup.procs file, then execs the rest of the argv (a failure exits 125 before anything runs).
 _JOIN_SCRIPT = 'while [ "$1" != -- ]; do echo $$ >"$1" || exit 125; shift; done; shift; exec "$@"'
@@ -141,7 +143,7 @@ class Boxes:
                 uid, fd = _lease_uid(self.lock_dir)
         box = Box(uid=uid, gid=uid, _lock_fd=fd)
         if self.cgroup:
-            name = f"{GROUP_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
+            name = f"{GROUP_PREFIX}{_pid_ns()}-{os.getpid()}-{secrets.token_hex(4)}"
             groups, procs = [], []
             try:
                 for controller, parent in sorted(self.cgroup["parents"].items()):
@@ -252,8 +254,15 @@ def _own_paths() -> dict[str, str]:
     return out
 
 
+def _pid_ns() -> int:
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
+
+
 def _probe(parent: str) -> bool:
-    name = os.path.join(parent, f"{GROUP_PREFIX}{os.getpid()}-probe")
+    name = os.path.join(parent, f"{GROUP_PREFIX}{_pid_ns()}-{os.getpid()}-probe")
     try:
         os.mkdir(name)
     except FileExistsError:
@@ -357,7 +366,10 @@ def remove_stale_groups(parent: str) -> int:
         return 0
     for name in names:
         m = _GROUP_RE.match(name)
-        if m is None or int(m.group(1)) == os.getpid() or os.path.exists(f"/proc/{m.group(1)}"):
+        if m is None or int(m.group(1)) != _pid_ns():
+            continue
+        pid = int(m.group(2))
+        if pid == os.getpid() or os.path.exists(f"/proc/{pid}"):
             continue
         removed += remove_group(os.path.join(parent, name), wait_s=1.0)
     return removed

@@ -50,7 +50,8 @@ def _groups_of(driver: int) -> list[str]:
         if fstype not in ("cgroup", "cgroup2"):
             continue
         for dirpath, dirnames, _ in os.walk(mount):
-            found += [os.path.join(dirpath, d) for d in dirnames if d.startswith(f"claimgrid-{driver}-")]
+            found += [os.path.join(dirpath, d) for d in dirnames
+                      if d.startswith("claimgrid-") and d.split("-")[2:3] == [str(driver)]]
             if dirpath.count("/") - mount.count("/") >= 3:
                 dirnames[:] = []
     return found

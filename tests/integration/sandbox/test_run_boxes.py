@@ -169,7 +169,8 @@ def test_boxes_are_given_back_and_dead_drivers_groups_removed():
         return
     dead = subprocess.Popen(["true"])
     dead.wait()  # a pid no process has now: a driver killed before its watchdog ran
-    stale = [os.path.join(p, f"{GROUP_PREFIX}{dead.pid}-0badc0de") for p in set(boxes.cgroup["parents"].values())]
+    ns = os.stat("/proc/self/ns/pid").st_ino
+    stale = [os.path.join(p, f"{GROUP_PREFIX}{ns}-{dead.pid}-0badc0de") for p in set(boxes.cgroup["parents"].values())]
     for folder in stale:
         os.mkdir(folder)
     GUARD.limits.boxes(True)  # the next start
