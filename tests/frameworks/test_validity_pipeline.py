@@ -131,7 +131,8 @@ def test_git_works_inside_run_command(grid, fw):
     """git status, diff and log in the sandbox, without the host's git configuration."""
     r = rec(grid, fw, "git-worker", grid["p"]["code"], grid["p"]["baseline"])
     events = read_events(grid["store"].folder / r["evidence_dir"] / "events.jsonl")
-    (call,) = [e for e in events if e.get("tool") == "run_command" and e.get("kind") == "tool_call"]
+    (call,) = [e for e in events if e.get("source") == "tools" and e.get("tool") == "run_command"
+               and str((e.get("args") or {}).get("command", "")).startswith("git status")]
     assert call["exit_code"] == 0 and "gitconfig" not in (call.get("result") or ""), call
     assert r["classification"]["outcome"] == "PASS", r["classification"]
 
