@@ -42,6 +42,12 @@ def _verifier_scratch() -> dict[int, str]:
     return out
 
 
+def _default_sigint() -> None:
+    """The grid gets Ctrl-C's default action even where the test process ignores SIGINT (a
+    Python child keeps an inherited SIG_IGN and then never raises KeyboardInterrupt)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _groups_of(driver: int) -> list[str]:
     """The per-run cgroups (claimgrid/sandbox/slots.py) the driver ``driver`` made, still there."""
     found = []
@@ -63,7 +69,7 @@ def test_stop_with_a_test_run_in_flight(tmp_path, plain_venvs, sig):
     proc = subprocess.Popen([sys.executable, str(ROOT / "grid.py"), "run", "--venvs", str(plain_venvs),
                              "--policies", str(POLICIES), "--out", str(out), "--no-progress", *CELLS],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_default_sigint)
     deadline = time.monotonic() + 120
     scratch: dict[int, str] = {}
     while time.monotonic() < deadline and proc.poll() is None:
