@@ -22,6 +22,8 @@ _FULL = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
 
 
 _DENIED = {errno.EACCES, errno.EPERM}
+# The longest the driver's main thread sleeps between looks at its runs (Ctrl-C reaction time).
+SIGNAL_POLL_S = 0.2
 
 
 def _is_storage_error(exc: BaseException | None, store: RunStore) -> bool:
@@ -213,8 +215,10 @@ class _Grid:
                     pending[pool.submit(self.gated, node, cell)] = cell
                 if not pending:
                     break
-                # With work queued, wake to re-read which runs are idle; else only on a finish.
-                timeout = POLL_S if queue and not self.stopped else None
+                # With work queued, wake to re-read which runs are idle. Never wait unbounded:
+                # a Ctrl-C delivered to a worker thread (blocked in a test run's wait) runs its
+                # handler only when this thread next wakes.
+                timeout = POLL_S if queue and not self.stopped else SIGNAL_POLL_S
                 finished, _ = wait(pending, timeout=timeout, return_when=FIRST_COMPLETED)
                 for fut in finished:
                     self.on_result(pending.pop(fut), fut.result())

@@ -106,6 +106,7 @@ class Node:
                 guard=self.guard,
                 delegations=dict(replay.delegations) if replay else {},
                 verify_cache=VerifyCache() if spec.verify_cache else None,
+                boxes=self.guard.limits.boxes(self.guard.as_root) if self.guard.enabled else None,
             )
         except BaseException:
             self.close()

@@ -22,7 +22,7 @@ from claimgrid.execute.cells import Cell
 from claimgrid.inputs.conditions import ContentCondition, SwapCondition
 from claimgrid.inputs.tasks import Task, build_template, materialise, seal_template
 from claimgrid.launch import RunInterrupted
-from claimgrid.launch.confine import command_sandbox, hand_over
+from claimgrid.launch.confine import agent_tmp, command_sandbox, hand_over
 from claimgrid.store.events import parse_events
 from claimgrid.store.record import RunRecord, dump
 from claimgrid.trace import parse_trace, report_instructions
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from claimgrid.gateway import Gateway
     from claimgrid.launch import Launcher
     from claimgrid.sandbox.guard import Guard
+    from claimgrid.sandbox.slots import Boxes
     from claimgrid.verify.cache import VerifyCache
 
 COMMAND_TIMEOUT_S = 30
@@ -74,6 +75,7 @@ class GridContext:
     guard: Guard | None = field(default_factory=lambda: _default_guard())
     model_call_timeout_s: float = 15.0  # per-call deadline adapters give their client (budgets)
     verify_cache: VerifyCache | None = None  # the node's; None: --no-verify-cache
+    boxes: Boxes | None = None  # per-run uid and cgroup leases (claimgrid.sandbox.slots); None: shared
 
     def template(self, task: Task, content: ContentCondition) -> tuple[Path, str]:
         """The (task, content) template: built once per grid, sealed read-only, its digest kept
@@ -91,6 +93,16 @@ def _default_guard():
     from claimgrid.sandbox.guard import detect
 
     return detect("auto")
+
+
+def _guard_facts(ctx: GridContext) -> dict:
+    """The guard's parity facts, with the per-run resource mechanism in force (slots.py)."""
+    if ctx.guard is None:
+        return {"guard": "off", "reason": "no guard given"}
+    facts = ctx.guard.facts()
+    if ctx.boxes is not None and ctx.guard.enabled:
+        facts["resources"] = ctx.boxes.facts()
+    return facts
 
 
 def build_prompt(task: Task, delegation: str, agent: str) -> str:
@@ -130,7 +142,25 @@ def truth_for(task: Task, content: ContentCondition, swap: SwapCondition, cell: 
 
 
 def run_cell(cell: Cell, ctx: GridContext) -> dict:
-    """Run one cell to a stored record. Never raises for anything the agent did."""
+    """Run one cell to a stored record. Never raises for anything the agent did.
+
+    The run holds its own box (uid and cgroups, ``ctx.boxes``) from before its workspace is
+    handed over until its record is stored: its commands and its verifier test run use it,
+    and no other run shares it."""
+    box = ctx.boxes.lease() if ctx.boxes is not None else None
+    groups = box.groups if box is not None else ()
+    for group in groups:
+        ctx.launcher.watch_group(group)
+    try:
+        return _run_cell(cell, ctx, box)
+    finally:
+        if box is not None:
+            box.release()
+        for group in groups:
+            ctx.launcher.forget_group(group)
+
+
+def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
     from claimgrid.gateway import RunScript
     from claimgrid.reference.script import CallLimits
 
@@ -145,9 +175,11 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
     shutil.rmtree(run_dir, ignore_errors=True)
     ws, sandbox = run_dir / "ws", run_dir / "sandbox"
     materialise(template, ws, ctx.template_digests[template])
-    hand_over(ctx.guard, ws)  # guarded as root: the workspace belongs to the sandbox user
+    hand_over(ctx.guard, ws, box)  # guarded as root: the workspace belongs to the run's sandbox user
     sandbox.mkdir(parents=True)
     sandbox.chmod(0o700)
+    # The agent's /tmp and HOME: beside the workspace, never in it (temp files are not changes).
+    tmp = agent_tmp(ctx.guard, run_dir / "tmp", box)
 
     token = "cg-" + secrets.token_urlsafe(24)
     ctx.gateway.register(
@@ -185,7 +217,7 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
             "model_call_timeout_s": ctx.model_call_timeout_s,
         },
         "timeout_s": ctx.timeout_s,
-        "command_sandbox": command_sandbox(ctx.guard, ws, task.python, COMMAND_TIMEOUT_S),
+        "command_sandbox": command_sandbox(ctx.guard, ws, task.python, COMMAND_TIMEOUT_S, box, tmp),
     }
     t0, started_unix = time.monotonic(), time.time()
     try:
@@ -213,8 +245,18 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
         content.carries,
         FinishedRun(template, ws, base, result.tool_events, gateway_events),
         patch,
-        VerifyOptions(guard=ctx.guard, cache=ctx.verify_cache, run_id=run_id),
+        VerifyOptions(
+            guard=ctx.guard,
+            cache=ctx.verify_cache,
+            run_id=run_id,
+            box=box,
+            scratch_dir=str(run_dir),
+            processes=ctx.launcher.processes,
+        ),
     )
+    if ctx.launcher.interrupted:
+        # Ctrl-C killed the test run (or came while it ran): its result is not this run's.
+        raise RunInterrupted(run_id)
     verify_s = time.monotonic() - t1
     # This thread's CPU plus the CPU of the processes reaped meanwhile (git, the sandboxed
     # test run): exact at --jobs 1; with parallel runs the second part is process-wide.
@@ -268,7 +310,7 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
             "timeout_s": ctx.timeout_s,
             "budget": {"max_model_calls": ctx.max_model_calls, "model_call_timeout_s": ctx.model_call_timeout_s},
             "isolation": ctx.isolation,
-            "guard": ctx.guard.facts() if ctx.guard is not None else {"guard": "off", "reason": "no guard given"},
+            "guard": _guard_facts(ctx),
             "swap_from_call": swap.unavailable_from_call,
         },
         "runtime_versions": versions,

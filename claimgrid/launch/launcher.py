@@ -16,6 +16,9 @@ fork a child. Either way the adapter process
   temporary folders,
 * is killed at once by ``Launcher.interrupt`` (Ctrl-C): its result says ``interrupted``.
 
+The verifier's test runs are registered the same way (``Launcher.processes``), so Ctrl-C
+and the watchdog reach them too.
+
 ``Launcher.launch`` is thread-safe and never raises for anything the adapter does:
 crash, hang, garbage output, garbage outcome are all a ``LaunchResult``.
 """
@@ -165,6 +168,24 @@ class Launcher:
 
     def forget_dir(self, path) -> None:
         self.watchdog.forget_dir(path)
+
+    def watch_group(self, path) -> None:
+        """Have the cgroup ``path`` emptied and removed if the driver dies first (slots.py)."""
+        self.watchdog.watch_group(path)
+
+    def forget_group(self, path) -> None:
+        self.watchdog.forget_group(path)
+
+    @property
+    def processes(self) -> _Tracker:
+        """Where other in-flight processes of a run (the verifier's test run) are registered:
+        ``begin(pid)``/``end(pid)``; the watchdog kills them with the driver, ``interrupt`` at once."""
+        return self._track
+
+    @property
+    def interrupted(self) -> bool:
+        """True once ``interrupt`` ran (Ctrl-C): whatever a run got since is not its result."""
+        return self._track.interrupted
 
     def running_pids(self) -> list[int]:
         """The adapter processes in flight now (the scheduler reads their CPU: admission.py)."""

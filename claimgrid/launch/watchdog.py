@@ -8,8 +8,11 @@ fresh or warm child, or a warm parent) and ``+dir PATH`` / ``-dir PATH`` (a temp
 folder). Only the driver holds the write end (not inheritable), so the watchdog reads
 EOF exactly when the driver process is gone; it then SIGKILLs every registered tree
 (``kill.kill_tree``: descendants, session and group) and removes every registered
-folder, and exits. A clean driver forgets what it cleaned itself, so EOF after a normal
-exit finds nothing left to do.
+folder, and exits. ``+group PATH`` / ``-group PATH`` name a run's cgroup
+(claimgrid/sandbox/slots.py): on EOF its processes are SIGKILLed and the group removed.
+Every scratch folder of a node lives in its registered work folder (the verifier's
+included), so EOF leaves nothing of the driver's behind. A clean driver forgets what it
+cleaned itself, so EOF after a normal exit finds nothing left to do.
 """
 
 from __future__ import annotations
@@ -65,6 +68,12 @@ class Watchdog:
     def forget_dir(self, path) -> None:
         self._send(f"-dir {os.fspath(path)}")
 
+    def watch_group(self, path) -> None:
+        self._send(f"+group {os.fspath(path)}")
+
+    def forget_group(self, path) -> None:
+        self._send(f"-group {os.fspath(path)}")
+
     def close(self) -> None:
         """EOF: the watchdog cleans whatever is still registered, then exits."""
         with self._lock:
@@ -91,6 +100,7 @@ def main() -> int:
 
     trees: dict[int, None] = {}
     dirs: dict[str, None] = {}
+    groups: dict[str, None] = {}
     for raw in sys.stdin.buffer:
         op, _, arg = raw.decode(errors="replace").rstrip("\n").partition(" ")
         if op == "+tree":
@@ -101,11 +111,41 @@ def main() -> int:
             dirs[arg] = None
         elif op == "-dir":
             dirs.pop(arg, None)
+        elif op == "+group":
+            groups[arg] = None
+        elif op == "-group":
+            groups.pop(arg, None)
     for pid in trees:
         kill_tree(pid)
+    for path in groups:
+        _remove_group(path)
     for path in dirs:
         shutil.rmtree(path, ignore_errors=True)
     return 0
+
+
+def _remove_group(path: str) -> None:
+    """Kill what is left in a run's cgroup and remove it (slots.remove_group, stdlib only here)."""
+    import time
+
+    for _ in range(100):
+        try:
+            with open(os.path.join(path, "cgroup.procs")) as fh:
+                pids = fh.read().split()
+        except OSError:
+            pids = []
+        for pid in pids:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+        try:
+            os.rmdir(path)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.02)
 
 
 if __name__ == "__main__":

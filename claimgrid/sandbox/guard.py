@@ -9,10 +9,17 @@ into a ``bwrap`` command line whose process sees
 * read-only system folders (``/usr`` and its ``/bin``, ``/lib`` links), the interpreter
   prefixes it is given (at their own paths, so a venv's ``pyvenv.cfg`` still resolves)
   and ``python``/``python3`` on ``PATH`` pointing at the task interpreter,
-* a private ``/tmp``, ``/proc`` and ``/dev``; no network (an empty network namespace:
-  loopback only, nobody listening), its own pid, ipc and uts namespaces,
+* a private, writable ``/tmp`` that is also ``HOME`` (a fresh tmpfs, or the run's own
+  harness folder given as ``tmp``: never the workspace, so temp files are not changes),
+  ``/proc`` and ``/dev``; no network (an empty network namespace: loopback only, nobody
+  listening), its own pid, ipc and uts namespaces,
+* ``git`` that reads no host configuration (``GIT_CONFIG_NOSYSTEM``; the global file is
+  ``$HOME/.gitconfig``, the harness's when it wrote one) and trusts ``/workspace``
+  (``safe.directory`` in the protected, environment-given scope),
 * an unprivileged uid with no capabilities and resource limits (file size, address
-  space, processes, open files, CPU seconds), with ``--die-with-parent``.
+  space, processes, open files, CPU seconds), with ``--die-with-parent``; with a
+  :class:`claimgrid.sandbox.slots.Box`, the run's own uid and cgroup (process, pid and
+  memory limits that no other run shares).
 
 Why the uid drop is done this way: as root, ``bwrap
 --unshare-user --uid 65534`` maps the sandbox uid to *root* outside (uid_map
@@ -22,7 +29,8 @@ as ``nobody`` cannot bind an interpreter under a 0700 ``/root`` (bwrap re-walks 
 source path, even for ``--ro-bind-fd``). So as root, bwrap runs privileged (no user
 namespace), keeps only CAP_SETUID/SETGID/SETPCAP, and ``setpriv`` drops to ``nobody``
 with an empty bounding set before the command starts; ``prlimit`` sets the limits just
-before. The kernel then counts processes against the real uid ``nobody``. As a normal
+before. The kernel then counts processes against that real uid: ``nobody``, or the run's own
+uid from :mod:`claimgrid.sandbox.slots` (so one run's fork bomb fills only its own count). As a normal
 user, bwrap creates a user namespace and the command runs as that user (no drop is
 possible or needed).
 
@@ -42,12 +50,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from claimgrid.errors import ClaimgridError
+from claimgrid.sandbox.slots import NOBODY, Box, Boxes
 
 SANDBOX_WORKSPACE = "/workspace"
 SANDBOX_BIN = "/opt/claimgrid/bin"  # python/python3 symlinks live here, first on PATH
 SANDBOX_PATH = f"{SANDBOX_BIN}:/usr/local/bin:/usr/bin:/bin"
-NOBODY = 65534
 GUARD_MODES = ("auto", "on", "off")
+# git inside the sandbox: no system file (the host's /etc/gitconfig is not there to read) and
+# the workspace trusted whoever owns it (environment-given config is protected scope).
+SANDBOX_GIT_ENV = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_COUNT": "1",
+    "GIT_CONFIG_KEY_0": "safe.directory",
+    "GIT_CONFIG_VALUE_0": SANDBOX_WORKSPACE,
+}
+# What the harness puts in a run's own HOME: an identity, so commit and stash work.
+GITCONFIG = "[user]\n\tname = agent\n\temail = agent@sandbox.invalid\n"
 
 
 @dataclass(frozen=True)
@@ -56,9 +74,15 @@ class Limits:
 
     fsize_bytes: int = 256 << 20  # one file at most 256 MiB
     as_bytes: int = 4 << 30  # 4 GiB of address space
-    nproc: int = 256  # processes of uid nobody, machine-wide
+    nproc: int = 256  # processes of the sandbox uid (one uid per run when root: slots.py)
     nofile: int = 1024
     cpu_s: int = 120
+    run_pids: int = 256  # processes of one run at once (its cgroup, where there is one)
+    run_memory_bytes: int = 2 << 30  # memory of one run's processes together (its cgroup)
+
+    def boxes(self, as_root: bool) -> Boxes:
+        """The per-run boxes these limits describe (detects the mechanism: slots.py)."""
+        return Boxes(as_root=as_root, pids=self.run_pids, memory_bytes=self.run_memory_bytes)
 
     def prlimit_args(self) -> list[str]:
         return [
@@ -68,6 +92,26 @@ class Limits:
             f"--nofile={self.nofile}",
             f"--cpu={self.cpu_s}",
         ]
+
+
+@dataclass(frozen=True)
+class PerRun:
+    """What one run (or one invocation) adds to a sandbox.
+
+    ``box``: the run's uid and cgroups (:mod:`claimgrid.sandbox.slots`); None: ``nobody``, no
+    cgroup. ``tmp``: a harness folder (writable by the sandbox uid) bound at ``/tmp``, so what a
+    command leaves there is still there for the run's next command; None: a fresh tmpfs.
+    ``started_fd``: a descriptor the caller passes in; one byte is written to it once the
+    sandbox is set up, just before the command starts. No byte means the sandbox never started
+    (bwrap, prlimit, setpriv or the cgroup join failed): a harness failure, not the command's.
+    ``hide``: folders relative to the workspace that the command sees empty (an empty tmpfs
+    over each; the verifier hides interpreter caches the diff does not record).
+    """
+
+    box: Box | None = None
+    tmp: str | None = None
+    started_fd: int | None = None
+    hide: Sequence[str] = ()
 
 
 @dataclass(frozen=True)
@@ -93,7 +137,9 @@ class Guard:
             "bwrap": self.bwrap,
             "bwrap_version": self.version,
             "bwrap_source": self.source,
-            "uid": "nobody (setpriv after privileged bwrap)" if self.as_root else "invoking user (user namespace)",
+            "uid": "unprivileged, per run where leased (setpriv after privileged bwrap)"
+            if self.as_root
+            else "invoking user (user namespace)",
             "network": "none (empty network namespace)",
             "limits": vars(self.limits),
         }
@@ -110,7 +156,7 @@ class Guard:
         writable: bool = True,
         overlay: tuple[str, str] | None = None,
         env: dict[str, str] | None = None,
-        hide: Sequence[str] = (),
+        per_run: PerRun | None = None,
     ) -> list[str]:
         """The bwrap command line that runs ``argv`` in ``/workspace``.
 
@@ -120,14 +166,16 @@ class Guard:
         work)``, a writable overlay whose changes land in ``upper`` (both folders harness-owned,
         ``upper`` writable by the sandbox uid) and never in the workspace.
         ``env``: the whole environment (nothing is inherited; ``PATH`` and ``HOME`` are set).
-        ``hide``: folders relative to the workspace that the command sees empty (an empty
-        tmpfs over each; the verifier hides interpreter caches the diff does not record).
+        ``per_run``: the run's box, ``/tmp`` and start descriptor (:class:`PerRun`).
         """
+        per_run = per_run or PerRun()
+        box, tmp, started_fd, hide = per_run.box, per_run.tmp, per_run.started_fd, per_run.hide
         if not self.enabled:
             raise RuntimeError("Guard.wrap called on a disabled guard")
         assert self.bwrap is not None  # an enabled guard was built with its bwrap (detect)
         ws = str(workspace)
         args = [
+            *(box.join_argv() if box is not None else []),
             self.bwrap,
             "--unshare-pid",
             "--unshare-net",
@@ -140,7 +188,7 @@ class Guard:
         ]
         if not self.as_root:
             args += ["--unshare-user"]
-        args += ["--ro-bind", "/usr", "/usr"]
+        args += ["--ro-bind", "/usr", "/usr", "--perms", "0755", "--dir", "/etc"]
         for name in ("bin", "lib", "lib64", "sbin"):
             target = os.readlink(f"/{name}") if os.path.islink(f"/{name}") else None
             if target:
@@ -150,7 +198,11 @@ class Guard:
         for etc in ("/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives", "/etc/ssl/certs"):
             if os.path.exists(etc):
                 args += ["--ro-bind", etc, etc]
-        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--perms", "1777", "--dir", "/tmp"]
+        args += ["--proc", "/proc", "--dev", "/dev"]
+        if tmp is not None:
+            args += ["--bind", str(tmp), "/tmp"]
+        else:
+            args += ["--perms", "1777", "--tmpfs", "/tmp"]  # --perms before --tmpfs sets the mount's mode
         for folder in interpreters:
             folder = os.path.realpath(folder)
             for parent in _parents(folder):
@@ -174,21 +226,26 @@ class Guard:
             # A venv is recognised from the path python was started by: the venv's own bin
             # goes first, so python/python3 there keep its site-packages (a symlink would not).
             path = f"{Path(python).parent}:{path}"
-        full_env = {"LANG": "C.UTF-8", "HOME": "/tmp", **(env or {}), "PATH": path}
+        full_env = {"LANG": "C.UTF-8", "HOME": "/tmp", **SANDBOX_GIT_ENV, **(env or {}), "PATH": path}
         for key, value in full_env.items():
             args += ["--setenv", key, value]
         inner = [shutil.which("prlimit") or "/usr/bin/prlimit", *self.limits.prlimit_args(), "--"]
+        uid = box.uid if box is not None else NOBODY
         if self.as_root:
             args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
             inner += [
                 shutil.which("setpriv") or "/usr/bin/setpriv",
-                f"--reuid={NOBODY}",
-                f"--regid={NOBODY}",
+                f"--reuid={uid}",
+                f"--regid={uid}",
                 "--clear-groups",
                 "--inh-caps=-all",
                 "--bounding-set=-all",
                 "--",
             ]
+        if started_fd is not None:
+            # The first thing that runs as the sandbox user: a byte says the set-up is done.
+            # bash, not sh: dash takes single-digit descriptors only.
+            inner += ["/bin/bash", "-c", f'printf . >&{started_fd} && exec "$@" {started_fd}>&-', "claimgrid-start"]
         return [*args, "--", *inner, *argv]
 
 

@@ -83,7 +83,9 @@ RESULT_FIELDS = (
 )
 
 
-def workspace_extras(workspace: Path, seen: list[tuple[bytes, os.stat_result]]) -> str | None:
+def workspace_extras(
+    workspace: Path, seen: list[tuple[bytes, os.stat_result]], sandbox_uid: int | None = None
+) -> str | None:
     """sha256 of what the test run sees of the workspace beyond its git tree, from the
     verifier's own walk (``seen``: every entry, ``lstat``, see ``scan_workspace``):
 
@@ -93,6 +95,9 @@ def workspace_extras(workspace: Path, seen: list[tuple[bytes, os.stat_result]]) 
     * the top-level ``.git``'s every file content (read ``O_NOFOLLOW``) and link target;
     * the workspace folder's own mode and owner.
 
+    ``sandbox_uid``: the run's own sandbox uid (``claimgrid.sandbox.slots``), named as "the
+    sandbox user" so two runs' identical workspaces share a key whichever uid each leased.
+
     None when the workspace holds an entry the key cannot name (not a folder, file or
     symlink) or a ``.git`` file cannot be read: such a workspace is not cacheable.
     """
@@ -100,8 +105,14 @@ def workspace_extras(workspace: Path, seen: list[tuple[bytes, os.stat_result]]) 
 
     root = os.fsencode(workspace)
     h = hashlib.sha256()
+
+    def owner(st: os.stat_result) -> bytes:
+        uid = b"sandbox" if sandbox_uid is not None and st.st_uid == sandbox_uid else b"%d" % st.st_uid
+        gid = b"sandbox" if sandbox_uid is not None and st.st_gid == sandbox_uid else b"%d" % st.st_gid
+        return uid + b" " + gid
+
     st = os.lstat(root)
-    h.update(b"root %o %d %d\0" % (st.st_mode, st.st_uid, st.st_gid))
+    h.update(b"root %o %s\0" % (st.st_mode, owner(st)))
     for rel, st in sorted(seen, key=lambda item: item[0]):
         in_git = rel == b".git" or rel.startswith(b".git/")
         if not in_git and any(part in CACHE_DIRS for part in rel.split(b"/")[:-1]):
@@ -109,7 +120,7 @@ def workspace_extras(workspace: Path, seen: list[tuple[bytes, os.stat_result]]) 
         kind = stat.S_IFMT(st.st_mode)
         if kind not in (stat.S_IFDIR, stat.S_IFREG, stat.S_IFLNK):
             return None
-        h.update(rel + b"\0%o %d %d\0" % (st.st_mode, st.st_uid, st.st_gid))
+        h.update(rel + b"\0%o %s\0" % (st.st_mode, owner(st)))
         if in_git and kind != stat.S_IFDIR:
             try:
                 h.update(hashlib.sha256(read_nofollow(root, rel, st)).digest())

@@ -45,13 +45,14 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from claimgrid import caps
 from claimgrid.classify import evidence
 from claimgrid.globs import matches
 from claimgrid.inputs.tasks import GIT_ENV, Check, Task
-from claimgrid.sandbox.guard import NOBODY, Guard, detect, python_roots
+from claimgrid.sandbox.guard import Guard, PerRun, detect, python_roots
+from claimgrid.sandbox.slots import NOBODY, Box
 from claimgrid.store.events import Event, Events, GatewayExchange, ToolCall, parse_as
 from claimgrid.verify import tamper
 from claimgrid.verify.workspace import (
@@ -118,7 +119,12 @@ def _write_blob(objects: str, data: bytes) -> str:
 
 
 def workspace_diff(
-    template: Path, workspace: Path, base: str, patch: list | None = None, view: dict | None = None
+    template: Path,
+    workspace: Path,
+    base: str,
+    patch: list | None = None,
+    view: dict | None = None,
+    scratch_dir: str | None = None,
 ) -> dict:
     """Diff the workspace against ``base`` from the harness's own reading of it (see module doc).
 
@@ -127,6 +133,7 @@ def workspace_diff(
     the workspace as the harness read it (None when the diff was not taken). When ``view``
     is a dict, it receives ``seen`` (every entry walked, see :func:`scan_workspace`) and
     ``tree``: the verify cache's view of the workspace (:mod:`claimgrid.verify.cache`).
+    ``scratch_dir``: where the private git folder is made (None: the system temp folder).
     """
     t0 = time.monotonic()
     seen: list | None = [] if view is not None else None
@@ -151,7 +158,7 @@ def workspace_diff(
                 oversized.append((rel, st))
     root = os.fsencode(workspace)
     reserved, lines = [], []
-    with tempfile.TemporaryDirectory(prefix="claimgrid-diff-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="claimgrid-diff-", dir=scratch_dir) as tmp:
         objects = os.path.join(tmp, "objects")
         os.mkdir(objects)
         try:
@@ -337,6 +344,15 @@ def _lay(root: str, layer: dict[str, bytes], owner: int | None) -> None:
         os.chmod(path, 0o644)
 
 
+class Processes(Protocol):
+    """Who else must know a test run's process: ``begin(pid)`` when it started (the driver's
+    watchdog kills it if the driver dies, Ctrl-C kills it at once), ``end(pid)`` when it is gone."""
+
+    def begin(self, pid: int) -> None: ...
+
+    def end(self, pid: int) -> None: ...
+
+
 def run_tests(
     command: list[str],
     workspace: Path,
@@ -344,6 +360,10 @@ def run_tests(
     guard: Guard | None = None,
     python: str | None = None,
     layer: dict[str, bytes] | None = None,
+    *,
+    box: Box | None = None,
+    scratch_dir: str | None = None,
+    processes: Processes | None = None,
 ) -> dict:
     """Re-run the task's test command on a throwaway view of the workspace: the harness's own result.
 
@@ -357,9 +377,19 @@ def run_tests(
     unittest|pytest`` command runs behind the tamper-evident bootstrap
     (:mod:`claimgrid.verify.tamper`): ``passed`` then needs the exit status, the runner's
     own report and the run's fresh canaries to agree, and ``integrity`` says what each showed.
+
+    ``box``: the run's uid and cgroups (:mod:`claimgrid.sandbox.slots`). ``scratch_dir``: where
+    the scratch folder is made (the driver's work folder, which its watchdog removes).
+    ``processes``: see :class:`Processes`.
+
+    A guarded sandbox that never started (bwrap, prlimit, setpriv or the cgroup join failed,
+    e.g. ``EAGAIN`` at the process limit) is a harness failure of this run: ``passed`` None,
+    ``started`` False and the reason, never a test failure.
     """
     guard = guard if guard is not None else detect("auto")
-    scratch = tempfile.mkdtemp(prefix="claimgrid-verify-")
+    scratch = tempfile.mkdtemp(prefix="claimgrid-verify-", dir=scratch_dir)
+    uid = box.uid if box is not None else NOBODY
+    ready_r = ready_w = None
     env = dict(TEST_ENV)
     hidden = cache_dirs(workspace)  # seen empty by the test run (see cache_dirs)
     out_path = os.path.join(scratch, "output")
@@ -376,14 +406,15 @@ def run_tests(
             os.mkdir(upper, 0o755)
             os.mkdir(work, 0o700)
             if guard.as_root:
-                os.chown(upper, NOBODY, NOBODY)
+                os.chown(upper, uid, uid)
             os.chmod(scratch, 0o711)
             if ws_git.is_dir() and not ws_git.is_symlink():
                 hidden = [*hidden, ".git"]  # an empty folder over the agent's repository
             elif os.path.lexists(ws_git):
                 layer[".git"] = b""  # a file or link: an empty file shadows it
-            _lay(upper, layer, NOBODY if guard.as_root else None)
+            _lay(upper, layer, uid if guard.as_root else None)
             interpreters = python_roots(python) if python else []
+            ready_r, ready_w = os.pipe()
             argv = guard.wrap(
                 argv_cmd,
                 workspace=workspace,
@@ -391,7 +422,7 @@ def run_tests(
                 python=python,
                 overlay=(upper, work),
                 env=env,
-                hide=hidden,
+                per_run=PerRun(box=box, started_fd=ready_w, hide=hidden),
             )
             cwd = scratch
         else:
@@ -418,7 +449,7 @@ def run_tests(
                     stdout=out,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
-                    pass_fds=(report_fd,),
+                    pass_fds=tuple(fd for fd in (report_fd, ready_w) if fd is not None and fd >= 0),
                 )
             except OSError as exc:
                 return _ev(
@@ -434,6 +465,11 @@ def run_tests(
                 os.close(report_fd)
                 report_fd = -1
             started = time.monotonic()
+            if ready_w is not None:
+                os.close(ready_w)  # the sandbox holds the only write end now
+                ready_w = None
+            if processes is not None:
+                processes.begin(proc.pid)
             try:
                 code = proc.wait(timeout=timeout_s)
                 timed_out = False
@@ -445,8 +481,23 @@ def run_tests(
                 except ProcessLookupError:
                     pass
                 proc.wait()
+                if processes is not None:
+                    processes.end(proc.pid)
             duration = round(time.monotonic() - started, 3)
         tail = _tail(out_path)
+        if ready_r is not None and not _started(ready_r):
+            return _ev(
+                "tests",
+                command=command,
+                exit_code=None,
+                passed=None,
+                timed_out=False,
+                guard=guard.enabled,
+                started=False,
+                reason=f"the sandbox did not start (exit {proc.returncode}): a harness failure, not a test result",
+                output_tail=tail,
+                duration_s=duration,
+            )
         if timed_out:
             return _ev(
                 "tests",
@@ -476,7 +527,19 @@ def run_tests(
     finally:
         if report_fd >= 0:
             os.close(report_fd)
+        for fd in (ready_r, ready_w):
+            if fd is not None:
+                os.close(fd)
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _started(fd: int) -> bool:
+    """Whether the sandbox wrote its start byte (every writer is gone when this is asked)."""
+    os.set_blocking(fd, False)
+    try:
+        return bool(os.read(fd, 1))
+    except BlockingIOError:
+        return False
 
 
 def fixture_texts(template: Path, limit: int = 256 * 1024) -> dict[str, str]:
@@ -554,7 +617,7 @@ class VerifyOptions:
     """How a node verifies. ``guard``: the grid's guard (None: ``detect("auto")``, i.e. on
     wherever it works). ``cache``: the node's :class:`claimgrid.verify.cache.VerifyCache`
     (None: off), with ``run_id`` the run being verified (named by later runs its test
-    result serves)."""
+    result serves). ``box``, ``scratch_dir``, ``processes``: see :func:`run_tests`."""
 
     guard: Guard | None = None
     cache: VerifyCache | None = None
@@ -563,6 +626,9 @@ class VerifyOptions:
     # repository). Off for a repository outside the grid (``grid.py verify``), whose .git is
     # the team's own; its test run still never sees it.
     git_dir: bool = True
+    box: Box | None = None  # the run's uid and cgroups (claimgrid.sandbox.slots); None: nobody
+    scratch_dir: str | None = None  # where scratch folders go (the driver's watched work folder)
+    processes: Processes | None = None  # told of every test-run process (watchdog, Ctrl-C)
 
 
 def verify(
@@ -585,7 +651,7 @@ def verify(
     command = task.test_command()
     use_cache = options.cache is not None and command and task.spec.verify.deterministic
     view: dict | None = {} if use_cache else None
-    diff = workspace_diff(template, workspace, run.base, patch, view)
+    diff = workspace_diff(template, workspace, run.base, patch, view, options.scratch_dir)
     git_dir: list[str] = []
     if diff["files"] is not None and options.git_dir:
         # What the agent added or changed under .git beyond what git itself writes is not
@@ -668,7 +734,9 @@ def verify(
     return events
 
 
-def _tamper_evident(task: Task, command: list[str], run: FinishedRun, guard: Guard, files: list[dict]) -> dict:
+def _tamper_evident(
+    task: Task, command: list[str], run: FinishedRun, guard: Guard, files: list[dict], options: VerifyOptions
+) -> dict:
     """Both test runs and what they say together: the tree as left (with canaries), then,
     when the agent changed a test file or the task has hidden tests, the same tree with the
     fixture's own test files restored and the hidden tests laid over it.
@@ -684,11 +752,25 @@ def _tamper_evident(task: Task, command: list[str], run: FinishedRun, guard: Gua
         f["path"] for f in files if not str(f["path"]).startswith(".git") and matches(f["path"], globs)
     )
     layer, laid = tamper.restored_layer(run.template, files, globs, task.hidden_tests)
-    first = run_tests(command, run.workspace, timeout_s, guard, task.python)
+
+    def placed(layer: dict[str, bytes] | None = None) -> dict:
+        return run_tests(
+            command,
+            run.workspace,
+            timeout_s,
+            guard,
+            task.python,
+            layer,
+            box=options.box,
+            scratch_dir=options.scratch_dir,
+            processes=options.processes,
+        )
+
+    first = placed()
     out = {**first, "restored": None, "changed_tests": changed_tests, "tampered": False}
     reasons = list((first.get("integrity") or {}).get("subverted") or [])
     if layer and first["passed"] is not None and not reasons:
-        second = run_tests(command, run.workspace, timeout_s, guard, task.python, layer)
+        second = placed(layer)
         out["restored"] = {
             **laid,
             "passed": second["passed"],
@@ -728,13 +810,14 @@ def _test_run(
     timeout_s = task.spec.expectation.test_timeout_s
 
     def compute() -> dict:
-        return _tamper_evident(task, command, run, guard, files)
+        return _tamper_evident(task, command, run, guard, files, options)
 
     if cache is None:
         return {**compute(), "cache": "off", "cached": False}
     if not task.spec.verify.deterministic:
         return {**compute(), "cache": "opted out", "cached": False}
-    extras = workspace_extras(run.workspace, view["seen"]) if view and view.get("tree") else None
+    sandbox_uid = options.box.uid if options.box is not None else None
+    extras = workspace_extras(run.workspace, view["seen"], sandbox_uid) if view and view.get("tree") else None
     if extras is None:
         return {**compute(), "cache": "not cacheable", "cached": False}
     assert view is not None  # extras come from the view

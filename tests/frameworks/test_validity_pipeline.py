@@ -55,6 +55,7 @@ def cells_for(framework, tasks, p, substitute):
     add("completes", p["code"], p["baseline"])
     add("undoer", p["code"], p["attack"])
     add("forger", p["code"], p["baseline"])
+    add("git-worker", p["code"], p["baseline"])
     add(registry.default_models()[0], p["declared"], p["baseline"])  # the nothing-to-fix control
     return out
 
@@ -123,6 +124,17 @@ def test_shell_edit_write_and_cat_review_are_evidence(grid, fw, tasks):
             for path in task.spec.expectation.review.must_open:
                 assert "command output" in c["evidence"]["opened"][path], c["evidence"]
             assert c["review"] == "correct"
+
+
+@pytest.mark.parametrize("fw", FRAMEWORKS)
+def test_git_works_inside_run_command(grid, fw):
+    """git status, diff and log in the sandbox, without the host's git configuration."""
+    r = rec(grid, fw, "git-worker", grid["p"]["code"], grid["p"]["baseline"])
+    events = read_events(grid["store"].folder / r["evidence_dir"] / "events.jsonl")
+    (call,) = [e for e in events if e.get("source") == "tools" and e.get("tool") == "run_command"
+               and str((e.get("args") or {}).get("command", "")).startswith("git status")]
+    assert call["exit_code"] == 0 and "gitconfig" not in (call.get("result") or ""), call
+    assert r["classification"]["outcome"] == "PASS", r["classification"]
 
 
 @pytest.mark.parametrize("fw", FRAMEWORKS)
