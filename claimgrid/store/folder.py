@@ -28,10 +28,10 @@ import fcntl
 import hashlib
 import json
 import os
-import shutil
 import threading
 from pathlib import Path
 
+from claimgrid.anybytes import json_text, remove_tree, utf8
 from claimgrid.errors import ClaimgridError
 from claimgrid.store.lines import EVENTS_NAME, RUNS_NAME, read_events, scan_runs
 
@@ -56,7 +56,9 @@ class StoreIntegrityError(ClaimgridError):
 
 
 def _dump(obj) -> str:
-    return json.dumps(obj, ensure_ascii=False, sort_keys=False, default=str)
+    # Lone surrogates (model text, non-UTF-8 file names) are written as JSON escapes:
+    # lossless, and the line always encodes (claimgrid.anybytes).
+    return json_text(obj, ensure_ascii=False, sort_keys=False, default=str)
 
 
 class RunStore:
@@ -122,7 +124,7 @@ class RunStore:
 
     def write_meta(self, meta: dict) -> None:
         tmp = self.meta_path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(meta, indent=2, default=str) + "\n")
+        tmp.write_bytes(utf8(json_text(meta, indent=2, default=str) + "\n"))
         os.replace(tmp, self.meta_path)
 
     # ---- records
@@ -152,7 +154,7 @@ class RunStore:
         dropped = 0
         for child in self.runs_dir.iterdir() if self.runs_dir.exists() else ():
             if child.name not in done:
-                shutil.rmtree(child, ignore_errors=True)
+                remove_tree(child)
                 dropped += not child.name.startswith(".")
         if dropped:
             notes.append(f"removed {dropped} evidence folder(s) of runs that never got a line (in flight at a kill)")
@@ -192,7 +194,7 @@ class RunStore:
         sha = self._manifest_sha.pop(record.get("run_id"), None)
         if sha and not record.get("evidence_sha256"):  # a typed record's dump carries the key as None
             record["evidence_sha256"] = sha
-        line = (_dump(record) + "\n").encode()
+        line = utf8(_dump(record) + "\n")
         with self._lock:
             fd = os.open(self.runs_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
@@ -203,24 +205,29 @@ class RunStore:
 
     def rewrite(self, records: list[dict]) -> None:
         tmp = self.runs_path.with_suffix(".jsonl.tmp")
-        tmp.write_text("".join(_dump(r) + "\n" for r in records))
+        tmp.write_bytes(utf8("".join(_dump(r) + "\n" for r in records)))
         os.replace(tmp, self.runs_path)
 
     # ---- evidence
     def write_evidence(self, run_id: str, files: dict[str, str | bytes | dict | list]) -> Path:
-        """Write one run's evidence folder once, with a sha256 manifest; files end read-only."""
+        """Write one run's evidence folder once, with a sha256 manifest; files end read-only.
+
+        Any content is written (claimgrid.anybytes): JSON files keep lone surrogates as
+        escapes (lossless); in a text file a surrogate from an undecodable byte is that byte
+        again and any other is the visible text ``\\udXXX`` (the runner records how many
+        as the run's ``limits.text_substituted``)."""
         final = self.runs_dir / run_id
         tmp = self.runs_dir / f".{run_id}.tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
+        remove_tree(tmp)
         tmp.mkdir(parents=True)
         manifest = {}
         for name, content in files.items():
             if isinstance(content, (dict, list)) and name.endswith(".jsonl"):
-                data = "".join(_dump(e) + "\n" for e in content).encode()
+                data = utf8("".join(_dump(e) + "\n" for e in content))
             elif isinstance(content, (dict, list)):
-                data = (json.dumps(content, indent=2, default=str) + "\n").encode()
+                data = utf8(json_text(content, ensure_ascii=True, indent=2, default=str) + "\n")
             elif isinstance(content, str):
-                data = content.encode()
+                data = utf8(content)
             else:
                 data = content or b""
             (tmp / name).write_bytes(data)
@@ -231,7 +238,7 @@ class RunStore:
         for p in tmp.iterdir():
             p.chmod(0o444)
         if final.exists():  # a previous attempt of this cell died before its line was written
-            shutil.rmtree(final)
+            remove_tree(final)
         os.replace(tmp, final)
         return final
 
