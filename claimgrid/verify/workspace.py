@@ -167,7 +167,7 @@ def cache_dirs(workspace: Path) -> list[str]:
         rel_dir = os.path.relpath(dirpath, workspace)
         if rel_dir == ".":
             dirnames[:] = [d for d in dirnames if d != ".git"]
-        for d in [d for d in dirnames if d.encode() in CACHE_DIRS and not os.path.islink(os.path.join(dirpath, d))]:
+        for d in [d for d in dirnames if os.fsencode(d) in CACHE_DIRS and not os.path.islink(os.path.join(dirpath, d))]:
             found.append(os.path.normpath(os.path.join(rel_dir, d)))
             dirnames.remove(d)
     return found
