@@ -137,7 +137,7 @@ class ToolContext:
             outcome.fields["snapshot_cut"] = sorted(set(cut))[:20]
         self.channel.emit({
             "t": t0, "tool": name, "category": category, "args": _jsonable(args),
-            "ok": outcome.ok, "error": outcome.error, "result": result[:RESULT_EVENT_CHARS],
+            "ok": outcome.ok, "error": outcome.error, "result": _truncate(result, RESULT_EVENT_CHARS),
             "result_chars": len(result),
             "changed_workspace": bool(changed) if changed is not None else None,
             "changed_paths": changed if changed is not None else [],
