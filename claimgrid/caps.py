@@ -46,10 +46,11 @@ EDIT_MAX_BYTES = 8 << 20
 # costs 10 s, not forever).
 SEARCH_MAX_BYTES = 32 << 20
 SEARCH_TIMEOUT_S = 10.0
-# Tool calls one run may make (its events): the model-call budget (24) times a few calls a
-# turn is well under it; a runaway is not. Later calls are refused without running and
-# counted (``limits.tool_calls_refused``).
-MAX_TOOL_CALLS_PER_RUN = 2_000
+# Tool calls one run may make (its events): at the default budget of 24 model calls and
+# MAX_TOOL_CALLS_PER_RESPONSE a run makes at most 1,536; 5,000 leaves room for larger
+# budgets and chatty frameworks, a runaway it stops. Later calls are refused without
+# running and counted (``limits.tool_calls_refused``).
+MAX_TOOL_CALLS_PER_RUN = 5_000
 
 # ---- stored evidence (what one run may put in the store)
 # The final report is read by people and by the trace parser (which reads the end), so

@@ -40,7 +40,7 @@ READ_MAX_BYTES = 1 << 20        # read_file: bytes read from the start of a file
 EDIT_MAX_BYTES = 8 << 20        # edit_file: larger files are refused (an edit rewrites the whole file)
 SEARCH_MAX_BYTES = 32 << 20     # search: bytes of files searched in one call
 SEARCH_TIMEOUT_S = 10.0         # search: wall time of the matching (a worker process, killed after)
-MAX_TOOL_CALLS = 2_000          # tool calls one run may make; later ones are refused and counted
+MAX_TOOL_CALLS = 5_000          # tool calls one run may make; later ones are refused and counted
 SEARCH_WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "search_worker.py")
 SANDBOX_WORKSPACE = "/workspace"  # where run_command's sandbox shows the workspace (claimgrid/sandbox/guard.py)
 

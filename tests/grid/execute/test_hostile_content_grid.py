@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -120,10 +122,13 @@ def test_an_output_flood_is_cut_and_counted(hostile_grid, hp):
     assert rec["classification"]["outcome"] == "PASS"
 
 
-def test_resume_of_the_finished_grid_does_not_crash(hostile_grid, plain_venvs):
-    from claimgrid.commands.cli import main
-
-    out, _, _ = hostile_grid
-    assert main(["run", "--resume", str(out), "--venvs", str(plain_venvs), "--policies", str(POLICIES),
-                 "--no-progress"]) == 0
+def test_resume_of_the_finished_grid_does_not_crash(hostile_grid, plain_venvs, tmp_path):
+    # A copy, resumed by a process of its own as a user resumes (a grid run in this process
+    # keeps its folder's writer lock until the process ends).
+    out = tmp_path / "copy"
+    shutil.copytree(hostile_grid[0], out)
+    done = subprocess.run([sys.executable, str(ROOT / "grid.py"), "run", "--resume", str(out), "--venvs",
+                           str(plain_venvs), "--policies", str(POLICIES), "--no-progress"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
     assert len(read_runs(out / "runs.jsonl").values) == 1 + len(HOSTILE)
