@@ -33,7 +33,9 @@ def _harness_folders() -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def hostile_grid(tmp_path_factory, plain_venvs):
+def hostile_grid(tmp_path_factory, plain_venvs, default_grid):
+    """The grid (``default_grid``, its control, is asked for here so that every test of this
+    file runs in that grid's xdist group: this grid is then built once per session)."""
     from claimgrid.commands.cli import main
 
     out = tmp_path_factory.mktemp("hostile-grid") / "ledger"
