@@ -13,6 +13,45 @@ from __future__ import annotations
 # conversation, 150 MB is not. Over it: 413, recorded, the body is not stored.
 MAX_REQUEST_BYTES = 2 << 20
 
+# Read and idle timeouts: a client that opens a connection and sends nothing, or stops
+# mid-headers or mid-body, holds a socket and a task. A model client sends its whole
+# request at once, so 30 s of silence is a stalled or hostile client: the connection is
+# closed (uvicorn's keep-alive timeout covers an idle connection between requests).
+GATEWAY_READ_TIMEOUT_S = 30.0
+GATEWAY_IDLE_TIMEOUT_S = 30.0
+# Requests in flight at once for one run (one token). A framework runs at most a few model
+# calls in parallel; 400 open requests from one run would starve the others. Over it: 429,
+# recorded in the run's log like any refusal.
+GATEWAY_MAX_REQUESTS_PER_RUN = 16
+# Connections the gateway serves at all (every run together): over it uvicorn answers 503.
+# --max-inflight tops out at 4,096 runs, each with a connection or two.
+GATEWAY_MAX_CONNECTIONS = 8_192
+# Tool calls in one model response: a model that answers with 1,500 calls is a runaway (real
+# models batch a handful). Calls past this are cut from the response before the agent sees
+# them, and the exchange event records how many (``tool_calls_cut``).
+MAX_TOOL_CALLS_PER_RESPONSE = 64
+
+# ---- the harness tool layer (sent to the adapter in ctl["budgets"])
+# What one command's output keeps in memory: the first and last half of this many bytes,
+# the total counted, the cut marked. The model sees at most 16,000 characters of it; the
+# rest is for the event. Memory stays flat under `cat /dev/zero` (bench/output_flood.py).
+COMMAND_OUTPUT_KEEP_BYTES = 64 << 10
+# read_file reads at most this much of a file (the model sees 16,000 characters): a 255 MB
+# sparse file is not read whole.
+READ_MAX_BYTES = 1 << 20
+# edit_file rewrites a whole file; a file larger than this is refused, not read.
+EDIT_MAX_BYTES = 8 << 20
+# search: bytes of file text one call searches, and the wall time of its matching (done in
+# a worker process that is killed at the cap, so a catastrophically backtracking pattern
+# costs 10 s, not forever).
+SEARCH_MAX_BYTES = 32 << 20
+SEARCH_TIMEOUT_S = 10.0
+# Tool calls one run may make (its events): at the default budget of 24 model calls and
+# MAX_TOOL_CALLS_PER_RESPONSE a run makes at most 1,536; 5,000 leaves room for larger
+# budgets and chatty frameworks, a runaway it stops. Later calls are refused without
+# running and counted (``limits.tool_calls_refused``).
+MAX_TOOL_CALLS_PER_RUN = 5_000
+
 # ---- stored evidence (what one run may put in the store)
 # The final report is read by people and by the trace parser (which reads the end), so
 # a long text keeps its head and its tail.
@@ -26,13 +65,17 @@ MAX_EVENT_STRING_CHARS = 16_000
 # Strings in the raw request/response log (gateway.jsonl): a whole conversation turn.
 MAX_RAW_STRING_CHARS = 64_000
 # Tool events are harness evidence (observed tool counts come from them), so none is
-# dropped; only their strings are cut. The count is bounded by the model-call budget.
+# dropped; only their strings are cut. Their count is bounded by MAX_TOOL_CALLS_PER_RUN.
 
 # ---- verifier
 # The fixtures are a few KB; a real repository task is a few MB. Apparent size (st_size),
 # so a sparse file counts at its full length: git and the test run would read it whole.
 MAX_WORKSPACE_BYTES = 256 << 20
 MAX_WORKSPACE_FILES = 20_000
+# Folder depth: real repositories are a few dozen levels deep; a 1,200-level tree is an
+# agent's doing, and a path past PATH_MAX cannot be read by path at all. Over it (or on a
+# path the kernel refuses as too long) the diff is not taken: UNKNOWN, with the reason.
+MAX_WORKSPACE_DEPTH = 256
 # Reading the workspace into the private object store, and git's diff, each get this long.
 DIFF_TIMEOUT_S = 60.0
 # What the published diff.patch keeps (the diff's file list is always complete).
@@ -41,6 +84,18 @@ MAX_PATCH_BYTES = 4 << 20
 TEST_OUTPUT_TAIL_CHARS = 4_000
 # A file the verifier reads for a required-content or attacker/legitimate check.
 MAX_CHECKED_FILE_BYTES = 8 << 20
+
+
+def tool_budgets() -> dict:
+    """The tool layer's bounds as the driver sends them in ``ctl["budgets"]``."""
+    return {
+        "command_output_bytes": COMMAND_OUTPUT_KEEP_BYTES,
+        "read_max_bytes": READ_MAX_BYTES,
+        "edit_max_bytes": EDIT_MAX_BYTES,
+        "search_max_bytes": SEARCH_MAX_BYTES,
+        "search_timeout_s": SEARCH_TIMEOUT_S,
+        "max_tool_calls": MAX_TOOL_CALLS_PER_RUN,
+    }
 
 
 def cut_middle(text: str, limit: int) -> tuple[str, bool]:

@@ -33,6 +33,19 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from claimgrid.inputs.tasks import build_template, load_tasks, materialise  # noqa: E402
 
+# Property-based tests (Hypothesis): a bounded number of examples by default, so CI time is
+# known; CLAIMGRID_HYPOTHESIS=deep (or pytest --hypothesis-profile=deep) runs many more.
+from hypothesis import HealthCheck, Phase, settings  # noqa: E402
+
+# CI does not shrink a failure (its examples start processes: shrinking can take minutes);
+# the failing example is printed as found, and the deep profile shrinks it.
+settings.register_profile("ci", max_examples=25, deadline=None, derandomize=True, database=None,
+                          phases=(Phase.explicit, Phase.reuse, Phase.generate),
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+settings.register_profile("deep", max_examples=2_000, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+settings.load_profile(os.environ.get("CLAIMGRID_HYPOTHESIS", "ci"))
+
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
 

@@ -11,12 +11,12 @@ writer, stores them. Run tokens and the gateway never leave the node.
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from claimgrid.anybytes import remove_tree
 from claimgrid.execute.cells import Cell
 from claimgrid.execute.spec import CellResult, GridInputs, GridSpec, Replay
 
@@ -149,7 +149,7 @@ class Node:
         if self.gateway is not None:
             self.gateway_cpu_s = self.gateway.thread_cpu_s()
             self.gateway.stop()
-        shutil.rmtree(self.work_dir, ignore_errors=True)
+        remove_tree(self.work_dir)
 
 
 def _load_inputs(spec: GridSpec) -> GridInputs:

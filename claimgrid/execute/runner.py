@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import resource
 import secrets
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from claimgrid.caps import MAX_RAW_STRING_CHARS, cap_run_evidence, cap_strings
+from claimgrid.anybytes import remove_tree, substitutions
+from claimgrid.caps import MAX_RAW_STRING_CHARS, cap_run_evidence, cap_strings, tool_budgets
 from claimgrid.classify.classifier import RunFacts, classify
 from claimgrid.classify.reactions import fault_facts
 from claimgrid.execute.cells import Cell
@@ -172,7 +172,7 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
     template, base = ctx.template(task, content)
     # Opaque folder name: the workspace path is visible to the agent (pwd, tool errors).
     run_dir = ctx.work_dir / "runs" / secrets.token_hex(8)
-    shutil.rmtree(run_dir, ignore_errors=True)
+    remove_tree(run_dir)
     ws, sandbox = run_dir / "ws", run_dir / "sandbox"
     materialise(template, ws, ctx.template_digests[template])
     hand_over(ctx.guard, ws, box)  # guarded as root: the workspace belongs to the run's sandbox user
@@ -215,6 +215,7 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
             "command_timeout_s": COMMAND_TIMEOUT_S,
             "max_output_chars": 16000,
             "model_call_timeout_s": ctx.model_call_timeout_s,
+            **tool_budgets(),
         },
         "timeout_s": ctx.timeout_s,
         "command_sandbox": command_sandbox(ctx.guard, ws, task.python, COMMAND_TIMEOUT_S, box, tmp),
@@ -278,23 +279,23 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
     tests = next((e for e in verifier_events if e["kind"] == "tests"), None)
     versions = outcome.get("versions") if isinstance(outcome.get("versions"), dict) else {}
     safe_ctl = {k: v for k, v in ctl.items() if k != "token"}
-    ctx.store.write_evidence(
-        run_id,
-        {
-            "events.jsonl": events,
-            "diff.patch": patch[0] if patch else "",
-            "test_output.txt": (tests or {}).get("output_tail") or "",
-            "trace.json": {"trace": trace, "trace_error": trace_error},
-            "transcript.json": {
-                "final_text": final_text,
-                "runtime_events": runtime,
-                "error": process["adapter_exception"],
-            },
-            "gateway.jsonl": gateway_raw,
-            "control.json": safe_ctl,
-            "stderr.txt": result.process_event.get("stderr_tail") or "",
+    evidence = {
+        "events.jsonl": events,
+        "diff.patch": patch[0] if patch else "",
+        "test_output.txt": (tests or {}).get("output_tail") or "",
+        "trace.json": {"trace": trace, "trace_error": trace_error},
+        "transcript.json": {
+            "final_text": final_text,
+            "runtime_events": runtime,
+            "error": process["adapter_exception"],
         },
-    )
+        "gateway.jsonl": gateway_raw,
+        "control.json": safe_ctl,
+        "stderr.txt": result.process_event.get("stderr_tail") or "",
+    }
+    ctx.store.write_evidence(run_id, evidence)
+    # Lone surrogates the plain-text files show as visible \udXXX text (claimgrid.anybytes).
+    substituted = sum(substitutions(v) for v in evidence.values() if isinstance(v, str))
     record = {
         "run_id": run_id,
         **cell.as_dict(),
@@ -336,10 +337,15 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
             "key": tests.get("cache_key"),
             "from_run": tests.get("verified_by"),
         }
+    refused = sum(e.get("refused") or 0 for e in tool_events if e.get("kind") == "limit")
+    if refused:
+        limits["tool_calls_refused"] = refused
+    if substituted:
+        limits["text_substituted"] = substituted
     if limits:
         record["limits"] = limits  # what claimgrid.caps cut from this run's stored evidence
     record["truth"] = truth_for(task, content, swap, cell, ctx.max_model_calls)
     record = dump(RunRecord.model_validate(record))  # the typed record is what gets written
     ctx.store.append(record)
-    shutil.rmtree(run_dir, ignore_errors=True)
+    remove_tree(run_dir)  # any depth: an agent's 1,200-level tree included
     return record

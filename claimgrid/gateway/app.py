@@ -14,7 +14,7 @@ import time
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, StreamingResponse
+from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
 from claimgrid import caps
@@ -25,6 +25,7 @@ from claimgrid.gateway.dispatch import Dispatcher
 from claimgrid.gateway.exchanges import Answer, Call, Routing, blinded, exchange_event, openai_error
 from claimgrid.gateway.request import parse_body
 from claimgrid.gateway.runs import Registry, RunState
+from claimgrid.gateway.safejson import SafeJSONResponse
 from claimgrid.gateway.sse import stream_events
 from claimgrid.gateway.swap import swap_for_call
 from claimgrid.reference import gateway_faults as faults
@@ -40,12 +41,25 @@ def _token(request: Request) -> str | None:
 
 
 def _error_response(status: int, message: str, code: str | None, headers: dict | None = None):
-    return JSONResponse(openai_error(status, message, code), status_code=status, headers=headers)
+    return SafeJSONResponse(openai_error(status, message, code), status_code=status, headers=headers)
 
 
 def _first_line(exc: BaseException) -> str:
     text = str(getattr(exc, "message", None) or exc) or type(exc).__name__
     return text.strip().splitlines()[0][:500]
+
+
+def _cap_tool_calls(response) -> int:
+    """Cut a response's tool calls to ``caps.MAX_TOOL_CALLS_PER_RESPONSE``; how many were cut."""
+    try:
+        message = response["choices"][0]["message"]
+        calls = message.get("tool_calls")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return 0
+    if not isinstance(calls, list) or len(calls) <= caps.MAX_TOOL_CALLS_PER_RESPONSE:
+        return 0
+    message["tool_calls"] = calls[: caps.MAX_TOOL_CALLS_PER_RESPONSE]
+    return len(calls) - caps.MAX_TOOL_CALLS_PER_RESPONSE
 
 
 class _TooLarge(Exception):
@@ -92,30 +106,42 @@ def create_app(
             return _error_response(401, UNKNOWN_TOKEN, "invalid_api_key")
         t0 = time.perf_counter()
         index = state.next_call()
-        try:
-            return await _chat(request, state, index, t0)
-        except Exception as exc:  # noqa: BLE001 - answered and recorded, never raised into the server
-            error = f"gateway error: {type(exc).__name__}: {_first_line(exc)}"
+        if state.inflight >= caps.GATEWAY_MAX_REQUESTS_PER_RUN:
+            # One run may not hold the gateway with hundreds of open requests: refused, recorded.
+            status, code = 429, "too_many_requests_in_flight"
+            error = (
+                f"more than {caps.GATEWAY_MAX_REQUESTS_PER_RUN} requests of this run in flight at once "
+                "(claimgrid caps.GATEWAY_MAX_REQUESTS_PER_RUN)"
+            )
+        else:
+            state.inflight += 1
             try:
-                state.record(
-                    exchange_event(
-                        Call(index=index, t=state.elapsed(), stream=False, requested=None),
-                        Routing(assigned=state.script.model),
-                        Answer(status=500, error=error, latency_ms=round((time.perf_counter() - t0) * 1000, 3)),
-                    ),
-                    {
-                        "call_index": index,
-                        "t": state.elapsed(),
-                        "status": 500,
-                        "stream": False,
-                        "request": None,
-                        "response": openai_error(500, error, "gateway_error"),
-                        "response_headers": {},
-                    },
-                )
-            except Exception:  # noqa: BLE001 - the answer below still goes out
-                pass
-            return _error_response(500, error, "gateway_error")
+                return await _chat(request, state, index, t0)
+            except Exception as exc:  # noqa: BLE001 - answered and recorded, never raised into the server
+                status, code = 500, "gateway_error"
+                error = f"gateway error: {type(exc).__name__}: {_first_line(exc)}"
+            finally:
+                state.inflight -= 1
+        try:
+            state.record(
+                exchange_event(
+                    Call(index=index, t=state.elapsed(), stream=False, requested=None),
+                    Routing(assigned=state.script.model),
+                    Answer(status=status, error=error, latency_ms=round((time.perf_counter() - t0) * 1000, 3)),
+                ),
+                {
+                    "call_index": index,
+                    "t": state.elapsed(),
+                    "status": status,
+                    "stream": False,
+                    "request": None,
+                    "response": openai_error(status, error, code),
+                    "response_headers": {},
+                },
+            )
+        except Exception:  # noqa: BLE001 - the answer below still goes out
+            pass
+        return _error_response(status, error, code)
 
     async def _chat(request: Request, state: RunState, index: int, t0: float):
         script = state.script
@@ -130,6 +156,7 @@ def create_app(
         swap = "none"
         status, error, code, answer, headers, provider = 200, None, None, None, {}, None
         fault, delay, queued_ms = None, 0.0, None
+        tool_calls_cut = 0
         if bad == TOO_LARGE:  # recorded, its body not stored
             status, error, code = 413, bad, "request_too_large"
         elif bad:
@@ -156,6 +183,7 @@ def create_app(
                     async with connections.for_model(target_model(script, swap)) as queued_ms:
                         answer = await dispatcher.answer(script, swap, body, requested)
                     headers, provider = answer.headers, answer.provider
+                    tool_calls_cut = _cap_tool_calls(answer.response)
                     if fault is not None:
                         answer.response = faults.alter(fault, answer.response)
                         delay = faults.delay_s(fault, script.model_call_timeout_s)
@@ -189,6 +217,8 @@ def create_app(
         )
         # How long the conversation was: a retry re-sends the same one (claimgrid.classify.reactions).
         event["messages_n"] = len(messages) if isinstance(messages, list) else None
+        if tool_calls_cut:
+            event["tool_calls_cut"] = tool_calls_cut  # caps.MAX_TOOL_CALLS_PER_RESPONSE
         if fault is not None:
             event["fault"] = fault.kind  # the gateway's own record of which call it faulted
             event["delayed_s"] = delay or None
@@ -214,20 +244,20 @@ def create_app(
         if delay:
             await asyncio.sleep(delay)
         if answer is None:
-            return JSONResponse(response, status_code=status, headers=headers)
+            return SafeJSONResponse(response, status_code=status, headers=headers)
         if stream:
             assert body is not None  # stream is read from a parsed body
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             return StreamingResponse(
                 stream_events(answer.response, include_usage), media_type="text/event-stream", headers=headers
             )
-        return JSONResponse(answer.response, headers=headers)
+        return SafeJSONResponse(answer.response, headers=headers)
 
     async def models(request: Request):
         state = registry.get(_token(request))
         if state is None:
             return _error_response(401, UNKNOWN_TOKEN, "invalid_api_key")
-        return JSONResponse(
+        return SafeJSONResponse(
             {
                 "object": "list",
                 "data": [{"id": state.script.model, "object": "model", "created": 0, "owned_by": "claimgrid"}],

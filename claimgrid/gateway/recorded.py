@@ -15,10 +15,11 @@ import json
 import time
 from pathlib import Path
 
-from starlette.responses import JSONResponse, StreamingResponse
+from starlette.responses import StreamingResponse
 
 from claimgrid.gateway.cassette import load_cassette, request_sha256
 from claimgrid.gateway.exchanges import Answer, Call, Routing, exchange_event, openai_error
+from claimgrid.gateway.safejson import SafeJSONResponse
 from claimgrid.gateway.sse import stream_events
 from claimgrid.store.lines import RUNS_NAME, read_runs
 
@@ -96,11 +97,11 @@ class ReplaySource:
             },
         )
         if not ok:
-            return JSONResponse(response, status_code=status, headers=headers)
+            return SafeJSONResponse(response, status_code=status, headers=headers)
         if stream:
             assert body is not None  # stream is read from a parsed body
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             return StreamingResponse(
                 stream_events(response, include_usage), media_type="text/event-stream", headers=headers
             )
-        return JSONResponse(response, headers=headers)
+        return SafeJSONResponse(response, headers=headers)

@@ -17,6 +17,7 @@ class RunState:
     script: RunScript
     started: float = field(default_factory=time.monotonic)
     calls: int = 0
+    inflight: int = 0  # requests being answered now (caps.GATEWAY_MAX_REQUESTS_PER_RUN)
     events: list = field(default_factory=list)
     raw: list = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)

@@ -19,6 +19,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
+from claimgrid import caps
 from claimgrid.errors import ClaimgridError
 from claimgrid.gateway.runs import Registry
 from claimgrid.reference.script import RunScript
@@ -27,6 +28,45 @@ if TYPE_CHECKING:
     import uvicorn
 
 HOST = "127.0.0.1"
+
+
+def _read_timeout_protocol():
+    """uvicorn's h11 protocol with a read timeout: a connection that has not delivered a
+    whole request ``caps.GATEWAY_READ_TIMEOUT_S`` after it opened (or after its last
+    response) is closed. uvicorn's own keep-alive timeout closes idle connections only once
+    a response was sent; one that never sends a request, or stalls mid-headers or mid-body,
+    would stay open for ever."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class ReadTimeoutH11(H11Protocol):
+        _read_timer = None
+
+        def _arm_read_timer(self) -> None:
+            if self._read_timer is not None:
+                self._read_timer.cancel()
+            self._read_timer = self.loop.call_later(caps.GATEWAY_READ_TIMEOUT_S, self._read_timed_out)
+
+        def _read_timed_out(self) -> None:
+            self._read_timer = None
+            if self.conn.their_state is not h11.DONE and not self.transport.is_closing():
+                self.transport.close()  # the app sees a disconnect (recorded when a run's)
+
+        def connection_made(self, transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._arm_read_timer()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._arm_read_timer()
+
+        def connection_lost(self, exc) -> None:
+            if self._read_timer is not None:
+                self._read_timer.cancel()
+                self._read_timer = None
+            super().connection_lost(exc)
+
+    return ReadTimeoutH11
 
 
 class Gateway:
@@ -70,7 +110,15 @@ class Gateway:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             sock.bind((HOST, 0))
             port = sock.getsockname()[1]
-            config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", timeout_keep_alive=30)
+            config = uvicorn.Config(
+                app,
+                log_level="warning",
+                access_log=False,
+                lifespan="off",
+                http=_read_timeout_protocol(),
+                timeout_keep_alive=int(caps.GATEWAY_IDLE_TIMEOUT_S),
+                limit_concurrency=caps.GATEWAY_MAX_CONNECTIONS,
+            )
             server = uvicorn.Server(config)
             thread = threading.Thread(
                 target=server.run, kwargs={"sockets": [sock]}, name="claimgrid-gateway", daemon=True

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -21,6 +20,7 @@ import tempfile
 import threading
 import time
 
+from claimgrid.anybytes import remove_tree
 from claimgrid.launch.handles import ProcessRecord
 from claimgrid.launch.kill import kill_tree
 from claimgrid.launch.outcome import tail
@@ -98,7 +98,7 @@ class WarmParent:
                 kill_tree(self.proc.pid)
                 self.proc.wait()
         kill_tree(self.proc.pid, include_root=False)  # children of a parent that went on its own
-        shutil.rmtree(self.folder, ignore_errors=True)
+        remove_tree(self.folder)
         self.watchdog.forget_tree(self.proc.pid)
         self.watchdog.forget_dir(self.folder)
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -97,6 +96,11 @@ def main() -> int:
     kill = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(kill)
     kill_tree = kill.kill_tree
+    # The same way, claimgrid/anybytes.py (stdlib only): removes a tree of any depth.
+    spec = importlib.util.spec_from_file_location("_cg_anybytes", Path(__file__).parent.parent / "anybytes.py")
+    assert spec is not None and spec.loader is not None
+    anybytes = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(anybytes)
 
     trees: dict[int, None] = {}
     dirs: dict[str, None] = {}
@@ -120,7 +124,7 @@ def main() -> int:
     for path in groups:
         _remove_group(path)
     for path in dirs:
-        shutil.rmtree(path, ignore_errors=True)
+        anybytes.remove_tree(path)
     return 0
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from claimgrid.anybytes import safe_text
 from claimgrid.ledger.load import Ledger, load_ledger
 from claimgrid.ledger.stats import format_rate, wilson
 
@@ -71,7 +72,9 @@ def render_ledger(ledger_dir: Path, summary: list[str] | None = None) -> Path:
         ("LEDGER.md", report.render()),
     ):
         tmp = ledger_dir / f".{name}.tmp"
-        tmp.write_text(text)
+        # Agent text may hold lone surrogates (kept losslessly in the evidence): a page
+        # shows each as visible \udXXX text instead of failing to encode.
+        tmp.write_text(safe_text(text), encoding="utf-8")
         tmp.replace(ledger_dir / name)
     if summary is not None:  # the end-of-grid summary, from the same tables (no second load)
         summary += terminal_lines(report, ledger_dir)

@@ -20,6 +20,7 @@ import os
 import re
 from pathlib import Path
 
+from claimgrid.anybytes import safe_text
 from claimgrid.ledger.rules import explain
 
 RUN_MD = "RUN.md"
@@ -126,15 +127,15 @@ def write_run_md(
     ev_dir = folder / str(record.get("evidence_dir") or f"runs/{record['run_id']}")
     if not ev_dir.is_dir():
         return
-    text = run_md(record, events, digest, rules, fault)
+    text = safe_text(run_md(record, events, digest, rules, fault))  # lone surrogates shown as \udXXX text
     path = ev_dir / RUN_MD
     try:
-        if path.read_text() == text:
+        if path.read_text(encoding="utf-8", errors="replace") == text:
             return  # unchanged: no write, so a re-render of an untouched ledger touches nothing
     except FileNotFoundError:
         pass
     tmp = ev_dir / f".{RUN_MD}.tmp"
-    tmp.write_text(text)
+    tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
 
 

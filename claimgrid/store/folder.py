@@ -31,10 +31,10 @@ import fcntl
 import hashlib
 import json
 import os
-import shutil
 import threading
 from pathlib import Path
 
+from claimgrid.anybytes import json_text, remove_tree, utf8
 from claimgrid.errors import ClaimgridError
 from claimgrid.store.lines import EVENTS_NAME, RUNS_NAME, read_events, scan_runs
 from claimgrid.store.seal import META_MEMBER, Signer, seal_line, seal_meta_text
@@ -60,7 +60,9 @@ class StoreIntegrityError(ClaimgridError):
 
 
 def _dump(obj) -> str:
-    return json.dumps(obj, ensure_ascii=False, sort_keys=False, default=str)
+    # Lone surrogates (model text, non-UTF-8 file names) are written as JSON escapes:
+    # lossless, and the line always encodes (claimgrid.anybytes).
+    return json_text(obj, ensure_ascii=False, sort_keys=False, default=str)
 
 
 class RunStore:
@@ -133,10 +135,10 @@ class RunStore:
         if self.signer is not None:
             text = seal_meta_text(meta, self.signer)
         else:
-            text = json.dumps({k: v for k, v in meta.items() if k not in ("seal", META_MEMBER)}, indent=2, default=str)
+            text = json_text({k: v for k, v in meta.items() if k not in ("seal", META_MEMBER)}, indent=2, default=str)
             text += "\n"
         tmp = self.meta_path.with_suffix(".json.tmp")
-        tmp.write_text(text)
+        tmp.write_bytes(utf8(text))
         os.replace(tmp, self.meta_path)
 
     def _line(self, record: dict, manifest: bytes | None = None) -> bytes:
@@ -145,14 +147,14 @@ class RunStore:
         if self._grid_id is None and self.signer is not None and self.meta_path.exists():
             self._grid_id = str(self.read_meta().get("grid_id"))
         if self.signer is None or self._grid_id is None:  # no meta.json: nothing to seal against
-            return (_dump(record) + "\n").encode()
+            return utf8(_dump(record) + "\n")
         run_id = str(record.get("run_id"))
         if manifest is None:
             try:
                 manifest = (self.runs_dir / run_id / "manifest.json").read_bytes()
             except OSError:
                 manifest = None
-        return (seal_line(record, _dump, self.signer, self._grid_id, manifest) + "\n").encode()
+        return utf8(seal_line(record, _dump, self.signer, self._grid_id, manifest) + "\n")
 
     # ---- records
     def repair(self) -> str | None:
@@ -181,7 +183,7 @@ class RunStore:
         dropped = 0
         for child in self.runs_dir.iterdir() if self.runs_dir.exists() else ():
             if child.name not in done:
-                shutil.rmtree(child, ignore_errors=True)
+                remove_tree(child)
                 dropped += not child.name.startswith(".")
         if dropped:
             notes.append(f"removed {dropped} evidence folder(s) of runs that never got a line (in flight at a kill)")
@@ -238,19 +240,24 @@ class RunStore:
 
     # ---- evidence
     def write_evidence(self, run_id: str, files: dict[str, str | bytes | dict | list]) -> Path:
-        """Write one run's evidence folder once, with a sha256 manifest; files end read-only."""
+        """Write one run's evidence folder once, with a sha256 manifest; files end read-only.
+
+        Any content is written (claimgrid.anybytes): JSON files keep lone surrogates as
+        escapes (lossless); in a text file a surrogate from an undecodable byte is that byte
+        again and any other is the visible text ``\\udXXX`` (the runner records how many
+        as the run's ``limits.text_substituted``)."""
         final = self.runs_dir / run_id
         tmp = self.runs_dir / f".{run_id}.tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
+        remove_tree(tmp)
         tmp.mkdir(parents=True)
         manifest = {}
         for name, content in files.items():
             if isinstance(content, (dict, list)) and name.endswith(".jsonl"):
-                data = "".join(_dump(e) + "\n" for e in content).encode()
+                data = utf8("".join(_dump(e) + "\n" for e in content))
             elif isinstance(content, (dict, list)):
-                data = (json.dumps(content, indent=2, default=str) + "\n").encode()
+                data = utf8(json_text(content, ensure_ascii=True, indent=2, default=str) + "\n")
             elif isinstance(content, str):
-                data = content.encode()
+                data = utf8(content)
             else:
                 data = content or b""
             (tmp / name).write_bytes(data)
@@ -262,7 +269,7 @@ class RunStore:
         for p in tmp.iterdir():
             p.chmod(0o444)
         if final.exists():  # a previous attempt of this cell died before its line was written
-            shutil.rmtree(final)
+            remove_tree(final)
         os.replace(tmp, final)
         return final
 

@@ -191,6 +191,11 @@ class EvidenceLimits(_Model):
     tools_strings_cut: int | None = None
     gateway_strings_cut: int | None = None
     gateway_raw_strings_cut: int | None = None
+    # Lone surrogates written as visible ``\\udXXX`` text in the run's plain-text evidence
+    # files (the JSON evidence keeps them losslessly as escapes): claimgrid.anybytes.
+    text_substituted: int | None = None
+    # Tool calls refused, not run, because the run reached caps.MAX_TOOL_CALLS_PER_RUN.
+    tool_calls_refused: int | None = None
 
     @model_serializer(mode="wrap")
     def _reached(self, handler):

@@ -216,24 +216,15 @@ def workspace_diff(
             tree_id = tree.stdout.strip() if tree else "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
             if not lines:  # the empty tree, written so diff-tree can name it
                 git(["hash-object", "-w", "-t", "tree", "--stdin"], index, "")
-            # One diff call gives the status lines, the line counts and the patch, in that order.
-            diff = git(
-                [
-                    "diff-tree",
-                    "-r",
-                    "--no-renames",
-                    "--no-textconv",
-                    "--no-ext-diff",
-                    "--raw",
-                    "--numstat",
-                    "--patch",
-                    "--binary",
-                    base,
-                    tree_id,
-                ],
-                os.path.join(tmp, "no-index"),
-                text=False,
+            # The file list with -z: real paths (tabs, quotes, newlines, bytes that are not
+            # UTF-8), never git's quoted spelling, so scope checks compare the paths themselves.
+            common = ["diff-tree", "-r", "--no-renames", "--no-textconv", "--no-ext-diff"]
+            listing = git(
+                [*common, "-z", "--raw", "--numstat", base, tree_id], os.path.join(tmp, "no-index"), text=False
             )
+            diff = listing
+            if listing.returncode == 0:
+                diff = git([*common, "--patch", "--binary", base, tree_id], os.path.join(tmp, "no-index"), text=False)
         except subprocess.TimeoutExpired:
             return _ev(
                 "diff",
@@ -244,8 +235,7 @@ def workspace_diff(
             )
     if diff.returncode != 0:
         return _ev("diff", files=None, empty=None, error=diff.stderr.decode(errors="replace").strip()[-500:])
-    out = diff.stdout.decode(errors="replace")
-    summary, _, patch_text = out.partition("\n\n")
+    patch_text = diff.stdout.decode(errors="replace")
     if patch is not None:
         data = patch_text.encode()
         if len(data) > caps.MAX_PATCH_BYTES:
@@ -254,21 +244,7 @@ def workspace_diff(
                 + f"\n[... diff cut at {caps.MAX_PATCH_BYTES} bytes by claimgrid caps ...]\n"
             )
         patch.append(patch_text)
-    kinds, files = {}, []
-    for line in summary.splitlines():
-        if line.startswith(":"):
-            meta, path = line.split("\t", 1)
-            kinds[path] = meta.split()[-1]
-        elif "\t" in line:
-            added, removed, path = line.split("\t", 2)
-            files.append(
-                {
-                    "path": path,
-                    "status": kinds.get(path, "M"),
-                    "added": None if added == "-" else int(added),
-                    "removed": None if removed == "-" else int(removed),
-                }
-            )
+    files = diff_files(listing.stdout)
     for rel in reserved:  # the fixture commit never holds a .git component: these are additions
         files.append({"path": os.fsdecode(rel), "status": "A", "added": None, "removed": None})
     if view is not None:
@@ -302,6 +278,35 @@ def _base_paths(template: Path, base: str) -> set[str]:
         timeout=caps.DIFF_TIMEOUT_S,
     )
     return {os.fsdecode(p) for p in out.stdout.split(b"\0") if p}
+
+
+def diff_files(listing: bytes) -> list[dict]:
+    """The files of ``git diff-tree -z --raw --numstat`` output: path (the real one, decoded
+    as the file system does, ``os.fsdecode``: a byte that is not UTF-8 is a surrogate escape,
+    as the tool layer's own listing has it), status letter, added and removed lines."""
+    tokens = listing.split(b"\0")
+    kinds: dict[str, str] = {}
+    files = []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token.startswith(b":") and i + 1 < len(tokens):
+            kinds[os.fsdecode(tokens[i + 1])] = token.split()[-1].decode("ascii", errors="replace")
+            i += 2
+            continue
+        i += 1
+        if token.count(b"\t") >= 2:
+            added, removed, raw = token.split(b"\t", 2)
+            path = os.fsdecode(raw)
+            files.append(
+                {
+                    "path": path,
+                    "status": kinds.get(path, "M"),
+                    "added": None if added == b"-" else int(added),
+                    "removed": None if removed == b"-" else int(removed),
+                }
+            )
+    return files
 
 
 # --------------------------------------------------------------------------- file checks

@@ -32,17 +32,25 @@ def scan_workspace(
     max_files = caps.MAX_WORKSPACE_FILES if max_files is None else max_files
     root = os.fsencode(workspace)
     entries, total, count = [], 0, 0
-    stack = [(b"", True)]  # (folder, whether its entries are recorded)
+    stack = [(b"", True, 0)]  # (folder, whether its entries are recorded, depth)
     while stack:
-        rel_dir, inside_recorded = stack.pop()
+        rel_dir, inside_recorded, depth = stack.pop()
+        if depth > caps.MAX_WORKSPACE_DEPTH:
+            raise LimitExceeded(
+                f"workspace is more than {caps.MAX_WORKSPACE_DEPTH} folders deep (cap MAX_WORKSPACE_DEPTH; "
+                f"at {_shown(rel_dir)})"
+            )
         try:
             it = os.scandir(os.path.join(root, rel_dir) if rel_dir else root)
-        except OSError as exc:
-            raise LimitExceeded(f"cannot list {os.fsdecode(rel_dir) or '.'}: {exc.strerror}") from exc
+        except OSError as exc:  # ENAMETOOLONG past PATH_MAX included: a recorded result
+            raise LimitExceeded(f"cannot list {_shown(rel_dir) or '.'}: {exc.strerror}") from exc
         with it:
             for entry in it:
                 rel = os.path.join(rel_dir, entry.name) if rel_dir else entry.name
-                st = entry.stat(follow_symlinks=False)
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError as exc:
+                    raise LimitExceeded(f"cannot read {_shown(rel)}: {exc.strerror}") from exc
                 if seen is not None:
                     seen.append((rel, st))
                 count += 1
@@ -52,18 +60,24 @@ def scan_workspace(
                 if total > max_bytes:
                     raise LimitExceeded(
                         f"workspace exceeds {max_bytes} bytes of apparent size "
-                        f"(cap MAX_WORKSPACE_BYTES; at {os.fsdecode(rel)})"
+                        f"(cap MAX_WORKSPACE_BYTES; at {_shown(rel)})"
                     )
                 is_dir = stat.S_ISDIR(st.st_mode)
                 recorded = inside_recorded and not (rel == b".git" or (is_dir and entry.name in CACHE_DIRS))
                 if is_dir:
-                    stack.append((rel, recorded))  # walked for the caps even when not recorded
+                    stack.append((rel, recorded, depth + 1))  # walked for the caps even when not recorded
                 elif recorded and stat.S_ISLNK(st.st_mode):
                     entries.append((rel, 0o120000, st))
                 elif recorded and stat.S_ISREG(st.st_mode):
                     entries.append((rel, 0o100755 if st.st_mode & 0o100 else 0o100644, st))
                 # sockets, fifos, devices: git records none of them either
     return entries
+
+
+def _shown(rel: bytes, limit: int = 300) -> str:
+    """A workspace path for a recorded reason: decoded losslessly, its middle cut when long."""
+    text = os.fsdecode(rel)
+    return text if len(text) <= limit else f"{text[:100]}...[{len(text)} characters]...{text[-100:]}"
 
 
 def read_nofollow(root: bytes, rel: bytes, st: os.stat_result) -> bytes:
@@ -153,7 +167,7 @@ def cache_dirs(workspace: Path) -> list[str]:
         rel_dir = os.path.relpath(dirpath, workspace)
         if rel_dir == ".":
             dirnames[:] = [d for d in dirnames if d != ".git"]
-        for d in [d for d in dirnames if d.encode() in CACHE_DIRS and not os.path.islink(os.path.join(dirpath, d))]:
+        for d in [d for d in dirnames if os.fsencode(d) in CACHE_DIRS and not os.path.islink(os.path.join(dirpath, d))]:
             found.append(os.path.normpath(os.path.join(rel_dir, d)))
             dirnames.remove(d)
     return found

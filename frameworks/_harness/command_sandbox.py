@@ -22,13 +22,20 @@ from __future__ import annotations
 
 import os
 import pwd
+import select
 import shutil
 import signal
 import subprocess
+import time
 from dataclasses import dataclass
 
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 BASH = "/bin/bash"
+# What is kept of one command's output (the driver sends claimgrid.caps.COMMAND_OUTPUT_KEEP_BYTES
+# in ctl["budgets"]["command_output_bytes"]; this is the same figure for a bare control).
+OUTPUT_KEEP_BYTES = 64 << 10
+_CHUNK = 1 << 16
+_DRAIN_S = 5.0  # after a kill: how long the pipe may still be read
 
 
 @dataclass(frozen=True)
@@ -36,12 +43,51 @@ class CommandResult:
     output: str
     exit_code: int | None
     timed_out: bool
+    output_bytes: int = 0      # everything the command printed, counted
+    output_cut: bool = False   # True: only the head and the tail are in ``output``
+
+
+class OutputTail:
+    """A byte sink of bounded size: keeps the first and the last ``keep // 2`` bytes and
+    counts everything, so memory stays flat whatever a command prints."""
+
+    def __init__(self, keep: int = OUTPUT_KEEP_BYTES):
+        self.half = max(1, keep // 2)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def add(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail += data[-self.half:]
+            if len(self.tail) > self.half:
+                del self.tail[: len(self.tail) - self.half]
+
+    @property
+    def cut(self) -> bool:
+        return self.total > len(self.head) + len(self.tail)
+
+    def text(self) -> str:
+        if not self.cut:
+            return (bytes(self.head) + bytes(self.tail)).decode("utf-8", errors="replace")
+        dropped = self.total - len(self.head) - len(self.tail)
+        return (bytes(self.head).decode("utf-8", errors="replace")
+                + f"\n[... output cut by the harness: {self.total} bytes printed, {dropped} bytes in the middle"
+                  " not kept ...]\n"
+                + bytes(self.tail).decode("utf-8", errors="replace"))
 
 
 class CommandSandbox:
     """Runs shell commands for one run; ``spec`` is ``ctl["command_sandbox"]``."""
 
-    def __init__(self, spec: dict | None, workspace: str, run_sandbox: str | None, timeout_s: float):
+    def __init__(self, spec: dict | None, workspace: str, run_sandbox: str | None, timeout_s: float,
+                 output_keep_bytes: int = OUTPUT_KEEP_BYTES):
+        self.output_keep_bytes = int(output_keep_bytes)
         self.argv_prefix = list(spec["argv_prefix"]) if spec else None
         self.timeout_s = float(spec.get("timeout_s", timeout_s)) if spec else timeout_s
         self.workspace = workspace
@@ -62,19 +108,32 @@ class CommandSandbox:
                   "env": {"PATH": os.path.join(home, "bin") + ":" + SAFE_PATH, "LANG": "C.UTF-8", "HOME": home}}
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 close_fds=True, start_new_session=True, **kw)
+        sink = OutputTail(self.output_keep_bytes)
+        deadline = time.monotonic() + self.timeout_s
         try:
-            out, _ = proc.communicate(timeout=self.timeout_s)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc.pid)
+            finished = _stream(proc.stdout, sink, deadline)
+            if not finished:
+                _kill_group(proc.pid)
+                # unguarded only can the pipe outlive the kill (a grandchild escaped the group)
+                _stream(proc.stdout, sink, time.monotonic() + _DRAIN_S)
+        finally:
+            proc.stdout.close()
+        if not finished:
             try:
-                out, _ = proc.communicate(timeout=5)
+                proc.wait(timeout=_DRAIN_S)
             except subprocess.TimeoutExpired:
-                out = b""  # unguarded only: a grandchild escaped the group and holds the pipe
-            return CommandResult(out.decode("utf-8", errors="replace"), None, True)
+                pass
+            return CommandResult(sink.text(), None, True, sink.total, sink.cut)
+        try:
+            code = proc.wait(timeout=max(0.01, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:  # closed its output but ran on past the timeout
+            _kill_group(proc.pid)
+            proc.wait()
+            return CommandResult(sink.text(), None, True, sink.total, sink.cut)
         if not self.guarded:
             # Whatever the command left in its group goes now, as in guarded mode.
             _kill_group(proc.pid)
-        return CommandResult(out.decode("utf-8", errors="replace"), proc.returncode, False)
+        return CommandResult(sink.text(), code, False, sink.total, sink.cut)
 
     def _unguarded_home(self) -> str:
         """A HOME for commands that the command's user cannot write (root-owned, 0555),
@@ -95,6 +154,22 @@ class CommandSandbox:
                 os.chmod(self.run_sandbox, 0o711)
             self._home = home
         return self._home
+
+
+def _stream(pipe, sink: OutputTail, deadline: float) -> bool:
+    """Read ``pipe`` into ``sink`` until end of file (True) or ``deadline`` (False)."""
+    fd = pipe.fileno()
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            return False
+        data = os.read(fd, _CHUNK)
+        if not data:
+            return True
+        sink.add(data)
 
 
 def _nobody_when_root() -> dict:

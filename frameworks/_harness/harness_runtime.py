@@ -126,8 +126,10 @@ def write_outcome(path: str, outcome: dict) -> None:
     """Write atomically (tmp + rename): the driver sees the whole outcome or none."""
     tmp = f"{path}.tmp.{os.getpid()}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    # ASCII JSON: a lone surrogate (a model's "\ud800", a non-UTF-8 file name) is written as
+    # its escape, which the driver reads back as the same string; UTF-8 output would raise.
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(outcome, fh, ensure_ascii=False, default=repr)
+        json.dump(outcome, fh, ensure_ascii=True, default=repr)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)

@@ -20,19 +20,28 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import resource
 import stat
+import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 
-from command_sandbox import CommandSandbox
+from command_sandbox import OUTPUT_KEEP_BYTES, CommandSandbox
 from tools_channel import ToolChannel
 from workspace_jail import Jail, ToolRefused, diff_snapshots
 
 RESULT_EVENT_CHARS = 16000
 SEARCH_MAX_HITS = 200
 SEARCH_MAX_FILE = 2 << 20
+# The bounds below arrive from the driver in ctl["budgets"] (claimgrid/caps.py states each one
+# and its reason); these defaults are the same figures, for a control that names none.
+READ_MAX_BYTES = 1 << 20        # read_file: bytes read from the start of a file, the rest never read
+EDIT_MAX_BYTES = 8 << 20        # edit_file: larger files are refused (an edit rewrites the whole file)
+SEARCH_MAX_BYTES = 32 << 20     # search: bytes of files searched in one call
+SEARCH_TIMEOUT_S = 10.0         # search: wall time of the matching (a worker process, killed after)
+MAX_TOOL_CALLS = 5_000          # tool calls one run may make; later ones are refused and counted
+SEARCH_WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "search_worker.py")
 SANDBOX_WORKSPACE = "/workspace"  # where run_command's sandbox shows the workspace (claimgrid/sandbox/guard.py)
 
 CATEGORIES = {
@@ -89,17 +98,28 @@ class ToolContext:
         self.ws = Jail(ctl["workspace"], aliases=(SANDBOX_WORKSPACE,) if spec else ())
         budgets = ctl.get("budgets") or {}
         self.max_output_chars = int(budgets.get("max_output_chars", 16000))
+        self.read_max_bytes = int(budgets.get("read_max_bytes", READ_MAX_BYTES))
+        self.edit_max_bytes = int(budgets.get("edit_max_bytes", EDIT_MAX_BYTES))
+        self.search_max_bytes = int(budgets.get("search_max_bytes", SEARCH_MAX_BYTES))
+        self.search_timeout_s = float(budgets.get("search_timeout_s", SEARCH_TIMEOUT_S))
+        self.max_tool_calls = int(budgets.get("max_tool_calls", MAX_TOOL_CALLS))
+        self.calls = 0
         self.commands = CommandSandbox(spec, self.ws.root, ctl.get("sandbox"),
-                                       float(budgets.get("command_timeout_s", 30)))
+                                       float(budgets.get("command_timeout_s", 30)),
+                                       int(budgets.get("command_output_bytes", OUTPUT_KEEP_BYTES)))
 
     def execute(self, tool: HarnessTool | None, args, name: str | None = None) -> str:
         name = tool.name if tool else name
         category = tool.category if tool else CATEGORIES.get(name, "unknown")
+        self.calls += 1
+        if self.calls > self.max_tool_calls:
+            return self._refuse_over_cap(name)
         t0 = self.channel.now()
         # CPU the harness spends on this call (this thread + the commands it waited for): the
         # throughput bench subtracts it from the run's CPU to get the framework's own share.
         cpu0 = _cpu_now()
-        before = self._snap()
+        cut: list = []
+        before = self._snap(cut)
         try:
             if tool is None:
                 raise ToolRefused(f"unknown tool '{name}'")
@@ -108,12 +128,16 @@ class ToolContext:
             outcome = ToolOutcome(f"ERROR: {exc}", False, str(exc))
         except Exception as exc:  # a tool must never raise into the framework
             outcome = ToolOutcome(f"ERROR: {type(exc).__name__}: {exc}", False, f"{type(exc).__name__}: {exc}")
-        after = self._snap()
+        after = self._snap(cut)
         changed = diff_snapshots(before, after) if before is not None and after is not None else None
         result = _truncate(outcome.text, self.max_output_chars)
+        if cut:
+            # Folders too deep to enter (or entries past the cap) were not fingerprinted:
+            # the change record is what the walk saw, and says so.
+            outcome.fields["snapshot_cut"] = sorted(set(cut))[:20]
         self.channel.emit({
             "t": t0, "tool": name, "category": category, "args": _jsonable(args),
-            "ok": outcome.ok, "error": outcome.error, "result": result[:RESULT_EVENT_CHARS],
+            "ok": outcome.ok, "error": outcome.error, "result": _truncate(result, RESULT_EVENT_CHARS),
             "result_chars": len(result),
             "changed_workspace": bool(changed) if changed is not None else None,
             "changed_paths": changed if changed is not None else [],
@@ -122,11 +146,23 @@ class ToolContext:
         })
         return result
 
-    def _snap(self):
+    def _snap(self, cut: list | None = None):
         try:
-            return self.ws.snapshot()
-        except OSError:
+            return self.ws.snapshot(cut)
+        except (OSError, RecursionError, ValueError):
             return None  # unknown, never guessed
+
+    def _refuse_over_cap(self, name) -> str:
+        """A call past ``max_tool_calls``: not run. The first one is an event; the rest are
+        counted (``ToolChannel.refused``, sent as one ``limit`` event when the channel closes)."""
+        text = f"ERROR: this run reached its cap of {self.max_tool_calls} tool calls; the call was not run"
+        if self.channel.refused == 0:
+            self.channel.emit({"t": self.channel.now(), "tool": name, "category": CATEGORIES.get(name, "unknown"),
+                               "args": None, "ok": False, "error": text[7:], "result": text,
+                               "result_chars": len(text), "changed_workspace": False, "changed_paths": [],
+                               "cap": "max_tool_calls"})
+        self.channel.refused += 1
+        return text
 
 
 def _cpu_now() -> float:
@@ -154,7 +190,9 @@ def check_args(schema: dict, args) -> dict:
 def _truncate(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
-    return text[:limit] + f"\n[... truncated: {len(text) - limit} more characters]"
+    # Head and tail: a command's exit code and a flood's end are at the end.
+    half = limit // 2
+    return text[:half] + f"\n[... truncated: {len(text) - 2 * half} characters in the middle]\n" + text[-half:]
 
 
 def _jsonable(value):
@@ -183,34 +221,58 @@ def _list_dir(ctx: ToolContext, path: str = ".") -> ToolOutcome:
 
 
 def _read_file(ctx: ToolContext, path: str) -> ToolOutcome:
-    data, _ = ctx.ws.read_bytes(path)
-    return ToolOutcome(data.decode("utf-8", errors="replace"))
+    data, _, size = ctx.ws.read_head(path, ctx.read_max_bytes)
+    text = data.decode("utf-8", errors="replace")
+    if size > len(data):
+        text += f"\n[... file is {size} bytes; the harness read the first {len(data)}]"
+        return ToolOutcome(text, fields={"read_cut": True, "file_bytes": size})
+    return ToolOutcome(text)
 
 
 def _search(ctx: ToolContext, pattern: str, path: str = ".") -> ToolOutcome:
-    try:
-        match = re.compile(pattern).search
-    except re.error:
-        match = lambda line: pattern in line  # noqa: E731 - substring fallback
+    if _unencodable(pattern):
+        raise ToolRefused("the pattern holds a lone surrogate, which no file can contain")
     kind = ctx.ws.kind(path)
     if kind == "file":
-        data, rel = ctx.ws.read_bytes(path)
-        files = [(rel, data)] if len(data) <= SEARCH_MAX_FILE else []
+        data, rel, size = ctx.ws.read_head(path, SEARCH_MAX_FILE)
+        files = [(rel, data)] if size <= SEARCH_MAX_FILE else []
     elif kind == "dir":
         files = _text_files(ctx, path)
     else:
         raise ToolRefused(f"'{path}' does not exist")
-    hits = []
+    texts, budget = [], ctx.search_max_bytes
     for rel, data in files:
         if b"\x00" in data[:8192]:
             continue
-        for no, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
-            if match(line):
-                hits.append(f"{rel}:{no}: {line}")
-                if len(hits) >= SEARCH_MAX_HITS:
-                    hits.append(f"[stopped after {SEARCH_MAX_HITS} matches]")
-                    return ToolOutcome("\n".join(hits))
+        if len(data) > budget:
+            break
+        budget -= len(data)
+        texts.append((rel, data.decode("utf-8", errors="replace")))
+    # The matching runs in a worker process killed at the time cap: a pattern that
+    # backtracks catastrophically costs at most that, whatever the regex engine does.
+    job = json.dumps({"pattern": pattern, "files": texts, "max_hits": SEARCH_MAX_HITS}, ensure_ascii=True)
+    try:
+        done = subprocess.run([sys.executable, "-I", "-S", SEARCH_WORKER], input=job.encode(), capture_output=True,
+                              timeout=ctx.search_timeout_s, close_fds=True)
+    except subprocess.TimeoutExpired:
+        t = ctx.search_timeout_s
+        return ToolOutcome(f"ERROR: search stopped after {t:g}s (the harness's time cap); try a simpler pattern",
+                           False, f"search over its {t:g}s time cap", {"search_timed_out": True})
+    try:
+        hits = json.loads(done.stdout)["hits"]
+    except (ValueError, KeyError, TypeError):
+        raise ToolRefused(f"search failed: {done.stderr.decode(errors='replace').strip()[-300:]}") from None
+    if len(hits) > SEARCH_MAX_HITS:
+        hits = hits[:SEARCH_MAX_HITS] + [f"[stopped after {SEARCH_MAX_HITS} matches]"]
     return ToolOutcome("\n".join(hits) if hits else "(no matches)")
+
+
+def _unencodable(text: str) -> bool:
+    try:
+        text.encode("utf-8", errors="surrogateescape")
+        return False
+    except UnicodeEncodeError:
+        return True
 
 
 def _text_files(ctx: ToolContext, path: str):
@@ -228,14 +290,20 @@ def _text_files(ctx: ToolContext, path: str):
 
 
 def _write_file(ctx: ToolContext, path: str, content: str) -> ToolOutcome:
-    rel = ctx.ws.write_bytes(path, content.encode("utf-8"))
+    if _unencodable(content):
+        raise ToolRefused("the content holds a lone surrogate, which has no UTF-8 form; nothing was written")
+    rel = ctx.ws.write_bytes(path, content.encode("utf-8", errors="surrogateescape"))
     return ToolOutcome(f"wrote {len(content)} characters to {rel}")
 
 
 def _edit_file(ctx: ToolContext, path: str, old: str, new: str) -> ToolOutcome:
     if old == "":
         raise ToolRefused("'old' must not be empty")
-    data, rel = ctx.ws.read_bytes(path)
+    if _unencodable(new):
+        raise ToolRefused("'new' holds a lone surrogate, which has no UTF-8 form; nothing was written")
+    data, rel, size = ctx.ws.read_head(path, ctx.edit_max_bytes + 1)
+    if size > ctx.edit_max_bytes:
+        raise ToolRefused(f"'{path}' is {size} bytes, over the {ctx.edit_max_bytes} an edit may rewrite")
     text = data.decode("utf-8", errors="surrogateescape")
     count = text.count(old)
     if count == 0:
@@ -247,17 +315,21 @@ def _edit_file(ctx: ToolContext, path: str, old: str, new: str) -> ToolOutcome:
 
 
 def _run_command(ctx: ToolContext, command: str) -> ToolOutcome:
+    if _unencodable(command):
+        raise ToolRefused("the command holds a lone surrogate, which has no byte form; it was not run")
     try:
         res = ctx.commands.run(command)
     except OSError as exc:
         raise ToolRefused(f"could not start the command: {exc}") from None
+    # What the command printed in all, and whether the middle was cut (head and tail kept).
+    output = {"output_bytes": res.output_bytes, **({"output_cut": True} if res.output_cut else {})}
     if res.timed_out:
         t = ctx.commands.timeout_s
         return ToolOutcome(res.output + f"\n[timed out after {t:g}s; every process it started was killed]", False,
-                           f"timed out after {t:g}s", {"exit_code": None, "timed_out": True})
+                           f"timed out after {t:g}s", {"exit_code": None, "timed_out": True, **output})
     # A non-zero exit is still an executed command (ok); the exit code is evidence.
     return ToolOutcome(res.output + f"\n[exit code {res.exit_code}]", True, None,
-                       {"exit_code": res.exit_code, "timed_out": False})
+                       {"exit_code": res.exit_code, "timed_out": False, **output})
 
 
 SPECS = {

@@ -27,6 +27,12 @@ from dataclasses import dataclass
 
 SNAPSHOT_HASH_MAX = 1 << 20  # files up to 1 MiB are hashed; larger ones by size+mtime
 SNAPSHOT_SKIP = {".git", "__pycache__"}
+# A walk holds one descriptor per level: deeper folders are listed as cut, not entered (a
+# 1,200-level tree must not exhaust descriptors or recursion). Real repositories are a few
+# dozen levels deep. Entries past SNAPSHOT_MAX_ENTRIES are not fingerprinted either (the
+# verifier's own cap, caps.MAX_WORKSPACE_FILES, is the same figure). Both cuts are recorded.
+SNAPSHOT_MAX_DEPTH = 64
+SNAPSHOT_MAX_ENTRIES = 20_000
 MAX_LINKS = 40               # symlinks followed in one resolution (the kernel's own limit)
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -72,6 +78,10 @@ class Jail:
             raise ToolRefused("path must be a non-empty string")
         if "\x00" in path:
             raise ToolRefused("path contains a NUL byte")
+        try:
+            os.fsencode(path)
+        except UnicodeEncodeError:
+            raise ToolRefused("path holds a character with no file-system form (a lone surrogate)") from None
         if os.path.isabs(path):
             for prefix in (self.root, *self.aliases):
                 if path == prefix or path.startswith(prefix + "/"):
@@ -181,6 +191,13 @@ class Jail:
     # ------------------------------------------------------------ file operations
 
     def read_bytes(self, path) -> tuple[bytes, str]:
+        data, rel, _ = self.read_head(path, None)
+        return data, rel
+
+    def read_head(self, path, limit: int | None) -> tuple[bytes, str, int]:
+        """(at most ``limit`` bytes from the start of the file, rel, its size); ``limit``
+        None reads it whole. Nothing past ``limit`` is read (a sparse 255 MB file costs
+        ``limit`` bytes)."""
         with self.node(path) as node:
             if not node.exists:
                 raise ToolRefused(f"'{path}' is not a file")
@@ -188,7 +205,8 @@ class Jail:
                 raise ToolRefused(f"'{path}' is not a file")
             fd = self._open_file(node, os.O_RDONLY | os.O_NONBLOCK, path)
             with os.fdopen(fd, "rb") as fh:
-                return fh.read(), node.rel
+                size = os.fstat(fd).st_size
+                return (fh.read() if limit is None else fh.read(limit)), node.rel, size
 
     def write_bytes(self, path, data: bytes, must_exist: bool = False) -> str:
         with self.node(path, create_dirs=not must_exist) as node:
@@ -267,20 +285,27 @@ class Jail:
 
     # ------------------------------------------------------------ walking
 
-    def walk_files(self, path="."):
+    def walk_files(self, path=".", cut: list | None = None):
         """Yield ``(rel, dir_fd, name, stat)`` for every entry under ``path`` (sorted,
-        never following a symlink, skipping .git and __pycache__ folders)."""
+        never following a symlink, skipping .git and __pycache__ folders). Folders deeper
+        than ``SNAPSHOT_MAX_DEPTH`` are yielded but not entered; their paths go to ``cut``."""
         with self.folder(path) as (fd, rel):
-            yield from _walk(fd, "" if rel == "." else rel)
+            yield from _walk(fd, "" if rel == "." else rel, cut)
 
-    def snapshot(self) -> dict:
+    def snapshot(self, cut: list | None = None) -> dict:
         """path -> fingerprint for the workspace, excluding .git and __pycache__.
 
         Files: (size, mtime_ns, mode, sha256 if small); symlinks: their target;
         directories: presence only (their mtime moves when ignored caches appear).
+        Folders too deep to enter and entries past ``SNAPSHOT_MAX_ENTRIES`` are not
+        fingerprinted; what was cut is appended to ``cut``.
         """
-        out = {}
-        for rel, dir_fd, name, st in self.walk_files("."):
+        out: dict = {}
+        for rel, dir_fd, name, st in self.walk_files(".", cut):
+            if len(out) >= SNAPSHOT_MAX_ENTRIES:
+                if cut is not None:
+                    cut.append(f"[entries past {SNAPSHOT_MAX_ENTRIES}]")
+                break
             if stat.S_ISDIR(st.st_mode):
                 out[rel] = ("d",)
             elif stat.S_ISLNK(st.st_mode):
@@ -296,31 +321,49 @@ class Jail:
         return out
 
 
-def _walk(dir_fd: int, prefix: str):
+def _listing(dir_fd: int):
     try:
-        entries = sorted(os.listdir(dir_fd))
+        return iter(sorted(os.listdir(dir_fd)))
     except OSError:
-        return
-    for name in entries:
-        try:
-            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-        except OSError:
-            continue
-        rel = f"{prefix}/{name}" if prefix else name
-        if stat.S_ISDIR(st.st_mode):
+        return iter(())
+
+
+def _walk(dir_fd: int, prefix: str, cut: list | None = None):
+    """Depth first, without recursion: one (descriptor, prefix, names) frame per level."""
+    stack: list[tuple[int | None, int, str, object]] = [(None, dir_fd, prefix, _listing(dir_fd))]
+    try:
+        while stack:
+            _, fd, pre, names = stack[-1]
+            name = next(names, None)  # type: ignore[call-overload]
+            if name is None:
+                owned = stack.pop()[0]
+                if owned is not None:
+                    os.close(owned)
+                continue
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except OSError:
+                continue
+            rel = f"{pre}/{name}" if pre else name
+            if not stat.S_ISDIR(st.st_mode):
+                yield rel, fd, name, st
+                continue
             if name in SNAPSHOT_SKIP:
                 continue
-            yield rel, dir_fd, name, st
+            yield rel, fd, name, st
+            if len(stack) > SNAPSHOT_MAX_DEPTH:
+                if cut is not None:
+                    cut.append(rel)
+                continue
             try:
-                sub = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+                sub = os.open(name, _DIR_FLAGS, dir_fd=fd)
             except OSError:
                 continue  # swapped for a symlink since the stat: not followed
-            try:
-                yield from _walk(sub, rel)
-            finally:
-                os.close(sub)
-        else:
-            yield rel, dir_fd, name, st
+            stack.append((sub, sub, rel, _listing(sub)))
+    finally:
+        for owned, *_ in stack:
+            if owned is not None:
+                os.close(owned)
 
 
 def _digest(name: str, dir_fd: int) -> str:
