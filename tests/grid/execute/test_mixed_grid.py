@@ -11,26 +11,17 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import pytest
-
 from claimgrid.store.lines import read_runs
 
 from tests.conftest import ROOT, select_runs
 
 POLICIES = ROOT / "tests" / "fixtures" / "hostile_policies.py"
 ORDINARY = ["--tasks", "fix-float-add", "--content", "clean", "--swap", "none", "--models", "diligent,narrator"]
-BYTES_FIX = (
-    "a lone surrogate in a report crashes the store and a 1,200-level tree the workspace snapshot; "
-    "fixed on the bytes branch (every byte sequence is data, deep trees are a recorded result)"
-)
+HOSTILE = ["fork-bomber", "flooder", "script-report", "surrogate", "deep-tree"]
 
 
-@pytest.mark.parametrize("hostile", [
-    pytest.param(["fork-bomber", "flooder", "script-report"], id="resources"),
-    pytest.param(["fork-bomber", "flooder", "script-report", "surrogate", "deep-tree"], id="all-five",
-                 marks=pytest.mark.xfail(strict=True, reason=BYTES_FIX)),
-])
-def test_hostile_runs_change_no_other_result(tmp_path, plain_venvs, default_grid, hostile):
+def test_hostile_runs_change_no_other_result(tmp_path, plain_venvs, default_grid):
+    hostile = HOSTILE
     out = tmp_path / "grid"
     models = ORDINARY[-1].split(",") + hostile
     proc = subprocess.run([sys.executable, str(ROOT / "grid.py"), "run", "--venvs", str(plain_venvs), "--out",
