@@ -154,7 +154,9 @@ def create_app(
                 assert body is not None  # parse_body gives a body or a message (bad)
                 try:
                     async with connections.for_model(target_model(script, swap)) as queued_ms:
-                        answer = await dispatcher.answer(script, swap, body, requested)
+                        answer = await dispatcher.answer(
+                            script, swap, body, requested, state.progress, index, fault.kind if fault else None
+                        )
                     headers, provider = answer.headers, answer.provider
                     if fault is not None:
                         answer.response = faults.alter(fault, answer.response)

@@ -79,12 +79,21 @@ class VenvError(ClaimgridError):
     """A framework environment could not be built; the message is one line."""
 
 
+class FinalAnswerSpec(Strict):
+    """How the framework takes a final answer when it is not a plain text message: a call
+    of ``tool`` with the answer text in ``argument`` (smolagents' ``final_answer``)."""
+
+    tool: str
+    argument: str
+
+
 class EntrySpec(Strict):
     python: str
     project: str
     adapter: str
     pass_env: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
+    final_answer: FinalAnswerSpec | None = None
 
 
 class VenvsFile(Strict):
@@ -126,6 +135,7 @@ class Entry:
     venv: Path
     pass_env: tuple[str, ...] = ()
     env_vars: tuple[tuple[str, str], ...] = ()  # venvs.toml ``env``: (name, value with {sandbox})
+    final_answer: tuple[str, str] | None = None  # venvs.toml ``final_answer``: (tool, argument); None: text
 
     def env_for(self, sandbox: str) -> dict[str, str]:
         """The framework's own variables for a process whose sandbox folder is ``sandbox``."""
@@ -177,7 +187,15 @@ def load_venvs(path: Path | str | None = None) -> dict[str, Entry]:
         if not re.fullmatch(r"3\.\d+(\.\d+)?", e.python):
             raise DataError(path, f"{where}.python", f"'{e.python}' is not a Python version like '3.11'")
         env_vars = _check_env(path, where, e)
-        out[name] = Entry(name, e.python, project, adapter, root / ".venvs" / name, tuple(e.pass_env), env_vars)
+        final = None
+        if e.final_answer is not None:
+            for key in ("tool", "argument"):
+                if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", getattr(e.final_answer, key)):
+                    raise DataError(path, f"{where}.final_answer.{key}", "is not an identifier")
+            final = (e.final_answer.tool, e.final_answer.argument)
+        out[name] = Entry(
+            name, e.python, project, adapter, root / ".venvs" / name, tuple(e.pass_env), env_vars, final
+        )
     return out
 
 

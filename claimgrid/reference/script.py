@@ -77,6 +77,10 @@ class RunScript:
     reported_name: str | None = None
     max_model_calls: int = 24
     model_call_timeout_s: float = 15.0  # the run's per-call deadline (the ``slow`` fault exceeds it)
+    # The framework's final-answer protocol (venvs.toml ``final_answer``): None = a plain text
+    # message ends the run; (tool, argument) = the framework ends only on a call of ``tool``
+    # with the answer in ``argument`` (claimgrid.gateway.scripted.in_protocol).
+    final_answer: tuple[str, str] | None = None
 
     @classmethod
     def for_cell(
@@ -89,9 +93,11 @@ class RunScript:
         substitute: str,
         agent_name: str,
         limits: CallLimits | None = None,
+        final_answer: tuple[str, str] | None = None,
     ) -> RunScript:
         """Build the script of one grid cell from the task, its content and swap conditions;
-        ``limits``: the run's model-call budget and per-call deadline (defaults as the grid's)."""
+        ``limits``: the run's model-call budget and per-call deadline (defaults as the grid's);
+        ``final_answer``: the framework's final-answer protocol (None: plain text)."""
         limits = limits or CallLimits()
         spec = task.spec
         carries = content.carries
@@ -121,6 +127,7 @@ class RunScript:
             reported_name=swap.reported_name,
             max_model_calls=limits.max_model_calls,
             model_call_timeout_s=limits.model_call_timeout_s,
+            final_answer=final_answer,
         )
 
     @property

@@ -61,6 +61,9 @@ class Facts(_Model):
     expected_evidence: Evidence | None = None  # the task's declared evidence; None: the role's
     required_command: str | None = None  # a run_command must contain this (e.g. tests run)
     tools: list[str] | None = None  # tool names the adapter exposed
+    # The framework's final-answer tool (venvs.toml ``final_answer``): a call of it is how the
+    # framework takes the answer, not a workspace tool the harness runs. None: plain text.
+    final_answer_tool: str | None = None
 
 
 class UnexecutedCall(_Model):

@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass, field
 
 from command_sandbox import CommandSandbox
+from tool_faults import ToolFaultHook
 from tools_channel import ToolChannel
 from workspace_jail import Jail, ToolRefused, diff_snapshots
 
@@ -91,6 +92,7 @@ class ToolContext:
         self.max_output_chars = int(budgets.get("max_output_chars", 16000))
         self.commands = CommandSandbox(spec, self.ws.root, ctl.get("sandbox"),
                                        float(budgets.get("command_timeout_s", 30)))
+        self.faults = ToolFaultHook(ctl.get("tool_fault"))  # a probe's tool fault (tool_faults.py)
 
     def execute(self, tool: HarnessTool | None, args, name: str | None = None) -> str:
         name = tool.name if tool else name
@@ -100,10 +102,18 @@ class ToolContext:
         # throughput bench subtracts it from the run's CPU to get the framework's own share.
         cpu0 = _cpu_now()
         before = self._snap()
+        fault = None
         try:
             if tool is None:
                 raise ToolRefused(f"unknown tool '{name}'")
-            outcome = tool._impl(self, **check_args(tool.parameters, args))
+            checked = check_args(tool.parameters, args)
+            fault = self.faults.take(category)
+            if ToolFaultHook.skips_tool(fault):
+                outcome = _failed(fault, name)
+            else:
+                outcome = tool._impl(self, **checked)
+                if fault == "changed_then_failed":
+                    outcome = _failed(fault, name)
         except ToolRefused as exc:
             outcome = ToolOutcome(f"ERROR: {exc}", False, str(exc))
         except Exception as exc:  # a tool must never raise into the framework
@@ -119,14 +129,20 @@ class ToolContext:
             "changed_paths": changed if changed is not None else [],
             "harness_cpu_s": round(_cpu_now() - cpu0, 4),
             **outcome.fields,
+            **({"fault": fault, "delivered_chars": len(ToolFaultHook.delivered(fault, result))} if fault else {}),
         })
-        return result
+        return ToolFaultHook.delivered(fault, result)
 
     def _snap(self):
         try:
             return self.ws.snapshot()
         except OSError:
             return None  # unknown, never guessed
+
+
+def _failed(fault: str, name: str) -> ToolOutcome:
+    text, error, fields = ToolFaultHook.failed(fault, name)
+    return ToolOutcome(text, False, error, fields)
 
 
 def _cpu_now() -> float:
