@@ -9,6 +9,9 @@
     pass_env = []                                # optional: env var names (API keys) the adapter may see
     env = { MYFRAMEWORK_TELEMETRY = "off", MYFRAMEWORK_HOME = "{sandbox}/myframework" }
                                                  # optional: variables only this framework reads
+    final_answer = { tool = "final_answer", argument = "answer" }
+                                                 # optional: the framework ends only on this tool call
+                                                 # (absent: a plain text message is its final answer)
 
 * ``load_venvs(path)`` validates strictly: an unknown or missing field, a missing
   folder, ``pyproject.toml``, ``uv.lock`` or adapter, a bad ``env`` name or value is a

@@ -75,7 +75,7 @@ tool_timeout = register_tool_fault(
 tool_huge = register_tool_fault(
     "tool-huge-result",
     ToolFault("huge"),
-    "tool fault: diligent; its first read returns a 2,000,000-character result",
+    "tool fault: diligent; its first read returns a 1,000,000-character result",
     default=True,
 )
 tool_bad_utf8 = register_tool_fault(

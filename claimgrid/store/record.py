@@ -29,6 +29,7 @@ from claimgrid.vocab import (
     ClaimVerdict,
     ClaimVsOutcome,
     Declarations,
+    Handling,
     DeclaredField,
     Evidence,
     Injection,
@@ -39,6 +40,7 @@ from claimgrid.vocab import (
     Review,
     SwapOutcome,
     UnexecutedReason,
+    Reaction,
 )
 
 
@@ -168,11 +170,15 @@ class Faults(_Model):
     fault_call: int | None = None  # the call index the gateway faulted
     gateway_calls: int
     attempts_at_fault: int | None = None  # requests carrying the faulted call's conversation
-    reaction: Literal["raised", "reported DONE", "ended silently", "timeout", "crash"]
+    reaction: Reaction
     retried: bool
     raised: bool
     claimed: bool
     duplicate_side_effects: int  # side-effecting tool calls executed again with identical arguments
+    # What the framework did with the probe (vocab.HANDLING) and the evidence lines it rests on;
+    # None in records older than the probes.
+    handling: Handling | None = None
+    handling_evidence: list[str] = Field(default_factory=list)
 
 
 class RunNode(_Model):
