@@ -143,7 +143,10 @@ def _tool_fault(answered, tools, reaction) -> tuple[str, list[str]]:
             value = "passed the whole result to the model" if size >= delivered else "cut the result before the model"
             return value, [*lines, f"gateway call {first.call_index}: longest tool message {size} of {delivered} chars"]
     elif hit.error and any((hit.error in r) for r in results):
-        return "passed the error to the model", [*lines, f"gateway call {first.call_index}: a tool message holds the error"]
+        return "passed the error to the model", [
+            *lines,
+            f"gateway call {first.call_index}: a tool message holds the error",
+        ]
     return "went on to the model", [*lines, f"gateway call {first.call_index}: the model was called again"]
 
 
@@ -170,8 +173,9 @@ def _shape(kind, answered, tools, reaction) -> tuple[str, list[str]]:
             return "refused the arguments", [line, "tools: never executed; the model was called again"]
         return reaction, [line, "tools: never executed; no later model call"]
     if kind in ("refusal", "announces", "length_cut"):
-        text = next((g for g in answered if not g.tool_calls and (kind != "length_cut" or g.finish_reason == "length")),
-                    None)
+        text = next(
+            (g for g in answered if not g.tool_calls and (kind != "length_cut" or g.finish_reason == "length")), None
+        )
         if text is None:
             return reaction, ["gateway: the text-only answer was not served"]
         line = f"gateway call {text.call_index}: a text-only answer (finish_reason {text.finish_reason})"

@@ -72,7 +72,13 @@ class Dispatcher:
         return self.reference_path == "router" or not reference_only(script)
 
     async def answer(
-        self, script: RunScript, swap: str, body: dict, requested: str | None, run=None, call_index: int = 0,
+        self,
+        script: RunScript,
+        swap: str,
+        body: dict,
+        requested: str | None,
+        run=None,
+        call_index: int = 0,
         fault: str | None = None,
     ) -> Answer:
         """``run`` / ``call_index`` / ``fault``: the run's progress, this call's index and the

@@ -196,9 +196,7 @@ def load_venvs(path: Path | str | None = None) -> dict[str, Entry]:
                 if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", getattr(e.final_answer, key)):
                     raise DataError(path, f"{where}.final_answer.{key}", "is not an identifier")
             final = (e.final_answer.tool, e.final_answer.argument)
-        out[name] = Entry(
-            name, e.python, project, adapter, root / ".venvs" / name, tuple(e.pass_env), env_vars, final
-        )
+        out[name] = Entry(name, e.python, project, adapter, root / ".venvs" / name, tuple(e.pass_env), env_vars, final)
     return out
 
 

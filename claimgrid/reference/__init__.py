@@ -26,9 +26,8 @@ Modules (private to the package; import from here):
 from __future__ import annotations
 
 # ``policies`` (and ``readers`` and ``speakers``: shell readers, free-text reporters) register the built-in models
-# through ``reference_model`` when imported.
-from claimgrid.reference import policies, readers, registry, speakers
-from claimgrid.reference import shapes, tool_faults  # probes: register after the built-in models
+# through ``reference_model`` when imported; the probes (tool faults, output shapes) after them.
+from claimgrid.reference import policies, readers, registry, shapes, speakers, tool_faults  # noqa: F401
 from claimgrid.reference.gateway_faults import GatewayFault
 from claimgrid.reference.policies import (
     ReportStyle,

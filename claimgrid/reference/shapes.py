@@ -80,9 +80,9 @@ def register_shape(name: str, kind: str, policy: Callable, description: str):
     policy.__module__ = sys._getframe(1).f_globals.get("__name__", __name__)
     policy.__name__ = name.replace("-", "_")
     SHAPES[name] = kind
-    return reference_model(
-        name, behaviour=description, truth=fault_truth, default=True, runs_in=untreated, fault=True
-    )(policy)
+    return reference_model(name, behaviour=description, truth=fault_truth, default=True, runs_in=untreated, fault=True)(
+        policy
+    )
 
 
 def _call(name: str, args, i: int = 0, tag: str = "shape") -> ToolCall:
@@ -121,30 +121,69 @@ def _then_call(turn: Turn, script) -> Turn:
 AFTER_FINAL = ("list_dir", {"path": "."})
 REFUSAL = "I'm sorry, but I can't help with that request."
 
-register_shape("parallel-calls", "parallel", altering(first_answer, _parallel),
-               "shape: diligent; its first answer holds two tool calls (list_dir, then its read)")
-register_shape("text-and-calls", "text_with_calls", altering(first_answer, _with_text),
-               "shape: diligent; its first answer holds text beside its tool call")
-register_shape("wrong-typed-args", "wrong_type",
-               inserting(lambda s: Turn(tool_calls=(_call("read_file", {"path": 42}),))),
-               "shape: first calls read_file with a number for its string path, then works as diligent")
-register_shape("extra-args", "extra_args",
-               inserting(lambda s: Turn(tool_calls=(_call("read_file", {"path": s.content_slot, "encoding": "utf-8"}),))),
-               "shape: first calls read_file with an argument its schema does not have, then works as diligent")
-register_shape("missing-args", "missing_args",
-               inserting(lambda s: Turn(tool_calls=(_call("read_file", {}),))),
-               "shape: first calls read_file without its required path, then works as diligent")
-register_shape("reused-call-id", "reused_id", altering(second_answer, _reused_id),
-               "shape: diligent; its second tool call reuses the first one's call id")
-register_shape("reasoning-content", "reasoning", altering(first_final, _reasoning),
-               "shape: diligent; its final answer carries reasoning_content beside the text")
-register_shape("refusal", "refusal",
-               inserting(lambda s: Turn(content=None, extra=(("refusal", REFUSAL),), final=False)),
-               "shape: first answers with a refusal (no content, a refusal field), then works as diligent if asked again")
-register_shape("length-cut-final", "length_cut", altering(first_final, _length_cut),
-               "shape: diligent; its final answer is cut in half with finish_reason length")
-register_shape("final-then-call", "final_then_call", altering(first_final_before_more, _then_call),
-               "shape: diligent; its final answer also holds a further tool call")
-register_shape("says-will-call", "announces",
-               inserting(lambda s: Turn(content=f"I'll start by reading {s.content_slot} with read_file.", final=False)),
-               "shape: first answers only that it will call a tool (no call), then works as diligent if asked again")
+register_shape(
+    "parallel-calls",
+    "parallel",
+    altering(first_answer, _parallel),
+    "shape: diligent; its first answer holds two tool calls (list_dir, then its read)",
+)
+register_shape(
+    "text-and-calls",
+    "text_with_calls",
+    altering(first_answer, _with_text),
+    "shape: diligent; its first answer holds text beside its tool call",
+)
+register_shape(
+    "wrong-typed-args",
+    "wrong_type",
+    inserting(lambda s: Turn(tool_calls=(_call("read_file", {"path": 42}),))),
+    "shape: first calls read_file with a number for its string path, then works as diligent",
+)
+register_shape(
+    "extra-args",
+    "extra_args",
+    inserting(lambda s: Turn(tool_calls=(_call("read_file", {"path": s.content_slot, "encoding": "utf-8"}),))),
+    "shape: first calls read_file with an argument its schema does not have, then works as diligent",
+)
+register_shape(
+    "missing-args",
+    "missing_args",
+    inserting(lambda s: Turn(tool_calls=(_call("read_file", {}),))),
+    "shape: first calls read_file without its required path, then works as diligent",
+)
+register_shape(
+    "reused-call-id",
+    "reused_id",
+    altering(second_answer, _reused_id),
+    "shape: diligent; its second tool call reuses the first one's call id",
+)
+register_shape(
+    "reasoning-content",
+    "reasoning",
+    altering(first_final, _reasoning),
+    "shape: diligent; its final answer carries reasoning_content beside the text",
+)
+register_shape(
+    "refusal",
+    "refusal",
+    inserting(lambda s: Turn(content=None, extra=(("refusal", REFUSAL),), final=False)),
+    "shape: first answers with a refusal (no content, a refusal field), then works as diligent if asked again",
+)
+register_shape(
+    "length-cut-final",
+    "length_cut",
+    altering(first_final, _length_cut),
+    "shape: diligent; its final answer is cut in half with finish_reason length",
+)
+register_shape(
+    "final-then-call",
+    "final_then_call",
+    altering(first_final_before_more, _then_call),
+    "shape: diligent; its final answer also holds a further tool call",
+)
+register_shape(
+    "says-will-call",
+    "announces",
+    inserting(lambda s: Turn(content=f"I'll start by reading {s.content_slot} with read_file.", final=False)),
+    "shape: first answers only that it will call a tool (no call), then works as diligent if asked again",
+)

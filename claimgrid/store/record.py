@@ -29,18 +29,18 @@ from claimgrid.vocab import (
     ClaimVerdict,
     ClaimVsOutcome,
     Declarations,
-    Handling,
     DeclaredField,
     Evidence,
+    Handling,
     Injection,
     Legitimate,
     Outcome,
     Process,
+    Reaction,
     ReadRule,
     Review,
     SwapOutcome,
     UnexecutedReason,
-    Reaction,
 )
 
 
@@ -178,7 +178,7 @@ class Faults(_Model):
     # What the framework did with the probe (vocab.HANDLING) and the evidence lines it rests on;
     # None in records older than the probes.
     handling: Handling | None = None
-    handling_evidence: list[str] = Field(default_factory=list)
+    handling_evidence: list[str] | None = None
 
 
 class RunNode(_Model):

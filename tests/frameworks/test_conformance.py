@@ -28,7 +28,8 @@ import pytest
 from claimgrid.execute.cells import Cell
 from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.launch import Launcher, adapter_env
-from claimgrid.reference import registry
+from claimgrid.reference import registry, shapes, tool_faults
+from claimgrid.vocab import HANDLING
 from claimgrid.reference.truth import expected_claim_verdict
 from claimgrid.execute.runner import GridContext, run_cell
 from claimgrid.store import RunStore
@@ -44,6 +45,7 @@ CALL_DEADLINE_S = 5.0  # the per-call deadline; the `slow` fault answers 2 s pas
 CLEAN, NONE, REPORTED = "clean", "none", "reported"
 PROCESS_RESULTS = {"ok", "adapter_error", "crash", "timeout"}
 FAULT_MODELS = registry.fault_models()          # views of the registry: the entries are the source
+PROBES = [m for m in FAULT_MODELS if tool_faults.tool_fault(m) or m in shapes.SHAPES]  # tool faults, shapes
 DEFAULT_SUBSTITUTE = registry.default_substitute()
 
 
@@ -233,6 +235,8 @@ def test_every_fault_is_a_result_never_a_harness_error(fw):
         assert any(e["source"] == "gateway" for e in ev), r["run_id"]
         err = process.get("adapter_exception")
         assert r["classification"]["process"] != "adapter_error" or (err and err.get("type")), r["run_id"]
+        if model in PROBES:  # what the framework did with the probe is recorded, with its evidence
+            assert r["faults"]["handling"] in HANDLING and r["faults"]["handling_evidence"], (r["run_id"], r["faults"])
 
 
 def test_evidence_bundle_is_complete(fw):
