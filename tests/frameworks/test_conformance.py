@@ -108,6 +108,8 @@ def gateway():
 
 @pytest.fixture(scope="module", params=FRAMEWORKS)
 def fw(request, tasks, gateway, tmp_path_factory) -> Conformance:
+    """One framework's conformance runs; when a check on them fails, the folder is kept and
+    every run's evidence printed (``run_evidence``)."""
     name = request.param
     entry = load_venvs()[name]
     folder = tmp_path_factory.mktemp(f"conformance-{name}")
@@ -119,8 +121,33 @@ def fw(request, tasks, gateway, tmp_path_factory) -> Conformance:
     # Shown with -s: what the suite costs per framework (CI time is budgeted).
     print(f"\nconformance {name}: {len(cells)} warm runs {t1 - t0:.1f}s, 1 fresh run {time.monotonic() - t1:.1f}s; "
           + ", ".join(f"{k[2]}/{k[0]}/{k[1]} {r['timings']['wall_s']:.1f}s" for k, r in records.items()))
+    failed_before = request.session.testsfailed
     yield Conformance(name, entry, store, records, fresh, warm_fresh)
+    if request.session.testsfailed > failed_before:
+        # A newcomer debugging an adapter needs the runs, not only a tuple: keep the folder and
+        # show each run's classification, the rules that fired and its gateway exchanges.
+        report = request.config.pluginmanager.get_plugin("terminalreporter")
+        for line in [f"conformance {name}: a check failed; the runs are kept in {folder}"] + [
+                ln for r in records.values() for ln in run_evidence(folder / "warm", r)]:
+            report.write_line(line)
+        return
     shutil.rmtree(folder, ignore_errors=True)
+
+
+def run_evidence(folder: Path, r: dict) -> list[str]:
+    """One run's evidence as lines: where it is, its classification and rules, its exchanges."""
+    c = r["classification"]
+    out = [f"  {r['run_id']}: {folder / r['evidence_dir']}",
+           f"    claim {c.get('claim_verdict')!r}, outcome {c.get('outcome')!r}, process {c.get('process')!r}, "
+           f"channels {c.get('channels')!r}, rules {c.get('evidence')}"]
+    events = folder / r["evidence_dir"] / "events.jsonl"
+    for line in events.read_text().splitlines() if events.is_file() else []:
+        e = json.loads(line)
+        if e.get("source") == "gateway" and e.get("kind") == "exchange":
+            calls = ", ".join(f"{t['name']}({t['arguments'][:60]})" for t in e.get("tool_calls") or [])
+            out.append(f"    gateway call {e.get('call_index')}: {e.get('status')} {e.get('finish_reason')} "
+                       f"{calls or repr((e.get('content') or '')[:80])}")
+    return out
 
 
 def _diligent(fw: Conformance) -> list[dict]:
