@@ -102,14 +102,14 @@ def _answered(gateway) -> list[GatewayExchange]:
     return [e for e in gateway if e.status == 200]
 
 
-def probe_handling(model: str, gateway, tools, reaction: str) -> tuple[str | None, list[str]]:
+def probe_handling(model: str, gateway, tools, reaction: str) -> tuple[str | None, list[str] | None]:
     """What the framework did with a tool-fault or output-shape probe (vocab.HANDLING) and
-    the evidence lines; (None, []) for any other model. The run's end (``reaction``) stands
+    the evidence lines; (None, None) for any other model. The run's end (``reaction``) stands
     in where the probe itself left no trace."""
     fault = tool_faults.tool_fault(model)
     kind = shapes.SHAPES.get(model)
     if fault is None and kind is None:
-        return None, []
+        return None, None
     if reaction in ("timeout", "crash"):
         return reaction, [f"process: {reaction}"]
     answered = _answered(gateway)

@@ -55,7 +55,7 @@ class ToolFaultHook:
         if kind == "timeout":
             return (f"ERROR: tool '{name}' timed out", "timed out", {"timed_out": True})
         if kind == "changed_then_failed":
-            return (f"ERROR: tool '{name}' failed after it started", "failed after changing the workspace", {})
+            return (f"ERROR: tool '{name}' failed after it started", "failed after it started", {})
         return (f"ERROR: tool '{name}' raised OSError: [Errno 5] Input/output error",
                 "OSError: [Errno 5] Input/output error", {})
 
