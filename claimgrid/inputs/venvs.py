@@ -12,6 +12,7 @@
     final_answer = { tool = "final_answer", argument = "answer" }
                                                  # optional: the framework ends only on this tool call
                                                  # (absent: a plain text message is its final answer)
+    retry_backoff_s = 240                        # optional: the framework's own longest retry back-off
 
 * ``load_venvs(path)`` validates strictly: an unknown or missing field, a missing
   folder, ``pyproject.toml``, ``uv.lock`` or adapter, a bad ``env`` name or value is a
@@ -97,6 +98,7 @@ class EntrySpec(Strict):
     pass_env: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     final_answer: FinalAnswerSpec | None = None
+    retry_backoff_s: float = Field(default=0.0, ge=0.0, le=3600.0)
 
 
 class VenvsFile(Strict):
@@ -139,6 +141,10 @@ class Entry:
     pass_env: tuple[str, ...] = ()
     env_vars: tuple[tuple[str, str], ...] = ()  # venvs.toml ``env``: (name, value with {sandbox})
     final_answer: tuple[str, str] | None = None  # venvs.toml ``final_answer``: (tool, argument); None: text
+    # venvs.toml ``retry_backoff_s``: the longest wait the framework's own documented retry makes
+    # before retrying a refused call (kept, never configured away); run deadlines that must
+    # hold a retry allow for it (tests/frameworks/test_conformance.py).
+    retry_backoff_s: float = 0.0
 
     def env_for(self, sandbox: str) -> dict[str, str]:
         """The framework's own variables for a process whose sandbox folder is ``sandbox``."""
@@ -196,7 +202,9 @@ def load_venvs(path: Path | str | None = None) -> dict[str, Entry]:
                 if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", getattr(e.final_answer, key)):
                     raise DataError(path, f"{where}.final_answer.{key}", "is not an identifier")
             final = (e.final_answer.tool, e.final_answer.argument)
-        out[name] = Entry(name, e.python, project, adapter, root / ".venvs" / name, tuple(e.pass_env), env_vars, final)
+        out[name] = Entry(
+            name, e.python, project, adapter, root / ".venvs" / name, tuple(e.pass_env), env_vars, final, e.retry_backoff_s
+        )
     return out
 
 

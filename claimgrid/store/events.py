@@ -239,6 +239,7 @@ class GatewayExchange(GatewayEvent):
     provider: Provider | None = None
     fault: str | None = None
     delayed_s: float | None = None
+    final_answer: str | None = None  # the text of a call of the framework's final-answer tool
     queued_ms: float | None = None
     replay: Replay | None = None
 

@@ -87,7 +87,8 @@ def _run_all(name, entry, cells, isolation, tasks, gateway, folder) -> dict:
     content, swap = load_content_conditions(), load_swap_conditions()
     with Launcher({name: entry}, isolation) as launcher:
         ctx = GridContext(tasks=tasks, content=content, swap=swap, gateway=gateway, launcher=launcher, store=store,
-                          work_dir=folder / "work", timeout_s=TIMEOUT_S, max_model_calls=BUDGET,
+                          # The framework's own documented back-off is kept, so the deadline allows for it.
+                          work_dir=folder / "work", timeout_s=TIMEOUT_S + entry.retry_backoff_s, max_model_calls=BUDGET,
                           isolation=isolation, framework_versions={name: framework_versions(entry)},
                           model_call_timeout_s=CALL_DEADLINE_S)
         for tid in {c[0] for c in cells}:  # templates are built before threads share them
