@@ -93,11 +93,24 @@ def tool_results(messages: list[dict]) -> list[str]:
     return [message_text(m) for m in messages if isinstance(m, dict) and m.get("role") == "tool"]
 
 
+def _shown_steps(messages: list[dict]) -> int:
+    return sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant" and m.get("tool_calls"))
+
+
+def _view(messages: list[dict]) -> progress.View | None:
+    """The gateway's view when it is the source of the policy's progress: set, and showing at
+    least the steps an OpenAI-shaped history shows (or ``exact``)."""
+    view = progress.current()
+    if view is not None and (view.exact or view.steps >= _shown_steps(messages)):
+        return view
+    return None
+
+
 def history_calls(messages: list[dict]) -> list[tuple[str, dict | None]]:
     """(tool name, parsed arguments or None) for every tool call the model made and the
     framework received whole: the gateway's record (progress.View) inside the gateway, else
     the assistant tool calls of OpenAI-shaped ``messages``."""
-    view = progress.current()
+    view = _view(messages)
     if view is not None:
         return list(view.calls)
     out = []
@@ -117,10 +130,8 @@ def history_calls(messages: list[dict]) -> list[tuple[str, dict | None]]:
 def step_index(messages: list[dict]) -> int:
     """How many tool-call answers the policy has taken: the gateway's record (progress.View)
     inside the gateway, else the assistant messages with tool calls in ``messages``."""
-    view = progress.current()
-    if view is not None:
-        return view.steps
-    return sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant" and m.get("tool_calls"))
+    view = _view(messages)
+    return view.steps if view is not None else _shown_steps(messages)
 
 
 def seen(script: RunScript, messages: list[dict]) -> bool:

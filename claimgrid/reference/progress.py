@@ -20,8 +20,10 @@ evidence (``gateway.jsonl``).
 
 The gateway sets the view for the duration of one policy call (``active``); the history
 helpers of ``claimgrid.reference.policies`` (``step_index``, ``history_calls``) read it when
-set, and derive the same facts from OpenAI-shaped messages when a policy is called outside
-the gateway (a unit test).
+set. An OpenAI-shaped history that shows more steps than the view (a conversation replayed
+into a fresh run, as tests and the Router path do) is taken instead, so the view only ever
+adds progress a framework's own history format hides; outside the gateway (a unit test) the
+messages alone are read.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ class View:
     steps: int
     calls: tuple[tuple[str, dict | None], ...]
     texts: int = 0  # earlier positions answered without a tool call (a text the framework went on from)
+    exact: bool = False  # a view a policy built for its base (shapes): the history is not consulted
 
 
 @dataclass

@@ -40,7 +40,7 @@ def inserting(first: Callable) -> Callable:
         n = len(turn.tool_calls)
         if (n and view.steps == 0) or (not n and view.steps == 0 and view.texts == 0):
             return turn
-        shifted = progress.View(view.call_index, view.steps - (1 if n else 0), view.calls[n:], view.texts)
+        shifted = progress.View(view.call_index, view.steps - (1 if n else 0), view.calls[n:], view.texts, exact=True)
         with progress.active(shifted):
             return _base(script, messages)
 
