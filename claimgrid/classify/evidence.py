@@ -262,5 +262,5 @@ def review_verdict(exchanges: Events) -> str | None:
     if verdict in ("PASS", "FAIL"):
         return verdict
     # No verdict field: a verdict stated in words ("Verdict: FAIL", "判定：合格") is the deliverable.
-    stated = stated_verdict(finals[-1].content)
+    stated = stated_verdict(finals[-1])
     return stated[0] if stated else None

@@ -16,7 +16,8 @@ import json
 import sys
 from collections.abc import Callable
 
-from claimgrid.reference import progress
+# The built-in behaviours register first, so the default models keep their order before the probes.
+from claimgrid.reference import progress, readers, speakers  # noqa: F401
 from claimgrid.reference.policies import ToolCall, Turn, diligent
 from claimgrid.reference.registry import reference_model, untreated
 from claimgrid.reference.truth import fault_truth

@@ -15,6 +15,8 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
+# The built-in behaviours register first, so the default models keep their order before the probes.
+from claimgrid.reference import readers, speakers  # noqa: F401
 from claimgrid.reference.registry import get, reference_model, untreated
 from claimgrid.reference.truth import fault_truth
 
