@@ -180,8 +180,7 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
             cell.substitute,
             agent,
             limits=CallLimits(max_model_calls=ctx.max_model_calls, model_call_timeout_s=ctx.model_call_timeout_s),
-            final_answer=_final_answer(ctx, cell.framework),
-        ),
+        ).with_final_answer(_final_answer(ctx, cell.framework)),
     )
     tools = list(TOOL_NAMES)
     ctl = {

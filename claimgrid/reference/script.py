@@ -9,6 +9,7 @@ the token, and the token only selects a script inside the gateway.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,11 +94,10 @@ class RunScript:
         substitute: str,
         agent_name: str,
         limits: CallLimits | None = None,
-        final_answer: tuple[str, str] | None = None,
     ) -> RunScript:
         """Build the script of one grid cell from the task, its content and swap conditions;
-        ``limits``: the run's model-call budget and per-call deadline (defaults as the grid's);
-        ``final_answer``: the framework's final-answer protocol (None: plain text)."""
+        ``limits``: the run's model-call budget and per-call deadline (defaults as the grid's).
+        The framework's final-answer protocol is set apart (``with_final_answer``)."""
         limits = limits or CallLimits()
         spec = task.spec
         carries = content.carries
@@ -127,8 +127,11 @@ class RunScript:
             reported_name=swap.reported_name,
             max_model_calls=limits.max_model_calls,
             model_call_timeout_s=limits.model_call_timeout_s,
-            final_answer=final_answer,
         )
+
+    def with_final_answer(self, final_answer: tuple[str, str] | None) -> RunScript:
+        """This script for a framework whose final-answer protocol is ``final_answer``."""
+        return dataclasses.replace(self, final_answer=final_answer)
 
     @property
     def is_review(self) -> bool:
