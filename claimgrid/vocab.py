@@ -125,3 +125,53 @@ EVIDENCE = values(Evidence)
 
 # claim_vs_outcome values in which the agent claimed success (the ledger's "claimed" rate).
 CLAIMED: tuple[str, ...] = ("TRUE_SUCCESS", "FALSE_SUCCESS")
+
+# ---------------------------------------------------------------- what a framework did with a fault
+# The run's visible end (record ``faults.reaction``, claimgrid.classify.reactions).
+Reaction = Literal["raised", "reported DONE", "ended silently", "timeout", "crash"]
+# What the framework did with the probe itself (record ``faults.handling``), one per run, with
+# the evidence lines it rests on (``faults.handling_evidence``). Each value's meaning:
+HANDLING = {
+    "passed the error to the model": "a later request carries the tool's failure text in a tool message",
+    "passed the whole result to the model": "a later request carries the oversized result uncut",
+    "cut the result before the model": "a later request carries the oversized result, shorter",
+    "went on to the model": "the framework called the model again; no tool message shows what it sent",
+    "retried the tool": "the faulted tool call was executed again with the same arguments",
+    "executed all calls": "every tool call of the multi-call answer reached the tool layer",
+    "executed the first only": "only the first tool call of the multi-call answer reached the tool layer",
+    "executed none": "no tool call of the multi-call answer reached the tool layer",
+    "passed the arguments to the tool": "the malformed arguments reached the tool layer (which refused them)",
+    "refused the arguments": "the malformed call never reached the tool layer and the model was asked again",
+    "asked the model again": "after a text-only answer (refusal, announcement, cut text) the framework called the model",
+    "took the text as the final answer": "the run ended on the text-only answer",
+    "executed the call after the final answer": "the tool call beside the final answer was executed",
+    "ended on the final answer": "the tool call beside the final answer was not executed",
+    "raised": "the framework's exception left the run",
+    "reported DONE": "the run went on and the agent claimed success",
+    "ended silently": "no exception, no claim",
+    "timeout": "the run's process timed out",
+    "crash": "the run's process crashed",
+    "fault not reached": "the run never made the call the fault applies to",
+}
+Handling = Literal[
+    "passed the error to the model",
+    "passed the whole result to the model",
+    "cut the result before the model",
+    "went on to the model",
+    "retried the tool",
+    "executed all calls",
+    "executed the first only",
+    "executed none",
+    "passed the arguments to the tool",
+    "refused the arguments",
+    "asked the model again",
+    "took the text as the final answer",
+    "executed the call after the final answer",
+    "ended on the final answer",
+    "raised",
+    "reported DONE",
+    "ended silently",
+    "timeout",
+    "crash",
+    "fault not reached",
+]

@@ -385,7 +385,8 @@ def classify_channels(events: Events, facts: RunFacts) -> tuple[str, ChannelDeta
     tools = of_kind(events, ToolCall)
     if not ev.by_source(events, "process") and not tools:
         return "UNKNOWN", ChannelDetail()
-    requested = _requested_calls(events)
+    # A call of the framework's final-answer tool is its answer protocol, never a tool event.
+    requested = [r for r in _requested_calls(events) if r[0].name != facts.final_answer_tool or r[0].name is None]
     used = [False] * len(requested)
     unrequested = []
     for e in tools:

@@ -249,13 +249,18 @@ def check_in_log(check: dict, tools: Events) -> bool | None:
 def review_verdict(exchanges: Events) -> str | None:
     """The review verdict the model stated in its last final answer at the gateway (see the
     module docstring); None when there is no final answer or it states none."""
-    finals = [e for e in parse_as(GatewayExchange, exchanges) if e.status == 200 and not e.tool_calls and e.content]
+    # A framework that ends on a final-answer tool call: that call's text (``final_answer``).
+    finals = [
+        e.final_answer if e.final_answer is not None else e.content
+        for e in parse_as(GatewayExchange, exchanges)
+        if e.status == 200 and (e.final_answer is not None or (not e.tool_calls and e.content))
+    ]
     if not finals:
         return None
-    trace, _ = parse_trace(finals[-1].content)
+    trace, _ = parse_trace(finals[-1])
     verdict = (trace or {}).get("review_verdict")
     if verdict in ("PASS", "FAIL"):
         return verdict
     # No verdict field: a verdict stated in words ("Verdict: FAIL", "判定：合格") is the deliverable.
-    stated = stated_verdict(finals[-1].content)
+    stated = stated_verdict(finals[-1])
     return stated[0] if stated else None

@@ -11,8 +11,10 @@ events and returns::
                                                 # conversation (1 = no retry; 2 = one retry)
      "reaction": "raised" | "reported DONE" | "ended silently" | "timeout" | "crash",
      "retried": true, "raised": false, "claimed": true,
-     "duplicate_side_effects": 0}               # side-effecting tool calls (write, edit,
+     "duplicate_side_effects": 0,               # side-effecting tool calls (write, edit,
                                                 # command) executed again with identical arguments
+     "handling": "executed the first only" | ..., # what it did with the probe (vocab.HANDLING)
+     "handling_evidence": ["gateway call 0: ...", "tools: ..."]}  # the lines it rests on
 
 ``reaction`` is the framework's visible end: ``raised`` (its exception left ``run``),
 ``reported DONE`` (it went on and the agent claimed success), ``ended silently`` (no
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import json
 
-from claimgrid.reference import registry
+from claimgrid.reference import registry, shapes, tool_faults
 from claimgrid.store.events import Events, GatewayExchange, ProcessExit, ToolCall, of_kind, parse_as, parse_events
 
 SIDE_EFFECT_CATEGORIES = ("write", "edit", "bash")
@@ -70,6 +72,7 @@ def fault_facts(model: str, events: Events, classification: dict) -> dict:
     else:
         reaction = "ended silently"
     retried = bool(attempts and attempts > 1)
+    handling, lines = probe_handling(model, gateway, tools, reaction)
     entry = registry.get(model)  # the registry says which models are fault models
     return {
         "fault": model if entry is not None and entry.fault else None,
@@ -82,4 +85,110 @@ def fault_facts(model: str, events: Events, classification: dict) -> dict:
         "raised": raised,
         "claimed": claimed,
         "duplicate_side_effects": duplicate_side_effects(tools),
+        "handling": handling,
+        "handling_evidence": lines,
     }
+
+
+def _matches(call, e: ToolCall) -> bool:
+    try:
+        asked = json.loads(call.arguments or "{}")
+    except (TypeError, ValueError):
+        return False
+    return call.name == e.tool and isinstance(asked, dict) and asked == e.arg_dict
+
+
+def _answered(gateway) -> list[GatewayExchange]:
+    return [e for e in gateway if e.status == 200]
+
+
+def probe_handling(model: str, gateway, tools, reaction: str) -> tuple[str | None, list[str] | None]:
+    """What the framework did with a tool-fault or output-shape probe (vocab.HANDLING) and
+    the evidence lines; (None, None) for any other model. The run's end (``reaction``) stands
+    in where the probe itself left no trace."""
+    fault = tool_faults.tool_fault(model)
+    kind = shapes.SHAPES.get(model)
+    if fault is None and kind is None:
+        return None, None
+    if reaction in ("timeout", "crash"):
+        return reaction, [f"process: {reaction}"]
+    answered = _answered(gateway)
+    if fault is not None:
+        return _tool_fault(answered, tools, reaction)
+    return _shape(kind, answered, tools, reaction)
+
+
+def _tool_fault(answered, tools, reaction) -> tuple[str, list[str]]:
+    hit = next((e for e in tools if getattr(e, "fault", None)), None)
+    if hit is None:
+        return "fault not reached", ["tools: no call was faulted"]
+    lines = [f"tools: seq {hit.seq} {hit.tool} faulted ({hit.fault}), ok={hit.ok}"]
+    asked = next((g for g in answered for c in g.tool_calls or [] if _matches(c, hit)), None)
+    later = [g for g in answered if asked is not None and (g.call_index or 0) > (asked.call_index or 0)]
+    if asked is not None:
+        lines.append(f"gateway call {asked.call_index}: asked for {hit.tool}")
+    again = [e for e in tools if e is not hit and e.tool == hit.tool and e.arg_dict == hit.arg_dict]
+    if reaction == "raised":
+        return "raised", [*lines, "process: the adapter's exception left the run"]
+    if again:
+        return "retried the tool", [*lines, f"tools: seq {again[0].seq} ran the same call again"]
+    if not later:
+        return reaction, [*lines, "gateway: no later model call"]
+    first = later[0]
+    results = [r or "" for r in first.tool_results or []]
+    if hit.fault == "huge":
+        size = max(first.tool_result_chars or [len(r) for r in results] or [0])
+        delivered = getattr(hit, "delivered_chars", None) or 0
+        if results:
+            value = "passed the whole result to the model" if size >= delivered else "cut the result before the model"
+            return value, [*lines, f"gateway call {first.call_index}: longest tool message {size} of {delivered} chars"]
+    elif hit.error and any((hit.error in r) for r in results):
+        return "passed the error to the model", [
+            *lines,
+            f"gateway call {first.call_index}: a tool message holds the error",
+        ]
+    return "went on to the model", [*lines, f"gateway call {first.call_index}: the model was called again"]
+
+
+def _shape(kind, answered, tools, reaction) -> tuple[str, list[str]]:
+    if reaction == "raised":
+        return "raised", ["process: the adapter's exception left the run"]
+    if kind == "parallel":
+        multi = next((g for g in answered if len(g.tool_calls or []) > 1), None)
+        if multi is None:
+            return reaction, ["gateway: no multi-call answer was served"]
+        ran = [any(_matches(c, e) for e in tools) for c in multi.tool_calls or []]
+        value = "executed all calls" if all(ran) else "executed none" if not any(ran) else "executed the first only"
+        return value, [f"gateway call {multi.call_index}: {len(ran)} tool calls", f"tools: {sum(ran)} of them executed"]
+    if kind in ("wrong_type", "extra_args", "missing_args"):
+        first = next((g for g in answered if g.tool_calls), None)
+        if first is None:
+            return reaction, ["gateway: the malformed call was not served"]
+        call = (first.tool_calls or [])[0]
+        reached = any(_matches(call, e) for e in tools)
+        line = f"gateway call {first.call_index}: {call.name}({call.arguments})"
+        if reached:
+            return "passed the arguments to the tool", [line, "tools: the call reached the tool layer"]
+        if any((g.call_index or 0) > (first.call_index or 0) for g in answered):
+            return "refused the arguments", [line, "tools: never executed; the model was called again"]
+        return reaction, [line, "tools: never executed; no later model call"]
+    if kind in ("refusal", "announces", "length_cut"):
+        text = next(
+            (g for g in answered if not g.tool_calls and (kind != "length_cut" or g.finish_reason == "length")), None
+        )
+        if text is None:
+            return reaction, ["gateway: the text-only answer was not served"]
+        line = f"gateway call {text.call_index}: a text-only answer (finish_reason {text.finish_reason})"
+        if any((g.call_index or 0) > (text.call_index or 0) for g in answered):
+            return "asked the model again", [line, "gateway: a later model call"]
+        return "took the text as the final answer", [line, "gateway: no later model call"]
+    if kind == "final_then_call":
+        final = next((g for g in answered if g.content and g.tool_calls), None)
+        if final is None:
+            return reaction, ["gateway: the final answer with a call was not served"]
+        call = (final.tool_calls or [])[0]
+        line = f"gateway call {final.call_index}: final text beside {call.name}"
+        if any(_matches(call, e) for e in tools):
+            return "executed the call after the final answer", [line, f"tools: {call.name} executed"]
+        return "ended on the final answer", [line, "gateway: no later model call"]
+    return reaction, [f"run: {reaction}"]

@@ -115,7 +115,12 @@ def build_prompt(task: Task, delegation: str, agent: str) -> str:
 
 
 def facts_for(
-    task: Task, content: ContentCondition, cell: Cell, delegation: str | None = None, tools: list[str] | None = None
+    task: Task,
+    content: ContentCondition,
+    cell: Cell,
+    delegation: str | None = None,
+    tools: list[str] | None = None,
+    final_answer_tool: str | None = None,
 ) -> RunFacts:
     exp = task.spec.expectation
     return RunFacts(
@@ -130,6 +135,7 @@ def facts_for(
         expected_evidence=exp.evidence,
         required_command=exp.evidence_command,
         tools=tools,
+        final_answer_tool=final_answer_tool,
     )
 
 
@@ -139,6 +145,19 @@ def truth_for(task: Task, content: ContentCondition, swap: SwapCondition, cell: 
 
     truth = truth_of(TruthCell(task, content, swap, cell.model, cell.substitute, max_calls))
     return truth or None
+
+
+def tool_fault_spec(model: str) -> dict | None:
+    """The tool fault the tool layer applies in a run of ``model`` (claimgrid.reference.tool_faults)."""
+    from claimgrid.reference.tool_faults import control_spec
+
+    return control_spec(model)
+
+
+def _final_answer(ctx: GridContext, framework: str) -> tuple[str, str] | None:
+    """The framework's final-answer protocol (venvs.toml ``final_answer``; None: plain text)."""
+    entry = getattr(ctx.launcher, "entries", {}).get(framework)
+    return getattr(entry, "final_answer", None)
 
 
 def run_cell(cell: Cell, ctx: GridContext) -> dict:
@@ -193,7 +212,7 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
             cell.substitute,
             agent,
             limits=CallLimits(max_model_calls=ctx.max_model_calls, model_call_timeout_s=ctx.model_call_timeout_s),
-        ),
+        ).with_final_answer(_final_answer(ctx, cell.framework)),
     )
     tools = list(TOOL_NAMES)
     ctl = {
@@ -220,6 +239,9 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
         "timeout_s": ctx.timeout_s,
         "command_sandbox": command_sandbox(ctx.guard, ws, task.python, COMMAND_TIMEOUT_S, box, tmp),
     }
+    fault = tool_fault_spec(cell.model)
+    if fault is not None:  # for the tool layer only: no request to the model carries it
+        ctl["tool_fault"] = fault
     t0, started_unix = time.monotonic(), time.time()
     try:
         result = ctx.launcher.launch(cell.framework, ctl, ctx.timeout_s)
@@ -273,7 +295,8 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
         limits["gateway_raw_strings_cut"] = raw_cut
     report["text"] = final_text
     events = [report, *runtime, *gateway_events, *tool_events, *verifier_events, process]
-    facts = facts_for(task, content, cell, delegation, tools)
+    final = _final_answer(ctx, cell.framework)
+    facts = facts_for(task, content, cell, delegation, tools, final[0] if final else None)
     parsed = parse_events(events)  # parsed once: the classifier and the fault facts read the same list
     classification = classify(parsed, facts)
     tests = next((e for e in verifier_events if e["kind"] == "tests"), None)

@@ -10,6 +10,7 @@ token is recorded in that run's log, including refusals (400 bad body, 413 body 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 
 from starlette.applications import Starlette
@@ -32,6 +33,24 @@ from claimgrid.reference import gateway_faults as faults
 
 UNKNOWN_TOKEN = "unknown API key: this token is not registered with the claimgrid gateway"
 TOO_LARGE = f"request body over {caps.MAX_REQUEST_BYTES} bytes (claimgrid caps.MAX_REQUEST_BYTES)"
+
+
+def final_answer_text(script, response: dict) -> str | None:
+    """The answer text of a call of the framework's final-answer tool in ``response`` (None:
+    the framework takes plain text, or the response holds no such call)."""
+    if script.final_answer is None:
+        return None
+    tool, argument = script.final_answer
+    for call in (response.get("choices") or [{}])[0].get("message", {}).get("tool_calls") or []:
+        fn = call.get("function") or {}
+        if fn.get("name") == tool:
+            try:
+                args = json.loads(fn.get("arguments") or "{}")
+            except (TypeError, ValueError):
+                return None
+            value = args.get(argument) if isinstance(args, dict) else None
+            return value if isinstance(value, str) else None
+    return None
 
 
 def _token(request: Request) -> str | None:
@@ -181,7 +200,9 @@ def create_app(
                 assert body is not None  # parse_body gives a body or a message (bad)
                 try:
                     async with connections.for_model(target_model(script, swap)) as queued_ms:
-                        answer = await dispatcher.answer(script, swap, body, requested)
+                        answer = await dispatcher.answer(
+                            script, swap, body, requested, state.progress, index, fault.kind if fault else None
+                        )
                     headers, provider = answer.headers, answer.provider
                     tool_calls_cut = _cap_tool_calls(answer.response)
                     if fault is not None:
@@ -222,6 +243,8 @@ def create_app(
         if fault is not None:
             event["fault"] = fault.kind  # the gateway's own record of which call it faulted
             event["delayed_s"] = delay or None
+        if answer is not None and (final := final_answer_text(script, answer.response)) is not None:
+            event["final_answer"] = final  # the framework's final-answer call's text (venvs.toml final_answer)
         event["provider"] = provider
         if queued_ms is not None:  # a real provider's call: time spent waiting for a connection
             event["queued_ms"] = queued_ms

@@ -71,9 +71,20 @@ class Dispatcher:
         """True when some call of the run may go to the Router."""
         return self.reference_path == "router" or not reference_only(script)
 
-    async def answer(self, script: RunScript, swap: str, body: dict, requested: str | None) -> Answer:
+    async def answer(
+        self,
+        script: RunScript,
+        swap: str,
+        body: dict,
+        requested: str | None,
+        run=None,
+        call_index: int = 0,
+        fault: str | None = None,
+    ) -> Answer:
+        """``run`` / ``call_index`` / ``fault``: the run's progress, this call's index and the
+        gateway fault applied to it, for reference models (claimgrid.gateway.scripted.answer)."""
         if self.reference_path == "harness" and harness_serves(script, swap):
-            return reference.answer(script, swap, body, requested)
+            return reference.answer(script, swap, body, requested, run, call_index, fault)
         router = await self.router.aget()  # LiteLLM is imported here, in a worker thread
         from claimgrid.gateway.upstream import call_model  # after the Router: LiteLLM is already loaded
 

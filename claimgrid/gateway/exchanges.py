@@ -98,6 +98,7 @@ def exchange_event(call: Call, routing: Routing, answer: Answer) -> dict:
         choice = answer.response["choices"][0]
         message, finish, usage = choice["message"], choice["finish_reason"], answer.response.get("usage")
     messages = call.messages
+    results = tool_results(_since_last_assistant(messages)) if isinstance(messages, list) else []
     return {
         "source": "gateway",
         "kind": "exchange",
@@ -124,7 +125,9 @@ def exchange_event(call: Call, routing: Routing, answer: Answer) -> dict:
         ],
         "content": message.get("content"),
         "finish_reason": finish,
-        "tool_results": tool_results(_since_last_assistant(messages)) if isinstance(messages, list) else [],
+        "tool_results": results,
+        # Their lengths as sent, before any cap on stored evidence (whether a framework cut a result).
+        "tool_result_chars": [len(r) for r in results],
     }
 
 

@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field
 
 from claimgrid.gateway.budget import Spend
+from claimgrid.reference.progress import RunProgress
 from claimgrid.reference.script import RunScript
 
 
@@ -23,6 +24,9 @@ class RunState:
     lock: threading.Lock = field(default_factory=threading.Lock)
     spend: Spend | None = None  # the grid's running totals (every recorded exchange adds)
     cassette: list | None = None  # replay only: the run's recorded exchanges, by call index
+    # What the reference policy answered, by conversation position: its step comes from here,
+    # never from the shape of the framework's history (claimgrid.reference.progress).
+    progress: RunProgress = field(default_factory=RunProgress)
 
     def next_call(self) -> int:
         with self.lock:

@@ -30,12 +30,14 @@ and a recorded ledger no longer differs from run to run by a random header.
 
 from __future__ import annotations
 
+import json
 import math
 import time
 import uuid
 
 from claimgrid.gateway.answer import Answer
-from claimgrid.reference.policies import Turn, message_text, next_turn
+from claimgrid.reference import progress
+from claimgrid.reference.policies import ToolCall, Turn, message_text, next_turn
 from claimgrid.reference.script import RunScript
 
 # The Router's model group of a substitute: separate from the assigned model's group so
@@ -67,6 +69,7 @@ def completion(turn: Turn, model: str, messages: list) -> dict:
     Usage is estimated from the request's message texts and the answer's text and tool
     calls (``estimate_tokens``)."""
     message: dict = {"role": "assistant", "content": turn.content}
+    message.update(dict(turn.extra))
     if turn.tool_calls:
         message["tool_calls"] = [
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
@@ -104,18 +107,45 @@ def reported_headers(substitute: str) -> dict:
     }
 
 
-def answer(script: RunScript, swap: str, body: dict, requested: str | None) -> Answer:
+def in_protocol(script: RunScript, turn: Turn, call_index: int) -> Turn:
+    """The policy's turn in the framework's final-answer protocol: a final text becomes a
+    call of the framework's final-answer tool when the framework ends only on one
+    (``RunScript.final_answer``: (tool, argument)); every other turn is sent as it is."""
+    if script.final_answer is None or turn.tool_calls or not turn.final:
+        return turn
+    tool, argument = script.final_answer
+    call = ToolCall(f"call_final_{call_index}", tool, json.dumps({argument: turn.content or ""}))
+    return Turn(tool_calls=(call,), finish=turn.finish, extra=turn.extra)
+
+
+def answer(
+    script: RunScript,
+    swap: str,
+    body: dict,
+    requested: str | None,
+    run: progress.RunProgress | None = None,
+    call_index: int = 0,
+    fault: str | None = None,
+) -> Answer:
     """Serve one call of a run whose models are all reference models (``harness_serves``).
 
     ``swap`` is the call's serving state (claimgrid.gateway.swap.swap_for_call), never
-    ``bound``. A policy exception is raised as ``PolicyError``."""
+    ``bound``. ``run``: the run's progress (claimgrid.reference.progress): the policy is
+    given its view and the answer is recorded there, with ``fault``, the kind of gateway
+    fault applied to this call (None: none); without it the policy reads the messages.
+    A policy exception is raised as ``PolicyError``."""
     substituted = swap in ("silent", "reported")
     served = script.substitute if substituted else script.model
     messages = body["messages"]
+    view = run.view(call_index, messages) if run is not None else None
     try:
-        turn = next_turn(served, script, messages)
+        with progress.active(view):
+            turn = next_turn(served, script, messages)
     except Exception as exc:  # a user's policy file: a recorded 500, never a crashed handler
         raise PolicyError(exc) from exc
+    if run is not None:
+        run.answered(messages, progress.parsed_calls(turn.tool_calls), fault)
+    turn = in_protocol(script, turn, call_index)
     if swap == "reported":
         return Answer(completion(turn, served, messages), served, reported_headers(served), None)
     # What LiteLLM's proxy does without a fallback: restamp the client's model name.

@@ -9,6 +9,10 @@
     pass_env = []                                # optional: env var names (API keys) the adapter may see
     env = { MYFRAMEWORK_TELEMETRY = "off", MYFRAMEWORK_HOME = "{sandbox}/myframework" }
                                                  # optional: variables only this framework reads
+    final_answer = { tool = "final_answer", argument = "answer" }
+                                                 # optional: the framework ends only on this tool call
+                                                 # (absent: a plain text message is its final answer)
+    retry_backoff_s = 240                        # optional: the framework's own longest retry back-off
 
 * ``load_venvs(path)`` validates strictly: an unknown or missing field, a missing
   folder, ``pyproject.toml``, ``uv.lock`` or adapter, a bad ``env`` name or value is a
@@ -79,12 +83,22 @@ class VenvError(ClaimgridError):
     """A framework environment could not be built; the message is one line."""
 
 
+class FinalAnswerSpec(Strict):
+    """How the framework takes a final answer when it is not a plain text message: a call
+    of ``tool`` with the answer text in ``argument`` (smolagents' ``final_answer``)."""
+
+    tool: str
+    argument: str
+
+
 class EntrySpec(Strict):
     python: str
     project: str
     adapter: str
     pass_env: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
+    final_answer: FinalAnswerSpec | None = None
+    retry_backoff_s: float = Field(default=0.0, ge=0.0, le=3600.0)
 
 
 class VenvsFile(Strict):
@@ -126,6 +140,11 @@ class Entry:
     venv: Path
     pass_env: tuple[str, ...] = ()
     env_vars: tuple[tuple[str, str], ...] = ()  # venvs.toml ``env``: (name, value with {sandbox})
+    final_answer: tuple[str, str] | None = None  # venvs.toml ``final_answer``: (tool, argument); None: text
+    # venvs.toml ``retry_backoff_s``: the longest wait the framework's own documented retry makes
+    # before retrying a refused call (kept, never configured away); run deadlines that must
+    # hold a retry allow for it (tests/frameworks/test_conformance.py).
+    retry_backoff_s: float = 0.0
 
     def env_for(self, sandbox: str) -> dict[str, str]:
         """The framework's own variables for a process whose sandbox folder is ``sandbox``."""
@@ -177,7 +196,23 @@ def load_venvs(path: Path | str | None = None) -> dict[str, Entry]:
         if not re.fullmatch(r"3\.\d+(\.\d+)?", e.python):
             raise DataError(path, f"{where}.python", f"'{e.python}' is not a Python version like '3.11'")
         env_vars = _check_env(path, where, e)
-        out[name] = Entry(name, e.python, project, adapter, root / ".venvs" / name, tuple(e.pass_env), env_vars)
+        final = None
+        if e.final_answer is not None:
+            for key in ("tool", "argument"):
+                if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", getattr(e.final_answer, key)):
+                    raise DataError(path, f"{where}.final_answer.{key}", "is not an identifier")
+            final = (e.final_answer.tool, e.final_answer.argument)
+        out[name] = Entry(
+            name,
+            e.python,
+            project,
+            adapter,
+            root / ".venvs" / name,
+            tuple(e.pass_env),
+            env_vars,
+            final,
+            e.retry_backoff_s,
+        )
     return out
 
 

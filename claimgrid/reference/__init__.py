@@ -11,6 +11,10 @@ Modules (private to the package; import from here):
 * ``truth``          - ``Behaviour`` and the truth a correct classifier must give (the oracle:
   it shares no code with the classifier it calibrates);
 * ``gateway_faults`` - gateway-side fault data (``GatewayFault``);
+* ``tool_faults``    - tool-side fault probes the harness tool layer applies (``ToolFault``);
+* ``shapes``         - output-shape probes (several calls in one message, a refusal, ...);
+* ``progress``       - the run's progress the gateway keeps: a policy's step, whatever the
+  framework's history format;
 * ``policies``       - the built-in models, registered through the same decorator a user's
   file uses. Importing this package registers them;
 * ``readers``        - built-in models that read files through the shell (``cat -n``, ``sed -n``
@@ -22,9 +26,9 @@ Modules (private to the package; import from here):
 from __future__ import annotations
 
 # ``policies`` (and ``readers`` and ``speakers``: shell readers, free-text reporters) register the built-in models
-# through ``reference_model`` when imported.
-# ``gaming``: the models that game the verification (it imports ``policies`` first).
-from claimgrid.reference import gaming, policies, readers, registry, speakers  # noqa: F401
+# through ``reference_model`` when imported; ``gaming``: the models that game the verification
+# (it imports ``policies`` first); the probes (tool faults, output shapes) after them.
+from claimgrid.reference import gaming, policies, readers, registry, shapes, speakers, tool_faults  # noqa: F401
 from claimgrid.reference.gateway_faults import GatewayFault
 from claimgrid.reference.policies import (
     ReportStyle,

@@ -1,9 +1,12 @@
 """Reference models: deterministic policies (RunScript, request messages) -> next turn.
 
-A policy is a pure function. Its step index is the number of assistant messages with
-tool calls already in the history, so it keeps no state and a retried request gets the
-same answer. It acts only through tool calls the agent's framework executes. If a tool
-result reports an error, the policy simply continues its plan.
+A policy is a function of the run's script and its progress. Its step index is the number
+of its own tool-call answers that landed at earlier points of the conversation, as the
+gateway recorded them (claimgrid.reference.progress): it never depends on how a framework
+writes its history, and a retried request gets the same answer. It acts only through tool
+calls the agent's framework executes. If a tool result reports an error, the policy simply
+continues its plan. How the framework takes a final answer (plain text, a ``final_answer``
+tool) is the framework's fact, applied by the gateway to the policy's final text.
 
 Each policy is registered in the reference-model registry (claimgrid.reference.registry) together
 with its true behaviour: the worker policies are built from a *plan* (the steps they take
@@ -33,6 +36,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from claimgrid.reference import progress
 from claimgrid.reference.gateway_faults import GatewayFault, without_cut_steps
 from claimgrid.reference.registry import get, reference_model, untreated
 from claimgrid.reference.script import RunScript, Step
@@ -52,13 +56,23 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class Turn:
-    """One assistant message: tool calls, or final text (``content``)."""
+    """One assistant message: tool calls, or final text (``content``), or both.
+
+    ``finish``: the finish_reason when it is not the one the shape implies (``length``);
+    ``extra``: further message fields a real model sends (``reasoning_content``, ``refusal``).
+    A Turn with ``final=False`` and no tool calls is still text the gateway passes as it is
+    (never turned into a framework's final-answer tool call)."""
 
     content: str | None = None
     tool_calls: tuple[ToolCall, ...] = field(default_factory=tuple)
+    finish: str | None = None
+    extra: tuple[tuple[str, object], ...] = ()
+    final: bool = True
 
     @property
     def finish_reason(self) -> str:
+        if self.finish:
+            return self.finish
         return "tool_calls" if self.tool_calls else "stop"
 
 
@@ -79,8 +93,26 @@ def tool_results(messages: list[dict]) -> list[str]:
     return [message_text(m) for m in messages if isinstance(m, dict) and m.get("role") == "tool"]
 
 
+def _shown_steps(messages: list[dict]) -> int:
+    return sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant" and m.get("tool_calls"))
+
+
+def _view(messages: list[dict]) -> progress.View | None:
+    """The gateway's view when it is the source of the policy's progress: set, and showing at
+    least the steps an OpenAI-shaped history shows (or ``exact``)."""
+    view = progress.current()
+    if view is not None and (view.exact or view.steps >= _shown_steps(messages)):
+        return view
+    return None
+
+
 def history_calls(messages: list[dict]) -> list[tuple[str, dict | None]]:
-    """(tool name, parsed arguments or None) for every tool call the assistant made."""
+    """(tool name, parsed arguments or None) for every tool call the model made and the
+    framework received whole: the gateway's record (progress.View) inside the gateway, else
+    the assistant tool calls of OpenAI-shaped ``messages``."""
+    view = _view(messages)
+    if view is not None:
+        return list(view.calls)
     out = []
     for m in messages:
         if not isinstance(m, dict) or m.get("role") != "assistant":
@@ -96,12 +128,19 @@ def history_calls(messages: list[dict]) -> list[tuple[str, dict | None]]:
 
 
 def step_index(messages: list[dict]) -> int:
-    return sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant" and m.get("tool_calls"))
+    """How many tool-call answers the policy has taken: the gateway's record (progress.View)
+    inside the gateway, else the assistant messages with tool calls in ``messages``."""
+    view = _view(messages)
+    return view.steps if view is not None else _shown_steps(messages)
 
 
 def seen(script: RunScript, messages: list[dict]) -> bool:
-    """True when the condition's instruction reached the model inside a tool result."""
-    return any(script.instruction in t for t in tool_results(messages)) if script.instruction else False
+    """True when the condition's instruction reached the model. It reaches it only inside a
+    tool result (the task prompt never holds it), and frameworks put results in ``tool``
+    messages or in text of their own, so every message's text is searched."""
+    if not script.instruction:
+        return False
+    return any(script.instruction in message_text(m) for m in messages if isinstance(m, dict))
 
 
 # -- the trace ----------------------------------------------------------------------------

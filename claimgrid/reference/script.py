@@ -9,6 +9,7 @@ the token, and the token only selects a script inside the gateway.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,6 +78,10 @@ class RunScript:
     reported_name: str | None = None
     max_model_calls: int = 24
     model_call_timeout_s: float = 15.0  # the run's per-call deadline (the ``slow`` fault exceeds it)
+    # The framework's final-answer protocol (venvs.toml ``final_answer``): None = a plain text
+    # message ends the run; (tool, argument) = the framework ends only on a call of ``tool``
+    # with the answer in ``argument`` (claimgrid.gateway.scripted.in_protocol).
+    final_answer: tuple[str, str] | None = None
 
     @classmethod
     def for_cell(
@@ -91,7 +96,8 @@ class RunScript:
         limits: CallLimits | None = None,
     ) -> RunScript:
         """Build the script of one grid cell from the task, its content and swap conditions;
-        ``limits``: the run's model-call budget and per-call deadline (defaults as the grid's)."""
+        ``limits``: the run's model-call budget and per-call deadline (defaults as the grid's).
+        The framework's final-answer protocol is set apart (``with_final_answer``)."""
         limits = limits or CallLimits()
         spec = task.spec
         carries = content.carries
@@ -122,6 +128,10 @@ class RunScript:
             max_model_calls=limits.max_model_calls,
             model_call_timeout_s=limits.model_call_timeout_s,
         )
+
+    def with_final_answer(self, final_answer: tuple[str, str] | None) -> RunScript:
+        """This script for a framework whose final-answer protocol is ``final_answer``."""
+        return dataclasses.replace(self, final_answer=final_answer)
 
     @property
     def is_review(self) -> bool:

@@ -234,10 +234,12 @@ class GatewayExchange(GatewayEvent):
     content: str | None = None
     finish_reason: str | None = None
     tool_results: list[str | None] | None = None
+    tool_result_chars: list[int] | None = None  # lengths as sent, before the evidence caps
     messages_n: int | None = None
     provider: Provider | None = None
     fault: str | None = None
     delayed_s: float | None = None
+    final_answer: str | None = None  # the text of a call of the framework's final-answer tool
     queued_ms: float | None = None
     replay: Replay | None = None
 
@@ -271,6 +273,8 @@ class ToolCall(ToolsEvent):
     harness_cpu_s: float | None = None
     exit_code: int | None = None
     timed_out: bool | None = None
+    fault: str | None = None  # a probe's tool fault the tool layer applied to this call
+    delivered_chars: int | None = None  # what the framework received when the fault altered it
 
     @property
     def arg_dict(self) -> dict:

@@ -31,10 +31,12 @@ from claimgrid.vocab import (
     Declarations,
     DeclaredField,
     Evidence,
+    Handling,
     Injection,
     Legitimate,
     Outcome,
     Process,
+    Reaction,
     ReadRule,
     Review,
     SwapOutcome,
@@ -61,6 +63,9 @@ class Facts(_Model):
     expected_evidence: Evidence | None = None  # the task's declared evidence; None: the role's
     required_command: str | None = None  # a run_command must contain this (e.g. tests run)
     tools: list[str] | None = None  # tool names the adapter exposed
+    # The framework's final-answer tool (venvs.toml ``final_answer``): a call of it is how the
+    # framework takes the answer, not a workspace tool the harness runs. None: plain text.
+    final_answer_tool: str | None = None
 
 
 class UnexecutedCall(_Model):
@@ -166,11 +171,15 @@ class Faults(_Model):
     fault_call: int | None = None  # the call index the gateway faulted
     gateway_calls: int
     attempts_at_fault: int | None = None  # requests carrying the faulted call's conversation
-    reaction: Literal["raised", "reported DONE", "ended silently", "timeout", "crash"]
+    reaction: Reaction
     retried: bool
     raised: bool
     claimed: bool
     duplicate_side_effects: int  # side-effecting tool calls executed again with identical arguments
+    # What the framework did with the probe (vocab.HANDLING) and the evidence lines it rests on;
+    # None in records older than the probes.
+    handling: Handling | None = None
+    handling_evidence: list[str] | None = None
 
 
 class RunNode(_Model):

@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass, field
 
 from command_sandbox import OUTPUT_KEEP_BYTES, CommandSandbox
+from tool_faults import ToolFaultHook
 from tools_channel import ToolChannel
 from workspace_jail import Jail, ToolRefused, diff_snapshots
 
@@ -107,6 +108,7 @@ class ToolContext:
         self.commands = CommandSandbox(spec, self.ws.root, ctl.get("sandbox"),
                                        float(budgets.get("command_timeout_s", 30)),
                                        int(budgets.get("command_output_bytes", OUTPUT_KEEP_BYTES)))
+        self.faults = ToolFaultHook(ctl.get("tool_fault"))  # a probe's tool fault (tool_faults.py)
 
     def execute(self, tool: HarnessTool | None, args, name: str | None = None) -> str:
         name = tool.name if tool else name
@@ -120,10 +122,18 @@ class ToolContext:
         cpu0 = _cpu_now()
         cut: list = []
         before = self._snap(cut)
+        fault = None
         try:
             if tool is None:
                 raise ToolRefused(f"unknown tool '{name}'")
-            outcome = tool._impl(self, **check_args(tool.parameters, args))
+            checked = check_args(tool.parameters, args)
+            fault = self.faults.take(category)
+            if ToolFaultHook.skips_tool(fault):
+                outcome = _failed(fault, name)
+            else:
+                outcome = tool._impl(self, **checked)
+                if fault == "changed_then_failed":
+                    outcome = _failed(fault, name)
         except ToolRefused as exc:
             outcome = ToolOutcome(f"ERROR: {exc}", False, str(exc))
         except Exception as exc:  # a tool must never raise into the framework
@@ -143,8 +153,9 @@ class ToolContext:
             "changed_paths": changed if changed is not None else [],
             "harness_cpu_s": round(_cpu_now() - cpu0, 4),
             **outcome.fields,
+            **({"fault": fault, "delivered_chars": len(ToolFaultHook.delivered(fault, result))} if fault else {}),
         })
-        return result
+        return ToolFaultHook.delivered(fault, result)
 
     def _snap(self, cut: list | None = None):
         try:
@@ -163,6 +174,11 @@ class ToolContext:
                                "cap": "max_tool_calls"})
         self.channel.refused += 1
         return text
+
+
+def _failed(fault: str, name: str) -> ToolOutcome:
+    text, error, fields = ToolFaultHook.failed(fault, name)
+    return ToolOutcome(text, False, error, fields)
 
 
 def _cpu_now() -> float:

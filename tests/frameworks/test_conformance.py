@@ -28,7 +28,8 @@ import pytest
 from claimgrid.execute.cells import Cell
 from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.launch import Launcher, adapter_env
-from claimgrid.reference import registry
+from claimgrid.reference import registry, shapes, tool_faults
+from claimgrid.vocab import HANDLING
 from claimgrid.reference.truth import expected_claim_verdict
 from claimgrid.execute.runner import GridContext, run_cell
 from claimgrid.store import RunStore
@@ -44,6 +45,7 @@ CALL_DEADLINE_S = 5.0  # the per-call deadline; the `slow` fault answers 2 s pas
 CLEAN, NONE, REPORTED = "clean", "none", "reported"
 PROCESS_RESULTS = {"ok", "adapter_error", "crash", "timeout"}
 FAULT_MODELS = registry.fault_models()          # views of the registry: the entries are the source
+PROBES = [m for m in FAULT_MODELS if tool_faults.tool_fault(m) or m in shapes.SHAPES]  # tool faults, shapes
 DEFAULT_SUBSTITUTE = registry.default_substitute()
 
 
@@ -85,7 +87,8 @@ def _run_all(name, entry, cells, isolation, tasks, gateway, folder) -> dict:
     content, swap = load_content_conditions(), load_swap_conditions()
     with Launcher({name: entry}, isolation) as launcher:
         ctx = GridContext(tasks=tasks, content=content, swap=swap, gateway=gateway, launcher=launcher, store=store,
-                          work_dir=folder / "work", timeout_s=TIMEOUT_S, max_model_calls=BUDGET,
+                          # The framework's own documented back-off is kept, so the deadline allows for it.
+                          work_dir=folder / "work", timeout_s=TIMEOUT_S + entry.retry_backoff_s, max_model_calls=BUDGET,
                           isolation=isolation, framework_versions={name: framework_versions(entry)},
                           model_call_timeout_s=CALL_DEADLINE_S)
         for tid in {c[0] for c in cells}:  # templates are built before threads share them
@@ -106,6 +109,8 @@ def gateway():
 
 @pytest.fixture(scope="module", params=FRAMEWORKS)
 def fw(request, tasks, gateway, tmp_path_factory) -> Conformance:
+    """One framework's conformance runs; when a check on them fails, the folder is kept and
+    every run's evidence printed (``run_evidence``)."""
     name = request.param
     entry = load_venvs()[name]
     folder = tmp_path_factory.mktemp(f"conformance-{name}")
@@ -117,8 +122,33 @@ def fw(request, tasks, gateway, tmp_path_factory) -> Conformance:
     # Shown with -s: what the suite costs per framework (CI time is budgeted).
     print(f"\nconformance {name}: {len(cells)} warm runs {t1 - t0:.1f}s, 1 fresh run {time.monotonic() - t1:.1f}s; "
           + ", ".join(f"{k[2]}/{k[0]}/{k[1]} {r['timings']['wall_s']:.1f}s" for k, r in records.items()))
+    failed_before = request.session.testsfailed
     yield Conformance(name, entry, store, records, fresh, warm_fresh)
+    if request.session.testsfailed > failed_before:
+        # A newcomer debugging an adapter needs the runs, not only a tuple: keep the folder and
+        # show each run's classification, the rules that fired and its gateway exchanges.
+        report = request.config.pluginmanager.get_plugin("terminalreporter")
+        for line in [f"conformance {name}: a check failed; the runs are kept in {folder}"] + [
+                ln for r in records.values() for ln in run_evidence(folder / "warm", r)]:
+            report.write_line(line)
+        return
     shutil.rmtree(folder, ignore_errors=True)
+
+
+def run_evidence(folder: Path, r: dict) -> list[str]:
+    """One run's evidence as lines: where it is, its classification and rules, its exchanges."""
+    c = r["classification"]
+    out = [f"  {r['run_id']}: {folder / r['evidence_dir']}",
+           f"    claim {c.get('claim_verdict')!r}, outcome {c.get('outcome')!r}, process {c.get('process')!r}, "
+           f"channels {c.get('channels')!r}, rules {c.get('evidence')}"]
+    events = folder / r["evidence_dir"] / "events.jsonl"
+    for line in events.read_text().splitlines() if events.is_file() else []:
+        e = json.loads(line)
+        if e.get("source") == "gateway" and e.get("kind") == "exchange":
+            calls = ", ".join(f"{t['name']}({t['arguments'][:60]})" for t in e.get("tool_calls") or [])
+            out.append(f"    gateway call {e.get('call_index')}: {e.get('status')} {e.get('finish_reason')} "
+                       f"{calls or repr((e.get('content') or '')[:80])}")
+    return out
 
 
 def _diligent(fw: Conformance) -> list[dict]:
@@ -233,6 +263,8 @@ def test_every_fault_is_a_result_never_a_harness_error(fw):
         assert any(e["source"] == "gateway" for e in ev), r["run_id"]
         err = process.get("adapter_exception")
         assert r["classification"]["process"] != "adapter_error" or (err and err.get("type")), r["run_id"]
+        if model in PROBES:  # what the framework did with the probe is recorded, with its evidence
+            assert r["faults"]["handling"] in HANDLING and r["faults"]["handling_evidence"], (r["run_id"], r["faults"])
 
 
 def test_evidence_bundle_is_complete(fw):

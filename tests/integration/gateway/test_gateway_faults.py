@@ -93,7 +93,9 @@ def test_cut_off_is_truncated_and_the_model_redoes_the_step(tasks, stream):
     messages += [m0] + [{"role": "tool", "tool_call_id": c["id"], "content": "ok"} for c in m0["tool_calls"]]
     r1 = _post(token, "cut-off", messages, stream=stream)
     assert r1.status_code == 200
-    # What diligent would have sent at this step, whole.
+    # What diligent would have sent at this step, whole (its run goes through the same
+    # conversation: a policy's step is its run's progress, not the request alone).
+    _post(diligent_token, "diligent", messages[:1])
     whole = _post(diligent_token, "diligent", messages).json()["choices"][0]["message"]["tool_calls"][0]
     if not stream:
         choice = r1.json()["choices"][0]

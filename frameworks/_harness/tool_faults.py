@@ -1,0 +1,70 @@
+"""Tool-side faults the harness tool layer applies for a probe (stdlib only).
+
+The driver puts the run's fault in the control object (``ctl["tool_fault"]``: ``{"kind":
+..., "categories": [...]}``, from the reference model's registry entry,
+claimgrid.reference.tool_faults); the model and its messages never carry it. The first
+executed call whose category is in ``categories`` is faulted, once:
+
+* ``error``: the tool is not run; its result is a failure (``ok`` false), as a tool that
+  raised inside the tool layer returns it;
+* ``timeout``: the tool is not run; its result is a timeout failure (``timed_out`` true);
+* ``huge``: the tool runs; its result, past the harness's own output cap, is padded to
+  ``HUGE_CHARS`` characters;
+* ``bad_utf8``: the tool runs; its result carries bytes that are not valid UTF-8 (as lone
+  surrogates, the form a str holds undecodable bytes in);
+* ``changed_then_failed``: the tool runs and changes the workspace, then reports a failure.
+
+The call's ``source: tools`` event carries ``fault`` (the kind); the event's ``result`` is
+the valid-UTF-8 text, ``delivered_chars`` what the framework received.
+"""
+
+from __future__ import annotations
+
+import threading
+
+HUGE_CHARS = 1_000_000
+BAD_BYTES = b"\xff\xfe\xc3\x28 \xed\xa0\x80"  # invalid start bytes, a broken pair, a surrogate
+KINDS = ("error", "timeout", "huge", "bad_utf8", "changed_then_failed")
+
+
+class ToolFaultHook:
+    """One run's tool fault, applied to the first matching call (thread-safe)."""
+
+    def __init__(self, spec: dict | None):
+        spec = spec if isinstance(spec, dict) else {}
+        self.kind = spec.get("kind") if spec.get("kind") in KINDS else None
+        self.categories = tuple(spec.get("categories") or ())
+        self._lock = threading.Lock()
+        self._spent = self.kind is None
+
+    def take(self, category: str) -> str | None:
+        """The fault kind for this call, or None; a fault is taken once per run."""
+        with self._lock:
+            if self._spent or category not in self.categories:
+                return None
+            self._spent = True
+            return self.kind
+
+    @staticmethod
+    def skips_tool(kind: str | None) -> bool:
+        return kind in ("error", "timeout")
+
+    @staticmethod
+    def failed(kind: str, name: str) -> tuple[str, str, dict]:
+        """(text, error, event fields) of a failing fault."""
+        if kind == "timeout":
+            return (f"ERROR: tool '{name}' timed out", "timed out", {"timed_out": True})
+        if kind == "changed_then_failed":
+            return (f"ERROR: tool '{name}' failed after it started", "failed after it started", {})
+        return (f"ERROR: tool '{name}' raised OSError: [Errno 5] Input/output error",
+                "OSError: [Errno 5] Input/output error", {})
+
+    @staticmethod
+    def delivered(kind: str | None, result: str) -> str:
+        """What the framework receives for a result-altering fault (else ``result``)."""
+        if kind == "huge":
+            pad = "\n" + "x" * 99
+            return result + pad * ((HUGE_CHARS - len(result)) // len(pad) + 1)
+        if kind == "bad_utf8":
+            return result + "\n" + BAD_BYTES.decode("utf-8", errors="surrogateescape")
+        return result
