@@ -358,6 +358,17 @@ class Processes(Protocol):
     def end(self, pid: int) -> None: ...
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where a test run runs: ``box`` the run's uid and cgroups (:mod:`claimgrid.sandbox.slots`;
+    None: nobody), ``scratch_dir`` where its scratch folder is made (the driver's watched work
+    folder; None: the system's), ``processes`` told of its process (see :class:`Processes`)."""
+
+    box: Box | None = None
+    scratch_dir: str | None = None
+    processes: Processes | None = None
+
+
 def run_tests(
     command: list[str],
     workspace: Path,
@@ -366,9 +377,7 @@ def run_tests(
     python: str | None = None,
     layer: dict[str, bytes] | None = None,
     *,
-    box: Box | None = None,
-    scratch_dir: str | None = None,
-    processes: Processes | None = None,
+    placement: Placement | None = None,
 ) -> dict:
     """Re-run the task's test command on a throwaway view of the workspace: the harness's own result.
 
@@ -383,15 +392,15 @@ def run_tests(
     (:mod:`claimgrid.verify.tamper`): ``passed`` then needs the exit status, the runner's
     own report and the run's fresh canaries to agree, and ``integrity`` says what each showed.
 
-    ``box``: the run's uid and cgroups (:mod:`claimgrid.sandbox.slots`). ``scratch_dir``: where
-    the scratch folder is made (the driver's work folder, which its watchdog removes).
-    ``processes``: see :class:`Processes`.
+    ``placement``: the run's box, scratch folder and process registry (:class:`Placement`).
 
     A guarded sandbox that never started (bwrap, prlimit, setpriv or the cgroup join failed,
     e.g. ``EAGAIN`` at the process limit) is a harness failure of this run: ``passed`` None,
     ``started`` False and the reason, never a test failure.
     """
     guard = guard if guard is not None else detect("auto")
+    placement = placement or Placement()
+    box, scratch_dir, processes = placement.box, placement.scratch_dir, placement.processes
     scratch = tempfile.mkdtemp(prefix="claimgrid-verify-", dir=scratch_dir)
     uid = box.uid if box is not None else NOBODY
     ready_r = ready_w = None
@@ -766,9 +775,7 @@ def _tamper_evident(
             guard,
             task.python,
             layer,
-            box=options.box,
-            scratch_dir=options.scratch_dir,
-            processes=options.processes,
+            placement=Placement(options.box, options.scratch_dir, options.processes),
         )
 
     first = placed()

@@ -26,7 +26,7 @@ from claimgrid.classify.classifier import classify_outcome
 from claimgrid.launch.confine import agent_tmp, command_sandbox, hand_over
 from claimgrid.sandbox.guard import PerRun
 from claimgrid.sandbox.slots import GROUP_PREFIX, Box, Boxes
-from claimgrid.verify.verifier import FinishedRun, VerifyOptions, run_tests, verify
+from claimgrid.verify.verifier import FinishedRun, Placement, VerifyOptions, run_tests, verify
 
 from tests.integration.harness.test_harness_tools import GUARD, TASK_PYTHON, ht
 from tests.integration.verify.test_verifier_guard import _fix
@@ -83,7 +83,7 @@ def test_a_fork_bomb_fills_only_its_own_box(tmp_path):
         bomb = _bomb(ws, bomber if mode == "own boxes" else shared)
         try:
             results[mode] = run_tests(command, ws, 60, GUARD, TASK_PYTHON,
-                                      box=other if mode == "own boxes" else shared)
+                                      placement=Placement(box=other if mode == "own boxes" else shared))
         finally:
             bomb.kill()
             bomb.wait()
