@@ -73,8 +73,6 @@ __all__ = [
     "message_text",
     "observed_counts",
     "policies",
-    "readers",
-    "speakers",
     "reference_model",
     "register_behaviour",
     "register_gateway_fault",
