@@ -42,13 +42,13 @@ def render_ledger(ledger_dir: Path, summary: list[str] | None = None) -> Path:
     from claimgrid.ledger.firstscreen import terminal_lines
     from claimgrid.ledger.frame import PARQUET_NAME, write_frame
     from claimgrid.ledger.heatmap import write_heatmap  # matplotlib is only imported when a picture is drawn
-    from claimgrid.ledger.html import render_html
-    from claimgrid.ledger.pages import Pages, read_stderr, write_run_md
+    from claimgrid.ledger.html import ViewerPages, render_html
+    from claimgrid.ledger.pages import read_stderr, write_run_md
     from claimgrid.ledger.report import Report
     from claimgrid.ledger.rules import explain, fault_account
 
     ledger_dir = Path(ledger_dir)
-    pages = Pages()
+    pages = ViewerPages(ledger_dir)
 
     def on_run(rec, events, patch, digest):
         rules = explain(rec, events)  # once per run: RUN.md and ledger.html show the same rules

@@ -126,7 +126,8 @@ def write_run_md(
     ev_dir = folder / str(record.get("evidence_dir") or f"runs/{record['run_id']}")
     if not ev_dir.is_dir():
         return
-    text = run_md(record, events, digest, rules, fault)
+    # A lone surrogate (agent text may carry one) is written as its visible \udcff escape.
+    text = run_md(record, events, digest, rules, fault).encode("utf-8", "backslashreplace").decode("utf-8")
     path = ev_dir / RUN_MD
     try:
         if path.read_text() == text:
