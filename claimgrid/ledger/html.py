@@ -71,7 +71,7 @@ class ViewerPages:
     """Compact per-run evidence for ledger.html, sharing one string pool.
 
     A page is ``[exchanges, tools, diff, tests, rules, report, stderr, errors, faults,
-    prompt, delegation id]`` of pool references (:meth:`s`)."""
+    prompt, delegation id, fault account]`` of pool references (:meth:`s`)."""
 
     def __init__(self, folder: Path):
         self.folder = Path(folder)
@@ -96,7 +96,18 @@ class ViewerPages:
             return [self._pooled(part) for part in text.split(self._did)]
         return self._pooled(text)
 
-    def add(self, record: dict, events: list[dict] | None, patch: str | None, rules: list[dict] | None = None) -> None:
+    def add(
+        self,
+        record: dict,
+        events: list[dict] | None,
+        patch: str | None,
+        rules: list[dict] | None = None,
+        fault: list[str] | None = None,
+    ) -> None:
+        """One run's page. ``rules``: :func:`claimgrid.ledger.rules.explain`'s entries (the
+        rule of each recorded value; computed here when not given); ``fault``: the ledger's
+        account of a fault run in lines (the fault, the call it hit, what the framework did),
+        shown above the recorded fault facts."""
         events = events or []
         self._did = str((record.get("facts") or {}).get("delegation_id") or "")
         s = self.s
@@ -173,6 +184,7 @@ class ViewerPages:
             [[s(k), s(v if isinstance(v, str) else json.dumps(v))] for k, v in faults.items()],
             prompt,
             self._did,
+            [s(line) for line in fault or []],
         ]
 
 

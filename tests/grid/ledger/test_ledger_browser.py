@@ -41,13 +41,14 @@ def page(browser, ledger_grid):
 
 
 def visible_ids(b) -> list[str]:
-    return b.evaluate("[...document.querySelectorAll('#runs tbody tr.run')].map(tr => tr.dataset.id)")
+    """The rows of the run table, once every row is drawn (the first are drawn before the rest)."""
+    return b.evaluate("window.drawn.then(() => [...document.querySelectorAll('#runs tbody tr.run')].map(tr => tr.dataset.id))")
 
 
 def column(b, name: str) -> list[str]:
-    return b.evaluate(f"""(() => {{ const i = [...document.querySelectorAll('#runs thead th')]
+    return b.evaluate(f"""window.drawn.then(() => {{ const i = [...document.querySelectorAll('#runs thead th')]
         .findIndex(th => th.dataset.col === {json.dumps(name)});
-        return [...document.querySelectorAll('#runs tbody tr.run')].map(tr => tr.cells[i].textContent); }})()""")
+        return [...document.querySelectorAll('#runs tbody tr.run')].map(tr => tr.cells[i].textContent); }})""")
 
 
 def hash_params(b) -> dict:
@@ -223,10 +224,10 @@ def test_deep_link_opens_the_run_with_its_filters(browser, ledger_grid):
     outcomes = column(b, "outcome")
     assert outcomes == sorted(outcomes, reverse=True)
     # the opened run's row is scrolled into view, below the sticky header, not under it
-    assert b.evaluate(f"""(() => {{ const tr = document.querySelector('tr.run[data-id="{target}"]');
+    assert b.evaluate(f"""window.drawn.then(() => {{ const tr = document.querySelector('tr.run[data-id="{target}"]');
         const r = tr.cells[4].getBoundingClientRect(), h = document.querySelector('#runs thead th').getBoundingClientRect();
         const l = document.getElementById('list').getBoundingClientRect();
-        return tr.classList.contains('sel') && r.top >= h.bottom - 1 && r.bottom <= l.bottom + 1; }})()""")
+        return tr.classList.contains('sel') && r.top >= h.bottom - 1 && r.bottom <= l.bottom + 1; }})""")
     b.open(ledger_grid / "ledger.html", "run=no-such-run")
     assert b.evaluate("document.getElementById('home') !== null")
     assert b.errors == []
