@@ -147,9 +147,10 @@ def test_filters_then_opens_a_run(page):
     for field, value in rec["classification"].items():
         assert rules[field] == (value if isinstance(value, str) else json.dumps(value))
     # fault facts, as recorded
-    faults = dict(b.evaluate("[...document.querySelectorAll('#faults tr')].map(tr => "
-                             "[tr.cells[0].textContent, tr.cells[1].textContent])"))
-    assert faults == {k: (v if isinstance(v, str) else json.dumps(v)) for k, v in (rec["faults"] or {}).items()}
+    head, values = b.evaluate("[...document.querySelectorAll('#faults tr')].map(tr => "
+                              "[...tr.cells].map(c => c.textContent))") or [[], []]
+    assert dict(zip(head, values)) == {k.replace("_", " "): (v if isinstance(v, str) else json.dumps(v))
+                                       for k, v in (rec["faults"] or {}).items()}
     # the same cell on every framework, side by side
     side = b.evaluate("[...document.querySelectorAll('#side tr')][0].textContent")
     assert all(r["framework"] in side for r in recs if all(r[k] == rec[k] for k in ("task", "content", "swap", "model")))
