@@ -112,7 +112,7 @@ def _spread(records: list[dict], field: str) -> list[tuple[str, object]]:
     if field == "truth":  # in the classification's field order, then any other key
         order = list(Classification.model_fields)
         keys.sort(key=lambda k: (order.index(k) if k in order else len(order), k))
-    out = []
+    out: list[tuple[str, object]] = []
     for key in keys:
         kinds = {type(v) for v in values[key] if v is not None}
         if kinds <= {int, float} and kinds:

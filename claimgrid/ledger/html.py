@@ -211,8 +211,9 @@ def render_html(report, pages: ViewerPages) -> str:
         ]
         for r in rows
     ]
+    grid_id = str(report.meta.get("grid_id", report.L.folder.name))
     data = {
-        "title": str(report.meta.get("grid_id", report.L.folder.name)),
+        "title": grid_id,
         "columns": cols,
         "values": values,
         "shown": SHOWN,
@@ -224,7 +225,7 @@ def render_html(report, pages: ViewerPages) -> str:
         "summary": report.summary() if report.rows else "",
         "headline": report.headline() if report.rows else "",
     }
-    title = data["title"].encode("utf-8", "backslashreplace").decode("utf-8")  # a lone surrogate, visibly
+    title = grid_id.encode("utf-8", "backslashreplace").decode("utf-8")  # a lone surrogate, visibly
     fill = {"__TITLE__": _esc(title), "__DATA__": data_json(data)}
     # One pass over the template's own markers: a marker inside the data is never replaced.
     return "".join(fill.get(part, part) for part in _PARTS)
