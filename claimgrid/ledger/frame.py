@@ -18,7 +18,7 @@ Contract:
   ``(ledger, treatments, path)``: the rows (run_id order), written with polars to
   ``runs.parquet`` (write-then-rename). Re-rendering unchanged input writes the same bytes.
 - :func:`records_from_frame` ``(df) -> list[dict]``: the run records back from the frame,
-  exactly as :func:`claimgrid.store.record.dump` writes them (the round trip a test holds).
+  exactly as runs.jsonl holds them, ``seal`` included (the round trip a test holds).
   A nested object that is absent reads back absent when every one of its columns is null;
   a key of ``timings`` that one record lacks and another has reads null; a field the
   reference ``truth`` does not state is null in its column and absent from the record.
@@ -166,7 +166,7 @@ def _digest_key(name: str) -> str:
 
 def frame(ledger: Ledger, treatments: dict[str, str] | None = None) -> tuple[pl.DataFrame, list[str]]:
     """One row per run of ``ledger`` (run_id order), and the names of its JSON columns."""
-    records = [dump(parse_record(rec, ledger.folder / "runs.jsonl")) for rec in ledger.records.values()]
+    records = [_as_written(parse_record(rec, ledger.folder / "runs.jsonl")) for rec in ledger.records.values()]
     cols = columns(records)
     digest = {row["run_id"]: row for row in ledger.runs.select(["run_id", *DIGEST_SCHEMA]).to_dicts()}
     treatments = treatments or {}
@@ -248,7 +248,16 @@ def records_from_frame(df: pl.DataFrame, json_columns: list[str]) -> list[dict]:
             for parent in c.optional_parents:
                 if _all_null(_get(rec, parent)):
                     _put(rec, parent, None)
-        out.append(dump(parse_record(rec, "runs.parquet")))
+        out.append(_as_written(parse_record(rec, "runs.parquet")))
+    return out
+
+
+def _as_written(record: RunRecord) -> dict:
+    """The record as runs.jsonl holds it: :func:`~claimgrid.store.record.dump`, and its
+    ``seal`` last when the line is sealed (absent from an unsealed ledger's lines)."""
+    out = dump(record)
+    if record.seal is not None:
+        out["seal"] = record.seal
     return out
 
 

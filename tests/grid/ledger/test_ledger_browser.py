@@ -204,7 +204,8 @@ def test_search_reaches_reports_and_tool_output(page):
         holders = {r["run_id"] for r in recs
                    if phrase.lower() in " ".join((folder / r["evidence_dir"] / name).read_text().lower()
                                                  for name in ("events.jsonl", "gateway.jsonl", "RUN.md"))}
-        assert shown and shown <= holders | {r["run_id"] for r in recs if phrase.lower() in r["run_id"].lower()}
+        assert shown, phrase
+        assert shown <= holders | {r["run_id"] for r in recs if phrase.lower() in r["run_id"].lower()}
         # every run whose final report holds the phrase is found
         reports = {r["run_id"] for r in recs
                    if any(phrase in (e.get("text") or "") for e in events(folder, r) if e["source"] == "agent")}
