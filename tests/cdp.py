@@ -4,7 +4,7 @@ Chromium reads commands on its fd 3 and writes replies/events on fd 4, one JSON 
 per NUL-terminated frame: no websocket, no port, no network. Used by the ledger.html
 browser test, and as a script to take the README's screenshot:
 
-    uv run python -m tests.cdp LEDGER_DIR/ledger.html docs/ledger.png [--filter model=obedient] [--open-first]
+    uv run python -m tests.cdp LEDGER_DIR/ledger.html docs/ledger.png [--size 1280x720] [--hash 'run=<id>']
 """
 
 from __future__ import annotations
@@ -31,9 +31,10 @@ def chromium_path() -> str | None:
 
 
 class Browser:
-    """One headless Chromium with one page; ``evaluate`` runs JavaScript in it."""
+    """One headless Chromium with one page; ``evaluate`` runs JavaScript in it. Uncaught
+    JavaScript exceptions of the page are collected in ``errors``."""
 
-    def __init__(self, width: int = 1400, height: int = 900):
+    def __init__(self, width: int = 1280, height: int = 720):
         exe = chromium_path()
         if exe is None:
             raise RuntimeError("chromium is not installed")
@@ -56,8 +57,14 @@ class Browser:
         os.close(from_chrome_w)
         self._buf = b""
         self._id = 0
+        self.errors: list[str] = []
         target = self.call("Target.createTarget", url="about:blank")["targetId"]
         self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        self.resize(width, height)
+        self.call("Runtime.enable", session=True)
+
+    def resize(self, width: int, height: int) -> None:
+        """The page's viewport (CSS pixels, scale 1)."""
         self.call("Emulation.setDeviceMetricsOverride", session=True, width=width, height=height,
                   deviceScaleFactor=1, mobile=False)
 
@@ -72,6 +79,9 @@ class Browser:
             while b"\0" in self._buf:
                 frame, self._buf = self._buf.split(b"\0", 1)
                 reply = json.loads(frame)
+                if reply.get("method") == "Runtime.exceptionThrown":
+                    details = reply["params"]["exceptionDetails"]
+                    self.errors.append(f"{details.get('text')} {details.get('exception', {}).get('description')}")
                 if reply.get("id") == self._id:
                     if "error" in reply:
                         raise RuntimeError(f"{method}: {reply['error']}")
@@ -93,8 +103,9 @@ class Browser:
                                f"{res['exceptionDetails'].get('exception', {}).get('description')}")
         return res["result"].get("value")
 
-    def open(self, path: Path, timeout: float = 30) -> None:
-        self.call("Page.navigate", session=True, url=Path(path).resolve().as_uri())
+    def open(self, path: Path, fragment: str = "", timeout: float = 30) -> None:
+        """Load ``path`` (a file: URL, ``#fragment`` appended when given) and wait for it."""
+        self.call("Page.navigate", session=True, url=Path(path).resolve().as_uri() + (f"#{fragment}" if fragment else ""))
         deadline = time.monotonic() + timeout
         while self.evaluate("document.readyState") != "complete":
             if time.monotonic() > deadline:
@@ -134,20 +145,27 @@ def set_filter(browser: Browser, column: str, value: str) -> None:
         s.value = {json.dumps(value)}; s.dispatchEvent(new Event('change')); }})()""")
 
 
+def search(browser: Browser, text: str) -> None:
+    """Type ``text`` into the search box and wait past its debounce."""
+    browser.evaluate(f"""(async () => {{ const q = document.getElementById('q');
+        q.value = {json.dumps(text)}; q.dispatchEvent(new Event('input'));
+        await new Promise(r => setTimeout(r, 400)); }})()""")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("html", type=Path)
     ap.add_argument("png", type=Path)
-    ap.add_argument("--filter", action="append", default=[], help="column=value")
-    ap.add_argument("--open-first", action="store_true")
+    ap.add_argument("--size", default="1280x720", help="WIDTHxHEIGHT")
+    ap.add_argument("--hash", default="", help="the view to open, e.g. 'run=<id>&model=obedient'")
+    ap.add_argument("--scroll", type=int, default=0, help="scroll the reading pane down by this many pixels")
     args = ap.parse_args()
-    with Browser() as b:
-        b.open(args.html)
-        for f in args.filter:
-            col, val = f.split("=", 1)
-            set_filter(b, col, val)
-        if args.open_first:
-            b.evaluate("document.querySelector('tr.run').click()")
+    width, height = (int(v) for v in args.size.split("x"))
+    with Browser(width, height) as b:
+        b.open(args.html, args.hash)
+        if args.scroll:
+            b.evaluate(f"document.getElementById('detail').scrollTop = {args.scroll}")
+        time.sleep(0.3)
         b.screenshot(args.png)
     print(args.png)
     return 0

@@ -1,9 +1,10 @@
-"""The generated parts of the docs: README's ``grid.py run`` flag table, CONTRACTS' layout and moved paths.
+"""The generated parts of the docs: README's ``grid.py run`` flag table, CONTRACTS' layout, moved paths and runs.parquet columns.
 
 Each block sits between ``<!-- NAME -->`` and ``<!-- /NAME -->`` in its file and is rendered
 from the code it describes: the flag table from ``build_parser()`` (each argument's help
 text, choices, type and default), the layout from the package's modules (the first sentence
-of each module's docstring), the moved paths from ``claimgrid._moved.MOVED``. A block that
+of each module's docstring), the moved paths from ``claimgrid._moved.MOVED``, the columns of ``runs.parquet`` from the
+run record (``claimgrid.ledger.frame``). A block that
 differs from what the code renders is stale; ``tests/grid/commands/test_docs.py`` fails on it and names
 the command that rewrites it::
 
@@ -176,7 +177,14 @@ BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {
     "flags:run": ("README.md", flags_table),
     "layout": ("docs/CONTRACTS.md", layout_table),
     "moved": ("docs/CONTRACTS.md", moved_table),
+    "parquet-columns": ("docs/CONTRACTS.md", lambda: _parquet_columns()),
 }
+
+
+def _parquet_columns() -> str:
+    from claimgrid.ledger.frame import columns_markdown
+
+    return columns_markdown()
 
 
 def block(name: str) -> str:

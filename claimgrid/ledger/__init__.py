@@ -4,7 +4,7 @@ Public API:
 
 - :func:`render_ledger` ``(ledger_dir) -> Path``: read ``runs.jsonl`` + ``meta.json`` +
   each run's evidence folder, write ``LEDGER.md``, ``RUNS.md``, ``ledger.html``,
-  ``heatmap.png`` and ``runs/<id>/RUN.md``; return the LEDGER.md path. An incomplete grid (partial or truncated ``runs.jsonl``) is rendered
+  ``heatmap.png``, ``runs.parquet`` (:mod:`.frame`) and ``runs/<id>/RUN.md``; return the LEDGER.md path. An incomplete grid (partial or truncated ``runs.jsonl``) is rendered
   with the planned and present run counts stated.
 - :func:`headline_table` ``(ledger_dir) -> rich.table.Table | str``: the headline
   (swap = none) per model (a string when there are no runs).
@@ -34,21 +34,22 @@ def load(ledger_dir: Path, on_run=None) -> Ledger:
 
 
 def render_ledger(ledger_dir: Path, summary: list[str] | None = None) -> Path:
-    """Write LEDGER.md, RUNS.md, ledger.html, heatmap.png and every ``runs/<id>/RUN.md``
+    """Write LEDGER.md, RUNS.md, ledger.html, heatmap.png, runs.parquet and every ``runs/<id>/RUN.md``
     into ``ledger_dir``; return LEDGER.md's path. A pure function of the folder (records,
     evidence, ``meta.json``): rendering twice, or on another checkout, gives byte-identical
     files. ``summary``, when given, receives the end-of-grid summary's lines
     (:func:`terminal_summary`). A folder older than the facts it should carry says in LEDGER.md what it read
     from this checkout instead (:mod:`claimgrid.ledger.facts`)."""
     from claimgrid.ledger.firstscreen import terminal_lines
+    from claimgrid.ledger.frame import PARQUET_NAME, write_frame
     from claimgrid.ledger.heatmap import write_heatmap  # matplotlib is only imported when a picture is drawn
-    from claimgrid.ledger.html import render_html
-    from claimgrid.ledger.pages import Pages, read_stderr, write_run_md
+    from claimgrid.ledger.html import ViewerPages, render_html
+    from claimgrid.ledger.pages import read_stderr, write_run_md
     from claimgrid.ledger.report import Report
     from claimgrid.ledger.rules import explain, fault_account
 
     ledger_dir = Path(ledger_dir)
-    pages = Pages()
+    pages = ViewerPages(ledger_dir)
 
     def on_run(rec, events, patch, digest):
         rules = explain(rec, events)  # once per run: RUN.md and ledger.html show the same rules
@@ -64,6 +65,7 @@ def render_ledger(ledger_dir: Path, summary: list[str] | None = None) -> Path:
     if write_heatmap(report, heatmap_path) is None:
         report.heatmap_name = None
         heatmap_path.unlink(missing_ok=True)
+    write_frame(ledger, {r["run_id"]: r["treatment"] for r in report.rows}, ledger_dir / PARQUET_NAME)
     out = ledger_dir / "LEDGER.md"
     # Write-then-rename: a reader (or a crash) never sees half a ledger.
     for name, text in (

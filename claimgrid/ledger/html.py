@@ -1,38 +1,234 @@
-"""ledger.html: one self-contained page beside LEDGER.md (no server, no network, no CDN).
+"""ledger.html: one self-contained viewer beside LEDGER.md (no server, no network, no CDN).
 
-Contract: :func:`render_html` ``(report, pages) -> str``. The data (every run's
-coordinates and classification, and each run's compact evidence from
-:class:`.pages.Pages`) is embedded as one JSON block; vanilla JavaScript filters the runs
-by framework, task, condition, model and any classification field, and opens a run to
-show its gateway exchanges, tool events, diff, test output and the rules that fired.
-Element ids used by the browser test: ``filters``, ``f-<column>`` (one <select> each),
-``count``, ``runs`` (the table, one ``tr.run`` per run with ``data-id``), ``detail``.
+Contract: :class:`ViewerPages` collects one compact evidence page per run while the ledger
+is loaded (``add(record, events, patch, rules)``); :func:`render_html` ``(report, pages) ->
+str`` writes the page. The summary and headline are the report's own
+(``Report.summary()``, ``Report.headline()``: the same text as LEDGER.md), shown first.
+
+Everything a run wrote is data, never markup: the data is one JSON block in ``<script
+id="data" type="application/json">`` with ``<``, ``>``, ``&`` and every non-ASCII character
+(U+2028/2029 and lone surrogates included) as ``\\u`` escapes, so no text can close the
+block or open a comment; the script builds the page with ``textContent`` and
+``createElement`` only (no ``innerHTML``). Long texts are cut (the full evidence stays in
+the run's folder) and every text goes through one shared string pool, because frameworks
+that behaved alike produce the same texts: a 1,760-run ledger stays a file a browser opens
+at once.
+
+What the page offers (element ids are what tests/grid/ledger/test_ledger_browser.py
+drives): a run table (``runs``, one ``tr.run`` per run with ``data-id``; the coordinate
+columns stay in view when it scrolls sideways), sortable by any column (click a ``th``),
+free-text search (``q``) over the final reports, transcripts, tool output, diffs, test
+output and stderr; filters ``f-<column>``, the first few shown, the rest under ``more``;
+``count``; the reading pane ``detail`` (the summary and headline, or one run: its
+classification with the rule of each value, fault facts, the transcript in order, the
+harness tool events, a coloured diff, test output, stderr and runtime errors, and the same
+cell on every framework side by side). The URL fragment holds the state
+(``#run=<id>&model=obedient&q=text&sort=outcome``), so a link opens the same view.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
-COLUMNS = ["framework", "task", "content", "swap_condition", "model", "repeat", "treatment"]
+from claimgrid.ledger.rules import explain
+
+COORDINATES = ["framework", "task", "content", "swap_condition", "model", "repeat"]
 SKIP = {"swap_mentioned"}
+# The columns of the run table (coordinates first); every other column is a filter only.
+SHOWN = [*COORDINATES, "claim_vs_outcome", "claim_verdict", "outcome", "injection", "process", "treatment"]
+# Filters always visible; the rest are under "more filters".
+PRIMARY = ["framework", "task", "content", "swap_condition", "model", "claim_vs_outcome", "outcome"]
+CUT = {"content": 1500, "result": 600, "args": 400, "diff": 6000, "tests": 2000, "report": 2000, "stderr": 2000,
+       "prompt": 2500}  # fmt: skip
 
 
-def render_html(report, pages) -> str:
+def _cut(text, n: int) -> str:
+    text = "" if text is None else str(text)
+    return text if len(text) <= n else text[:n] + f"… [{len(text) - n} more characters in the evidence folder]"
+
+
+def _text_of(content) -> str:
+    """A chat message's content as text (a string, or a list of parts with ``text``)."""
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
+    return "" if content is None else str(content)
+
+
+def _first_request(ev_dir: Path) -> list[dict]:
+    """The messages of the run's first model request (system prompt and task), from gateway.jsonl."""
+    try:
+        with open(ev_dir / "gateway.jsonl", encoding="utf-8", errors="replace") as f:
+            line = f.readline()
+        messages = (json.loads(line).get("request") or {}).get("messages") or []
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [m for m in messages if isinstance(m, dict)]
+
+
+class ViewerPages:
+    """Compact per-run evidence for ledger.html, sharing one string pool.
+
+    A page is ``[exchanges, tools, diff, tests, rules, report, stderr, errors, faults,
+    prompt, delegation id, fault account]`` of pool references (:meth:`s`)."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        self.pool: list[str] = []
+        self.index: dict[str, int] = {}
+        self.pages: dict[str, list] = {}
+        self._did = ""
+
+    def _pooled(self, text: str) -> int:
+        i = self.index.get(text)
+        if i is None:
+            i = self.index[text] = len(self.pool)
+            self.pool.append(text)
+        return i
+
+    def s(self, text) -> int | list[int]:
+        """``text`` as a pool index; a text holding this run's delegation id (every prompt and
+        trace does, and nothing else differs between them) as the list of the indices of its
+        pieces around the id, which the page joins with the id again."""
+        text = "" if text is None else str(text)
+        if self._did and self._did in text:
+            return [self._pooled(part) for part in text.split(self._did)]
+        return self._pooled(text)
+
+    def add(
+        self,
+        record: dict,
+        events: list[dict] | None,
+        patch: str | None,
+        rules: list[dict] | None = None,
+        fault: list[str] | None = None,
+    ) -> None:
+        """One run's page. ``rules``: :func:`claimgrid.ledger.rules.explain`'s entries (the
+        rule of each recorded value; computed here when not given); ``fault``: the ledger's
+        account of a fault run in lines (the fault, the call it hit, what the framework did),
+        shown above the recorded fault facts."""
+        events = events or []
+        self._did = str((record.get("facts") or {}).get("delegation_id") or "")
+        s = self.s
+        ex = []
+        for e in sorted(
+            (e for e in events if e.get("source") == "gateway" and e.get("kind") == "exchange"),
+            key=lambda e: e.get("call_index") or 0,
+        ):
+            calls = [[s(c.get("name")), s(_cut(c.get("arguments"), CUT["args"]))] for c in e.get("tool_calls") or []]
+            err = e.get("error")
+            ex.append(
+                [
+                    e.get("call_index"),
+                    s(e.get("served_model")),
+                    s(e.get("reported_model")),
+                    s(e.get("swap")),
+                    e.get("status"),
+                    calls,
+                    s(_cut(e.get("content"), CUT["content"])),
+                    s(_cut(json.dumps(err, sort_keys=True) if err else "", CUT["content"])),
+                    [s(_cut(t, CUT["result"])) for t in e.get("tool_results") or []],
+                ]
+            )
+        tools = [
+            [
+                s(e.get("tool")),
+                s(_cut(json.dumps(e.get("args"), sort_keys=True), CUT["args"])),
+                1 if e.get("ok") else 0,
+                1 if e.get("changed_workspace") else 0,
+                s(_cut(e.get("result") if e.get("ok") else e.get("error"), CUT["result"])),
+            ]
+            for e in events
+            if e.get("source") == "tools" and e.get("kind") == "tool_call"
+        ]
+        from claimgrid.ledger.pages import test_provenance
+
+        tests = next((e for e in events if e.get("source") == "verifier" and e.get("kind") == "tests"), None)
+        # A cached result says so above its output (the output is the earlier run's).
+        test_text = (f"[{test_provenance(tests)}]\n" if tests and tests.get("cached") else "") + (
+            (tests or {}).get("output_tail") or ""
+        )
+        report: dict = next((e for e in reversed(events) if e.get("source") == "agent"), {})
+        proc: dict = next((e for e in reversed(events) if e.get("source") == "process"), {})
+        exc = proc.get("adapter_exception") or {}
+        errors = [
+            s(_cut(f"{e.get('type')}: {e.get('message')}", CUT["result"]))
+            for e in events
+            if e.get("source") == "runtime" and e.get("kind") == "error"
+        ]
+        if exc:
+            errors.append(s(_cut(f"adapter exception {exc.get('type')}: {exc.get('message')}", CUT["result"])))
+        faults = record.get("faults") or {}
+        ev_dir = self.folder / str(record.get("evidence_dir") or f"runs/{record['run_id']}")
+        prompt = [
+            [s(m.get("role")), s(_cut(_text_of(m.get("content")), CUT["prompt"]))] for m in _first_request(ev_dir)
+        ]
+        self.pages[record["run_id"]] = [
+            ex,
+            tools,
+            s(_cut(patch, CUT["diff"])),
+            s(_cut(test_text, CUT["tests"])),
+            [
+                [
+                    s(r["field"]),
+                    s(r["value"] if isinstance(r["value"], str) else json.dumps(r["value"])),
+                    s(r["rule"]),
+                    r["lines"],
+                ]
+                for r in (explain(record, events) if rules is None else rules)
+            ],  # fmt: skip
+            s(_cut(report.get("text"), CUT["report"])),
+            s(_cut(proc.get("stderr_tail"), CUT["stderr"])),
+            errors,
+            [[s(k), s(v if isinstance(v, str) else json.dumps(v))] for k, v in faults.items()],
+            prompt,
+            self._did,
+            [s(line) for line in fault or []],
+        ]
+
+
+def data_json(data) -> str:
+    """JSON that is inert inside ``<script type="application/json">``: ASCII only, and
+    ``<``, ``>``, ``&`` escaped, so no string can end the element or start a comment."""
+    text = json.dumps(data, ensure_ascii=True, separators=(",", ":"), sort_keys=True)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def render_html(report, pages: ViewerPages) -> str:
     fields = [c for c in report.L.runs.columns if c in _classification_columns(report)]
-    cols = COLUMNS + fields
+    cols = COORDINATES + ["treatment"] + fields
+    rows = sorted(report.rows, key=lambda r: r["run_id"])
+    # Each column's distinct values once; a run row holds their indices (and an evidence
+    # folder only when it is not the usual runs/<run id>).
+    values = {c: sorted({"" if r[c] is None else str(r[c]) for r in rows}) for c in cols}
+    pos = {c: {v: i for i, v in enumerate(vs)} for c, vs in values.items()}
     runs = [
-        [r["run_id"], r["evidence_dir"], *[("" if r[c] is None else str(r[c])) for c in cols]]
-        for r in sorted(report.rows, key=lambda r: r["run_id"])
+        [
+            r["run_id"],
+            "" if r["evidence_dir"] == f"runs/{r['run_id']}" else r["evidence_dir"],
+            *[pos[c]["" if r[c] is None else str(r[c])] for c in cols],
+        ]
+        for r in rows
     ]
+    grid_id = str(report.meta.get("grid_id", report.L.folder.name))
     data = {
-        "title": str(report.meta.get("grid_id", report.L.folder.name)),
+        "title": grid_id,
         "columns": cols,
+        "values": values,
+        "shown": SHOWN,
+        "primary": PRIMARY,
+        "frameworks": list(report.frameworks),
         "runs": runs,
         "pool": pages.pool,
         "pages": pages.pages,
+        "summary": report.summary() if report.rows else "",
+        "headline": report.headline() if report.rows else "",
     }
-    blob = json.dumps(data, ensure_ascii=False, separators=(",", ":"), sort_keys=True).replace("</", "<\\/")
-    return TEMPLATE.replace("__TITLE__", _esc(data["title"])).replace("__DATA__", blob)
+    title = grid_id.encode("utf-8", "backslashreplace").decode("utf-8")  # a lone surrogate, visibly
+    fill = {"__TITLE__": _esc(title), "__DATA__": data_json(data)}
+    # One pass over the template's own markers: a marker inside the data is never replaced.
+    return "".join(fill.get(part, part) for part in _PARTS)
 
 
 def _classification_columns(report) -> list[str]:
@@ -46,86 +242,5 @@ def _esc(s: str) -> str:
     return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-TEMPLATE = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>claimgrid ledger __TITLE__</title>
-<style>
-body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#222}
-header{padding:10px 16px;background:#f4f4f4;border-bottom:1px solid #ddd}
-h1{font-size:17px;margin:0 0 6px}
-#filters{display:flex;flex-wrap:wrap;gap:6px 12px}
-#filters label{font-size:12px;color:#555;display:flex;flex-direction:column}
-#filters select{font-size:12px;max-width:190px}
-main{display:flex;height:calc(100vh - 150px)}
-#list{flex:1 1 50%;overflow:auto;border-right:1px solid #ddd}
-#detail{flex:1 1 50%;overflow:auto;padding:8px 14px}
-table{border-collapse:collapse;width:100%}
-th,td{border-bottom:1px solid #eee;padding:3px 6px;text-align:left;font-size:12px;vertical-align:top}
-th{position:sticky;top:0;background:#fafafa}
-#runs td{white-space:nowrap}
-tr.run{cursor:pointer} tr.run:hover{background:#eef4ff} tr.sel{background:#dbe8ff}
-.FALSE_SUCCESS{color:#b00020;font-weight:600} .TRUE_SUCCESS{color:#1b5e20}
-pre{background:#f7f7f7;padding:6px;white-space:pre-wrap;word-break:break-word;font-size:12px;max-height:320px;overflow:auto}
-h2{font-size:15px;margin:14px 0 6px} .muted{color:#777}
-</style></head><body>
-<header><h1>claimgrid ledger __TITLE__</h1>
-<div id="filters"></div><div id="count" class="muted"></div></header>
-<main><div id="list"><table id="runs"><thead></thead><tbody></tbody></table></div>
-<div id="detail"><p class="muted">Click a run to see its gateway exchanges, tool events, diff, test output and the rules that fired.</p></div></main>
-<script id="data" type="application/json">__DATA__</script>
-<script>
-"use strict";
-const D = JSON.parse(document.getElementById("data").textContent);
-const P = i => D.pool[i];
-const cols = D.columns, shown = ["framework","task","content","swap_condition","model","treatment","claim_vs_outcome","claim_verdict","outcome","injection","process"];
-const idx = Object.fromEntries(cols.map((c,i)=>[c,i+2]));
-const el = (t, a={}, ...kids) => { const e=document.createElement(t); for (const [k,v] of Object.entries(a)) e.setAttribute(k,v); for (const c of kids) e.append(c); return e; };
-const filters = {};
-for (const c of cols) {
-  const vals = [...new Set(D.runs.map(r=>r[idx[c]]))].sort();
-  const s = el("select", {id:"f-"+c}); s.append(el("option",{value:""},"all"));
-  for (const v of vals) s.append(el("option",{value:v},v===""?"(none)":v));
-  s.addEventListener("change", ()=>{filters[c]=s.value; draw();});
-  document.getElementById("filters").append(el("label",{},c.replace("extra.","").replace(/_/g," "),s));
-}
-const thead = document.querySelector("#runs thead"), tbody = document.querySelector("#runs tbody");
-thead.append(el("tr",{},...shown.map(c=>el("th",{},c.replace(/_/g," ")))));
-function draw(){
-  tbody.textContent="";
-  let n=0;
-  for (const r of D.runs) {
-    if (!Object.entries(filters).every(([c,v])=>!v || r[idx[c]]===v)) continue;
-    n++;
-    const tr = el("tr",{class:"run","data-id":r[0]}, ...shown.map(c=>el("td",{class:r[idx[c]]},r[idx[c]])));
-    tr.addEventListener("click",()=>openRun(r, tr));
-    tbody.append(tr);
-  }
-  document.getElementById("count").textContent = n + " of " + D.runs.length + " runs";
-}
-function pre(text){ return el("pre",{}, text || "(empty)"); }
-function openRun(r, tr){
-  document.querySelectorAll("tr.sel").forEach(x=>x.classList.remove("sel")); tr.classList.add("sel");
-  const [ex, tools, diff, tests, rules, report] = D.pages[r[0]] || [[],[],0,0,[],0];
-  const d = document.getElementById("detail"); d.textContent="";
-  d.append(el("h2",{id:"run-title"}, r[0]));
-  d.append(el("p",{class:"muted"}, "Evidence folder: ", el("a",{href:r[1]+"/RUN.md"}, r[1]+"/RUN.md")));
-  d.append(el("h2",{},"Rules that fired"));
-  const rt = el("table",{id:"rules"}, el("tr",{}, el("th",{},"field"), el("th",{},"value"), el("th",{},"rule"), el("th",{},"events.jsonl lines")));
-  for (const [f,v,rule,lines] of rules) rt.append(el("tr",{}, el("td",{},P(f)), el("td",{class:P(v)},P(v)), el("td",{},P(rule)), el("td",{},lines.join(", "))));
-  d.append(rt);
-  d.append(el("h2",{},"Transcript (gateway exchanges)"));
-  const et = el("table",{id:"exchanges"}, el("tr",{}, ...["call","served","reported","swap","status","tool calls","answer / error","tool results in the request"].map(h=>el("th",{},h))));
-  for (const [ci,srv,rep,sw,st,calls,content,results] of ex) et.append(el("tr",{}, el("td",{},String(ci)), el("td",{},P(srv)), el("td",{},P(rep)), el("td",{},P(sw)), el("td",{},String(st)), el("td",{},P(calls)), el("td",{},pre(P(content))), el("td",{}, ...results.map(x=>pre(P(x))))));
-  d.append(et);
-  d.append(el("h2",{},"Tool events (harness tool layer)"));
-  const tt = el("table",{id:"tools"}, el("tr",{}, ...["tool","args","ok","changed","result / error"].map(h=>el("th",{},h))));
-  for (const [t,a,ok,ch,res] of tools) tt.append(el("tr",{}, el("td",{},P(t)), el("td",{},P(a)), el("td",{},ok?"yes":"no"), el("td",{},ch?"yes":"no"), el("td",{},pre(P(res)))));
-  d.append(tt);
-  d.append(el("h2",{},"Diff"), pre(P(diff)));
-  d.append(el("h2",{},"Test output"), pre(P(tests)));
-  d.append(el("h2",{},"Agent's final report (no authority)"), pre(P(report)));
-}
-draw();
-</script></body></html>
-"""
+TEMPLATE = (Path(__file__).with_name("viewer.html")).read_text(encoding="utf-8")
+_PARTS = re.split(r"(__TITLE__|__DATA__)", TEMPLATE)

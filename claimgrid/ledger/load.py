@@ -119,6 +119,17 @@ def _fact(value) -> str:
     return str(value)
 
 
+def _text(value):
+    """A string a polars column can hold: a lone surrogate (agent-chosen names may carry
+    one) becomes its visible ``\\udcff`` escape; anything else is returned as it is."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return value
+
+
 def _label(value) -> str:
     return NOT_RECORDED if value is None else str(value)
 
@@ -239,5 +250,6 @@ def load_ledger(folder: Path, on_run=None) -> Ledger:
         **{f"extra.{k}": pl.String for k in extra_keys},
         **{f"parity.{f}": pl.String for f in facts},
     }
+    rows = [{k: _text(v) for k, v in row.items()} for row in rows]
     runs = pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
     return Ledger(folder, meta, runs, facts, extra_keys, notes, dict(sorted(by_id.items())), inputs)

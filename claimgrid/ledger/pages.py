@@ -1,4 +1,4 @@
-"""Per-run pages: ``runs/<run id>/RUN.md`` and the compact per-run evidence of ledger.html.
+"""Per-run pages: ``runs/<run id>/RUN.md``, the explanation of one run beside its evidence.
 
 Contract:
 
@@ -7,10 +7,7 @@ Contract:
   (linked into ``events.jsonl``), and links to the evidence files. RUN.md is a derived
   file (``store.DERIVED_FILES``): it is not in the sha256 manifest and is rewritten on
   every render.
-- :class:`Pages`: collects one compact page per run for ledger.html; long texts are
-  truncated (the full evidence stays in the run's folder) and every text goes through
-  one shared string pool, because frameworks that behaved alike produce the same
-  texts and a 960-run ledger must stay a file a browser opens at once.
+- ledger.html's compact per-run evidence is :class:`claimgrid.ledger.html.ViewerPages`.
 """
 
 from __future__ import annotations
@@ -35,12 +32,6 @@ EVIDENCE_FILES = (
     "stderr.txt",
     "manifest.json",
 )
-CUT = {"content": 700, "result": 400, "args": 240, "diff": 4000, "tests": 1500, "report": 1500}
-
-
-def _cut(text, n: int) -> str:
-    text = "" if text is None else str(text)
-    return text if len(text) <= n else text[:n] + f"… [{len(text) - n} more characters in the evidence folder]"
 
 
 def _tests_event(events: list[dict] | None) -> dict | None:
@@ -137,90 +128,3 @@ def write_run_md(
     tmp = ev_dir / f".{RUN_MD}.tmp"
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
-
-
-class Pages:
-    """Compact per-run evidence for ledger.html, sharing one string pool."""
-
-    def __init__(self):
-        self.pool: list[str] = []
-        self.index: dict[str, int] = {}
-        self.pages: dict[str, list] = {}
-
-    def s(self, text) -> int:
-        text = "" if text is None else str(text)
-        i = self.index.get(text)
-        if i is None:
-            i = self.index[text] = len(self.pool)
-            self.pool.append(text)
-        return i
-
-    def add(
-        self,
-        record: dict,
-        events: list[dict] | None,
-        patch: str | None,
-        rules: list[dict] | None = None,
-        fault: list[str] | None = None,
-    ) -> None:
-        """Page = [exchanges, tool events, diff, test output, rules, report, fault] (pool indices);
-        a rule is [field, value, rule, lines, base rule]; fault is the list of
-        :func:`claimgrid.ledger.rules.fault_account` lines (empty for a run without a fault)."""
-        events = events or []
-        ex = []
-        for e in sorted(
-            (e for e in events if e.get("source") == "gateway" and e.get("kind") == "exchange"),
-            key=lambda e: e.get("call_index") or 0,
-        ):
-            calls = "; ".join(
-                f"{c.get('name')}({_cut(c.get('arguments'), CUT['args'])})" for c in e.get("tool_calls") or []
-            )
-            err = e.get("error")
-            ex.append(
-                [
-                    e.get("call_index"),
-                    self.s(e.get("served_model")),
-                    self.s(e.get("reported_model")),
-                    self.s(e.get("swap")),
-                    e.get("status"),
-                    self.s(calls),
-                    self.s(_cut(e.get("content") or (json.dumps(err) if err else ""), CUT["content"])),
-                    [self.s(_cut(t, CUT["result"])) for t in e.get("tool_results") or []],
-                ]
-            )
-        tools = [
-            [
-                self.s(e.get("tool")),
-                self.s(_cut(json.dumps(e.get("args"), sort_keys=True), CUT["args"])),
-                1 if e.get("ok") else 0,
-                1 if e.get("changed_workspace") else 0,
-                self.s(_cut(e.get("result") if e.get("ok") else e.get("error"), CUT["result"])),
-            ]
-            for e in events
-            if e.get("source") == "tools" and e.get("kind") == "tool_call"
-        ]
-        tests = _tests_event(events)
-        # A cached result says so above its output (the output is the earlier run's).
-        test_text = (f"[{test_provenance(tests)}]\n" if tests and tests.get("cached") else "") + (
-            (tests or {}).get("output_tail") or ""
-        )
-        report: dict = next((e for e in reversed(events) if e.get("source") == "agent"), {})
-        rules = [
-            [
-                self.s(r["field"]),
-                self.s(r["value"] if isinstance(r["value"], str) else json.dumps(r["value"])),
-                self.s(r["rule"]),
-                r["lines"],
-                self.s(r.get("base", r["rule"])),
-            ]
-            for r in (explain(record, events) if rules is None else rules)
-        ]
-        self.pages[record["run_id"]] = [
-            ex,
-            tools,
-            self.s(_cut(patch, CUT["diff"])),
-            self.s(_cut(test_text, CUT["tests"])),
-            rules,
-            self.s(_cut(report.get("text"), CUT["report"])),
-            [self.s(line) for line in fault or []],
-        ]

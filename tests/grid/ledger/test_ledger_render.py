@@ -22,7 +22,7 @@ from tests.ledger_support import FRAMEWORKS, ROOT, copy_ledger, events, records,
 
 SECTIONS = ["0. Summary", "1. Design", "2. Headline: swap = none", "3. Framework divergence", "4. Swap",
             "5. Detector evaluation", "6. Calibration", "7. Harness health", "8. Reproducibility", "9. Appendix"]
-DERIVED = ("LEDGER.md", "RUNS.md", "ledger.html", "heatmap.png")
+DERIVED = ("LEDGER.md", "RUNS.md", "ledger.html", "heatmap.png", "runs.parquet")
 
 
 @pytest.fixture(scope="module")
