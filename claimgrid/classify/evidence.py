@@ -166,8 +166,11 @@ def read_coverage(tools: Events, texts: dict[str, str] | None = None) -> dict[st
         tool, out = e.tool, _output_lines(e.result or "")
         if tool == "read_file" and isinstance(e.args.get("path"), str):
             path = _norm(e.args["path"])
-            if path in files:  # the tool says whose lines these are: any run counts
-                add(path, files[path].blocks(out, 1), "read_file")
+            if path in files:
+                # The harness's read_file returns the whole file from its start, up to the tool
+                # layer's own output cap (and the stored event keeps only its head and tail): the
+                # agent got all the harness would give, so the file is read whole.
+                add(path, set(files[path].counted), "read_file")
             continue
         if tool not in ("search", "run_command"):
             continue
