@@ -104,9 +104,11 @@ def check_export_agrees(ledger: Path, tmp: Path) -> dict:
             tools = [(t["tool"], json.dumps(t["args"], sort_keys=True)) for t in sample.metadata["tool_calls"]]
             assert tools == tool_events(events), sample.id
             assert sample.metadata["model_calls"] == len(exchange_events(events)), sample.id
+            # Every tool call in the exported conversation is one the gateway answered with. (A
+            # framework that keeps its history as text sends none back: the list is then empty.)
             calls = [tc for m in sample.messages if m.role == "assistant" for tc in (m.tool_calls or [])]
-            requested = [tc["name"] for e in exchange_events(events) for tc in (e.get("tool_calls") or [])]
-            assert [tc.function for tc in calls] == requested, sample.id
+            requested = {(tc["id"], tc["name"]) for e in exchange_events(events) for tc in (e.get("tool_calls") or [])}
+            assert all((tc.id, tc.function) in requested for tc in calls), sample.id
     assert seen == set(runs)
     by_run = spans_by_run(read_otlp(tmp / "otel" / "traces.otlp.json"))
     assert set(by_run) == set(runs)
