@@ -47,8 +47,12 @@ def run_key(body: dict) -> str:
 class FakeUpstream:
     """``with FakeUpstream(inner_token, plan) as up: up.url ...`` (inner gateway supplied)."""
 
-    def __init__(self, inner: Gateway, inner_token: str, plan=None):
+    def __init__(self, inner: Gateway, inner_token, plan=None):
+        # ``inner_token``: one registered token for every request, or a callable returning a
+        # fresh RunScript: each run (by its key) then gets its own inner registration, as the
+        # inner gateway keeps each run's progress by its token (one token per run, like a grid).
         self.inner, self.inner_token = inner, inner_token
+        self._tokens: dict[str, str] = {}
         self.plan = plan or (lambda key, n: None)
         self.hits: list[tuple[str, int, tuple | None]] = []
         self._counts: dict[str, int] = {}
@@ -112,7 +116,7 @@ class FakeUpstream:
                     self._send(code, json.dumps(err).encode(), headers)
                     return
                 r = owner._client.post(f"{owner.inner.url}/chat/completions", content=raw,
-                                       headers={"Authorization": f"Bearer {owner.inner_token}",
+                                       headers={"Authorization": f"Bearer {owner.token_for(key)}",
                                                 "Content-Type": "application/json"})
                 self._send(r.status_code, r.content)
 
@@ -120,6 +124,15 @@ class FakeUpstream:
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def token_for(self, key: str) -> str:
+        if isinstance(self.inner_token, str):
+            return self.inner_token
+        with self._lock:
+            if key not in self._tokens:
+                self._tokens[key] = f"inner-{len(self._tokens)}"
+                self.inner.register(self._tokens[key], self.inner_token())
+            return self._tokens[key]
 
     def start(self) -> "FakeUpstream":
         self._thread.start()

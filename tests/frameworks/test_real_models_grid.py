@@ -31,8 +31,8 @@ def task_id(tasks):
 def upstream(tasks, task_id):
     inner = Gateway()
     inner.start()
-    inner.register("inner", script(tasks[task_id], model="diligent", max_model_calls=10**6))
-    up = FakeUpstream(inner, "inner").start()
+    # One inner registration per run: the inner gateway steps each run's policy by its own record.
+    up = FakeUpstream(inner, lambda: script(tasks[task_id], model="diligent", max_model_calls=10**6)).start()
     yield up
     up.stop()
     inner.stop()
