@@ -99,7 +99,7 @@ def run_tool(ws: Path, name: str, arguments: str) -> str:
             return "edited"
         if name == "run_command":
             return "(the test tool loop does not run commands) exit 0"
-    except (OSError, KeyError) as exc:
+    except (OSError, KeyError, TypeError, AttributeError) as exc:  # a wrong-typed argument too
         return f"ERROR: {exc}"
     return f"ERROR: unknown tool {name}"
 
