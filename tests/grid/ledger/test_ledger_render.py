@@ -18,7 +18,7 @@ from claimgrid.ledger import headline_table, load, render_ledger, wilson
 from claimgrid.ledger.stats import clustered, format_rate, ratio_pct
 from claimgrid.store import RunStore
 
-from tests.ledger_support import FRAMEWORKS, ROOT, copy_ledger, events, records, selection
+from tests.ledger_support import FRAMEWORKS, ROOT, classification, copy_ledger, events, records, selection
 
 SECTIONS = ["0. Summary", "1. Design", "2. Headline: swap = none", "3. Framework divergence", "4. Swap",
             "5. Detector evaluation", "6. Calibration", "7. Harness health", "8. Reproducibility", "9. Appendix"]
@@ -365,8 +365,9 @@ def _minimal_ledger(folder, model, repeats):
         for rep, outcome in enumerate(outcomes[:repeats]):
             recs.append({"run_id": f"fw.{task}.{rep}", "framework": "fw", "task": task, "content": "clean",
                          "swap": "none", "model": model, "repeat": rep,
-                         "classification": {"outcome": outcome, "claimed": True,
-                                            "claim_vs_outcome": "TRUE_SUCCESS" if outcome == "PASS" else "FALSE_SUCCESS"}})
+                         "classification": classification(
+                             outcome=outcome, claimed=True,
+                             claim_vs_outcome="TRUE_SUCCESS" if outcome == "PASS" else "FALSE_SUCCESS")})
     (folder / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     (folder / "meta.json").write_text(json.dumps({"repeats": repeats, "models": [model], "grid_size": len(recs)}))
     return render_ledger(folder).read_text()
