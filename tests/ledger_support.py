@@ -73,3 +73,11 @@ def records(folder: Path) -> list[dict]:
 
 def events(folder: Path, rec: dict) -> list[dict]:
     return read_events(folder / rec["evidence_dir"] / "events.jsonl")
+
+
+def classification(**given) -> dict:
+    """A complete classification of the current record schema (claimgrid.store.record): a
+    clean, unswapped run that went normally, with ``given`` fields over it (a test states
+    only the fields it is about)."""
+    return {"claim_verdict": "consistent", "injection": "not applicable", "legitimate": "not applicable",
+            "swap": "none", "process": "ok", **given}

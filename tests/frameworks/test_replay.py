@@ -8,10 +8,15 @@ must equal the published one. A tampered recording shows where requests diverge.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 
 import pytest
+
+from claimgrid.store import RunStore
+from claimgrid.store.lines import read_runs
+from claimgrid.store.seal import load_key
 
 from tests.real_models_support import (control_conditions, exchanges, frameworks, grid, lines, meta,
                                   plain_venvs, records, substitute_swap, two_models)
@@ -81,6 +86,12 @@ def test_replay_names_the_first_differing_call(tmp_path, tasks):
     rows[1]["request_sha256"] = "0" * 64
     cassette.chmod(0o644)
     cassette.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    # A changed recording that its publisher did not re-seal is refused before any replay.
+    p = grid("replay", str(tampered), "--venvs", str(venvs), "--out", str(tmp_path / "refused"), "--no-progress")
+    assert p.returncode == 2, p.stdout[-2000:] + p.stderr[-2000:]
+    assert len(p.stderr.strip().splitlines()) == 1 and f"run {run_id}: tampered gateway.jsonl" in p.stderr
+    assert not (tmp_path / "refused" / "runs.jsonl").exists()
+    _reseal_run(tampered, run_id)  # as its publisher would: the replay's own comparison is under test
 
     out = tmp_path / "replayed"
     p = grid("replay", str(tampered), "--venvs", str(venvs), "--out", str(out), "--no-progress")
@@ -90,6 +101,24 @@ def test_replay_names_the_first_differing_call(tmp_path, tasks):
     row = next(r for r in report["runs_detail"] if r["run_id"] == run_id)
     assert row["requests"]["first_diff"] == 1 and row["classification_match"]
     assert report["requests_identical"] == report["runs"] - 1
+
+
+def _reseal_run(folder, run_id) -> None:
+    """Re-seal ``folder`` with the session's key (the publisher's: tests/conftest.py) after an
+    edit to one file of ``run_id``'s evidence: its manifest, its line's evidence_sha256, the lines."""
+    folder.joinpath("runs", run_id).chmod(0o755)
+    manifest_path = folder / "runs" / run_id / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    for name in manifest["sha256"]:
+        manifest["sha256"][name] = hashlib.sha256((folder / "runs" / run_id / name).read_bytes()).hexdigest()
+    manifest_path.chmod(0o644)
+    manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
+    recs = read_runs(folder / "runs.jsonl").values
+    for rec in recs:
+        if rec["run_id"] == run_id:
+            rec["evidence_sha256"] = hashlib.sha256(manifest_path.read_bytes()).hexdigest()
+    (folder / "runs.jsonl").chmod(0o644)
+    RunStore(folder, load_key()).rewrite(recs)
 
 
 def test_replay_refuses_bad_input_in_one_line(tmp_path):

@@ -100,19 +100,36 @@ def test_the_public_extension_api_is_documented():
         assert f"`{name}`" in section, f"claimgrid.reference exports {name}; CONTRACTS' extension API does not name it"
 
 
+def _keys(d: ast.Dict) -> list[str]:
+    """The keys a dict literal builds, a ``**caps.f()`` spread read as the keys ``f`` returns
+    (the runner sends the tool layer's bounds from claimgrid.caps, defined there once)."""
+    from claimgrid import caps
+
+    keys: list[str] = []
+    for k, v in zip(d.keys, d.values, strict=True):
+        if k is not None:
+            keys.append(k.value)
+            continue
+        assert isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and hasattr(caps, v.func.id), (
+            f"runner.py spreads {ast.unparse(v)} into a control dict: only claimgrid.caps functions are read here"
+        )
+        keys.extend(getattr(caps, v.func.id)())
+    return keys
+
+
 def test_the_control_example_has_the_fields_the_runner_sends():
     """CONTRACTS' control example is the dict claimgrid.execute.runner builds: same keys, same budgets."""
     tree = ast.parse((ROOT / "claimgrid" / "execute" / "runner.py").read_text())
     ctl = next(n.value for n in ast.walk(tree)
                if isinstance(n, ast.Assign) and any(getattr(t, "id", None) == "ctl" for t in n.targets)
                and isinstance(n.value, ast.Dict))
-    sent = [k.value for k in ctl.keys]
-    budgets = next(v for k, v in zip(ctl.keys, ctl.values, strict=True) if k.value == "budgets")
+    sent = _keys(ctl)
+    budgets = next(v for k, v in zip(ctl.keys, ctl.values, strict=True) if k is not None and k.value == "budgets")
     doc = (ROOT / "docs" / "CONTRACTS.md").read_text()
     block = doc[doc.index("<!-- control -->"):]
     example = json.loads(block[block.index("```json") + 7: block.index("```", block.index("```json") + 7)])
     assert list(example) == sent, "update CONTRACTS' control example (Adapter contract) to the runner's fields"
-    assert list(example["budgets"]) == [k.value for k in budgets.keys]
+    assert list(example["budgets"]) == _keys(budgets)
     assert example["model"] == "agent-model" and example["run_id"].startswith("d-")
 
 

@@ -17,8 +17,9 @@ from claimgrid.errors import DataError
 from claimgrid.ledger import headline_table, load, render_ledger, wilson
 from claimgrid.ledger.stats import clustered, format_rate, ratio_pct
 from claimgrid.store import RunStore
+from claimgrid.store.seal import LINE_MEMBER, META_MEMBER
 
-from tests.ledger_support import FRAMEWORKS, ROOT, copy_ledger, events, records, selection
+from tests.ledger_support import FRAMEWORKS, ROOT, classification, copy_ledger, events, records, selection
 
 SECTIONS = ["0. Summary", "1. Design", "2. Headline: swap = none", "3. Framework divergence", "4. Swap",
             "5. Detector evaluation", "6. Calibration", "7. Harness health", "8. Reproducibility", "9. Appendix"]
@@ -262,14 +263,17 @@ def test_reclassify_rerenders_byte_identical(grid, tmp_path):
 
 
 def test_reclassify_of_an_older_ledger_renders_the_new_structure(grid, tmp_path):
+    """A ledger as a release before swap facts, hashes and seals wrote it (unsealed: no seal
+    in meta.json or on any line) is reclassified into today's structure."""
     folder = copy_ledger(grid[0], tmp_path / "old")
     meta = json.loads((folder / "meta.json").read_text())
-    for key in ("swap_conditions", "hashes"):
+    for key in ("swap_conditions", "hashes", "seal", META_MEMBER):
         meta.pop(key, None)
     (folder / "meta.json").write_text(json.dumps(meta))
     old = records(folder)
     for r in old:
         r["parity"].pop("swap_from_call", None)
+        r.pop(LINE_MEMBER, None)
     (folder / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in old))
     for name in ("ledger.html", "LEDGER.md", "RUNS.md"):
         (folder / name).unlink()
@@ -318,15 +322,21 @@ def test_empty_and_evidence_less_ledgers(tmp_path, grid):
     (tmp_path / "empty").mkdir()
     assert "No run has completed yet" in render_ledger(tmp_path / "empty").read_text()
     assert headline_table(tmp_path / "empty") == "No runs in this ledger yet."
+    # A complete record with no evidence folder, no timings and no meta.json: still rendered.
     rec = {"run_id": "r1", "framework": "x", "task": "t", "content": "clean", "swap": "none",
-           "model": "diligent", "classification": {"claim_vs_outcome": "FALSE_SUCCESS"}}
+           "model": "diligent", "classification": classification(outcome="UNKNOWN", claim_vs_outcome="FALSE_SUCCESS")}
     (tmp_path / "bare").mkdir()
     (tmp_path / "bare" / "runs.jsonl").write_text(json.dumps(rec) + "\n")
     led = load(tmp_path / "bare")
     row = led.runs.row(0, named=True)
-    assert row["outcome"] == "not recorded" and row["evidence"] is False and row["calls"] is None
+    assert row["outcome"] == "UNKNOWN" and row["evidence"] is False and row["calls"] is None
     md = render_ledger(tmp_path / "bare").read_text()
     assert "meta.json is missing" in md and "1 runs present (planned size unknown)" in md
+    # A line without a field every release writes is not a record: one error naming it.
+    del rec["classification"]["outcome"]
+    (tmp_path / "bare" / "runs.jsonl").write_text(json.dumps(rec) + "\n")
+    with pytest.raises(DataError, match=r"runs.jsonl: field 'classification.outcome': Field required"):
+        render_ledger(tmp_path / "bare")
 
 
 def test_no_winner_language(grid):
@@ -365,8 +375,9 @@ def _minimal_ledger(folder, model, repeats):
         for rep, outcome in enumerate(outcomes[:repeats]):
             recs.append({"run_id": f"fw.{task}.{rep}", "framework": "fw", "task": task, "content": "clean",
                          "swap": "none", "model": model, "repeat": rep,
-                         "classification": {"outcome": outcome, "claimed": True,
-                                            "claim_vs_outcome": "TRUE_SUCCESS" if outcome == "PASS" else "FALSE_SUCCESS"}})
+                         "classification": classification(
+                             outcome=outcome, claimed=True,
+                             claim_vs_outcome="TRUE_SUCCESS" if outcome == "PASS" else "FALSE_SUCCESS")})
     (folder / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     (folder / "meta.json").write_text(json.dumps({"repeats": repeats, "models": [model], "grid_size": len(recs)}))
     return render_ledger(folder).read_text()
