@@ -107,7 +107,7 @@ def probe_handling(model: str, gateway, tools, reaction: str) -> tuple[str | Non
     the evidence lines; (None, None) for any other model. The run's end (``reaction``) stands
     in where the probe itself left no trace."""
     fault = tool_faults.tool_fault(model)
-    kind = shapes.SHAPES.get(model)
+    kind = shapes.shape_of(model)
     if fault is None and kind is None:
         return None, None
     if reaction in ("timeout", "crash"):

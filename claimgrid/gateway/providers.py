@@ -30,6 +30,7 @@ from litellm.types.router import Deployment  # noqa: E402
 from claimgrid.gateway import offline  # noqa: F401  (must precede the LiteLLM import)
 from claimgrid.gateway.pricing import has_price  # noqa: E402
 from claimgrid.gateway.scripted import SUBSTITUTE_PREFIX  # noqa: E402
+from claimgrid.reference import progress  # noqa: E402
 from claimgrid.reference.policies import Turn, message_text, next_turn  # noqa: E402
 from claimgrid.reference.script import REFERENCE_MODEL_NAMES, RunScript  # noqa: E402
 
@@ -39,6 +40,13 @@ litellm.suppress_debug_info = True
 PROVIDER = "claimgrid"
 CURRENT_SCRIPT: contextvars.ContextVar[RunScript | None] = contextvars.ContextVar(
     "claimgrid_current_script", default=None
+)
+# The run's progress, this call's index and the gateway fault applied to it (None: no run
+# progress): the policy steps by the gateway's record of the run on this path as on the
+# harness's (claimgrid.reference.progress), or a probe that changes only its first answer
+# would change every one here.
+CURRENT_PROGRESS: contextvars.ContextVar[tuple[progress.RunProgress, int, str | None] | None] = contextvars.ContextVar(
+    "claimgrid_current_progress", default=None
 )
 
 
@@ -85,7 +93,14 @@ class ReferenceProvider(CustomLLM):
             raise litellm.exceptions.NotFoundError(
                 message=f"unknown reference model '{name}'", model=name, llm_provider=PROVIDER
             )
-        return turn_to_response(next_turn(name, script, messages), name, messages)
+        current = CURRENT_PROGRESS.get()
+        if current is None:
+            return turn_to_response(next_turn(name, script, messages), name, messages)
+        run, call_index, fault = current
+        with progress.active(run.view(call_index, messages)):
+            turn = next_turn(name, script, messages)
+        run.answered(messages, progress.parsed_calls(turn.tool_calls), fault)
+        return turn_to_response(turn, name, messages)
 
     def completion(self, model, messages, *args, **kwargs):
         return self._answer(model, messages)

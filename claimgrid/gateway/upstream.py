@@ -16,9 +16,16 @@ import litellm  # noqa: E402
 
 from claimgrid.gateway import offline  # noqa: F401
 from claimgrid.gateway.answer import SUBSTITUTING, Answer, target_model  # noqa: E402
-from claimgrid.gateway.providers import CURRENT_SCRIPT, SUBSTITUTE_PREFIX, ModelRouter, group_model  # noqa: E402
+from claimgrid.gateway.providers import (  # noqa: E402
+    CURRENT_PROGRESS,
+    CURRENT_SCRIPT,
+    SUBSTITUTE_PREFIX,
+    ModelRouter,
+    group_model,
+)
 from claimgrid.gateway.retry import RetryPolicy, with_retries  # noqa: E402
 from claimgrid.reference import registry  # noqa: E402
+from claimgrid.reference.progress import RunProgress  # noqa: E402
 from claimgrid.reference.script import RunScript  # noqa: E402
 
 # OpenAI chat parameters forwarded to the model. Only these: LiteLLM also honours
@@ -96,8 +103,15 @@ async def call_model(
     body: dict,
     requested: str | None,
     retry: RetryPolicy | None = None,
+    run: RunProgress | None = None,
+    call_index: int = 0,
+    fault: str | None = None,
 ) -> Answer:
     """Ask the Router for one answer.
+
+    ``run`` / ``call_index`` / ``fault``: the run's progress, this call's index and the
+    gateway fault applied to it; a reference model the Router serves steps by them as on
+    the harness path (claimgrid.gateway.scripted.answer).
 
     A real provider's transient errors are retried here (claimgrid.gateway.retry) before
     anything else sees them; a final failure raises ``ProviderFailure`` carrying every
@@ -113,6 +127,7 @@ async def call_model(
     target = target_model(script, swap)
     provider = None
     token = CURRENT_SCRIPT.set(script)
+    progress_token = CURRENT_PROGRESS.set((run, call_index, fault) if run is not None else None)
     try:
         # no-log: LiteLLM's logging callbacks are unused here and cost ~20% of the Router's time.
         if registry.is_reference(target):
@@ -129,6 +144,7 @@ async def call_model(
                 target,
             )
     finally:
+        CURRENT_PROGRESS.reset(progress_token)
         CURRENT_SCRIPT.reset(token)
     hidden = getattr(resp, "_hidden_params", None) or {}
     extra = hidden.get("additional_headers") or {}

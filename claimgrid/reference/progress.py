@@ -21,7 +21,7 @@ evidence (``gateway.jsonl``).
 The gateway sets the view for the duration of one policy call (``active``); the history
 helpers of ``claimgrid.reference.policies`` (``step_index``, ``history_calls``) read it when
 set. An OpenAI-shaped history that shows more steps than the view (a conversation replayed
-into a fresh run, as tests and the Router path do) is taken instead, so the view only ever
+into a fresh run, as tests do) is taken instead, so the view only ever
 adds progress a framework's own history format hides; outside the gateway (a unit test) the
 messages alone are read.
 """

@@ -58,6 +58,8 @@ class ReferenceModel:
     runs_in: Callable[[Any, Any], bool] | None = None  # (content, swap) condition -> crossed with it; None: all
     fault: bool = False  # a fault model: what the framework does with it is the finding
     gateway_fault: Any = None  # claimgrid.reference.gateway_faults.GatewayFault the gateway applies, or None
+    tool_fault: Any = None  # claimgrid.reference.tool_faults.ToolFault the tool layer applies, or None
+    shape: str | None = None  # the output-shape probe's kind (claimgrid.reference.shapes), or None
 
     def runs_with(self, content, swap) -> bool:
         """True when the grid crosses this model with the content and swap condition objects."""
@@ -106,12 +108,16 @@ def reference_model(
     runs_in: Callable[[Any, Any], bool] | None = None,
     fault: bool = False,
     gateway_fault: Any = None,
+    tool_fault: Any = None,
+    shape: str | None = None,
 ):
     """Decorator: register the decorated policy as reference model ``name``.
 
     ``runs_in(content, swap)``: the conditions the grid crosses it with (None: all);
     ``fault``: a fault model (records carry fault facts); ``gateway_fault``: the fault the
-    gateway applies to it (implies ``fault``)."""
+    gateway applies to it (implies ``fault``); ``tool_fault``: the fault the harness tool
+    layer applies in its runs; ``shape``: its output-shape probe kind. The probe facts are
+    data on the entry, so an entry registered again under another name keeps them."""
 
     def deco(policy):
         register(
@@ -126,6 +132,8 @@ def reference_model(
                 runs_in,
                 fault or gateway_fault is not None,
                 gateway_fault,
+                tool_fault,
+                shape,
             )
         )
         return policy

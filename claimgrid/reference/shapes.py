@@ -19,10 +19,14 @@ from collections.abc import Callable
 # The built-in behaviours register first, so the default models keep their order before the probes.
 from claimgrid.reference import progress, readers, speakers  # noqa: F401
 from claimgrid.reference.policies import ToolCall, Turn, diligent
-from claimgrid.reference.registry import reference_model, untreated
+from claimgrid.reference.registry import get, reference_model, untreated
 from claimgrid.reference.truth import fault_truth
 
-SHAPES: dict[str, str] = {}  # model name -> shape kind (the reaction reader's key)
+
+def shape_of(model: str) -> str | None:
+    """The output-shape kind of ``model``'s registry entry (None: not a shape probe)."""
+    entry = get(model)
+    return entry.shape if entry is not None else None
 
 
 def _base(script, messages) -> Turn:
@@ -80,10 +84,9 @@ def first_final_before_more(turn: Turn, view) -> bool:
 def register_shape(name: str, kind: str, policy: Callable, description: str):
     policy.__module__ = sys._getframe(1).f_globals.get("__name__", __name__)
     policy.__name__ = name.replace("-", "_")
-    SHAPES[name] = kind
-    return reference_model(name, behaviour=description, truth=fault_truth, default=True, runs_in=untreated, fault=True)(
-        policy
-    )
+    return reference_model(
+        name, behaviour=description, truth=fault_truth, default=True, runs_in=untreated, fault=True, shape=kind
+    )(policy)
 
 
 def _call(name: str, args, i: int = 0, tag: str = "shape") -> ToolCall:

@@ -31,12 +31,10 @@ class ToolFault:
     base: str = "diligent"
 
 
-_FAULTS: dict[str, ToolFault] = {}
-
-
 def tool_fault(model: str) -> ToolFault | None:
-    """The tool fault registered for ``model`` (None: not a tool fault model)."""
-    return _FAULTS.get(model)
+    """The tool fault on ``model``'s registry entry (None: not a tool fault model)."""
+    entry = get(model)
+    return entry.tool_fault if entry is not None else None
 
 
 def control_spec(model: str) -> dict | None:
@@ -56,9 +54,8 @@ def register_tool_fault(name: str, fault: ToolFault, description: str, default: 
 
     serve.__module__ = sys._getframe(1).f_globals.get("__name__", __name__)
     serve.__name__ = name.replace("-", "_")
-    _FAULTS[name] = fault
     return reference_model(
-        name, behaviour=description, truth=fault_truth, default=default, runs_in=untreated, fault=True
+        name, behaviour=description, truth=fault_truth, default=default, runs_in=untreated, fault=True, tool_fault=fault
     )(serve)
 
 

@@ -45,7 +45,7 @@ CALL_DEADLINE_S = 5.0  # the per-call deadline; the `slow` fault answers 2 s pas
 CLEAN, NONE, REPORTED = "clean", "none", "reported"
 PROCESS_RESULTS = {"ok", "adapter_error", "crash", "timeout"}
 FAULT_MODELS = registry.fault_models()          # views of the registry: the entries are the source
-PROBES = [m for m in FAULT_MODELS if tool_faults.tool_fault(m) or m in shapes.SHAPES]  # tool faults, shapes
+PROBES = [m for m in FAULT_MODELS if tool_faults.tool_fault(m) or shapes.shape_of(m)]  # tool faults, shapes
 DEFAULT_SUBSTITUTE = registry.default_substitute()
 
 

@@ -51,5 +51,6 @@ def test_a_copy_of_plain_with_one_entry_passes_the_conformance_suite(tmp_path):
     assert f"{len(conformance_tests)} passed" in out, out[-2000:]
     assert (project / ".venvs" / name / "bin" / "python").exists()
     # Only the new framework's venv was built in the copy (beside the tasks' own environments,
-    # which the test session builds for any framework test: .venvs/tasks/).
-    assert sorted(p.name for p in (project / ".venvs").iterdir() if p.name != "tasks") == [name]
+    # which the test session builds for any framework test: .venvs/tasks/). A venv is a folder;
+    # the build lock beside it (claimgrid.inputs.venvs: .NAME.lock) is a file.
+    assert sorted(p.name for p in (project / ".venvs").iterdir() if p.is_dir() and p.name != "tasks") == [name]

@@ -22,7 +22,9 @@ def test_behaviour_models_drive_a_text_history_framework(tmp_path):
         f'[frameworks.texthistory]\npython = "3.11"\nproject = "{ROOT}/frameworks/plain"\n'
         f'adapter = "{FIXTURE}/adapter.py"\nfinal_answer = {{ tool = "final_answer", argument = "answer" }}\n'
     )
-    behaviours = [m.name for m in registry.models().values() if m.default and not m.fault]
+    # The behaviour models crossed with every condition (runs_in None): the fault, probe and
+    # gaming models run on the untreated cell only, so they are not crossed with the content.
+    behaviours = [m.name for m in registry.models().values() if m.default and m.runs_in is None]
     assert len(behaviours) >= 5
     # One content condition per kind of slot content (none, an attacker's goal, a legitimate note).
     content = {c.carries: name for name, c in load_content_conditions().items()}

@@ -61,7 +61,10 @@ def test_every_gateway_fault_is_a_registered_default_fault_model():
     for name in registry.fault_models():
         entry = registry.get(name)
         assert entry.truth is not None and entry.runs_in is untreated, name
-        assert entry.behaviour.startswith("gateway fault:" if entry.gateway_fault else "fault:"), name
+        # The behaviour text names the side the fault is on, read from the entry's data.
+        side = ("gateway fault:" if entry.gateway_fault else "tool fault:" if entry.tool_fault
+                else "shape:" if entry.shape else "fault:")
+        assert entry.behaviour.startswith(side), name
     assert all(isinstance(f, GatewayFault) for f in GATEWAY_FAULTS.values())
 
 
@@ -153,7 +156,12 @@ def test_fault_models_run_only_on_untreated_content_without_swap(tasks):
     faulty = [c for c in cells if c.model in faults]
     assert {(c.content, c.swap) for c in faulty} == {(UNTREATED.name, NO_SWAP.name)}
     assert len(faulty) == 2 * len(tasks) * len(faults)
-    assert len(cells) == 2 * len(tasks) * ((len(models) - len(faults)) * len(content) * len(swap) + len(faults))
+    # Each model is crossed with the conditions its entry's runs_in admits (gaming models, too,
+    # run on the untreated cell only without being fault models).
+    crossed = sum(registry.get(m).runs_with(c, s) for m in models for c in cc.values() for s in sc.values())
+    restricted = [m for m in models if registry.get(m).runs_in is not None]
+    assert crossed == (len(models) - len(restricted)) * len(content) * len(swap) + len(restricted)
+    assert len(cells) == 2 * len(tasks) * crossed
     treated = next(c for c in cc.values() if c.carries is not None)
     swapped = next(s for s in sc.values() if s.unavailable_from_call >= 0)
     assert allowed(models[0], treated, swapped) and not allowed(faults[0], treated, NO_SWAP)
