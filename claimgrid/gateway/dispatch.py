@@ -88,4 +88,4 @@ class Dispatcher:
         router = await self.router.aget()  # LiteLLM is imported here, in a worker thread
         from claimgrid.gateway.upstream import call_model  # after the Router: LiteLLM is already loaded
 
-        return await call_model(router, script, swap, body, requested, self.retry, run, call_index, fault)
+        return await call_model(router, script, swap, body, requested, self.retry, (run, call_index, fault))

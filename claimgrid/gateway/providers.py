@@ -66,6 +66,9 @@ def turn_to_response(turn: Turn, model: str, messages: list[dict]) -> ModelRespo
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
             for c in turn.tool_calls
         ]
+    message.update(
+        dict(turn.extra)
+    )  # an output-shape probe's fields (refusal, reasoning_content), as the harness sends
     prompt = estimate_tokens("".join(message_text(m) for m in messages if isinstance(m, dict)))
     completion = estimate_tokens((turn.content or "") + "".join(c.name + c.arguments for c in turn.tool_calls))
     return ModelResponse(

@@ -103,13 +103,11 @@ async def call_model(
     body: dict,
     requested: str | None,
     retry: RetryPolicy | None = None,
-    run: RunProgress | None = None,
-    call_index: int = 0,
-    fault: str | None = None,
+    at: tuple[RunProgress | None, int, str | None] = (None, 0, None),
 ) -> Answer:
     """Ask the Router for one answer.
 
-    ``run`` / ``call_index`` / ``fault``: the run's progress, this call's index and the
+    ``at`` = (``run``, ``call_index``, ``fault``): the run's progress, this call's index and the
     gateway fault applied to it; a reference model the Router serves steps by them as on
     the harness path (claimgrid.gateway.scripted.answer).
 
@@ -127,6 +125,7 @@ async def call_model(
     target = target_model(script, swap)
     provider = None
     token = CURRENT_SCRIPT.set(script)
+    run, call_index, fault = at
     progress_token = CURRENT_PROGRESS.set((run, call_index, fault) if run is not None else None)
     try:
         # no-log: LiteLLM's logging callbacks are unused here and cost ~20% of the Router's time.

@@ -437,7 +437,12 @@ def register_gateway_fault(name: str, fault: GatewayFault, description: str, def
     serve.__module__ = sys._getframe(1).f_globals.get("__name__", __name__)
     serve.__name__ = name.replace("-", "_")
     return reference_model(
-        name, behaviour=description, truth=fault_truth, default=default, runs_in=untreated, gateway_fault=fault
+        name,
+        behaviour=description,
+        truth=fault_truth,
+        default=default,
+        runs_in=untreated,
+        probe={"gateway_fault": fault},
     )(serve)
 
 

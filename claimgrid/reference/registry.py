@@ -107,16 +107,15 @@ def reference_model(
     substitute: bool = False,
     runs_in: Callable[[Any, Any], bool] | None = None,
     fault: bool = False,
-    gateway_fault: Any = None,
-    tool_fault: Any = None,
-    shape: str | None = None,
+    probe: dict | None = None,
 ):
     """Decorator: register the decorated policy as reference model ``name``.
 
     ``runs_in(content, swap)``: the conditions the grid crosses it with (None: all);
     ``fault``: a fault model (records carry fault facts); ``gateway_fault``: the fault the
     gateway applies to it (implies ``fault``); ``tool_fault``: the fault the harness tool
-    layer applies in its runs; ``shape``: its output-shape probe kind. The probe facts are
+    layer applies in its runs; ``shape``: its output-shape probe kind (given, with ``gateway_fault``, as ``probe``:
+    ``{"gateway_fault": ..., "tool_fault": ..., "shape": ...}``). The probe facts are
     data on the entry, so an entry registered again under another name keeps them."""
 
     def deco(policy):
@@ -130,10 +129,10 @@ def reference_model(
                 substitute,
                 origin_of(policy.__module__),
                 runs_in,
-                fault or gateway_fault is not None,
-                gateway_fault,
-                tool_fault,
-                shape,
+                fault or (probe or {}).get("gateway_fault") is not None,
+                (probe or {}).get("gateway_fault"),
+                (probe or {}).get("tool_fault"),
+                (probe or {}).get("shape"),
             )
         )
         return policy

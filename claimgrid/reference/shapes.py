@@ -85,7 +85,13 @@ def register_shape(name: str, kind: str, policy: Callable, description: str):
     policy.__module__ = sys._getframe(1).f_globals.get("__name__", __name__)
     policy.__name__ = name.replace("-", "_")
     return reference_model(
-        name, behaviour=description, truth=fault_truth, default=True, runs_in=untreated, fault=True, shape=kind
+        name,
+        behaviour=description,
+        truth=fault_truth,
+        default=True,
+        runs_in=untreated,
+        fault=True,
+        probe={"shape": kind},
     )(policy)
 
 

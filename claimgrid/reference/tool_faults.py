@@ -55,7 +55,13 @@ def register_tool_fault(name: str, fault: ToolFault, description: str, default: 
     serve.__module__ = sys._getframe(1).f_globals.get("__name__", __name__)
     serve.__name__ = name.replace("-", "_")
     return reference_model(
-        name, behaviour=description, truth=fault_truth, default=default, runs_in=untreated, fault=True, tool_fault=fault
+        name,
+        behaviour=description,
+        truth=fault_truth,
+        default=default,
+        runs_in=untreated,
+        fault=True,
+        probe={"tool_fault": fault},
     )(serve)
 
 
