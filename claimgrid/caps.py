@@ -149,3 +149,9 @@ def cap_run_evidence(
             limits[f"{name}_strings_cut"] = n
         out.append(capped)
     return final_text, out[0], out[1], out[2], limits
+
+# A warm parent's AF_UNIX socket path: Linux's sun_path holds 108 bytes with its NUL, and a
+# longer path cannot be bound at all (every run of that framework crashed when $TMPDIR was
+# deep, as inside a test session inside a test session). Past it, the warm folder moves to
+# /tmp.
+UNIX_SOCKET_PATH_MAX = 107

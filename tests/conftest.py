@@ -156,6 +156,20 @@ def _session_tmpdir(tmp_path_factory):
         os.environ["TMPDIR"] = saved_env
 
 
+@pytest.fixture(autouse=True)
+def _registry_restored():
+    """A test that loads a policies file in-process (``main(["run", "--policies", ...])``)
+    registers models for the whole worker; they are removed after the test, so that no later
+    test in the same worker sees another test's models (the registry is the grid's input)."""
+    from claimgrid.reference import registry
+
+    saved = (dict(registry._REGISTRY), set(registry._LOADED), dict(registry._FILES))
+    yield
+    for live, kept in zip((registry._REGISTRY, registry._LOADED, registry._FILES), saved):
+        live.clear()
+        live.update(kept)
+
+
 @pytest.fixture(scope="session")
 def plain_venvs(tmp_path_factory):
     """A venvs.toml holding only the dependency-free ``plain`` framework (cheap grid checks)."""

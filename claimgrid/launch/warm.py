@@ -21,6 +21,7 @@ import threading
 import time
 
 from claimgrid.anybytes import remove_tree
+from claimgrid.caps import UNIX_SOCKET_PATH_MAX
 from claimgrid.launch.handles import ProcessRecord
 from claimgrid.launch.kill import kill_tree
 from claimgrid.launch.outcome import tail
@@ -31,6 +32,17 @@ class WarmStartError(Exception):
     def __init__(self, message: str, log_tail: str = "", exit_code: int | None = None):
         super().__init__(message)
         self.log_tail, self.exit_code = log_tail, exit_code
+
+
+def _short_folder(name: str) -> str:
+    """A new private folder for one warm parent whose ``sock`` path can be bound: under the
+    temporary folder when the path fits in :data:`UNIX_SOCKET_PATH_MAX`, else under /tmp
+    (the framework's name shortened, then left out, until it fits)."""
+    for base, label in ((tempfile.gettempdir(), name), ("/tmp", name[:24]), ("/tmp", "")):
+        # mkdtemp adds 8 characters; the socket is "<folder>/sock".
+        if len(os.path.join(base, f"cg-warm-{label}-" + "x" * 8, "sock")) <= UNIX_SOCKET_PATH_MAX:
+            return tempfile.mkdtemp(prefix=f"cg-warm-{label}-", dir=base)
+    raise WarmStartError(f"no folder for the warm parent's socket fits {UNIX_SOCKET_PATH_MAX} bytes")
 
 
 class WarmParent:
@@ -136,7 +148,7 @@ class WarmPool:
             return self._parents.get(name)
 
     def _start(self, name: str, cmd: list[str], env_for) -> WarmParent:
-        folder = tempfile.mkdtemp(prefix=f"cg-warm-{name}-")
+        folder = _short_folder(name)
         self.watchdog.watch_dir(folder)
         os.chmod(folder, 0o700)
         home = os.path.join(folder, "home")
