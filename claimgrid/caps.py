@@ -150,6 +150,7 @@ def cap_run_evidence(
         out.append(capped)
     return final_text, out[0], out[1], out[2], limits
 
+
 # A warm parent's AF_UNIX socket path: Linux's sun_path holds 108 bytes with its NUL, and a
 # longer path cannot be bound at all (every run of that framework crashed when $TMPDIR was
 # deep, as inside a test session inside a test session). Past it, the warm folder moves to
