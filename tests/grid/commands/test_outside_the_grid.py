@@ -24,7 +24,6 @@ from claimgrid.commands.verify_repo import Gate
 from claimgrid.inputs.tasks import GIT_ENV, load_tasks
 from claimgrid.store.lines import read_events, read_runs
 from claimgrid.verify.cache import VerifyCache
-
 from tests.export_support import need
 
 
