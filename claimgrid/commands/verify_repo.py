@@ -193,54 +193,60 @@ def _base_paths(repo: Path, commit: str) -> tuple[set[str], set[str]]:
 def weighed_copy(repo: Path, commit: str, ignore: list[str], dest: Path) -> list[str]:
     """Copy the tree weighed (module doc) of ``repo`` into the new folder ``dest``; returns
     the paths left out (outermost only). Raises :class:`claimgrid.verify.workspace.LimitExceeded`
-    over a workspace cap (entries, apparent bytes, depth): the reason is the result."""
+    over a workspace cap (entries, apparent bytes, depth) or for what cannot be read: the
+    reason is the result."""
     from claimgrid.verify.workspace import LimitExceeded
 
     ignored_files, ignored_folders = _ignored(repo)
     in_base, base_folders = _base_paths(repo, commit)
     left_out: list[str] = []
     count = total = 0
+
+    def weighed(rel: str, is_dir: bool) -> bool:
+        if rel in in_base or rel in base_folders:
+            return True
+        return not (rel in (ignored_folders if is_dir else ignored_files) or matches(rel, ignore))
+
+    def copy(rel: str, entry: os.DirEntry) -> bool:
+        """Copy one entry; True for a folder to walk."""
+        nonlocal count, total
+        st = entry.stat(follow_symlinks=False)
+        is_dir = stat.S_ISDIR(st.st_mode)
+        if not weighed(rel, is_dir):
+            left_out.append(rel)
+            return False
+        count, total = count + 1, total + st.st_size
+        for over, cap, name in (
+            (count > caps.MAX_WORKSPACE_FILES, f"more than {caps.MAX_WORKSPACE_FILES} entries", "MAX_WORKSPACE_FILES"),
+            (total > caps.MAX_WORKSPACE_BYTES, f"over {caps.MAX_WORKSPACE_BYTES} bytes", "MAX_WORKSPACE_BYTES"),
+        ):
+            if over:
+                raise LimitExceeded(f"the tree weighed has {cap} (cap {name}; --ignore what is not the change)")
+        target = dest / rel
+        if is_dir:
+            target.mkdir()
+        elif stat.S_ISLNK(st.st_mode):
+            os.symlink(os.readlink(entry.path), target)
+        elif stat.S_ISREG(st.st_mode):
+            shutil.copyfile(entry.path, target, follow_symlinks=False)
+            os.chmod(target, stat.S_IMODE(st.st_mode))
+        # sockets, fifos, devices: git records none of them either
+        return is_dir
+
     dest.mkdir()
     stack = [("", 0)]
-    while stack:
-        rel_dir, depth = stack.pop()
-        if depth > caps.MAX_WORKSPACE_DEPTH:
-            raise LimitExceeded(f"the tree weighed is more than {caps.MAX_WORKSPACE_DEPTH} folders deep")
-        with os.scandir(repo / rel_dir if rel_dir else repo) as entries:
-            for entry in entries:
-                rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-                if rel == ".git":
-                    continue
-                st = entry.stat(follow_symlinks=False)
-                is_dir = stat.S_ISDIR(st.st_mode)
-                if (
-                    rel not in in_base
-                    and rel not in base_folders
-                    and (rel in (ignored_folders if is_dir else ignored_files) or matches(rel, ignore))
-                ):
-                    left_out.append(rel)
-                    continue
-                count, total = count + 1, total + st.st_size
-                if count > caps.MAX_WORKSPACE_FILES:
-                    raise LimitExceeded(
-                        f"the tree weighed has more than {caps.MAX_WORKSPACE_FILES} entries "
-                        "(cap MAX_WORKSPACE_FILES; --ignore what is not the change)"
-                    )
-                if total > caps.MAX_WORKSPACE_BYTES:
-                    raise LimitExceeded(
-                        f"the tree weighed exceeds {caps.MAX_WORKSPACE_BYTES} bytes "
-                        "(cap MAX_WORKSPACE_BYTES; --ignore what is not the change)"
-                    )
-                target = dest / rel
-                if is_dir:
-                    target.mkdir()
-                    stack.append((rel, depth + 1))
-                elif stat.S_ISLNK(st.st_mode):
-                    os.symlink(os.readlink(entry.path), target)
-                elif stat.S_ISREG(st.st_mode):
-                    shutil.copyfile(entry.path, target, follow_symlinks=False)
-                    os.chmod(target, stat.S_IMODE(st.st_mode))
-                # sockets, fifos, devices: git records none of them either
+    try:
+        while stack:
+            rel_dir, depth = stack.pop()
+            if depth > caps.MAX_WORKSPACE_DEPTH:
+                raise LimitExceeded(f"the tree weighed is more than {caps.MAX_WORKSPACE_DEPTH} folders deep")
+            with os.scandir(repo / rel_dir if rel_dir else repo) as entries:
+                for entry in entries:
+                    rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+                    if rel != ".git" and copy(rel, entry):
+                        stack.append((rel, depth + 1))
+    except OSError as exc:  # an unreadable folder or file: the reason is the result
+        raise LimitExceeded(f"cannot read the tree weighed: {exc}") from exc
     return sorted(left_out)
 
 
