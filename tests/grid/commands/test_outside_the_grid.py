@@ -97,8 +97,8 @@ def compare_ledger(folder: Path, scratch: Path) -> dict:
             exp = gate.task.spec.expectation
             cf = check_facts(facts["role"], facts.get("declared_agent"), facts.get("delegation_id"),
                              facts.get("parent_id"), exp.evidence, exp.evidence_command)
-            got, unknown = check_verdict(report, transcript, verified[key], cf)
-            want = _outside_truth(rec["classification"], transcript, evidence)
+            got, _ = check_verdict(report, transcript, verified[key], cf)
+            want = _outside_truth(rec["classification"], evidence)
             for name in FIELDS:
                 if got[name] != want[name]:
                     disagree.append((rec["run_id"], name, want[name], got[name]))
@@ -116,6 +116,8 @@ def compare_ledger(folder: Path, scratch: Path) -> dict:
             if not ok:
                 disagree.append((rec["run_id"], "claim_verdict without transcript", want["claim_verdict"],
                                  bare["claim_verdict"]))
+            if bare["outcome"] != outside["outcome"] or (outside["unknown"] and why.get("outcome") != outside["unknown"]):
+                disagree.append((rec["run_id"], "outcome without transcript", outside["outcome"], bare["outcome"]))
             if want is rec["classification"]:
                 samples.setdefault(want["claim_vs_outcome"], {"rec": rec, "repo": repo, "expectation":
                                                           gate.task.folder / "task.toml", "report": report,
@@ -126,7 +128,7 @@ def compare_ledger(folder: Path, scratch: Path) -> dict:
             "disagree": disagree, "samples": samples}
 
 
-def _outside_truth(want: dict, transcript, evidence: Path) -> dict:
+def _outside_truth(want: dict, evidence: Path) -> dict:
     """The grid's classification as it stands outside the grid. One difference of principle:
     the grid weighs what the agent changed under the workspace's ``.git`` (scope), while a
     repository's ``.git`` outside the grid is the team's own and is not weighed (the stored
