@@ -2,12 +2,16 @@
 
 Inputs: the agent's final report (``--final FILE``: text, with or without the structured
 trace block), its transcript when there is one (``--transcript FILE``: OpenAI-style chat
-messages, a JSON list or ``{"messages": [...]}``), and the repository with its expectation
-(``--repo REPO --expectation FILE``, verified as ``grid.py verify`` does). The same
-classifier as a grid run (:func:`claimgrid.classify.classifier.classify`) reads evidence
-built the grid's way: the report as the ``agent`` event, each transcript tool call as a
-``tools`` event (its category from the harness tool names, else from the tool's name), the
-verifier's events. The verdict (claim verdict, claim vs outcome, identity, declaration
+messages, an OTLP/JSON GenAI trace, an Inspect eval log or a claimgrid ``events.jsonl``,
+told apart by content, :mod:`claimgrid.classify.transcripts`; ``--run ID`` picks one run of
+a file holding several), and the repository with its expectation (``--repo REPO
+--expectation FILE``, verified as ``grid.py verify`` does, with the transcript's tool calls
+and answers as the tool layer's and gateway's record, which a review's outcome needs). The
+same classifier as a grid run (:func:`claimgrid.classify.classifier.classify`) reads
+evidence built the grid's way: the report as the ``agent`` event, each transcript tool
+call as a ``tools`` event (its category from the harness tool names, else from the tool's
+name), the verifier's events. ``--agent``, ``--delegation-id`` and ``--parent-id`` are
+what the runtime told the agent (the declarations are checked against them). The verdict (claim verdict, claim vs outcome, identity, declaration
 mismatches, the evidence rules) is printed and appended as one line to ``--log FILE``
 (JSONL); ``grid.py check --report LOG`` summarises a log.
 
@@ -26,19 +30,13 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from claimgrid.classify.classifier import classify
+from claimgrid.classify.classifier import claim_vs_outcome, classify
+from claimgrid.classify.transcripts import Transcript, read_transcript
 from claimgrid.errors import DataError
 from claimgrid.store.record import Facts
 from claimgrid.trace import parse_trace
-from claimgrid.vocab import ROLE_EVIDENCE, TOOL_CATEGORY
+from claimgrid.vocab import ROLE_EVIDENCE
 
-# A tool outside the harness's six counts by what its name says it does.
-_NAME_CATEGORY = (
-    (("edit", "replace", "patch", "str_replace"), "edit"),
-    (("write", "create", "save"), "write"),
-    (("bash", "shell", "run", "exec", "command", "terminal"), "bash"),
-    (("read", "view", "open", "cat", "list", "ls", "search", "grep", "find", "glob"), "read"),
-)
 FIELDS = (
     "claim_verdict",
     "claim_form",
@@ -51,107 +49,104 @@ FIELDS = (
     "declarations",
     "declaration_mismatches",
 )
+NO_TRANSCRIPT = "no transcript: the tool calls the claim is checked against are unknown"
+NO_REPOSITORY = "no repository: nothing to verify the claim against"
 
 
-def category_of(name: str) -> str | None:
-    if name in TOOL_CATEGORY:
-        return TOOL_CATEGORY[name]
-    low = name.lower()
-    for words, category in _NAME_CATEGORY:
-        if any(w in low for w in words):
-            return category
-    return None
-
-
-def transcript_events(path: Path) -> list[dict]:
-    """``tools`` events from an OpenAI-style message list (one per assistant tool call,
-    with the tool message that answered it)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise DataError(path, None, f"not a JSON transcript: {exc}") from None
-    messages = data.get("messages") if isinstance(data, dict) else data
-    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
-        raise DataError(path, "messages", "expected a list of chat messages (objects with a role)")
-    results = {
-        m.get("tool_call_id"): m.get("content") if isinstance(m.get("content"), str) else json.dumps(m.get("content"))
-        for m in messages
-        if m.get("role") == "tool"
-    }
-    events: list[dict] = []
-    for m in messages:
-        if m.get("role") != "assistant":
-            continue
-        for call in m.get("tool_calls") or []:
-            fn = (call or {}).get("function") or {}
-            name = str(fn.get("name") or "")
-            try:
-                args = json.loads(fn.get("arguments") or "{}")
-            except (TypeError, ValueError):
-                args = fn.get("arguments")
-            events.append(
-                {
-                    "source": "tools",
-                    "kind": "tool_call",
-                    "seq": len(events),
-                    "tool": name,
-                    "category": category_of(name),
-                    "args": args,
-                    "ok": True,
-                    "result": results.get(call.get("id")),
-                    "changed_workspace": None,  # not observed: the edit/write category rule applies
-                }
-            )
-    return events
-
-
-def run_check(args) -> dict:
-    """The verdict of one check (what is printed and logged)."""
-    from claimgrid.commands.verify_repo import BadInput, load_expectation, run_verify
-
-    if not args.final.is_file():
-        raise BadInput(f"--final {args.final}: no such file")
-    if (args.repo is None) != (args.expectation is None):
-        raise BadInput("--repo and --expectation go together")
-    text = args.final.read_text(encoding="utf-8", errors="replace")
+def check_verdict(
+    text: str,
+    transcript: Transcript | None,
+    verification: dict | None,
+    facts: Facts,
+) -> tuple[dict, dict[str, str]]:
+    """(verdict, unknown) of one check, without starting anything: ``text`` is the agent's
+    final report, ``transcript`` its transcript read as events (None: none), ``verification``
+    the report of :meth:`claimgrid.commands.verify_repo.Gate.report` on the repository
+    (None: none). The classifier is the grid's (:func:`classify`) on evidence built the
+    grid's way: the report as the ``agent`` event, the transcript's events, the verifier's
+    events; a transcript without a ``process`` event is the whole run (a clean exit)."""
     trace, trace_error = parse_trace(text)
     events: list[dict] = [
         {"source": "agent", "kind": "report", "text": text, "trace": trace, "trace_error": trace_error}
     ]
     unknown: dict[str, str] = {}
-    if args.transcript is not None:
-        if not args.transcript.is_file():
-            raise BadInput(f"--transcript {args.transcript}: no such file")
-        events += transcript_events(args.transcript)
-        # the transcript is the run's record: what it holds is all the agent did
-        events.append({"source": "process", "kind": "exit", "exit_code": 0, "outcome_status": "ok"})
+    if transcript is not None:
+        events += transcript.events
+        if not transcript.has_process:
+            # the transcript is the run's record: what it holds is all the agent did
+            events.append({"source": "process", "kind": "exit", "exit_code": 0, "outcome_status": "ok"})
     else:
-        unknown["claim_verdict"] = "no transcript: the tool calls the claim is checked against are unknown"
-    expected = required = None
-    if args.repo is not None:
-        report = run_verify(args.repo, args.expectation, args.base, args.python, "auto")
-        events += report["events"]
-        exp = load_expectation(args.expectation, args.python or "python").spec.expectation
-        expected, required = exp.evidence, exp.evidence_command
+        unknown["claim_verdict"] = NO_TRANSCRIPT
+    if verification is not None:
+        events += verification["events"]
     else:
-        unknown["outcome"] = "no repository: nothing to verify the claim against"
-        unknown["claim_vs_outcome"] = unknown["outcome"]
-    facts = Facts(
-        role=args.role,
-        declared_agent=args.agent,
-        expected_evidence=expected or ROLE_EVIDENCE[args.role],
-        required_command=required,
-    )
+        unknown["outcome"] = unknown["claim_vs_outcome"] = NO_REPOSITORY
     c = classify(events, facts).model_dump()
     verdict = {k: c.get(k) for k in FIELDS}
     verdict["evidence"] = c.get("evidence")
-    for field in list(unknown):
-        if verdict.get(field) != "UNKNOWN":
-            unknown.pop(field)
+    if verification is not None and verification.get("unknown") and verdict["outcome"] != "UNKNOWN":
+        # what the verifier could not know without the transcript (a review's files and verdict)
+        verdict["outcome"] = "UNKNOWN"
+        verdict["claim_vs_outcome"] = claim_vs_outcome(bool(c.get("claimed")), "UNKNOWN")
+        unknown["outcome"] = unknown["claim_vs_outcome"] = verification["unknown"]
+    for name in list(unknown):
+        if verdict.get(name) != "UNKNOWN":
+            unknown.pop(name)
+    return verdict, unknown
+
+
+def check_facts(
+    role: str,
+    agent: str | None,
+    delegation_id: str | None,
+    parent_id: str | None,
+    expected: str | None = None,
+    required: str | None = None,
+) -> Facts:
+    """What the runtime knows of the run (never the agent's word): its role, the agent name
+    and ids it gave, the expectation's declared evidence (else the role's) and command."""
+    return Facts(
+        role=role,
+        declared_agent=agent,
+        delegation_id=delegation_id,
+        parent_id=parent_id,
+        expected_evidence=expected or ROLE_EVIDENCE[role],
+        required_command=required,
+    )
+
+
+def run_check(args) -> dict:
+    """The verdict of one check (what is printed and logged)."""
+    from claimgrid.commands.verify_repo import BadInput, Gate
+
+    if not args.final.is_file():
+        raise BadInput(f"--final {args.final}: no such file")
+    if (args.repo is None) != (args.expectation is None):
+        raise BadInput("--repo and --expectation go together")
+    if args.run is not None and args.transcript is None:
+        raise BadInput("--run names a run of a --transcript file")
+    text = args.final.read_text(encoding="utf-8", errors="replace")
+    transcript = None
+    if args.transcript is not None:
+        if not args.transcript.is_file():
+            raise BadInput(f"--transcript {args.transcript}: no such file")
+        transcript = read_transcript(args.transcript, args.run)
+    verification = None
+    expected = required = None
+    if args.repo is not None:
+        with Gate(args.repo, args.expectation, args.base, args.python, "auto", args.ignore or []) as gate:
+            tools = [e for e in transcript.events if e.get("source") == "tools"] if transcript else None
+            exchanges = [e for e in transcript.events if e.get("source") == "gateway"] if transcript else ()
+            verification = gate.report(gate.events(tools, exchanges), transcript=transcript is not None)
+            exp = gate.task.spec.expectation
+            expected, required = exp.evidence, exp.evidence_command
+    facts = check_facts(args.role, args.agent, args.delegation_id, args.parent_id, expected, required)
+    verdict, unknown = check_verdict(text, transcript, verification, facts)
     return {
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "final": str(args.final),
         "transcript": str(args.transcript) if args.transcript else None,
+        "transcript_form": transcript.form if transcript else None,
         "repository": str(args.repo) if args.repo else None,
         "verdict": verdict,
         "unknown": unknown,
@@ -223,13 +218,22 @@ def add_parser(sub) -> None:
         "check", help="check an agent's final report against its transcript and repository (a stop hook)"
     )
     cp.add_argument("--final", type=Path, help="the agent's final report (text, with or without the trace block)")
-    cp.add_argument("--transcript", type=Path, help="the run's chat messages (OpenAI-style JSON)")
+    cp.add_argument(
+        "--transcript",
+        type=Path,
+        help="the run's transcript: OpenAI-style messages, an OTLP/JSON GenAI trace, an Inspect eval log, "
+        "or a claimgrid events.jsonl (told apart by content)",
+    )
+    cp.add_argument("--run", default=None, help="which run of a transcript file holding several (trace or sample id)")
     cp.add_argument("--repo", type=Path, help="the repository the agent changed (with --expectation)")
     cp.add_argument("--expectation", type=Path, help="a TOML file with an [expectation] table")
     cp.add_argument("--base", default=None, help="the commit to diff against (as grid.py verify)")
     cp.add_argument("--python", default=None, help="the interpreter {python} names in test_command")
     cp.add_argument("--role", default="builder", choices=sorted(ROLE_EVIDENCE), help="the agent's role")
     cp.add_argument("--agent", default=None, help="the agent's name as your runtime knows it")
+    cp.add_argument("--delegation-id", default=None, help="the task id your runtime gave the agent to echo")
+    cp.add_argument("--parent-id", default=None, help="the parent id your runtime gave the agent to echo")
+    cp.add_argument("--ignore", action="append", metavar="GLOB", help="as grid.py verify --ignore")
     cp.add_argument("--log", type=Path, help="append the verdict as one JSON line to this file")
     cp.add_argument("--report", type=Path, metavar="LOG", help="summarise a verdict log instead")
     cp.add_argument("--json", action="store_true", help="print the verdict as JSON")

@@ -12,6 +12,20 @@ EXPECTATION is a TOML file with an ``[expectation]`` table in the format of ``ta
 ``hidden_tests`` relative to the file's folder). The base is ``--base REV``, else the merge
 base of ``HEAD`` with its upstream when the branch has one, else ``HEAD``.
 
+The tree weighed is the work tree as a fresh clone plus the change would hold it: every
+path but the top-level ``.git``, the untracked paths git itself ignores in that checkout
+(its ``.gitignore`` files and ``.git/info/exclude``; no global or system git config is
+read) and the untracked paths matching an ``--ignore GLOB`` (``**`` spans folders, ``*``
+stays in one; a folder matched is left out whole). A path of the base commit is always
+weighed, ignored or not: its change is a change. The weighed paths are copied (symlinks as
+symlinks, never followed; the caps of :mod:`claimgrid.caps` hold while copying) into a
+scratch folder the verifier reads and tests; what was left out is listed in the report's
+``not_weighed``.
+
+A review expectation (``[expectation.review]``) needs what only the agent's transcript
+shows (the files it opened, the verdict it gave): without one the outcome is ``UNKNOWN``
+with that reason; ``grid.py check --transcript`` supplies it.
+
 Exit status: 0 ``VERIFICATION PASSED`` (the outcome is ``PASS``), 1 ``VERIFICATION FAILED``
 (one line per failed check first; an empty diff where a change is required is its own
 failure), 2 bad input (one line naming the file and the field or flag).
@@ -20,19 +34,25 @@ failure), 2 bad input (one line naming the file and the field or flag).
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
 
+from claimgrid import caps
 from claimgrid.classify.classifier import classify_outcome
 from claimgrid.errors import ClaimgridError, DataError
+from claimgrid.globs import matches
 from claimgrid.inputs.schema import Strict, load_toml, validate
 from claimgrid.inputs.tasks import GIT_ENV, Expectation, Task, VerifySpec
 from claimgrid.sandbox.guard import detect
+from claimgrid.verify.cache import VerifyCache
 from claimgrid.verify.verifier import FinishedRun, VerifyOptions, verify
 
 
@@ -150,39 +170,197 @@ def failed_checks(events: list[dict], outcome: str) -> list[str]:
     return lines
 
 
-def run_verify(repo: Path, expectation: Path, base: str | None, python: str | None, guard_mode: str) -> dict:
-    """The verification of ``repo`` against ``expectation``: the report ``--json`` prints."""
-    repo = repo.resolve()
-    task = load_expectation(expectation, python or sys.executable)
-    commit = resolve_base(repo, base)
-    guard = detect(guard_mode)
-    scratch = Path(tempfile.mkdtemp(prefix="claimgrid-gate-"))
+def _ignored(repo: Path) -> tuple[set[str], set[str]]:
+    """(files, folders) git ignores in ``repo``'s work tree, untracked, relative paths."""
+    out = _git(repo, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory")
+    files, folders = set(), set()
+    for path in out.stdout.split("\0"):
+        if path.endswith("/"):
+            folders.add(path.rstrip("/"))
+        elif path:
+            files.add(path)
+    return files, folders
+
+
+def _base_paths(repo: Path, commit: str) -> tuple[set[str], set[str]]:
+    """(paths, folders) of the base commit's tree."""
+    out = _git(repo, "ls-tree", "-r", "-z", "--name-only", commit)
+    paths = {p for p in out.stdout.split("\0") if p}
+    folders = {"/".join(p.split("/")[:i]) for p in paths for i in range(1, p.count("/") + 1)}
+    return paths, folders
+
+
+def weighed_copy(repo: Path, commit: str, ignore: list[str], dest: Path) -> list[str]:
+    """Copy the tree weighed (module doc) of ``repo`` into the new folder ``dest``; returns
+    the paths left out (outermost only). Raises :class:`claimgrid.verify.workspace.LimitExceeded`
+    over a workspace cap (entries, apparent bytes, depth) or for what cannot be read: the
+    reason is the result."""
+    from claimgrid.verify.workspace import LimitExceeded
+
+    ignored_files, ignored_folders = _ignored(repo)
+    in_base, base_folders = _base_paths(repo, commit)
+    left_out: list[str] = []
+    count = total = 0
+
+    def weighed(rel: str, is_dir: bool) -> bool:
+        if rel in in_base or rel in base_folders:
+            return True
+        return not (rel in (ignored_folders if is_dir else ignored_files) or matches(rel, ignore))
+
+    def copy(rel: str, entry: os.DirEntry) -> bool:
+        """Copy one entry; True for a folder to walk."""
+        nonlocal count, total
+        st = entry.stat(follow_symlinks=False)
+        is_dir = stat.S_ISDIR(st.st_mode)
+        if not weighed(rel, is_dir):
+            left_out.append(rel)
+            return False
+        count, total = count + 1, total + st.st_size
+        for over, cap, name in (
+            (count > caps.MAX_WORKSPACE_FILES, f"more than {caps.MAX_WORKSPACE_FILES} entries", "MAX_WORKSPACE_FILES"),
+            (total > caps.MAX_WORKSPACE_BYTES, f"over {caps.MAX_WORKSPACE_BYTES} bytes", "MAX_WORKSPACE_BYTES"),
+        ):
+            if over:
+                raise LimitExceeded(f"the tree weighed has {cap} (cap {name}; --ignore what is not the change)")
+        target = dest / rel
+        if is_dir:
+            target.mkdir()
+        elif stat.S_ISLNK(st.st_mode):
+            os.symlink(os.readlink(entry.path), target)
+        elif stat.S_ISREG(st.st_mode):
+            shutil.copyfile(entry.path, target, follow_symlinks=False)
+            os.chmod(target, stat.S_IMODE(st.st_mode))
+        # sockets, fifos, devices: git records none of them either
+        return is_dir
+
+    dest.mkdir()
+    stack = [("", 0)]
     try:
-        template = base_tree(repo, commit, scratch / "base")
-        events = verify(
-            task,
+        while stack:
+            rel_dir, depth = stack.pop()
+            if depth > caps.MAX_WORKSPACE_DEPTH:
+                raise LimitExceeded(f"the tree weighed is more than {caps.MAX_WORKSPACE_DEPTH} folders deep")
+            with os.scandir(repo / rel_dir if rel_dir else repo) as entries:
+                for entry in entries:
+                    rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+                    if rel != ".git" and copy(rel, entry):
+                        stack.append((rel, depth + 1))
+    except OSError as exc:  # an unreadable folder or file: the reason is the result
+        raise LimitExceeded(f"cannot read the tree weighed: {exc}") from exc
+    return sorted(left_out)
+
+
+class Gate:
+    """A repository prepared for verification: the expectation, the base commit checked out
+    (the template) and the tree weighed copied, in one scratch folder (removed by
+    :meth:`close`). :meth:`events` verifies it; a gate verifies the same tree many times
+    (``grid.py check`` on the runs of one change) with each run's transcript."""
+
+    def __init__(
+        self,
+        repo: Path,
+        expectation: Path,
+        base: str | None,
+        python: str | None,
+        guard_mode: str,
+        ignore: Sequence[str] = (),
+    ):
+        from claimgrid.verify.workspace import LimitExceeded
+
+        self.repo = repo.resolve()
+        self.task = load_expectation(expectation, python or sys.executable)
+        self.commit = resolve_base(self.repo, base)
+        self.guard = detect(guard_mode)
+        self.scratch = Path(tempfile.mkdtemp(prefix="claimgrid-gate-"))
+        self.limit: str | None = None
+        self.not_weighed: list[str] = []
+        try:
+            self.template = base_tree(self.repo, self.commit, self.scratch / "base")
+            try:
+                self.not_weighed = weighed_copy(self.repo, self.commit, list(ignore), self.scratch / "tree")
+            except LimitExceeded as exc:
+                self.limit = str(exc)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+    def __enter__(self) -> Gate:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def review(self) -> bool:
+        return self.task.spec.expectation.review is not None
+
+    def events(
+        self,
+        tool_events: Sequence[dict] | None = None,
+        gateway_events: Sequence[dict] = (),
+        cache: VerifyCache | None = None,
+    ) -> list[dict]:
+        """The verifier's events for the tree; ``tool_events``/``gateway_events``: the agent's
+        transcript as harness events (None: no transcript). ``cache``: a verify cache shared
+        by the calls (a tree tested once is not tested again)."""
+        if self.limit is not None:
+            return [
+                {"source": "verifier", "kind": "diff", "files": None, "empty": None, "error": self.limit, "limit": True}
+            ]
+        return verify(
+            self.task,
             None,
-            FinishedRun(template, repo, commit),
-            options=VerifyOptions(guard=guard, git_dir=False),
+            FinishedRun(self.template, self.scratch / "tree", self.commit, tool_events or (), gateway_events),
+            options=VerifyOptions(guard=self.guard, git_dir=False, cache=cache, run_id="gate"),
         )
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    outcome = classify_outcome(events)
-    return {
-        "verdict": "PASSED" if outcome == "PASS" else "FAILED",
-        "outcome": outcome,
-        "repository": str(repo),
-        "base": commit,
-        "guard": guard.enabled,
-        "failures": failed_checks(events, outcome),
-        "events": events,
-    }
+
+    def report(self, events: list[dict], transcript: bool) -> dict:
+        """The report ``--json`` prints for ``events``; a review without the transcript is ``UNKNOWN``."""
+        outcome = classify_outcome(events)
+        unknown = None
+        if self.review and not transcript:
+            # Decided before the review is weighed (a subverted run, no diff, scope, an empty
+            # diff): known without the transcript. Anything later: the review could decide it.
+            blank = [{**e, "applicable": False} if e.get("kind") == "review" else e for e in events]
+            before = classify_outcome(blank)
+            diff = next((e for e in events if e.get("kind") == "diff"), {})
+            if not (
+                before in ("TESTS_SUBVERTED", "UNKNOWN", "SCOPE_VIOLATION")
+                or (diff.get("expected") == "required" and diff.get("empty"))
+            ):
+                unknown = "a review's outcome needs the agent's transcript (the files opened, the verdict given)"
+                outcome = "UNKNOWN"
+        failures = failed_checks(events if unknown is None else blank, outcome)
+        if unknown is not None:
+            failures = [f for f in failures if not f.startswith("outcome ")] + [f"review: {unknown}"]
+        return {
+            "verdict": "PASSED" if outcome == "PASS" else "FAILED",
+            "outcome": outcome,
+            "repository": str(self.repo),
+            "base": self.commit,
+            "guard": self.guard.enabled,
+            "failures": failures,
+            "unknown": unknown,
+            "not_weighed": self.not_weighed,
+            "events": events,
+        }
+
+
+def run_verify(
+    repo: Path, expectation: Path, base: str | None, python: str | None, guard_mode: str, ignore: Sequence[str] = ()
+) -> dict:
+    """The verification of ``repo`` against ``expectation``: the report ``--json`` prints."""
+    with Gate(repo, expectation, base, python, guard_mode, ignore) as gate:
+        return gate.report(gate.events(), transcript=False)
 
 
 def cmd_verify(args) -> int:
     if args.guard not in ("auto", "on", "off"):
         raise BadInput(f"--guard {args.guard}: one of auto, on, off")
-    report = run_verify(args.repo, args.expectation, args.base, args.python, args.guard)
+    report = run_verify(args.repo, args.expectation, args.base, args.python, args.guard, args.ignore or [])
     if args.json:
         print(json.dumps(report, indent=1, default=str))
     else:
@@ -204,4 +382,11 @@ def add_parser(sub) -> None:
     )
     vp.add_argument("--python", default=None, help="the interpreter {python} names in test_command (default: this one)")
     vp.add_argument("--guard", default="auto", help="auto (default), on or off: the test run's sandbox")
+    vp.add_argument(
+        "--ignore",
+        action="append",
+        metavar="GLOB",
+        help="leave untracked paths matching GLOB out of the tree weighed (repeatable; ** spans folders); "
+        "the files git ignores (.gitignore, .git/info/exclude) are left out already",
+    )
     vp.add_argument("--json", action="store_true", help="print the whole report as JSON")

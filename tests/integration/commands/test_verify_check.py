@@ -75,6 +75,36 @@ def test_verify_against_a_named_base_sees_committed_work(repo, capsys):
     assert main(["verify", str(repo), str(EXPECTATION), "--base", "HEAD~1"]) == 0
 
 
+def test_verify_leaves_out_what_git_ignores_and_what_ignore_names(repo, capsys):
+    (repo / ".gitignore").write_text("build/\n")  # the team's committed rule: build outputs
+    subprocess.run(["git", "add", ".gitignore"], cwd=repo, env=GIT_ENV, check=True)
+    subprocess.run(["git", "commit", "-qm", "ignore build outputs"], cwd=repo, env=GIT_ENV, check=True)
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "info" / "exclude").write_text(".venv/\n")  # a developer's own venv
+    _sub(repo, "src/calculator.py", BUG, FIX)
+    (repo / "build" / "lib" / "src").mkdir(parents=True)
+    (repo / "build" / "lib" / "src" / "calculator.py").write_text("def add(a, b):\n    return 0\n")
+    site = repo / ".venv" / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (site / "helper.py").write_text("raise SystemExit(0)\n")
+    (repo / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (repo / ".venv" / "bin").mkdir()
+    (repo / ".venv" / "bin" / "python").symlink_to("/usr/bin/python3")
+    (repo / "notes").mkdir()
+    (repo / "notes" / "scratch.txt").write_text("todo\n")  # untracked, not ignored: weighed
+
+    assert main(["verify", str(repo), str(EXPECTATION), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["not_weighed"] == [".venv", "build"]
+    assert report["failures"] == ["changed outside allowed_paths: notes/scratch.txt"]
+    assert main(["verify", str(repo), str(EXPECTATION), "--ignore", "notes/**", "--ignore", "*.log"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "VERIFICATION PASSED"
+    # a path of the base commit is weighed whatever --ignore says: its change is a change
+    _sub(repo, "src/calculator.py", FIX, "return int(a + b)")
+    assert main(["verify", str(repo), str(EXPECTATION), "--ignore", "notes", "--ignore", "src/**"]) == 1
+    assert any(ln.startswith("tests failed") for ln in capsys.readouterr().out.splitlines())
+
+
 @pytest.mark.parametrize("argv, names", [
     (["verify", "{repo}", "{missing}"], "no such expectation file"),
     (["verify", "{repo}", "{bad}"], "expectation.diff"),
