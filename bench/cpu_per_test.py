@@ -1,0 +1,48 @@
+"""A pytest plugin that measures CPU seconds per test phase (the suite's cost on CI is CPU
+on two cores, not wall time, which sleeps and waits inflate).
+
+    uv run pytest -p bench.cpu_per_test  [CLAIMGRID_TEST_CPU=out.tsv]
+
+Each phase (setup, call, teardown) is charged the CPU of the worker process and of every
+child it waited for (``RUSAGE_SELF`` + ``RUSAGE_CHILDREN``; grandchildren count once their
+parent waited for them). Lines ``cpu_s<TAB>wall_s<TAB>phase<TAB>nodeid`` are appended to
+$CLAIMGRID_TEST_CPU (default ``test-cpu.tsv``); sort by the first column for the costliest.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+
+import pytest
+
+
+def _cpu() -> float:
+    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+
+
+def _measure(item, phase: str):
+    t0, w0 = _cpu(), time.monotonic()
+    try:
+        return (yield)
+    finally:
+        line = f"{_cpu() - t0:.2f}\t{time.monotonic() - w0:.2f}\t{phase}\t{item.nodeid}\n"
+        with open(os.environ.get("CLAIMGRID_TEST_CPU", "test-cpu.tsv"), "a") as f:
+            f.write(line)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    return (yield from _measure(item, "setup"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    return (yield from _measure(item, "call"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item):
+    return (yield from _measure(item, "teardown"))
