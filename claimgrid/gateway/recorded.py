@@ -18,6 +18,7 @@ from pathlib import Path
 from starlette.responses import StreamingResponse
 
 from claimgrid.gateway.cassette import load_cassette, request_sha256
+from claimgrid.gateway.dialects import CHAT_COMPLETIONS
 from claimgrid.gateway.exchanges import Answer, Call, Routing, exchange_event, openai_error
 from claimgrid.gateway.safejson import SafeJSONResponse
 from claimgrid.gateway.sse import stream_events
@@ -79,6 +80,7 @@ class ReplaySource:
             ),
         )
         event["provider"] = ev.get("provider")
+        event["dialect"] = CHAT_COMPLETIONS  # a recording is replayed over Chat Completions only
         event["replay"] = {"request_sha256": sha, "recorded_sha256": recorded, "match": sha == recorded}
         state.record(
             event,
@@ -94,6 +96,7 @@ class ReplaySource:
                 "request_sha256": sha,
                 "provider": ev.get("provider"),
                 "replayed": True,
+                "dialect": CHAT_COMPLETIONS,
             },
         )
         if not ok:
