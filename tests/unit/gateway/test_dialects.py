@@ -131,3 +131,45 @@ def test_a_body_the_dialect_cannot_serve_names_its_field(translate, body, field)
     with pytest.raises(DialectError, match=field.replace("[", r"\[").replace("]", r"\]")) as err:
         translate(body)
     assert "\n" not in str(err.value)
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+KEYS = ["model", "max_tokens", "messages", "role", "content", "type", "text", "id", "name", "input",
+        "tool_use_id", "system", "tools", "input_schema", "tool_choice", "instructions", "call_id",
+        "arguments", "output", "previous_response_id", "stream", "max_output_tokens", "parameters"]
+WORDS = ["user", "assistant", "text", "tool_use", "tool_result", "message", "function_call",
+         "function_call_output", "function", "reasoning", "input_text", "any", "tool"]
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from(WORDS),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(KEYS), inner, max_size=5),
+    max_leaves=25,
+)
+
+
+# Blocks and items shaped nearly right, so that most examples reach the deeper checks.
+PART = st.fixed_dictionaries({"type": st.sampled_from(WORDS)},
+                             optional={k: JSON for k in ("text", "id", "name", "input", "tool_use_id", "content",
+                                                         "call_id", "arguments", "output", "role")})
+MESSAGE = st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant", "developer"]) | JSON,
+                                 "content": st.sampled_from(WORDS) | st.lists(PART, max_size=3) | JSON})
+BODY = st.fixed_dictionaries(
+    {"max_tokens": st.integers(1, 9) | JSON, "messages": st.lists(MESSAGE | PART, max_size=4),
+     "input": st.sampled_from(WORDS) | st.lists(MESSAGE | PART, max_size=4)},
+    optional={k: JSON for k in KEYS if k not in ("max_tokens", "messages", "input")},
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(body=BODY | st.dictionaries(st.sampled_from(KEYS), JSON, max_size=6))
+def test_any_body_is_translated_or_refused_in_one_line(body):
+    """Whatever a client sends, a translator gives a chat body the gateway accepts or a
+    DialectError: never another exception (the handler would answer 500, not 400)."""
+    for translate in (anthropic.to_chat, responses.to_chat):
+        try:
+            chat = translate(body)
+        except DialectError as exc:
+            assert "\n" not in str(exc)
+        else:
+            assert body_error(chat) is None, (body, chat)
