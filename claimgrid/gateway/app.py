@@ -185,8 +185,8 @@ def create_app(
     async def _chat(request: Request, state: RunState, index: int, t0: float, dialect: Dialect):
         script = state.script
         t = state.elapsed()
-        if replay is not None and dialect.internal:  # offline replay: the recorded answer, whatever was asked
-            return await replay.serve(request, state, index, t)
+        if replay is not None:  # offline replay: the recorded answer, whatever was asked
+            return await replay.serve(request, state, index, t, dialect)
         given, body, bad = await _read_body(request, dialect)
         body_for_log = body if body is not None else None
         requested = body.get("model") if body else None
@@ -200,10 +200,6 @@ def create_app(
             status, error, code = 413, bad, "request_too_large"
         elif bad:
             status, error, code = 400, bad, "invalid_request"
-        elif replay is not None:
-            # A recording is of chat exchanges: its answers cannot be re-translated faithfully here.
-            status, code = 501, "replay_dialect_unsupported"
-            error = f"replay serves Chat Completions recordings only, not {dialect.name}"
         elif index >= script.max_model_calls:
             status, code = 429, "model_call_budget_exhausted"
             error = (

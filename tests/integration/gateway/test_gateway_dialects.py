@@ -36,21 +36,21 @@ def _root(url: str) -> str:
 
 
 @functools.cache
-def _openai() -> openai.OpenAI:
-    # One client (one connection pool) for the module; each run's copy only changes the key.
-    return openai.OpenAI(base_url=shared_gateway().url, api_key="unset", max_retries=0)
+def _openai(url: str) -> openai.OpenAI:
+    # One client (one connection pool) per gateway; each run's copy only changes the key.
+    return openai.OpenAI(base_url=url, api_key="unset", max_retries=0)
 
 
 @functools.cache
-def _anthropic() -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=_root(shared_gateway().url), api_key="unset", max_retries=0)
+def _anthropic(url: str) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=_root(url), api_key="unset", max_retries=0)
 
 
 # -- one agent loop per dialect: (final text or None, HTTP status of the last call) ----------
 
 
 def chat_loop(url, token, model, prompt, ws, stream):
-    client = _openai().with_options(api_key=token)
+    client = _openai(url).with_options(api_key=token)
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]
     for _ in range(30):
         try:
@@ -127,7 +127,7 @@ def _anthropic_stream(client, **kw) -> tuple[list[dict], str]:
 
 
 def messages_loop(url, token, model, prompt, ws, stream):
-    client = _anthropic().with_options(api_key=token)
+    client = _anthropic(url).with_options(api_key=token)
     messages: list[dict] = [{"role": "user", "content": prompt}]
     kw = dict(model=model, max_tokens=1024, system=SYSTEM, tools=ANTHROPIC_TOOLS)
     for _ in range(30):
@@ -160,7 +160,7 @@ RESPONSES_TOOLS = [
 
 
 def responses_loop(url, token, model, prompt, ws, stream):
-    client = _openai().with_options(api_key=token)
+    client = _openai(url).with_options(api_key=token)
     items: list[dict] = [{"role": "user", "content": prompt}]
     kw = dict(model=model, instructions=SYSTEM, tools=RESPONSES_TOOLS)
     for _ in range(30):
@@ -335,3 +335,34 @@ def test_budget_refusal_reaches_the_client_in_its_dialect(tasks):
         oa.responses.create(model="m", input="go")
     events, _ = shared_gateway().finish(token)
     assert [(e["status"], e["dialect"]) for e in events] == [(429, "anthropic-messages"), (429, "openai-responses")]
+
+
+@pytest.mark.parametrize("dialect", list(LOOPS))
+def test_replay_serves_a_recording_in_the_clients_dialect(tasks, tmp_path, dialect):
+    """``grid.py replay``'s provider: a run recorded through a dialect, replayed offline to the
+    same client, gives the same answers, and every request hashes as the recorded one."""
+    from claimgrid.gateway import Gateway
+    from claimgrid.gateway.recorded import ReplaySource
+    from claimgrid.store.lines import EVENTS_NAME
+    from tests.test_gateway_support import script
+
+    task = tasks["fix-float-add"]
+    final, status, events, raw = _run(LOOPS[dialect], task, tmp_path, "diligent", True)
+    run = tmp_path / "ledger" / "runs" / "dialects-diligent"
+    run.mkdir(parents=True)
+    (run / "gateway.jsonl").write_text("".join(json.dumps(r) + "\n" for r in raw))
+    (run / EVENTS_NAME).write_text("".join(json.dumps(e) + "\n" for e in events))
+    replaying = Gateway(replay=ReplaySource(tmp_path / "ledger"))
+    url = replaying.start()
+    try:
+        replaying.register("replay", script(task, model="diligent", run_id="dialects-diligent"))
+        again = LOOPS[dialect](url, "replay", "diligent", task.spec.prompt, workspace(task, tmp_path), True)
+        replayed, _ = replaying.finish("replay")
+    finally:
+        # Its keep-alive connections closed first: the server waits for open ones when it stops.
+        (_anthropic if dialect == "anthropic-messages" else _openai)(url).close()
+        replaying.stop()
+    assert status == 200 and again == (final, status)
+    assert [e["replay"]["match"] for e in replayed] == [True] * len(events)
+    assert {e["dialect"] for e in replayed} == {dialect}
+    assert [e["tool_calls"] for e in replayed] == [e["tool_calls"] for e in events]
