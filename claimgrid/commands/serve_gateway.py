@@ -47,6 +47,12 @@ def serve_cli(argv: list[str] | None = None) -> int:
     print(f"claimgrid gateway: {url}  (task {DEMO_TASK}, content {DEMO_CONTENT}, swap {DEMO_SWAP})")
     for token in demo_scripts():
         print(f"  model {token.removeprefix('demo-'):<13} api_key {token}")
+    from claimgrid.gateway.dialects import dialects
+
+    root = url.removesuffix("/v1")
+    for dialect in dialects():  # one port, three API dialects (docs/CONTRACTS.md, section 3)
+        print(f"  dialect {dialect.name:<18} POST {root}{dialect.paths[0]}")
+    print(f"  (Anthropic clients: ANTHROPIC_BASE_URL={root}; OpenAI clients: base_url {url})")
     print(
         f'try: litellm.completion(model="openai/diligent", api_base="{url}", api_key="demo-diligent", '
         'messages=[{"role": "user", "content": "go"}])'

@@ -1,5 +1,5 @@
-"""The harness model gateway (docs/DESIGN.md, "The gateway"): one loopback OpenAI-compatible endpoint,
-reference models answered by harness code, real models through one LiteLLM Router, the
+"""The harness model gateway (docs/DESIGN.md, "The gateway"): one loopback endpoint speaking three API
+dialects (OpenAI Chat Completions, Anthropic Messages, OpenAI Responses), reference models answered by harness code, real models through one LiteLLM Router, the
 four swap conditions, and a per-run log of every exchange (CONTRACTS: source ``gateway``).
 
 Importing this package, starting a gateway and serving reference models do not import

@@ -1,10 +1,13 @@
-"""The gateway's ASGI app: OpenAI-compatible chat completions for registered runs.
+"""The gateway's ASGI app: model calls of registered runs, in three API dialects.
 
-Routes: ``POST /v1/chat/completions`` (JSON or SSE) and ``GET /v1/models``. The bearer
-token selects the run; an unknown token gets 401. Every request carrying a registered
-token is recorded in that run's log, including refusals (400 bad body, 413 body over
-``caps.MAX_REQUEST_BYTES``, 429 budget,
-503 bound swap, upstream errors).
+Routes: ``POST /v1/chat/completions`` (OpenAI Chat Completions, the internal form),
+``POST /v1/messages`` (Anthropic Messages), ``POST /v1/responses`` (OpenAI Responses), each
+JSON or SSE, and ``GET /v1/models``. A dialect's request is translated to the internal chat
+request and its answer back (claimgrid.gateway.dialects); in between every call takes the
+same path. The run token (where each dialect's clients send their key) selects the run; an
+unknown token gets 401. Every request carrying a registered token is recorded in that run's
+log, including refusals (400 bad body, 413 body over ``caps.MAX_REQUEST_BYTES``, 429 budget,
+503 bound swap, upstream errors), each answered in its dialect's error shape.
 """
 
 from __future__ import annotations
@@ -22,12 +25,13 @@ from claimgrid import caps
 from claimgrid.gateway.answer import target_model
 from claimgrid.gateway.cassette import request_sha256
 from claimgrid.gateway.connections import Connections
+from claimgrid.gateway.dialects import Dialect, DialectError, dialects
+from claimgrid.gateway.dialects.chat import DIALECT as CHAT
 from claimgrid.gateway.dispatch import Dispatcher
 from claimgrid.gateway.exchanges import Answer, Call, Routing, blinded, exchange_event, openai_error
-from claimgrid.gateway.request import parse_body
+from claimgrid.gateway.request import body_error, parse_body, parse_object
 from claimgrid.gateway.runs import Registry, RunState
 from claimgrid.gateway.safejson import SafeJSONResponse
-from claimgrid.gateway.sse import stream_events
 from claimgrid.gateway.swap import swap_for_call
 from claimgrid.reference import gateway_faults as faults
 
@@ -53,14 +57,8 @@ def final_answer_text(script, response: dict) -> str | None:
     return None
 
 
-def _token(request: Request) -> str | None:
-    auth = request.headers.get("authorization", "")
-    scheme, _, value = auth.partition(" ")
-    return value.strip() if scheme.lower() == "bearer" else None
-
-
-def _error_response(status: int, message: str, code: str | None, headers: dict | None = None):
-    return SafeJSONResponse(openai_error(status, message, code), status_code=status, headers=headers)
+def _error_response(status: int, message: str, code: str | None, headers: dict | None = None, dialect=CHAT):
+    return SafeJSONResponse(dialect.error(status, message, code), status_code=status, headers=headers)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -99,13 +97,26 @@ async def _capped_body(request: Request) -> bytes:
     return b"".join(chunks)
 
 
-async def _read_body(request: Request) -> tuple[dict | None, str | None]:
-    """The checked body (claimgrid.gateway.request), or a one-line 400/413 message."""
+async def _read_body(request: Request, dialect: Dialect) -> tuple[dict | None, dict | None, str | None]:
+    """``(dialect body, internal chat body, None)``, or a one-line 400/413 message (the dialect
+    body too when it was a JSON object the dialect could not serve)."""
     try:
         raw = await _capped_body(request)
     except _TooLarge:
-        return None, TOO_LARGE
-    return parse_body(raw)
+        return None, None, TOO_LARGE
+    if dialect.internal:
+        body, bad = parse_body(raw)  # claimgrid.gateway.request, as before any dialect
+        return body, body, bad
+    given, bad = parse_object(raw)
+    if given is None:
+        return None, None, bad
+    try:
+        chat = dialect.to_chat(given)
+    except DialectError as exc:
+        return given, None, str(exc)
+    # The translation's own output checked as any chat body is: the path after it relies on it.
+    bad = body_error(chat)
+    return (given, None, f"translated request: {bad}") if bad else (given, chat, None)
 
 
 def create_app(
@@ -118,11 +129,17 @@ def create_app(
     dispatcher = dispatcher or Dispatcher()
     connections = connections if connections is not None else Connections()
 
-    async def chat_completions(request: Request):
+    def endpoint(dialect: Dialect):
+        async def handle(request: Request):
+            return await model_call(request, dialect)
+
+        return handle
+
+    async def model_call(request: Request, dialect: Dialect):
         """No request can crash this handler: a harness bug is a recorded 500, not a traceback."""
-        state: RunState | None = registry.get(_token(request))
+        state: RunState | None = registry.get(dialect.token(request.headers))
         if state is None:
-            return _error_response(401, UNKNOWN_TOKEN, "invalid_api_key")
+            return _error_response(401, UNKNOWN_TOKEN, "invalid_api_key", dialect=dialect)
         t0 = time.perf_counter()
         index = state.next_call()
         if state.inflight >= caps.GATEWAY_MAX_REQUESTS_PER_RUN:
@@ -135,39 +152,42 @@ def create_app(
         else:
             state.inflight += 1
             try:
-                return await _chat(request, state, index, t0)
+                return await _chat(request, state, index, t0, dialect)
             except Exception as exc:  # noqa: BLE001 - answered and recorded, never raised into the server
                 status, code = 500, "gateway_error"
                 error = f"gateway error: {type(exc).__name__}: {_first_line(exc)}"
             finally:
                 state.inflight -= 1
         try:
-            state.record(
-                exchange_event(
-                    Call(index=index, t=state.elapsed(), stream=False, requested=None),
-                    Routing(assigned=state.script.model),
-                    Answer(status=status, error=error, latency_ms=round((time.perf_counter() - t0) * 1000, 3)),
-                ),
-                {
-                    "call_index": index,
-                    "t": state.elapsed(),
-                    "status": status,
-                    "stream": False,
-                    "request": None,
-                    "response": openai_error(status, error, code),
-                    "response_headers": {},
-                },
+            event = exchange_event(
+                Call(index=index, t=state.elapsed(), stream=False, requested=None),
+                Routing(assigned=state.script.model),
+                Answer(status=status, error=error, latency_ms=round((time.perf_counter() - t0) * 1000, 3)),
             )
+            event["dialect"] = dialect.name
+            line = {
+                "call_index": index,
+                "t": state.elapsed(),
+                "status": status,
+                "stream": False,
+                "request": None,
+                "response": openai_error(status, error, code),
+                "response_headers": {},
+                "dialect": dialect.name,
+            }
+            if not dialect.internal:
+                line["dialect_response"] = dialect.error(status, error, code)
+            state.record(event, line)
         except Exception:  # noqa: BLE001 - the answer below still goes out
             pass
-        return _error_response(status, error, code)
+        return _error_response(status, error, code, dialect=dialect)
 
-    async def _chat(request: Request, state: RunState, index: int, t0: float):
+    async def _chat(request: Request, state: RunState, index: int, t0: float, dialect: Dialect):
         script = state.script
         t = state.elapsed()
         if replay is not None:  # offline replay: the recorded answer, whatever was asked
-            return await replay.serve(request, state, index, t)
-        body, bad = await _read_body(request)
+            return await replay.serve(request, state, index, t, dialect)
+        given, body, bad = await _read_body(request, dialect)
         body_for_log = body if body is not None else None
         requested = body.get("model") if body else None
         stream = bool(body and body.get("stream"))
@@ -215,11 +235,13 @@ def create_app(
                     error, code = f"{type(exc).__name__}: {_first_line(exc)}", "upstream_error"
         latency_ms = round((time.perf_counter() - t0) * 1000, 3)
         # What the agent reads of an error names no model (blinding); the event keeps it whole.
-        response = (
-            answer.response
-            if answer
-            else openai_error(status, blinded(error, (script.model, script.substitute)) if error else error, code)
-        )
+        shown = blinded(error, (script.model, script.substitute)) if error else error
+        response = answer.response if answer else openai_error(status, shown, code)
+        # What went out on the wire in the client's dialect (the internal answer, translated).
+        if dialect.internal:
+            reply = response
+        else:
+            reply = dialect.from_chat(answer.response, given or {}) if answer else dialect.error(status, shown, code)
         event = exchange_event(
             Call(index=index, t=t, stream=stream, requested=requested, messages=messages),
             Routing(
@@ -246,38 +268,42 @@ def create_app(
         if answer is not None and (final := final_answer_text(script, answer.response)) is not None:
             event["final_answer"] = final  # the framework's final-answer call's text (venvs.toml final_answer)
         event["provider"] = provider
+        event["dialect"] = dialect.name  # the API the client spoke (claimgrid.gateway.dialects)
         if queued_ms is not None:  # a real provider's call: time spent waiting for a connection
             event["queued_ms"] = queued_ms
+        line = {
+            "call_index": index,
+            "t": t,
+            "status": status,
+            "stream": stream,
+            "request": body_for_log,
+            "response": response,
+            "response_headers": headers,
+            "run_id": script.run_id,
+            "request_sha256": request_sha256(body_for_log),
+            "provider": provider,
+            "dialect": dialect.name,
+        }
+        if not dialect.internal:  # the bodies as the client sent and received them
+            line["dialect_request"] = given
+            line["dialect_response"] = reply
         # Recorded before a slow answer is sent: the run may end (client deadline) first.
-        state.record(
-            event,
-            {
-                "call_index": index,
-                "t": t,
-                "status": status,
-                "stream": stream,
-                "request": body_for_log,
-                "response": response,
-                "response_headers": headers,
-                "run_id": script.run_id,
-                "request_sha256": request_sha256(body_for_log),
-                "provider": provider,
-            },
-        )
+        state.record(event, line)
         if delay:
             await asyncio.sleep(delay)
         if answer is None:
-            return SafeJSONResponse(response, status_code=status, headers=headers)
+            return SafeJSONResponse(reply, status_code=status, headers=headers)
         if stream:
             assert body is not None  # stream is read from a parsed body
-            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             return StreamingResponse(
-                stream_events(answer.response, include_usage), media_type="text/event-stream", headers=headers
+                dialect.stream(answer.response, reply, given if given is not None else body),
+                media_type="text/event-stream",
+                headers=headers,
             )
-        return SafeJSONResponse(answer.response, headers=headers)
+        return SafeJSONResponse(reply, headers=headers)
 
     async def models(request: Request):
-        state = registry.get(_token(request))
+        state = registry.get(CHAT.token(request.headers))
         if state is None:
             return _error_response(401, UNKNOWN_TOKEN, "invalid_api_key")
         return SafeJSONResponse(
@@ -287,10 +313,5 @@ def create_app(
             }
         )
 
-    return Starlette(
-        routes=[
-            Route("/v1/chat/completions", chat_completions, methods=["POST"]),
-            Route("/chat/completions", chat_completions, methods=["POST"]),
-            Route("/v1/models", models, methods=["GET"]),
-        ]
-    )
+    routes = [Route(path, endpoint(d), methods=["POST"]) for d in dialects() for path in d.paths]
+    return Starlette(routes=[*routes, Route("/v1/models", models, methods=["GET"])])

@@ -7,6 +7,10 @@ network. Each replayed exchange event repeats the recorded event's facts (served
 reported model, swap, cost, provider attempts) and adds ``replay``:
 ``{"request_sha256", "recorded_sha256", "match"}``. A call beyond the recording gets
 ``503`` with code ``replay_exhausted``.
+
+A recording holds the internal chat request and answer of every call, whatever dialect its
+client spoke (claimgrid.gateway.dialects): a call in another dialect is translated to the
+internal request (whose hash is compared) and the recorded answer translated back into it.
 """
 
 from __future__ import annotations
@@ -18,9 +22,11 @@ from pathlib import Path
 from starlette.responses import StreamingResponse
 
 from claimgrid.gateway.cassette import load_cassette, request_sha256
+from claimgrid.gateway.dialects import Dialect, DialectError
+from claimgrid.gateway.dialects.chat import DIALECT as CHAT
 from claimgrid.gateway.exchanges import Answer, Call, Routing, exchange_event, openai_error
+from claimgrid.gateway.request import parse_object
 from claimgrid.gateway.safejson import SafeJSONResponse
-from claimgrid.gateway.sse import stream_events
 from claimgrid.store.lines import RUNS_NAME, read_runs
 
 
@@ -37,14 +43,22 @@ class ReplaySource:
     def cassette(self, script_run_id: str) -> list[dict]:
         return load_cassette(self.folder / "runs" / self.run_ids.get(script_run_id, script_run_id))
 
-    async def serve(self, request, state, index: int, t: float):
+    async def serve(self, request, state, index: int, t: float, dialect: Dialect = CHAT):
         t0 = time.perf_counter()
         raw = await request.body()
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            body = None
-        body = body if isinstance(body, dict) else None
+        given: dict | None = None
+        if dialect.internal:
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                body = None
+            body = body if isinstance(body, dict) else None
+        else:  # the internal request is what was recorded and hashed
+            given = parse_object(raw)[0]
+            try:
+                body = dialect.to_chat(given) if given is not None else None
+            except DialectError:
+                body = None
         sha = request_sha256(body, raw)
         stream = bool(body and body.get("stream"))
         messages = body.get("messages") if body else None
@@ -79,29 +93,40 @@ class ReplaySource:
             ),
         )
         event["provider"] = ev.get("provider")
+        event["dialect"] = dialect.name
         event["replay"] = {"request_sha256": sha, "recorded_sha256": recorded, "match": sha == recorded}
-        state.record(
-            event,
-            {
-                "call_index": index,
-                "t": t,
-                "status": status,
-                "stream": stream,
-                "request": body,
-                "response": response,
-                "response_headers": headers,
-                "run_id": script.run_id,
-                "request_sha256": sha,
-                "provider": ev.get("provider"),
-                "replayed": True,
-            },
-        )
+        if dialect.internal:
+            reply = response
+        elif ok:
+            reply = dialect.from_chat(response, given or {})
+        else:
+            failure = response.get("error") if isinstance(response, dict) else None
+            failure = failure if isinstance(failure, dict) else {}
+            reply = dialect.error(status, failure.get("message"), failure.get("code"))
+        line = {
+            "call_index": index,
+            "t": t,
+            "status": status,
+            "stream": stream,
+            "request": body,
+            "response": response,
+            "response_headers": headers,
+            "run_id": script.run_id,
+            "request_sha256": sha,
+            "provider": ev.get("provider"),
+            "replayed": True,
+            "dialect": dialect.name,
+        }
+        if not dialect.internal:
+            line["dialect_request"], line["dialect_response"] = given, reply
+        state.record(event, line)
         if not ok:
-            return SafeJSONResponse(response, status_code=status, headers=headers)
+            return SafeJSONResponse(reply, status_code=status, headers=headers)
         if stream:
             assert body is not None  # stream is read from a parsed body
-            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             return StreamingResponse(
-                stream_events(response, include_usage), media_type="text/event-stream", headers=headers
+                dialect.stream(response, reply, given if given is not None else body),
+                media_type="text/event-stream",
+                headers=headers,
             )
-        return SafeJSONResponse(response, headers=headers)
+        return SafeJSONResponse(reply, headers=headers)

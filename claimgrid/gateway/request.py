@@ -109,13 +109,35 @@ def body_error(body) -> str | None:
     return None
 
 
-def parse_body(raw: bytes) -> tuple[dict | None, str | None]:
-    """Parse and check a request body; ``(body, None)`` or ``(None, one-line 400 message)``."""
+def _loads(raw: bytes) -> tuple[object, str | None]:
     try:
-        body = json.loads(raw)
+        return json.loads(raw), None
     except RecursionError:
         return None, f"request body nests deeper than {MAX_DEPTH} levels"
     except (ValueError, TypeError):  # TypeError: not even bytes/str; UnicodeDecodeError is a ValueError
         return None, "request body is not valid JSON"
+
+
+def parse_body(raw: bytes) -> tuple[dict | None, str | None]:
+    """Parse and check a request body; ``(body, None)`` or ``(None, one-line 400 message)``."""
+    body, bad = _loads(raw)
+    if bad:
+        return None, bad
     err = body_error(body)
-    return (None, err) if err else (body, None)
+    if err or not isinstance(body, dict):  # body_error names a body that is not an object
+        return None, err
+    return body, None
+
+
+def parse_object(raw: bytes) -> tuple[dict | None, str | None]:
+    """Parse a request body of another dialect (claimgrid.gateway.dialects): a JSON object
+    nesting no deeper than ``MAX_DEPTH``; ``(body, None)`` or ``(None, one-line 400 message)``.
+    Its fields are the dialect's translator's to check."""
+    body, bad = _loads(raw)
+    if bad:
+        return None, bad
+    if not isinstance(body, dict):
+        return None, f"request body must be a JSON object, got {type(body).__name__}"
+    if _depth_exceeds(body, MAX_DEPTH):
+        return None, f"request body nests deeper than {MAX_DEPTH} levels"
+    return body, None

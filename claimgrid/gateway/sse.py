@@ -11,8 +11,9 @@ import json
 from collections.abc import Iterator
 
 
-def _pieces(text: str, parts: int = 2) -> list[str]:
-    # Split so clients must concatenate deltas, as they must for a real stream.
+def pieces(text: str, parts: int = 2) -> list[str]:
+    """``text`` in (at most) ``parts`` pieces: clients must concatenate deltas, as they
+    must for a real stream (every dialect's stream splits its text this way)."""
     if len(text) < parts * 2:
         return [text]
     size = -(-len(text) // parts)
@@ -38,7 +39,7 @@ def stream_events(response: dict, include_usage: bool) -> Iterator[str]:
         return _event({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
 
     yield chunk({"role": "assistant", "content": ""})
-    for piece in _pieces(message.get("content") or ""):
+    for piece in pieces(message.get("content") or ""):
         if piece:
             yield chunk({"content": piece})
     for i, call in enumerate(message.get("tool_calls") or []):
@@ -55,7 +56,7 @@ def stream_events(response: dict, include_usage: bool) -> Iterator[str]:
                 ]
             }
         )
-        for piece in _pieces(fn["arguments"]):
+        for piece in pieces(fn["arguments"]):
             yield chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
     yield chunk({}, choice["finish_reason"])
     if include_usage:

@@ -242,6 +242,7 @@ class GatewayExchange(GatewayEvent):
     final_answer: str | None = None  # the text of a call of the framework's final-answer tool
     queued_ms: float | None = None
     replay: Replay | None = None
+    dialect: str | None = None  # the API the client spoke (None: recorded before dialects existed)
 
     @property
     def answered(self) -> bool:

@@ -106,6 +106,15 @@ def test_grid_py_gateway_answers_malformed_bodies_with_400_and_no_traceback():
             _assert_400(_post(url, token, body), words)
         ok = _post(url, token, json.dumps({"model": "m", "messages": [OK_MESSAGE]}))
         assert ok.status_code == 200, ok.text[:500]
+        # Every dialect it prints is served there, refusing a bad body in one line.
+        routes = []
+        while not (line := proc.stdout.readline()).startswith("try:"):
+            assert line, "gateway printed no example"
+            routes += re.findall(r"^  dialect (\S+) +POST (\S+)$", line)
+        assert len(routes) >= 3
+        for _, route in routes:
+            r = httpx.post(route, content=b"[1]", headers={"x-api-key": token, "authorization": f"Bearer {token}"})
+            assert r.status_code == 400 and "JSON object" in r.text and "\n" not in r.text, r.text[:500]
     finally:
         proc.terminate()
         _, err = proc.communicate(timeout=60)

@@ -48,6 +48,29 @@ def test_real_model_as_assigned_and_as_reported_substitute(tasks, tmp_path, upst
     assert infos[2]["headers"]["x-litellm-attempted-fallbacks"] == "1"
 
 
+def test_real_model_through_each_dialect(tasks, tmp_path, upstream):
+    """A real model behind the Anthropic Messages and OpenAI Responses dialects: the request is
+    translated to the internal chat form and forwarded through the Router (the provider saw
+    every call, in chat form), the answer comes back in the client's dialect, priced."""
+    from tests.integration.gateway.test_gateway_dialects import LOOPS
+
+    task = tasks["fix-float-add"]
+    # The Router answers in full either way: one dialect streamed and one not shows both forms.
+    for stream, (dialect, loop) in zip((True, False), LOOPS.items()):
+        token, _ = register(task, model="openai/gpt-4o-mini")
+        final, status = loop(shared_gateway().url, token, "gpt-4o-mini", task.spec.prompt,
+                             workspace(task, tmp_path), stream)
+        events, _ = shared_gateway().finish(token)
+        upstream_events, _ = upstream.finish("upstream-key")
+        upstream.register("upstream-key", script(task, model="diligent", max_model_calls=100))
+        assert status == 200 and final is not None and "trace:" in final, dialect
+        assert {(e["served_model"], e["dialect"], e["stream"]) for e in events} == \
+            {("openai/gpt-4o-mini", dialect, stream)}
+        assert all(e["cost_usd"] is not None and e["cost_usd"] > 0 for e in events)
+        assert len(upstream_events) == len(events)
+        assert {e["dialect"] for e in upstream_events} == {"chat-completions"}
+
+
 def test_unknown_price_is_null_not_zero(tasks, tmp_path, upstream):
     task = tasks["fix-float-add"]
     token, _ = register(task, model="openai/claimgrid-unpriced-model")

@@ -1,0 +1,67 @@
+"""The API dialects the gateway serves, each translated to and from its internal chat form.
+
+The gateway's one internal form is an OpenAI Chat Completions request and a
+``chat.completion`` answer: the reference policies, the LiteLLM Router path, the swaps, the
+faults, the budget and the exchange events all work on it. A dialect is the shape one kind
+of client speaks on the wire; its module translates:
+
+- ``to_chat(body)``: the dialect's parsed request body -> the internal chat request (raises
+  ``DialectError`` with a one-line message naming the dialect's field for a body it cannot
+  serve, answered 400);
+- ``from_chat(response, body)``: the internal chat completion -> the dialect's response body;
+- ``stream(response, reply, body)``: the server-sent events of that answer (``reply`` is the
+  dialect body), produced from the complete answer as the chat stream is;
+- ``error(status, message, code)``: the dialect's own error body;
+- ``token(headers)``: the run token, where the dialect's client libraries send their key.
+
+A tool call id is the same string in every dialect as in the internal form (Anthropic's
+``tool_use.id``, the Responses ``call_id``), so the calls a model requested and the results
+a client returns match by id whatever the client spoke.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+
+
+class DialectError(ValueError):
+    """A request body the dialect cannot serve; the message is one line naming the field."""
+
+
+def bearer(headers: Mapping[str, str]) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header (the OpenAI clients' key)."""
+    scheme, _, value = headers.get("authorization", "").partition(" ")
+    return value.strip() if scheme.lower() == "bearer" else None
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """One wire dialect: its ``name`` (recorded as ``dialect`` in every exchange event and raw
+    line), the ``paths`` it is served on and its translation functions (module docstring)."""
+
+    name: str
+    paths: tuple[str, ...]
+    to_chat: Callable[[dict], dict]
+    from_chat: Callable[[dict, dict], dict]
+    stream: Callable[[dict, dict, dict], Iterator[str]]
+    error: Callable[[int, str | None, str | None], dict]
+    token: Callable[[Mapping[str, str]], str | None]
+
+    @property
+    def internal(self) -> bool:
+        """True for Chat Completions, the gateway's own form (nothing to translate)."""
+        return self.name == CHAT_COMPLETIONS
+
+
+CHAT_COMPLETIONS = "chat-completions"
+
+
+def dialects() -> tuple[Dialect, ...]:
+    """Every dialect the gateway serves, Chat Completions first."""
+    from claimgrid.gateway.dialects import anthropic, chat, responses
+
+    return (chat.DIALECT, anthropic.DIALECT, responses.DIALECT)
+
+
+__all__ = ["CHAT_COMPLETIONS", "Dialect", "DialectError", "bearer", "dialects"]
