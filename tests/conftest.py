@@ -99,10 +99,28 @@ def pytest_itemcollected(item):
     if lane in LANE_TIMEOUT_S and item.get_closest_marker("timeout") is None:
         item.add_marker(pytest.mark.timeout(LANE_TIMEOUT_S[lane]))
     # The xdist group (pyproject's addopts: --dist loadgroup): a test file is one group, so
-    # its module fixtures are built once; the readers of a shared session grid are one group
+    # its module fixtures are built once (one group per framework where a test file is
+    # parametrised by framework, ``fw``: each framework's module fixture is built once, and
+    # frameworks spread over the workers); the readers of a shared session grid are one group
     # per grid, so each grid is built once per session, not once per worker.
     shared = [name for name in SHARED_GRIDS if name in getattr(item, "fixturenames", ())]
-    item.add_marker(pytest.mark.xdist_group(shared[0] if shared else item.nodeid.split("::", 1)[0]))
+    fw = getattr(getattr(item, "callspec", None), "params", {}).get("fw")
+    group = shared[0] if shared else item.nodeid.split("::", 1)[0] + (f"+{fw}" if isinstance(fw, str) else "")
+    item.add_marker(pytest.mark.xdist_group(group))
+    _join_xdist_group(item, group)
+
+
+def _join_xdist_group(item, group: str) -> None:
+    """Put ``item`` in its xdist group on a worker. pytest-xdist 3.8 groups by a ``@group``
+    suffix it writes into ``item._nodeid``; pytest 9.2 reads the node id from ``item._id``
+    instead, so that write is lost and ``--dist loadgroup`` silently spread every group over
+    the workers (each worker built its own copy of a shared grid or a module fixture). The
+    suffix is written where this pytest reads it; xdist's own write stays harmless."""
+    if not getattr(item.config.option, "loadgroup", False) or not hasattr(item, "_id"):
+        return
+    from _pytest.nodeid import NodeId
+
+    item._id = NodeId.parse(f"{item.nodeid}@{group}")
 
 
 def _refuse_processes_in_unit_tests(event, args):
