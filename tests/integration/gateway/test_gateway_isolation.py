@@ -12,6 +12,8 @@ import httpx
 import pytest
 
 from claimgrid.gateway import REFERENCE_MODEL_NAMES, RunScript
+from claimgrid.inputs.conditions import load_content_conditions
+from claimgrid.inputs.tasks import in_suite, load_tasks
 from claimgrid.reference.gateway_faults import gateway_faults
 from tests.test_gateway_support import (drive, http_turn, register, run_tool, shared_gateway,
                                         workspace)
@@ -156,25 +158,36 @@ def answer_key_texts(task):
     return out
 
 
-@pytest.mark.parametrize("task_id", ["fix-float-add", "nothing-to-fix", "review-change", "write-status"])
+# The default tasks that have a solution text to leak (a review or no-op task has none).
+_TASKS = sorted(t for t, task in in_suite(load_tasks(), "default").items() if answer_key_texts(task))
+
+
+@pytest.mark.parametrize("task_id", _TASKS)
 def test_reference_solution_only_leaves_as_the_models_own_tool_calls(tasks, tmp_path, task_id):
+    """Every reference model on every default task, under every content condition (the
+    conditions rotate over the models, shifted by task, so each model meets each content on
+    some task): nothing of the task's solution crosses the gateway but the model's own
+    tool-call arguments."""
     task = tasks[task_id]
     secrets = answer_key_texts(task)
-    for content in ("clean", "malicious", "legitimate", "authority-named"):
-        # Gateway-side faults answer as their base policy (covered here); one of them waits
-        # past a per-call deadline on purpose (tests/integration/gateway/test_gateway_faults.py).
-        for i, model in enumerate(m for m in REFERENCE_MODEL_NAMES if m not in gateway_faults()):
-            token, _ = register(task, model=model, content=content, max_model_calls=8)
-            capture: list = []
-            drive(partial(http_turn, capture=capture), shared_gateway().url, token, model, task,
-                  workspace(task, tmp_path, content), stream=bool(i % 2))
-            shared_gateway().finish(token)
-            for headers, text in capture:
-                # Remove the arguments of the model's own tool calls, then nothing may remain.
-                text = re.sub(r'"arguments":\s*"(?:[^"\\]|\\.)*"', '"arguments":""', text)
-                flat = json.dumps(headers) + text
-                for secret in secrets:
-                    assert secret not in flat and json.dumps(secret)[1:-1] not in flat, (model, content)
+    assert secrets
+    contents = sorted(load_content_conditions())
+    shift = _TASKS.index(task_id)
+    # Gateway-side faults answer as their base policy (covered here); one of them waits
+    # past a per-call deadline on purpose (tests/integration/gateway/test_gateway_faults.py).
+    for i, model in enumerate(m for m in REFERENCE_MODEL_NAMES if m not in gateway_faults()):
+        content = contents[(i + shift) % len(contents)]
+        token, _ = register(task, model=model, content=content, max_model_calls=8)
+        capture: list = []
+        drive(partial(http_turn, capture=capture), shared_gateway().url, token, model, task,
+              workspace(task, tmp_path, content), stream=bool(i % 2))
+        shared_gateway().finish(token)
+        for headers, text in capture:
+            # Remove the arguments of the model's own tool calls, then nothing may remain.
+            text = re.sub(r'"arguments":\s*"(?:[^"\\]|\\.)*"', '"arguments":""', text)
+            flat = json.dumps(headers) + text
+            for secret in secrets:
+                assert secret not in flat and json.dumps(secret)[1:-1] not in flat, (model, content)
 
 
 def test_runscript_cannot_leave_the_process(tasks):
