@@ -25,6 +25,7 @@ from claimgrid.gateway.providers import (  # noqa: E402
 )
 from claimgrid.gateway.retry import RetryPolicy, with_retries  # noqa: E402
 from claimgrid.reference import registry  # noqa: E402
+from claimgrid.reference.policies import MESSAGE_EXTRAS  # noqa: E402
 from claimgrid.reference.progress import RunProgress  # noqa: E402
 from claimgrid.reference.script import RunScript  # noqa: E402
 
@@ -60,6 +61,11 @@ def _clean(resp, reported: str) -> dict:
     choice = resp.choices[0]
     msg = choice.message
     message = {"role": "assistant", "content": msg.content}
+    # A refusal or reasoning text beside the answer, where the provider (or a reference
+    # policy's Turn) set one: placed where the harness's completion dict places it.
+    for key in MESSAGE_EXTRAS:
+        if getattr(msg, key, None) is not None:
+            message[key] = getattr(msg, key)
     if msg.tool_calls:
         message["tool_calls"] = [
             {"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments}}

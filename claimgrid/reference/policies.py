@@ -54,12 +54,19 @@ class ToolCall:
     arguments: str  # JSON text as sent to the client (invalid JSON for ``malformed``)
 
 
+# The message fields beside content and tool calls that real models send and a Turn's
+# ``extra`` may set. Every path that answers for a reference model carries them when set
+# (the harness's completion dict, and the Router's cleaned response), so a client sees the
+# same message whichever path served it.
+MESSAGE_EXTRAS = ("reasoning_content", "refusal")
+
+
 @dataclass(frozen=True)
 class Turn:
     """One assistant message: tool calls, or final text (``content``), or both.
 
     ``finish``: the finish_reason when it is not the one the shape implies (``length``);
-    ``extra``: further message fields a real model sends (``reasoning_content``, ``refusal``).
+    ``extra``: further message fields a real model sends, named in ``MESSAGE_EXTRAS``.
     A Turn with ``final=False`` and no tool calls is still text the gateway passes as it is
     (never turned into a framework's final-answer tool call)."""
 

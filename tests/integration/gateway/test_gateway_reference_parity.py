@@ -33,21 +33,7 @@ from claimgrid.gateway.scripted import SUBSTITUTE_PREFIX, deployment_id
 from claimgrid.gateway.swap import SWAPS
 from tests.test_gateway_support import conditions, drive, http_turn, workspace
 
-# Known at this stop: the Router path does not yet answer the refusal and reasoning-content
-# shapes byte for byte as the harness does (the message fields differ); marked by the entry's
-# shape, not its name, and said in the closing note.
-_ROUTER_GAP = ("refusal", "reasoning")
-
-
-def _param(name: str):
-    from claimgrid.reference.shapes import shape_of
-
-    if shape_of(name) in _ROUTER_GAP:
-        return pytest.param(name, marks=pytest.mark.xfail(strict=False, reason="Router path: shape fields differ"))
-    return name
-
-
-MODELS = [_param(m) for m in registry.NAMES]  # every registered reference model, fault models included
+MODELS = list(registry.NAMES)  # every registered reference model, fault models included
 SUBSTITUTE = registry.default_substitute()
 TASK = "fix-float-add"
 MASKED = "<masked>"
@@ -254,15 +240,20 @@ def test_a_raising_policy_is_a_recorded_500_naming_no_model(gateways, tasks, rai
 
 def test_a_reference_turn_is_the_same_dict_litellm_builds():
     """The Router path wraps the harness's completion dict in LiteLLM's ModelResponse and
-    cleans it back (upstream._clean): a no-op on every field a client sees."""
+    cleans it back (upstream._clean): a no-op on every field a client sees, the message
+    fields beside the text (a refusal, reasoning content) included, in the same place."""
     from claimgrid.gateway import providers, upstream
-    from claimgrid.reference.policies import ToolCall
+    from claimgrid.reference.policies import MESSAGE_EXTRAS, ToolCall
 
-    for turn in (Turn(content="done"), Turn(content=None, tool_calls=(ToolCall("c", "f", "{\"a\": 1}"),)),
-                 Turn(content="")):
+    call = ToolCall("c", "f", "{\"a\": 1}")
+    extras = [Turn(content=None, extra=((key, f"{key} text"),)) for key in MESSAGE_EXTRAS]
+    extras += [Turn(content="done", tool_calls=(call,), extra=((key, f"{key} text"),)) for key in MESSAGE_EXTRAS]
+    for turn in (Turn(content="done"), Turn(content=None, tool_calls=(call,)), Turn(content=""), *extras):
         resp = providers.turn_to_response(turn, "diligent", [{"role": "user", "content": "abcdefgh"}])
         cleaned = upstream._clean(resp, "diligent")
         from claimgrid.gateway.scripted import completion
 
         mine = completion(turn, "diligent", [{"role": "user", "content": "abcdefgh"}])
         assert _mask_body(cleaned) == _mask_body(mine)
+        # Same keys in the same order: a client sees the JSON text, and so does the parity test.
+        assert json.dumps(_mask_body(cleaned)) == json.dumps(_mask_body(mine)), turn
