@@ -11,7 +11,14 @@ The plan is a function ``plan(run_key, n) -> fault | None`` called for the ``n``
 request (from 0) of each run. ``run_key`` is the ``delegation_id`` the harness prompt
 asks the agent to report (the run id), found in the request's messages, or ``""``.
 Faults: ``("status", code, headers)``, ``("reset",)`` or ``("slow", seconds)`` (a good
-answer, late). Every request is logged in
+answer, late).
+
+A framework that ends only on a call of its final-answer tool (venvs.toml ``final_answer``)
+gets its final text as that call, as from the reference models: ``final_answers`` is the
+list of those protocols, ``(tool, argument)``, read from venvs.toml by the caller. The
+provider knows runs only by their key, never by framework, so it applies a protocol to a
+run whose request offers that tool with that argument, as a real model reads the tools it
+is offered. Every request is logged in
 ``hits`` as ``(run_key, n, fault_or_None)``; ``peak_in_flight`` is the most requests it
 answered at once.
 """
@@ -24,6 +31,7 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
@@ -44,14 +52,31 @@ def run_key(body: dict) -> str:
     return ""
 
 
+def offered_protocol(raw: bytes, protocols: tuple[tuple[str, str], ...]) -> tuple[str, str] | None:
+    """The first of ``protocols`` whose tool the request offers with that argument (None: none)."""
+    try:
+        tools = json.loads(raw).get("tools") or []
+    except (ValueError, AttributeError):
+        return None
+    offered = {}
+    for t in tools:
+        fn = t.get("function") if isinstance(t, dict) else None
+        if isinstance(fn, dict):
+            params = fn.get("parameters") if isinstance(fn.get("parameters"), dict) else {}
+            offered[fn.get("name")] = set(params.get("properties") or {})
+    return next((p for p in protocols if p[1] in offered.get(p[0], ())), None)
+
+
 class FakeUpstream:
     """``with FakeUpstream(inner_token, plan) as up: up.url ...`` (inner gateway supplied)."""
 
-    def __init__(self, inner: Gateway, inner_token, plan=None):
+    def __init__(self, inner: Gateway, inner_token, plan=None, final_answers: Iterable[tuple[str, str]] = ()):
         # ``inner_token``: one registered token for every request, or a callable returning a
         # fresh RunScript: each run (by its key) then gets its own inner registration, as the
-        # inner gateway keeps each run's progress by its token (one token per run, like a grid).
+        # inner gateway keeps each run's progress by its token (one token per run, like a grid),
+        # in the final-answer protocol its request offers (``final_answers``).
         self.inner, self.inner_token = inner, inner_token
+        self.final_answers = tuple(final_answers)
         self._tokens: dict[str, str] = {}
         self.plan = plan or (lambda key, n: None)
         self.hits: list[tuple[str, int, tuple | None]] = []
@@ -115,8 +140,9 @@ class FakeUpstream:
                                      "param": None, "code": str(code)}}
                     self._send(code, json.dumps(err).encode(), headers)
                     return
+                token = owner.token_for(key, offered_protocol(raw, owner.final_answers))
                 r = owner._client.post(f"{owner.inner.url}/chat/completions", content=raw,
-                                       headers={"Authorization": f"Bearer {owner.token_for(key)}",
+                                       headers={"Authorization": f"Bearer {token}",
                                                 "Content-Type": "application/json"})
                 self._send(r.status_code, r.content)
 
@@ -125,13 +151,15 @@ class FakeUpstream:
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
-    def token_for(self, key: str) -> str:
+    def token_for(self, key: str, final_answer: tuple[str, str] | None = None) -> str:
+        """The inner token for run ``key``; a new run's script takes ``final_answer`` (the
+        protocol its first good request offers; None: plain text ends the run)."""
         if isinstance(self.inner_token, str):
             return self.inner_token
         with self._lock:
             if key not in self._tokens:
                 self._tokens[key] = f"inner-{len(self._tokens)}"
-                self.inner.register(self._tokens[key], self.inner_token())
+                self.inner.register(self._tokens[key], self.inner_token().with_final_answer(final_answer))
             return self._tokens[key]
 
     def start(self) -> "FakeUpstream":

@@ -49,6 +49,11 @@ def frameworks() -> list[str]:
     return list(load_venvs())
 
 
+def final_answer_protocols() -> list[tuple[str, str]]:
+    """Every final-answer protocol in venvs.toml, ``(tool, argument)`` (the fake provider's data)."""
+    return sorted({e.final_answer for e in load_venvs().values() if e.final_answer is not None})
+
+
 def control_conditions() -> tuple[str, str]:
     """The baseline content (carries nothing) and swap (no outage) conditions, from the data."""
     content = next(c.name for c in load_content_conditions().values() if c.carries is None)

@@ -8,8 +8,11 @@ compares the hash of each new request with the recorded one.
 
 Before hashing, the one thing in a request that no framework controls and that differs
 on every execution is masked: a test runner's elapsed time inside a tool result
-(``Ran 3 tests in 0.001s``, ``2 passed in 0.12s``) becomes ``in <t>s``. The stored body
-keeps the real text; only the hash ignores it.
+(``Ran 3 tests in 0.001s``, ``2 passed in 0.12s``) becomes ``in <t>s``. A tool result is
+a ``tool`` message, or a ``user`` message after the first assistant message: a framework
+that keeps its history as text sends its tool results so (smolagents' "Observation:").
+The messages before the model's first answer (the prompt) are hashed as they are. The
+stored body keeps the real text; only the hash ignores it.
 """
 
 from __future__ import annotations
@@ -38,8 +41,11 @@ def _masked(body):
     if not isinstance(messages, list):
         return body
     out = []
+    answered = False  # the model has answered once: a later user message may be a tool result
     for m in messages:
-        if isinstance(m, dict) and m.get("role") == "tool":
+        role = m.get("role") if isinstance(m, dict) else None
+        answered = answered or role == "assistant"
+        if role == "tool" or (role == "user" and answered):
             content = m.get("content")
             if isinstance(content, str):
                 m = {**m, "content": ELAPSED.sub("in <t>s", content)}
