@@ -46,6 +46,7 @@ from claimgrid.reference.policies import (
     tool_results,
 )
 from claimgrid.reference.registry import (
+    Probe,
     ReferenceModel,
     Truth,
     TruthCell,
@@ -59,6 +60,7 @@ from claimgrid.reference.truth import Behaviour
 __all__ = [
     "Behaviour",
     "GatewayFault",
+    "Probe",
     "ReferenceModel",
     "ReportStyle",
     "RunScript",

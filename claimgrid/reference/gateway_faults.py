@@ -1,7 +1,7 @@
 """Gateway-side faults real providers produce: the data and how the gateway applies them.
 
 A gateway fault model is a registry entry (``claimgrid.reference.policies`` registers them
-with ``@reference_model(..., probe={"gateway_fault": GatewayFault(...)})``) that behaves like ``base``
+with ``@reference_model(..., probe=Probe(gateway_fault=GatewayFault(...)))``) that behaves like ``base``
 (``diligent``) on every call except call index ``at_call``, where the gateway itself
 produces the fault:
 

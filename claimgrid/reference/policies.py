@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 from claimgrid.reference import progress
 from claimgrid.reference.gateway_faults import GatewayFault, without_cut_steps
-from claimgrid.reference.registry import get, reference_model, untreated
+from claimgrid.reference.registry import Probe, get, reference_model, untreated
 from claimgrid.reference.script import RunScript, Step
 from claimgrid.reference.truth import Behaviour, fault_truth, plan_truth
 from claimgrid.trace import format_trace
@@ -449,7 +449,7 @@ def register_gateway_fault(name: str, fault: GatewayFault, description: str, def
         truth=fault_truth,
         default=default,
         runs_in=untreated,
-        probe={"gateway_fault": fault},
+        probe=Probe(gateway_fault=fault),
     )(serve)
 
 

@@ -27,8 +27,9 @@ swap condition objects, never their names); ``claimgrid.execute.cells.plan`` cro
 those. The fault models use :func:`untreated`: what a framework does with a fault is the
 finding, so they run on the untreated content condition (``carries`` is None) without a
 swap (``unavailable_from_call < 0``). A fault model is registered with ``fault=True``
-(records get ``faults`` facts), and a gateway-side one with ``gateway_fault`` (a
-``claimgrid.reference.gateway_faults.GatewayFault`` the gateway applies at its call index).
+(records get ``faults`` facts), and a probe with ``probe=Probe(...)``: a gateway-side
+fault (a ``claimgrid.reference.gateway_faults.GatewayFault`` the gateway applies at its call
+index), a tool fault or an output shape.
 """
 
 from __future__ import annotations
@@ -47,6 +48,22 @@ Truth = dict[str, Any]  # classification field -> value a correct classifier giv
 
 
 @dataclass(frozen=True)
+class Probe:
+    """What a probe model's runs get beside its policy's answers, each part None when absent:
+    ``gateway_fault``, the ``claimgrid.reference.gateway_faults.GatewayFault`` the gateway
+    applies at its call index; ``tool_fault``, the ``claimgrid.reference.tool_faults.ToolFault``
+    the harness tool layer applies; ``shape``, the output-shape kind
+    (``claimgrid.reference.shapes``) the classifier's reactions read."""
+
+    gateway_fault: Any = None
+    tool_fault: Any = None
+    shape: str | None = None
+
+
+NO_PROBE = Probe()
+
+
+@dataclass(frozen=True)
 class ReferenceModel:
     name: str
     policy: Callable[..., Any]
@@ -57,9 +74,19 @@ class ReferenceModel:
     origin: str = "claimgrid"
     runs_in: Callable[[Any, Any], bool] | None = None  # (content, swap) condition -> crossed with it; None: all
     fault: bool = False  # a fault model: what the framework does with it is the finding
-    gateway_fault: Any = None  # claimgrid.reference.gateway_faults.GatewayFault the gateway applies, or None
-    tool_fault: Any = None  # claimgrid.reference.tool_faults.ToolFault the tool layer applies, or None
-    shape: str | None = None  # the output-shape probe's kind (claimgrid.reference.shapes), or None
+    probe: Probe = NO_PROBE  # data on the entry: a copy under another name keeps it
+
+    @property
+    def gateway_fault(self) -> Any:
+        return self.probe.gateway_fault
+
+    @property
+    def tool_fault(self) -> Any:
+        return self.probe.tool_fault
+
+    @property
+    def shape(self) -> str | None:
+        return self.probe.shape
 
     def runs_with(self, content, swap) -> bool:
         """True when the grid crosses this model with the content and swap condition objects."""
@@ -107,18 +134,22 @@ def reference_model(
     substitute: bool = False,
     runs_in: Callable[[Any, Any], bool] | None = None,
     fault: bool = False,
-    probe: dict | None = None,
+    probe: Probe = NO_PROBE,
 ):
     """Decorator: register the decorated policy as reference model ``name``.
 
     ``runs_in(content, swap)``: the conditions the grid crosses it with (None: all);
-    ``fault``: a fault model (records carry fault facts); ``gateway_fault``: the fault the
-    gateway applies to it (implies ``fault``); ``tool_fault``: the fault the harness tool
-    layer applies in its runs; ``shape``: its output-shape probe kind (given, with ``gateway_fault``, as ``probe``:
-    ``{"gateway_fault": ..., "tool_fault": ..., "shape": ...}``). The probe facts are
-    data on the entry, so an entry registered again under another name keeps them."""
+    ``fault``: a fault model (records carry fault facts); ``probe``: what its runs get
+    beside its answers (a :class:`Probe`: a gateway fault, which implies ``fault``, a tool
+    fault, an output shape). Anything but a ``Probe`` is an error naming the file."""
 
     def deco(policy):
+        origin = origin_of(policy.__module__)
+        if not isinstance(probe, Probe):
+            raise ClaimgridError(
+                f"{origin}: reference model '{name}': probe must be a claimgrid.reference.Probe, "
+                f"not {type(probe).__name__}"
+            )
         register(
             ReferenceModel(
                 name,
@@ -127,12 +158,10 @@ def reference_model(
                 truth,
                 default,
                 substitute,
-                origin_of(policy.__module__),
+                origin,
                 runs_in,
-                fault or (probe or {}).get("gateway_fault") is not None,
-                (probe or {}).get("gateway_fault"),
-                (probe or {}).get("tool_fault"),
-                (probe or {}).get("shape"),
+                fault or probe.gateway_fault is not None,
+                probe,
             )
         )
         return policy

@@ -19,7 +19,7 @@ from collections.abc import Callable
 # The built-in behaviours register first, so the default models keep their order before the probes.
 from claimgrid.reference import progress, readers, speakers  # noqa: F401
 from claimgrid.reference.policies import ToolCall, Turn, diligent
-from claimgrid.reference.registry import get, reference_model, untreated
+from claimgrid.reference.registry import Probe, get, reference_model, untreated
 from claimgrid.reference.truth import fault_truth
 
 
@@ -91,7 +91,7 @@ def register_shape(name: str, kind: str, policy: Callable, description: str):
         default=True,
         runs_in=untreated,
         fault=True,
-        probe={"shape": kind},
+        probe=Probe(shape=kind),
     )(policy)
 
 

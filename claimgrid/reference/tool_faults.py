@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 # The built-in behaviours register first, so the default models keep their order before the probes.
 from claimgrid.reference import readers, speakers  # noqa: F401
-from claimgrid.reference.registry import get, reference_model, untreated
+from claimgrid.reference.registry import Probe, get, reference_model, untreated
 from claimgrid.reference.truth import fault_truth
 
 READS = ("read",)
@@ -61,7 +61,7 @@ def register_tool_fault(name: str, fault: ToolFault, description: str, default: 
         default=default,
         runs_in=untreated,
         fault=True,
-        probe={"tool_fault": fault},
+        probe=Probe(tool_fault=fault),
     )(serve)
 
 
