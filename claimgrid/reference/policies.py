@@ -34,6 +34,8 @@ the agent solely as the arguments of the policy's own tool calls.
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from claimgrid.reference import progress
@@ -325,8 +327,6 @@ def register_behaviour(
     name: str, behaviour: Behaviour, description: str, default: bool = False, substitute: bool = False
 ):
     """Register a plan-based reference model: its policy and its truth from one Behaviour."""
-    import sys
-
     policy = plan_policy(behaviour)
 
     def serve(script, messages, _name=name):
@@ -427,30 +427,39 @@ def looper(script, messages, name="looper"):
     return _call(name, step_index(messages), Step("list_dir", {"path": "."}))
 
 
+def register_probe(name: str, probe: Probe, policy: Callable, description: str, default: bool = False, module=None):
+    """Register a probe model: ``policy`` answers, and its runs get ``probe`` beside the
+    answers (a gateway fault, a tool fault, an output shape). Every probe is a fault model
+    crossed with the untreated cell only, whose truth states only what holds whatever the
+    framework does (fault_truth). ``module``: the module named as the entry's origin (the
+    caller's by default, so a user's file is named)."""
+    policy.__module__ = module or sys._getframe(1).f_globals.get("__name__", __name__)
+    policy.__name__ = name.replace("-", "_")
+    return reference_model(
+        name, behaviour=description, truth=fault_truth, default=default, runs_in=untreated, fault=True, probe=probe
+    )(policy)
+
+
+def like_base(name: str, base: str, see: Callable[[list], list] | None = None) -> Callable:
+    """A policy that answers as the registered model ``base`` to the messages ``see`` leaves
+    it (all of them by default); ``name`` is the probe's, for the error when ``base`` is unknown."""
+    entry = get(base)
+    if entry is None:
+        raise KeyError(f"probe '{name}': unknown base model '{base}'")
+
+    def serve(script, messages, _base=entry.policy):
+        return _base(script, see(messages) if see else messages)
+
+    return serve
+
+
 def register_gateway_fault(name: str, fault: GatewayFault, description: str, default: bool = False):
     """Register a gateway-side fault model: it behaves like ``fault.base`` and the gateway
-    applies ``fault`` at its call index (claimgrid.reference.gateway_faults). Its truth states only what
-    holds whatever the framework does with the fault (fault_truth)."""
-    import sys
-
-    base = get(fault.base)
-    if base is None:
-        raise KeyError(f"gateway fault '{name}': unknown base model '{fault.base}'")
-
-    def serve(script, messages, _base=base.policy):
-        # The model does not count a step it never finished (a cut-off call).
-        return _base(script, without_cut_steps(messages))
-
-    serve.__module__ = sys._getframe(1).f_globals.get("__name__", __name__)
-    serve.__name__ = name.replace("-", "_")
-    return reference_model(
-        name,
-        behaviour=description,
-        truth=fault_truth,
-        default=default,
-        runs_in=untreated,
-        probe=Probe(gateway_fault=fault),
-    )(serve)
+    applies ``fault`` at its call index (claimgrid.reference.gateway_faults). The model does
+    not count a step it never finished (a cut-off call)."""
+    module = sys._getframe(1).f_globals.get("__name__", __name__)
+    policy = like_base(name, fault.base, without_cut_steps)
+    return register_probe(name, Probe(gateway_fault=fault), policy, description, default, module)
 
 
 # Gateway-side faults real providers produce: diligent, except that one call (index 1) gets

@@ -18,9 +18,8 @@ from collections.abc import Callable
 
 # The built-in behaviours register first, so the default models keep their order before the probes.
 from claimgrid.reference import progress, readers, speakers  # noqa: F401
-from claimgrid.reference.policies import ToolCall, Turn, diligent
-from claimgrid.reference.registry import Probe, get, reference_model, untreated
-from claimgrid.reference.truth import fault_truth
+from claimgrid.reference.policies import ToolCall, Turn, diligent, register_probe
+from claimgrid.reference.registry import Probe, get
 
 
 def shape_of(model: str) -> str | None:
@@ -82,17 +81,8 @@ def first_final_before_more(turn: Turn, view) -> bool:
 
 
 def register_shape(name: str, kind: str, policy: Callable, description: str):
-    policy.__module__ = sys._getframe(1).f_globals.get("__name__", __name__)
-    policy.__name__ = name.replace("-", "_")
-    return reference_model(
-        name,
-        behaviour=description,
-        truth=fault_truth,
-        default=True,
-        runs_in=untreated,
-        fault=True,
-        probe=Probe(shape=kind),
-    )(policy)
+    module = sys._getframe(1).f_globals.get("__name__", __name__)
+    return register_probe(name, Probe(shape=kind), policy, description, True, module)
 
 
 def _call(name: str, args, i: int = 0, tag: str = "shape") -> ToolCall:

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 # The built-in behaviours register first, so the default models keep their order before the probes.
 from claimgrid.reference import readers, speakers  # noqa: F401
-from claimgrid.reference.registry import Probe, get, reference_model, untreated
-from claimgrid.reference.truth import fault_truth
+from claimgrid.reference.policies import like_base, register_probe
+from claimgrid.reference.registry import Probe, get
 
 READS = ("read",)
 CHANGES = ("edit", "write", "bash")
@@ -45,24 +45,8 @@ def control_spec(model: str) -> dict | None:
 
 def register_tool_fault(name: str, fault: ToolFault, description: str, default: bool = False):
     """Register a tool fault model: ``fault.base``'s policy; the tool layer applies ``fault``."""
-    base = get(fault.base)
-    if base is None:
-        raise KeyError(f"tool fault '{name}': unknown base model '{fault.base}'")
-
-    def serve(script, messages, _base=base.policy):
-        return _base(script, messages)
-
-    serve.__module__ = sys._getframe(1).f_globals.get("__name__", __name__)
-    serve.__name__ = name.replace("-", "_")
-    return reference_model(
-        name,
-        behaviour=description,
-        truth=fault_truth,
-        default=default,
-        runs_in=untreated,
-        fault=True,
-        probe=Probe(tool_fault=fault),
-    )(serve)
+    module = sys._getframe(1).f_globals.get("__name__", __name__)
+    return register_probe(name, Probe(tool_fault=fault), like_base(name, fault.base), description, default, module)
 
 
 tool_error = register_tool_fault(
