@@ -26,7 +26,8 @@ def versions() -> dict:
     return kit.versions(FRAMEWORK, python=platform.python_version(), model_client="urllib (stdlib)")
 
 
-def _post(url: str, token: str, body: dict, timeout: float) -> dict:
+def post(url: str, token: str, body: dict, timeout: float) -> dict:
+    """One chat-completions call to the gateway at ``url``; an HTTP error status raises."""
     req = urllib.request.Request(url + "/chat/completions", data=json.dumps(body).encode(),
                                  headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
     try:
@@ -37,16 +38,21 @@ def _post(url: str, token: str, body: dict, timeout: float) -> dict:
         raise RuntimeError(f"model endpoint answered HTTP {exc.code}: {exc.read()[:300].decode(errors='replace')}") from None
 
 
+def tool_specs(tools: list) -> list[dict]:
+    """The harness tools as OpenAI function specs, in their order."""
+    return [{"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+            for t in tools]
+
+
 def run(ctl: dict, tools: list, rec) -> str | None:
     by_name = {t.name: t for t in tools}
-    specs = [{"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
-             for t in tools]
+    specs = tool_specs(tools)
     agent = ctl["agent_name"]
     messages = [{"role": "system", "content": kit.system_prompt(ctl)}, {"role": "user", "content": ctl["prompt"]}]
     limit = kit.turn_limit(ctl)
     kit.start_run(rec, ctl, limit, "model calls", "framework")
     for _ in range(limit):
-        resp = _post(ctl["gateway_url"], ctl["token"],
+        resp = post(ctl["gateway_url"], ctl["token"],
                      {"model": ctl["model"], "messages": messages, "tools": specs}, kit.call_timeout(ctl))
         msg = resp["choices"][0]["message"]
         rec.model_call(agent, resp.get("model"), resp.get("usage") or {})
