@@ -99,13 +99,15 @@ def pytest_itemcollected(item):
     if lane in LANE_TIMEOUT_S and item.get_closest_marker("timeout") is None:
         item.add_marker(pytest.mark.timeout(LANE_TIMEOUT_S[lane]))
     # The xdist group (pyproject's addopts: --dist loadgroup): a test file is one group, so
-    # its module fixtures are built once (one group per framework where a test file is
-    # parametrised by framework, ``fw``: each framework's module fixture is built once, and
-    # frameworks spread over the workers); the readers of a shared session grid are one group
-    # per grid, so each grid is built once per session, not once per worker.
+    # its module fixtures are built once (one group per framework where the file's ``fw`` is
+    # itself a module fixture parametrised by framework: each framework's fixture is built
+    # once, and the frameworks spread over the workers); the readers of a shared session grid
+    # are one group per grid, so each grid is built once per session, not once per worker.
     shared = [name for name in SHARED_GRIDS if name in getattr(item, "fixturenames", ())]
     fw = getattr(getattr(item, "callspec", None), "params", {}).get("fw")
-    group = shared[0] if shared else item.nodeid.split("::", 1)[0] + (f"+{fw}" if isinstance(fw, str) else "")
+    fw_defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}).get("fw") or ()
+    per_fw = isinstance(fw, str) and any(d.scope != "function" for d in fw_defs)
+    group = shared[0] if shared else item.nodeid.split("::", 1)[0] + (f"+{fw}" if per_fw else "")
     item.add_marker(pytest.mark.xdist_group(group))
     _join_xdist_group(item, group)
 
