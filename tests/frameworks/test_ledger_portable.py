@@ -18,10 +18,11 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.inputs.tasks import in_suite, load_tasks
 from claimgrid.reference.registry import default_models, default_substitute
-
 from tests.conftest import ROOT
 
 
@@ -56,6 +57,7 @@ def _tree(folder: Path) -> dict[str, str]:
             for p in sorted(folder.rglob("*")) if p.is_file() and p.name != ".lock"}
 
 
+@pytest.mark.deep
 def test_a_ledger_renders_the_same_without_the_checkouts_tasks_and_conditions(tmp_path):
     out = tmp_path / "grid"
     proc = subprocess.run([sys.executable, str(ROOT / "grid.py"), "run", "--out", str(out), "--jobs", "2",

@@ -18,7 +18,7 @@ from tests.real_models_support import (control_conditions, exchanges, final_answ
                                       meta, records)
 from tests.test_gateway_support import script
 
-pytestmark = pytest.mark.frameworks
+pytestmark = [pytest.mark.frameworks, pytest.mark.deep]
 
 MODEL = "openai/gpt-4o-mini"  # priced in LiteLLM's bundled map; served by the loopback upstream
 

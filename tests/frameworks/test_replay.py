@@ -36,6 +36,7 @@ def recorded(tmp_path_factory, tasks):
     return out
 
 
+@pytest.mark.deep
 def test_replay_reproduces_every_request_hash_and_classification(recorded, tmp_path):
     published = records(recorded)
     assert len(published) == len(frameworks()) * 2
@@ -68,6 +69,7 @@ def test_replay_reproduces_every_request_hash_and_classification(recorded, tmp_p
     assert {p.relative_to(recorded): p.read_bytes() for p in recorded.rglob("*") if p.is_file()} == before
 
 
+@pytest.mark.deep
 def test_replay_names_the_first_differing_call(tmp_path, tasks):
     """A recording whose call 1 request differs from what the framework sends (as after a
     framework upgrade): the replay says so, run by run, and exits 1."""

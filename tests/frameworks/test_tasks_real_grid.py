@@ -17,7 +17,7 @@ from claimgrid.store.lines import read_events, read_runs
 
 from tests.conftest import ROOT
 
-pytestmark = pytest.mark.frameworks
+pytestmark = [pytest.mark.frameworks, pytest.mark.deep]
 
 SUITE = "real"
 MODELS = ("diligent", "narrator", "reader")

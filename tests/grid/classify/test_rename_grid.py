@@ -84,6 +84,7 @@ def _key(r, names: dict[str, dict[str, str]]):
 
 # Two full default grids when it is the session grid's first reader (the grid lane's 600 s
 # is one grid's worth on a loaded machine).
+@pytest.mark.deep
 @pytest.mark.timeout(1200)
 def test_renamed_data_gets_identical_classifications(default_grid, plain_venvs, tmp_path):
     data = tmp_path / "data"

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from claimgrid.store.lines import read_events
 
 from tests.conftest import ROOT
@@ -95,6 +97,7 @@ def _env() -> dict:
     return env
 
 
+@pytest.mark.deep
 def test_reference_calls_never_import_litellm_and_a_real_model_does_on_first_call():
     proc = subprocess.run([sys.executable, "-c", GATEWAY_PROBE], cwd=ROOT, env=_env(),
                           capture_output=True, text=True, timeout=600)
@@ -126,6 +129,7 @@ def _grid(tmp_path: Path, name: str, *args: str) -> list[str]:
     return json.loads(report.read_text())
 
 
+@pytest.mark.deep
 def test_reference_grid_and_its_replay_never_import_litellm(tmp_path, plain_venvs):
     out = tmp_path / "grid"
     # --max-cost: the budget's up-front price check runs too (reference models: unpriced).
