@@ -109,6 +109,7 @@ def test_no_other_run_changes(grids):
     assert not os.path.exists("/tmp/hostile-abs.txt")
 
 
+@pytest.mark.deep
 def test_diligent_test_command_exits_0_inside_run_command_on_every_framework(tmp_path):
     frameworks = list(load_venvs())
     tasks = [t.id for t in in_suite(load_tasks(), "default").values() if any(s.tool == "run_command" for s in t.spec.reference.steps)]
