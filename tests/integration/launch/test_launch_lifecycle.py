@@ -93,7 +93,8 @@ def test_interrupt_kills_what_is_in_flight_at_once(tmp_path, isolation):
         thread.start()
         pid_file = tmp_path / "a" / "sandbox" / "grandchild.pid"
         deadline = time.monotonic() + 30
-        while not pid_file.exists() and time.monotonic() < deadline:
+        # The file exists before its pid is written: wait for the text, not the name.
+        while not (pid_file.exists() and pid_file.read_text().strip()) and time.monotonic() < deadline:
             time.sleep(0.05)
         grandchild = int(pid_file.read_text())
         t0 = time.monotonic()
