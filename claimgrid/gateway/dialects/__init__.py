@@ -29,6 +29,22 @@ class DialectError(ValueError):
     """A request body the dialect cannot serve; the message is one line naming the field."""
 
 
+def joined_text(value, where: str, kinds: tuple[str, ...], part: str, parts: str) -> str | list[dict]:
+    """A string, or a list of text parts of a type in ``kinds``: one part as its string, several
+    as chat text content parts. Anything else is a DialectError naming ``where`` (``parts`` is
+    the list's name in the message, ``part`` a part's shape)."""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, list):
+        raise DialectError(f"'{where}' must be a string or a list of {parts}")
+    texts = []
+    for j, item in enumerate(value):
+        if not isinstance(item, dict) or item.get("type") not in kinds or not isinstance(item.get("text"), str):
+            raise DialectError(f"'{where}[{j}]' must be {part}")
+        texts.append(item["text"])
+    return texts[0] if len(texts) == 1 else [{"type": "text", "text": t} for t in texts]
+
+
 def bearer(headers: Mapping[str, str]) -> str | None:
     """The token of an ``Authorization: Bearer <token>`` header (the OpenAI clients' key)."""
     scheme, _, value = headers.get("authorization", "").partition(" ")

@@ -31,7 +31,7 @@ import json
 from collections.abc import Iterator, Mapping
 from numbers import Real
 
-from claimgrid.gateway.dialects import Dialect, DialectError, bearer
+from claimgrid.gateway.dialects import Dialect, DialectError, bearer, joined_text
 from claimgrid.gateway.sse import pieces
 
 NAME = "anthropic-messages"
@@ -65,16 +65,7 @@ def _is_int(value) -> bool:
 
 def _text(value, where: str) -> str | list[dict]:
     """A string, or text blocks as one string (one block) or text content parts (several)."""
-    if isinstance(value, str):
-        return value
-    if not isinstance(value, list):
-        raise DialectError(f"'{where}' must be a string or a list of text blocks")
-    texts = []
-    for j, block in enumerate(value):
-        if not isinstance(block, dict) or block.get("type") != "text" or not isinstance(block.get("text"), str):
-            raise DialectError(f"'{where}[{j}]' must be a text block ({{'type': 'text', 'text': string}})")
-        texts.append(block["text"])
-    return texts[0] if len(texts) == 1 else [{"type": "text", "text": t} for t in texts]
+    return joined_text(value, where, ("text",), "a text block ({'type': 'text', 'text': string})", "text blocks")
 
 
 def _user(content: list, where: str) -> list[dict]:

@@ -32,7 +32,7 @@ import uuid
 from collections.abc import Iterator
 from numbers import Real
 
-from claimgrid.gateway.dialects import Dialect, DialectError, bearer
+from claimgrid.gateway.dialects import Dialect, DialectError, bearer, joined_text
 from claimgrid.gateway.exchanges import openai_error
 from claimgrid.gateway.sse import pieces
 
@@ -44,16 +44,7 @@ DROPPED_ITEMS = ("reasoning",)
 
 
 def _text(value, where: str) -> str | list[dict]:
-    if isinstance(value, str):
-        return value
-    if not isinstance(value, list):
-        raise DialectError(f"'{where}' must be a string or a list of text parts")
-    texts = []
-    for j, part in enumerate(value):
-        if not isinstance(part, dict) or part.get("type") not in TEXT_PARTS or not isinstance(part.get("text"), str):
-            raise DialectError(f"'{where}[{j}]' must be an input_text or output_text part with a string 'text'")
-        texts.append(part["text"])
-    return texts[0] if len(texts) == 1 else [{"type": "text", "text": t} for t in texts]
+    return joined_text(value, where, TEXT_PARTS, "an input_text or output_text part with a string 'text'", "text parts")
 
 
 def _string(item: dict, key: str, where: str) -> str:
