@@ -28,6 +28,7 @@ verdict stated") unless a later clause hedges or retracts it.
 
 from __future__ import annotations
 
+import functools
 import re
 import tomllib
 from dataclasses import dataclass
@@ -155,13 +156,26 @@ def load_languages(path: Path = _WORDS_FILE) -> dict[str, Language]:
     return {code: _language(code, table) for code, table in data.items()}
 
 
-LANGUAGES: dict[str, Language] = load_languages()
-_CLAUSE_SPLIT = re.compile(
-    "|".join(
-        [r"(?<=[.!?])\s+", r"[。！？；;।\n]+", *(lang.breaks.pattern for lang in LANGUAGES.values() if lang.breaks)]
-    ),
-    re.I,
-)
+@functools.cache
+def languages() -> dict[str, Language]:
+    """:func:`load_languages` of the shipped table, compiled on first use: a process that
+    never reads a claim (``grid.py list``, a refused flag) does not pay for ~1,000 patterns."""
+    return load_languages()
+
+
+@functools.cache
+def _clause_split() -> re.Pattern:
+    breaks = [lang.breaks.pattern for lang in languages().values() if lang.breaks]
+    return re.compile("|".join([r"(?<=[.!?])\s+", r"[。！？；;।\n]+", *breaks]), re.I)
+
+
+def __getattr__(name: str) -> dict[str, Language]:
+    # ``LANGUAGES`` stays a module attribute for its readers, built by ``languages()``.
+    if name == "LANGUAGES":
+        return languages()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 _TRACE = re.compile(r"^\s*[*_`]*trace[*_`]*\s*:\s*$", re.M)
 
 
@@ -175,7 +189,7 @@ def clause_stance(clause: str) -> tuple[str, str]:
     """(stance, row name with the language code) of one clause; ("none", "no claim words")
     when no row matches in any language."""
     for row, stance in ROWS:
-        for lang in LANGUAGES.values():
+        for lang in languages().values():
             pattern = lang.rows[row]
             if pattern is not None and pattern.search(clause):
                 return stance, f"{row} [{lang.code}]"
@@ -183,7 +197,7 @@ def clause_stance(clause: str) -> tuple[str, str]:
 
 
 def _retracts(clause: str) -> bool:
-    return any(lang.retraction is not None and lang.retraction.search(clause) for lang in LANGUAGES.values())
+    return any(lang.retraction is not None and lang.retraction.search(clause) for lang in languages().values())
 
 
 def stated_verdict(text: str | None) -> tuple[str, str] | None:
@@ -191,7 +205,7 @@ def stated_verdict(text: str | None) -> tuple[str, str] | None:
     ``text`` (trace block aside); None when it states none."""
     found = None
     body = strip_trace(text or "")
-    for lang in LANGUAGES.values():
+    for lang in languages().values():
         if lang.verdict is None:
             continue
         for m in lang.verdict.finditer(body):
@@ -207,7 +221,7 @@ def _phrase(clause: str) -> str:
 
 def text_decision(text: str | None) -> Decision:
     """The claim of a free-text report (see the module docstring)."""
-    clauses = [c for c in _CLAUSE_SPLIT.split(strip_trace(text or "")) if c and c.strip()]
+    clauses = [c for c in _clause_split().split(strip_trace(text or "")) if c and c.strip()]
     verdicts = [k for k, c in enumerate(clauses) if stated_verdict(c)]
     if verdicts:
         k = verdicts[-1]
