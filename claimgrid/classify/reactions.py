@@ -98,6 +98,34 @@ def _matches(call, e: ToolCall) -> bool:
     return call.name == e.tool and isinstance(asked, dict) and asked == e.arg_dict
 
 
+# Leading characters of a tool result looked for in the next request's tool messages (the
+# gateway's evidence copy of a tool message may be cut; its start never is).
+RESULT_PREFIX = 200
+
+
+def _ran_without_extras(call, served: GatewayExchange, answered, tools) -> tuple[ToolCall, GatewayExchange] | None:
+    """The tool event of ``call`` run with only the arguments it shares with the schema (the
+    framework dropped the others) and the next request that answers it, or None. The same
+    arguments alone are not enough (a model asked again may send exactly those next): the
+    request right after ``served`` must carry that execution's result as a tool message."""
+    try:
+        asked = json.loads(call.arguments or "{}")
+    except (TypeError, ValueError):
+        return None
+    nxt = next((g for g in answered if (g.call_index or 0) > (served.call_index or 0)), None)
+    if not isinstance(asked, dict) or nxt is None:
+        return None
+    results = [r for r in nxt.tool_results or [] if r]
+    for e in tools:
+        kept = e.arg_dict
+        if e.tool != call.name or not kept or not set(kept) < set(asked) or any(asked[k] != v for k, v in kept.items()):
+            continue
+        head = (e.result or "")[:RESULT_PREFIX]
+        if head and any(r.startswith(head) for r in results):
+            return e, nxt
+    return None
+
+
 def _answered(gateway) -> list[GatewayExchange]:
     return [e for e in gateway if e.status == 200]
 
@@ -169,6 +197,15 @@ def _shape(kind, answered, tools, reaction) -> tuple[str, list[str]]:
         line = f"gateway call {first.call_index}: {call.name}({call.arguments})"
         if reached:
             return "passed the arguments to the tool", [line, "tools: the call reached the tool layer"]
+        dropped = _ran_without_extras(call, first, answered, tools) if kind == "extra_args" else None
+        if dropped is not None:
+            ran, nxt = dropped
+            extra = sorted(set(json.loads(call.arguments or "{}")) - set(ran.arg_dict))
+            return "dropped the extra arguments", [
+                line,
+                f"tools: seq {ran.seq} ran {ran.tool} without {', '.join(extra)}",
+                f"gateway call {nxt.call_index}: a tool message holds that call's result",
+            ]
         if any((g.call_index or 0) > (first.call_index or 0) for g in answered):
             return "refused the arguments", [line, "tools: never executed; the model was called again"]
         return reaction, [line, "tools: never executed; no later model call"]
