@@ -31,7 +31,7 @@ import pytest
 # Importing LiteLLM must never reach for the network in tests.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-# Python images often set PYTHONDONTWRITEBYTECODE=1 (this project's CI machine does). The
+# Python images often set PYTHONDONTWRITEBYTECODE=1 (the machine this suite was tuned on does). The
 # driver's venv is not compiled at install (pyproject: uv would re-compile it on every `uv run`),
 # so under that variable no process caches its bytecode: every xdist worker and every
 # `grid.py` the suite starts compiled claimgrid and its dependencies from source again (an
