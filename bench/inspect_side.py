@@ -106,7 +106,8 @@ def _plain_venvs(work: Path) -> Path:
 
 def inspect_child(spec_path: Path, samples: int, jobs: int) -> None:
     """Inside the cgroup: one Inspect eval of ``samples`` scripted samples."""
-    from inspect_ai import Task, eval as inspect_eval
+    from inspect_ai import Task
+    from inspect_ai import eval as inspect_eval
     from inspect_ai.dataset import Sample
     from inspect_ai.model import ChatMessageAssistant, ModelOutput, ModelUsage, get_model
     from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, accuracy, scorer
