@@ -22,6 +22,7 @@ Grids that several modules read are run once per session here (``default_grid``,
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -292,8 +293,13 @@ def pytest_collection_modifyitems(config, items):
 
     try:
         entries = load_venvs()
-        need = frameworks_needed(marked, set(entries))
-        ensure_venvs({name: e for name, e in entries.items() if name in need})
+        need = [name for name in entries if name in frameworks_needed(marked, set(entries))]
+        # Each xdist worker collects and so builds; each starts at a different venv (the
+        # per-venv lock makes the others wait and then find it current), so a fresh machine
+        # builds up to one venv per worker at once instead of all of them one by one.
+        worker = re.fullmatch(r"gw(\d+)", os.environ.get("PYTEST_XDIST_WORKER", ""))
+        start = int(worker.group(1)) % len(need) if worker and need else 0
+        ensure_venvs({name: entries[name] for name in need[start:] + need[:start]})
         # The tasks' own locked environments too (tasks with pyproject.toml + uv.lock), as
         # `uv run grid.py` builds them: a framework test may run any shipped task.
         from claimgrid.inputs.tasks import ensure_task_envs, load_tasks
