@@ -102,7 +102,9 @@ def selection(args, tasks: dict, content: dict, swap: dict, venvs: dict) -> Sele
     check_models(models + [substitute])
     suite = getattr(args, "suite", None) or DEFAULT_SUITE
     if not args.frameworks and not default_frameworks(venvs):
-        raise DataError(args.venvs, "frameworks", "every entry has default = false: name the ones to run with --frameworks")
+        raise DataError(
+            args.venvs, "frameworks", "every entry has default = false: name the ones to run with --frameworks"
+        )
     return Selection(
         # --frameworks names any entry; without it, the default matrix's (venvs.toml ``default``).
         frameworks=pick(args.frameworks, venvs if args.frameworks else default_frameworks(venvs), "framework"),

@@ -129,6 +129,7 @@ def run(ctl: dict, tools: list, rec) -> str | None:
     return kit.final_message(rec, agent, text)
 '''
 
+
 def framework_distributions(pins: list[str]) -> list[str]:
     """The distributions of ``pins`` the adapter states as parity facts: every pinned one but
     the packages every adapter's parity facts hold already (``TRAFFIC_PACKAGES``: LiteLLM, the
@@ -147,9 +148,8 @@ def adapter_text(name: str, pins: list[str]) -> str:
     and ``versions()`` states its distributions; the kit calls are the ones README.md's
     "Adding a framework" shows (tests/integration/commands/test_new_framework.py)."""
     dists = framework_distributions(pins)
-    modules = ", ".join(repr(d.lower().replace("-", "_").replace(".", "_")) for d in dists)
-    return ADAPTER.format(name=name, modules=modules.replace("'", '"'),
-                          dists="".join(f'"{d}", ' for d in dists))
+    modules = ", ".join('"' + d.lower().replace("-", "_").replace(".", "_") + '"' for d in dists)
+    return ADAPTER.format(name=name, modules=modules, dists="".join(f'"{d}", ' for d in dists))
 
 
 README = """# {name} adapter
