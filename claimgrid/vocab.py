@@ -137,6 +137,10 @@ HANDLING = {
     "cut the result before the model": "a later request carries the oversized result, shorter",
     "went on to the model": "the framework called the model again; no tool message shows what it sent",
     "retried the tool": "the faulted tool call was executed again with the same arguments",
+    "waited for the late result": (
+        "the model was called again only once the tool's result, returned past the run's deadline, was back "
+        "(a later tool message holds it, or the next call came at least the delay later)"
+    ),
     "executed all calls": "every tool call of the multi-call answer reached the tool layer",
     "executed the first only": "only the first tool call of the multi-call answer reached the tool layer",
     "executed none": "no tool call of the multi-call answer reached the tool layer",
@@ -160,6 +164,7 @@ Handling = Literal[
     "cut the result before the model",
     "went on to the model",
     "retried the tool",
+    "waited for the late result",
     "executed all calls",
     "executed the first only",
     "executed none",

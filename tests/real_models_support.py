@@ -11,7 +11,7 @@ from pathlib import Path
 
 from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.reference import registry
-from claimgrid.inputs.venvs import load_venvs
+from claimgrid.inputs.venvs import default_frameworks, load_venvs
 from claimgrid.store.lines import read_events, read_runs
 
 from .conftest import ROOT
@@ -45,8 +45,8 @@ def exchanges(folder: Path, run_id: str) -> list[dict]:
 
 
 def frameworks() -> list[str]:
-    """Every framework in venvs.toml."""
-    return list(load_venvs())
+    """Every framework of the default matrix (venvs.toml ``default``)."""
+    return list(default_frameworks(load_venvs()))
 
 
 def final_answer_protocols() -> list[tuple[str, str]]:

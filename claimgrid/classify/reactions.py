@@ -31,6 +31,11 @@ from claimgrid.reference import registry, shapes, tool_faults
 from claimgrid.store.events import Events, GatewayExchange, ProcessExit, ToolCall, of_kind, parse_as, parse_events
 
 SIDE_EFFECT_CATEGORIES = ("write", "edit", "bash")
+# How much of a late tool result a later tool message must hold to show it was passed on
+# (the start of the text: a framework may wrap or cut a long one).
+LATE_MATCH_CHARS = 200
+# Rounding of the recorded event times (4 decimals) and of the sleep; far below any delay.
+CLOCK_SLACK_S = 0.01
 
 
 def duplicate_side_effects(tool_events: Events) -> int:
@@ -170,12 +175,38 @@ def _tool_fault(answered, tools, reaction) -> tuple[str, list[str]]:
         if results:
             value = "passed the whole result to the model" if size >= delivered else "cut the result before the model"
             return value, [*lines, f"gateway call {first.call_index}: longest tool message {size} of {delivered} chars"]
+    elif hit.fault == "late":
+        waited = _waited(hit, asked, first, results)
+        if waited is not None:
+            return "waited for the late result", [
+                *lines,
+                f"tools: the result was returned {hit.delayed_s} s after the call",
+                waited,
+            ]
     elif hit.error and any((hit.error in r) for r in results):
         return "passed the error to the model", [
             *lines,
             f"gateway call {first.call_index}: a tool message holds the error",
         ]
     return "went on to the model", [*lines, f"gateway call {first.call_index}: the model was called again"]
+
+
+def _waited(hit: ToolCall, asked, first, results: list[str]) -> str | None:
+    """The evidence line that the framework waited for a late result, or None.
+
+    The result was right, only late. A later tool message holding it shows the framework
+    waited for it; a framework that sends results back as text (no tool message) waited when
+    its next model call came at least the delay after the call that asked for the tool (on
+    the gateway's own clock: a framework that gave up at its own deadline calls sooner)."""
+    text = (hit.result or "").strip()[:LATE_MATCH_CHARS]
+    if text and any(text in r for r in results):
+        return f"gateway call {first.call_index}: a tool message holds the result"
+    delay = hit.delayed_s or 0.0
+    if asked is not None and asked.t is not None and first.t is not None and delay:
+        gap = first.t - asked.t
+        if gap >= delay - CLOCK_SLACK_S:
+            return f"gateway calls {asked.call_index} and {first.call_index}: {gap:.1f} s apart, the delay {delay} s"
+    return None
 
 
 def _shape(kind, answered, tools, reaction) -> tuple[str, list[str]]:

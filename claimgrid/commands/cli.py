@@ -351,8 +351,9 @@ def cmd_list(args) -> int:
 
         fws = load_venvs(args.venvs)
         print(f"frameworks ({len(fws)}):")
-        for name in fws:
-            print(f"  {name}")
+        for name, entry in fws.items():
+            # venvs.toml ``default = false``: checked by the conformance suite, run only when named.
+            print(f"  {name}" + ("" if entry.default else f"  (not in the default matrix: --frameworks {name})"))
     except ImportError:
         print("frameworks: (venvs module not available)")
     print(f"reference models ({len(registered)}; default grid: {', '.join(default_models())}):")

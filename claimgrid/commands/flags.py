@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from claimgrid.errors import ClaimgridError, UnknownNameError
+from claimgrid.errors import ClaimgridError, DataError, UnknownNameError
 from claimgrid.execute.admission import schedule_from
 from claimgrid.execute.spec import (
     DEFAULT_ISOLATION,
@@ -26,6 +26,7 @@ from claimgrid.execute.spec import (
     Selection,
 )
 from claimgrid.inputs.tasks import in_suite, select
+from claimgrid.inputs.venvs import default_frameworks
 from claimgrid.reference import registry
 
 # Each field of GridSpec that a flag sets: (argparse dest, flag). Dotted: inside the selection.
@@ -100,8 +101,13 @@ def selection(args, tasks: dict, content: dict, swap: dict, venvs: dict) -> Sele
     substitute = args.substitute or registry.default_substitute()
     check_models(models + [substitute])
     suite = getattr(args, "suite", None) or DEFAULT_SUITE
+    if not args.frameworks and not default_frameworks(venvs):
+        raise DataError(
+            args.venvs, "frameworks", "every entry has default = false: name the ones to run with --frameworks"
+        )
     return Selection(
-        frameworks=pick(args.frameworks, venvs, "framework"),
+        # --frameworks names any entry; without it, the default matrix's (venvs.toml ``default``).
+        frameworks=pick(args.frameworks, venvs if args.frameworks else default_frameworks(venvs), "framework"),
         # --tasks names tasks from any suite; without it, the --suite's tasks.
         tasks=pick(args.tasks, tasks if args.tasks else in_suite(tasks, suite), "task"),
         content=pick(args.content, content, "content condition"),

@@ -18,6 +18,7 @@ import tomllib
 from pathlib import Path
 
 from claimgrid.errors import ClaimgridError
+from claimgrid.inputs.venvs import TRAFFIC_PACKAGES
 
 NAME_RE = r"[a-z0-9][a-z0-9_-]*"
 PIN_RE = r"([A-Za-z0-9][A-Za-z0-9._-]*)(\[[A-Za-z0-9_,.-]+\])?==([A-Za-z0-9.+!-]+)"
@@ -95,15 +96,16 @@ FRAMEWORK = "{name}"
 
 
 def preload() -> None:
-    """Import every module a run loads (add the framework's modules); starts no thread.
-    Building a throwaway agent from ``kit.preload_ctl()`` here (no model call) imports what
-    the first construction loads."""
-    kit.preload()
+    """Import every module a run loads; starts no thread. The names are guessed from the
+    distributions' names (check them: an import name may differ); building a throwaway
+    agent from ``kit.preload_ctl()`` here (no model call) imports what the first
+    construction loads."""
+    kit.preload({modules})
 
 
 def versions() -> dict:
-    """Parity facts: add the framework's distribution names and its retry settings."""
-    return kit.versions(FRAMEWORK)
+    """Parity facts: the framework's distributions and its own retry settings (``retries``)."""
+    return kit.versions(FRAMEWORK, {dists}retries={{}})
 
 
 def run(ctl: dict, tools: list, rec) -> str | None:
@@ -119,13 +121,36 @@ def run(ctl: dict, tools: list, rec) -> str | None:
     it into a result.
     """
     limit = kit.turn_limit(ctl)  # pass it to the framework's own turn limit, named here:
-    kit.start_run(rec, ctl, limit, "model calls (the framework's setting)", "framework")
+    kit.start_run(rec, ctl, limit, "model calls (max_turns)", "framework")
     agent = ctl["agent_name"]  # or the name the framework attributes the final answer to
     with kit.recording_errors(rec, agent):  # drop it where the framework reports its own errors
         text: str | None = None
         raise NotImplementedError("fill in run() in frameworks/{name}/adapter.py: build and run the agent")
     return kit.final_message(rec, agent, text)
 '''
+
+
+def framework_distributions(pins: list[str]) -> list[str]:
+    """The distributions of ``pins`` the adapter states as parity facts: every pinned one but
+    the packages every adapter's parity facts hold already (``TRAFFIC_PACKAGES``: LiteLLM, the
+    OpenAI client, httpx)."""
+    out = []
+    for pin in pins:
+        m = re.fullmatch(PIN_RE, pin.strip())
+        if m and m.group(1).lower() not in TRAFFIC_PACKAGES and m.group(1) not in out:
+            out.append(m.group(1))
+    return out
+
+
+def adapter_text(name: str, pins: list[str]) -> str:
+    """The ``adapter.py`` skeleton for ``name`` pinned at ``pins``: ``preload()`` imports the
+    framework's modules (import names guessed from the distribution names, ``-`` as ``_``)
+    and ``versions()`` states its distributions; the kit calls are the ones README.md's
+    "Adding a framework" shows (tests/integration/commands/test_new_framework.py)."""
+    dists = framework_distributions(pins)
+    modules = ", ".join('"' + d.lower().replace("-", "_").replace(".", "_") + '"' for d in dists)
+    return ADAPTER.format(name=name, modules=modules, dists="".join(f'"{d}", ' for d in dists))
+
 
 README = """# {name} adapter
 
@@ -169,7 +194,7 @@ def new_framework(name: str, venvs_path: Path, pins: list[str] | None = None, lo
     folder.mkdir(parents=True)
     try:
         (folder / "pyproject.toml").write_text(pyproject_text(name, pins, window, constraints))
-        (folder / "adapter.py").write_text(ADAPTER.format(name=name))
+        (folder / "adapter.py").write_text(adapter_text(name, pins))
         (folder / "README.md").write_text(README.format(name=name))
         if lock:
             uv = shutil.which("uv")

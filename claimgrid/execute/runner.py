@@ -147,11 +147,12 @@ def truth_for(task: Task, content: ContentCondition, swap: SwapCondition, cell: 
     return truth or None
 
 
-def tool_fault_spec(model: str) -> dict | None:
-    """The tool fault the tool layer applies in a run of ``model`` (claimgrid.reference.tool_faults)."""
+def tool_fault_spec(model: str, model_call_timeout_s: float) -> dict | None:
+    """The tool fault the tool layer applies in a run of ``model`` whose per-call deadline is
+    ``model_call_timeout_s`` (claimgrid.reference.tool_faults)."""
     from claimgrid.reference.tool_faults import control_spec
 
-    return control_spec(model)
+    return control_spec(model, model_call_timeout_s)
 
 
 def _final_answer(ctx: GridContext, framework: str) -> tuple[str, str] | None:
@@ -239,7 +240,7 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
         "timeout_s": ctx.timeout_s,
         "command_sandbox": command_sandbox(ctx.guard, ws, task.python, COMMAND_TIMEOUT_S, box, tmp),
     }
-    fault = tool_fault_spec(cell.model)
+    fault = tool_fault_spec(cell.model, ctx.model_call_timeout_s)
     if fault is not None:  # for the tool layer only: no request to the model carries it
         ctl["tool_fault"] = fault
     t0, started_unix = time.monotonic(), time.time()

@@ -13,10 +13,14 @@
                                                  # optional: the framework ends only on this tool call
                                                  # (absent: a plain text message is its final answer)
     retry_backoff_s = 240                        # optional: the framework's own longest retry back-off
+    default = false                              # optional: not in the default matrix (still in the
+                                                 # conformance suite, and runs with --frameworks NAME)
 
 * ``load_venvs(path)`` validates strictly: an unknown or missing field, a missing
   folder, ``pyproject.toml``, ``uv.lock`` or adapter, a bad ``env`` name or value is a
   one-line ``DataError`` naming ``venvs.toml`` and the field.
+* ``default_frameworks(entries)``: the entries a grid runs when ``--frameworks`` is not given
+  (every entry but those with ``default = false``); the conformance suite checks every entry.
 * ``harness_env()`` is the one framework-neutral offline / telemetry-off table
   (``frameworks/_harness/env.toml``, read here and by the kit, never imported). An entry's
   ``env`` adds the variables only that framework reads; it may not redefine a harness
@@ -53,7 +57,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, StrictBool
 
 from claimgrid import ROOT
 from claimgrid.errors import ClaimgridError, DataError
@@ -99,6 +103,7 @@ class EntrySpec(Strict):
     env: dict[str, str] = Field(default_factory=dict)
     final_answer: FinalAnswerSpec | None = None
     retry_backoff_s: float = Field(default=0.0, ge=0.0, le=3600.0)
+    default: StrictBool = True
 
 
 class VenvsFile(Strict):
@@ -145,6 +150,9 @@ class Entry:
     # before retrying a refused call (kept, never configured away); run deadlines that must
     # hold a retry allow for it (tests/frameworks/test_conformance.py).
     retry_backoff_s: float = 0.0
+    # venvs.toml ``default``: in the default matrix (grid.py run without --frameworks). False for
+    # an entry the conformance suite checks that no grid runs unless it is named (the worked example).
+    default: bool = True
 
     def env_for(self, sandbox: str) -> dict[str, str]:
         """The framework's own variables for a process whose sandbox folder is ``sandbox``."""
@@ -212,8 +220,14 @@ def load_venvs(path: Path | str | None = None) -> dict[str, Entry]:
             env_vars,
             final,
             e.retry_backoff_s,
+            e.default,
         )
     return out
+
+
+def default_frameworks(entries: dict[str, Entry]) -> dict[str, Entry]:
+    """The entries of the default matrix (``default`` true), in file order."""
+    return {name: e for name, e in entries.items() if e.default}
 
 
 def _check_env(path: Path, where: str, e: EntrySpec) -> tuple[tuple[str, str], ...]:

@@ -3,8 +3,10 @@
 A tool fault model behaves like ``base`` (``diligent``) on every call; the run's control
 object carries the fault (``ctl["tool_fault"]``, built by :func:`control_spec`), and the
 tool layer (frameworks/_harness/tool_faults.py) applies it to the first executed call of one
-of ``categories``. The model's messages never carry it. What a framework does with the
-failed, oversized or undecodable result (passes it to the model, raises, retries, ends,
+of ``categories``. The model's messages never carry it. A fault with a delay (``late``) is
+handed its absolute delay too, from the run's per-call deadline (:func:`control_spec`), so
+the tool layer never decides a deadline. What a framework does with the failed, oversized,
+undecodable or late result (passes it to the model, raises, retries, ends,
 reports success) is the finding, recorded in the run's fault facts
 (claimgrid.classify.reactions); the truth states only what holds whatever it does
 (``fault_truth``).
@@ -29,6 +31,14 @@ class ToolFault:
     kind: str  # one of the tool layer's kinds (frameworks/_harness/tool_faults.py KINDS)
     categories: tuple[str, ...] = READS
     base: str = "diligent"
+    # ``late``: the result is returned this long after the run's per-call deadline (the deadline
+    # every adapter gives its model client, ``budgets.model_call_timeout_s``; no adapter gives a
+    # tool call a shorter one). Small: the probe runs in every framework's untreated cell.
+    past_deadline_s: float = 1.0
+
+    def delay_s(self, model_call_timeout_s: float) -> float:
+        """How long the tool layer holds the result back (0 for a fault without a delay)."""
+        return float(model_call_timeout_s) + self.past_deadline_s if self.kind == "late" else 0.0
 
 
 def tool_fault(model: str) -> ToolFault | None:
@@ -37,10 +47,16 @@ def tool_fault(model: str) -> ToolFault | None:
     return entry.tool_fault if entry is not None else None
 
 
-def control_spec(model: str) -> dict | None:
-    """What the driver hands the tool layer for a run of ``model`` (None: no fault)."""
+def control_spec(model: str, model_call_timeout_s: float = 15.0) -> dict | None:
+    """What the driver hands the tool layer for a run of ``model`` whose per-call deadline is
+    ``model_call_timeout_s`` (None: no fault); ``delay_s`` only for a fault with a delay."""
     fault = tool_fault(model)
-    return {"kind": fault.kind, "categories": list(fault.categories)} if fault else None
+    if fault is None:
+        return None
+    spec: dict = {"kind": fault.kind, "categories": list(fault.categories)}
+    if fault.delay_s(model_call_timeout_s):
+        spec["delay_s"] = fault.delay_s(model_call_timeout_s)
+    return spec
 
 
 def register_tool_fault(name: str, fault: ToolFault, description: str, default: bool = False):
@@ -77,5 +93,12 @@ tool_changed_then_failed = register_tool_fault(
     "tool-changed-then-failed",
     ToolFault("changed_then_failed", CHANGES),
     "tool fault: diligent; its first edit, write or command changes the workspace, then reports failure",
+    default=True,
+)
+tool_late_result = register_tool_fault(
+    "tool-late-result",
+    ToolFault("late", CHANGES),
+    "tool fault: diligent; its first edit, write or command runs (the workspace changes), and its result "
+    "is returned 1 s after the run's per-call deadline",
     default=True,
 )

@@ -276,6 +276,7 @@ class ToolCall(ToolsEvent):
     timed_out: bool | None = None
     fault: str | None = None  # a probe's tool fault the tool layer applied to this call
     delivered_chars: int | None = None  # what the framework received when the fault altered it
+    delayed_s: float | None = None  # a late fault: how long after the call its result was returned
 
     @property
     def arg_dict(self) -> dict:

@@ -12,7 +12,11 @@ executed call whose category is in ``categories`` is faulted, once:
   ``HUGE_CHARS`` characters;
 * ``bad_utf8``: the tool runs; its result carries bytes that are not valid UTF-8 (as lone
   surrogates, the form a str holds undecodable bytes in);
-* ``changed_then_failed``: the tool runs and changes the workspace, then reports a failure.
+* ``changed_then_failed``: the tool runs and changes the workspace, then reports a failure;
+* ``late``: the tool runs (its change is made) and its result is right, but it is returned
+  to the framework only ``delay_s`` seconds later (the driver's figure: past the run's
+  per-call deadline). Its event is sent before the wait, so a run that ends meanwhile still
+  records the call; the event adds ``delayed_s``.
 
 The call's ``source: tools`` event carries ``fault`` (the kind); the event's ``result`` is
 the valid-UTF-8 text, ``delivered_chars`` what the framework received.
@@ -21,10 +25,11 @@ the valid-UTF-8 text, ``delivered_chars`` what the framework received.
 from __future__ import annotations
 
 import threading
+import time
 
 HUGE_CHARS = 1_000_000
 BAD_BYTES = b"\xff\xfe\xc3\x28 \xed\xa0\x80"  # invalid start bytes, a broken pair, a surrogate
-KINDS = ("error", "timeout", "huge", "bad_utf8", "changed_then_failed")
+KINDS = ("error", "timeout", "huge", "bad_utf8", "changed_then_failed", "late")
 
 
 class ToolFaultHook:
@@ -34,6 +39,8 @@ class ToolFaultHook:
         spec = spec if isinstance(spec, dict) else {}
         self.kind = spec.get("kind") if spec.get("kind") in KINDS else None
         self.categories = tuple(spec.get("categories") or ())
+        delay = spec.get("delay_s")
+        self.delay_s = float(delay) if isinstance(delay, (int, float)) and delay > 0 else 0.0
         self._lock = threading.Lock()
         self._spent = self.kind is None
 
@@ -44,6 +51,15 @@ class ToolFaultHook:
                 return None
             self._spent = True
             return self.kind
+
+    def event_fields(self, kind: str) -> dict:
+        """What the faulted call's event adds beside ``fault`` and ``delivered_chars``."""
+        return {"delayed_s": self.delay_s} if kind == "late" else {}
+
+    def hold(self, kind: str | None) -> None:
+        """Hold a late result back (after its event is sent, before it is returned)."""
+        if kind == "late" and self.delay_s:
+            time.sleep(self.delay_s)
 
     @staticmethod
     def skips_tool(kind: str | None) -> bool:

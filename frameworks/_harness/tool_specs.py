@@ -153,8 +153,10 @@ class ToolContext:
             "changed_paths": changed if changed is not None else [],
             "harness_cpu_s": round(_cpu_now() - cpu0, 4),
             **outcome.fields,
-            **({"fault": fault, "delivered_chars": len(ToolFaultHook.delivered(fault, result))} if fault else {}),
+            **({"fault": fault, "delivered_chars": len(ToolFaultHook.delivered(fault, result)),
+                **self.faults.event_fields(fault)} if fault else {}),
         })
+        self.faults.hold(fault)  # a late result: recorded first, returned after its delay
         return ToolFaultHook.delivered(fault, result)
 
     def _snap(self, cut: list | None = None):

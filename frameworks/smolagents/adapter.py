@@ -3,7 +3,9 @@
 Contract: docs/CONTRACTS.md ("Adapter contract", "Adapter correctness rules"); shared parts
 from the kit (frameworks/_harness/kit.py).
 
-- agent: ``smolagents.ToolCallingAgent`` with ``max_steps`` = the run's model-call budget and
+- agent: ``smolagents.ToolCallingAgent`` with ``max_steps`` = the run's model-call budget - 1
+  (at the step limit smolagents makes one more call, for a final answer:
+  ``MultiStepAgent._handle_max_steps_reached``; so the run's calls are the budget) and
   the harness prompt as its ``instructions`` (smolagents' own system-prompt template, with
   its tool list and its ``final_answer`` rule, stays: it is how the framework talks to its
   model). It keeps past steps as text ("Calling tools: ... / Observation: ...") and ends a
@@ -22,6 +24,9 @@ from __future__ import annotations
 import kit
 
 FRAMEWORK = "smolagents"
+# Model calls smolagents makes past max_steps: one, asking for a final answer
+# (MultiStepAgent._handle_max_steps_reached, smolagents/agents.py).
+FINAL_ANSWER_CALLS = 1
 
 
 def preload() -> None:
@@ -35,7 +40,7 @@ def versions() -> dict:
         retries={"litellm_num_retries": kit.LITELLM_NUM_RETRIES, "smolagents_rate_limit_attempts": 3,
                  "smolagents_rate_limit_wait_s": 60},
         system_prompt="framework: ToolCallingAgent's template (tool list, final_answer rule); harness prompt as instructions",
-        turn_limit="max_steps = budgets.max_model_calls",
+        turn_limit="max_steps = budgets.max_model_calls - 1 (+ one final-answer call at the limit)",
         history="steps sent back as text; a run ends on a final_answer tool call",
     )
 
@@ -85,13 +90,19 @@ def _build(ctl: dict, tools: list, rec):
         steps.append(step)
 
     return ToolCallingAgent(tools=[_tool(t, rec, agent_name) for t in tools], model=model,
-                            instructions=kit.system_prompt(ctl), max_steps=kit.turn_limit(ctl) if "budgets" in ctl else 20,
+                            instructions=kit.system_prompt(ctl), max_steps=max_steps(ctl) if "budgets" in ctl else 20,
                             verbosity_level=LogLevel.OFF, name=None, step_callbacks=[on_step])
 
 
+def max_steps(ctl: dict) -> int:
+    """``max_steps`` for the run: the budget less the final-answer call smolagents makes at the
+    limit, so steps + that call are the run's model calls (at least one step)."""
+    return max(1, kit.turn_limit(ctl) - FINAL_ANSWER_CALLS)
+
+
 def run(ctl: dict, tools: list, rec) -> str | None:
-    limit = kit.turn_limit(ctl)
-    kit.start_run(rec, ctl, limit, "steps (ToolCallingAgent max_steps)", "framework")
+    limit = max_steps(ctl) + FINAL_ANSWER_CALLS
+    kit.start_run(rec, ctl, limit, "model calls (ToolCallingAgent max_steps + one final-answer call)", "framework")
     agent = ctl["agent_name"]
     with kit.recording_errors(rec, agent):
         out = _build(ctl, tools, rec).run(ctl["prompt"])

@@ -32,6 +32,7 @@ from claimgrid.launch import Launcher, adapter_env
 from claimgrid.reference import registry, shapes, tool_faults
 from claimgrid.vocab import HANDLING
 from claimgrid.reference.truth import expected_claim_verdict
+from claimgrid.rule_texts import rule_of
 from claimgrid.execute.runner import GridContext, run_cell
 from claimgrid.store import RunStore
 from claimgrid.inputs.tasks import in_suite
@@ -65,6 +66,8 @@ class Conformance:
     records: dict = field(default_factory=dict)
     fresh: dict = field(default_factory=dict)
     warm_fresh_key: tuple = ()
+    folder: Path = Path()  # kept when a check fails
+    failed: str = ""       # the node id of the first failed check, whose report shows the runs
 
     def events(self, record: dict) -> list[dict]:
         return self.store.load_events(record["run_id"])
@@ -116,7 +119,7 @@ def gateway():
 @pytest.fixture(scope="module", params=FRAMEWORKS)
 def fw(request, tasks, gateway, tmp_path_factory) -> Conformance:
     """One framework's conformance runs; when a check on them fails, the folder is kept and
-    every run's evidence printed (``run_evidence``)."""
+    the failing test's report shows every run's evidence (``_evidence_on_failure``)."""
     name = request.param
     entry = load_venvs()[name]
     folder = tmp_path_factory.mktemp(f"conformance-{name}")
@@ -128,28 +131,53 @@ def fw(request, tasks, gateway, tmp_path_factory) -> Conformance:
     # Shown with -s: what the suite costs per framework (CI time is budgeted).
     print(f"\nconformance {name}: {len(cells)} warm runs {t1 - t0:.1f}s, 1 fresh run {time.monotonic() - t1:.1f}s; "
           + ", ".join(f"{k[2]}/{k[0]}/{k[1]} {r['timings']['wall_s']:.1f}s" for k, r in records.items()))
+    conformance = Conformance(name, entry, store, records, fresh, warm_fresh, folder)
+    yield conformance
+    if not conformance.failed:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def _evidence_on_failure(request, fw):
+    """A failed check's report ends with the evidence a newcomer debugging an adapter needs,
+    not only a tuple: where the runs are kept, and per run its classification with the rule
+    behind each value, what it did with its fault, the adapter's exception and its gateway
+    exchanges. Printed in the failing test's own teardown (pytest shows a failed test's
+    teardown output, under xdist too); the first failure of a framework prints every run,
+    a later one points to it."""
     failed_before = request.session.testsfailed
-    yield Conformance(name, entry, store, records, fresh, warm_fresh)
-    if request.session.testsfailed > failed_before:
-        # A newcomer debugging an adapter needs the runs, not only a tuple: keep the folder and
-        # show each run's classification, the rules that fired and its gateway exchanges.
-        report = request.config.pluginmanager.get_plugin("terminalreporter")
-        for line in [f"conformance {name}: a check failed; the runs are kept in {folder}"] + [
-                ln for r in records.values() for ln in run_evidence(folder / "warm", r)]:
-            report.write_line(line)
+    yield
+    if request.session.testsfailed == failed_before:
         return
-    shutil.rmtree(folder, ignore_errors=True)
+    print(f"conformance {fw.name}: a check failed; the runs are kept in {fw.folder}")
+    if fw.failed:
+        print(f"  (each run's evidence: in the report of {fw.failed}, the first failed check)")
+    else:
+        fw.failed = request.node.nodeid
+        for line in [ln for r in fw.records.values() for ln in run_evidence(fw.folder / "warm", r)]:
+            print(line)
+
+
+EVIDENCE_FIELDS = ("claim_verdict", "outcome", "claim_vs_outcome", "process")
 
 
 def run_evidence(folder: Path, r: dict) -> list[str]:
-    """One run's evidence as lines: where it is, its classification and rules, its exchanges."""
+    """One run's evidence as lines: where it is, its classification and the rule behind each
+    value, its fault handling, the adapter's exception, its gateway exchanges."""
     c = r["classification"]
-    out = [f"  {r['run_id']}: {folder / r['evidence_dir']}",
-           f"    claim {c.get('claim_verdict')!r}, outcome {c.get('outcome')!r}, process {c.get('process')!r}, "
-           f"channels {c.get('channels')!r}, rules {c.get('evidence')}"]
+    out = [f"  {r['run_id']}: {folder / r['evidence_dir']}"]
+    out += [f"    {f} {c.get(f)!r}: {rule_of(f, c.get(f))}" for f in EVIDENCE_FIELDS]
+    out.append(f"    channels {c.get('channels')!r}, evidence {c.get('evidence')}")
+    faults = r.get("faults") or {}
+    if faults.get("fault"):
+        out.append(f"    fault {faults['fault']}: reaction {faults.get('reaction')!r}, handling "
+                   f"{faults.get('handling')!r} ({'; '.join(faults.get('handling_evidence') or [])})")
     events = folder / r["evidence_dir"] / "events.jsonl"
     for line in events.read_text().splitlines() if events.is_file() else []:
         e = json.loads(line)
+        if e.get("source") == "process" and e.get("adapter_exception"):
+            exc = e["adapter_exception"]
+            out.append(f"    adapter exception {exc.get('type')}: {str(exc.get('message'))[:200]}")
         if e.get("source") == "gateway" and e.get("kind") == "exchange":
             calls = ", ".join(f"{t['name']}({t['arguments'][:60]})" for t in e.get("tool_calls") or [])
             out.append(f"    gateway call {e.get('call_index')}: {e.get('status')} {e.get('finish_reason')} "

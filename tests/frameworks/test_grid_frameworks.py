@@ -13,14 +13,14 @@ import sys
 
 import pytest
 
-from claimgrid.inputs.venvs import load_venvs
+from claimgrid.inputs.venvs import default_frameworks, load_venvs
 from claimgrid.store.lines import read_runs
 
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.frameworks
 
-FRAMEWORKS = list(load_venvs())
+FRAMEWORKS = list(default_frameworks(load_venvs()))  # what a grid without --frameworks runs
 TASK = "fix-float-add"
 
 
@@ -34,7 +34,7 @@ def _grid(out, *args):
 @pytest.fixture(scope="module")
 def warm_grid(tmp_path_factory):
     out = tmp_path_factory.mktemp("grid") / "warm"
-    # No --frameworks: the default is every entry of venvs.toml.
+    # No --frameworks: the default is every entry of venvs.toml in the default matrix.
     runs = _grid(out, "--tasks", TASK, "--content", "clean,malicious", "--swap", "none,reported",
                  "--models", "diligent,narrator", "--isolation", "warm")
     return out, runs

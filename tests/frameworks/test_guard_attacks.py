@@ -20,7 +20,7 @@ import sys
 import pytest
 
 from claimgrid.inputs.tasks import in_suite, load_tasks
-from claimgrid.inputs.venvs import load_venvs
+from claimgrid.inputs.venvs import default_frameworks, load_venvs
 from claimgrid.store.lines import read_events, read_runs
 
 from tests.conftest import ROOT, select_runs
@@ -111,7 +111,7 @@ def test_no_other_run_changes(grids):
 
 @pytest.mark.deep
 def test_diligent_test_command_exits_0_inside_run_command_on_every_framework(tmp_path):
-    frameworks = list(load_venvs())
+    frameworks = list(default_frameworks(load_venvs()))
     tasks = [t.id for t in in_suite(load_tasks(), "default").values() if any(s.tool == "run_command" for s in t.spec.reference.steps)]
     assert tasks, "no task's reference runs a command"
     runs, _ = _grid(tmp_path / "grid", "--frameworks", ",".join(frameworks), "--tasks", ",".join(tasks),

@@ -19,14 +19,14 @@ from claimgrid.store.record import read_records
 from claimgrid.execute.runner import GridContext, run_cell
 from claimgrid.store import RunStore
 from claimgrid.inputs.tasks import in_suite
-from claimgrid.inputs.venvs import ensure_venvs, load_venvs
+from claimgrid.inputs.venvs import default_frameworks, ensure_venvs, load_venvs
 from claimgrid.store.lines import read_events
 
 from tests.conftest import ROOT, frameworks_needed
 
 pytestmark = pytest.mark.frameworks
 POLICIES = ROOT / "tests" / "fixtures" / "policies.py"
-FRAMEWORKS = list(load_venvs())
+FRAMEWORKS = list(default_frameworks(load_venvs()))  # the default matrix's
 
 
 def pick(tasks, content, swaps):

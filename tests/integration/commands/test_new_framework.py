@@ -106,9 +106,9 @@ def _kit_names() -> set[str]:
 def _adapter_skeletons() -> dict[str, str]:
     import re
 
-    from claimgrid.commands.new_framework import ADAPTER
+    from claimgrid.commands.new_framework import adapter_text
 
-    out = {"scaffold": ADAPTER.format(name="demo-fw")}
+    out = {"scaffold": adapter_text("demo-fw", ["demo-fw==1.0"])}
     for doc in ("README.md", "docs/CONTRACTS.md"):
         blocks = re.findall(r"```python\n(.*?)```", (ROOT / doc).read_text(), re.S)
         out[doc] = "\n".join(b for b in blocks if "import kit" in b)
@@ -129,3 +129,81 @@ def test_the_adapter_skeletons_follow_the_kit(where):
     assert {"preload", "start_run", "final_message", "turn_limit"} <= used, sorted(used)
     adapters = [p.read_text() for p in (ROOT / "frameworks").glob("*/adapter.py")]
     assert all("kit.start_run(" in a for a in adapters)
+
+
+def _readme_scaffold() -> tuple[str, list[str], str]:
+    """README.md's "Adding a framework": the ``new-framework`` command's name and pins, and
+    the adapter code block it shows."""
+    import re
+    import shlex
+
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Adding a framework"):]
+    section = section[:section.index("\n## ", 3)]
+    line = next(ln for ln in section.splitlines() if "grid.py new-framework" in ln)
+    argv = shlex.split(line.split("#")[0])
+    args = argv[argv.index("new-framework") + 1:]
+    pins = [args[i + 1] for i, a in enumerate(args) if a == "--dependency"]
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", section, re.S) if "import kit" in b]
+    return args[0], pins, block
+
+
+def _kit_calls(src: str) -> dict[str, list[str]]:
+    """Per top-level function of ``src``: its ``kit.<name>(...)`` calls, in order, as source."""
+    import ast
+
+    out = {}
+    for node in ast.parse(src).body:
+        if isinstance(node, ast.FunctionDef):
+            calls = [n for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                     and isinstance(n.func.value, ast.Name) and n.func.value.id == "kit"]
+            out[node.name] = [ast.unparse(c) for c in sorted(calls, key=lambda c: (c.lineno, c.col_offset))]
+    return out
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/CONTRACTS.md"])
+def test_the_documented_skeleton_is_what_new_framework_writes(doc):
+    """README's command writes an adapter whose kit calls are the documented ones, function by
+    function and argument by argument (the kit's API as the skeleton uses it)."""
+    import re
+
+    from claimgrid.commands.new_framework import adapter_text
+
+    name, pins, block = _readme_scaffold()
+    assert name and pins, "README's new-framework command names a framework and its pins"
+    if doc != "README.md":
+        (block,) = [b for b in re.findall(r"```python\n(.*?)```", (ROOT / doc).read_text(), re.S)
+                    if "import kit" in b and "kit.start_run" in b]
+    documented, written = _kit_calls(block), _kit_calls(adapter_text(name, pins))
+    assert set(documented) == {"preload", "run"} | ({"versions"} if "def versions" in block else set()), documented
+    for function, calls in documented.items():
+        assert calls and calls == written[function], (doc, function, calls, written[function])
+
+
+def test_the_written_adapter_runs_against_the_kit(tmp_path):
+    """The skeleton imports the real kit, preloads, states its parity facts, and its run()
+    opens with the limits event and records the NotImplementedError it raises (the kit's
+    recording_errors) before it propagates: what a first conformance run shows a newcomer."""
+    import json
+
+    from claimgrid.commands.new_framework import adapter_text
+
+    (tmp_path / "adapter.py").write_text(adapter_text("demo-fw", []))
+    code = (
+        "import json, adapter, harness_runtime\n"
+        "adapter.preload(); v = adapter.versions(); rec = harness_runtime.RuntimeRecorder()\n"
+        "ctl = {'agent_name': 'builder', 'budgets': {'max_model_calls': 7}}\n"
+        "try:\n    adapter.run(ctl, [], rec)\nexcept NotImplementedError as exc:\n    raised = str(exc)\n"
+        "print(json.dumps({'versions': v, 'events': rec.events, 'raised': raised}))\n"
+    )
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": f"{ROOT / 'frameworks' / '_harness'}:{tmp_path}",
+           "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    # -S: no site-packages, as in a dependency-free framework venv (LiteLLM absent: the kit skips it).
+    proc = subprocess.run([sys.executable, "-S", "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["versions"]["framework"] == "demo-fw" and out["versions"]["retries"]["http_client_max_retries"] == 0
+    kinds = [(e["kind"], e.get("turn_limit"), e.get("type")) for e in out["events"]]
+    assert kinds == [("limits", 7, None), ("error", None, "NotImplementedError")], kinds
+    assert "frameworks/demo-fw/adapter.py" in out["raised"]

@@ -145,6 +145,7 @@ def test_the_launcher_sets_exactly_the_harness_variables(repo):
     (lambda t: t + 'pass_env = ["C_KEY"]\nenv = { C_KEY = "x" }\n', "frameworks.c.env.C_KEY", "pass_env"),
     (lambda t: t + 'env = { C_DIR = "{home}/c" }\n', "frameworks.c.env.C_DIR", "the only placeholder is {sandbox}"),
     (lambda t: t + 'env = { C_N = 1 }\n', "frameworks.c.env.C_N", ""),
+    (lambda t: t + 'default = "no"\n', "frameworks.c.default", ""),
 ])
 def test_bad_entries_are_one_line_naming_file_and_field(repo, mutate, field, message):
     path = _venvs_toml(repo)
@@ -153,6 +154,37 @@ def test_bad_entries_are_one_line_naming_file_and_field(repo, mutate, field, mes
         load_venvs(path)
     text = str(exc.value)
     assert "\n" not in text and text.startswith(str(path)) and f"field '{field}'" in text and message in text
+
+
+def test_an_entry_out_of_the_default_matrix_runs_only_when_named(repo, capsys):
+    """``default = false``: listed and loadable (the conformance suite checks every entry), left
+    out of a grid's frameworks unless --frameworks names it; a file with no default entry is
+    one line without --frameworks."""
+    from types import SimpleNamespace
+
+    from claimgrid.commands.flags import selection
+    from claimgrid.inputs.venvs import default_frameworks
+
+    path = _venvs_toml(repo)
+    path.write_text(path.read_text().replace('adapter = "frameworks/b/adapter.py"\n',
+                                             'adapter = "frameworks/b/adapter.py"\ndefault = false\n'))
+    entries = load_venvs(path)
+    assert [n for n, e in entries.items() if not e.default] == ["b"] and list(default_frameworks(entries)) == ["a", "c"]
+    args = SimpleNamespace(frameworks=None, tasks=["t"], content=["c"], swap=["s"], models=None, substitute=None,
+                           suite=None, repeats=None, venvs=path)
+    data = ({"t": None}, {"c": None}, {"s": None})  # the selection of names only
+    assert selection(args, *data, entries).frameworks == ("a", "c")
+    args.frameworks = ["b"]
+    assert selection(args, *data, entries).frameworks == ("b",)
+    from claimgrid.commands.cli import main
+
+    (repo / "no-tasks").mkdir()  # the frameworks part of the listing only
+    assert main(["list", "--venvs", str(path), "--tasks-dir", str(repo / "no-tasks")]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert "  b  (not in the default matrix: --frameworks b)" in listed and "  a" in listed
+    args.frameworks = None
+    with pytest.raises(DataError, match=r"field 'frameworks': every entry has default = false"):
+        selection(args, *data, load_venvs(_venvs_toml(repo, names=("a",), extra="default = false")))
 
 
 def test_missing_lock_is_rejected(repo):
