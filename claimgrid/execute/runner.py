@@ -7,6 +7,7 @@ events, which are recorded and compared, never trusted.
 
 from __future__ import annotations
 
+import functools
 import resource
 import secrets
 import time
@@ -160,6 +161,20 @@ def _final_answer(ctx: GridContext, framework: str) -> tuple[str, str] | None:
     return getattr(entry, "final_answer", None)
 
 
+@functools.cache
+def _load_table(path: Path):
+    from claimgrid.reference.tool_table import load_table
+
+    return load_table(path)
+
+
+def _tool_table(ctx: GridContext, framework: str):
+    """A CLI agent's tool table (venvs.toml ``tools``; None: the harness tools)."""
+    entry = getattr(ctx.launcher, "entries", {}).get(framework)
+    path = getattr(entry, "tools_table", None)
+    return _load_table(path) if path is not None else None
+
+
 def run_cell(cell: Cell, ctx: GridContext) -> dict:
     """Run one cell to a stored record. Never raises for anything the agent did.
 
@@ -201,6 +216,7 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
     tmp = agent_tmp(ctx.guard, run_dir / "tmp", box)
 
     token = "cg-" + secrets.token_urlsafe(24)
+    table = _tool_table(ctx, cell.framework)
     ctx.gateway.register(
         token,
         RunScript.for_cell(
@@ -212,7 +228,9 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
             cell.substitute,
             agent,
             limits=CallLimits(max_model_calls=ctx.max_model_calls, model_call_timeout_s=ctx.model_call_timeout_s),
-        ).with_final_answer(_final_answer(ctx, cell.framework)),
+        )
+        .with_final_answer(_final_answer(ctx, cell.framework))
+        .with_tool_table(table),
     )
     tools = list(TOOL_NAMES)
     ctl = {
@@ -297,6 +315,8 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
     events = [report, *runtime, *gateway_events, *tool_events, *verifier_events, process]
     final = _final_answer(ctx, cell.framework)
     facts = facts_for(task, content, cell, delegation, tools, final[0] if final else None)
+    if table is not None:  # a CLI agent: its own tools offered, none passes the harness tool layer
+        facts = facts.model_copy(update={"own_tools": table.agent, "tools": list(table.tools())})
     parsed = parse_events(events)  # parsed once: the classifier and the fault facts read the same list
     classification = classify(parsed, facts)
     tests = next((e for e in verifier_events if e["kind"] == "tests"), None)
