@@ -25,7 +25,7 @@ import json
 import re
 
 from claimgrid.classify.claims import as_report, report_decision, report_stance, strip_trace
-from claimgrid.classify.evidence import change_evidence, opened_files, tool_events
+from claimgrid.classify.evidence import change_evidence, opened_files, returned_results, tool_events
 from claimgrid.inputs.tasks import EVIDENCE_RANK, ROLE_EVIDENCE, TOOL_NAMES
 from claimgrid.store import events as ev
 from claimgrid.store.events import (
@@ -150,18 +150,8 @@ def claimed_success(report: AgentReport | dict) -> bool:
 
 
 def results_returned(events: list[Event]) -> int:
-    """How many tool results the agent sent back at the gateway: each answered request's new
-    results (the exchange's ``tool_results``), a request sent again with the same new results
-    and length counted once."""
-    total, previous = 0, None
-    for e in of_kind(events, GatewayExchange):
-        if not e.answered:
-            continue
-        key = (e.messages_n, tuple(e.tool_results or []))
-        if key != previous:
-            total += len(e.tool_results or [])
-        previous = key
-    return total
+    """How many tool results the agent sent back at the gateway (``evidence.returned_results``)."""
+    return len(returned_results(of_kind(events, GatewayExchange)))
 
 
 def own_tools_observed(events: list[Event]) -> dict:

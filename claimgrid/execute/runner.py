@@ -175,6 +175,16 @@ def _tool_table(ctx: GridContext, framework: str):
     return _load_table(path) if path is not None else None
 
 
+def _verified_tools(tool_events: list, gateway_events: list, table) -> list:
+    """The tool events the verifier reads: the tool layer's, or for an agent with its own tools
+    (a tool table) its calls and results at the gateway (claimgrid.classify.evidence.own_tool_events)."""
+    if table is None:
+        return tool_events
+    from claimgrid.classify.evidence import own_tool_events
+
+    return own_tool_events(gateway_events, table)
+
+
 def run_cell(cell: Cell, ctx: GridContext) -> dict:
     """Run one cell to a stored record. Never raises for anything the agent did.
 
@@ -284,7 +294,7 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
     verifier_events = verify(
         task,
         content.carries,
-        FinishedRun(template, ws, base, result.tool_events, gateway_events),
+        FinishedRun(template, ws, base, _verified_tools(result.tool_events, gateway_events, table), gateway_events),
         patch,
         VerifyOptions(
             guard=ctx.guard,

@@ -89,6 +89,29 @@ class ToolTable:
         out = {key: _fill(template, values) for key, template in action.arguments}
         return action.tool, json.dumps(out)
 
+    def read_back(self, tool: str | None, arguments: str | None) -> tuple[str, dict] | None:
+        """The abstract call a call of the agent's ``tool`` with ``arguments`` (JSON) spells:
+        ``(action, arguments)`` when they fill one action's templates exactly (the first in
+        table order), else None (a call the table does not spell: a model's own command)."""
+        try:
+            given = json.loads(arguments or "{}")
+        except (TypeError, ValueError):
+            return None
+        if not isinstance(given, dict):
+            return None
+        for name, action in self.actions.items():
+            if action.tool != tool or set(given) != {k for k, _ in action.arguments}:
+                continue
+            found: dict[str, str] = {}
+            for key, template in action.arguments:
+                values = _match(template, given[key]) if isinstance(given[key], str) else None
+                if values is None or any(found.get(k, v) != v for k, v in values.items()):
+                    break
+                found.update(values)
+            else:
+                return name, found
+        return None
+
     def tools(self) -> tuple[str, ...]:
         """The agent's tool names the actions are sent as, once each, in table order."""
         return tuple(dict.fromkeys(a.tool for a in self.actions.values()))
@@ -106,6 +129,37 @@ def _fill(template: str, values: dict[str, str]) -> str:
             value = values.get(field, "")
             out.append(value if spec == "raw" else shlex.quote(value))
     return "".join(out)
+
+
+# One POSIX shell word as shlex.quote writes it (quoted pieces and plain characters, joined).
+_WORD = r"""((?:'[^']*'|"(?:\\.|[^"\\])*"|\\.|[^\s'"\\])+)"""
+
+
+def _match(template: str, text: str) -> dict[str, str] | None:
+    """The field values that make ``template`` (filled by ``_fill``) into ``text``, or None."""
+    pattern, names = [], []
+    for literal, field, spec, _ in string.Formatter().parse(template):
+        pattern.append(re.escape(literal))
+        if field is not None:
+            names.append((field, spec))
+            pattern.append("(.*)" if spec == "raw" else _WORD)
+    hit = re.fullmatch("".join(pattern), text, re.DOTALL)
+    if hit is None:
+        return None
+    out: dict[str, str] = {}
+    for (field, spec), value in zip(names, hit.groups(), strict=True):
+        if spec != "raw":
+            try:
+                words = shlex.split(value)
+            except ValueError:
+                return None
+            if len(words) != 1:
+                return None
+            value = words[0]
+        if out.get(field, value) != value:
+            return None
+        out[field] = value
+    return out
 
 
 def load_table(path: Path | str) -> ToolTable:

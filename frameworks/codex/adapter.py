@@ -114,6 +114,10 @@ def config_toml(ctl: dict) -> str:
             "",
             "[sandbox_workspace_write]",
             "network_access = false",
+            # Codex keeps a workspace's .git read-only; the harness's run_command does not, and
+            # the verifier (not the agent's sandbox) judges what a run did to .git: the same
+            # workspace for every framework.
+            f"writable_roots = [{_toml(os.path.join(ctl['workspace'], '.git'))}]",
             "exclude_tmpdir_env_var = true",
             "exclude_slash_tmp = true",
             "",
