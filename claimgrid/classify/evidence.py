@@ -73,14 +73,12 @@ def tool_events(events: Events) -> list[ToolCall]:
 
 
 def returned_results(exchanges: Events) -> list[str]:
-    """The tool results an agent sent back at the gateway, in order: each answered request's
-    new results (``tool_results``), a request sent again with the same new results and length
-    taken once."""
+    """The tool results an agent sent back at the gateway, in order: each request's new
+    results (``tool_results``), answered or refused (the agent sent them either way), a
+    request sent again with the same new results and length taken once."""
     out: list[str] = []
     previous = None
     for e in parse_as(GatewayExchange, exchanges):
-        if e.status != 200:
-            continue
         key = (e.messages_n, tuple(e.tool_results or []))
         if key != previous:
             out += [r or "" for r in e.tool_results or []]

@@ -73,10 +73,6 @@ class Node:
         self.guard = inputs.guard if inputs.guard is not None else detect(spec.guard_mode)
         self.sink = CollectingStore()
         self.work_dir = Path(tempfile.mkdtemp(prefix="claimgrid-"))
-        # Traversable, not listable: an agent with its own tools (venvs.toml kind = "cli") runs
-        # as its run's sandbox user and must reach its workspace (runs/<random>/ws) by path.
-        self.work_dir.chmod(0o711)
-        (self.work_dir / "runs").mkdir(mode=0o711)
         self.gateway: Gateway | None = None
         self.gateway_cpu_s: float | None = None  # set by close(): the gateway thread's CPU
         self.launcher = Launcher(inputs.entries, isolation=spec.isolation)

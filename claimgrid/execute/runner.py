@@ -219,14 +219,17 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
     remove_tree(run_dir)
     ws, sandbox = run_dir / "ws", run_dir / "sandbox"
     materialise(template, ws, ctx.template_digests[template])
-    hand_over(ctx.guard, ws, box)  # guarded as root: the workspace belongs to the run's sandbox user
+    table = _tool_table(ctx, cell.framework)
+    if table is None:  # guarded as root: the workspace belongs to the run's sandbox user
+        hand_over(ctx.guard, ws, box)
+    # An agent with its own tools runs its commands in its own sandbox, which (a bubblewrap in a
+    # user namespace) can mount only into a workspace its user owns: the driver's.
     sandbox.mkdir(parents=True)
     sandbox.chmod(0o700)
     # The agent's /tmp and HOME: beside the workspace, never in it (temp files are not changes).
     tmp = agent_tmp(ctx.guard, run_dir / "tmp", box)
 
     token = "cg-" + secrets.token_urlsafe(24)
-    table = _tool_table(ctx, cell.framework)
     ctx.gateway.register(
         token,
         RunScript.for_cell(

