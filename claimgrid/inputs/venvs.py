@@ -538,7 +538,8 @@ TRAFFIC_PACKAGES = (
 
 def framework_versions(entry: Entry) -> dict:
     """``{"lock_sha256": ..., package: version, ...}`` from ``uv.lock``: the project's direct
-    dependencies and the locked ``TRAFFIC_PACKAGES``, transitive ones included."""
+    dependencies and the locked ``TRAFFIC_PACKAGES``, transitive ones included; for a CLI
+    entry also ``npm_lock_sha256`` and its npm package's locked version (package-lock.json)."""
     try:
         with open(entry.project / "pyproject.toml", "rb") as fh:
             deps = tomllib.load(fh).get("project", {}).get("dependencies", [])
@@ -553,4 +554,12 @@ def framework_versions(entry: Entry) -> dict:
         name = _norm(pkg.get("name", ""))
         if name in wanted and "version" in pkg:
             out[name] = pkg["version"]
-    return {"lock_sha256": hashlib.sha256(raw).hexdigest(), **dict(sorted(out.items()))}
+    facts = {"lock_sha256": hashlib.sha256(raw).hexdigest(), **dict(sorted(out.items()))}
+    if entry.npm is not None:  # an agent with its own model client: its npm package is the traffic fact
+        try:
+            npm_raw = (entry.project / "package-lock.json").read_bytes()
+            locked = json.loads(npm_raw).get("packages", {}).get(f"node_modules/{entry.npm[0]}", {})
+        except (OSError, ValueError) as exc:
+            return {**facts, "error": f"package-lock.json: {type(exc).__name__}: {exc}"}
+        facts.update({"npm_lock_sha256": hashlib.sha256(npm_raw).hexdigest(), entry.npm[0]: locked.get("version")})
+    return facts
