@@ -56,7 +56,8 @@ CUSTOM_PARAMETERS = {"type": "object", "properties": {"input": {"type": "string"
 
 def custom_tools(body: dict) -> set[str]:
     """Names of the request's ``custom`` tools (their calls are ``custom_tool_call`` items)."""
-    tools = body.get("tools") if isinstance(body.get("tools"), list) else []
+    given = body.get("tools")
+    tools = given if isinstance(given, list) else []
     return {
         t["name"] for t in tools if isinstance(t, dict) and t.get("type") == "custom" and isinstance(t.get("name"), str)
     }
