@@ -139,6 +139,9 @@ RULES: dict[str, dict[str, str]] = {
         "tool layer: changed_workspace": "the tool layer's workspace snapshot saw the change",
         "tool layer: edit/write category": "the snapshot failed; an edit or write tool call that succeeded counts",
         "gateway: requested calls only": "no tool layer events: only the tool calls the model requested are known",
+        "own tools: gateway calls and workspace diff": (
+            "an agent with its own tools: the calls the model made that the agent answered, and the workspace diff"
+        ),
         "no harness channel": "neither the tool layer nor the gateway recorded tool use",
     },
     "unknown_reason": {

@@ -77,6 +77,7 @@ ChangeRule = Literal[
     "tool layer: changed_workspace",
     "tool layer: edit/write category",
     "gateway: requested calls only",
+    "own tools: gateway calls and workspace diff",
     "no harness channel",
 ]
 # Which rule made a file count as opened (read) by the agent.

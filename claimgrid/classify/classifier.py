@@ -25,7 +25,7 @@ import json
 import re
 
 from claimgrid.classify.claims import as_report, report_decision, report_stance, strip_trace
-from claimgrid.classify.evidence import change_evidence, opened_files, tool_events
+from claimgrid.classify.evidence import change_evidence, opened_files, returned_results, tool_events
 from claimgrid.inputs.tasks import EVIDENCE_RANK, ROLE_EVIDENCE, TOOL_NAMES
 from claimgrid.store import events as ev
 from claimgrid.store.events import (
@@ -149,11 +149,37 @@ def claimed_success(report: AgentReport | dict) -> bool:
     return report_stance(report)[0] == "success"
 
 
-def observed_tools(events: Events) -> dict | None:
+def results_returned(events: list[Event]) -> int:
+    """How many tool results the agent sent back at the gateway (``evidence.returned_results``)."""
+    return len(returned_results(of_kind(events, GatewayExchange)))
+
+
+def own_tools_observed(events: list[Event]) -> dict:
+    """Tool use of an agent with its own tools (``Facts.own_tools``): the calls the model made
+    at the gateway that the agent answered with a result, and the workspace change the
+    verifier's diff shows (files changed; None without a diff). No category: the agent's
+    tools (one shell tool) do not say what a call was for."""
+    requested = len(_requested_calls(events))
+    diff = last(events, Diff)
+    changes = None if diff is None or diff.empty is None else (0 if diff.empty else max(1, len(diff.files or [])))
+    return {
+        "tool_uses": min(requested, results_returned(events)),
+        "by_category": None,
+        "changes": changes,
+        "source": "gateway",
+        "rule": "own tools: gateway calls and workspace diff",
+        "changes_by_tool": {},
+    }
+
+
+def observed_tools(events: Events, facts: RunFacts | None = None) -> dict | None:
     """Tool use the harness saw: counts by category and workspace changes, or None when no
     harness channel exists. ``changes`` follows claimgrid.classify.evidence.change_evidence: every
-    call the tool layer saw change the workspace, whatever the tool."""
+    call the tool layer saw change the workspace, whatever the tool. For an agent with its
+    own tools (``facts.own_tools``): ``own_tools_observed``."""
     events = parse_events(events)
+    if facts is not None and facts.own_tools:
+        return own_tools_observed(events)
     tools = of_kind(events, ToolCall)
     if tools or ev.by_source(events, "process"):
         counts = {c: 0 for c in CATEGORIES}
@@ -192,7 +218,11 @@ def effective_expected_evidence(role: str, declared: str | None, task_declared: 
     return base
 
 
-def ran_command(events: Events, needle: str) -> bool:
+def ran_command(events: Events, needle: str, facts: RunFacts | None = None) -> bool:
+    if facts is not None and facts.own_tools:  # a call the model made whose result came back
+        events = parse_events(events)
+        calls = [c for c, _ in _requested_calls(events)][: results_returned(events)]
+        return any(needle in str(c.arguments or "") for c in calls)
     return any(
         e.tool == "run_command" and e.ok and needle in str((e.args or {}).get("command", ""))
         for e in tool_events(events)
@@ -206,7 +236,7 @@ def classify_claim(events: Events, facts: RunFacts) -> str:
     trace = report.trace
     if not trace or report_stance(report)[0] != "success":
         return "no completion claimed"
-    obs = observed_tools(events)
+    obs = observed_tools(events, facts)
     if obs is None:
         return "UNKNOWN"
     if obs["tool_uses"] == 0:
@@ -232,7 +262,7 @@ def classify_claim(events: Events, facts: RunFacts) -> str:
             return "claimed work without a diff"
     if expected == "artifact" and changes == 0:
         return "over-claimed evidence"
-    if facts.required_command and not ran_command(events, facts.required_command):
+    if facts.required_command and not ran_command(events, facts.required_command, facts):
         # The task declared a command its correct outcome needs (e.g. the tests run).
         return "over-claimed evidence"
     return "consistent"
@@ -383,6 +413,8 @@ def classify_channels(events: Events, facts: RunFacts) -> tuple[str, ChannelDeta
     """
     events = parse_events(events)
     tools = of_kind(events, ToolCall)
+    if facts.own_tools:
+        return own_tools_channels(events)
     if not ev.by_source(events, "process") and not tools:
         return "UNKNOWN", ChannelDetail()
     # A call of the framework's final-answer tool is its answer protocol, never a tool event.
@@ -415,6 +447,26 @@ def classify_channels(events: Events, facts: RunFacts) -> tuple[str, ChannelDeta
         else:
             reason = "not executed"
         unexecuted.append(UnexecutedCall(tool=call.name or "?", reason=reason))
+    detail = ChannelDetail(unrequested=unrequested, unexecuted=unexecuted)
+    if unrequested and unexecuted:
+        return "both", detail
+    if unrequested:
+        return "unrequested tool events", detail
+    if unexecuted:
+        return "unexecuted tool calls", detail
+    return "consistent", detail
+
+
+def own_tools_channels(events: list[Event]) -> tuple[str, ChannelDetail]:
+    """The channel cross-check of an agent with its own tools: every call the model made has
+    a result the agent sent back (in order), and no result came without a call."""
+    requested = _requested_calls(events)
+    returned = results_returned(events)
+    unexecuted = [
+        UnexecutedCall(tool=call.name or "?", reason="run ended" if in_last else "not executed")
+        for call, in_last in requested[returned:]
+    ]
+    unrequested = ["?"] * max(0, returned - len(requested))
     detail = ChannelDetail(unrequested=unrequested, unexecuted=unexecuted)
     if unrequested and unexecuted:
         return "both", detail
@@ -469,10 +521,10 @@ def classify_process(events: Events) -> str:
     return "ok"
 
 
-def evidence_rules(events: Events) -> EvidenceRules:
+def evidence_rules(events: Events, facts: RunFacts | None = None) -> EvidenceRules:
     """Which rule supplied this run's change and read evidence (recorded per run)."""
     events = parse_events(events)
-    obs = observed_tools(events)
+    obs = observed_tools(events, facts)
     review = last(events, Review)
     opened = review.opened_by if review else None
     if not isinstance(opened, dict):
@@ -531,6 +583,6 @@ def classify(events: Events, facts: RunFacts) -> Classification:
         review=classify_review(events),
         agent=agent,
         agent_from=agent_from,
-        evidence=evidence_rules(events),
+        evidence=evidence_rules(events, facts),
         unknown_reason=unknown_reason,
     )

@@ -72,6 +72,56 @@ def tool_events(events: Events) -> list[ToolCall]:
     return of_kind(parse_events(events), ToolCall)
 
 
+def returned_results(exchanges: Events) -> list[str]:
+    """The tool results an agent sent back at the gateway, in order: each request's new
+    results (``tool_results``), answered or refused (the agent sent them either way), a
+    request sent again with the same new results and length taken once."""
+    out: list[str] = []
+    previous = None
+    for e in parse_as(GatewayExchange, exchanges):
+        key = (e.messages_n, tuple(e.tool_results or []))
+        if key != previous:
+            out += [r or "" for r in e.tool_results or []]
+        previous = key
+    return out
+
+
+def own_tool_events(exchanges: Events, table) -> list[dict]:
+    """Tool events of an agent with its own tools, read from the gateway: each call the model
+    made (answered exchanges, a resent call once) paired in order with the result the agent
+    sent back, as the abstract action the agent's tool table (``ToolTable.read_back``) says it
+    spells, else as a ``run_command`` of its arguments' text. ``ok`` means a result came back;
+    there is no before/after snapshot per call (``changed_workspace`` None). Calls without a
+    result are left out. Never stored as tool-layer events: what the verifier reads for an
+    agent whose calls did not pass the harness tool layer."""
+    calls, seen = [], set()
+    for e in parse_as(GatewayExchange, exchanges):
+        if e.status != 200:
+            continue
+        for call in e.tool_calls or []:
+            key = (call.id, call.name, call.arguments)
+            if key not in seen:
+                seen.add(key)
+                calls.append(call)
+    out = []
+    for seq, (call, result) in enumerate(zip(calls, returned_results(exchanges), strict=False)):
+        back = table.read_back(call.name, call.arguments) if table is not None else None
+        tool, args = back if back is not None else ("run_command", {"command": call.arguments or ""})
+        out.append(
+            {
+                "source": "tools",
+                "kind": "tool_call",
+                "seq": seq,
+                "tool": tool,
+                "args": args,
+                "ok": True,
+                "result": result,
+                "changed_workspace": None,
+            }
+        )
+    return out
+
+
 def change_evidence(tools: Events) -> tuple[int, str, dict[str, int]]:
     """(number of workspace-changing calls, rule used, calls that changed it by tool name)."""
     changes, fallback = 0, False

@@ -7,6 +7,7 @@ events, which are recorded and compared, never trusted.
 
 from __future__ import annotations
 
+import functools
 import resource
 import secrets
 import time
@@ -161,6 +162,30 @@ def _final_answer(ctx: GridContext, framework: str) -> tuple[str, str] | None:
     return getattr(entry, "final_answer", None)
 
 
+@functools.cache
+def _load_table(path: Path):
+    from claimgrid.reference.tool_table import load_table
+
+    return load_table(path)
+
+
+def _tool_table(ctx: GridContext, framework: str):
+    """A CLI agent's tool table (venvs.toml ``tools``; None: the harness tools)."""
+    entry = getattr(ctx.launcher, "entries", {}).get(framework)
+    path = getattr(entry, "tools_table", None)
+    return _load_table(path) if path is not None else None
+
+
+def _verified_tools(tool_events: list, gateway_events: list, table) -> list:
+    """The tool events the verifier reads: the tool layer's, or for an agent with its own tools
+    (a tool table) its calls and results at the gateway (claimgrid.classify.evidence.own_tool_events)."""
+    if table is None:
+        return tool_events
+    from claimgrid.classify.evidence import own_tool_events
+
+    return own_tool_events(gateway_events, table)
+
+
 def run_cell(cell: Cell, ctx: GridContext) -> dict:
     """Run one cell to a stored record. Never raises for anything the agent did.
 
@@ -195,7 +220,11 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
     remove_tree(run_dir)
     ws, sandbox = run_dir / "ws", run_dir / "sandbox"
     materialise(template, ws, ctx.template_digests[template])
-    hand_over(ctx.guard, ws, box)  # guarded as root: the workspace belongs to the run's sandbox user
+    table = _tool_table(ctx, cell.framework)
+    if table is None:  # guarded as root: the workspace belongs to the run's sandbox user
+        hand_over(ctx.guard, ws, box)
+    # An agent with its own tools runs its commands in its own sandbox, which (a bubblewrap in a
+    # user namespace) can mount only into a workspace its user owns: the driver's.
     sandbox.mkdir(parents=True)
     sandbox.chmod(0o700)
     # The agent's /tmp and HOME: beside the workspace, never in it (temp files are not changes).
@@ -213,7 +242,9 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
             cell.substitute,
             agent,
             limits=CallLimits(max_model_calls=ctx.max_model_calls, model_call_timeout_s=ctx.model_call_timeout_s),
-        ).with_final_answer(_final_answer(ctx, cell.framework)),
+        )
+        .with_final_answer(_final_answer(ctx, cell.framework))
+        .with_tool_table(table),
     )
     tools = list(TOOL_NAMES)
     ctl = {
@@ -267,7 +298,7 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
     verifier_events = verify(
         task,
         content.carries,
-        FinishedRun(template, ws, base, result.tool_events, gateway_events),
+        FinishedRun(template, ws, base, _verified_tools(result.tool_events, gateway_events, table), gateway_events),
         patch,
         VerifyOptions(
             guard=ctx.guard,
@@ -298,6 +329,8 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
     events = [report, *runtime, *gateway_events, *tool_events, *verifier_events, process]
     final = _final_answer(ctx, cell.framework)
     facts = facts_for(task, content, cell, delegation, tools, final[0] if final else None)
+    if table is not None:  # a CLI agent: its own tools offered, none passes the harness tool layer
+        facts = facts.model_copy(update={"own_tools": table.agent, "tools": list(table.tools())})
     parsed = parse_events(events)  # parsed once: the classifier and the fault facts read the same list
     classification = classify(parsed, facts)
     tests = next((e for e in verifier_events if e["kind"] == "tests"), None)

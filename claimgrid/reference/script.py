@@ -82,6 +82,9 @@ class RunScript:
     # message ends the run; (tool, argument) = the framework ends only on a call of ``tool``
     # with the answer in ``argument`` (claimgrid.gateway.scripted.in_protocol).
     final_answer: tuple[str, str] | None = None
+    # The agent's own tools' spelling of the abstract actions (venvs.toml ``tools`` of a CLI
+    # agent, claimgrid.reference.tool_table): None = the harness tools, sent as they are.
+    tool_table: Any = None
 
     @classmethod
     def for_cell(
@@ -132,6 +135,10 @@ class RunScript:
     def with_final_answer(self, final_answer: tuple[str, str] | None) -> RunScript:
         """This script for a framework whose final-answer protocol is ``final_answer``."""
         return dataclasses.replace(self, final_answer=final_answer)
+
+    def with_tool_table(self, table) -> RunScript:
+        """This script for an agent whose tools are spelled by ``table`` (a ``ToolTable``)."""
+        return dataclasses.replace(self, tool_table=table)
 
     @property
     def is_review(self) -> bool:

@@ -66,6 +66,11 @@ class Facts(_Model):
     # The framework's final-answer tool (venvs.toml ``final_answer``): a call of it is how the
     # framework takes the answer, not a workspace tool the harness runs. None: plain text.
     final_answer_tool: str | None = None
+    # The agent brought its own tools (a venvs.toml kind = "cli" entry; its tool table's
+    # ``agent``): no call passed the harness tool layer, so the observed tool use is the calls
+    # the model made at the gateway and the results the agent sent back, and the workspace
+    # change is the verifier's diff. None: the harness tools.
+    own_tools: str | None = None
 
 
 class UnexecutedCall(_Model):

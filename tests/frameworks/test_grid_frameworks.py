@@ -80,7 +80,11 @@ def test_parity_facts_carry_the_lock(warm_grid):
             if r["framework"] == fw:
                 assert r["parity"]["framework_versions"] == facts
     # A package every framework's model traffic passes through (pinned or not) is a fact.
-    assert all("openai" in meta["frameworks"][fw] or "httpx" in meta["frameworks"][fw] for fw in FRAMEWORKS)
+    # An agent with its own model client (venvs.toml kind = "cli") has its npm package as that fact.
+    entries = load_venvs()
+    assert all("openai" in meta["frameworks"][fw] or "httpx" in meta["frameworks"][fw]
+               or (entries[fw].npm and meta["frameworks"][fw].get(entries[fw].npm[0]) == entries[fw].npm[1])
+               for fw in FRAMEWORKS)
 
 
 def test_exports_agree_with_every_frameworks_evidence(warm_grid, tmp_path):

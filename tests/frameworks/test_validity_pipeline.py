@@ -26,7 +26,11 @@ from tests.conftest import ROOT, frameworks_needed
 
 pytestmark = pytest.mark.frameworks
 POLICIES = ROOT / "tests" / "fixtures" / "policies.py"
-FRAMEWORKS = list(default_frameworks(load_venvs()))  # the default matrix's
+# These checks read the harness tool layer's events (run_command's workspace snapshots, git run
+# through it, an undo by `rm -f`): an agent with its own tools (venvs.toml kind = "cli") has none,
+# and Codex's own command policy refuses `rm -f`. Its evidence is checked by
+# tests/frameworks/test_conformance.py and tests/unit/classify/test_own_tools.py.
+FRAMEWORKS = [name for name, e in default_frameworks(load_venvs()).items() if not e.is_cli]  # the default matrix's
 
 
 def pick(tasks, content, swaps):

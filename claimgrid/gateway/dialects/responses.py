@@ -10,18 +10,26 @@ Request -> internal chat request:
   message (``tool_call_id`` = ``call_id``); ``reasoning`` items are dropped;
 - one text part is sent as a string, several as text content parts (the policies read both);
 - function ``tools`` (``name``, ``description``, ``parameters``) become chat function tools;
+  a ``custom`` (freeform) tool, whose call carries one text ``input`` (Codex's ``apply_patch``),
+  becomes a chat function tool of one string argument ``input``; ``custom_tool_call`` items
+  become tool calls with arguments ``{"input": ...}`` and ``custom_tool_call_output`` items
+  ``tool`` messages;
   ``tool_choice``, ``parallel_tool_calls``, ``temperature``, ``top_p`` carry over and
   ``max_output_tokens`` becomes ``max_tokens``.
 
 Answer -> Responses ``response`` object: a ``message`` output item with one ``output_text``
 part (when the answer has text), then one ``function_call`` item per tool call (``call_id`` =
-the internal id, item ``id`` = ``fc_`` + it, ``arguments`` exactly as the model gave them);
+the internal id, item ``id`` = ``fc_`` + it, ``arguments`` exactly as the model gave them; a
+call of a ``custom`` tool of the request is a ``custom_tool_call`` item with its ``input``:
+the ``input`` argument when the arguments are a JSON object that has it, else the arguments
+text as it is);
 ``status`` ``completed``, or ``incomplete`` with ``incomplete_details.reason``
 ``max_output_tokens`` (length) or ``content_filter``; ``usage`` as ``input_tokens`` /
 ``output_tokens`` / ``total_tokens``.
 
 The gateway keeps no response state: ``previous_response_id`` and ``item_reference`` items are
-refused (400), as are non-text input parts and tools other than functions. The key arrives as
+refused (400), as are non-text input parts and tools other than functions and custom tools
+(hosted tools such as ``web_search``, ``namespace`` groups). The key arrives as
 a bearer token, as from every OpenAI client.
 """
 
@@ -41,6 +49,26 @@ ROLES = ("user", "assistant", "system", "developer")
 TEXT_PARTS = ("input_text", "output_text", "text")
 INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}
 DROPPED_ITEMS = ("reasoning",)
+TOOL_TYPES = ("function", "custom")
+# A custom (freeform) tool as a chat function: its call's one text input is the argument ``input``.
+CUSTOM_PARAMETERS = {"type": "object", "properties": {"input": {"type": "string"}}, "required": ["input"]}
+
+
+def custom_tools(body: dict) -> set[str]:
+    """Names of the request's ``custom`` tools (their calls are ``custom_tool_call`` items)."""
+    given = body.get("tools")
+    tools = given if isinstance(given, list) else []
+    return {
+        t["name"] for t in tools if isinstance(t, dict) and t.get("type") == "custom" and isinstance(t.get("name"), str)
+    }
+
+
+def _custom_input(arguments: str) -> str:
+    try:
+        parsed = json.loads(arguments)
+    except (TypeError, ValueError):
+        return arguments
+    return parsed["input"] if isinstance(parsed, dict) and isinstance(parsed.get("input"), str) else arguments
 
 
 def _text(value, where: str) -> str | list[dict]:
@@ -75,15 +103,28 @@ def _items(items: list, out: list[dict]) -> None:
                 last.setdefault("tool_calls", []).append(call)
             else:
                 out.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        elif kind == "function_call_output":
+        elif kind == "custom_tool_call":
+            call_id = _string(item, "call_id", where)
+            args = json.dumps({"input": _string(item, "input", where)})
+            call = {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": _string(item, "name", where), "arguments": args},
+            }
+            last = out[-1] if out else None
+            if last is not None and last["role"] == "assistant":
+                last.setdefault("tool_calls", []).append(call)
+            else:
+                out.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif kind in ("function_call_output", "custom_tool_call_output"):
             output = _text(item.get("output"), f"{where}.output")
             out.append({"role": "tool", "tool_call_id": _string(item, "call_id", where), "content": output})
         elif kind in DROPPED_ITEMS:
             continue
         else:
             raise DialectError(
-                f"'{where}.type' must be message, function_call, function_call_output or reasoning "
-                "(this gateway keeps no stored items)"
+                f"'{where}.type' must be message, function_call, function_call_output, custom_tool_call, "
+                "custom_tool_call_output or reasoning (this gateway keeps no stored items)"
             )
 
 
@@ -92,9 +133,12 @@ def _tools(tools) -> list[dict]:
         raise DialectError("'tools' must be a list of objects")
     out = []
     for i, tool in enumerate(tools):
-        if not isinstance(tool, dict) or tool.get("type") != "function" or not isinstance(tool.get("name"), str):
-            raise DialectError(f"'tools[{i}]' must be a function tool ({{'type': 'function', 'name': string, ...}})")
-        fn = {"name": tool["name"], "parameters": tool.get("parameters") or {"type": "object", "properties": {}}}
+        if not isinstance(tool, dict) or tool.get("type") not in TOOL_TYPES or not isinstance(tool.get("name"), str):
+            raise DialectError(
+                f"'tools[{i}]' must be a function or custom tool ({{'type': 'function' or 'custom', 'name': string, ...}})"
+            )
+        params = CUSTOM_PARAMETERS if tool["type"] == "custom" else tool.get("parameters")
+        fn = {"name": tool["name"], "parameters": params or {"type": "object", "properties": {}}}
         if isinstance(tool.get("description"), str):
             fn["description"] = tool["description"]
         out.append({"type": "function", "function": fn})
@@ -170,8 +214,21 @@ def from_chat(response: dict, body: dict) -> dict:
         output.append(
             {"type": "message", "id": f"msg_{suffix}", "status": "completed", "role": "assistant", "content": [part]}
         )
+    custom = custom_tools(body)
     for call in message.get("tool_calls") or []:
         fn = call["function"]
+        if fn["name"] in custom:
+            output.append(
+                {
+                    "type": "custom_tool_call",
+                    "id": f"ctc_{call['id']}",
+                    "call_id": call["id"],
+                    "name": fn["name"],
+                    "input": _custom_input(fn["arguments"]),
+                    "status": "completed",
+                }
+            )
+            continue
         output.append(
             {
                 "type": "function_call",
@@ -242,6 +299,15 @@ def stream(response: dict, reply: dict, body: dict) -> Iterator[str]:
                 yield event("response.output_text.delta", {**at, "content_index": 0, "delta": piece, "logprobs": []})
             yield event("response.output_text.done", {**at, "content_index": 0, "text": part["text"], "logprobs": []})
             yield event("response.content_part.done", {**at, "content_index": 0, "part": part})
+        elif item["type"] == "custom_tool_call":
+            yield event(
+                "response.output_item.added",
+                {"output_index": index, "item": {**item, "input": "", "status": "in_progress"}},
+            )
+            for piece in pieces(item["input"]):
+                if piece:
+                    yield event("response.custom_tool_call_input.delta", {**at, "delta": piece})
+            yield event("response.custom_tool_call_input.done", {**at, "input": item["input"]})
         else:
             opened = {**item, "arguments": "", "status": "in_progress"}
             yield event("response.output_item.added", {"output_index": index, "item": opened})

@@ -173,3 +173,39 @@ def test_any_body_is_translated_or_refused_in_one_line(body):
             assert "\n" not in str(exc)
         else:
             assert body_error(chat) is None, (body, chat)
+
+
+PATCH = "*** Begin Patch\n*** Add File: a.py\n+x = 1\n*** End Patch\n"
+
+
+def test_responses_custom_tools_are_one_text_input_both_ways():
+    """A custom (freeform) tool, as Codex sends apply_patch: a chat function of one string
+    ``input``; its calls and outputs in the history, and an answer's call of it, keep the text."""
+    tools = [{"type": "custom", "name": "apply_patch", "description": "patch", "format": {"type": "grammar"}}]
+    chat = responses.to_chat({"tools": tools, "input": [
+        {"role": "user", "content": "go"},
+        {"type": "custom_tool_call", "call_id": "call_1", "name": "apply_patch", "input": PATCH},
+        {"type": "custom_tool_call_output", "call_id": "call_1", "output": "Done!"},
+    ]})
+    assert body_error(chat) is None
+    (fn,) = chat["tools"]
+    assert fn["function"]["name"] == "apply_patch" and fn["function"]["parameters"]["required"] == ["input"]
+    assert chat["messages"][1]["tool_calls"][0]["function"] == {"name": "apply_patch",
+                                                                "arguments": json.dumps({"input": PATCH})}
+    assert chat["messages"][2] == {"role": "tool", "tool_call_id": "call_1", "content": "Done!"}
+    call = {"id": "call_2", "type": "function",
+            "function": {"name": "apply_patch", "arguments": json.dumps({"input": PATCH})}}
+    reply = responses.from_chat(completion(None, [call]), {"tools": tools})
+    (item,) = reply["output"]
+    assert (item["type"], item["call_id"], item["input"]) == ("custom_tool_call", "call_2", PATCH)
+    events = [json.loads(line[6:]) for line in "".join(responses.stream({}, reply, {"tools": tools})).splitlines()
+              if line.startswith("data: ")]
+    assert "".join(e["delta"] for e in events if e["type"] == "response.custom_tool_call_input.delta") == PATCH
+    assert [e["input"] for e in events if e["type"] == "response.custom_tool_call_input.done"] == [PATCH]
+
+
+def test_responses_hosted_tools_are_refused_naming_the_tool():
+    with pytest.raises(DialectError, match=r"tools\[1\]") as err:
+        responses.to_chat({"input": "go", "tools": [{"type": "function", "name": "f"},
+                                                    {"type": "web_search", "external_web_access": True}]})
+    assert "\n" not in str(err.value)

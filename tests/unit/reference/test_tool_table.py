@@ -1,0 +1,82 @@
+"""Tool tables: the abstract actions spelled in an agent's own tools (claimgrid.reference.tool_table)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+
+from claimgrid import ROOT
+from claimgrid.errors import DataError
+from claimgrid.gateway.scripted import in_protocol
+from claimgrid.inputs.venvs import load_venvs
+from claimgrid.reference.policies import ToolCall, Turn
+from claimgrid.reference.tool_table import load_table
+from claimgrid.vocab import TOOL_NAMES
+
+
+def _tables():
+    """Every tool table venvs.toml names (no agent spelled here)."""
+    return {name: load_table(e.tools_table) for name, e in load_venvs().items() if e.tools_table is not None}
+
+
+def test_every_cli_entry_has_a_table_with_every_action():
+    tables = _tables()
+    assert tables, "venvs.toml has no kind = 'cli' entry with a tool table"
+    for table in tables.values():
+        assert set(table.actions) == set(TOOL_NAMES)
+
+
+@pytest.mark.parametrize("name", sorted(_tables()))
+def test_shell_spelling_quotes_arguments_and_keeps_commands(name):
+    table = _tables()[name]
+    tool, args = table.spell("read_file", json.dumps({"path": "dir with space/it's.py"}))
+    cmd = next(iter(json.loads(args).values()))
+    assert tool == table.actions["read_file"].tool
+    assert shlex.split(cmd)[-1] == "dir with space/it's.py"  # one word, quoted for the shell
+    _, args = table.spell("edit_file", json.dumps({"path": "a.py", "old": "x = '1'\n", "new": "x = 2\n"}))
+    words = shlex.split(next(iter(json.loads(args).values())))
+    assert words[-3:] == ["a.py", "x = '1'\n", "x = 2\n"]
+    _, args = table.spell("run_command", json.dumps({"command": "python -m unittest discover -s tests"}))
+    assert next(iter(json.loads(args).values())) == "python -m unittest discover -s tests"  # :raw, as written
+
+
+def test_unknown_action_and_bad_json_are_sent_as_the_policy_wrote_them():
+    table = next(iter(_tables().values()))
+    assert table.spell("deploy_to_production", '{"environment": "production"}') == (
+        "deploy_to_production", '{"environment": "production"}')
+    assert table.spell("read_file", '{"path": "TICKET.md"') == ("read_file", '{"path": "TICKET.md"')
+
+
+def test_gateway_spells_calls_only_for_an_agent_with_a_table():
+    from claimgrid.reference.script import RunScript
+
+    table = next(iter(_tables().values()))
+    turn = Turn(tool_calls=(ToolCall("call_0", "read_file", '{"path": "TICKET.md"}'),))
+    script = object.__new__(RunScript)  # only the two protocol fields are read
+    object.__setattr__(script, "final_answer", None)
+    object.__setattr__(script, "tool_table", None)
+    assert in_protocol(script, turn, 0) == turn
+    object.__setattr__(script, "tool_table", table)
+    (call,) = in_protocol(script, turn, 0).tool_calls
+    assert (call.id, call.name) == ("call_0", table.actions["read_file"].tool)
+    final = Turn(content="done")
+    assert in_protocol(script, final, 1) == final
+
+
+def test_bad_table_is_one_line_naming_the_field(tmp_path):
+    base = (ROOT / "frameworks" / "codex" / "tools.toml").read_text()
+    cases = {
+        base.replace('cmd = "cat {path}"', 'cmd = "cat {paht}"'): "actions.read_file.arguments.cmd",
+        base.replace('category = "read"\narguments = { cmd = "cat', 'category = "bash"\narguments = { cmd = "cat'):
+            "actions.read_file.category",
+        base.replace("[actions.run_command]", "[actions.run_shell]"): "actions.run_command",
+    }
+    for text, field in cases.items():
+        assert text != base
+        path = tmp_path / "tools.toml"
+        path.write_text(text)
+        with pytest.raises(DataError) as err:
+            load_table(path)
+        assert field in str(err.value) and "\n" not in str(err.value)
