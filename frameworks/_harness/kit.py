@@ -9,7 +9,7 @@ is missing, for an adapter imported by hand. A framework's own switches are its
 A run, on the kit (each an adapter correctness rule of docs/CONTRACTS.md)::
 
     def preload():                     # imports, no thread; LiteLLM configured, probe installed
-        kit.preload("myframework", ...)
+        kit.preload("myframework")       # the pinned distributions' modules
         _build(kit.preload_ctl(), [])  # a throwaway agent (no model call) imports the rest
     def run(ctl, tools, rec):
         kit.start_run(rec, ctl, kit.turn_limit(ctl), "model calls (max_turns)", "framework")
