@@ -145,9 +145,11 @@ def _refuse_processes_in_unit_tests(event, args):
 sys.addaudithook(_refuse_processes_in_unit_tests)
 
 
-@pytest.hookimpl(wrapper=True)
+@pytest.hookimpl(tryfirst=True, wrapper=True)  # outside pytest-timeout's wrapper: a build is not the test's time
 def pytest_runtest_protocol(item, nextitem):
     global _in_unit_test
+    if _framework_venvs_needed and item.get_closest_marker("frameworks"):
+        _build_framework_venvs()
     _in_unit_test = item.get_closest_marker("unit") is not None
     try:
         return (yield)
@@ -269,14 +271,23 @@ def workspace(tmp_path, tasks):
 SHARED_GRIDS = ("default_grid", "ledger_grid")
 
 
+# The framework venvs this process's selected tests need, built before the first of them runs
+# (``_build_framework_venvs``); emptied once built.
+_framework_venvs_needed: list[str] = []
+
+
 @pytest.hookimpl(trylast=True)  # after -k / -m deselection: build only what will run
 def pytest_collection_modifyitems(config, items):
-    """Build the framework venvs once, before any test that needs them (no silent skips).
+    """Note the framework venvs the selected tests need (no silent skips), and build the
+    tasks' own environments.
 
-    This is what ``uv run grid.py`` does too: ``uv sync --locked`` per framework, skipped
-    when the lock has not changed. A failed build stops the session with its one-line cause.
-    Only the venvs the selected ``frameworks`` tests use are built (``frameworks_needed``):
-    ``-k NAME`` builds NAME's alone.
+    The venvs are built as ``uv run grid.py`` builds them (``uv sync --locked`` per
+    framework, skipped when the lock has not changed), before the first ``frameworks``
+    test of this process runs, not at collection: the unit, integration and grid lanes run
+    meanwhile, so a fresh machine's downloads and installs overlap tests instead of holding
+    every worker. A failed build stops the session with its one-line cause. Only the venvs
+    the selected ``frameworks`` tests use are built (``frameworks_needed``): ``-k NAME``
+    builds NAME's alone.
     """
     if os.environ.get("CLAIMGRID_DEEP") != "1":
         # Whole-grid re-proofs of what a cheaper test also checks: the suite on two cores has
@@ -289,20 +300,32 @@ def pytest_collection_modifyitems(config, items):
     if not marked:
         return
     from claimgrid.errors import ClaimgridError
-    from claimgrid.inputs.venvs import ensure_venvs, load_venvs
+    from claimgrid.inputs.venvs import load_venvs
 
     try:
         entries = load_venvs()
         need = [name for name in entries if name in frameworks_needed(marked, set(entries))]
-        # Each xdist worker collects and so builds; each starts at a different venv (the
+        # Each xdist worker builds what its tests need; each starts at a different venv (the
         # per-venv lock makes the others wait and then find it current), so a fresh machine
         # builds up to one venv per worker at once instead of all of them one by one.
         worker = re.fullmatch(r"gw(\d+)", os.environ.get("PYTEST_XDIST_WORKER", ""))
         start = int(worker.group(1)) % len(need) if worker and need else 0
-        ensure_venvs({name: entries[name] for name in need[start:] + need[:start]})
-        # The tasks' own locked environments too (tasks with pyproject.toml + uv.lock), as
-        # `uv run grid.py` builds them: a framework test may run any shipped task.
+        _framework_venvs_needed[:] = need[start:] + need[:start]
+        # The tasks' own locked environments now (tasks with pyproject.toml + uv.lock), as
+        # `uv run grid.py` builds them: a test of any lane may run any shipped task.
         from claimgrid.inputs.tasks import ensure_task_envs, load_tasks
         ensure_task_envs(load_tasks().values())
     except ClaimgridError as exc:
         pytest.exit(f"framework venvs or task environments could not be built: {exc}", returncode=3)
+
+
+def _build_framework_venvs() -> None:
+    from claimgrid.errors import ClaimgridError
+    from claimgrid.inputs.venvs import ensure_venvs, load_venvs
+
+    try:
+        entries = load_venvs()
+        ensure_venvs({name: entries[name] for name in _framework_venvs_needed})
+    except ClaimgridError as exc:
+        pytest.exit(f"framework venvs could not be built: {exc}", returncode=3)
+    _framework_venvs_needed.clear()
