@@ -7,10 +7,12 @@ inside an actor (``claimgrid/execute/ray.py``). Either way the node never writes
 ledger: ``run`` returns a :class:`claimgrid.execute.spec.CellResult` (the record and the
 evidence files), and the driver, the single
 writer, stores them. Run tokens and the gateway never leave the node.
+
 """
 
 from __future__ import annotations
 
+import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,9 +60,16 @@ class CollectingStore:
 class Node:
     """One node's gateway, launcher and grid context. ``close`` stops them (idempotent)."""
 
-    def __init__(self, settings: NodeSettings, inputs: GridInputs | None = None):
+    def __init__(
+        self,
+        settings: NodeSettings,
+        inputs: GridInputs | None = None,
+        cpus: int | None = None,
+    ):
         """``inputs``: the driver's loaded data and guard (the local backend); None on a
-        remote node, which loads its own from the spec's data folders and detects its guard."""
+        remote node, which loads its own from the spec's data folders and detects its guard.
+        ``cpus``: the node's own CPUs (a Ray node's resources), how many warm parents preload
+        at once (default: this machine's)."""
         from claimgrid.execute.runner import GridContext
         from claimgrid.gateway import Gateway
         from claimgrid.launch import Launcher
@@ -75,10 +84,16 @@ class Node:
         self.work_dir = Path(tempfile.mkdtemp(prefix="claimgrid-"))
         self.gateway: Gateway | None = None
         self.gateway_cpu_s: float | None = None  # set by close(): the gateway thread's CPU
-        self.launcher = Launcher(inputs.entries, isolation=spec.isolation)
-        self.launcher.watch_dir(self.work_dir)  # removed by the watchdog if this process is killed
-        self.launcher.prewarm()  # preloads start now, a few at a time, overlapping the first runs
         self._closed = False
+        try:
+            self.launcher = Launcher(inputs.entries, isolation=spec.isolation)
+        except BaseException:
+            remove_tree(self.work_dir)
+            raise
+        self.launcher.watch_dir(self.work_dir)  # removed by the watchdog if this process is killed
+        self.prewarm_parallel = max(1, cpus or os.cpu_count() or 1)
+        # preloads start now, a few at a time (the node's CPUs), overlapping the first runs
+        self.launcher.prewarm(self.prewarm_parallel)
         try:
             from claimgrid.gateway.connections import Connections
             from claimgrid.gateway.recorded import ReplaySource
