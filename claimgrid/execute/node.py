@@ -1,6 +1,6 @@
 """A node: everything one machine needs to run cells — its own gateway on loopback, its own
 warm parents, its own work folder, its own verify cache (``claimgrid.verify.cache``, in memory,
-empty at start) — behind ``run(cell)``.
+empty at start; on the Ray backend backed by the grid's shared results) — behind ``run(cell)``.
 
 The local backend opens one node in the driver; the Ray backend opens one per Ray node
 inside an actor (``claimgrid/execute/ray.py``). Either way the node never writes the
@@ -24,6 +24,7 @@ from claimgrid.execute.spec import CellResult, GridInputs, GridSpec, Replay
 
 if TYPE_CHECKING:
     from claimgrid.gateway import Gateway
+    from claimgrid.verify.cache import Shared
 
 
 @dataclass(frozen=True)
@@ -65,11 +66,13 @@ class Node:
         settings: NodeSettings,
         inputs: GridInputs | None = None,
         cpus: int | None = None,
+        shared_results: Shared | None = None,
     ):
         """``inputs``: the driver's loaded data and guard (the local backend); None on a
         remote node, which loads its own from the spec's data folders and detects its guard.
         ``cpus``: the node's own CPUs (a Ray node's resources), how many warm parents preload
-        at once (default: this machine's)."""
+        at once (default: this machine's). ``shared_results``: the grid's verify results
+        across nodes (claimgrid.verify.cache.Shared); None: this node's own."""
         from claimgrid.execute.runner import GridContext
         from claimgrid.gateway import Gateway
         from claimgrid.launch import Launcher
@@ -120,7 +123,7 @@ class Node:
                 framework_versions=settings.framework_versions,
                 guard=self.guard,
                 delegations=dict(replay.delegations) if replay else {},
-                verify_cache=VerifyCache() if spec.verify_cache else None,
+                verify_cache=VerifyCache(shared=shared_results) if spec.verify_cache else None,
                 boxes=self.guard.limits.boxes(self.guard.as_root) if self.guard.enabled else None,
             )
         except BaseException:

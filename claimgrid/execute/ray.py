@@ -14,6 +14,10 @@ reservation request per node (``admit``), which the node answers once its gate l
 start, with the frameworks whose warm parents are ready; only then does the driver pick a
 cell (``admission.next_cell``) and send it. So no cell waits queued on a busy node.
 
+The verify cache is shared: one :class:`claimgrid.verify.cache.SharedResults` actor beside
+the driver, asked by every node's cache before it tests a workspace, so each distinct test
+runs once per grid (as locally), not once per node.
+
 A node that dies loses only its in-flight runs: their futures fail, the grid goes on on
 the other nodes, and the lost cells stay missing so ``--resume`` re-runs them (with any
 backend). Every node needs this project at the same path and commit (a clone on each
@@ -80,13 +84,14 @@ def _ray():
 class _NodeRunner:
     """The actor body (decorated with ``ray.remote`` at run time, so importing needs no Ray)."""
 
-    def __init__(self, settings, cells, schedule: dict):
+    def __init__(self, settings, cells, schedule: dict, board=None, node_id: str = ""):
         import socket
 
         from claimgrid.execute.admission import Admission, NodeGate
         from claimgrid.execute.node import Node
 
-        self.node = Node(settings, cpus=schedule["jobs"])
+        shared = _BoardClient(board, node_id) if board is not None else None
+        self.node = Node(settings, cpus=schedule["jobs"], shared_results=shared)
         self.node.prepare(cells)
         self.gate = NodeGate(Admission(schedule["jobs"], schedule["max_inflight"], self.node.launcher.running_pids))
         self.frameworks = sorted({c.framework for c in cells})
@@ -122,6 +127,28 @@ class _NodeRunner:
         self.node.close()
 
 
+class _BoardClient:
+    """A node's handle on the grid's shared verify results (claimgrid.verify.cache.Shared).
+    A board that cannot be reached answers "compute": it costs a test run, never a result."""
+
+    def __init__(self, board, node: str):
+        self.board, self.node = board, node
+
+    def claim(self, key: str, run_id: str):
+        try:
+            ref = self.board.claim.remote(key, run_id, self.node)
+            return tuple(_ray().get(ref))
+        except Exception:  # noqa: BLE001 - the board's process is gone: test here
+            return ("compute", None, None)
+
+    def settle(self, key: str, result, run_id: str) -> None:
+        try:
+            ref = self.board.settle.remote(key, result, run_id, self.node)
+            _ray().get(ref)
+        except Exception:  # noqa: BLE001 - as above
+            pass
+
+
 def node_schedule(cpus: float | None, jobs: int | None, max_inflight: int | None, connections: int = 0) -> dict:
     """One node's admission limits: ``jobs`` (the flag, else the node's CPUs, at least 1) and
     ``max_inflight`` (the flag, else ``admission.default_max_inflight``); the flag caps both."""
@@ -143,7 +170,7 @@ def execute(todo, settings, plan: dict, on_result, log) -> dict:
     ``plan["may_start"]()`` is asked before every cell is sent: once it is false (the grid's
     budget is reached), no node starts another run and the rest are returned as
     ``not_started``. Returns facts about the execution (per-node slots, gate figures and
-    runs, runs lost with a node, runs not started)."""
+    runs, runs lost with a node, runs not started, the shared verify cache's figures)."""
     import collections
 
     from claimgrid.execute.admission import next_cell, spread
@@ -172,6 +199,22 @@ def execute(todo, settings, plan: dict, on_result, log) -> dict:
     schedules = [
         node_schedule(n.get("Resources", {}).get("CPU"), jobs, max_inflight, plan.get("connections", 0)) for n in nodes
     ]
+    board = None
+    if settings.spec.verify_cache:
+        from claimgrid.verify.cache import SharedResults
+
+        # Beside the driver (its node), so it lives as long as the grid; every test run of a
+        # node in flight may wait on it at once.
+        board = (
+            ray.remote(num_cpus=0, max_restarts=0)(SharedResults)
+            .options(
+                scheduling_strategy=NodeAffinitySchedulingStrategy(
+                    node_id=ray.get_runtime_context().get_node_id(), soft=True
+                ),
+                max_concurrency=sum(s["max_inflight"] for s in schedules) + 8,
+            )
+            .remote()
+        )
     runner_cls = ray.remote(num_cpus=0, max_restarts=0)(_NodeRunner)
     actors = []
     for n, schedule in zip(nodes, schedules):
@@ -180,7 +223,7 @@ def execute(todo, settings, plan: dict, on_result, log) -> dict:
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=n["NodeID"], soft=False),
             # every run in flight, the pending reservation, and facts/close beside them
             max_concurrency=schedule["max_inflight"] + 4,
-        ).remote(settings, todo, schedule)
+        ).remote(settings, todo, schedule, board, label)
         actors.append(
             {
                 "actor": actor,
@@ -208,6 +251,8 @@ def execute(todo, settings, plan: dict, on_result, log) -> dict:
     def node_lost(a, exc) -> None:
         if a["alive"]:
             log(f"ray: node {a['node']} lost ({type(exc).__name__}); its in-flight runs stay missing")
+            if board is not None:
+                board.forget_node.remote(a["node"])  # its claimed test runs go to the next node that asks
         a["alive"] = False
 
     while True:
@@ -256,6 +301,13 @@ def execute(todo, settings, plan: dict, on_result, log) -> dict:
             except Exception:  # noqa: BLE001 - a node dying at the very end changes no record
                 pass
             ray.kill(a["actor"])
+    cache = None
+    if board is not None:
+        try:
+            cache = ray.get(board.facts.remote(), timeout=30)
+        except Exception:  # noqa: BLE001 - figures only
+            cache = None
+        ray.kill(board)
     return {
         "backend": "ray",
         "nodes": len(actors),
@@ -273,5 +325,6 @@ def execute(todo, settings, plan: dict, on_result, log) -> dict:
         ],
         "lost": lost,
         "not_started": not_started,
+        "verify_cache": cache,
         "wall_s": round(time.monotonic() - t0, 1),
     }
