@@ -8,10 +8,18 @@ ledger: ``run`` returns a :class:`claimgrid.execute.spec.CellResult` (the record
 evidence files), and the driver, the single
 writer, stores them. Run tokens and the gateway never leave the node.
 
+The work folder (``<tmp>/claimgrid-node-*``) holds an ``owner`` file the node keeps an
+``flock`` on for its whole life; the kernel drops it however the node ends. The node's
+watchdog removes the folder when the node's process dies, but a node killed with its
+watchdog (``kill -9`` of every process of a Ray node, a container stopped) leaves it, so
+every node start, and the Ray driver at a grid's end, removes the folders of this user
+whose owner lock nobody holds (:func:`sweep_dead`). A live node's folder, whichever grid it
+serves, is never touched: its lock is held.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -58,6 +66,60 @@ class CollectingStore:
         return self.records.pop(run_id, None), self.evidence.pop(run_id, None)
 
 
+WORK_PREFIX = "claimgrid-node-"
+OWNER_FILE = "owner"
+
+
+def make_work_dir(parent: str | None = None) -> tuple[Path, int]:
+    """A new work folder and the descriptor holding its owner lock (close it only after the
+    folder is removed). The lock is taken on a temporary name and then renamed into place,
+    so a sweeper never sees an ``owner`` file that is not locked yet."""
+    path = Path(tempfile.mkdtemp(prefix=WORK_PREFIX, dir=parent))
+    pending = path / (OWNER_FILE + ".new")
+    fd = os.open(pending, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.write(fd, f"pid {os.getpid()}\n".encode())
+        os.rename(pending, path / OWNER_FILE)
+    except BaseException:
+        os.close(fd)
+        remove_tree(path)
+        raise
+    return path, fd
+
+
+def sweep_dead(parent: str | None = None) -> list[str]:
+    """Remove the work folders in ``parent`` (default: the temporary folder) of nodes that are
+    gone: named ``claimgrid-node-*``, a folder (not a link) of this user, holding an
+    ``owner`` file whose lock can be taken. A folder without an owner file (an older
+    version's, or one being made) is left alone. Returns the folders removed."""
+    parent = parent or tempfile.gettempdir()
+    removed: list[str] = []
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        try:
+            if not entry.name.startswith(WORK_PREFIX) or not entry.is_dir(follow_symlinks=False):
+                continue
+            if entry.stat(follow_symlinks=False).st_uid != os.getuid():
+                continue
+            fd = os.open(os.path.join(entry.path, OWNER_FILE), os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # held: a live node's folder
+            if remove_tree(entry.path):
+                removed.append(entry.path)
+        finally:
+            os.close(fd)
+    return removed
+
+
 class Node:
     """One node's gateway, launcher and grid context. ``close`` stops them (idempotent)."""
 
@@ -84,7 +146,8 @@ class Node:
         inputs = inputs if inputs is not None else _load_inputs(spec)
         self.guard = inputs.guard if inputs.guard is not None else detect(spec.guard_mode)
         self.sink = CollectingStore()
-        self.work_dir = Path(tempfile.mkdtemp(prefix="claimgrid-"))
+        self.swept = sweep_dead()  # folders of nodes killed with their watchdog on this machine
+        self.work_dir, self._owner_fd = make_work_dir()
         self.gateway: Gateway | None = None
         self.gateway_cpu_s: float | None = None  # set by close(): the gateway thread's CPU
         self._closed = False
@@ -92,6 +155,7 @@ class Node:
             self.launcher = Launcher(inputs.entries, isolation=spec.isolation)
         except BaseException:
             remove_tree(self.work_dir)
+            os.close(self._owner_fd)
             raise
         self.launcher.watch_dir(self.work_dir)  # removed by the watchdog if this process is killed
         self.prewarm_parallel = max(1, cpus or os.cpu_count() or 1)
@@ -168,6 +232,7 @@ class Node:
             self.gateway_cpu_s = self.gateway.thread_cpu_s()
             self.gateway.stop()
         remove_tree(self.work_dir)
+        os.close(self._owner_fd)  # after the folder is gone: a sweeper never races this node
 
 
 def _load_inputs(spec: GridSpec) -> GridInputs:

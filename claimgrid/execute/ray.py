@@ -122,9 +122,16 @@ class _NodeRunner:
         """The gate's figures and the node's warm-parent preloads at once."""
         return {**self.gate.admission.facts(), "prewarm_parallel": self.node.prewarm_parallel}
 
+    def sweep(self) -> list[str]:
+        """Remove dead nodes' work folders on this machine (claimgrid.execute.node.sweep_dead)."""
+        from claimgrid.execute.node import sweep_dead
+
+        return sweep_dead()
+
     def close(self):
         self.gate.close()
         self.node.close()
+        return self.node.swept
 
 
 class _BoardClient:
@@ -170,7 +177,8 @@ def execute(todo, settings, plan: dict, on_result, log) -> dict:
     ``plan["may_start"]()`` is asked before every cell is sent: once it is false (the grid's
     budget is reached), no node starts another run and the rest are returned as
     ``not_started``. Returns facts about the execution (per-node slots, gate figures and
-    runs, runs lost with a node, runs not started, the shared verify cache's figures)."""
+    runs, runs lost with a node, runs not started, the shared verify cache's figures, the
+    dead nodes' folders removed)."""
     import collections
 
     from claimgrid.execute.admission import next_cell, spread
@@ -221,7 +229,7 @@ def execute(todo, settings, plan: dict, on_result, log) -> dict:
         label = n["NodeID"][:12]
         actor = runner_cls.options(
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=n["NodeID"], soft=False),
-            # every run in flight, the pending reservation, and facts/close beside them
+            # every run in flight, the pending reservation, and facts/sweep/close beside them
             max_concurrency=schedule["max_inflight"] + 4,
         ).remote(settings, todo, schedule, board, label)
         actors.append(
@@ -293,11 +301,14 @@ def execute(todo, settings, plan: dict, on_result, log) -> dict:
             on_result(cell, result, {"backend": "ray", "node_id": a["node"], "address": a["address"]})
     if queue:
         lost.extend(c.run_id for c in queue)
+    swept: list[str] = []
     for a in actors:
         if a["alive"]:
             try:
                 a["gate"] = ray.get(a["actor"].facts.remote(), timeout=30)
-                ray.get(a["actor"].close.remote(), timeout=30)
+                # the folders of nodes killed with their watchdog (this grid's or an earlier one's)
+                swept += ray.get(a["actor"].sweep.remote(), timeout=30)
+                swept += ray.get(a["actor"].close.remote(), timeout=30)
             except Exception:  # noqa: BLE001 - a node dying at the very end changes no record
                 pass
             ray.kill(a["actor"])
@@ -326,5 +337,6 @@ def execute(todo, settings, plan: dict, on_result, log) -> dict:
         "lost": lost,
         "not_started": not_started,
         "verify_cache": cache,
+        "swept": sorted(set(swept)),
         "wall_s": round(time.monotonic() - t0, 1),
     }

@@ -1,13 +1,16 @@
 """The Ray backend's node-side parity pieces, as units: each node's admission gate when the
 queue is the driver's (``admission.NodeGate``), a node's limits from its own CPUs
-(``ray.node_schedule``),. The same pieces through a real two-node cluster are
+(``ray.node_schedule``), and the removal of work folders of nodes that were killed with
+their watchdog (``node.sweep_dead``). The same pieces through a real two-node cluster are
 tests/grid/execute/test_backend_ray.py."""
 
 from __future__ import annotations
 
+import os
 import threading
 
 from claimgrid.execute.admission import Activity, Admission, NodeGate, default_max_inflight
+from claimgrid.execute.node import OWNER_FILE, WORK_PREFIX, make_work_dir, sweep_dead
 from claimgrid.execute.ray import node_schedule
 
 
@@ -70,3 +73,24 @@ def test_a_node_is_sized_by_its_own_cpus_unless_a_flag_says_otherwise():
     assert node_schedule(6.0, None, 3) == {"jobs": 3, "max_inflight": 3}  # --max-inflight caps both
     assert node_schedule(2.0, None, None, connections=10)["max_inflight"] == default_max_inflight(2, 10)
 
+
+def test_sweep_removes_only_dead_nodes_folders(tmp_path):
+    dead, dead_fd = make_work_dir(str(tmp_path))
+    (dead / "templates" / "t").mkdir(parents=True)
+    (dead / "templates" / "t" / "f.py").write_text("x")
+    live, live_fd = make_work_dir(str(tmp_path))
+    assert dead.name.startswith(WORK_PREFIX) and (dead / OWNER_FILE).is_file()
+    os.close(dead_fd)  # the kernel drops the lock of a process killed with -9 the same way
+    unowned = tmp_path / (WORK_PREFIX + "older")  # no owner file: not this sweep's to judge
+    unowned.mkdir()
+    other = tmp_path / "claimgrid-uids"  # another part's folder of the same prefix family
+    other.mkdir()
+    link = tmp_path / (WORK_PREFIX + "link")
+    link.symlink_to(dead)
+    try:
+        assert sweep_dead(str(tmp_path)) == [str(dead)]
+        assert not dead.exists() and live.is_dir() and unowned.is_dir() and other.is_dir() and link.is_symlink()
+        assert sweep_dead(str(tmp_path)) == []  # a live node's folder stays, whoever asks
+    finally:
+        os.close(live_fd)
+    assert sweep_dead(str(tmp_path)) == [str(live)]
