@@ -61,20 +61,26 @@ def cluster():
     os.environ.update(env)
     # Ray waits a fixed 30 s for a starting node to register; on a loaded 2-core machine that
     # can run out (measured here under a load average of 16), so the cluster gets three tries.
-    for attempt in range(3):
-        c = Cluster(initialize_head=True, head_node_args={"num_cpus": HEAD_CPUS, "include_dashboard": False})
-        try:
-            worker = c.add_node(num_cpus=WORKER_CPUS)
-            c.wait_for_nodes()
-            break
-        except Exception:  # noqa: BLE001 - a node that did not start in time: start again
-            c.shutdown()
-            if attempt == 2:
-                raise
+    # The head's own start fails the same way, so it is inside the tries, and a cluster that
+    # never starts still leaves the environment and its folder as they were.
+    c = None
     try:
+        for attempt in range(3):
+            try:
+                c = Cluster(initialize_head=True, head_node_args={"num_cpus": HEAD_CPUS, "include_dashboard": False})
+                worker = c.add_node(num_cpus=WORKER_CPUS)
+                c.wait_for_nodes()
+                break
+            except Exception:  # noqa: BLE001 - a node that did not start in time: start again
+                if c is not None:
+                    c.shutdown()
+                c = None
+                if attempt == 2:
+                    raise
         yield c, worker, work
     finally:
-        c.shutdown()
+        if c is not None:
+            c.shutdown()
         for k, v in old.items():
             if v is None:
                 os.environ.pop(k, None)
