@@ -169,6 +169,44 @@ def next_cell(queue, ready: Callable[[str], bool]):
     return queue.popleft()
 
 
+class NodeGate:
+    """The gate of one node whose queue is kept elsewhere (the Ray driver): ``reserve``
+    blocks until :class:`Admission` lets one more run start here and counts it in flight;
+    ``release`` when that run ends (or the reservation goes unused). Thread-safe.
+
+    The node keeps the local backend's rule (cores, not runs in flight, are the limit),
+    sampled from its own adapters and its own process; the driver only sends a cell once a
+    reservation came back, so a cell never waits queued on a node another could run it on."""
+
+    def __init__(self, admission: Admission, poll_s: float = POLL_S):
+        self.admission, self.poll_s = admission, poll_s
+        self.inflight = 0
+        self._cond = threading.Condition()
+        self._closed = False
+
+    def reserve(self) -> bool:
+        """One slot, once the gate allows it; False when the gate was closed meanwhile."""
+        with self._cond:
+            while not self._closed:
+                if self.admission.may_start(self.inflight):
+                    self.admission.started(self.inflight)
+                    self.inflight += 1
+                    return True
+                self._cond.wait(self.poll_s)  # re-sampled: an idle run frees a core, not only an end
+            return False
+
+    def release(self) -> None:
+        with self._cond:
+            self.inflight = max(0, self.inflight - 1)
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        """Wake every ``reserve`` with False (the node is closing)."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+
 def default_max_inflight(jobs: int, connections: int = 0) -> int:
     """Runs in flight when the user does not say: ``INFLIGHT_PER_JOB`` per CPU job, and at
     least one per provider connection plus the CPU jobs (real models wait on the network)."""
@@ -225,8 +263,7 @@ def schedule_from(
     ``max_connections``: ``N`` / ``PROVIDER=N`` strings. ``models``: the grid's models and
     substitute; each distinct real provider among them adds its connection limit to the
     default ``max_inflight`` (they wait on the network)."""
-    from claimgrid.gateway.connections import parse_limits, provider_of
-    from claimgrid.reference import registry
+    from claimgrid.gateway.connections import parse_limits
 
     old = (meta or {}).get("schedule") or {}
     jobs = jobs or (meta or {}).get("jobs") or os.cpu_count() or 2
@@ -235,9 +272,18 @@ def schedule_from(
     else:
         conn = old.get("max_connections") or {}
         default, per = conn.get("default", 10), dict(conn.get("per_provider") or {})
-    providers = {provider_of(m) for m in dict.fromkeys(models) if not registry.is_reference(m)}
-    connections = sum(per.get(p, default) for p in providers)
+    connections = provider_connections(models, default, dict(per))
     inflight = max_inflight or old.get("max_inflight") or default_max_inflight(jobs, connections)
     return Schedule(
         jobs=jobs, max_inflight=max(inflight, jobs), connections_default=default, connections=tuple(sorted(per.items()))
     )
+
+
+def provider_connections(models: Iterable[str], default: int, per: dict) -> int:
+    """The connection limits of the distinct real providers among ``models`` added up (the
+    runs that may wait on the network at once; reference models need none)."""
+    from claimgrid.gateway.connections import provider_of
+    from claimgrid.reference import registry
+
+    providers = {provider_of(m) for m in dict.fromkeys(models) if not registry.is_reference(m)}
+    return sum(per.get(p, default) for p in providers)

@@ -165,6 +165,7 @@ class _Grid:
 
     def _run_ray(self, todo: list[Cell], node_settings) -> None:
         from claimgrid.execute import ray as ray_backend
+        from claimgrid.execute.admission import provider_connections
 
         # The budget is the driver's: every finished run's exchanges add to the grid's spend
         # (on_result), and no node is sent another cell once a limit is reached.
@@ -172,6 +173,9 @@ class _Grid:
             "address": self.settings.address,
             "jobs": self.settings.node_jobs,
             "max_inflight": self.settings.node_max_inflight,
+            "connections": provider_connections(
+                self.spec.selection.all_models, self.settings.connections_default, dict(self.settings.connections)
+            ),
             "may_start": lambda: not self.budget_reached(),
         }
         facts = ray_backend.execute(todo, node_settings, plan, self.on_result, self.reporter.log)

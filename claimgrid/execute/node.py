@@ -1,16 +1,26 @@
 """A node: everything one machine needs to run cells — its own gateway on loopback, its own
 warm parents, its own work folder, its own verify cache (``claimgrid.verify.cache``, in memory,
-empty at start) — behind ``run(cell)``.
+empty at start; on the Ray backend backed by the grid's shared results) — behind ``run(cell)``.
 
 The local backend opens one node in the driver; the Ray backend opens one per Ray node
 inside an actor (``claimgrid/execute/ray.py``). Either way the node never writes the
 ledger: ``run`` returns a :class:`claimgrid.execute.spec.CellResult` (the record and the
 evidence files), and the driver, the single
 writer, stores them. Run tokens and the gateway never leave the node.
+
+The work folder (``<tmp>/claimgrid-node-*``) holds an ``owner`` file the node keeps an
+``flock`` on for its whole life; the kernel drops it however the node ends. The node's
+watchdog removes the folder when the node's process dies, but a node killed with its
+watchdog (``kill -9`` of every process of a Ray node, a container stopped) leaves it, so
+every node start, and the Ray driver at a grid's end, removes the folders of this user
+whose owner lock nobody holds (:func:`sweep_dead`). A live node's folder, whichever grid it
+serves, is never touched: its lock is held.
 """
 
 from __future__ import annotations
 
+import fcntl
+import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +32,7 @@ from claimgrid.execute.spec import CellResult, GridInputs, GridSpec, Replay
 
 if TYPE_CHECKING:
     from claimgrid.gateway import Gateway
+    from claimgrid.verify.cache import Shared
 
 
 @dataclass(frozen=True)
@@ -55,12 +66,75 @@ class CollectingStore:
         return self.records.pop(run_id, None), self.evidence.pop(run_id, None)
 
 
+WORK_PREFIX = "claimgrid-node-"
+OWNER_FILE = "owner"
+
+
+def make_work_dir(parent: str | None = None) -> tuple[Path, int]:
+    """A new work folder and the descriptor holding its owner lock (close it only after the
+    folder is removed). The lock is taken on a temporary name and then renamed into place,
+    so a sweeper never sees an ``owner`` file that is not locked yet."""
+    path = Path(tempfile.mkdtemp(prefix=WORK_PREFIX, dir=parent))
+    pending = path / (OWNER_FILE + ".new")
+    fd = os.open(pending, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.write(fd, f"pid {os.getpid()}\n".encode())
+        os.rename(pending, path / OWNER_FILE)
+    except BaseException:
+        os.close(fd)
+        remove_tree(path)
+        raise
+    return path, fd
+
+
+def sweep_dead(parent: str | None = None) -> list[str]:
+    """Remove the work folders in ``parent`` (default: the temporary folder) of nodes that are
+    gone: named ``claimgrid-node-*``, a folder (not a link) of this user, holding an
+    ``owner`` file whose lock can be taken. A folder without an owner file (an older
+    version's, or one being made) is left alone. Returns the folders removed."""
+    parent = parent or tempfile.gettempdir()
+    removed: list[str] = []
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        try:
+            if not entry.name.startswith(WORK_PREFIX) or not entry.is_dir(follow_symlinks=False):
+                continue
+            if entry.stat(follow_symlinks=False).st_uid != os.getuid():
+                continue
+            fd = os.open(os.path.join(entry.path, OWNER_FILE), os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # held: a live node's folder
+            if remove_tree(entry.path):
+                removed.append(entry.path)
+        finally:
+            os.close(fd)
+    return removed
+
+
 class Node:
     """One node's gateway, launcher and grid context. ``close`` stops them (idempotent)."""
 
-    def __init__(self, settings: NodeSettings, inputs: GridInputs | None = None):
+    def __init__(
+        self,
+        settings: NodeSettings,
+        inputs: GridInputs | None = None,
+        cpus: int | None = None,
+        shared_results: Shared | None = None,
+    ):
         """``inputs``: the driver's loaded data and guard (the local backend); None on a
-        remote node, which loads its own from the spec's data folders and detects its guard."""
+        remote node, which loads its own from the spec's data folders and detects its guard.
+        ``cpus``: the node's own CPUs (a Ray node's resources), how many warm parents preload
+        at once (default: this machine's). ``shared_results``: the grid's verify results
+        across nodes (claimgrid.verify.cache.Shared); None: this node's own."""
         from claimgrid.execute.runner import GridContext
         from claimgrid.gateway import Gateway
         from claimgrid.launch import Launcher
@@ -72,13 +146,21 @@ class Node:
         inputs = inputs if inputs is not None else _load_inputs(spec)
         self.guard = inputs.guard if inputs.guard is not None else detect(spec.guard_mode)
         self.sink = CollectingStore()
-        self.work_dir = Path(tempfile.mkdtemp(prefix="claimgrid-"))
+        self.swept = sweep_dead()  # folders of nodes killed with their watchdog on this machine
+        self.work_dir, self._owner_fd = make_work_dir()
         self.gateway: Gateway | None = None
         self.gateway_cpu_s: float | None = None  # set by close(): the gateway thread's CPU
-        self.launcher = Launcher(inputs.entries, isolation=spec.isolation)
-        self.launcher.watch_dir(self.work_dir)  # removed by the watchdog if this process is killed
-        self.launcher.prewarm()  # preloads start now, a few at a time, overlapping the first runs
         self._closed = False
+        try:
+            self.launcher = Launcher(inputs.entries, isolation=spec.isolation)
+        except BaseException:
+            remove_tree(self.work_dir)
+            os.close(self._owner_fd)
+            raise
+        self.launcher.watch_dir(self.work_dir)  # removed by the watchdog if this process is killed
+        self.prewarm_parallel = max(1, cpus or os.cpu_count() or 1)
+        # preloads start now, a few at a time (the node's CPUs), overlapping the first runs
+        self.launcher.prewarm(self.prewarm_parallel)
         try:
             from claimgrid.gateway.connections import Connections
             from claimgrid.gateway.recorded import ReplaySource
@@ -105,7 +187,7 @@ class Node:
                 framework_versions=settings.framework_versions,
                 guard=self.guard,
                 delegations=dict(replay.delegations) if replay else {},
-                verify_cache=VerifyCache() if spec.verify_cache else None,
+                verify_cache=VerifyCache(shared=shared_results) if spec.verify_cache else None,
                 boxes=self.guard.limits.boxes(self.guard.as_root) if self.guard.enabled else None,
             )
         except BaseException:
@@ -150,6 +232,7 @@ class Node:
             self.gateway_cpu_s = self.gateway.thread_cpu_s()
             self.gateway.stop()
         remove_tree(self.work_dir)
+        os.close(self._owner_fd)  # after the folder is gone: a sweeper never races this node
 
 
 def _load_inputs(spec: GridSpec) -> GridInputs:

@@ -4,8 +4,19 @@ One actor per alive Ray node, pinned to it (node affinity, not soft). Each actor
 :class:`claimgrid.execute.node.Node` there: it builds the framework venvs from the same locks
 (a no-op stamp check where they exist), starts its own loopback gateway and warm parents
 (run tokens never cross the network) and returns each run's record and evidence to the
-driver, which stays the single writer of the ledger. An actor runs ``jobs`` cells at once
-(threaded actor), default the node's CPU count.
+driver, which stays the single writer of the ledger.
+
+Each node admits runs as the local backend does (claimgrid.execute.admission): ``jobs``
+runs using CPU, sized by the node's own CPUs (Ray's ``CPU`` resource of that node; ``--jobs``
+overrides it for every node), more while runs wait (up to ``max_inflight``), and its warm
+parents preload ``jobs`` at a time. The queue stays in the driver: it holds one
+reservation request per node (``admit``), which the node answers once its gate lets a run
+start, with the frameworks whose warm parents are ready; only then does the driver pick a
+cell (``admission.next_cell``) and send it. So no cell waits queued on a busy node.
+
+The verify cache is shared: one :class:`claimgrid.verify.cache.SharedResults` actor beside
+the driver, asked by every node's cache before it tests a workspace, so each distinct test
+runs once per grid (as locally), not once per node.
 
 A node that dies loses only its in-flight runs: their futures fail, the grid goes on on
 the other nodes, and the lost cells stay missing so ``--resume`` re-runs them (with any
@@ -73,36 +84,105 @@ def _ray():
 class _NodeRunner:
     """The actor body (decorated with ``ray.remote`` at run time, so importing needs no Ray)."""
 
-    def __init__(self, settings, cells):
+    def __init__(self, settings, cells, schedule: dict, board=None, node_id: str = ""):
         import socket
 
+        from claimgrid.execute.admission import Admission, NodeGate
         from claimgrid.execute.node import Node
 
-        self.node = Node(settings)
+        shared = _BoardClient(board, node_id) if board is not None else None
+        self.node = Node(settings, cpus=schedule["jobs"], shared_results=shared)
         self.node.prepare(cells)
+        self.gate = NodeGate(Admission(schedule["jobs"], schedule["max_inflight"], self.node.launcher.running_pids))
+        self.frameworks = sorted({c.framework for c in cells})
         self.host = socket.gethostname()
 
+    def admit(self):
+        """Once the node's gate lets one more run start: the frameworks ready to run now
+        (None: the node is closing). The slot is the caller's until ``run`` or ``release``."""
+        if not self.gate.reserve():
+            return None
+        return [fw for fw in self.frameworks if self.node.launcher.ready(fw)]
+
     def run(self, cell):
-        return self.node.run(cell)
+        try:
+            return self.node.run(cell)
+        finally:
+            self.gate.release()
+
+    def release(self):
+        self.gate.release()
 
     def where(self):
         import os
 
         return {"host": self.host, "pid": os.getpid()}
 
+    def facts(self) -> dict:
+        """The gate's figures and the node's warm-parent preloads at once."""
+        return {**self.gate.admission.facts(), "prewarm_parallel": self.node.prewarm_parallel}
+
+    def sweep(self) -> list[str]:
+        """Remove dead nodes' work folders on this machine (claimgrid.execute.node.sweep_dead)."""
+        from claimgrid.execute.node import sweep_dead
+
+        return sweep_dead()
+
     def close(self):
+        self.gate.close()
         self.node.close()
+        return self.node.swept
+
+
+class _BoardClient:
+    """A node's handle on the grid's shared verify results (claimgrid.verify.cache.Shared).
+    A board that cannot be reached answers "compute": it costs a test run, never a result."""
+
+    def __init__(self, board, node: str):
+        self.board, self.node = board, node
+
+    def claim(self, key: str, run_id: str):
+        try:
+            ref = self.board.claim.remote(key, run_id, self.node)
+            return tuple(_ray().get(ref))
+        except Exception:  # noqa: BLE001 - the board's process is gone: test here
+            return ("compute", None, None)
+
+    def settle(self, key: str, result, run_id: str) -> None:
+        try:
+            ref = self.board.settle.remote(key, result, run_id, self.node)
+            _ray().get(ref)
+        except Exception:  # noqa: BLE001 - as above
+            pass
+
+
+def node_schedule(cpus: float | None, jobs: int | None, max_inflight: int | None, connections: int = 0) -> dict:
+    """One node's admission limits: ``jobs`` (the flag, else the node's CPUs, at least 1) and
+    ``max_inflight`` (the flag, else ``admission.default_max_inflight``); the flag caps both."""
+    from claimgrid.execute.admission import default_max_inflight
+
+    node_jobs = jobs or max(1, int(cpus or 1))
+    if max_inflight:
+        node_jobs = min(node_jobs, max_inflight)
+    inflight = max_inflight or default_max_inflight(node_jobs, connections)
+    return {"jobs": node_jobs, "max_inflight": max(inflight, node_jobs)}
 
 
 def execute(todo, settings, plan: dict, on_result, log) -> dict:
     """Run ``todo`` across the cluster at ``plan["address"]``; ``on_result(cell, CellResult,
     node)`` is called in the driver for every finished cell (``node``: the record's
-    :class:`~claimgrid.store.record.RunNode` fields). Each node runs at most ``plan["jobs"]``
-    cells at once (default: its CPU count), never more than ``plan["max_inflight"]``.
+    :class:`~claimgrid.store.record.RunNode` fields). Each node admits runs through its own
+    gate (module docstring) sized by :func:`node_schedule` from its CPUs, ``plan["jobs"]``,
+    ``plan["max_inflight"]`` and ``plan["connections"]`` (real providers' connection limits).
     ``plan["may_start"]()`` is asked before every cell is sent: once it is false (the grid's
     budget is reached), no node starts another run and the rest are returned as
-    ``not_started``. Returns facts about the execution (per-node slots and runs, runs lost
-    with a node, runs not started)."""
+    ``not_started``. Returns facts about the execution (per-node slots, gate figures and
+    runs, runs lost with a node, runs not started, the shared verify cache's figures, the
+    dead nodes' folders removed)."""
+    import collections
+
+    from claimgrid.execute.admission import next_cell, spread
+
     address, jobs, max_inflight = plan.get("address"), plan.get("jobs"), plan.get("max_inflight")
     may_start = plan.get("may_start") or (lambda: True)
     ray = _ray()
@@ -121,26 +201,45 @@ def execute(todo, settings, plan: dict, on_result, log) -> dict:
         )
     except Exception as exc:  # noqa: BLE001 - any connection failure is one line for the user
         raise ClaimgridError(f"--address {address or 'auto'}: cannot connect to a Ray cluster: {exc}") from None
-    runner_cls = ray.remote(num_cpus=0, max_restarts=0)(_NodeRunner)
     nodes = [n for n in ray.nodes() if n.get("Alive")]
     if not nodes:
         raise ClaimgridError(f"--address {address}: the Ray cluster has no alive node")
+    schedules = [
+        node_schedule(n.get("Resources", {}).get("CPU"), jobs, max_inflight, plan.get("connections", 0)) for n in nodes
+    ]
+    board = None
+    if settings.spec.verify_cache:
+        from claimgrid.verify.cache import SharedResults
+
+        # Beside the driver (its node), so it lives as long as the grid; every test run of a
+        # node in flight may wait on it at once.
+        board = (
+            ray.remote(num_cpus=0, max_restarts=0)(SharedResults)
+            .options(
+                scheduling_strategy=NodeAffinitySchedulingStrategy(
+                    node_id=ray.get_runtime_context().get_node_id(), soft=True
+                ),
+                max_concurrency=sum(s["max_inflight"] for s in schedules) + 8,
+            )
+            .remote()
+        )
+    runner_cls = ray.remote(num_cpus=0, max_restarts=0)(_NodeRunner)
     actors = []
-    for n in nodes:
-        per_node = jobs or max(1, int(n.get("Resources", {}).get("CPU", 1)))
-        if max_inflight:
-            per_node = min(per_node, max_inflight)
+    for n, schedule in zip(nodes, schedules):
+        label = n["NodeID"][:12]
         actor = runner_cls.options(
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=n["NodeID"], soft=False),
-            max_concurrency=per_node,
-        ).remote(settings, todo)
+            # every run in flight, the pending reservation, and facts/sweep/close beside them
+            max_concurrency=schedule["max_inflight"] + 4,
+        ).remote(settings, todo, schedule, board, label)
         actors.append(
             {
                 "actor": actor,
-                "slots": per_node,
-                "busy": 0,
+                "slots": schedule["jobs"],
+                "max_inflight": schedule["max_inflight"],
+                "asking": False,
                 "alive": True,
-                "node": n["NodeID"][:12],
+                "node": label,
                 "address": n.get("NodeManagerAddress"),
                 "runs": 0,
             }
@@ -151,53 +250,93 @@ def execute(todo, settings, plan: dict, on_result, log) -> dict:
         + ")"
     )
 
-    queue = list(todo)
-    pending: dict = {}
+    queue = collections.deque(spread(list(todo), key=lambda c: c.model))
+    pending: dict = {}  # ref -> ("admit", None, actor) | ("run", cell, actor)
     lost: list[str] = []
     not_started: list[str] = []
     t0 = time.monotonic()
-    while queue or pending:
+
+    def node_lost(a, exc) -> None:
+        if a["alive"]:
+            log(f"ray: node {a['node']} lost ({type(exc).__name__}); its in-flight runs stay missing")
+            if board is not None:
+                board.forget_node.remote(a["node"])  # its claimed test runs go to the next node that asks
+        a["alive"] = False
+
+    while True:
         if queue and not may_start():
             not_started.extend(c.run_id for c in queue)
             queue.clear()
         for a in actors:
-            while a["alive"] and queue and a["busy"] < a["slots"]:
-                cell = queue.pop(0)
-                pending[a["actor"].run.remote(cell)] = (cell, a)
-                a["busy"] += 1
-        if not pending:
-            break  # every node is gone: what is left stays missing for --resume
+            if a["alive"] and queue and not a["asking"]:
+                pending[a["actor"].admit.remote()] = ("admit", None, a)
+                a["asking"] = True
+        if not any(kind == "run" for kind, _, _ in pending.values()) and not (queue and pending):
+            break  # no run in flight and nothing to send (or every node is gone: the rest stays missing)
         done, _ = ray.wait(list(pending), num_returns=1)
         for ref in done:
-            cell, a = pending.pop(ref)
-            a["busy"] -= 1
+            kind, cell, a = pending.pop(ref)
+            if kind == "admit":
+                a["asking"] = False
+                try:
+                    ready = ray.get(ref)
+                except Exception as exc:  # noqa: BLE001 - the node (or its actor) died
+                    node_lost(a, exc)
+                    continue
+                if ready is None:
+                    continue
+                if not queue or not may_start():
+                    a["actor"].release.remote()
+                    continue
+                cell = next_cell(queue, set(ready).__contains__)
+                pending[a["actor"].run.remote(cell)] = ("run", cell, a)
+                continue
             try:
                 result = ray.get(ref)
             except Exception as exc:  # noqa: BLE001 - the node (or its actor) died with this run
-                if a["alive"]:
-                    log(f"ray: node {a['node']} lost ({type(exc).__name__}); its in-flight runs stay missing")
-                a["alive"] = False
+                node_lost(a, exc)
                 lost.append(cell.run_id)
                 continue
             a["runs"] += 1
             on_result(cell, result, {"backend": "ray", "node_id": a["node"], "address": a["address"]})
     if queue:
         lost.extend(c.run_id for c in queue)
+    swept: list[str] = []
     for a in actors:
         if a["alive"]:
             try:
-                ray.get(a["actor"].close.remote(), timeout=30)
+                a["gate"] = ray.get(a["actor"].facts.remote(), timeout=30)
+                # the folders of nodes killed with their watchdog (this grid's or an earlier one's)
+                swept += ray.get(a["actor"].sweep.remote(), timeout=30)
+                swept += ray.get(a["actor"].close.remote(), timeout=30)
             except Exception:  # noqa: BLE001 - a node dying at the very end changes no record
                 pass
             ray.kill(a["actor"])
+    cache = None
+    if board is not None:
+        try:
+            cache = ray.get(board.facts.remote(), timeout=30)
+        except Exception:  # noqa: BLE001 - figures only
+            cache = None
+        ray.kill(board)
     return {
         "backend": "ray",
         "nodes": len(actors),
         "per_node": [
-            {"node_id": a["node"], "address": a["address"], "slots": a["slots"], "runs": a["runs"], "alive": a["alive"]}
+            {
+                "node_id": a["node"],
+                "address": a["address"],
+                "slots": a["slots"],
+                "max_inflight": a["max_inflight"],
+                "runs": a["runs"],
+                "alive": a["alive"],
+                **({"scheduler": a["gate"]} if a.get("gate") else {}),
+            }
             for a in actors
         ],
         "lost": lost,
         "not_started": not_started,
+        "verify_cache": cache,
+        "swept": sorted(set(swept)),
         "wall_s": round(time.monotonic() - t0, 1),
     }

@@ -22,7 +22,8 @@ result depends on that the harness controls or reads itself:
   (every recorded file's content, exec bit, every symlink's target, never followed), plus
   :func:`workspace_extras`: what the test run sees that a git tree does not record: every
   entry's full mode bits, owner and group (folders too, so an empty folder or one mode bit
-  differs), and the top-level ``.git`` folder's whole content. Interpreter caches are left
+  differs), and the top-level ``.git`` folder's whole content (its index without the
+  stat data it caches: :func:`index_content`). Interpreter caches are left
   out because the test run sees them empty. A workspace holding anything the diff cannot
   name (a fifo, socket or device; a path with a nested ``.git``) is not cacheable.
 
@@ -45,8 +46,11 @@ failure to start, not a sandbox set-up error: output starting ``bwrap:``, ``prli
 **Scope**: one cache per node (:class:`claimgrid.execute.node.Node`), in memory, bounded
 (:data:`MAX_ENTRIES`, least recently used out), shared by the node's run threads; runs
 with the same key in flight at once test once (the others wait for that result). On the
-Ray backend each node has its own; ``--resume`` starts empty; ``--no-verify-cache`` turns
-it off.
+Ray backend every node's cache also asks one :class:`SharedResults` of the grid (kept in
+one process beside the driver) before it tests, so a key is tested once per grid however
+many nodes see it, as on the local backend; a node lost while it tests a key hands that
+key to the next node that asks. ``--resume`` starts empty; ``--no-verify-cache`` turns it
+off.
 """
 
 from __future__ import annotations
@@ -56,13 +60,17 @@ import json
 import os
 import stat
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 # Bump when claimgrid.verify.verifier.run_tests changes what a test run sees (binds, env, hiding).
 RECIPE = 2
 MAX_ENTRIES = 4096  # test results kept per node; each holds at most the output tail (4,000 chars)
+# How long a node waits for another node's test run of the same key before it tests the key
+# itself: a bound for an owner that hangs, not a deadline (a lost owner is released at once).
+SHARED_WAIT_S = 300.0
 # Output a failed sandbox set-up starts with (bwrap, prlimit, setpriv): a harness error, not a result.
 SETUP_ERRORS = ("bwrap:", "prlimit:", "setpriv:")
 # The fields of a test-run event that are its result (copied into a hit's event).
@@ -92,7 +100,8 @@ def workspace_extras(
     * each entry's relative path, full ``st_mode`` (type and all permission bits), uid, gid;
       folders included; entries inside an interpreter-cache folder left out (the test run
       sees those folders empty: ``verifier.cache_dirs``);
-    * the top-level ``.git``'s every file content (read ``O_NOFOLLOW``) and link target;
+    * the top-level ``.git``'s every file content (read ``O_NOFOLLOW``; the index without its
+      cached stat data, :func:`index_content`) and link target;
     * the workspace folder's own mode and owner.
 
     ``sandbox_uid``: the run's own sandbox uid (``claimgrid.sandbox.slots``), named as "the
@@ -123,10 +132,49 @@ def workspace_extras(
         h.update(rel + b"\0%o %s\0" % (st.st_mode, owner(st)))
         if in_git and kind != stat.S_IFDIR:
             try:
-                h.update(hashlib.sha256(read_nofollow(root, rel, st)).digest())
+                data = read_nofollow(root, rel, st)
             except (OSError, LimitExceeded):
                 return None
+            h.update(hashlib.sha256(index_content(data) if rel == b".git/index" else data).digest())
     return h.hexdigest()
+
+
+_INDEX_EXTENSIONS = {b"TREE", b"REUC", b"link", b"sdir", b"EOIE", b"IEOT"}  # none holds file stat data
+
+
+def index_content(data: bytes) -> bytes:
+    """A git index (``.git/index``) without what it caches of the files' stat data.
+
+    Every entry keeps its mode, owner, size, object id, flags and path; its ctime, mtime,
+    device and inode are zeroed, and the trailing checksum (over those) dropped. These are
+    what the module doc leaves out of the key (file times, inode numbers), and they differ
+    between two builds of the same fixture (another node, another second), so without this
+    no two nodes' workspaces would share a key. An index this cannot read (version 4, an
+    extension that may hold stat data, a truncated file) is returned whole: such a
+    workspace keeps a key of its own, as before."""
+    try:
+        if data[:4] != b"DIRC" or int.from_bytes(data[4:8], "big") not in (2, 3):
+            return data
+        count, pos, end = int.from_bytes(data[8:12], "big"), 12, len(data) - 20
+        out = bytearray(data[:12])
+        for _ in range(count):
+            flags = int.from_bytes(data[pos + 60 : pos + 62], "big")
+            fixed = 62 + (2 if flags & 0x4000 else 0)
+            name_end = data.index(b"\0", pos + fixed)
+            size = (name_end - pos + 8) // 8 * 8  # the NUL padding that ends an entry
+            if pos + size > end:
+                return data
+            out += bytes(24) + data[pos + 24 : pos + size]  # ctime, mtime, dev, ino zeroed
+            pos += size
+        while pos < end:
+            sig, length = data[pos : pos + 4], int.from_bytes(data[pos + 4 : pos + 8], "big")
+            if sig not in _INDEX_EXTENSIONS or pos + 8 + length > end:
+                return data
+            out += data[pos : pos + 8 + length]
+            pos += 8 + length
+        return bytes(out) if pos == end else data
+    except (IndexError, ValueError):
+        return data
 
 
 def interpreter_identity(python: str) -> dict:
@@ -185,15 +233,94 @@ def cacheable(event: dict) -> bool:
     )
 
 
+class Shared(Protocol):
+    """What a node's cache asks of the grid's shared results (a :class:`SharedResults`, or a
+    client of one in another process). Either call may fail only by answering "compute" /
+    doing nothing: a lost shared store costs test runs, never a result."""
+
+    def claim(self, key: str, run_id: str) -> tuple[str, dict | None, str | None]: ...
+
+    def settle(self, key: str, result: dict | None, run_id: str) -> None: ...
+
+
+class SharedResults:
+    """The test results of one grid, shared by all its nodes: key -> (result, origin run).
+
+    Thread-safe; one instance per grid, in one process (the Ray backend runs it as an actor
+    beside the driver and hands each node a client). ``claim`` answers ``("hit", result,
+    origin)`` when the key was tested, else ``("compute", None, None)``: the first to ask
+    owns the key and tests it, one asking while the owner tests waits for its ``settle``
+    (up to ``wait_s``) and gets the hit, or computes itself when the owner's result was not
+    cacheable (as a node's own waiters do). ``forget_node`` releases a lost node's keys."""
+
+    def __init__(self, max_entries: int = MAX_ENTRIES * 4, wait_s: float = SHARED_WAIT_S):
+        self.max_entries, self.wait_s = max_entries, wait_s
+        self._entries: OrderedDict[str, tuple[dict, str]] = OrderedDict()
+        self._inflight: dict[str, tuple[threading.Event, str]] = {}
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.tests: Counter[str] = Counter()  # key -> test runs settled for it (any node)
+
+    def _found(self, key: str) -> tuple[str, dict | None, str | None] | None:
+        found = self._entries.get(key)
+        if found is None:
+            return None
+        self._entries.move_to_end(key)
+        self.hits += 1
+        return ("hit", found[0], found[1])
+
+    def claim(self, key: str, run_id: str, node: str = "") -> tuple[str, dict | None, str | None]:
+        with self._lock:
+            found = self._found(key)
+            if found is not None:
+                return found
+            flight = self._inflight.get(key)
+            if flight is None:
+                self._inflight[key] = (threading.Event(), node)
+                return ("compute", None, None)
+        flight[0].wait(self.wait_s)
+        with self._lock:
+            return self._found(key) or ("compute", None, None)
+
+    def settle(self, key: str, result: dict | None, run_id: str, node: str = "") -> None:
+        """A test run of ``key`` ended: ``result`` (None: not cacheable) from ``run_id``."""
+        with self._lock:
+            self.tests[key] += 1
+            if result is not None and key not in self._entries:
+                self._entries[key] = ({k: result[k] for k in RESULT_FIELDS if k in result}, run_id)
+                while len(self._entries) > self.max_entries:
+                    self._entries.popitem(last=False)
+            flight = self._inflight.get(key)
+            if flight is not None and (result is not None or flight[1] == node):
+                del self._inflight[key]
+                flight[0].set()
+
+    def forget_node(self, node: str) -> int:
+        """The keys ``node`` owned and will never settle (it was lost): their waiters compute."""
+        with self._lock:
+            lost = [key for key, (_, owner) in self._inflight.items() if owner == node]
+            for key in lost:
+                self._inflight.pop(key)[0].set()
+        return len(lost)
+
+    def facts(self) -> dict:
+        """Distinct keys tested, test runs in all, hits served (the grid meta's ``verify_cache``)."""
+        with self._lock:
+            return {"shared": True, "keys": len(self.tests), "test_runs": sum(self.tests.values()), "hits": self.hits}
+
+
 class VerifyCache:
     """One node's cache: key -> (test-run event, the run whose test run produced it).
 
     Thread-safe. :meth:`run` is the only entry: it returns the event to record, marked
     ``cache: "hit"`` (``cached: true``, ``verified_by``) or ``"miss"`` (``cached: false``).
+    ``shared``: the grid's results across nodes (:class:`Shared`), asked before a test run
+    and told its result; None: this node's own results only.
     """
 
-    def __init__(self, max_entries: int = MAX_ENTRIES):
+    def __init__(self, max_entries: int = MAX_ENTRIES, shared: Shared | None = None):
         self.max_entries = max_entries
+        self.shared = shared
         self._entries: OrderedDict[str, tuple[dict, str]] = OrderedDict()
         self._inflight: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
@@ -258,10 +385,24 @@ class VerifyCache:
                 return self._hit(key, found)
             # the first result was not cacheable (a timeout, a harness error): test this one
         try:
-            event = compute()
+            if self.shared is not None:
+                verdict, result, origin = self.shared.claim(key, run_id)
+                if verdict == "hit" and result is not None and origin is not None:
+                    self._put(key, result, origin)
+                    with self._lock:
+                        self.hits += 1
+                    return self._hit(key, (result, origin))
+            event: dict | None = None
+            try:
+                event = compute()
+            finally:
+                keep = event is not None and cacheable(event)
+                if self.shared is not None:  # a test run that raised settles too: no node waits on it
+                    self.shared.settle(key, event if keep else None, run_id)
+            assert event is not None  # compute() returned (a raise left above)
             with self._lock:
                 self.misses += 1
-            if cacheable(event):
+            if keep:
                 self._put(key, event, run_id)
         finally:
             if owner:
