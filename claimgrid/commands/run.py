@@ -113,6 +113,7 @@ def _new_grid(args, data: flags.Data) -> tuple[GridSpec, RunStore]:
         registry.load_policies(path)
     sel = flags.selection(args, data.tasks, data.content, data.swap, data.venvs)
     V.check_grid_size(sel)
+    V.check_unguarded_agents(sel, data.venvs)
     grid_id = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H-%M-%SZ") + "-" + secrets.token_hex(2)
     folder = args.out or ROOT / "ledger" / grid_id
     V.check_out(folder)

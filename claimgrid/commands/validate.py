@@ -209,6 +209,23 @@ def check_grid_size(sel: Selection) -> int:
 # ---------------------------------------------------------------- the store
 
 
+def check_unguarded_agents(sel: Selection, venvs: dict) -> None:
+    """Refuse a model that is not a reference model on an agent whose own tools run outside
+    the harness's guard (venvs.toml ``kind = "cli"``: its commands run as the driver's user
+    under the agent's own sandbox or none, docs/CONTRACTS.md). The reference models are
+    harness code and do only what their policy says; a real model could make such an agent
+    read any file or change another run's folder, which the guard exists to prevent."""
+    from claimgrid.reference import registry
+
+    outside = [name for name in sel.frameworks if venvs[name].is_cli]
+    real = [m for m in sel.all_models if not registry.is_reference(m)]
+    if outside and real:
+        raise UsageError(
+            f"--frameworks: {outside[0]} runs its own tools outside the harness's guard, so only reference "
+            f"models may drive it, not {real[0]} (docs/CONTRACTS.md, agents with their own tools)"
+        )
+
+
 class StoredSelection(BaseModel):
     model_config = ConfigDict(extra="allow")
     frameworks: list[str] = Field(min_length=1)
