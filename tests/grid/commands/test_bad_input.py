@@ -60,7 +60,10 @@ def _make_project(dest: Path) -> Path:
 def private_tmp() -> dict:
     """An environment whose TMPDIR is a fresh folder, so a test can see what a run left there."""
     tmp = Path(tempfile.mkdtemp(prefix="claimgrid-test-tmpdir-"))
-    return {**os.environ, "TMPDIR": str(tmp)}
+    # The copied project's own modules would gain a __pycache__ on import: Python's cache, not
+    # something grid.py wrote (the "nothing written" snapshots cover the project too). Cached
+    # bytecode of the shared venv is still read.
+    return {**os.environ, "TMPDIR": str(tmp), "PYTHONDONTWRITEBYTECODE": "1"}
 
 
 def assert_no_leftovers(env: dict) -> None:
