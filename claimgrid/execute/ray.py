@@ -99,16 +99,21 @@ class _NodeRunner:
 
     def admit(self):
         """Once the node's gate lets one more run start: the frameworks ready to run now
-        (None: the node is closing). The slot is the caller's until ``run`` or ``release``."""
+        (None: the node is closing). The slot is the caller's until it calls ``release``
+        (after taking a run's result, or instead of a run)."""
         if not self.gate.reserve():
             return None
         return [fw for fw in self.frameworks if self.node.launcher.ready(fw)]
 
     def run(self, cell):
+        """One run in the slot ``admit`` reserved. The slot is released by the driver once it
+        has taken the result (``release``): were it freed here, the node's next ``admit`` could
+        reach the driver before this result, and a cell be sent past a budget this run crossed."""
         try:
             return self.node.run(cell)
-        finally:
+        except BaseException:
             self.gate.release()
+            raise
 
     def release(self):
         self.gate.release()
@@ -299,6 +304,7 @@ def execute(todo, settings, plan: dict, on_result, log) -> dict:
                 continue
             a["runs"] += 1
             on_result(cell, result, {"backend": "ray", "node_id": a["node"], "address": a["address"]})
+            a["actor"].release.remote()  # counted (budget included): the node may admit the next run
     if queue:
         lost.extend(c.run_id for c in queue)
     swept: list[str] = []
