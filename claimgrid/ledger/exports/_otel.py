@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 from google.protobuf import json_format
@@ -25,6 +26,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.id_generator import IdGenerator
+from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 
 from claimgrid.errors import ClaimgridError
 from claimgrid.ledger.exports._runs import RunView, runs
@@ -174,13 +176,27 @@ class RunIds(IdGenerator):
         return self._next(64)
 
 
+def _provider(resource: Resource, ids: IdGenerator) -> TracerProvider:
+    """A tracer provider that records every span of the ledger, whatever the environment says:
+    the SDK reads ``OTEL_SDK_DISABLED`` (every adapter gets it: the harness's telemetry
+    switch) and ``OTEL_TRACES_SAMPLER`` when it is built, and either would make the export a
+    partial or empty file without a word. This is a file written from recorded evidence, not
+    telemetry, so every run is sampled and the switch is set aside while it is built."""
+    saved = os.environ.pop("OTEL_SDK_DISABLED", None)
+    try:
+        return TracerProvider(resource=resource, id_generator=ids, sampler=ALWAYS_ON)
+    finally:
+        if saved is not None:
+            os.environ["OTEL_SDK_DISABLED"] = saved
+
+
 def export_otel(folder: Path, out: Path, meta: dict, endpoint: str | None = None) -> list[Path]:
     """Write ``out/traces.otlp.json`` (one ExportTraceServiceRequest); send it to
     ``endpoint`` (OTLP/HTTP traces URL) too when given. Returns the written path."""
     ids = RunIds()
     memory = InMemorySpanExporter()
     resource = Resource({"service.name": "claimgrid", "claimgrid.grid_id": str(meta.get("grid_id") or folder.name)})
-    provider = TracerProvider(resource=resource, id_generator=ids)
+    provider = _provider(resource, ids)
     provider.add_span_processor(SimpleSpanProcessor(memory))
     tracer = provider.get_tracer("claimgrid.export")
     for view in runs(folder):

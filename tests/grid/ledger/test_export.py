@@ -42,3 +42,18 @@ def test_bad_input_is_one_line_and_writes_nothing(ledger_grid, tmp_path, capsys)
     assert len(err) == 3 and all(line.startswith("grid.py: error: ") for line in err), err
     assert "--out" in err[0] and "missing" in err[1] and "--otlp-endpoint" in err[2]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["busy"] and [p.name for p in busy.iterdir()] == ["keep.txt"]
+
+
+def test_otel_export_holds_every_run_whatever_the_sdks_environment_says(ledger_grid, tmp_path, monkeypatch):
+    # OTEL_SDK_DISABLED is what every adapter gets (and what importing the adapter kit in a
+    # process sets); a sampler from the environment could drop traces. Neither may thin a file
+    # written from recorded evidence.
+    need("opentelemetry.sdk")
+    from tests.export_support import ledger_runs, read_otlp, spans_by_run
+
+    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
+    monkeypatch.setenv("OTEL_TRACES_SAMPLER", "always_off")
+    out = tmp_path / "otel"
+    assert main(["export", str(ledger_grid), "--format", "otel", "--out", str(out)]) == 0
+    assert set(spans_by_run(read_otlp(out / "traces.otlp.json"))) == set(ledger_runs(ledger_grid))
+    assert __import__("os").environ["OTEL_SDK_DISABLED"] == "true"  # set aside only while building

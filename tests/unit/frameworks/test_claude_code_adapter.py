@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -16,6 +17,10 @@ ROOT = Path(__file__).resolve().parents[3]
 
 @pytest.fixture(scope="module")
 def adapter():
+    # Importing the kit sets the harness's offline environment in this process (OFFLINE_ENV:
+    # OTEL_SDK_DISABLED among it) and adds modules: both are put back, so no later test of this
+    # worker runs in an adapter's environment.
+    environ, modules = dict(os.environ), set(sys.modules)
     sys.path.insert(0, str(ROOT / "frameworks" / "_harness"))
     try:
         spec = importlib.util.spec_from_file_location("claude_code_adapter", ROOT / "frameworks" / "claude-code" / "adapter.py")
@@ -24,6 +29,10 @@ def adapter():
         yield module
     finally:
         sys.path.remove(str(ROOT / "frameworks" / "_harness"))
+        os.environ.clear()
+        os.environ.update(environ)
+        for name in set(sys.modules) - modules:
+            del sys.modules[name]
 
 
 class Rec:
