@@ -42,6 +42,12 @@ from claimgrid.inputs.venvs import framework_versions, load_venvs
 pytestmark = pytest.mark.frameworks
 
 FRAMEWORKS = list(load_venvs())
+# A coding agent with its own tools (kind = "cli") is an npm install of hundreds of MB and a
+# separate program per run: its conformance is a deep check (CLAIMGRID_DEEP=1), so CI's 20
+# minutes hold; its entry, lock and adapter parts are checked in every run of the suite
+# (tests/integration/inputs/test_venvs_cli.py, tests/unit/reference/test_tool_table.py,
+# tests/unit/classify/test_own_tools.py, tests/unit/frameworks/).
+PARAMS = [pytest.param(name, marks=pytest.mark.deep) if e.is_cli else name for name, e in load_venvs().items()]
 TIMEOUT_S = 120.0
 BUDGET = 24
 CALL_DEADLINE_S = 5.0  # the per-call deadline; the `slow` fault answers 2 s past it (kept short: CI time)
@@ -117,7 +123,7 @@ def gateway():
         yield gw
 
 
-@pytest.fixture(scope="module", params=FRAMEWORKS)
+@pytest.fixture(scope="module", params=PARAMS)
 def fw(request, tasks, gateway, tmp_path_factory) -> Conformance:
     """One framework's conformance runs; when a check on them fails, the folder is kept and
     the failing test's report shows every run's evidence (``_evidence_on_failure``)."""
