@@ -447,12 +447,16 @@ def classify_channels(events: Events, facts: RunFacts) -> tuple[str, ChannelDeta
         else:
             reason = "not executed"
         unexecuted.append(UnexecutedCall(tool=call.name or "?", reason=reason))
-    detail = ChannelDetail(unrequested=unrequested, unexecuted=unexecuted)
-    if unrequested and unexecuted:
+    return _channel_verdict(ChannelDetail(unrequested=unrequested, unexecuted=unexecuted))
+
+
+def _channel_verdict(detail: ChannelDetail) -> tuple[str, ChannelDetail]:
+    """The channel cross-check's value from what it found on either side."""
+    if detail.unrequested and detail.unexecuted:
         return "both", detail
-    if unrequested:
+    if detail.unrequested:
         return "unrequested tool events", detail
-    if unexecuted:
+    if detail.unexecuted:
         return "unexecuted tool calls", detail
     return "consistent", detail
 
@@ -467,14 +471,7 @@ def own_tools_channels(events: list[Event]) -> tuple[str, ChannelDetail]:
         for call, in_last in requested[returned:]
     ]
     unrequested = ["?"] * max(0, returned - len(requested))
-    detail = ChannelDetail(unrequested=unrequested, unexecuted=unexecuted)
-    if unrequested and unexecuted:
-        return "both", detail
-    if unrequested:
-        return "unrequested tool events", detail
-    if unexecuted:
-        return "unexecuted tool calls", detail
-    return "consistent", detail
+    return _channel_verdict(ChannelDetail(unrequested=unrequested, unexecuted=unexecuted))
 
 
 def classify_swap(events: Events, facts: RunFacts) -> str:
