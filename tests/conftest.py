@@ -296,6 +296,8 @@ def pytest_collection_modifyitems(config, items):
         for item in items:
             if item.get_closest_marker("deep"):
                 item.add_marker(deep)
+    if hasattr(config, "workerinput"):
+        _longest_groups_first(items)
     marked = [item for item in items if item.get_closest_marker("frameworks") and not item.get_closest_marker("deep")]
     if not marked:
         return
@@ -317,6 +319,54 @@ def pytest_collection_modifyitems(config, items):
         ensure_task_envs(load_tasks().values())
     except ClaimgridError as exc:
         pytest.exit(f"framework venvs or task environments could not be built: {exc}", returncode=3)
+
+
+# What a work unit (one xdist group) is expected to cost, for the order in which the scheduler
+# hands them out, never for a result: seconds per test by lane and per group set-up, rounded
+# from the suite's own durations (two cores, 2026-12-01).
+_LANE_S = {"unit": 0.04, "integration": 0.7, "grid": 1.0, "frameworks": 1.0}
+_SESSION_GRID_S = 150.0  # a shared session grid, built in its first reader's set-up
+_FRAMEWORK_GRID_S = 30.0  # a module fixture per framework: a small real grid on it
+
+
+def _longest_groups_first(items) -> None:
+    """Order ``items`` so that xdist hands out the costliest groups first (longest processing
+    time first: a long group that starts last is the session's tail, while short ones fill
+    the gaps at the end). A group's items keep their order; pyproject's addopts turn xdist's
+    own reordering (by test count) off, so this order is the one the workers get. A group's
+    cost is estimated from what the items say: their lane, a session grid they read, a
+    per-framework module fixture and that framework's documented retry back-off
+    (``venvs.toml`` ``retry_backoff_s``: a wait no core spends, best started early). Deep
+    and skipped items cost nothing."""
+    from claimgrid.inputs.venvs import load_venvs
+
+    backoff = {name: e.retry_backoff_s for name, e in load_venvs().items()}
+    cost: dict[str, float] = {}
+    first: dict[str, int] = {}
+    for index, item in enumerate(items):
+        group = _group_of(item)
+        first.setdefault(group, index)
+        if item.get_closest_marker("skip"):  # deep checks outside CLAIMGRID_DEEP=1 among them
+            cost.setdefault(group, 0.0)
+            continue
+        parts = _lane_parts(item)
+        lane_cost = _LANE_S.get(parts[0] if parts else "", 0.0)
+        if group not in cost or cost[group] == 0.0:
+            setup = 0.0
+            if group in SHARED_GRIDS:
+                setup = _SESSION_GRID_S
+            elif "+" in group:  # a per-framework module fixture's group (pytest_itemcollected)
+                setup = _FRAMEWORK_GRID_S + backoff.get(group.rsplit("+", 1)[1], 0.0)
+            cost[group] = cost.get(group, 0.0) + setup
+        cost[group] += lane_cost
+    order = {group: rank for rank, group in enumerate(sorted(cost, key=lambda g: (-cost[g], first[g])))}
+    groups = {id(item): order.get(_group_of(item), 0) for item in items}
+    items.sort(key=lambda item: groups[id(item)])  # stable: a group's items keep their order
+
+
+def _group_of(item) -> str:
+    marker = item.get_closest_marker("xdist_group")
+    return str(marker.args[0]) if marker and marker.args else item.nodeid.split("::", 1)[0]
 
 
 def _build_framework_venvs() -> None:
