@@ -73,7 +73,9 @@ class Limits:
     """Per-process resource limits inside the sandbox (prlimit names)."""
 
     fsize_bytes: int = 256 << 20  # one file at most 256 MiB
-    as_bytes: int = 4 << 30  # 4 GiB of address space
+    # 4 GiB of address space; None: no address-space limit (a JavaScript engine's reservations,
+    # claimgrid.caps.AGENT_ADDRESS_SPACE), memory then bounded by the run's cgroup alone
+    as_bytes: int | None = 4 << 30
     nproc: int = 256  # processes of the sandbox uid (one uid per run when root: slots.py)
     nofile: int = 1024
     cpu_s: int = 120
@@ -87,7 +89,7 @@ class Limits:
     def prlimit_args(self) -> list[str]:
         return [
             f"--fsize={self.fsize_bytes}",
-            f"--as={self.as_bytes}",
+            f"--as={'unlimited' if self.as_bytes is None else self.as_bytes}",
             f"--nproc={self.nproc}",
             f"--nofile={self.nofile}",
             f"--cpu={self.cpu_s}",
@@ -157,6 +159,9 @@ class Guard:
         overlay: tuple[str, str] | None = None,
         env: dict[str, str] | None = None,
         per_run: PerRun | None = None,
+        binds: Sequence[tuple[str, str, bool]] = (),
+        keep_env: bool = False,
+        limits: Limits | None = None,
     ) -> list[str]:
         """The bwrap command line that runs ``argv`` in ``/workspace``.
 
@@ -167,6 +172,12 @@ class Guard:
         ``upper`` writable by the sandbox uid) and never in the workspace.
         ``env``: the whole environment (nothing is inherited; ``PATH`` and ``HOME`` are set).
         ``per_run``: the run's box, ``/tmp`` and start descriptor (:class:`PerRun`).
+        ``binds``: more ``(host path, sandbox path, writable)`` binds (a file or a socket
+        included), made after the interpreters. ``keep_env``: the environment bwrap is started
+        with passes in (no ``--clearenv``), under the variables set here (``LANG``, ``HOME``,
+        git's, ``env``, ``PATH``): a program whose environment its own launcher builds (a
+        coding agent's, with its run token, which then stays off every command line).
+        ``limits``: these instead of the guard's own.
         """
         per_run = per_run or PerRun()
         box, tmp, started_fd, hide = per_run.box, per_run.tmp, per_run.started_fd, per_run.hide
@@ -184,7 +195,7 @@ class Guard:
             "--unshare-cgroup-try",
             "--die-with-parent",
             "--new-session",
-            "--clearenv",
+            *([] if keep_env else ["--clearenv"]),
         ]
         if not self.as_root:
             args += ["--unshare-user"]
@@ -197,6 +208,8 @@ class Guard:
                 args += ["--ro-bind", f"/{name}", f"/{name}"]
         for etc in ("/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives", "/etc/ssl/certs"):
             if os.path.exists(etc):
+                for parent in _parents(etc)[1:]:  # /etc/ssl traversable: Node reads /etc/ssl/openssl.cnf
+                    args += ["--perms", "0755", "--dir", parent]
                 args += ["--ro-bind", etc, etc]
         args += ["--proc", "/proc", "--dev", "/dev"]
         if tmp is not None:
@@ -208,6 +221,10 @@ class Guard:
             for parent in _parents(folder):
                 args += ["--perms", "0755", "--dir", parent]
             args += ["--ro-bind", folder, folder]
+        for source, target, rw in binds:
+            for parent in _parents(target):  # traversable by the sandbox uid (bwrap's own are 0700 as root)
+                args += ["--perms", "0755", "--dir", parent]
+            args += ["--bind" if rw else "--ro-bind", str(source), target]
         args += ["--perms", "0755", "--dir", SANDBOX_BIN]
         if python:
             args += ["--symlink", python, f"{SANDBOX_BIN}/python", "--symlink", python, f"{SANDBOX_BIN}/python3"]
@@ -229,7 +246,7 @@ class Guard:
         full_env = {"LANG": "C.UTF-8", "HOME": "/tmp", **SANDBOX_GIT_ENV, **(env or {}), "PATH": path}
         for key, value in full_env.items():
             args += ["--setenv", key, value]
-        inner = [shutil.which("prlimit") or "/usr/bin/prlimit", *self.limits.prlimit_args(), "--"]
+        inner = [shutil.which("prlimit") or "/usr/bin/prlimit", *(limits or self.limits).prlimit_args(), "--"]
         uid = box.uid if box is not None else NOBODY
         if self.as_root:
             args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
