@@ -172,8 +172,9 @@ class Node:
                 retry=spec.provider_retry.policy(),
                 replay=ReplaySource(Path(replay.folder)) if replay else None,
                 connections=self.connections,
-                # A guarded coding agent's one address (claimgrid.launch.confine.agent_sandbox).
-                unix_socket=self._gateway_socket() if self.guard.enabled else None,
+                # A guarded coding agent's one address (claimgrid.launch.confine.agent_sandbox):
+                # in the node's own folder, so the watchdog's removal of it covers the socket.
+                unix_socket=self._gateway_socket(),
             )
             self.gateway.start()
             self.ctx = GridContext(

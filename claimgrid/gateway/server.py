@@ -22,7 +22,9 @@ LiteLLM Router (real models) is built on the first call that needs it
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import tempfile
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -77,6 +79,14 @@ def _read_timeout_protocol():
     return ReadTimeoutH11
 
 
+def _private_folder() -> str:
+    """A new 0700 folder whose ``gateway.sock`` path can be bound (the temporary folder, else /tmp)."""
+    for base in (tempfile.gettempdir(), "/tmp"):
+        if len(os.path.join(base, "cg-gw-" + "x" * 8, "gateway.sock")) <= caps.UNIX_SOCKET_PATH_MAX:
+            return tempfile.mkdtemp(prefix="cg-gw-", dir=base)
+    raise ClaimgridError(f"no folder for the gateway's socket fits {caps.UNIX_SOCKET_PATH_MAX} bytes")
+
+
 def _unix_listener(path: str) -> socket.socket:
     """A listening Unix socket at ``path`` (a stale one from a killed driver is replaced)."""
     try:
@@ -103,8 +113,9 @@ class Gateway:
         ``reference_path``: ``harness`` (default) or ``router``, the pre-issue-12 LiteLLM
         path kept for tests/integration/gateway/test_gateway_reference_parity.py and bench/gateway.py;
         ``connections``: per-provider limits (claimgrid.gateway.connections.Connections);
-        ``unix_socket``: a path to also serve on (module docstring; made 0666 so a sandbox's
-        unprivileged uid can connect: the folder holding it is what keeps others out)."""
+        ``unix_socket``: the path of the Unix socket also served (module docstring; made 0666 so
+        a sandbox's unprivileged uid can connect: the folder holding it is what keeps others
+        out); None: ``gateway.sock`` in a new private folder of its own, removed by ``stop``."""
         from claimgrid.gateway.dispatch import Dispatcher
 
         self.registry = Registry()
@@ -117,6 +128,7 @@ class Gateway:
         self._url: str | None = None
         self._lock = threading.Lock()
         self.unix_socket = unix_socket
+        self._own_socket_dir: str | None = None  # the private folder made for it (unix_socket None)
         self._sockets: list[socket.socket] = []
 
     @property
@@ -141,9 +153,10 @@ class Gateway:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             sock.bind((HOST, 0))
             port = sock.getsockname()[1]
-            sockets = [sock]
-            if self.unix_socket is not None:
-                sockets.append(_unix_listener(self.unix_socket))
+            if self.unix_socket is None:
+                self._own_socket_dir = _private_folder()
+                self.unix_socket = os.path.join(self._own_socket_dir, "gateway.sock")
+            sockets = [sock, _unix_listener(self.unix_socket)]
             config = uvicorn.Config(
                 app,
                 log_level="warning",
@@ -164,7 +177,7 @@ class Gateway:
                     server.should_exit = True
                     raise ClaimgridError(f"the model gateway did not start on {HOST}:{port}")
                 time.sleep(0.01)
-            self._server, self._thread, self._sockets = server, thread, sockets
+            self._server, self._thread, self._sock, self._sockets = server, thread, sock, sockets
             self._url = f"http://{HOST}:{port}/v1"
             return self._url
 
@@ -223,6 +236,9 @@ class Gateway:
                     os.unlink(self.unix_socket)
                 except FileNotFoundError:
                     pass
+            if self._own_socket_dir is not None:
+                shutil.rmtree(self._own_socket_dir, ignore_errors=True)
+                self._own_socket_dir = self.unix_socket = None
             self._server = self._thread = self._url = None
 
     def __enter__(self) -> Gateway:

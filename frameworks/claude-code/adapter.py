@@ -180,6 +180,23 @@ def launch(ctl: dict) -> tuple[list[str], dict[str, str]]:
     return [*sandbox["argv_prefix"], *command(ctl)], env
 
 
+def run_agent(ctl: dict, argv: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
+    """Run the agent to its end or ``timeout`` (TimeoutExpired). Inside the agent sandbox its
+    standard input is the sandbox's lifeline (claimgrid/sandbox/loopback.py): a pipe whose write
+    end only this process holds, closed when the agent is stopped or this process dies, which
+    ends every process of the sandbox."""
+    if not ctl.get("agent_sandbox"):
+        return subprocess.run(argv, cwd=ctl["workspace"], env=env, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=timeout)
+    read_end, write_end = os.pipe()
+    try:
+        return subprocess.run(argv, cwd=ctl["workspace"], env=env, stdin=read_end,
+                              capture_output=True, text=True, timeout=timeout)
+    finally:
+        os.close(write_end)
+        os.close(read_end)
+
+
 def run(ctl: dict, tools: list, rec) -> str | None:
     agent = ctl["agent_name"]
     kit.start_run(rec, ctl, None, "model calls", "gateway")
@@ -188,8 +205,7 @@ def run(ctl: dict, tools: list, rec) -> str | None:
     with kit.recording_errors(rec, agent):
         argv, env = launch(ctl)
         try:
-            proc = subprocess.run(argv, cwd=ctl["workspace"], env=env,
-                                  stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+            proc = run_agent(ctl, argv, env, timeout)
         except subprocess.TimeoutExpired:
             raise RuntimeError(f"claude -p did not finish within {timeout:.0f} s") from None
         sys.stderr.write(proc.stderr[-20000:])
