@@ -144,6 +144,11 @@ class Guard:
             else "invoking user (user namespace)",
             "network": "none (empty network namespace)",
             "limits": vars(self.limits),
+            # venvs.toml kind = "cli" (claimgrid.launch.confine.agent_sandbox): unguarded, such an
+            # agent runs as the adapter's child, under its own sandbox if it has one.
+            "agents_with_own_tools": "whole process in the guard; network: only the gateway, through a "
+            "loopback forwarder to its Unix socket; limits as above but no address-space limit and "
+            "CPU seconds per process a multiple of the run's timeout (claimgrid.caps)",
         }
 
     # ---------------------------------------------------------------- argv
