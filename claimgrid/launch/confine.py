@@ -138,10 +138,13 @@ def agent_sandbox(
         workspace=workspace,
         interpreters=roots,
         python=task_python,
-        per_run=PerRun(box=box, tmp=str(tmp) if tmp is not None else None),
-        binds=[(loopback.__file__, SANDBOX_LOOPBACK, False), (gateway_socket, SANDBOX_GATEWAY_SOCKET, True)],
-        keep_env=True,
-        limits=limits,
+        per_run=PerRun(
+            box=box,
+            tmp=str(tmp) if tmp is not None else None,
+            binds=[(loopback.__file__, SANDBOX_LOOPBACK, False), (gateway_socket, SANDBOX_GATEWAY_SOCKET, True)],
+            keep_env=True,
+            limits=limits,
+        ),
     )
     return {
         "argv_prefix": prefix,

@@ -108,12 +108,22 @@ class PerRun:
     (bwrap, prlimit, setpriv or the cgroup join failed): a harness failure, not the command's.
     ``hide``: folders relative to the workspace that the command sees empty (an empty tmpfs
     over each; the verifier hides interpreter caches the diff does not record).
+    ``binds``: more ``(host path, sandbox path, writable)`` binds (a file or a socket
+    included), made after the interpreters. ``keep_env``: the environment bwrap is started
+    with passes in (no ``--clearenv``), under the variables the guard sets (``LANG``,
+    ``HOME``, git's, ``env``, ``PATH``): a program whose environment its own launcher builds (a
+    coding agent's, with its run token, which then stays off every command line).
+    ``limits``: these instead of the guard's own. The three are what a whole coding agent's
+    sandbox adds (claimgrid.launch.confine.agent_sandbox).
     """
 
     box: Box | None = None
     tmp: str | None = None
     started_fd: int | None = None
     hide: Sequence[str] = ()
+    binds: Sequence[tuple[str, str, bool]] = ()
+    keep_env: bool = False
+    limits: Limits | None = None
 
 
 @dataclass(frozen=True)
@@ -164,9 +174,6 @@ class Guard:
         overlay: tuple[str, str] | None = None,
         env: dict[str, str] | None = None,
         per_run: PerRun | None = None,
-        binds: Sequence[tuple[str, str, bool]] = (),
-        keep_env: bool = False,
-        limits: Limits | None = None,
     ) -> list[str]:
         """The bwrap command line that runs ``argv`` in ``/workspace``.
 
@@ -176,16 +183,12 @@ class Guard:
         work)``, a writable overlay whose changes land in ``upper`` (both folders harness-owned,
         ``upper`` writable by the sandbox uid) and never in the workspace.
         ``env``: the whole environment (nothing is inherited; ``PATH`` and ``HOME`` are set).
-        ``per_run``: the run's box, ``/tmp`` and start descriptor (:class:`PerRun`).
-        ``binds``: more ``(host path, sandbox path, writable)`` binds (a file or a socket
-        included), made after the interpreters. ``keep_env``: the environment bwrap is started
-        with passes in (no ``--clearenv``), under the variables set here (``LANG``, ``HOME``,
-        git's, ``env``, ``PATH``): a program whose environment its own launcher builds (a
-        coding agent's, with its run token, which then stays off every command line).
-        ``limits``: these instead of the guard's own.
+        ``per_run``: the run's box, ``/tmp``, start descriptor and what a whole program's
+        sandbox adds (:class:`PerRun`).
         """
         per_run = per_run or PerRun()
         box, tmp, started_fd, hide = per_run.box, per_run.tmp, per_run.started_fd, per_run.hide
+        binds, keep_env, limits = per_run.binds, per_run.keep_env, per_run.limits
         if not self.enabled:
             raise RuntimeError("Guard.wrap called on a disabled guard")
         assert self.bwrap is not None  # an enabled guard was built with its bwrap (detect)
