@@ -53,15 +53,11 @@ SEARCH_TIMEOUT_S = 10.0
 MAX_TOOL_CALLS_PER_RUN = 5_000
 
 # ---- a guarded coding agent (venvs.toml kind = "cli": the whole agent inside the guard)
-# The agent's processes get the guard's limits (claimgrid.sandbox.guard.Limits) but two.
-# Address space: none. Node's V8 and the JavaScriptCore in Claude Code's executable reserve
-# tens of GiB of address space they never touch (V8's pointer cage, JSC's gigacage); under
-# the guard's 4 GiB neither starts. Their memory is bounded by the run's cgroup
-# (Limits.run_memory_bytes) where the machine gives one, as every other run's.
-AGENT_ADDRESS_SPACE: int | None = None
-# CPU seconds per process: the agent is one process for the run's whole life (the guard's
-# 120 s is per shell command), with a few busy threads; this many times the run's timeout,
-# so the launcher's timeout, not RLIMIT_CPU, ends a slow run.
+# Its processes get the guard's limits (claimgrid.sandbox.guard.Limits; Node's V8 and Claude
+# Code's JavaScriptCore both start and run under its 4 GiB of address space) but one: CPU
+# seconds per process. The agent is one process for the run's whole life (the guard's 120 s is
+# per shell command), with a few busy threads; this many times the run's timeout, so the
+# launcher's timeout, not RLIMIT_CPU, ends a slow run.
 AGENT_CPU_PER_TIMEOUT_S = 4
 
 # ---- stored evidence (what one run may put in the store)

@@ -112,13 +112,15 @@ def agent_sandbox(
     own paths, ``python``/``python3`` the task's, the run's own folder ``tmp`` (owned by the
     run's uid) as ``/tmp`` and ``HOME`` (``home``; on the host ``host_home``, where the adapter
     writes the agent's configuration), own pid/ipc/uts namespaces, an empty network namespace,
-    the run's uid, cgroup and limits (those of ``caps`` for an agent: no address-space limit,
-    CPU seconds per the run's timeout), ``--die-with-parent``. Inside, before the agent,
+    the run's uid, cgroup and limits (CPU seconds per process from the run's timeout:
+    ``caps.AGENT_CPU_PER_TIMEOUT_S``), ``--die-with-parent``. Inside, before the agent,
     :mod:`claimgrid.sandbox.loopback` (run by ``agent_python``, the framework venv's) listens
     on ``127.0.0.1:LOOPBACK_PORT`` and forwards each connection to the gateway's Unix socket
     bound at :data:`SANDBOX_GATEWAY_SOCKET`: ``gateway_url`` is the agent's base URL, its
     only address. The environment the adapter starts it with passes in (the run token stays
     off the command line), under the guard's ``PATH``, ``HOME``, ``LANG`` and git variables.
+    Its standard input is to be a pipe whose write end the adapter holds until the agent has
+    ended: the lifeline that ends the whole sandbox (claimgrid/sandbox/loopback.py).
 
     None when unguarded (``--guard off``, no bwrap): the agent runs as the adapter's child,
     as before. A guarded grid whose gateway serves no Unix socket is a harness bug (raised).
@@ -128,9 +130,7 @@ def agent_sandbox(
     if gateway_socket is None:
         raise RuntimeError("a guarded coding agent needs the gateway's Unix socket (Gateway(unix_socket=...))")
     limits = dataclasses.replace(
-        guard.limits,
-        as_bytes=caps.AGENT_ADDRESS_SPACE,
-        cpu_s=max(guard.limits.cpu_s, math.ceil(timeout_s * caps.AGENT_CPU_PER_TIMEOUT_S)),
+        guard.limits, cpu_s=max(guard.limits.cpu_s, math.ceil(timeout_s * caps.AGENT_CPU_PER_TIMEOUT_S))
     )
     roots = sorted({*python_roots(agent_python), *python_roots(task_python)})
     prefix = guard.wrap(

@@ -73,9 +73,7 @@ class Limits:
     """Per-process resource limits inside the sandbox (prlimit names)."""
 
     fsize_bytes: int = 256 << 20  # one file at most 256 MiB
-    # 4 GiB of address space; None: no address-space limit (a JavaScript engine's reservations,
-    # claimgrid.caps.AGENT_ADDRESS_SPACE), memory then bounded by the run's cgroup alone
-    as_bytes: int | None = 4 << 30
+    as_bytes: int = 4 << 30  # 4 GiB of address space
     nproc: int = 256  # processes of the sandbox uid (one uid per run when root: slots.py)
     nofile: int = 1024
     cpu_s: int = 120
@@ -89,7 +87,7 @@ class Limits:
     def prlimit_args(self) -> list[str]:
         return [
             f"--fsize={self.fsize_bytes}",
-            f"--as={'unlimited' if self.as_bytes is None else self.as_bytes}",
+            f"--as={self.as_bytes}",
             f"--nproc={self.nproc}",
             f"--nofile={self.nofile}",
             f"--cpu={self.cpu_s}",
@@ -157,8 +155,8 @@ class Guard:
             # venvs.toml kind = "cli" (claimgrid.launch.confine.agent_sandbox): unguarded, such an
             # agent runs as the adapter's child, under its own sandbox if it has one.
             "agents_with_own_tools": "whole process in the guard; network: only the gateway, through a "
-            "loopback forwarder to its Unix socket; limits as above but no address-space limit and "
-            "CPU seconds per process a multiple of the run's timeout (claimgrid.caps)",
+            "loopback forwarder to its Unix socket; limits as above but CPU seconds per process a "
+            "multiple of the run's timeout (claimgrid.caps)",
         }
 
     # ---------------------------------------------------------------- argv
