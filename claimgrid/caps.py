@@ -52,6 +52,14 @@ SEARCH_TIMEOUT_S = 10.0
 # running and counted (``limits.tool_calls_refused``).
 MAX_TOOL_CALLS_PER_RUN = 5_000
 
+# ---- a guarded coding agent (venvs.toml kind = "cli": the whole agent inside the guard)
+# Its processes get the guard's limits (claimgrid.sandbox.guard.Limits; Node's V8 and Claude
+# Code's JavaScriptCore both start and run under its 4 GiB of address space) but one: CPU
+# seconds per process. The agent is one process for the run's whole life (the guard's 120 s is
+# per shell command), with a few busy threads; this many times the run's timeout, so the
+# launcher's timeout, not RLIMIT_CPU, ends a slow run.
+AGENT_CPU_PER_TIMEOUT_S = 4
+
 # ---- stored evidence (what one run may put in the store)
 # The final report is read by people and by the trace parser (which reads the end), so
 # a long text keeps its head and its tail.

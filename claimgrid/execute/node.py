@@ -150,6 +150,7 @@ class Node:
         self.work_dir, self._owner_fd = make_work_dir()
         self.gateway: Gateway | None = None
         self.gateway_cpu_s: float | None = None  # set by close(): the gateway thread's CPU
+        self._socket_dir: str | None = None  # the gateway socket's own folder, when the work folder's path is too long
         self._closed = False
         try:
             self.launcher = Launcher(inputs.entries, isolation=spec.isolation)
@@ -171,6 +172,9 @@ class Node:
                 retry=spec.provider_retry.policy(),
                 replay=ReplaySource(Path(replay.folder)) if replay else None,
                 connections=self.connections,
+                # A guarded coding agent's one address (claimgrid.launch.confine.agent_sandbox):
+                # in the node's own folder, so the watchdog's removal of it covers the socket.
+                unix_socket=self._gateway_socket(),
             )
             self.gateway.start()
             self.ctx = GridContext(
@@ -193,6 +197,19 @@ class Node:
         except BaseException:
             self.close()
             raise
+
+    def _gateway_socket(self) -> str:
+        """The gateway's Unix socket: in the node's own 0700 work folder, or, where that path
+        is too long to bind (a deep temporary folder), in a new 0700 folder under /tmp that
+        the watchdog and :meth:`close` remove."""
+        from claimgrid.caps import UNIX_SOCKET_PATH_MAX
+
+        path = str(self.work_dir / "gateway.sock")
+        if len(path) > UNIX_SOCKET_PATH_MAX:
+            self._socket_dir = tempfile.mkdtemp(prefix="cg-gw-", dir="/tmp")
+            self.launcher.watch_dir(Path(self._socket_dir))
+            path = os.path.join(self._socket_dir, "gateway.sock")
+        return path
 
     def prepare(self, cells: list[Cell]) -> None:
         """Build the templates these cells need once, before threads share them."""
@@ -232,6 +249,8 @@ class Node:
             self.gateway_cpu_s = self.gateway.thread_cpu_s()
             self.gateway.stop()
         remove_tree(self.work_dir)
+        if self._socket_dir is not None:
+            remove_tree(Path(self._socket_dir))
         os.close(self._owner_fd)  # after the folder is gone: a sweeper never races this node
 
 

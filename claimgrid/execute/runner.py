@@ -23,7 +23,7 @@ from claimgrid.execute.cells import Cell
 from claimgrid.inputs.conditions import ContentCondition, SwapCondition
 from claimgrid.inputs.tasks import Task, build_template, materialise, seal_template
 from claimgrid.launch import RunInterrupted
-from claimgrid.launch.confine import agent_tmp, command_sandbox, hand_over
+from claimgrid.launch.confine import agent_sandbox, agent_tmp, command_sandbox, hand_over
 from claimgrid.store.events import parse_events
 from claimgrid.store.record import RunRecord, dump
 from claimgrid.trace import parse_trace, report_instructions
@@ -176,6 +176,12 @@ def _tool_table(ctx: GridContext, framework: str):
     return _load_table(path) if path is not None else None
 
 
+def _real_python(python: Path) -> str:
+    """``python`` with its folder's symlinks resolved, its own name kept (the sandbox binds
+    folders at their real paths; the venv's ``bin/python`` link must stay the venv's)."""
+    return str(Path(python).parent.resolve() / Path(python).name)
+
+
 def _verified_tools(tool_events: list, gateway_events: list, table) -> list:
     """The tool events the verifier reads: the tool layer's, or for an agent with its own tools
     (a tool table) its calls and results at the gateway (claimgrid.classify.evidence.own_tool_events)."""
@@ -221,10 +227,12 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
     ws, sandbox = run_dir / "ws", run_dir / "sandbox"
     materialise(template, ws, ctx.template_digests[template])
     table = _tool_table(ctx, cell.framework)
-    if table is None:  # guarded as root: the workspace belongs to the run's sandbox user
+    entry = getattr(ctx.launcher, "entries", {}).get(cell.framework)
+    guarded_agent = table is not None and ctx.guard is not None and ctx.guard.enabled
+    if table is None or guarded_agent:  # guarded as root: the workspace belongs to the run's sandbox user
         hand_over(ctx.guard, ws, box)
-    # An agent with its own tools runs its commands in its own sandbox, which (a bubblewrap in a
-    # user namespace) can mount only into a workspace its user owns: the driver's.
+    # Unguarded, an agent with its own tools runs its commands in its own sandbox, which (a
+    # bubblewrap in a user namespace) can mount only into a workspace its user owns: the driver's.
     sandbox.mkdir(parents=True)
     sandbox.chmod(0o700)
     # The agent's /tmp and HOME: beside the workspace, never in it (temp files are not changes).
@@ -271,6 +279,18 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
         "timeout_s": ctx.timeout_s,
         "command_sandbox": command_sandbox(ctx.guard, ws, task.python, COMMAND_TIMEOUT_S, box, tmp),
     }
+    if table is not None:  # the whole agent in the guard (None: unguarded, the adapter's child)
+        assert entry is not None  # the table is its entry's
+        ctl["agent_sandbox"] = agent_sandbox(
+            ctx.guard,
+            ws,
+            agent_python=_real_python(entry.venv_python),
+            task_python=task.python,
+            gateway_socket=ctx.gateway.unix_socket,
+            timeout_s=ctx.timeout_s,
+            box=box,
+            tmp=tmp,
+        )
     fault = tool_fault_spec(cell.model, ctx.model_call_timeout_s)
     if fault is not None:  # for the tool layer only: no request to the model carries it
         ctl["tool_fault"] = fault

@@ -6,15 +6,25 @@
     events, raw = gw.finish(token)  # after it exits: CONTRACTS exchange events + raw bodies
     gw.stop()
 
-It binds to 127.0.0.1 only, on a port the OS picks. All runs share one event loop; a run
-is selected by its token alone. Reference models are answered by harness code; the one
+It binds to 127.0.0.1 only, on a port the OS picks, and, when given ``unix_socket``, also
+serves the same app on that Unix socket: the one address a guarded coding agent has (its
+sandbox has an empty network namespace; claimgrid/sandbox/loopback.py forwards its loopback
+port to this socket, bound into the sandbox). The socket is served by the same server,
+event loop and app as the TCP port rather than by a forwarder in the driver: an exchange
+through it is recorded by the very code that records every other one, with no extra copy
+or thread to lose or reorder bytes, and who may connect is the socket's folder's business
+(the node's own 0700 work folder). All runs share one event loop; a run is selected by its
+token alone, whichever address it came in on. Reference models are answered by harness code; the one
 LiteLLM Router (real models) is built on the first call that needs it
 (claimgrid.gateway.dispatch), so starting a gateway does not import LiteLLM.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import socket
+import tempfile
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -69,13 +79,43 @@ def _read_timeout_protocol():
     return ReadTimeoutH11
 
 
+def _private_folder() -> str:
+    """A new 0700 folder whose ``gateway.sock`` path can be bound (the temporary folder, else /tmp)."""
+    for base in (tempfile.gettempdir(), "/tmp"):
+        if len(os.path.join(base, "cg-gw-" + "x" * 8, "gateway.sock")) <= caps.UNIX_SOCKET_PATH_MAX:
+            return tempfile.mkdtemp(prefix="cg-gw-", dir=base)
+    raise ClaimgridError(f"no folder for the gateway's socket fits {caps.UNIX_SOCKET_PATH_MAX} bytes")
+
+
+def _unix_listener(path: str) -> socket.socket:
+    """A listening Unix socket at ``path`` (a stale one from a killed driver is replaced)."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(path)
+    os.chmod(path, 0o666)
+    return sock
+
+
 class Gateway:
-    def __init__(self, retry=None, replay=None, reference_path: str = "harness", connections=None) -> None:
+    def __init__(
+        self,
+        retry=None,
+        replay=None,
+        reference_path: str = "harness",
+        connections=None,
+        unix_socket: str | None = None,
+    ) -> None:
         """``retry``: RetryPolicy for real providers (default: RetryPolicy()); ``replay``:
         a ReplaySource (claimgrid.gateway.recorded) to serve recorded exchanges offline;
         ``reference_path``: ``harness`` (default) or ``router``, the pre-issue-12 LiteLLM
         path kept for tests/integration/gateway/test_gateway_reference_parity.py and bench/gateway.py;
-        ``connections``: per-provider limits (claimgrid.gateway.connections.Connections)."""
+        ``connections``: per-provider limits (claimgrid.gateway.connections.Connections);
+        ``unix_socket``: the path of the Unix socket also served (module docstring; made 0666 so
+        a sandbox's unprivileged uid can connect: the folder holding it is what keeps others
+        out); None: ``gateway.sock`` in a new private folder of its own, removed by ``stop``."""
         from claimgrid.gateway.dispatch import Dispatcher
 
         self.registry = Registry()
@@ -87,6 +127,9 @@ class Gateway:
         self._thread: threading.Thread | None = None
         self._url: str | None = None
         self._lock = threading.Lock()
+        self.unix_socket = unix_socket
+        self._own_socket_dir: str | None = None  # the private folder made for it (unix_socket None)
+        self._sockets: list[socket.socket] = []
 
     @property
     def url(self) -> str | None:
@@ -110,6 +153,10 @@ class Gateway:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             sock.bind((HOST, 0))
             port = sock.getsockname()[1]
+            if self.unix_socket is None:
+                self._own_socket_dir = _private_folder()
+                self.unix_socket = os.path.join(self._own_socket_dir, "gateway.sock")
+            sockets = [sock, _unix_listener(self.unix_socket)]
             config = uvicorn.Config(
                 app,
                 log_level="warning",
@@ -121,7 +168,7 @@ class Gateway:
             )
             server = uvicorn.Server(config)
             thread = threading.Thread(
-                target=server.run, kwargs={"sockets": [sock]}, name="claimgrid-gateway", daemon=True
+                target=server.run, kwargs={"sockets": sockets}, name="claimgrid-gateway", daemon=True
             )
             thread.start()
             deadline = time.monotonic() + timeout_s
@@ -130,7 +177,7 @@ class Gateway:
                     server.should_exit = True
                     raise ClaimgridError(f"the model gateway did not start on {HOST}:{port}")
                 time.sleep(0.01)
-            self._server, self._thread, self._sock = server, thread, sock
+            self._server, self._thread, self._sock, self._sockets = server, thread, sock, sockets
             self._url = f"http://{HOST}:{port}/v1"
             return self._url
 
@@ -182,7 +229,16 @@ class Gateway:
             self._server.should_exit = True
             assert self._thread is not None  # set together with _server (start)
             self._thread.join(timeout_s)
-            self._sock.close()
+            for sock in self._sockets:
+                sock.close()
+            if self.unix_socket is not None:
+                try:
+                    os.unlink(self.unix_socket)
+                except FileNotFoundError:
+                    pass
+            if self._own_socket_dir is not None:
+                shutil.rmtree(self._own_socket_dir, ignore_errors=True)
+                self._own_socket_dir = self.unix_socket = None
             self._server = self._thread = self._url = None
 
     def __enter__(self) -> Gateway:

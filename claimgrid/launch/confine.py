@@ -3,16 +3,31 @@
 The adapter process runs in the framework's venv and never imports ``claimgrid``, so the
 driver computes the agent's command sandbox here and passes it in the control JSON
 (``ctl["command_sandbox"]``, docs/CONTRACTS.md); the tool layer only appends
-``["/bin/bash", "-c", command]``.
+``["/bin/bash", "-c", command]``. For a coding agent that brings its own tools (venvs.toml
+``kind = "cli"``) the whole agent runs in the guard instead: :func:`agent_sandbox` is
+``ctl["agent_sandbox"]``, the prefix its adapter puts before the agent's command.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import os
 from pathlib import Path
 
-from claimgrid.sandbox.guard import GITCONFIG, Guard, PerRun, python_roots
+from claimgrid import caps
+from claimgrid.sandbox import loopback
+from claimgrid.sandbox.guard import GITCONFIG, SANDBOX_WORKSPACE, Guard, PerRun, python_roots
 from claimgrid.sandbox.slots import NOBODY, Box
+
+# Where the agent sandbox holds the gateway's socket and the forwarder that reaches it.
+SANDBOX_GATEWAY_SOCKET = "/opt/claimgrid/gateway.sock"
+SANDBOX_LOOPBACK = "/opt/claimgrid/loopback.py"
+# The forwarder's port on the sandbox's own loopback. Any port above 1023 would do (the network
+# namespace is the run's own and empty); a fixed one lets the adapter write it into the agent's
+# configuration before the agent starts. It differs from the gateway's host port, so a command
+# that tries that port inside the sandbox meets nothing.
+LOOPBACK_PORT = 18080
 
 BASH = "/usr/bin/bash"  # /bin is a link to usr/bin inside the sandbox where it is one outside
 
@@ -76,3 +91,65 @@ def hand_over(guard: Guard | None, workspace: Path, box: Box | None = None) -> N
             os.lchown(full, uid, uid)
             if name in filenames and not os.path.islink(full):
                 os.chmod(full, 0o755 if os.stat(full).st_mode & 0o100 else 0o644)
+
+
+def agent_sandbox(
+    guard: Guard | None,
+    workspace: Path,
+    *,
+    agent_python: str,
+    task_python: str,
+    gateway_socket: str | None,
+    timeout_s: float,
+    box: Box | None = None,
+    tmp: Path | None = None,
+) -> dict | None:
+    """``ctl["agent_sandbox"]`` of a coding agent's run (docs/CONTRACTS.md §4), None unguarded.
+
+    The adapter runs ``argv_prefix + [agent, args...]``: a bwrap sandbox of the guard with the
+    workspace read-write at ``workspace`` (``/workspace``, the agent's working folder), the
+    agent's venv (its Node.js and ``<venv>/npm``) and the task's interpreter read-only at their
+    own paths, ``python``/``python3`` the task's, the run's own folder ``tmp`` (owned by the
+    run's uid) as ``/tmp`` and ``HOME`` (``home``; on the host ``host_home``, where the adapter
+    writes the agent's configuration), own pid/ipc/uts namespaces, an empty network namespace,
+    the run's uid, cgroup and limits (CPU seconds per process from the run's timeout:
+    ``caps.AGENT_CPU_PER_TIMEOUT_S``), ``--die-with-parent``. Inside, before the agent,
+    :mod:`claimgrid.sandbox.loopback` (run by ``agent_python``, the framework venv's) listens
+    on ``127.0.0.1:LOOPBACK_PORT`` and forwards each connection to the gateway's Unix socket
+    bound at :data:`SANDBOX_GATEWAY_SOCKET`: ``gateway_url`` is the agent's base URL, its
+    only address. The environment the adapter starts it with passes in (the run token stays
+    off the command line), under the guard's ``PATH``, ``HOME``, ``LANG`` and git variables.
+    Its standard input is to be a pipe whose write end the adapter holds until the agent has
+    ended: the lifeline that ends the whole sandbox (claimgrid/sandbox/loopback.py).
+
+    None when unguarded (``--guard off``, no bwrap): the agent runs as the adapter's child,
+    as before. A guarded grid whose gateway serves no Unix socket is a harness bug (raised).
+    """
+    if guard is None or not guard.enabled:
+        return None
+    if gateway_socket is None:
+        raise RuntimeError("a guarded coding agent needs the gateway's Unix socket (Gateway(unix_socket=...))")
+    limits = dataclasses.replace(
+        guard.limits, cpu_s=max(guard.limits.cpu_s, math.ceil(timeout_s * caps.AGENT_CPU_PER_TIMEOUT_S))
+    )
+    roots = sorted({*python_roots(agent_python), *python_roots(task_python)})
+    prefix = guard.wrap(
+        [agent_python, SANDBOX_LOOPBACK, SANDBOX_GATEWAY_SOCKET, str(LOOPBACK_PORT), "--"],
+        workspace=workspace,
+        interpreters=roots,
+        python=task_python,
+        per_run=PerRun(
+            box=box,
+            tmp=str(tmp) if tmp is not None else None,
+            binds=[(loopback.__file__, SANDBOX_LOOPBACK, False), (gateway_socket, SANDBOX_GATEWAY_SOCKET, True)],
+            keep_env=True,
+            limits=limits,
+        ),
+    )
+    return {
+        "argv_prefix": prefix,
+        "workspace": SANDBOX_WORKSPACE,
+        "home": "/tmp",
+        "host_home": str(tmp) if tmp is not None else None,
+        "gateway_url": f"http://127.0.0.1:{LOOPBACK_PORT}/v1",
+    }

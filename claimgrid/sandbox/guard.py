@@ -106,12 +106,22 @@ class PerRun:
     (bwrap, prlimit, setpriv or the cgroup join failed): a harness failure, not the command's.
     ``hide``: folders relative to the workspace that the command sees empty (an empty tmpfs
     over each; the verifier hides interpreter caches the diff does not record).
+    ``binds``: more ``(host path, sandbox path, writable)`` binds (a file or a socket
+    included), made after the interpreters. ``keep_env``: the environment bwrap is started
+    with passes in (no ``--clearenv``), under the variables the guard sets (``LANG``,
+    ``HOME``, git's, ``env``, ``PATH``): a program whose environment its own launcher builds (a
+    coding agent's, with its run token, which then stays off every command line).
+    ``limits``: these instead of the guard's own. The three are what a whole coding agent's
+    sandbox adds (claimgrid.launch.confine.agent_sandbox).
     """
 
     box: Box | None = None
     tmp: str | None = None
     started_fd: int | None = None
     hide: Sequence[str] = ()
+    binds: Sequence[tuple[str, str, bool]] = ()
+    keep_env: bool = False
+    limits: Limits | None = None
 
 
 @dataclass(frozen=True)
@@ -142,6 +152,11 @@ class Guard:
             else "invoking user (user namespace)",
             "network": "none (empty network namespace)",
             "limits": vars(self.limits),
+            # venvs.toml kind = "cli" (claimgrid.launch.confine.agent_sandbox): unguarded, such an
+            # agent runs as the adapter's child, under its own sandbox if it has one.
+            "agents_with_own_tools": "whole process in the guard; network: only the gateway, through a "
+            "loopback forwarder to its Unix socket; limits as above but CPU seconds per process a "
+            "multiple of the run's timeout (claimgrid.caps)",
         }
 
     # ---------------------------------------------------------------- argv
@@ -166,10 +181,12 @@ class Guard:
         work)``, a writable overlay whose changes land in ``upper`` (both folders harness-owned,
         ``upper`` writable by the sandbox uid) and never in the workspace.
         ``env``: the whole environment (nothing is inherited; ``PATH`` and ``HOME`` are set).
-        ``per_run``: the run's box, ``/tmp`` and start descriptor (:class:`PerRun`).
+        ``per_run``: the run's box, ``/tmp``, start descriptor and what a whole program's
+        sandbox adds (:class:`PerRun`).
         """
         per_run = per_run or PerRun()
         box, tmp, started_fd, hide = per_run.box, per_run.tmp, per_run.started_fd, per_run.hide
+        binds, keep_env, limits = per_run.binds, per_run.keep_env, per_run.limits
         if not self.enabled:
             raise RuntimeError("Guard.wrap called on a disabled guard")
         assert self.bwrap is not None  # an enabled guard was built with its bwrap (detect)
@@ -184,7 +201,7 @@ class Guard:
             "--unshare-cgroup-try",
             "--die-with-parent",
             "--new-session",
-            "--clearenv",
+            *([] if keep_env else ["--clearenv"]),
         ]
         if not self.as_root:
             args += ["--unshare-user"]
@@ -197,6 +214,8 @@ class Guard:
                 args += ["--ro-bind", f"/{name}", f"/{name}"]
         for etc in ("/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives", "/etc/ssl/certs"):
             if os.path.exists(etc):
+                for parent in _parents(etc)[1:]:  # /etc/ssl traversable: Node reads /etc/ssl/openssl.cnf
+                    args += ["--perms", "0755", "--dir", parent]
                 args += ["--ro-bind", etc, etc]
         args += ["--proc", "/proc", "--dev", "/dev"]
         if tmp is not None:
@@ -208,6 +227,10 @@ class Guard:
             for parent in _parents(folder):
                 args += ["--perms", "0755", "--dir", parent]
             args += ["--ro-bind", folder, folder]
+        for source, target, rw in binds:
+            for parent in _parents(target):  # traversable by the sandbox uid (bwrap's own are 0700 as root)
+                args += ["--perms", "0755", "--dir", parent]
+            args += ["--bind" if rw else "--ro-bind", str(source), target]
         args += ["--perms", "0755", "--dir", SANDBOX_BIN]
         if python:
             args += ["--symlink", python, f"{SANDBOX_BIN}/python", "--symlink", python, f"{SANDBOX_BIN}/python3"]
@@ -229,7 +252,7 @@ class Guard:
         full_env = {"LANG": "C.UTF-8", "HOME": "/tmp", **SANDBOX_GIT_ENV, **(env or {}), "PATH": path}
         for key, value in full_env.items():
             args += ["--setenv", key, value]
-        inner = [shutil.which("prlimit") or "/usr/bin/prlimit", *self.limits.prlimit_args(), "--"]
+        inner = [shutil.which("prlimit") or "/usr/bin/prlimit", *(limits or self.limits).prlimit_args(), "--"]
         uid = box.uid if box is not None else NOBODY
         if self.as_root:
             args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]

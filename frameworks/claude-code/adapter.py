@@ -19,8 +19,15 @@ the gateway's exchanges, and the workspace before/after is the verifier's (docs/
 * takes the ``result`` event of ``--output-format stream-json`` as the run's final report and
   its ``tool_use`` blocks as runtime ``tool_call`` events.
 
-Claude Code's commands run as the adapter's user with no sandbox of its own (its optional
-Bash sandbox is off): weaker than the harness's guard, said in docs/CONTRACTS.md. The
+Under the guard (``ctl["agent_sandbox"]``, computed by the driver: claimgrid.launch.confine)
+the whole of Claude Code runs inside the harness's bubblewrap sandbox: its command is that
+prefix + ``claude ...``, its working folder ``/workspace`` (the workspace, read-write), its
+``HOME`` and config folder the run's own ``/tmp``, the run's uid, cgroup and limits, an empty
+network namespace whose one way out is the loopback forwarder to the gateway's Unix socket
+(``ANTHROPIC_BASE_URL`` is the forwarder's port), so its Bash reaches neither the host's
+files nor any address but the gateway. Its own Bash sandbox stays off (the guard is the
+wall). Unguarded (``--guard off``, no bwrap; ``agent_sandbox`` null) it runs as the
+adapter's child with no sandbox at all, as the driver's user (docs/CONTRACTS.md). The
 executable is the platform package's (``@anthropic-ai/claude-code-linux-x64``, from the npm
 registry); the main package's install script, which only copies it over a stub, is not run.
 """
@@ -58,7 +65,7 @@ QUIET_ENV = {
 
 
 def _modules() -> str:
-    return os.path.join(sys.prefix, "npm", "node_modules")
+    return os.path.join(os.path.realpath(sys.prefix), "npm", "node_modules")  # real: the sandbox binds it so
 
 
 def claude_bin() -> str:
@@ -101,9 +108,11 @@ def command(ctl: dict) -> list[str]:
     ]
 
 
-def environment(ctl: dict, home: str) -> dict[str, str]:
-    """Claude Code's environment for one run: the gateway, the run token, ``HOME`` in the
-    run's sandbox folder, everything but the model call off."""
+def environment(ctl: dict, home: str, gateway_url: str | None = None) -> dict[str, str]:
+    """Claude Code's environment for one run: the gateway (``gateway_url``, default the
+    control's), the run token, ``HOME`` = ``home`` (the run's sandbox folder, or the agent
+    sandbox's ``/tmp``), everything but the model call off."""
+    gateway_url = gateway_url or ctl["gateway_url"]
     return {
         **os.environ,
         **QUIET_ENV,
@@ -112,7 +121,7 @@ def environment(ctl: dict, home: str) -> dict[str, str]:
         "XDG_CACHE_HOME": os.path.join(home, ".cache"),
         "XDG_CONFIG_HOME": os.path.join(home, ".config"),
         "XDG_DATA_HOME": os.path.join(home, ".local", "share"),
-        "ANTHROPIC_BASE_URL": ctl["gateway_url"].rstrip("/").removesuffix("/v1"),
+        "ANTHROPIC_BASE_URL": gateway_url.rstrip("/").removesuffix("/v1"),
         "ANTHROPIC_API_KEY": ctl["token"],
         "API_TIMEOUT_MS": str(int(kit.call_timeout(ctl) * 1000)),
         "NO_COLOR": "1",
@@ -146,17 +155,57 @@ def record_events(rec, agent: str, jsonl: str) -> tuple[str | None, str | None]:
     return text, error
 
 
+def _own_folder(path: str, owner_of: str) -> None:
+    """Make the folder ``path`` (made if missing) the owner's of ``owner_of``: the adapter runs
+    as root where the guard drops the agent to the run's uid, which must write there."""
+    os.makedirs(path, exist_ok=True)
+    st = os.stat(owner_of)
+    if os.geteuid() == 0 and st.st_uid != 0:
+        os.lchown(path, st.st_uid, st.st_gid)
+
+
+def launch(ctl: dict) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment that start Claude Code for this run: inside the agent
+    sandbox when the control has one (module docstring), else as the adapter's child."""
+    sandbox = ctl.get("agent_sandbox")
+    if not sandbox:
+        home = os.environ["HOME"]
+        os.makedirs(os.path.join(home, ".claude"), exist_ok=True)
+        return command(ctl), environment(ctl, home)
+    host_home = sandbox["host_home"] or os.environ["HOME"]
+    for folder in (".claude", ".cache", ".config", os.path.join(".local", "share")):
+        _own_folder(os.path.join(host_home, folder), host_home)
+    env = environment(ctl, sandbox["home"], sandbox["gateway_url"])
+    env.pop("PYTHONPATH", None)  # the harness's folders are not in the sandbox
+    return [*sandbox["argv_prefix"], *command(ctl)], env
+
+
+def run_agent(ctl: dict, argv: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
+    """Run the agent to its end or ``timeout`` (TimeoutExpired). Inside the agent sandbox its
+    standard input is the sandbox's lifeline (claimgrid/sandbox/loopback.py): a pipe whose write
+    end only this process holds, closed when the agent is stopped or this process dies, which
+    ends every process of the sandbox."""
+    if not ctl.get("agent_sandbox"):
+        return subprocess.run(argv, cwd=ctl["workspace"], env=env, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=timeout)
+    read_end, write_end = os.pipe()
+    try:
+        return subprocess.run(argv, cwd=ctl["workspace"], env=env, stdin=read_end,
+                              capture_output=True, text=True, timeout=timeout)
+    finally:
+        os.close(write_end)
+        os.close(read_end)
+
+
 def run(ctl: dict, tools: list, rec) -> str | None:
     agent = ctl["agent_name"]
     kit.start_run(rec, ctl, None, "model calls", "gateway")
-    home = os.environ["HOME"]
-    os.makedirs(os.path.join(home, ".claude"), exist_ok=True)
     timeout = max(1.0, float(ctl.get("timeout_s") or 300) - STOP_MARGIN_S)
     text = None
     with kit.recording_errors(rec, agent):
+        argv, env = launch(ctl)
         try:
-            proc = subprocess.run(command(ctl), cwd=ctl["workspace"], env=environment(ctl, home),
-                                  stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+            proc = run_agent(ctl, argv, env, timeout)
         except subprocess.TimeoutExpired:
             raise RuntimeError(f"claude -p did not finish within {timeout:.0f} s") from None
         sys.stderr.write(proc.stderr[-20000:])

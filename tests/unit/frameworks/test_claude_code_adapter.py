@@ -97,3 +97,26 @@ def test_an_error_result_is_returned_as_the_error(adapter):
     assert adapter.record_events(Rec(), "builder", out) == (None, "API Error: 500 boom")
     out = _stream({"type": "result", "subtype": "error_max_turns", "is_error": False})
     assert adapter.record_events(Rec(), "builder", out) == (None, "error_max_turns")
+
+
+SANDBOX = {"argv_prefix": ["/bwrap", "--unshare-net", "--", "/py", "/opt/claimgrid/loopback.py", "s", "18080", "--"],
+           "workspace": "/workspace", "home": "/tmp", "gateway_url": "http://127.0.0.1:18080/v1"}
+
+
+def test_inside_the_agent_sandbox_it_runs_behind_the_prefix_on_the_forwarder_with_home_inside(adapter, monkeypatch,
+                                                                                              tmp_path):
+    monkeypatch.setattr(adapter, "claude_bin", lambda: "/x/claude")
+    argv, env = adapter.launch({**CTL, "agent_sandbox": {**SANDBOX, "host_home": str(tmp_path)}})
+    assert argv[: len(SANDBOX["argv_prefix"])] == SANDBOX["argv_prefix"] and argv[len(SANDBOX["argv_prefix"])] == "/x/claude"
+    assert "run-token" not in argv  # the token is in the environment only
+    assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:18080" and env["ANTHROPIC_API_KEY"] == "run-token"
+    assert env["HOME"] == "/tmp" and env["CLAUDE_CONFIG_DIR"] == "/tmp/.claude" and "PYTHONPATH" not in env
+    assert (tmp_path / ".claude").is_dir()  # made on the host side, where the sandbox's HOME is
+
+
+def test_unguarded_it_runs_as_the_adapters_child_on_the_gateway(adapter, monkeypatch, tmp_path):
+    monkeypatch.setattr(adapter, "claude_bin", lambda: "/x/claude")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    argv, env = adapter.launch({**CTL, "agent_sandbox": None})
+    assert argv[0] == "/x/claude" and env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:4321"
+    assert env["HOME"] == str(tmp_path)
