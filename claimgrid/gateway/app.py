@@ -79,6 +79,18 @@ def _cap_tool_calls(response) -> int:
     return len(calls) - caps.MAX_TOOL_CALLS_PER_RESPONSE
 
 
+async def turn_boundary(state: RunState, index: int) -> None:
+    """A request of the run arrived: the run's ``on_request`` hook (its turn snapshot) runs in a
+    worker thread before the request is answered, so the shared event loop is not held. The
+    hook records its own failures; one escaping it still never fails the model call."""
+    if state.on_request is None:
+        return
+    try:
+        await asyncio.to_thread(state.on_request, index)
+    except Exception:  # noqa: BLE001 - the hook's failure is its own record, not this call's
+        pass
+
+
 class _TooLarge(Exception):
     pass
 
@@ -140,8 +152,9 @@ def create_app(
         state: RunState | None = registry.get(dialect.token(request.headers))
         if state is None:
             return _error_response(401, UNKNOWN_TOKEN, "invalid_api_key", dialect=dialect)
-        t0 = time.perf_counter()
         index = state.next_call()
+        await turn_boundary(state, index)  # before the clock starts: latency is the answer's
+        t0 = time.perf_counter()
         if state.inflight >= caps.GATEWAY_MAX_REQUESTS_PER_RUN:
             # One run may not hold the gateway with hundreds of open requests: refused, recorded.
             status, code = 429, "too_many_requests_in_flight"
