@@ -2,7 +2,8 @@
 
 Routes: ``POST /v1/chat/completions`` (OpenAI Chat Completions, the internal form),
 ``POST /v1/messages`` (Anthropic Messages), ``POST /v1/responses`` (OpenAI Responses), each
-JSON or SSE, and ``GET /v1/models``. A dialect's request is translated to the internal chat
+JSON or SSE, and the side routes that are no model call (``GET /v1/models``,
+``POST /v1/messages/count_tokens``: claimgrid.gateway.side_routes). A dialect's request is translated to the internal chat
 request and its answer back (claimgrid.gateway.dialects); in between every call takes the
 same path. The run token (where each dialect's clients send their key) selects the run; an
 unknown token gets 401. Every request carrying a registered token is recorded in that run's
@@ -32,6 +33,7 @@ from claimgrid.gateway.exchanges import Answer, Call, Routing, blinded, exchange
 from claimgrid.gateway.request import body_error, parse_body, parse_object
 from claimgrid.gateway.runs import Registry, RunState
 from claimgrid.gateway.safejson import SafeJSONResponse
+from claimgrid.gateway.side_routes import routes as side_routes
 from claimgrid.gateway.swap import swap_for_call
 from claimgrid.reference import gateway_faults as faults
 
@@ -315,16 +317,5 @@ def create_app(
             )
         return SafeJSONResponse(reply, headers=headers)
 
-    async def models(request: Request):
-        state = registry.get(CHAT.token(request.headers))
-        if state is None:
-            return _error_response(401, UNKNOWN_TOKEN, "invalid_api_key")
-        return SafeJSONResponse(
-            {
-                "object": "list",
-                "data": [{"id": state.script.model, "object": "model", "created": 0, "owned_by": "claimgrid"}],
-            }
-        )
-
     routes = [Route(path, endpoint(d), methods=["POST"]) for d in dialects() for path in d.paths]
-    return Starlette(routes=[*routes, Route("/v1/models", models, methods=["GET"])])
+    return Starlette(routes=[*routes, *side_routes(registry)])

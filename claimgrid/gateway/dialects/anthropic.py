@@ -4,8 +4,10 @@ Request -> internal chat request:
 
 - ``system`` (a string or text blocks) becomes the first, ``system`` message;
 - a ``user`` message's ``tool_result`` blocks become ``tool`` messages (``tool_call_id`` =
-  ``tool_use_id``, the result's text as content), its text blocks one ``user`` message after
-  them; an ``assistant`` message's text blocks its content and its ``tool_use`` blocks its
+  ``tool_use_id``, the result's text as content; one with ``is_error: true`` starts with
+  ``claimgrid.vocab.TOOL_ERROR_PREFIX``, ``ERROR: ``, as a failed call of the harness tool layer
+  does in a chat history, so the exchange records it as a failed result), its text blocks one
+  ``user`` message after them; an ``assistant`` message's text blocks its content and its ``tool_use`` blocks its
   ``tool_calls`` (``arguments`` = the ``input`` object as JSON text); thinking blocks are
   dropped (the internal form has no place for them);
 - one text block is sent as a string, several as text content parts (the policies read both);
@@ -33,6 +35,7 @@ from numbers import Real
 
 from claimgrid.gateway.dialects import Dialect, DialectError, bearer, joined_text
 from claimgrid.gateway.sse import pieces
+from claimgrid.vocab import TOOL_ERROR_PREFIX
 
 NAME = "anthropic-messages"
 STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens", "content_filter": "refusal"}
@@ -68,6 +71,15 @@ def _text(value, where: str) -> str | list[dict]:
     return joined_text(value, where, ("text",), "a text block ({'type': 'text', 'text': string})", "text blocks")
 
 
+def _failed(text: str | list[dict]) -> str | list[dict]:
+    """A failed tool result's text as the harness tool layer sends one: ``TOOL_ERROR_PREFIX``
+    first (once), the agent's own text after it."""
+    if isinstance(text, list):
+        first = text[0]["text"] if text else ""
+        return [{"type": "text", "text": _failed(first)}, *text[1:]]
+    return text if text.startswith(TOOL_ERROR_PREFIX) else TOOL_ERROR_PREFIX + text
+
+
 def _user(content: list, where: str) -> list[dict]:
     results, texts = [], []
     for j, block in enumerate(content):
@@ -80,7 +92,12 @@ def _user(content: list, where: str) -> list[dict]:
                 raise DialectError(f"'{at}.tool_use_id' must be a string")
             inner = block.get("content")
             text = "" if inner is None else _text(inner, f"{at}.content")
-            results.append({"role": "tool", "tool_call_id": block["tool_use_id"], "content": text})
+            failed = block.get("is_error")
+            if failed is not None and not isinstance(failed, bool):
+                raise DialectError(f"'{at}.is_error' must be true or false")
+            results.append(
+                {"role": "tool", "tool_call_id": block["tool_use_id"], "content": _failed(text) if failed else text}
+            )
         elif kind in DROPPED_BLOCKS:
             continue
         else:
