@@ -84,15 +84,32 @@ def tool_events(events: Events) -> list[ToolCall]:
 
 def returned_results(exchanges: Events) -> list[str]:
     """The tool results an agent sent back at the gateway, in order: each request's new
-    results (``tool_results``), answered or refused (the agent sent them either way), a
-    request sent again with the same new results and length taken once."""
+    results (``tool_results``), answered or refused (the agent sent them either way), each
+    once. A request sent again with the same new results and length is taken once; and since
+    the last answer with tool calls, a result with a call id (``tool_result_ids``) already
+    taken is not taken again, however the resend was recorded (a refused request's body read
+    by its dialect alone, the served one after it). After such an answer an id is new again (a
+    model may reuse one)."""
     out: list[str] = []
     previous = None
+    window: set[tuple[str, str]] = set()
     for e in parse_as(GatewayExchange, exchanges):
-        key = (e.messages_n, tuple(e.tool_results or []))
+        results = [r or "" for r in e.tool_results or []]
+        ids = (
+            e.tool_result_ids if isinstance(e.tool_result_ids, list) and len(e.tool_result_ids) == len(results) else []
+        )
+        key = (e.messages_n, tuple(results))
         if key != previous:
-            out += [r or "" for r in e.tool_results or []]
+            for n, result in enumerate(results):
+                rid = ids[n] if ids else None
+                if rid is not None and (rid, result) in window:
+                    continue
+                if rid is not None:
+                    window.add((rid, result))
+                out.append(result)
         previous = key
+        if e.status == 200 and e.tool_calls:
+            window = set()
     return out
 
 

@@ -93,6 +93,17 @@ async def turn_boundary(state: RunState, index: int) -> None:
         pass
 
 
+def _sent_results(dialect: Dialect, given: dict | None) -> list | None:
+    """For a body the dialect could read but not translate: the tool results it carried (the
+    exchange event records them; the request is still refused)."""
+    if given is None or dialect.sent_results is None:
+        return None
+    try:
+        return dialect.sent_results(given)
+    except Exception:  # noqa: BLE001 - a lenient reading that fails records nothing more
+        return None
+
+
 class _TooLarge(Exception):
     pass
 
@@ -207,6 +218,7 @@ def create_app(
         requested = body.get("model") if body else None
         stream = bool(body and body.get("stream"))
         messages = body.get("messages") if body else None
+        recorded = messages if messages is not None else _sent_results(dialect, given)
         swap = "none"
         status, error, code, answer, headers, provider = 200, None, None, None, {}, None
         fault, delay, queued_ms = None, 0.0, None
@@ -258,7 +270,7 @@ def create_app(
         else:
             reply = dialect.from_chat(answer.response, given or {}) if answer else dialect.error(status, shown, code)
         event = exchange_event(
-            Call(index=index, t=t, stream=stream, requested=requested, messages=messages),
+            Call(index=index, t=t, stream=stream, requested=requested, messages=recorded),
             Routing(
                 assigned=script.model,
                 served=answer.served if answer else None,

@@ -235,6 +235,7 @@ class GatewayExchange(GatewayEvent):
     finish_reason: str | None = None
     tool_results: list[str | None] | None = None
     tool_result_chars: list[int] | None = None  # lengths as sent, before the evidence caps
+    tool_result_ids: list[str | None] | None = None  # the call id of each result (None in older records)
     messages_n: int | None = None
     provider: Provider | None = None
     fault: str | None = None

@@ -23,6 +23,9 @@ answer and streams it as it is in ``input_json_delta``: the client sees the faul
 from a truncated model stream, and the exchange event records the arguments exactly.
 
 Images, documents and server tools are refused (400): the gateway serves text and client tools.
+The tool results such a refused request carries are still recorded (``sent_results``): Claude
+Code sends a refused request three times (measured with 2.1.328, whatever
+``CLAUDE_CODE_MAX_RETRIES`` says), and each result is taken once (claimgrid.classify.evidence).
 The key arrives in ``x-api-key`` (the SDK's ``api_key``) or as a bearer token (its
 ``auth_token``, Claude Code's ``ANTHROPIC_AUTH_TOKEN``).
 """
@@ -290,6 +293,30 @@ def stream(response: dict, reply: dict, body: dict) -> Iterator[str]:
     yield _event("message_stop", {})
 
 
+def sent_results(body: dict) -> list[dict]:
+    """The ``tool_result`` blocks of the user messages after the last assistant message, as
+    internal ``tool`` messages: read leniently (a block this dialect cannot serve, an image in
+    a result, is left out) from a body ``to_chat`` refused, so what the agent sent back is in
+    the refused request's exchange event."""
+    given = body.get("messages")
+    messages: list = given if isinstance(given, list) else []
+    last = max((i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "assistant"), default=-1)
+    out = []
+    for m in messages[last + 1 :]:
+        content = m.get("content") if isinstance(m, dict) else None
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, dict) or block.get("type") != "tool_result":
+                continue
+            inner = block.get("content")
+            if isinstance(inner, list):
+                inner = "\n".join(b["text"] for b in inner if isinstance(b, dict) and isinstance(b.get("text"), str))
+            text = inner if isinstance(inner, str) else ""
+            text = _failed(text) if block.get("is_error") is True else text
+            call_id = block.get("tool_use_id") if isinstance(block.get("tool_use_id"), str) else None
+            out.append({"role": "tool", "tool_call_id": call_id, "content": text})
+    return out
+
+
 DIALECT = Dialect(
     name=NAME,
     paths=("/v1/messages",),
@@ -298,4 +325,5 @@ DIALECT = Dialect(
     stream=stream,
     error=error,
     token=token,
+    sent_results=sent_results,
 )

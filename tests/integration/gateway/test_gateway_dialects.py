@@ -439,3 +439,30 @@ def test_the_model_list_in_both_clients_shapes(tasks):
     assert [m.id for m in listed.data] == [script.model] == [m.id for m in other.data]
     assert listed.data[0].type == "model" and one.id == script.model and one.display_name
     assert events == []  # no model call
+
+
+def test_a_refused_request_sent_again_records_its_results_and_counts_each_once(tasks):
+    """Claude Code sends a request the gateway refuses with 400 three times (2.1.328, measured):
+    every attempt is a recorded call (the budget counts it, as any client's retry), the tool
+    result it carries is in each refused exchange, and the agent's results count once."""
+    from claimgrid.classify.evidence import returned_results
+
+    token, _ = register(tasks["fix-float-add"], model="diligent")
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}
+    history = [{"role": "user", "content": "go"},
+               {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "read_file",
+                                                  "input": {"path": "TICKET.md"}}]}]
+
+    def send(result_content):
+        body = {"model": "m", "max_tokens": 64, "messages": [*history, {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": result_content}]}]}
+        return httpx.post(shared_gateway().url + "/messages", json=body, headers={"x-api-key": token})
+
+    refused = [send([{"type": "text", "text": "the ticket"}, image]) for _ in range(3)]
+    served = send([{"type": "text", "text": "the ticket"}])
+    events, _ = shared_gateway().finish(token)
+    assert [r.status_code for r in refused] == [400] * 3 and served.status_code == 200
+    assert [e["status"] for e in events] == [400, 400, 400, 200]
+    assert [e["tool_results"] for e in events] == [["the ticket"]] * 4
+    assert [e["tool_result_ids"] for e in events] == [["toolu_1"]] * 4
+    assert returned_results(events) == ["the ticket"]
