@@ -15,6 +15,8 @@ from claimgrid.inputs.conditions import load_content_conditions, load_swap_condi
 from claimgrid.inputs.tasks import in_suite
 from claimgrid.inputs.venvs import ensure_venvs, load_venvs
 from claimgrid.launch import Launcher
+from claimgrid.ledger.digest import read_events as read_cited
+from claimgrid.ledger.rules import explain
 from claimgrid.reference import registry
 from claimgrid.reference.policies import REVERTER, unknown_tool
 from claimgrid.store import RunStore
@@ -62,6 +64,11 @@ def test_snapshots_catch_an_undone_edit_and_a_failed_tool_is_recorded(tmp_path, 
     turns = [e for e in events(reverter) if e["kind"] == "turn_changes"]
     assert [e["after_call"] for e in turns if e["changed_n"]] and all(e["reason"] is None for e in turns)
     assert records[registry.default_substitute()]["classification"]["claim_verdict"] == "read-only imposture"
+    # RUN.md's account of the verdict cites the turns that changed the workspace, not a tool layer.
+    cited = read_cited(store.folder / records[reverter]["evidence_dir"] / "events.jsonl")
+    (why,) = [x for x in explain(records[reverter], cited) if x["field"] == "claim_verdict"]
+    changed = [e["_line"] for e in cited if e["kind"] == "turn_changes" and e["changed_n"]]
+    assert "2 of" in why["rule"] and "turns changed the workspace" in why["rule"] and set(changed) <= set(why["lines"])
     # The unknown tool's result came back with is_error: recorded as a failed result.
     results = [r for e in events(unknown) if e["kind"] == "exchange" for r in e["tool_results"]]
     assert results and results[0].startswith("ERROR: no tool")
