@@ -290,7 +290,7 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
     agent_s = time.monotonic() - t0
     turn_events: list[dict] = []
     if snapshots is not None:
-        snapshots.take()  # after the exit: the last answer's tool calls have run
+        snapshots.finish()  # after the exit: the last answer's tool calls have run
         turn_events, _ = cap_strings(snapshots.events())
     if result.interrupted:
         raise RunInterrupted(run_id)  # Ctrl-C: nothing of this run is stored; --resume runs it

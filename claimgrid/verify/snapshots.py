@@ -9,7 +9,8 @@ workspace (no agent code runs; the safe reader of :mod:`claimgrid.verify.workspa
 * at every model request of the run the gateway receives (``Gateway.register``'s
   ``on_request``), before it is answered: the agent is waiting for that answer, so the tool
   calls of its previous answer have run and sent their results;
-* ``exit``, after the agent process has exited.
+* ``exit``, after the agent process has exited (:meth:`TurnSnapshots.finish`: the last one; a
+  request the agent left in flight takes none after it).
 
 A snapshot maps every path the verifier's diff records (``scan_workspace``: not ``.git``, not
 interpreter caches; a symlink as its target text) to its size and SHA-256. A file whose size,
@@ -76,11 +77,14 @@ class TurnSnapshots:
         self._known: dict[bytes, tuple[tuple, str]] = {}  # path -> (stat key, sha256) last read
         self._lock = threading.Lock()
         self._t0: float | None = None
+        self._closed = False  # after the exit snapshot: a late request's hook takes none
 
     def take(self, call: int | None = None) -> None:
         """Take one snapshot (``call``: the request's call index; None: start or exit). Never
         raises for what is in the workspace: a failure is a recorded snapshot with its reason."""
         with self._lock:
+            if self._closed:
+                return
             now = time.monotonic()
             if self._t0 is None:
                 self._t0 = now
@@ -92,6 +96,13 @@ class TurnSnapshots:
             except OSError as exc:  # a file gone or swapped while it was read
                 files, reason = None, f"snapshot failed: {exc.strerror or exc}"
             self.snapshots.append(Snapshot(call, t, files, reason))
+
+    def finish(self) -> None:
+        """The exit snapshot, the last: a request still being handled when the agent was killed
+        takes none after it."""
+        self.take()
+        with self._lock:
+            self._closed = True
 
     def _read(self) -> Files:
         root = os.fsencode(self.workspace)

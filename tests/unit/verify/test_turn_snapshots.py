@@ -115,3 +115,12 @@ def test_a_turn_lists_at_most_its_cap_of_paths_and_counts_them_all(tmp_path, mon
     snaps.take(0)
     (e,) = snaps.events()
     assert len(e["changed"]) == 3 and e["changed_n"] == 5 and e["changed_cut"] is True
+
+
+def test_no_snapshot_after_the_exit_one(tmp_path):
+    ws = _ws(tmp_path)
+    snaps = TurnSnapshots(ws)
+    snaps.take()
+    snaps.finish()
+    snaps.take(5)  # a request the killed agent left in flight
+    assert [s.call for s in snaps.snapshots] == [None, None] and len(snaps.events()) == 1
