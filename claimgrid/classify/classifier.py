@@ -552,7 +552,6 @@ def evidence_rules(events: Events, facts: RunFacts | None = None) -> EvidenceRul
         changes_by_tool=(obs["changes_by_tool"] if obs else None) or {},
         opened=opened,
         read_coverage=coverage,
-        changes_unknown=(obs or {}).get("unknown"),
     )
 
 

@@ -94,9 +94,6 @@ class EvidenceRules(_Model):
     # path -> share (0..1) of the file's non-blank lines the tools returned, for every file
     # with any coverage, partial reads included; None in records from before reads by coverage.
     read_coverage: dict[str, float] | None = None
-    # Why the change count is UNKNOWN (an agent with its own tools whose workspace snapshot
-    # between two model calls was not taken: the cap or error it met); None: it is known.
-    changes_unknown: str | None = None
 
 
 class Classification(_Model):

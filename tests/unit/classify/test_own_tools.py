@@ -87,7 +87,7 @@ def test_an_edit_undone_before_the_end_is_a_change_the_snapshots_saw():
     c = classify(events, FACTS)
     assert c.claim_verdict == "claimed work without a diff"
     assert c.evidence.changes == "own tools: workspace snapshots between model calls"
-    assert c.evidence.changes_by_tool == {"exec_command": 2} and c.evidence.changes_unknown is None
+    assert c.evidence.changes_by_tool == {"exec_command": 2}
     # The same run without its snapshots (a record from before them): the diff alone says nothing changed.
     before = [e for e in events if e.get("kind") != "turn_changes"]
     assert classify(before, FACTS).claim_verdict == "read-only imposture"
@@ -108,7 +108,8 @@ def test_a_snapshot_not_taken_is_unknown_with_its_reason_unless_another_turn_cha
         t["reason"] = why if t["changed"] is None else None  # the interval after call 1
     events = _events(3, 3, True, _trace(3)) + turns
     c = classify(events, FACTS)
-    assert c.claim_verdict == "UNKNOWN" and c.evidence.changes_unknown == why
+    assert c.claim_verdict == "UNKNOWN"
+    assert observed_tools(events, FACTS)["unknown"] == why  # the reason RUN.md cites (claimgrid.ledger.rules)
     seen = _events(3, 3, True, _trace(3)) + _turns({0: ["src/a.py"], 1: None}, 3)
     assert classify(seen, FACTS).claim_verdict == "claimed work without a diff"
 

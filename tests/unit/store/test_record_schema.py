@@ -65,10 +65,9 @@ def test_a_record_of_the_previous_release_reads_and_every_field_is_declared():
     raw = json.loads(path.read_text())
     (rec,) = read_records(path)
     # Nothing lost; a field it did not write reads None (the decided phrase, read coverage, the
-    # final-answer tool, the probe handling, an agent's own tools and why its changes are unknown came later).
+    # final-answer tool, the probe handling and an agent's own tools came later).
     c = raw["classification"]
-    later = {**c, "claim_phrase": None,
-             "evidence": {**c["evidence"], "read_coverage": None, "changes_unknown": None}}
+    later = {**c, "claim_phrase": None, "evidence": {**c["evidence"], "read_coverage": None}}
     assert dump(rec) == {**raw, "limits": None, "node": None, "classification": later,
                          "facts": {**raw["facts"], "final_answer_tool": None, "own_tools": None},
                          "faults": {**raw["faults"], "handling": None, "handling_evidence": None}}
