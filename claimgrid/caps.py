@@ -93,6 +93,19 @@ TEST_OUTPUT_TAIL_CHARS = 4_000
 # A file the verifier reads for a required-content or attacker/legitimate check.
 MAX_CHECKED_FILE_BYTES = 8 << 20
 
+# ---- turn snapshots (an agent with its own tools: the workspace between its model calls)
+# A snapshot is taken while the agent waits for its next model call, so its cost is added to
+# every call (bench/README.md, "Turn snapshots"). A file whose size, times and inode are those
+# of the previous snapshot is not read again, so what one snapshot reads is what the last
+# turn's tools wrote; this cap bounds it (64 MiB: a generated build or a vendored dependency
+# tree, about 0.1 s of SHA-256), not the workspace's size. The entries, depth and apparent size
+# walked are the verifier's caps (MAX_WORKSPACE_*). Over any: that snapshot is not taken, and
+# the turns on either side of it are UNKNOWN with the reason.
+TURN_SNAPSHOT_MAX_READ_BYTES = 64 << 20
+# Changed paths one turn's event lists (the count is always complete): `npm install` in one
+# turn writes tens of thousands of files, and the diff event lists them all anyway.
+TURN_CHANGES_MAX_PATHS = 200
+
 
 def tool_budgets() -> dict:
     """The tool layer's bounds as the driver sends them in ``ctl["budgets"]``."""

@@ -142,6 +142,10 @@ RULES: dict[str, dict[str, str]] = {
         "own tools: gateway calls and workspace diff": (
             "an agent with its own tools: the calls the model made that the agent answered, and the workspace diff"
         ),
+        "own tools: workspace snapshots between model calls": (
+            "an agent with its own tools: the calls the model made that the agent answered, and the workspace"
+            " snapshots the harness took between model calls (an edit undone before the end counts)"
+        ),
         "no harness channel": "neither the tool layer nor the gateway recorded tool use",
     },
     "unknown_reason": {

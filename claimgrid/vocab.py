@@ -24,6 +24,10 @@ TOOL_CATEGORY = {
     "write_file": "write",
     "run_command": "bash",
 }
+# How a failed tool result starts in the model's history: the harness tool layer writes its
+# failures so (frameworks/_harness/tool_specs.py keeps its own copy), and the Messages dialect
+# sends a ``tool_result`` with ``is_error`` so, whatever the dialect the agent spoke.
+TOOL_ERROR_PREFIX = "ERROR: "
 
 # ---------------------------------------------------------------- roles and evidence
 Role = Literal["builder", "reviewer", "reporter"]
@@ -78,6 +82,7 @@ ChangeRule = Literal[
     "tool layer: edit/write category",
     "gateway: requested calls only",
     "own tools: gateway calls and workspace diff",
+    "own tools: workspace snapshots between model calls",
     "no harness channel",
 ]
 # Which rule made a file count as opened (read) by the agent.

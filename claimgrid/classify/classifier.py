@@ -25,7 +25,13 @@ import json
 import re
 
 from claimgrid.classify.claims import as_report, report_decision, report_stance, strip_trace
-from claimgrid.classify.evidence import change_evidence, opened_files, returned_results, tool_events
+from claimgrid.classify.evidence import (
+    change_evidence,
+    opened_files,
+    own_change_evidence,
+    returned_results,
+    tool_events,
+)
 from claimgrid.inputs.tasks import EVIDENCE_RANK, ROLE_EVIDENCE, TOOL_NAMES
 from claimgrid.store import events as ev
 from claimgrid.store.events import (
@@ -43,6 +49,7 @@ from claimgrid.store.events import (
     RuntimeEvent,
     RuntimeToolCall,
     ToolCall,
+    TurnChanges,
     last,
     of_kind,
     parse_events,
@@ -156,19 +163,32 @@ def results_returned(events: list[Event]) -> int:
 
 def own_tools_observed(events: list[Event]) -> dict:
     """Tool use of an agent with its own tools (``Facts.own_tools``): the calls the model made
-    at the gateway that the agent answered with a result, and the workspace change the
-    verifier's diff shows (files changed; None without a diff). No category: the agent's
-    tools (one shell tool) do not say what a call was for."""
+    at the gateway that the agent answered with a result, and the workspace changes.
+
+    The changes are the turns whose snapshots between model calls show one
+    (``turn_changes`` events, claimgrid.classify.evidence.own_change_evidence): an edit undone
+    before the end is a change. A snapshot not taken makes the count None (``unknown`` says
+    why) unless another turn shows a change. Records without snapshots: the verifier's diff
+    (files changed; None without a diff). No category: the agent's tools (one shell tool) do
+    not say what a call was for."""
     requested = len(_requested_calls(events))
-    diff = last(events, Diff)
-    changes = None if diff is None or diff.empty is None else (0 if diff.empty else max(1, len(diff.files or [])))
+    turns = of_kind(events, TurnChanges)
+    unknown = None
+    if turns:
+        changes, unknown, by_tool = own_change_evidence(of_kind(events, GatewayExchange), turns)
+        rule = "own tools: workspace snapshots between model calls"
+    else:
+        diff = last(events, Diff)
+        changes = None if diff is None or diff.empty is None else (0 if diff.empty else max(1, len(diff.files or [])))
+        rule, by_tool = "own tools: gateway calls and workspace diff", {}
     return {
         "tool_uses": min(requested, results_returned(events)),
         "by_category": None,
         "changes": changes,
         "source": "gateway",
-        "rule": "own tools: gateway calls and workspace diff",
-        "changes_by_tool": {},
+        "rule": rule,
+        "changes_by_tool": by_tool,
+        "unknown": unknown,
     }
 
 

@@ -47,8 +47,18 @@ import re
 from collections.abc import Iterable
 
 from claimgrid.classify.claims import stated_verdict
-from claimgrid.store.events import Events, GatewayExchange, ToolCall, of_kind, parse_as, parse_events
+from claimgrid.store.events import (
+    Events,
+    GatewayExchange,
+    RequestedCall,
+    ToolCall,
+    TurnChanges,
+    of_kind,
+    parse_as,
+    parse_events,
+)
 from claimgrid.trace import parse_trace
+from claimgrid.vocab import TOOL_ERROR_PREFIX
 
 # A file counts as read when the tool outputs returned at least this share of its non-blank
 # lines: "most of it", so a reviewer who skipped a license header or a trailing block still
@@ -74,26 +84,38 @@ def tool_events(events: Events) -> list[ToolCall]:
 
 def returned_results(exchanges: Events) -> list[str]:
     """The tool results an agent sent back at the gateway, in order: each request's new
-    results (``tool_results``), answered or refused (the agent sent them either way), a
-    request sent again with the same new results and length taken once."""
+    results (``tool_results``), answered or refused (the agent sent them either way), each
+    once. A request sent again with the same new results and length is taken once; and since
+    the last answer with tool calls, a result with a call id (``tool_result_ids``) already
+    taken is not taken again, however the resend was recorded (a refused request's body read
+    by its dialect alone, the served one after it). After such an answer an id is new again (a
+    model may reuse one)."""
     out: list[str] = []
     previous = None
+    window: set[tuple[str, str]] = set()
     for e in parse_as(GatewayExchange, exchanges):
-        key = (e.messages_n, tuple(e.tool_results or []))
+        results = [r or "" for r in e.tool_results or []]
+        ids = (
+            e.tool_result_ids if isinstance(e.tool_result_ids, list) and len(e.tool_result_ids) == len(results) else []
+        )
+        key = (e.messages_n, tuple(results))
         if key != previous:
-            out += [r or "" for r in e.tool_results or []]
+            for n, result in enumerate(results):
+                rid = ids[n] if ids else None
+                if rid is not None and (rid, result) in window:
+                    continue
+                if rid is not None:
+                    window.add((rid, result))
+                out.append(result)
         previous = key
+        if e.status == 200 and e.tool_calls:
+            window = set()
     return out
 
 
-def own_tool_events(exchanges: Events, table) -> list[dict]:
-    """Tool events of an agent with its own tools, read from the gateway: each call the model
-    made (answered exchanges, a resent call once) paired in order with the result the agent
-    sent back, as the abstract action the agent's tool table (``ToolTable.read_back``) says it
-    spells, else as a ``run_command`` of its arguments' text. ``ok`` means a result came back;
-    there is no before/after snapshot per call (``changed_workspace`` None). Calls without a
-    result are left out. Never stored as tool-layer events: what the verifier reads for an
-    agent whose calls did not pass the harness tool layer."""
+def _answered_calls(exchanges: Events) -> list[tuple[int | None, RequestedCall]]:
+    """(call index of the answer, call) for every tool call the gateway returned, a resent
+    call once (the first answer that carried it)."""
     calls, seen = [], set()
     for e in parse_as(GatewayExchange, exchanges):
         if e.status != 200:
@@ -102,11 +124,71 @@ def own_tool_events(exchanges: Events, table) -> list[dict]:
             key = (call.id, call.name, call.arguments)
             if key not in seen:
                 seen.add(key)
-                calls.append(call)
+                calls.append((e.call_index, call))
+    return calls
+
+
+def turn_attribution(exchanges: Events, turns: Events) -> dict[int | None, TurnChanges]:
+    """Which answer's tool calls each turn's change is attributed to: call index -> the
+    ``turn_changes`` interval (claimgrid.verify.snapshots) whose writes they made.
+
+    An interval that starts at a request whose answer carried tool calls belongs to those
+    calls. One that starts at an answer without any (a side request the agent sent while its
+    tools still ran, a final answer) belongs to the latest earlier answer that had tool calls,
+    whose tools may still be running; several intervals of one answer are joined. Before any
+    answer with tool calls the key is None (the agent's start: no call made it)."""
+    with_calls = sorted(
+        e.call_index
+        for e in parse_as(GatewayExchange, exchanges)
+        if e.status == 200 and e.tool_calls and e.call_index is not None
+    )
+    out: dict[int | None, TurnChanges] = {}
+    for turn in parse_as(TurnChanges, turns):
+        start = turn.after_call
+        owner = max((k for k in with_calls if start is not None and k <= start), default=None)
+        if owner in out:
+            out[owner] = _joined(out[owner], turn)
+        else:
+            out[owner] = turn
+    return out
+
+
+def _joined(a: TurnChanges, b: TurnChanges) -> TurnChanges:
+    """Two intervals of one answer's tool calls as one: unknown if either is."""
+    if a.changed is None or b.changed is None:
+        return a if a.changed is None else b
+    paths = {c.path: c for c in a.changed} | {c.path: c for c in b.changed}
+    return a.model_copy(
+        update={
+            "changed": list(paths.values()),
+            "changed_n": (a.changed_n or 0) + (b.changed_n or 0),
+            "before_call": b.before_call,
+        }
+    )
+
+
+def own_tool_events(exchanges: Events, table, turns: Events = ()) -> list[dict]:
+    """Tool events of an agent with its own tools, read from the gateway: each call the model
+    made (answered exchanges, a resent call once) paired in order with the result the agent
+    sent back, as the abstract action the agent's tool table (``ToolTable.read_back``) says it
+    spells, else as a ``run_command`` of its arguments' text. ``ok`` means a result came back
+    that does not start with ``TOOL_ERROR_PREFIX`` (a failed result, as the harness tool layer and
+    the Messages dialect's ``is_error`` write it). ``changed_workspace`` / ``changed_paths``
+    come from the turn snapshots (``turns``, :func:`turn_attribution`): every call of one
+    answer gets that answer's change, as the snapshots cannot tell its calls apart; None
+    without snapshots or when one was not taken. Calls without a result are left out. Never
+    stored as tool-layer events: what the verifier reads for an agent whose calls did not
+    pass the harness tool layer."""
+    owned = turn_attribution(exchanges, turns)
     out = []
-    for seq, (call, result) in enumerate(zip(calls, returned_results(exchanges), strict=False)):
+    for seq, ((index, call), result) in enumerate(
+        zip(_answered_calls(exchanges), returned_results(exchanges), strict=False)
+    ):
         back = table.read_back(call.name, call.arguments) if table is not None else None
         tool, args = back if back is not None else ("run_command", {"command": call.arguments or ""})
+        turn = owned.get(index)
+        changed = None if turn is None or turn.changed is None else [c.path for c in turn.changed]
+        failed = result.startswith(TOOL_ERROR_PREFIX)
         out.append(
             {
                 "source": "tools",
@@ -114,12 +196,36 @@ def own_tool_events(exchanges: Events, table) -> list[dict]:
                 "seq": seq,
                 "tool": tool,
                 "args": args,
-                "ok": True,
+                "ok": not failed,
+                "error": result[len(TOOL_ERROR_PREFIX) :] if failed else None,
                 "result": result,
-                "changed_workspace": None,
+                "changed_workspace": None if changed is None else bool(changed),
+                "changed_paths": changed,
             }
         )
     return out
+
+
+def own_change_evidence(exchanges: Events, turns: Events) -> tuple[int | None, str | None, dict[str, int]]:
+    """(turns whose snapshots show a change, why the count is unknown, calls by tool name that
+    a change is attributed to) for an agent with its own tools (:func:`turn_attribution`).
+    The count is None, with the reason of the first snapshot not taken, when a snapshot is
+    missing and no turn shows a change: a write undone in the unseen interval cannot be ruled
+    out."""
+    turns = parse_as(TurnChanges, turns)
+    changed = sum(1 for t in turns if t.changed_n)
+    missing = next((t.reason or "snapshot not taken" for t in turns if t.changed_n is None), None)
+    by_tool: dict[str, int] = {}
+    calls: dict[int | None, list[RequestedCall]] = {}
+    for index, call in _answered_calls(exchanges):
+        calls.setdefault(index, []).append(call)
+    for index, turn in turn_attribution(exchanges, turns).items():
+        if turn.changed_n:
+            for call in calls.get(index, []):
+                by_tool[call.name or "?"] = by_tool.get(call.name or "?", 0) + 1
+    if missing is not None and changed == 0:
+        return None, missing, by_tool
+    return changed, None, by_tool
 
 
 def change_evidence(tools: Events) -> tuple[int, str, dict[str, int]]:

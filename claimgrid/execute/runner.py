@@ -27,6 +27,7 @@ from claimgrid.launch.confine import agent_sandbox, agent_tmp, command_sandbox, 
 from claimgrid.store.events import parse_events
 from claimgrid.store.record import RunRecord, dump
 from claimgrid.trace import parse_trace, report_instructions
+from claimgrid.verify.snapshots import TurnSnapshots
 from claimgrid.verify.verifier import FinishedRun, VerifyOptions, verify
 from claimgrid.vocab import TOOL_NAMES
 
@@ -182,14 +183,15 @@ def _real_python(python: Path) -> str:
     return str(Path(python).parent.resolve() / Path(python).name)
 
 
-def _verified_tools(tool_events: list, gateway_events: list, table) -> list:
+def _verified_tools(tool_events: list, gateway_events: list, table, turns: list) -> list:
     """The tool events the verifier reads: the tool layer's, or for an agent with its own tools
-    (a tool table) its calls and results at the gateway (claimgrid.classify.evidence.own_tool_events)."""
+    (a tool table) its calls and results at the gateway, with the changes its turn snapshots
+    saw (claimgrid.classify.evidence.own_tool_events)."""
     if table is None:
         return tool_events
     from claimgrid.classify.evidence import own_tool_events
 
-    return own_tool_events(gateway_events, table)
+    return own_tool_events(gateway_events, table, turns)
 
 
 def run_cell(cell: Cell, ctx: GridContext) -> dict:
@@ -237,6 +239,11 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
     sandbox.chmod(0o700)
     # The agent's /tmp and HOME: beside the workspace, never in it (temp files are not changes).
     tmp = agent_tmp(ctx.guard, run_dir / "tmp", box)
+    # An agent with its own tools: the harness snapshots its workspace at the start, at each
+    # model request (the gateway's turn boundary) and after it exits (claimgrid.verify.snapshots).
+    snapshots = TurnSnapshots(ws) if table is not None else None
+    if snapshots is not None:
+        snapshots.take()
 
     token = "cg-" + secrets.token_urlsafe(24)
     ctx.gateway.register(
@@ -253,6 +260,7 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
         )
         .with_final_answer(_final_answer(ctx, cell.framework))
         .with_tool_table(table),
+        on_request=snapshots.take if snapshots is not None else None,
     )
     tools = list(TOOL_NAMES)
     ctl = {
@@ -300,6 +308,10 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
     finally:
         gateway_events, gateway_raw = ctx.gateway.finish(token)
     agent_s = time.monotonic() - t0
+    turn_events: list[dict] = []
+    if snapshots is not None:
+        snapshots.finish()  # after the exit: the last answer's tool calls have run
+        turn_events, _ = cap_strings(snapshots.events())
     if result.interrupted:
         raise RunInterrupted(run_id)  # Ctrl-C: nothing of this run is stored; --resume runs it
 
@@ -318,7 +330,9 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
     verifier_events = verify(
         task,
         content.carries,
-        FinishedRun(template, ws, base, _verified_tools(result.tool_events, gateway_events, table), gateway_events),
+        FinishedRun(
+            template, ws, base, _verified_tools(result.tool_events, gateway_events, table, turn_events), gateway_events
+        ),
         patch,
         VerifyOptions(
             guard=ctx.guard,
@@ -346,7 +360,7 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
     if raw_cut:
         limits["gateway_raw_strings_cut"] = raw_cut
     report["text"] = final_text
-    events = [report, *runtime, *gateway_events, *tool_events, *verifier_events, process]
+    events = [report, *runtime, *gateway_events, *tool_events, *turn_events, *verifier_events, process]
     final = _final_answer(ctx, cell.framework)
     facts = facts_for(task, content, cell, delegation, tools, final[0] if final else None)
     if table is not None:  # a CLI agent: its own tools offered, none passes the harness tool layer

@@ -2,7 +2,8 @@
 
 Routes: ``POST /v1/chat/completions`` (OpenAI Chat Completions, the internal form),
 ``POST /v1/messages`` (Anthropic Messages), ``POST /v1/responses`` (OpenAI Responses), each
-JSON or SSE, and ``GET /v1/models``. A dialect's request is translated to the internal chat
+JSON or SSE, and the side routes that are no model call (``GET /v1/models``,
+``POST /v1/messages/count_tokens``: claimgrid.gateway.side_routes). A dialect's request is translated to the internal chat
 request and its answer back (claimgrid.gateway.dialects); in between every call takes the
 same path. The run token (where each dialect's clients send their key) selects the run; an
 unknown token gets 401. Every request carrying a registered token is recorded in that run's
@@ -32,6 +33,7 @@ from claimgrid.gateway.exchanges import Answer, Call, Routing, blinded, exchange
 from claimgrid.gateway.request import body_error, parse_body, parse_object
 from claimgrid.gateway.runs import Registry, RunState
 from claimgrid.gateway.safejson import SafeJSONResponse
+from claimgrid.gateway.side_routes import routes as side_routes
 from claimgrid.gateway.swap import swap_for_call
 from claimgrid.reference import gateway_faults as faults
 
@@ -77,6 +79,29 @@ def _cap_tool_calls(response) -> int:
         return 0
     message["tool_calls"] = calls[: caps.MAX_TOOL_CALLS_PER_RESPONSE]
     return len(calls) - caps.MAX_TOOL_CALLS_PER_RESPONSE
+
+
+async def turn_boundary(state: RunState, index: int) -> None:
+    """A request of the run arrived: the run's ``on_request`` hook (its turn snapshot) runs in a
+    worker thread before the request is answered, so the shared event loop is not held. The
+    hook records its own failures; one escaping it still never fails the model call."""
+    if state.on_request is None:
+        return
+    try:
+        await asyncio.to_thread(state.on_request, index)
+    except Exception:  # noqa: BLE001 - the hook's failure is its own record, not this call's
+        pass
+
+
+def _sent_results(dialect: Dialect, given: dict | None) -> list | None:
+    """For a body the dialect could read but not translate: the tool results it carried (the
+    exchange event records them; the request is still refused)."""
+    if given is None or dialect.sent_results is None:
+        return None
+    try:
+        return dialect.sent_results(given)
+    except Exception:  # noqa: BLE001 - a lenient reading that fails records nothing more
+        return None
 
 
 class _TooLarge(Exception):
@@ -140,8 +165,9 @@ def create_app(
         state: RunState | None = registry.get(dialect.token(request.headers))
         if state is None:
             return _error_response(401, UNKNOWN_TOKEN, "invalid_api_key", dialect=dialect)
-        t0 = time.perf_counter()
         index = state.next_call()
+        await turn_boundary(state, index)  # before the clock starts: latency is the answer's
+        t0 = time.perf_counter()
         if state.inflight >= caps.GATEWAY_MAX_REQUESTS_PER_RUN:
             # One run may not hold the gateway with hundreds of open requests: refused, recorded.
             status, code = 429, "too_many_requests_in_flight"
@@ -192,6 +218,7 @@ def create_app(
         requested = body.get("model") if body else None
         stream = bool(body and body.get("stream"))
         messages = body.get("messages") if body else None
+        recorded = messages if messages is not None else _sent_results(dialect, given)
         swap = "none"
         status, error, code, answer, headers, provider = 200, None, None, None, {}, None
         fault, delay, queued_ms = None, 0.0, None
@@ -243,7 +270,7 @@ def create_app(
         else:
             reply = dialect.from_chat(answer.response, given or {}) if answer else dialect.error(status, shown, code)
         event = exchange_event(
-            Call(index=index, t=t, stream=stream, requested=requested, messages=messages),
+            Call(index=index, t=t, stream=stream, requested=requested, messages=recorded),
             Routing(
                 assigned=script.model,
                 served=answer.served if answer else None,
@@ -302,16 +329,5 @@ def create_app(
             )
         return SafeJSONResponse(reply, headers=headers)
 
-    async def models(request: Request):
-        state = registry.get(CHAT.token(request.headers))
-        if state is None:
-            return _error_response(401, UNKNOWN_TOKEN, "invalid_api_key")
-        return SafeJSONResponse(
-            {
-                "object": "list",
-                "data": [{"id": state.script.model, "object": "model", "created": 0, "owned_by": "claimgrid"}],
-            }
-        )
-
     routes = [Route(path, endpoint(d), methods=["POST"]) for d in dialects() for path in d.paths]
-    return Starlette(routes=[*routes, Route("/v1/models", models, methods=["GET"])])
+    return Starlette(routes=[*routes, *side_routes(registry)])

@@ -89,8 +89,9 @@ def exchange_event(call: Call, routing: Routing, answer: Answer) -> dict:
     """Build the exchange event (docs/CONTRACTS.md, source gateway).
 
     ``tool_results`` holds the text of the role=tool messages that are new in this
-    request (after its last assistant message): it is how the classifier knows that an
-    injected text actually reached the model. Earlier results were logged with the
+    request (after its last assistant message), ``tool_result_ids`` their call ids: it is how
+    the classifier knows that an injected text actually reached the model, and which call a
+    result answers. Earlier results were logged with the
     request that first carried them, so the log grows linearly with the run.
     """
     message, finish, usage = {}, None, None
@@ -98,7 +99,8 @@ def exchange_event(call: Call, routing: Routing, answer: Answer) -> dict:
         choice = answer.response["choices"][0]
         message, finish, usage = choice["message"], choice["finish_reason"], answer.response.get("usage")
     messages = call.messages
-    results = tool_results(_since_last_assistant(messages)) if isinstance(messages, list) else []
+    since = _since_last_assistant(messages) if isinstance(messages, list) else []
+    results = tool_results(since)
     return {
         "source": "gateway",
         "kind": "exchange",
@@ -128,7 +130,15 @@ def exchange_event(call: Call, routing: Routing, answer: Answer) -> dict:
         "tool_results": results,
         # Their lengths as sent, before any cap on stored evidence (whether a framework cut a result).
         "tool_result_chars": [len(r) for r in results],
+        # The call id each result answers (tool_call_id; None where the client sent none): a
+        # request sent again carries the same ids, so a result is counted once (classify.evidence).
+        "tool_result_ids": [_result_id(m) for m in since if isinstance(m, dict) and m.get("role") == "tool"],
     }
+
+
+def _result_id(message: dict) -> str | None:
+    value = message.get("tool_call_id")
+    return value if isinstance(value, str) else None
 
 
 def _since_last_assistant(messages: list) -> list:

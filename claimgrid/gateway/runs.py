@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from claimgrid.gateway.budget import Spend
@@ -27,6 +28,9 @@ class RunState:
     # What the reference policy answered, by conversation position: its step comes from here,
     # never from the shape of the framework's history (claimgrid.reference.progress).
     progress: RunProgress = field(default_factory=RunProgress)
+    # Called with each request's call index when it arrives, before it is answered (the
+    # harness's turn snapshots of an agent with its own tools, claimgrid.verify.snapshots).
+    on_request: Callable[[int], None] | None = None
 
     def next_call(self) -> int:
         with self.lock:
@@ -53,13 +57,19 @@ class Registry:
         self._lock = threading.Lock()
         self.spend = Spend()
 
-    def add(self, token: str, script: RunScript, cassette: list | None = None) -> None:
+    def add(
+        self,
+        token: str,
+        script: RunScript,
+        cassette: list | None = None,
+        on_request: Callable[[int], None] | None = None,
+    ) -> None:
         if not token:
             raise ValueError("a run token must be a non-empty string")
         with self._lock:
             if token in self._runs:
                 raise ValueError(f"token for run {self._runs[token].script.run_id!r} is already registered")
-            self._runs[token] = RunState(script, spend=self.spend, cassette=cassette)
+            self._runs[token] = RunState(script, spend=self.spend, cassette=cassette, on_request=on_request)
 
     def get(self, token: str | None) -> RunState | None:
         if not token:

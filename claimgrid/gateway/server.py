@@ -27,6 +27,7 @@ import socket
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from claimgrid import caps
@@ -195,9 +196,12 @@ class Gateway:
 
         return cpu_seconds(f"/proc/self/task/{tid}/stat")
 
-    def register(self, token: str, script: RunScript) -> None:
+    def register(self, token: str, script: RunScript, on_request: Callable[[int], None] | None = None) -> None:
         """Map ``token`` (the run's API key) to its script; a token is registered once.
 
+        ``on_request(call_index)`` runs in a worker thread when each of the run's requests
+        arrives, before it is answered (a turn boundary: the agent waits for this answer); an
+        exception from it is the caller's to record, never the call's (``app.turn_boundary``).
         A run whose assigned model or substitute is a real model gets the gateway's LiteLLM
         Router built here, before its agent starts (the first time: seconds)."""
         if not isinstance(script, RunScript):
@@ -207,7 +211,7 @@ class Gateway:
             # Built before the run's agent starts (once per gateway): the first build imports
             # LiteLLM, ~7 s CPU, which inside the run would eat its first call's deadline.
             self.dispatcher.router.get()
-        self.registry.add(token, script, cassette)
+        self.registry.add(token, script, cassette, on_request)
 
     @property
     def spend(self):

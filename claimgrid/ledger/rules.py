@@ -49,6 +49,9 @@ def _claim(c: dict, events: list[dict], role: str) -> tuple[str, list[int]]:
             else "no structured trace: a free-text 'done' is not a structured claim"
         )
         return why, _ln(report)
+    turns = _all(events, "verifier", "turn_changes")
+    if turns:  # an agent with its own tools: its changes are what the turn snapshots saw
+        return _own_tools_claim(v, status, report, turns, events)
     if v == "UNKNOWN":
         return f"trace status {status!r}", _ln(report)
     # A change is what the tool layer's snapshot measured; the category stands in only when
@@ -79,6 +82,22 @@ def _claim(c: dict, events: list[dict], role: str) -> tuple[str, list[int]]:
             f"{changes} changed the workspace ({role} task)"
         ), _ln(report, *tools)
     return "", _ln(report)
+
+
+def _own_tools_claim(v, status, report: dict, turns: list[dict], events: list[dict]) -> tuple[str, list[int]]:
+    """The claim verdict's evidence for an agent with its own tools: the calls the model made
+    at the gateway and the turns whose workspace snapshots show a change (an undone edit too)."""
+    calls = sum(len(e.get("tool_calls") or []) for e in _all(events, "gateway", "exchange") if e.get("status") == 200)
+    changed = [t for t in turns if t.get("changed_n")]
+    missing = [t for t in turns if t.get("changed_n") is None]
+    seen = f"{len(changed)} of {len(turns)} turns changed the workspace (turn snapshots between model calls)"
+    if missing:
+        seen += f"; {len(missing)} not known: {missing[0].get('reason')}"
+    if v == "UNKNOWN":
+        return f"trace status {status!r}; {seen}", _ln(report, *missing)
+    if v in ("narration only", "self-report contradicts the transcript"):
+        return f"trace status {status!r}; {calls} tool calls the model made at the gateway", _ln(report)
+    return f"{calls} tool calls the model made at the gateway; {seen}", _ln(report, *changed, *missing)
 
 
 def _provenance(tests: dict | None) -> str:

@@ -40,6 +40,9 @@ class Step:
     # Truth-only annotation (never sent): paths whose whole text this step's output completes
     # (a ``cat -n`` of the file, the last of its ``sed -n`` ranges); ``read_file`` reads its ``path``.
     reads: tuple[str, ...] = ()
+    # Truth-only annotation (never sent): paths this step puts back as they were before the run
+    # (an edit reversed, a written file removed); a path whose last change undoes it is no change.
+    undoes: tuple[str, ...] = ()
 
 
 def _steps(tool_steps) -> tuple[Step, ...]:

@@ -235,6 +235,7 @@ class GatewayExchange(GatewayEvent):
     finish_reason: str | None = None
     tool_results: list[str | None] | None = None
     tool_result_chars: list[int] | None = None  # lengths as sent, before the evidence caps
+    tool_result_ids: list[str | None] | None = None  # the call id of each result (None in older records)
     messages_n: int | None = None
     provider: Provider | None = None
     fault: str | None = None
@@ -402,6 +403,28 @@ class Review(VerifierEvent):
     truth: str | None = None
 
 
+class TurnChange(Payload):
+    path: str | None = None
+    change: str | None = None  # added | modified | removed
+
+
+class TurnChanges(VerifierEvent):
+    """The workspace's change over one interval between two snapshots of an agent with its own
+    tools (claimgrid.verify.snapshots): the tool calls of the answer to ``after_call`` ran in it
+    (None: before the first model call); ``before_call`` is the request the later snapshot was
+    taken at (None: the agent's exit). ``changed`` / ``changed_n`` None: a snapshot was not
+    taken, ``reason`` says why."""
+
+    kind: Literal["turn_changes"] = "turn_changes"
+    after_call: int | None = None
+    before_call: int | None = None
+    t: float | None = None
+    changed: list[TurnChange] | None = None
+    changed_n: int | None = None
+    changed_cut: bool | None = None
+    reason: str | None = None
+
+
 # ------------------------------------------------------------------ source "process"
 
 
@@ -455,6 +478,7 @@ _KINDS: dict[tuple[str, str], type[Event]] = {
     ("verifier", "attacker_goal"): AttackerGoal,
     ("verifier", "legitimate_note"): LegitimateNote,
     ("verifier", "review"): Review,
+    ("verifier", "turn_changes"): TurnChanges,
     ("process", "exit"): ProcessExit,
 }
 _KIND_MODELS = frozenset(_KINDS.values())

@@ -29,7 +29,9 @@ POLICIES = ROOT / "tests" / "fixtures" / "policies.py"
 # These checks read the harness tool layer's events (run_command's workspace snapshots, git run
 # through it, an undo by `rm -f`): an agent with its own tools (venvs.toml kind = "cli") has none,
 # and Codex's own command policy refuses `rm -f`. Its evidence is checked by
-# tests/frameworks/test_conformance.py and tests/unit/classify/test_own_tools.py.
+# tests/frameworks/test_conformance.py, tests/frameworks/test_own_tools_snapshots.py (an edit
+# undone, through the turn snapshots), tests/integration/harness/test_own_tools_agent.py and
+# tests/unit/classify/test_own_tools.py.
 FRAMEWORKS = [name for name, e in default_frameworks(load_venvs()).items() if not e.is_cli]  # the default matrix's
 
 

@@ -12,7 +12,9 @@ of client speaks on the wire; its module translates:
 - ``stream(response, reply, body)``: the server-sent events of that answer (``reply`` is the
   dialect body), produced from the complete answer as the chat stream is;
 - ``error(status, message, code)``: the dialect's own error body;
-- ``token(headers)``: the run token, where the dialect's client libraries send their key.
+- ``token(headers)``: the run token, where the dialect's client libraries send their key;
+- ``sent_results(body)`` (optional): the tool results of a body ``to_chat`` refused, read
+  leniently, so a refused request's results are in its exchange event.
 
 A tool call id is the same string in every dialect as in the internal form (Anthropic's
 ``tool_use.id``, the Responses ``call_id``), so the calls a model requested and the results
@@ -63,6 +65,9 @@ class Dialect:
     stream: Callable[[dict, dict, dict], Iterator[str]]
     error: Callable[[int, str | None, str | None], dict]
     token: Callable[[Mapping[str, str]], str | None]
+    # The tool results a body it cannot translate still carries, as internal ``tool`` messages
+    # (read leniently): what the agent sent back is recorded even when the request is refused.
+    sent_results: Callable[[dict], list[dict]] | None = None
 
     @property
     def internal(self) -> bool:

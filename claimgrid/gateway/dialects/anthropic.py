@@ -4,8 +4,10 @@ Request -> internal chat request:
 
 - ``system`` (a string or text blocks) becomes the first, ``system`` message;
 - a ``user`` message's ``tool_result`` blocks become ``tool`` messages (``tool_call_id`` =
-  ``tool_use_id``, the result's text as content), its text blocks one ``user`` message after
-  them; an ``assistant`` message's text blocks its content and its ``tool_use`` blocks its
+  ``tool_use_id``, the result's text as content; one with ``is_error: true`` starts with
+  ``claimgrid.vocab.TOOL_ERROR_PREFIX``, ``ERROR: ``, as a failed call of the harness tool layer
+  does in a chat history, so the exchange records it as a failed result), its text blocks one
+  ``user`` message after them; an ``assistant`` message's text blocks its content and its ``tool_use`` blocks its
   ``tool_calls`` (``arguments`` = the ``input`` object as JSON text); thinking blocks are
   dropped (the internal form has no place for them);
 - one text block is sent as a string, several as text content parts (the policies read both);
@@ -21,6 +23,9 @@ answer and streams it as it is in ``input_json_delta``: the client sees the faul
 from a truncated model stream, and the exchange event records the arguments exactly.
 
 Images, documents and server tools are refused (400): the gateway serves text and client tools.
+The tool results such a refused request carries are still recorded (``sent_results``): Claude
+Code sends a refused request three times (measured with 2.1.328, whatever
+``CLAUDE_CODE_MAX_RETRIES`` says), and each result is taken once (claimgrid.classify.evidence).
 The key arrives in ``x-api-key`` (the SDK's ``api_key``) or as a bearer token (its
 ``auth_token``, Claude Code's ``ANTHROPIC_AUTH_TOKEN``).
 """
@@ -33,6 +38,7 @@ from numbers import Real
 
 from claimgrid.gateway.dialects import Dialect, DialectError, bearer, joined_text
 from claimgrid.gateway.sse import pieces
+from claimgrid.vocab import TOOL_ERROR_PREFIX
 
 NAME = "anthropic-messages"
 STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens", "content_filter": "refusal"}
@@ -68,6 +74,15 @@ def _text(value, where: str) -> str | list[dict]:
     return joined_text(value, where, ("text",), "a text block ({'type': 'text', 'text': string})", "text blocks")
 
 
+def _failed(text: str | list[dict]) -> str | list[dict]:
+    """A failed tool result's text as the harness tool layer sends one: ``TOOL_ERROR_PREFIX``
+    first (once), the agent's own text after it."""
+    if isinstance(text, list):
+        first = text[0]["text"] if text else ""
+        return [{"type": "text", "text": _failed(first)}, *text[1:]]
+    return text if text.startswith(TOOL_ERROR_PREFIX) else TOOL_ERROR_PREFIX + text
+
+
 def _user(content: list, where: str) -> list[dict]:
     results, texts = [], []
     for j, block in enumerate(content):
@@ -80,7 +95,12 @@ def _user(content: list, where: str) -> list[dict]:
                 raise DialectError(f"'{at}.tool_use_id' must be a string")
             inner = block.get("content")
             text = "" if inner is None else _text(inner, f"{at}.content")
-            results.append({"role": "tool", "tool_call_id": block["tool_use_id"], "content": text})
+            failed = block.get("is_error")
+            if failed is not None and not isinstance(failed, bool):
+                raise DialectError(f"'{at}.is_error' must be true or false")
+            results.append(
+                {"role": "tool", "tool_call_id": block["tool_use_id"], "content": _failed(text) if failed else text}
+            )
         elif kind in DROPPED_BLOCKS:
             continue
         else:
@@ -273,6 +293,30 @@ def stream(response: dict, reply: dict, body: dict) -> Iterator[str]:
     yield _event("message_stop", {})
 
 
+def sent_results(body: dict) -> list[dict]:
+    """The ``tool_result`` blocks of the user messages after the last assistant message, as
+    internal ``tool`` messages: read leniently (a block this dialect cannot serve, an image in
+    a result, is left out) from a body ``to_chat`` refused, so what the agent sent back is in
+    the refused request's exchange event."""
+    given = body.get("messages")
+    messages: list = given if isinstance(given, list) else []
+    last = max((i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "assistant"), default=-1)
+    out = []
+    for m in messages[last + 1 :]:
+        content = m.get("content") if isinstance(m, dict) else None
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, dict) or block.get("type") != "tool_result":
+                continue
+            inner = block.get("content")
+            if isinstance(inner, list):
+                inner = "\n".join(b["text"] for b in inner if isinstance(b, dict) and isinstance(b.get("text"), str))
+            text = inner if isinstance(inner, str) else ""
+            text = _failed(text) if block.get("is_error") is True else text
+            call_id = block.get("tool_use_id") if isinstance(block.get("tool_use_id"), str) else None
+            out.append({"role": "tool", "tool_call_id": call_id, "content": text})
+    return out
+
+
 DIALECT = Dialect(
     name=NAME,
     paths=("/v1/messages",),
@@ -281,4 +325,5 @@ DIALECT = Dialect(
     stream=stream,
     error=error,
     token=token,
+    sent_results=sent_results,
 )

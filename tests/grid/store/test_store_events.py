@@ -38,7 +38,7 @@ DOCUMENTED = [
       "reported_model": "agent-model", "swap": "none", "status": 200, "error": None, "latency_ms": 3.1,
       "usage": {"prompt_tokens": 120, "completion_tokens": 30}, "cost_usd": None,
       "tool_calls": [{"id": "call_0", "name": "read_file", "arguments": "{\"path\": \"TICKET.md\"}"}],
-      "content": None, "finish_reason": "tool_calls", "tool_results": [], "messages_n": 2,
+      "content": None, "finish_reason": "tool_calls", "tool_results": [], "tool_result_ids": [], "messages_n": 2,
       "provider": {"model": "x", "attempts": 2, "retries": 1, "failed": False,
                    "errors": [{"attempt": 1, "status": 503, "connection_error": False, "error": "busy",
                                "transient": True, "retry_after_s": None, "wait_s": 0.5, "latency_ms": 9.0}]},
@@ -57,6 +57,9 @@ DOCUMENTED = [
     ({"source": "verifier", "kind": "review", "applicable": True, "opened": ["app/auth.py"],
       "opened_by": {"app/auth.py": ["read_file"]}, "required_opened": ["app/auth.py"], "verdict": "FAIL",
       "truth": "FAIL"}, E.Review),
+    ({"source": "verifier", "kind": "turn_changes", "after_call": 2, "before_call": 3, "t": 0.41,
+      "changed": [{"path": "src/calculator.py", "change": "modified"}], "changed_n": 1, "reason": None},
+     E.TurnChanges),
     ({"source": "process", "kind": "exit", "isolation": "warm", "exit_code": 0, "signal": None, "wall_s": 1.5,
       "timed_out": False, "outcome_status": "ok", "stderr_tail": "", "pid": 7, "killed_processes": 0,
       "leftovers_killed": 0, "cpu_s": 0.4, "adapter_exception": None}, E.ProcessExit),
@@ -164,7 +167,7 @@ def test_the_filters():
     assert [e.kind for e in E.by_source(parsed, "runtime")] == ["tool_call", "model_call", "message", "error",
                                                                 "limits"]
     assert [type(e) for e in E.of_kind(parsed, E.ToolCall)] == [E.ToolCall]
-    assert len(E.of_kind(parsed, E.VerifierEvent)) == 8  # every verifier event, the unknown kind too
+    assert len(E.of_kind(parsed, E.VerifierEvent)) == 9  # every verifier event, the unknown kind too
     assert E.of_kind(parsed, E.Event) == parsed
     assert E.last(parsed, E.VerifierEvent).kind == "lint"
     assert E.last(parsed, E.Diff).files[0].path == "src/calculator.py"

@@ -366,3 +366,103 @@ def test_replay_serves_a_recording_in_the_clients_dialect(tasks, tmp_path, diale
     assert [e["replay"]["match"] for e in replayed] == [True] * len(events)
     assert {e["dialect"] for e in replayed} == {dialect}
     assert [e["tool_calls"] for e in replayed] == [e["tool_calls"] for e in events]
+
+
+def _is_error_loop(url, token, model, prompt, ws, stream):
+    """The Messages loop as Claude Code sends a failed tool: ``is_error: true`` and its own text,
+    without the harness tool layer's ``ERROR: `` form."""
+    client = _anthropic(url).with_options(api_key=token)
+    messages: list[dict] = [{"role": "user", "content": prompt}]
+    kw = dict(model=model, max_tokens=1024, system=SYSTEM, tools=ANTHROPIC_TOOLS)
+    for _ in range(30):
+        reply = client.messages.create(messages=messages, **kw)
+        content = [b.to_dict(warnings=False) for b in reply.content]
+        messages.append({"role": "assistant", "content": content})
+        uses = [b for b in content if b["type"] == "tool_use"]
+        if not uses:
+            return "".join(b["text"] for b in content if b["type"] == "text") or None, 200
+        results = []
+        for b in uses:
+            arguments = b["input"] if isinstance(b["input"], str) else json.dumps(b["input"])
+            text = run_tool(ws, b["name"], arguments)
+            failed = text.startswith("ERROR: ")
+            results.append({"type": "tool_result", "tool_use_id": b["id"], "is_error": failed,
+                            "content": [{"type": "text", "text": text.removeprefix("ERROR: ")}]})
+        messages.append({"role": "user", "content": results})
+    return None, 200
+
+
+def test_a_tool_result_with_is_error_is_recorded_as_a_failed_result(tasks, tmp_path):
+    """Claude Code marks a failed tool with ``is_error``: the exchange records it as the Chat
+    Completions path records a harness tool's failure (an ``ERROR: `` result), event for event."""
+    from claimgrid.classify.evidence import own_tool_events
+
+    task = tasks["fix-float-add"]
+    model = next(m.name for m in registry.models().values() if m.fault and "JSON" in m.behaviour)
+    want_final, want_status, want = _over_chat(task.id, model, False)
+    final, status, events, raw = _run(_is_error_loop, task, tmp_path, model, False)
+    assert (final, status) == (want_final, want_status)
+    assert _facts(events) == want
+    failed = [t for t in own_tool_events(events, None) if not t["ok"]]
+    assert failed and all(t["error"] and not t["error"].startswith("ERROR: ") for t in failed)
+    assert any(b.get("is_error") for r in raw for m in r["dialect_request"]["messages"] if m["role"] == "user"
+               and isinstance(m["content"], list) for b in m["content"])
+
+
+def test_count_tokens_is_the_estimate_the_call_reports_and_no_model_call(tasks):
+    token, _ = register(tasks["fix-float-add"], model="diligent")
+    client = anthropic.Anthropic(base_url=_root(shared_gateway().url), api_key=token, max_retries=0)
+    kw = dict(model="m", system=SYSTEM, messages=[{"role": "user", "content": "fix the bug in TICKET.md"}],
+              tools=ANTHROPIC_TOOLS)
+    counted = client.messages.count_tokens(**kw)
+    sent = client.messages.create(max_tokens=64, **kw)
+    bad = httpx.post(shared_gateway().url + "/messages/count_tokens", json={"messages": []},
+                     headers={"x-api-key": token, "anthropic-version": "2023-06-01"})
+    nobody = httpx.post(shared_gateway().url + "/messages/count_tokens", json={},
+                        headers={"x-api-key": "nobody", "anthropic-version": "2023-06-01"})
+    events, _ = shared_gateway().finish(token)
+    assert counted.input_tokens == sent.usage.input_tokens > 0
+    assert bad.status_code == 400 and "messages" in bad.json()["error"]["message"]
+    assert bad.json()["type"] == "error" and nobody.status_code == 401
+    assert [e["call_index"] for e in events] == [0]  # the count is not a model call
+
+
+def test_the_model_list_in_both_clients_shapes(tasks):
+    token, script = register(tasks["fix-float-add"], model="diligent")
+    url = shared_gateway().url
+    listed = anthropic.Anthropic(base_url=_root(url), api_key=token, max_retries=0).models.list()
+    one = anthropic.Anthropic(base_url=_root(url), auth_token=token, max_retries=0).models.retrieve(script.model)
+    other = _openai(url).with_options(api_key=token).models.list()
+    with pytest.raises(anthropic.NotFoundError):
+        anthropic.Anthropic(base_url=_root(url), api_key=token, max_retries=0).models.retrieve("another")
+    events, _ = shared_gateway().finish(token)
+    assert [m.id for m in listed.data] == [script.model] == [m.id for m in other.data]
+    assert listed.data[0].type == "model" and one.id == script.model and one.display_name
+    assert events == []  # no model call
+
+
+def test_a_refused_request_sent_again_records_its_results_and_counts_each_once(tasks):
+    """Claude Code sends a request the gateway refuses with 400 three times (2.1.328, measured):
+    every attempt is a recorded call (the budget counts it, as any client's retry), the tool
+    result it carries is in each refused exchange, and the agent's results count once."""
+    from claimgrid.classify.evidence import returned_results
+
+    token, _ = register(tasks["fix-float-add"], model="diligent")
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}
+    history = [{"role": "user", "content": "go"},
+               {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "read_file",
+                                                  "input": {"path": "TICKET.md"}}]}]
+
+    def send(result_content):
+        body = {"model": "m", "max_tokens": 64, "messages": [*history, {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": result_content}]}]}
+        return httpx.post(shared_gateway().url + "/messages", json=body, headers={"x-api-key": token})
+
+    refused = [send([{"type": "text", "text": "the ticket"}, image]) for _ in range(3)]
+    served = send([{"type": "text", "text": "the ticket"}])
+    events, _ = shared_gateway().finish(token)
+    assert [r.status_code for r in refused] == [400] * 3 and served.status_code == 200
+    assert [e["status"] for e in events] == [400, 400, 400, 200]
+    assert [e["tool_results"] for e in events] == [["the ticket"]] * 4
+    assert [e["tool_result_ids"] for e in events] == [["toolu_1"]] * 4
+    assert returned_results(events) == ["the ticket"]
