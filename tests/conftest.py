@@ -82,10 +82,12 @@ def _lane_parts(item) -> tuple[str, ...]:
         return ()
 
 
-def frameworks_needed(items, names) -> set[str]:
+def frameworks_needed(items, names, unnamed=None) -> set[str]:
     """The frameworks (of ``names``, the entries of ``venvs.toml``) whose venvs ``items`` use:
     a test parametrized by framework (``fw``) uses its own; a test under
-    ``tests/frameworks/<name>/`` uses that one; any other test uses them all."""
+    ``tests/frameworks/<name>/`` uses that one; any other test uses ``unnamed`` (default:
+    them all)."""
+    unnamed = set(names) if unnamed is None else set(unnamed)
     need: set[str] = set()
     for item in items:
         fw = getattr(getattr(item, "callspec", None), "params", {}).get("fw")
@@ -95,7 +97,7 @@ def frameworks_needed(items, names) -> set[str]:
         elif len(parts) > 2 and parts[0] == "frameworks" and parts[1] in names:
             need.add(parts[1])
         else:
-            return set(names)
+            need |= unnamed
     return need
 
 
@@ -298,7 +300,8 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(deep)
     if hasattr(config, "workerinput"):
         _longest_groups_first(items)
-    marked = [item for item in items if item.get_closest_marker("frameworks") and not item.get_closest_marker("deep")]
+    # What will run: a deep check is skipped (above) unless CLAIMGRID_DEEP=1, and then its venvs are built too.
+    marked = [item for item in items if item.get_closest_marker("frameworks") and not item.get_closest_marker("skip")]
     if not marked:
         return
     from claimgrid.errors import ClaimgridError
@@ -306,7 +309,11 @@ def pytest_collection_modifyitems(config, items):
 
     try:
         entries = load_venvs()
-        need = [name for name in entries if name in frameworks_needed(marked, set(entries))]
+        # A test that names no framework runs the library ones: a coding agent with its own tools
+        # (kind = "cli", an npm install of hundreds of MB) is built only for the tests that name
+        # it (its conformance and attack checks, deep), not for every run of the suite.
+        library = {name for name, e in entries.items() if not e.is_cli}
+        need = [name for name in entries if name in frameworks_needed(marked, set(entries), library)]
         # Each xdist worker builds what its tests need; each starts at a different venv (the
         # per-venv lock makes the others wait and then find it current), so a fresh machine
         # builds up to one venv per worker at once instead of all of them one by one.
