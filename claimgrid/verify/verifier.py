@@ -34,6 +34,7 @@ event with ``source: verifier``; ``None`` means not known.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
@@ -106,16 +107,61 @@ def _git_reserved(rel: bytes) -> bool:
     return any(part.lower() == b".git" for part in rel.split(b"/"))
 
 
-def _write_blob(objects: str, data: bytes) -> str:
+def _blob_id(data: bytes) -> tuple[bytes, str]:
     header = b"blob %d\0" % len(data)
-    sha = hashlib.sha1(header + data).hexdigest()
+    return header, hashlib.sha1(header + data).hexdigest()
+
+
+def _write_blob(objects: str, header: bytes, data: bytes, sha: str) -> None:
     folder = os.path.join(objects, sha[:2])
     path = os.path.join(folder, sha[2:])
     if not os.path.exists(path):
         os.makedirs(folder, exist_ok=True)
         with open(path, "wb") as fh:
             fh.write(zlib.compress(header + data, 1))
-    return sha
+
+
+@dataclass(frozen=True)
+class BaseTree:
+    """The fixture commit's tree as git stored it: every entry ``{path: (git mode, blob id)}``
+    and the root tree's id. ``None`` from :func:`base_tree` when it cannot stand in for git
+    (not a full commit id, an entry that is not a blob: a submodule)."""
+
+    entries: dict[bytes, tuple[int, str]]
+    tree_id: str
+    blobs: frozenset[str]
+
+
+_BASE_TREES: dict[tuple[str, str], BaseTree | None] = {}
+
+
+def base_tree(template: Path, base: str) -> BaseTree | None:
+    """The fixture commit's tree, read with git once per (template, commit) and kept: a full
+    commit id names its tree and every blob in it, so what is kept cannot go stale."""
+    key = (str(template), base)
+    if key in _BASE_TREES:
+        return _BASE_TREES[key]
+    found: BaseTree | None = None
+    if len(base) == 40 and all(c in "0123456789abcdef" for c in base):
+        env = {**GIT_ENV, "GIT_DIR": str(template / ".git"), "GIT_CONFIG_NOSYSTEM": "1"}
+        run = functools.partial(subprocess.run, env=env, capture_output=True, timeout=caps.DIFF_TIMEOUT_S)
+        listing = run(["git", *GIT_SAFE, "ls-tree", "-r", "-z", "--full-tree", base])
+        tree = run(["git", *GIT_SAFE, "rev-parse", "--verify", "-q", base + "^{tree}"])
+        if listing.returncode == 0 and tree.returncode == 0:
+            entries: dict[bytes, tuple[int, str]] = {}
+            for item in listing.stdout.split(b"\0"):
+                if not item:
+                    continue
+                meta, _, path = item.partition(b"\t")
+                mode, kind, sha = meta.split(b" ")
+                if kind != b"blob":
+                    entries = {}
+                    break
+                entries[path] = (int(mode, 8), sha.decode())
+            if entries or not listing.stdout:
+                found = BaseTree(entries, tree.stdout.decode().strip(), frozenset(sha for _, sha in entries.values()))
+    _BASE_TREES[key] = found
+    return found
 
 
 def workspace_diff(
@@ -158,6 +204,11 @@ def workspace_diff(
                 oversized.append((rel, st))
     root = os.fsencode(workspace)
     reserved, lines = [], []
+    # The fixture's own blobs are in the template's objects (the alternate): only a blob the
+    # fixture does not hold is written. A workspace whose every entry is the fixture's
+    # (path, mode, blob) is the fixture tree itself: no git process is needed to say so.
+    known = base_tree(template, base) if over is None else None
+    unchanged = known is not None and len(entries) == len(known.entries)
     with tempfile.TemporaryDirectory(prefix="claimgrid-diff-", dir=scratch_dir) as tmp:
         objects = os.path.join(tmp, "objects")
         os.mkdir(objects)
@@ -169,13 +220,25 @@ def workspace_diff(
                     )
                 if _git_reserved(rel):
                     reserved.append(rel)
+                    unchanged = False
                     continue
-                sha = _write_blob(objects, read_nofollow(root, rel, st))
+                data = read_nofollow(root, rel, st)
+                header, sha = _blob_id(data)
+                if known is None or sha not in known.blobs:
+                    _write_blob(objects, header, data, sha)
+                if unchanged and known is not None and known.entries.get(rel) != (mode, sha):
+                    unchanged = False
                 lines.append(b"%o %s\t%s\0" % (mode, sha.encode(), rel))
         except LimitExceeded as exc:
             return _ev("diff", files=None, empty=None, error=str(exc), limit=True)
         except OSError as exc:
             return _ev("diff", files=None, empty=None, error=f"reading the workspace: {exc}")
+        if unchanged and known is not None:
+            if patch is not None:
+                patch.append("")
+            if view is not None:
+                view.update(seen=seen, tree=known.tree_id)
+            return _ev("diff", files=[], empty=True, error=None, tree=known.tree_id)
         empty_dir = os.path.join(tmp, "cwd")
         os.mkdir(empty_dir)
         # The template's repository supplies only the fixture commit's objects (read-only
