@@ -4,12 +4,18 @@ workspace goes through git as before; the file list and tree id are the same eit
 
 from __future__ import annotations
 
+import functools
 import os
 
 import pytest
 
 from claimgrid.verify import verifier
 from claimgrid.verify.verifier import base_tree, workspace_diff
+
+
+def _counted(calls, run, *args, **kwargs):
+    calls.append(args)
+    return run(*args, **kwargs)
 
 
 def _by_git(monkeypatch, template, ws, base):
@@ -39,12 +45,11 @@ def _same(a, b):
 def test_every_task_unchanged_is_the_fixture_tree_without_git(tasks, workspace, monkeypatch):
     for task_id in tasks:
         template, ws, base = workspace(task_id)
-        calls = []
-        real_run = verifier.subprocess.run
         base_tree(template, base)  # read once per (template, commit): not part of the run's diff
-        monkeypatch.setattr(verifier.subprocess, "run", lambda *a, **k: calls.append(a) or real_run(*a, **k))
-        fast = workspace_diff(template, ws, base, [], {})
-        monkeypatch.setattr(verifier.subprocess, "run", real_run)
+        calls: list = []
+        with monkeypatch.context() as m:
+            m.setattr(verifier.subprocess, "run", functools.partial(_counted, calls, verifier.subprocess.run))
+            fast = workspace_diff(template, ws, base, [], {})
         assert calls == [], task_id
         assert fast["files"] == [] and fast["empty"] is True, task_id
         _same(_both(monkeypatch, template, ws, base)[0], _by_git(monkeypatch, template, ws, base))
