@@ -85,6 +85,15 @@ TEST_OUTPUT_TAIL_CHARS = 4_000
 # A file the verifier reads for a required-content or attacker/legitimate check.
 MAX_CHECKED_FILE_BYTES = 8 << 20
 
+# ---- work folders
+# A node's work folder (every run's workspace, /tmp and verifier scratch) goes on a tmpfs
+# (claimgrid.execute.node.work_parent) only when it has this much free: a workspace may
+# reach MAX_WORKSPACE_BYTES and its test run's overlay as much again, for each of the
+# default 8 runs in flight on 2 cores (8 x 2 x 256 MiB = 4 GiB). On ext4 here a workspace's
+# copy and removal cost 4.1 ms CPU and 43 ms wall against 1.4 ms and 4.9 ms on tmpfs
+# (bench/README.md, 2026-12-02).
+WORK_TMPFS_MIN_FREE_BYTES = 4 << 30
+
 
 def tool_budgets() -> dict:
     """The tool layer's bounds as the driver sends them in ``ctl["budgets"]``."""
