@@ -145,8 +145,11 @@ def base_tree(template: Path, base: str) -> BaseTree | None:
     if len(base) == 40 and all(c in "0123456789abcdef" for c in base):
         env = {**GIT_ENV, "GIT_DIR": str(template / ".git"), "GIT_CONFIG_NOSYSTEM": "1"}
         run = functools.partial(subprocess.run, env=env, capture_output=True, timeout=caps.DIFF_TIMEOUT_S)
-        listing = run(["git", *GIT_SAFE, "ls-tree", "-r", "-z", "--full-tree", base])
-        tree = run(["git", *GIT_SAFE, "rev-parse", "--verify", "-q", base + "^{tree}"])
+        try:
+            listing = run(["git", *GIT_SAFE, "ls-tree", "-r", "-z", "--full-tree", base])
+            tree = run(["git", *GIT_SAFE, "rev-parse", "--verify", "-q", base + "^{tree}"])
+        except (OSError, subprocess.SubprocessError):
+            return None  # not kept: the diff goes through git, which says what is wrong
         if listing.returncode == 0 and tree.returncode == 0:
             entries: dict[bytes, tuple[int, str]] = {}
             for item in listing.stdout.split(b"\0"):
