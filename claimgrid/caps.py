@@ -115,9 +115,26 @@ def cut_middle(text: str, limit: int) -> tuple[str, bool]:
     return text[:half] + f"\n[... {len(text) - 2 * half} characters cut by claimgrid caps ...]\n" + text[-half:], True
 
 
+def _any_over(v, limit: int) -> bool:
+    stack = [v]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if len(v) > limit:
+                return True
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return False
+
+
 def cap_strings(obj, limit: int = MAX_EVENT_STRING_CHARS):
-    """A copy of a JSON-like value whose every string is at most ``limit`` characters (+ marker);
+    """A JSON-like value whose every string is at most ``limit`` characters (+ marker): a copy
+    when a string was cut, else ``obj`` itself (looked at, not rebuilt: most runs cut nothing);
     returns (value, number of strings cut)."""
+    if not _any_over(obj, limit):
+        return obj, 0
     cut = 0
 
     def walk(v):

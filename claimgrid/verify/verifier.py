@@ -736,7 +736,7 @@ def verify(
     if diff["files"] is not None and options.git_dir:
         # What the agent added or changed under .git beyond what git itself writes is not
         # work (the diff's files stay the work tree) but a change all the same: scope sees it.
-        git_dir = [f["path"] for f in tamper.git_dir_changes(template, workspace)]
+        git_dir = [f["path"] for f in tamper.git_dir_changes(template, workspace, run.base)]
         diff["git_dir"] = git_dir
     diff["expected"] = exp.diff
     events = [diff]
