@@ -479,7 +479,7 @@ def materialise(template: Path, dest: Path, digest: str | None = None) -> None:
                 _copy_entry(os.path.join(dirpath, name), os.path.join(target_dir, name), rel_dir, name, h)
         if h is not None and h.hexdigest() != digest:
             raise TemplateTampered(
-                f"template {template} changed since it was built (sha256 {digest[:12]} -> {h.hexdigest()[:12]}); "
+                f"template {template} changed since it was built (sha256 {str(digest)[:12]} -> {h.hexdigest()[:12]}); "
                 "not copied"
             )
         # run_command may execute as an unprivileged user when the harness runs as root.

@@ -34,7 +34,6 @@ event with ``source: verifier``; ``None`` means not known.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 import shutil
@@ -144,7 +143,10 @@ def base_tree(template: Path, base: str) -> BaseTree | None:
     found: BaseTree | None = None
     if len(base) == 40 and all(c in "0123456789abcdef" for c in base):
         env = {**GIT_ENV, "GIT_DIR": str(template / ".git"), "GIT_CONFIG_NOSYSTEM": "1"}
-        run = functools.partial(subprocess.run, env=env, capture_output=True, timeout=caps.DIFF_TIMEOUT_S)
+
+        def run(argv: list[str]) -> subprocess.CompletedProcess[bytes]:
+            return subprocess.run(argv, env=env, capture_output=True, timeout=caps.DIFF_TIMEOUT_S)
+
         try:
             listing = run(["git", *GIT_SAFE, "ls-tree", "-r", "-z", "--full-tree", base])
             tree = run(["git", *GIT_SAFE, "rev-parse", "--verify", "-q", base + "^{tree}"])
