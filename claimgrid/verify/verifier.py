@@ -120,6 +120,38 @@ def _write_blob(objects: str, header: bytes, data: bytes, sha: str) -> None:
             fh.write(zlib.compress(header + data, 1))
 
 
+def _write_tree(objects: str, entries: list[tuple[bytes, int, str]]) -> str | None:
+    """The tree ``git update-index`` then ``git write-tree`` make of ``entries`` (path, git
+    mode, blob id), written as loose objects into ``objects``; its id. None when a path has a
+    component starting with ``.g`` (``.git`` is reserved before this; a symlink named like
+    ``.gitmodules`` is refused by git's own index): git then decides, as before."""
+    root: dict = {}
+    for rel, mode, sha in entries:
+        parts = rel.split(b"/")
+        if any(p[:2].lower() == b".g" for p in parts):
+            return None
+        node = root
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = (mode, sha)
+
+    def write(node: dict) -> bytes:
+        # git orders a tree's entries by name, a folder's name compared as if it ended in "/".
+        items = []
+        for name, value in node.items():
+            if isinstance(value, dict):
+                items.append((name + b"/", b"40000 " + name + b"\0" + write(value)))
+            else:
+                items.append((name, b"%o " % value[0] + name + b"\0" + bytes.fromhex(value[1])))
+        body = b"".join(entry for _, entry in sorted(items))
+        header = b"tree %d\0" % len(body)
+        sha = hashlib.sha1(header + body).hexdigest()
+        _write_blob(objects, header, body, sha)  # a loose object like any other, by its id
+        return bytes.fromhex(sha)
+
+    return write(root).hex()
+
+
 @dataclass(frozen=True)
 class BaseTree:
     """The fixture commit's tree as git stored it: every entry ``{path: (git mode, blob id)}``
@@ -209,6 +241,7 @@ def workspace_diff(
                 oversized.append((rel, st))
     root = os.fsencode(workspace)
     reserved, lines = [], []
+    tree_entries: list[tuple[bytes, int, str]] = []
     # The fixture's own blobs are in the template's objects (the alternate): only a blob the
     # fixture does not hold is written. A workspace whose every entry is the fixture's
     # (path, mode, blob) is the fixture tree itself: no git process is needed to say so.
@@ -234,6 +267,7 @@ def workspace_diff(
                 if unchanged and known is not None and known.entries.get(rel) != (mode, sha):
                     unchanged = False
                 lines.append(b"%o %s\t%s\0" % (mode, sha.encode(), rel))
+                tree_entries.append((rel, mode, sha))
         except LimitExceeded as exc:
             return _ev("diff", files=None, empty=None, error=str(exc), limit=True)
         except OSError as exc:
@@ -275,15 +309,17 @@ def workspace_diff(
 
         index = os.path.join(tmp, "index")
         try:
-            upd = git(["update-index", "--add", "-z", "--index-info"], index, b"".join(lines), text=False)
-            if upd.returncode != 0:
-                return _ev("diff", files=None, empty=None, error=upd.stderr.decode(errors="replace").strip()[-500:])
-            tree = git(["write-tree"], index) if lines else None
-            if tree is not None and tree.returncode != 0:
-                return _ev("diff", files=None, empty=None, error=tree.stderr.strip()[-500:])
-            tree_id = tree.stdout.strip() if tree else "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
-            if not lines:  # the empty tree, written so diff-tree can name it
-                git(["hash-object", "-w", "-t", "tree", "--stdin"], index, "")
+            tree_id = _write_tree(objects, tree_entries) if lines else None
+            if tree_id is None:  # a name only git may judge, or nothing to index: git's own index
+                upd = git(["update-index", "--add", "-z", "--index-info"], index, b"".join(lines), text=False)
+                if upd.returncode != 0:
+                    return _ev("diff", files=None, empty=None, error=upd.stderr.decode(errors="replace").strip()[-500:])
+                tree = git(["write-tree"], index) if lines else None
+                if tree is not None and tree.returncode != 0:
+                    return _ev("diff", files=None, empty=None, error=tree.stderr.strip()[-500:])
+                tree_id = tree.stdout.strip() if tree else "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+                if not lines:  # the empty tree, written so diff-tree can name it
+                    git(["hash-object", "-w", "-t", "tree", "--stdin"], index, "")
             # The file list with -z: real paths (tabs, quotes, newlines, bytes that are not
             # UTF-8), never git's quoted spelling, so scope checks compare the paths themselves.
             common = ["diff-tree", "-r", "--no-renames", "--no-textconv", "--no-ext-diff"]
