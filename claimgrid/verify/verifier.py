@@ -8,9 +8,12 @@ It has no access to anything the agent said, and nothing the agent wrote steers 
    not taken and the outcome is ``UNKNOWN`` with the reason in the ``diff`` event.
 2. **The diff, from the harness's own view.** The harness reads every file itself
    (``O_NOFOLLOW``; a symlink is recorded as a symlink, never followed), writes the blobs
-   into a private object folder (the template's objects are an alternate, never
-   written), builds a private index and tree, and diffs that tree against the fixture
-   commit with ``git diff-tree``. git never looks at the workspace: no ``.gitignore`` (any
+   the fixture does not hold into a private object folder (the template's objects are an
+   alternate, never written), writes the tree itself (git's format and entry order; a path
+   with a component starting ``.g`` goes through a private index and ``git write-tree``,
+   whose rules judge it), and diffs that tree against the fixture commit with ``git
+   diff-tree``. A workspace whose every entry is the fixture's own (path, mode, blob) is
+   the fixture tree: empty, with no git process. git never looks at the workspace: no ``.gitignore`` (any
    depth), ``.git/info/exclude``, ``.gitattributes``, hook, ``core.excludesFile`` or workspace
    ``.git`` (file, folder, symlink, nested) has any effect. The only exclusions are the
    harness's: the top-level ``.git`` (the workspace's own repository metadata) and
