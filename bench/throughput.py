@@ -84,6 +84,9 @@ def _tree_memory(root_pid: int, per_framework: dict | None = None) -> tuple[floa
             if fields:
                 children.setdefault(int(fields[1]), []).append(int(name))
     total, runs, stack = 0, [], [root_pid]
+    if per_framework is not None:  # the driver itself (grid.py: gateway, runner threads, store)
+        per_framework.setdefault("", {"parent": [], "run": [], "run_uss": []})["parent"].append(
+            (_pss_kb(root_pid) or 0) / 1024)
     while stack:
         pid = stack.pop()
         kids = children.get(pid, [])
@@ -332,6 +335,9 @@ def main(argv: list[str] | None = None) -> int:
             return sorted(xs)[len(xs) // 2] if xs else float("nan")
         print("memory per framework (MB; medians over the samples, max in brackets): warm parent PSS, "
               "forked run PSS, forked run private (USS)")
+        driver = fw_mem.pop("", {}).get("parent") or []
+        if driver:
+            print(f"  {'grid.py (driver)':<16} PSS {med(driver):6.0f} ({max(driver):4.0f})")
         for name in sorted(fw_mem):
             m = fw_mem[name]
             print(f"  {name:<16} parent {med(m['parent']):6.0f} ({max(m['parent'], default=0):4.0f})   "
