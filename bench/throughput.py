@@ -110,6 +110,8 @@ def _tree_memory(root_pid: int, per_framework: dict | None = None) -> tuple[floa
                     run_total += _pss_kb(p) or 0
                     if mine is not None:
                         run_uss += _uss_kb(p)
+                if not run_total:  # exited, being reaped (a zombie has no memory map): not a run in flight
+                    continue
                 runs.append(run_total / 1024)
                 if mine is not None:
                     mine["run"].append(run_total / 1024)
