@@ -90,8 +90,8 @@ MAX_CHECKED_FILE_BYTES = 8 << 20
 # (claimgrid.execute.node.work_parent) only when it has this much free: a workspace may
 # reach MAX_WORKSPACE_BYTES and its test run's overlay as much again, for each of the
 # default 8 runs in flight on 2 cores (8 x 2 x 256 MiB = 4 GiB). On ext4 here a workspace's
-# copy and removal cost 4.1 ms CPU and 43 ms wall against 1.4 ms and 4.9 ms on tmpfs
-# (bench/README.md, 2026-12-02).
+# copy and removal cost about twice the CPU and 3-9x the wall time they cost on tmpfs
+# (bench/workspace_copy.py; figures in bench/README.md, 2026-12-02).
 WORK_TMPFS_MIN_FREE_BYTES = 4 << 30
 
 
