@@ -247,7 +247,7 @@ def cpu_rows(grid: dict) -> tuple[dict[str, float], int]:
         "harness tool layer (inside each run)": tools,
         "gateway thread (every model call)": gateway,
         "driver's other threads (runner, verifier, store)": driver_self - gateway,
-        "other processes (sandboxed tests and commands, git, warm parents)": grid["cpu_s"] - driver_self - run_total,
+        "other processes (sandboxed tests and commands, git, warm parents, ledger render)": grid["cpu_s"] - driver_self - run_total,
         TOTAL_ROW: grid["cpu_s"],
     }, len(ev["runs"])
 
