@@ -42,17 +42,41 @@ from claimgrid.procstat import stat_fields  # noqa: E402
 from claimgrid.store.lines import read_events, read_runs  # noqa: E402 - the store's one reader
 
 
-def _pss_kb(pid: int) -> int | None:
+def _rollup_kb(pid: int) -> dict[str, int]:
+    """``/proc/PID/smaps_rollup``'s sizes in kB (``Pss``, ``Private_Dirty``, ...); {} when gone."""
     try:
         with open(f"/proc/{pid}/smaps_rollup") as fh:
-            return next(int(line.split()[1]) for line in fh if line.startswith("Pss:"))
-    except (OSError, StopIteration, ValueError):
-        return None
+            return {parts[0].rstrip(":"): int(parts[1]) for parts in (line.split() for line in fh)
+                    if len(parts) == 3 and parts[2] == "kB"}
+    except (OSError, ValueError):
+        return {}
 
 
-def _tree_memory(root_pid: int) -> tuple[float, list[float]]:
+def _pss_kb(pid: int) -> int | None:
+    return _rollup_kb(pid).get("Pss")
+
+
+def _uss_kb(pid: int) -> int:
+    """Private memory (what the process alone holds: freed when it exits)."""
+    r = _rollup_kb(pid)
+    return r.get("Private_Clean", 0) + r.get("Private_Dirty", 0)
+
+
+def _framework_of(cmdline: bytes) -> str | None:
+    """The framework a warm parent serves: its ``--adapter-dir`` folder's name."""
+    args = cmdline.split(b"\0")
+    for i, arg in enumerate(args[:-1]):
+        if arg == b"--adapter-dir":
+            return os.fsdecode(os.path.basename(args[i + 1].rstrip(b"/")))
+    return None
+
+
+def _tree_memory(root_pid: int, per_framework: dict | None = None) -> tuple[float, list[float]]:
     """PSS of ``root_pid`` and all its descendants, in MB; and the PSS of each forked run
-    in flight (a child of a warm parent), in MB."""
+    in flight (a child of a warm parent), in MB. With ``per_framework`` (a dict), each warm
+    parent's own PSS and each forked run's PSS and private memory (USS, its tool commands
+    included) are appended under the framework's name: ``{name: {"parent": [...], "run": [...],
+    "run_uss": [...]}}`` in MB."""
     children: dict[int, list[int]] = {}
     for name in os.listdir("/proc"):
         if name.isdigit():
@@ -60,6 +84,9 @@ def _tree_memory(root_pid: int) -> tuple[float, list[float]]:
             if fields:
                 children.setdefault(int(fields[1]), []).append(int(name))
     total, runs, stack = 0, [], [root_pid]
+    if per_framework is not None:  # the driver itself (grid.py: gateway, runner threads, store)
+        per_framework.setdefault("", {"parent": [], "run": [], "run_uss": []})["parent"].append(
+            (_pss_kb(root_pid) or 0) / 1024)
     while stack:
         pid = stack.pop()
         kids = children.get(pid, [])
@@ -67,17 +94,28 @@ def _tree_memory(root_pid: int) -> tuple[float, list[float]]:
         total += _pss_kb(pid) or 0
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                warm = b"warm_parent.py" in fh.read()
+                cmdline = fh.read()
         except OSError:
-            warm = False
-        if warm:  # its children are the runs it forked (their own tool commands are inside)
+            cmdline = b""
+        if b"warm_parent.py" in cmdline:  # its children are the runs it forked (their own tool commands are inside)
+            mine = None
+            if per_framework is not None:
+                mine = per_framework.setdefault(_framework_of(cmdline) or "?", {"parent": [], "run": [], "run_uss": []})
+                mine["parent"].append((_pss_kb(pid) or 0) / 1024)
             for kid in kids:
-                run_total, sub = 0, [kid]
+                run_total, run_uss, sub = 0, 0, [kid]
                 while sub:
                     p = sub.pop()
                     sub += children.get(p, [])
                     run_total += _pss_kb(p) or 0
+                    if mine is not None:
+                        run_uss += _uss_kb(p)
+                if not run_total:  # exited, being reaped (a zombie has no memory map): not a run in flight
+                    continue
                 runs.append(run_total / 1024)
+                if mine is not None:
+                    mine["run"].append(run_total / 1024)
+                    mine["run_uss"].append(run_uss / 1024)
     return total / 1024, runs
 
 
@@ -143,11 +181,12 @@ def run_grid(out: Path, flags: list[str]) -> dict:
     started_unix = time.time()
     samples: list[tuple[float, float]] = []
     per_run: list[tuple[int, float]] = []  # (runs in flight, PSS of one of them)
+    frameworks: dict = {}  # framework -> its warm parent's and forked runs' memory samples
     stop = threading.Event()
 
     def sample():
         while not stop.wait(2.0):
-            tree, runs = _tree_memory(proc.pid)
+            tree, runs = _tree_memory(proc.pid, frameworks)
             samples.append((time.monotonic() - t0, tree))
             per_run.extend((len(runs), mb) for mb in runs)
 
@@ -166,7 +205,7 @@ def run_grid(out: Path, flags: list[str]) -> dict:
     return {"wall_s": time.monotonic() - t0, "cpu_s": tree_cpu if tree_cpu is not None else waited_cpu,
             "cpu_source": f"cgroup {group.kind}" if tree_cpu is not None else "wait4 (sandboxed processes missing)",
             "waited_cpu_s": waited_cpu, "memory": samples,
-            "run_memory": per_run, "out": out, "started_unix": started_unix}
+            "run_memory": per_run, "framework_memory": frameworks, "out": out, "started_unix": started_unix}
 
 
 def evidence(out: Path) -> dict:
@@ -208,7 +247,7 @@ def cpu_rows(grid: dict) -> tuple[dict[str, float], int]:
         "harness tool layer (inside each run)": tools,
         "gateway thread (every model call)": gateway,
         "driver's other threads (runner, verifier, store)": driver_self - gateway,
-        "other processes (sandboxed tests and commands, git, warm parents)": grid["cpu_s"] - driver_self - run_total,
+        "other processes (sandboxed tests and commands, git, warm parents, ledger render)": grid["cpu_s"] - driver_self - run_total,
         TOTAL_ROW: grid["cpu_s"],
     }, len(ev["runs"])
 
@@ -292,6 +331,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"memory per forked run in flight (PSS, its tool commands included): median {sizes[len(sizes) // 2]:.0f} MB, "
               f"max {sizes[-1]:.0f} MB ({len(sizes)} samples; up to {max(k for k, _ in run_mem)} children of warm parents "
               "at once, runs being reaped included)")
+    fw_mem = grid["framework_memory"]
+    if fw_mem:
+        def med(xs):
+            return sorted(xs)[len(xs) // 2] if xs else float("nan")
+        print("memory per framework (MB; medians over the samples, max in brackets): warm parent PSS, "
+              "forked run PSS, forked run private (USS)")
+        driver = fw_mem.pop("", {}).get("parent") or []
+        if driver:
+            print(f"  {'grid.py (driver)':<16} PSS {med(driver):6.0f} ({max(driver):4.0f})")
+        for name in sorted(fw_mem):
+            m = fw_mem[name]
+            print(f"  {name:<16} parent {med(m['parent']):6.0f} ({max(m['parent'], default=0):4.0f})   "
+                  f"run {med(m['run']):5.0f} ({max(m['run'], default=0):4.0f})   "
+                  f"run private {med(m['run_uss']):5.0f} ({max(m['run_uss'], default=0):4.0f})   "
+                  f"{len(m['run'])} run samples")
     print(f"floor {floor_rps:.2f} runs/s, matrix {matrix_rps:.2f} runs/s ({100 * matrix_rps / floor_rps:.0f}% of floor), "
           f"harness CPU per run {harness_per_run:.3f} s ({100 * harness_per_run / total_per_run:.0f}% of total)")
     return 0

@@ -94,29 +94,27 @@ def remove_tree(path) -> bool:
     except OSError:
         return False
     ids = [(st.st_dev, st.st_ino)]  # the folders walked, outermost first
+    names: list[str] = []  # the name each folder below the top was entered by
     stuck: set[tuple[int, int]] = set()
     try:
         while True:
             child = _next_subfolder(cur, stuck)
             if child is not None:
                 name, child_id = child
-                try:
-                    os.chmod(name, 0o700, dir_fd=cur, follow_symlinks=False)
-                except OSError:
-                    pass
-                try:
-                    sub = os.open(name, _DIR, dir_fd=cur)
-                except OSError:
+                sub = _enter(cur, name)
+                if sub is None:
                     stuck.add(child_id)
                     continue
                 os.close(cur)
                 cur = sub
                 ids.append(child_id)
+                names.append(name)
                 continue
             # cur holds no subfolder left to enter: climb, then remove it from its parent.
             done_id = ids.pop()
             if not ids:
                 break
+            done_name = names.pop()
             try:
                 up = os.open("..", _DIR, dir_fd=cur)
             except OSError:
@@ -126,7 +124,7 @@ def remove_tree(path) -> bool:
             up_st = os.fstat(cur)
             if (up_st.st_dev, up_st.st_ino) != ids[-1]:
                 return False  # the tree was moved meanwhile: stop rather than delete elsewhere
-            if not _rmdir_by_id(cur, done_id):
+            if not _rmdir_named(cur, done_name, done_id) and not _rmdir_by_id(cur, done_id):
                 stuck.add(done_id)
     finally:
         os.close(cur)
@@ -166,6 +164,42 @@ def _next_subfolder(dir_fd: int, stuck: set) -> tuple[str, tuple[int, int]] | No
             pass
         return entry.name, key
     return None
+
+
+def _enter(dir_fd: int, name: str) -> int | None:
+    """A descriptor for the subfolder ``name``, made ours to empty (``0o700``) when it was not
+    (an agent may leave a 0o000 or 0o500 folder)."""
+    try:
+        fd = os.open(name, _DIR, dir_fd=dir_fd)
+    except PermissionError:
+        fd = None
+    except OSError:
+        return None
+    if fd is not None:
+        try:
+            if os.fstat(fd).st_mode & 0o700 != 0o700:
+                os.fchmod(fd, 0o700)
+        except OSError:
+            pass
+        return fd
+    try:
+        os.chmod(name, 0o700, dir_fd=dir_fd, follow_symlinks=False)
+        return os.open(name, _DIR, dir_fd=dir_fd)
+    except OSError:
+        return None
+
+
+def _rmdir_named(dir_fd: int, name: str, child_id: tuple[int, int]) -> bool:
+    """Remove the empty subfolder ``name`` when it is still the folder walked (``child_id``);
+    a name now held by something else leaves the search by id (:func:`_rmdir_by_id`)."""
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        if (st.st_dev, st.st_ino) != child_id or not stat.S_ISDIR(st.st_mode):
+            return False
+        os.rmdir(name, dir_fd=dir_fd)
+        return True
+    except OSError:
+        return False
 
 
 def _rmdir_by_id(dir_fd: int, child_id: tuple[int, int]) -> bool:

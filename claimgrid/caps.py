@@ -106,6 +106,15 @@ TURN_SNAPSHOT_MAX_READ_BYTES = 64 << 20
 # turn writes tens of thousands of files, and the diff event lists them all anyway.
 TURN_CHANGES_MAX_PATHS = 200
 
+# ---- work folders
+# A node's work folder (every run's workspace, /tmp and verifier scratch) goes on a tmpfs
+# (claimgrid.execute.node.work_parent) only when it has this much free: a workspace may
+# reach MAX_WORKSPACE_BYTES and its test run's overlay as much again, for each of the
+# default 8 runs in flight on 2 cores (8 x 2 x 256 MiB = 4 GiB). On ext4 here a workspace's
+# copy and removal cost about twice the CPU and 3-9x the wall time they cost on tmpfs
+# (bench/workspace_copy.py; figures in bench/README.md, 2026-12-02).
+WORK_TMPFS_MIN_FREE_BYTES = 4 << 30
+
 
 def tool_budgets() -> dict:
     """The tool layer's bounds as the driver sends them in ``ctl["budgets"]``."""
@@ -127,9 +136,26 @@ def cut_middle(text: str, limit: int) -> tuple[str, bool]:
     return text[:half] + f"\n[... {len(text) - 2 * half} characters cut by claimgrid caps ...]\n" + text[-half:], True
 
 
+def _any_over(v, limit: int) -> bool:
+    stack = [v]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if len(v) > limit:
+                return True
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return False
+
+
 def cap_strings(obj, limit: int = MAX_EVENT_STRING_CHARS):
-    """A copy of a JSON-like value whose every string is at most ``limit`` characters (+ marker);
+    """A JSON-like value whose every string is at most ``limit`` characters (+ marker): a copy
+    when a string was cut, else ``obj`` itself (looked at, not rebuilt: most runs cut nothing);
     returns (value, number of strings cut)."""
+    if not _any_over(obj, limit):
+        return obj, 0
     cut = 0
 
     def walk(v):

@@ -8,7 +8,8 @@ ledger: ``run`` returns a :class:`claimgrid.execute.spec.CellResult` (the record
 evidence files), and the driver, the single
 writer, stores them. Run tokens and the gateway never leave the node.
 
-The work folder (``<tmp>/claimgrid-node-*``) holds an ``owner`` file the node keeps an
+The work folder (``<parent>/claimgrid-node-*``, the parent from :func:`work_parent`: a
+tmpfs when one is there to use, else the temporary folder) holds an ``owner`` file the node keeps an
 ``flock`` on for its whole life; the kernel drops it however the node ends. The node's
 watchdog removes the folder when the node's process dies, but a node killed with its
 watchdog (``kill -9`` of every process of a Ray node, a container stopped) leaves it, so
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from claimgrid import caps
 from claimgrid.anybytes import remove_tree
 from claimgrid.execute.cells import Cell
 from claimgrid.execute.spec import CellResult, GridInputs, GridSpec, Replay
@@ -68,13 +70,41 @@ class CollectingStore:
 
 WORK_PREFIX = "claimgrid-node-"
 OWNER_FILE = "owner"
+# A memory file system for the per-run churn (every run copies a workspace, writes scratch and
+# removes both): on a disk file system each file's creation and removal is journalled.
+WORK_TMPFS = "/dev/shm"
+MOUNTS = "/proc/self/mounts"
+
+
+def work_parent(tmpfs: str = WORK_TMPFS, mounts: str = MOUNTS) -> str:
+    """Where a node's work folder goes: ``tmpfs`` when ``TMPDIR`` is not set (a user's or a
+    test session's choice is kept), it is a mounted tmpfs without ``noexec`` (the agent runs
+    what it writes in its workspace), writable, and has :data:`caps.WORK_TMPFS_MIN_FREE_BYTES`
+    free; else the temporary folder (``tempfile.gettempdir()``), as before."""
+    fallback = tempfile.gettempdir()
+    if os.environ.get("TMPDIR"):
+        return fallback
+    try:
+        with open(mounts) as fh:
+            table = [line.split() for line in fh]
+        options = next(f[3].split(",") for f in reversed(table) if len(f) >= 4 and f[1] == tmpfs)
+        fs_type = next(f[2] for f in reversed(table) if len(f) >= 4 and f[1] == tmpfs)
+        st = os.statvfs(tmpfs)
+    except (OSError, StopIteration):
+        return fallback
+    if fs_type != "tmpfs" or "noexec" in options or "ro" in options or not os.access(tmpfs, os.W_OK | os.X_OK):
+        return fallback
+    if st.f_bavail * st.f_frsize < caps.WORK_TMPFS_MIN_FREE_BYTES:
+        return fallback
+    return tmpfs
 
 
 def make_work_dir(parent: str | None = None) -> tuple[Path, int]:
-    """A new work folder and the descriptor holding its owner lock (close it only after the
-    folder is removed). The lock is taken on a temporary name and then renamed into place,
-    so a sweeper never sees an ``owner`` file that is not locked yet."""
-    path = Path(tempfile.mkdtemp(prefix=WORK_PREFIX, dir=parent))
+    """A new work folder (in ``parent``; None: :func:`work_parent`) and the descriptor holding
+    its owner lock (close it only after the folder is removed). The lock is taken on a
+    temporary name and then renamed into place, so a sweeper never sees an ``owner`` file that
+    is not locked yet."""
+    path = Path(tempfile.mkdtemp(prefix=WORK_PREFIX, dir=parent or work_parent()))
     pending = path / (OWNER_FILE + ".new")
     fd = os.open(pending, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     try:
@@ -89,16 +119,18 @@ def make_work_dir(parent: str | None = None) -> tuple[Path, int]:
 
 
 def sweep_dead(parent: str | None = None) -> list[str]:
-    """Remove the work folders in ``parent`` (default: the temporary folder) of nodes that are
-    gone: named ``claimgrid-node-*``, a folder (not a link) of this user, holding an
-    ``owner`` file whose lock can be taken. A folder without an owner file (an older
-    version's, or one being made) is left alone. Returns the folders removed."""
-    parent = parent or tempfile.gettempdir()
+    """Remove the work folders in ``parent`` (default: the temporary folder and the tmpfs of
+    :func:`work_parent`) of nodes that are gone: named ``claimgrid-node-*``, a folder (not a
+    link) of this user, holding an ``owner`` file whose lock can be taken. A folder without an
+    owner file (an older version's, or one being made) is left alone. Returns the folders removed."""
+    parents = [parent] if parent else list(dict.fromkeys([tempfile.gettempdir(), work_parent()]))
     removed: list[str] = []
-    try:
-        entries = list(os.scandir(parent))
-    except OSError:
-        return removed
+    entries = []
+    for folder in parents:
+        try:
+            entries += list(os.scandir(folder))
+        except OSError:
+            continue
     for entry in entries:
         try:
             if not entry.name.startswith(WORK_PREFIX) or not entry.is_dir(follow_symlinks=False):

@@ -454,21 +454,69 @@ def build_template(task: Task, slot_text: str, dest: Path) -> str:
 def materialise(template: Path, dest: Path, digest: str | None = None) -> None:
     """Copy a template repo into a fresh workspace (every file writable by the agent's tools).
 
-    With ``digest`` (the one :func:`seal_template` returned), the template is checked first
-    and a mismatch raises :class:`TemplateTampered`: a changed template is never copied.
+    With ``digest`` (the one :func:`seal_template` returned), the template is checked as it is
+    copied, each file read once for both: a mismatch removes the copy and raises
+    :class:`TemplateTampered`, so a changed template never becomes a workspace. Files keep
+    their exec bit and their and their folders' times (as ``shutil.copytree`` kept them).
     """
-    if digest is not None:
-        now = template_digest(template)
-        if now != digest:
+    h = hashlib.sha256() if digest is not None else None
+    root, out = str(template), str(dest)
+    os.makedirs(out)
+    folders: list[tuple[str, os.stat_result]] = []
+    try:
+        # The walk and the hashed bytes are template_digest's exactly (same order, same fields).
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames.sort()
+            rel_dir = os.path.relpath(dirpath, root)
+            target_dir = out if rel_dir == "." else os.path.join(out, rel_dir)
+            if rel_dir != ".":
+                os.mkdir(target_dir)
+            folders.append((target_dir, os.stat(dirpath)))
+            if h is not None:
+                h.update(b"D\0" + os.fsencode(rel_dir) + b"\0")
+            links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+            for name in sorted(filenames + links):
+                _copy_entry(os.path.join(dirpath, name), os.path.join(target_dir, name), rel_dir, name, h)
+        if h is not None and h.hexdigest() != digest:
             raise TemplateTampered(
-                f"template {template} changed since it was built (sha256 {digest[:12]} -> {now[:12]}); not copied"
+                f"template {template} changed since it was built (sha256 {str(digest)[:12]} -> {h.hexdigest()[:12]}); "
+                "not copied"
             )
-    shutil.copytree(template, dest, symlinks=True)
-    # run_command may execute as an unprivileged user when the harness runs as root;
-    # an executable stays executable (the diff records the exec bit).
-    for dirpath, _dirnames, filenames in os.walk(dest):
-        os.chmod(dirpath, 0o777)
-        for name in filenames:
-            path = os.path.join(dirpath, name)
-            if not os.path.islink(path):
-                os.chmod(path, 0o777 if os.stat(path).st_mode & 0o100 else 0o666)
+        # run_command may execute as an unprivileged user when the harness runs as root.
+        for target_dir, st in reversed(folders):
+            os.chmod(target_dir, 0o777)
+            os.utime(target_dir, ns=(st.st_atime_ns, st.st_mtime_ns))
+    except BaseException:
+        from claimgrid.anybytes import remove_tree
+
+        remove_tree(dest)
+        raise
+
+
+def _copy_entry(src: str, dst: str, rel_dir: str, name: str, h) -> None:
+    """One template file or symlink copied to ``dst`` (writable, its exec bit and times kept),
+    its bytes fed to ``h`` as :func:`template_digest` does."""
+    st = os.lstat(src)
+    if h is not None:
+        h.update(os.fsencode(os.path.join(rel_dir, name)) + b"\0")
+    if os.path.islink(src):
+        target = os.readlink(src)
+        os.symlink(target, dst)
+        os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
+        if h is not None:
+            h.update(b"L" + os.fsencode(target) + b"\0")
+        return
+    executable = st.st_mode & 0o100
+    with open(src, "rb") as fh:
+        data = fh.read()
+    fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fchmod(fd, 0o777 if executable else 0o666)
+        os.utime(fd, ns=(st.st_atime_ns, st.st_mtime_ns))
+    finally:
+        os.close(fd)
+    if h is not None:
+        h.update((b"X" if executable else b"F") + hashlib.sha256(data).digest() + b"\0")

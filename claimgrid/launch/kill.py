@@ -22,18 +22,25 @@ def _scan() -> dict[int, tuple[int, int, int]]:
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
+        # One os.read, no file object: this runs after every run over every process. Stdlib
+        # only (the watchdog loads this file alone), so not claimgrid.procstat.
         try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                raw = fh.read().decode(errors="replace")
+            fd = os.open(f"/proc/{name}/stat", os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
             continue
+        try:
+            raw = os.read(fd, 4096)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
         # comm may contain spaces and parentheses: split after the last ')'.
-        fields = raw[raw.rfind(")") + 2 :].split()
+        fields = raw[raw.rfind(b")") + 2 :].split()
         try:
             state, ppid, pgid, sid = fields[0], int(fields[1]), int(fields[2]), int(fields[3])
         except (IndexError, ValueError):
             continue
-        if state != "Z":
+        if state != b"Z":
             out[int(name)] = (ppid, pgid, sid)
     return out
 

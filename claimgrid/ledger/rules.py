@@ -23,13 +23,28 @@ STDERR_TAIL = 600  # characters of stderr a run page shows (the file keeps all o
 DETAIL = {"claim_verdict": "claim_rule", "channels": "channel_detail", "declarations": "declaration_mismatches"}
 
 
-def _last(events, source, kind=None):
-    found = [e for e in events if e.get("source") == source and (kind is None or e.get("kind") == kind)]
-    return found[-1] if found else None
+class _Indexed(list):
+    """A run's events with each (source, kind)'s and each source's events found once: every
+    field's rule looks some of them up, about 20 fields a run."""
+
+    def __init__(self, events):
+        super().__init__(events)
+        self.by: dict[tuple, list[dict]] = {}
+        for e in self:
+            source, kind = e.get("source"), e.get("kind")
+            self.by.setdefault((source, kind), []).append(e)
+            self.by.setdefault((source,), []).append(e)
 
 
 def _all(events, source, kind=None):
+    if isinstance(events, _Indexed):
+        return list(events.by.get((source,) if kind is None else (source, kind), ()))
     return [e for e in events if e.get("source") == source and (kind is None or e.get("kind") == kind)]
+
+
+def _last(events, source, kind=None):
+    found = _all(events, source, kind)
+    return found[-1] if found else None
 
 
 def _ln(*events) -> list[int]:
@@ -223,6 +238,8 @@ def explain(record: dict, events: list[dict] | None) -> list[dict]:
     c = record.get("classification") or {}
     role = str(record.get("role") or (record.get("facts") or {}).get("role") or "?")
     out = []
+    if events is not None:
+        events = _Indexed(events)
     for key, value in c.items():
         base = rule_of(key, value)
         lines: list[int]

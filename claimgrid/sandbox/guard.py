@@ -335,7 +335,13 @@ def detect(mode: str = "auto") -> Guard:
 def python_roots(python: str) -> list[str]:
     """Folders to bind read-only so ``python`` runs inside the sandbox at its own path:
     a venv's folder plus the base interpreter's prefix (from ``pyvenv.cfg``), or the
-    interpreter's own prefix."""
+    interpreter's own prefix. Read once per interpreter path and process (every run's
+    command sandbox and verifier test run asks; an interpreter does not move mid-grid)."""
+    return list(_python_roots(python))
+
+
+@functools.lru_cache(maxsize=64)
+def _python_roots(python: str) -> tuple[str, ...]:
     exe = Path(python)
     venv = exe.parent.parent
     cfg = venv / "pyvenv.cfg"
@@ -348,4 +354,4 @@ def python_roots(python: str) -> list[str]:
             if key.strip() == "home" and value.strip():
                 base = Path(value.strip()).resolve().parent
     roots.append(str(base))
-    return sorted(set(roots))
+    return tuple(sorted(set(roots)))

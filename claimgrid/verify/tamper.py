@@ -388,17 +388,46 @@ def _walk_git(root: Path) -> dict[str, os.stat_result]:
     return out
 
 
-def git_dir_changes(template: Path, workspace: Path) -> list[dict]:
+class _TemplateGit:
+    """A template's ``.git`` as walked once: each entry's lstat, and the bytes of each file
+    (link target of each symlink) compared against, read when first needed."""
+
+    def __init__(self, tpl_git: Path):
+        self.root = tpl_git
+        self.entries = _walk_git(tpl_git)
+        self._bytes: dict[str, bytes] = {}
+
+    def data(self, rel: str) -> bytes:
+        if rel not in self._bytes:
+            path = self.root / rel
+            self._bytes[rel] = os.fsencode(os.readlink(path)) if path.is_symlink() else path.read_bytes()
+        return self._bytes[rel]
+
+
+_TEMPLATE_GITS: dict[tuple[str, str], _TemplateGit] = {}
+
+
+def git_dir_changes(template: Path, workspace: Path, base: str | None = None) -> list[dict]:
     """Entries (``path`` under ``.git/``, ``status`` A or M) for what the agent added or
     changed under the workspace's top-level ``.git`` beyond what git itself writes (by path,
     and for refs, objects, packs and the index by content); the whole ``.git`` as one entry
-    (``T``) when it is no longer a folder. Removals are not listed: nothing runs from them."""
+    (``T``) when it is no longer a folder. Removals are not listed: nothing runs from them.
+
+    ``base``: the template's fixture commit; given, the template's ``.git`` is walked and read
+    once per (template, commit) and kept (a sealed template is checked against its digest
+    before every copy; two builds of one commit differ only in the index's stat data, and the
+    index is judged by its shape, not compared)."""
     ws_git, tpl_git = workspace / ".git", template / ".git"
     if os.path.islink(ws_git) or (os.path.lexists(ws_git) and not ws_git.is_dir()):
         return [{"path": ".git", "status": "T", "added": None, "removed": None, "git_dir": True}]
     if not os.path.lexists(ws_git):
         return []  # nothing can run from a removed repository: not a change the scope weighs
-    now, before = _walk_git(ws_git), _walk_git(tpl_git)
+    if base is None:
+        kept = _TemplateGit(tpl_git)
+    else:
+        key = (str(tpl_git), base)
+        kept = _TEMPLATE_GITS.get(key) or _TEMPLATE_GITS.setdefault(key, _TemplateGit(tpl_git))
+    now, before = _walk_git(ws_git), kept.entries
     out = []
     for rel in sorted(set(now) | set(before)):
         st = now.get(rel)
@@ -410,9 +439,9 @@ def git_dir_changes(template: Path, workspace: Path) -> list[dict]:
             old = before[rel]
             if stat.S_IFMT(st.st_mode) == stat.S_IFMT(old.st_mode) and st.st_size == old.st_size:
                 if stat.S_ISLNK(st.st_mode):
-                    same = os.readlink(ws_git / rel) == os.readlink(tpl_git / rel)
+                    same = os.fsencode(os.readlink(ws_git / rel)) == kept.data(rel)
                 else:
-                    same = st.st_size > _GIT_READ_LIMIT or (ws_git / rel).read_bytes() == (tpl_git / rel).read_bytes()
+                    same = st.st_size > _GIT_READ_LIMIT or (ws_git / rel).read_bytes() == kept.data(rel)
                 if same:
                     continue
             status = "M"

@@ -8,9 +8,12 @@ It has no access to anything the agent said, and nothing the agent wrote steers 
    not taken and the outcome is ``UNKNOWN`` with the reason in the ``diff`` event.
 2. **The diff, from the harness's own view.** The harness reads every file itself
    (``O_NOFOLLOW``; a symlink is recorded as a symlink, never followed), writes the blobs
-   into a private object folder (the template's objects are an alternate, never
-   written), builds a private index and tree, and diffs that tree against the fixture
-   commit with ``git diff-tree``. git never looks at the workspace: no ``.gitignore`` (any
+   the fixture does not hold into a private object folder (the template's objects are an
+   alternate, never written), writes the tree itself (git's format and entry order; a path
+   with a component starting ``.g`` goes through a private index and ``git write-tree``,
+   whose rules judge it), and diffs that tree against the fixture commit with ``git
+   diff-tree``. A workspace whose every entry is the fixture's own (path, mode, blob) is
+   the fixture tree: empty, with no git process. git never looks at the workspace: no ``.gitignore`` (any
    depth), ``.git/info/exclude``, ``.gitattributes``, hook, ``core.excludesFile`` or workspace
    ``.git`` (file, folder, symlink, nested) has any effect. The only exclusions are the
    harness's: the top-level ``.git`` (the workspace's own repository metadata) and
@@ -106,16 +109,99 @@ def _git_reserved(rel: bytes) -> bool:
     return any(part.lower() == b".git" for part in rel.split(b"/"))
 
 
-def _write_blob(objects: str, data: bytes) -> str:
+def _blob_id(data: bytes) -> tuple[bytes, str]:
     header = b"blob %d\0" % len(data)
-    sha = hashlib.sha1(header + data).hexdigest()
+    return header, hashlib.sha1(header + data).hexdigest()
+
+
+def _write_blob(objects: str, header: bytes, data: bytes, sha: str) -> None:
     folder = os.path.join(objects, sha[:2])
     path = os.path.join(folder, sha[2:])
     if not os.path.exists(path):
         os.makedirs(folder, exist_ok=True)
         with open(path, "wb") as fh:
             fh.write(zlib.compress(header + data, 1))
-    return sha
+
+
+def _write_tree(objects: str, entries: list[tuple[bytes, int, str]]) -> str | None:
+    """The tree ``git update-index`` then ``git write-tree`` make of ``entries`` (path, git
+    mode, blob id), written as loose objects into ``objects``; its id. None when a path has a
+    component starting with ``.g`` (``.git`` is reserved before this; a symlink named like
+    ``.gitmodules`` is refused by git's own index): git then decides, as before."""
+    root: dict = {}
+    for rel, mode, sha in entries:
+        parts = rel.split(b"/")
+        if any(p[:2].lower() == b".g" for p in parts):
+            return None
+        node = root
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = (mode, sha)
+
+    def write(node: dict) -> bytes:
+        # git orders a tree's entries by name, a folder's name compared as if it ended in "/".
+        items = []
+        for name, value in node.items():
+            if isinstance(value, dict):
+                items.append((name + b"/", b"40000 " + name + b"\0" + write(value)))
+            else:
+                items.append((name, b"%o " % value[0] + name + b"\0" + bytes.fromhex(value[1])))
+        body = b"".join(entry for _, entry in sorted(items))
+        header = b"tree %d\0" % len(body)
+        sha = hashlib.sha1(header + body).hexdigest()
+        _write_blob(objects, header, body, sha)  # a loose object like any other, by its id
+        return bytes.fromhex(sha)
+
+    return write(root).hex()
+
+
+@dataclass(frozen=True)
+class BaseTree:
+    """The fixture commit's tree as git stored it: every entry ``{path: (git mode, blob id)}``
+    and the root tree's id. ``None`` from :func:`base_tree` when it cannot stand in for git
+    (not a full commit id, an entry that is not a blob: a submodule)."""
+
+    entries: dict[bytes, tuple[int, str]]
+    tree_id: str
+    blobs: frozenset[str]
+
+
+_BASE_TREES: dict[tuple[str, str], BaseTree | None] = {}
+
+
+def base_tree(template: Path, base: str) -> BaseTree | None:
+    """The fixture commit's tree, read with git once per (template, commit) and kept: a full
+    commit id names its tree and every blob in it, so what is kept cannot go stale."""
+    key = (str(template), base)
+    if key in _BASE_TREES:
+        return _BASE_TREES[key]
+    found: BaseTree | None = None
+    if len(base) == 40 and all(c in "0123456789abcdef" for c in base):
+        env = {**GIT_ENV, "GIT_DIR": str(template / ".git"), "GIT_CONFIG_NOSYSTEM": "1"}
+
+        def run(argv: list[str]) -> subprocess.CompletedProcess[bytes]:
+            return subprocess.run(argv, env=env, capture_output=True, timeout=caps.DIFF_TIMEOUT_S)
+
+        try:
+            listing = run(["git", *GIT_SAFE, "ls-tree", "-r", "-z", "--full-tree", base])
+            tree = run(["git", *GIT_SAFE, "rev-parse", "--verify", "-q", base + "^{tree}"])
+        except (OSError, subprocess.SubprocessError):
+            return None  # not kept: the diff goes through git, which says what is wrong
+        if listing.returncode == 0 and tree.returncode == 0:
+            entries: dict[bytes, tuple[int, str]] = {}
+            for item in listing.stdout.split(b"\0"):
+                if not item:
+                    continue
+                meta, _, path = item.partition(b"\t")
+                mode, kind, sha = meta.split(b" ")
+                if kind != b"blob":
+                    entries = {}
+                    break
+                entries[path] = (int(mode, 8), sha.decode())
+            if entries or not listing.stdout:
+                found = BaseTree(entries, tree.stdout.decode().strip(), frozenset(sha for _, sha in entries.values()))
+    _BASE_TREES[key] = found
+    return found
 
 
 def workspace_diff(
@@ -158,6 +244,12 @@ def workspace_diff(
                 oversized.append((rel, st))
     root = os.fsencode(workspace)
     reserved, lines = [], []
+    tree_entries: list[tuple[bytes, int, str]] = []
+    # The fixture's own blobs are in the template's objects (the alternate): only a blob the
+    # fixture does not hold is written. A workspace whose every entry is the fixture's
+    # (path, mode, blob) is the fixture tree itself: no git process is needed to say so.
+    known = base_tree(template, base) if over is None else None
+    unchanged = known is not None and len(entries) == len(known.entries)
     with tempfile.TemporaryDirectory(prefix="claimgrid-diff-", dir=scratch_dir) as tmp:
         objects = os.path.join(tmp, "objects")
         os.mkdir(objects)
@@ -169,13 +261,26 @@ def workspace_diff(
                     )
                 if _git_reserved(rel):
                     reserved.append(rel)
+                    unchanged = False
                     continue
-                sha = _write_blob(objects, read_nofollow(root, rel, st))
+                data = read_nofollow(root, rel, st)
+                header, sha = _blob_id(data)
+                if known is None or sha not in known.blobs:
+                    _write_blob(objects, header, data, sha)
+                if unchanged and known is not None and known.entries.get(rel) != (mode, sha):
+                    unchanged = False
                 lines.append(b"%o %s\t%s\0" % (mode, sha.encode(), rel))
+                tree_entries.append((rel, mode, sha))
         except LimitExceeded as exc:
             return _ev("diff", files=None, empty=None, error=str(exc), limit=True)
         except OSError as exc:
             return _ev("diff", files=None, empty=None, error=f"reading the workspace: {exc}")
+        if unchanged and known is not None:
+            if patch is not None:
+                patch.append("")
+            if view is not None:
+                view.update(seen=seen, tree=known.tree_id)
+            return _ev("diff", files=[], empty=True, error=None, tree=known.tree_id)
         empty_dir = os.path.join(tmp, "cwd")
         os.mkdir(empty_dir)
         # The template's repository supplies only the fixture commit's objects (read-only
@@ -207,15 +312,17 @@ def workspace_diff(
 
         index = os.path.join(tmp, "index")
         try:
-            upd = git(["update-index", "--add", "-z", "--index-info"], index, b"".join(lines), text=False)
-            if upd.returncode != 0:
-                return _ev("diff", files=None, empty=None, error=upd.stderr.decode(errors="replace").strip()[-500:])
-            tree = git(["write-tree"], index) if lines else None
-            if tree is not None and tree.returncode != 0:
-                return _ev("diff", files=None, empty=None, error=tree.stderr.strip()[-500:])
-            tree_id = tree.stdout.strip() if tree else "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
-            if not lines:  # the empty tree, written so diff-tree can name it
-                git(["hash-object", "-w", "-t", "tree", "--stdin"], index, "")
+            tree_id = _write_tree(objects, tree_entries) if lines else None
+            if tree_id is None:  # a name only git may judge, or nothing to index: git's own index
+                upd = git(["update-index", "--add", "-z", "--index-info"], index, b"".join(lines), text=False)
+                if upd.returncode != 0:
+                    return _ev("diff", files=None, empty=None, error=upd.stderr.decode(errors="replace").strip()[-500:])
+                tree = git(["write-tree"], index) if lines else None
+                if tree is not None and tree.returncode != 0:
+                    return _ev("diff", files=None, empty=None, error=tree.stderr.strip()[-500:])
+                tree_id = tree.stdout.strip() if tree else "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+                if not lines:  # the empty tree, written so diff-tree can name it
+                    git(["hash-object", "-w", "-t", "tree", "--stdin"], index, "")
             # The file list with -z: real paths (tabs, quotes, newlines, bytes that are not
             # UTF-8), never git's quoted spelling, so scope checks compare the paths themselves.
             common = ["diff-tree", "-r", "--no-renames", "--no-textconv", "--no-ext-diff"]
@@ -670,7 +777,7 @@ def verify(
     if diff["files"] is not None and options.git_dir:
         # What the agent added or changed under .git beyond what git itself writes is not
         # work (the diff's files stay the work tree) but a change all the same: scope sees it.
-        git_dir = [f["path"] for f in tamper.git_dir_changes(template, workspace)]
+        git_dir = [f["path"] for f in tamper.git_dir_changes(template, workspace, run.base)]
         diff["git_dir"] = git_dir
     diff["expected"] = exp.diff
     events = [diff]

@@ -4,6 +4,7 @@ decoded with surrogateescape come back as the same bytes (Hypothesis; profile in
 from __future__ import annotations
 
 import json
+import os
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -47,3 +48,22 @@ def test_a_lone_surrogate_is_counted_and_shown():
     assert substitutions("a\ud800b\udcffc") == 1  # \udcff is a byte, \ud800 is not
     assert utf8("a\ud800b\udcffc") == b"a\\ud800b\xffc"
     assert json_text({"t": "\ud800"}) == '{"t": "\\ud800"}'
+
+
+def test_remove_tree_empties_locked_folders_and_never_follows_a_link(tmp_path):
+    from claimgrid.anybytes import remove_tree
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("kept")
+    root = tmp_path / "tree"
+    for sub in ("a/b/c", "a/d", "e", ".git/objects/pack", ".git/refs/heads"):
+        (root / sub).mkdir(parents=True)
+        (root / sub / "f").write_text("x")
+    os.symlink(outside, root / "a" / "out")  # a link to a folder: removed as a link
+    os.symlink(outside / "keep", root / "e" / "out-file")
+    os.chmod(root / "a" / "d", 0o500)  # not writable: made ours before emptying
+    os.chmod(root / "a" / "b", 0o000)  # not even traversable
+    assert remove_tree(root) and not os.path.lexists(root)
+    assert (outside / "keep").read_text() == "kept"
+    assert remove_tree(root)  # already gone: True
