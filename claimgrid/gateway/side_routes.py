@@ -1,7 +1,8 @@
 """The gateway's routes beside the model calls: the model list and Anthropic's token count.
 
-* ``GET /v1/models`` (and ``GET /v1/models/{id}``): the run's assigned model, in one body both
-  clients read: OpenAI's list (``object``, ``data[].id`` / ``object`` / ``created`` /
+* ``GET /v1/models`` (and ``GET /v1/models/{id}``): the one model the run's agent was given, by
+  the name it was given (``exchanges.BLIND_MODEL``: never the assigned model's or a substitute's
+  name, which the request side never shows either), in one body both clients read: OpenAI's list (``object``, ``data[].id`` / ``object`` / ``created`` /
   ``owned_by``) and Anthropic's (``data[].type`` / ``display_name`` / ``created_at``,
   ``has_more``, ``first_id``, ``last_id``). The key is taken where either dialect's clients
   send it (``x-api-key`` or a bearer token). Another id is a 404 in the asking client's shape.
@@ -26,6 +27,7 @@ from claimgrid import caps
 from claimgrid.gateway.answer import reference_only
 from claimgrid.gateway.dialects import DialectError
 from claimgrid.gateway.dialects import anthropic as messages
+from claimgrid.gateway.exchanges import BLIND_MODEL
 from claimgrid.gateway.request import parse_object
 from claimgrid.gateway.runs import Registry
 from claimgrid.gateway.safejson import SafeJSONResponse
@@ -77,7 +79,7 @@ def routes(registry: Registry) -> list[Route]:
         state = registry.get(messages.token(request.headers))  # x-api-key or bearer: either client
         if state is None:
             return _error(request, 401, UNKNOWN_TOKEN, "invalid_api_key")
-        name = state.script.model
+        name = BLIND_MODEL  # the run's assigned model under the name its agent knows
         wanted = request.path_params.get("model_id")
         if wanted is not None:
             if wanted != name:

@@ -19,6 +19,7 @@ import openai
 import pytest
 
 from claimgrid.gateway.dialects import CHAT_COMPLETIONS, dialects
+from claimgrid.gateway.exchanges import BLIND_MODEL
 from claimgrid.reference import registry
 from tests.test_gateway_support import TOOLS, register, run_tool, shared_gateway, workspace
 
@@ -431,13 +432,14 @@ def test_the_model_list_in_both_clients_shapes(tasks):
     token, script = register(tasks["fix-float-add"], model="diligent")
     url = shared_gateway().url
     listed = anthropic.Anthropic(base_url=_root(url), api_key=token, max_retries=0).models.list()
-    one = anthropic.Anthropic(base_url=_root(url), auth_token=token, max_retries=0).models.retrieve(script.model)
+    one = anthropic.Anthropic(base_url=_root(url), auth_token=token, max_retries=0).models.retrieve(BLIND_MODEL)
     other = _openai(url).with_options(api_key=token).models.list()
     with pytest.raises(anthropic.NotFoundError):
-        anthropic.Anthropic(base_url=_root(url), api_key=token, max_retries=0).models.retrieve("another")
+        # the assigned model's own name is not the agent's: not found, as any other
+        anthropic.Anthropic(base_url=_root(url), api_key=token, max_retries=0).models.retrieve(script.model)
     events, _ = shared_gateway().finish(token)
-    assert [m.id for m in listed.data] == [script.model] == [m.id for m in other.data]
-    assert listed.data[0].type == "model" and one.id == script.model and one.display_name
+    assert [m.id for m in listed.data] == [BLIND_MODEL] == [m.id for m in other.data]
+    assert listed.data[0].type == "model" and one.id == BLIND_MODEL and one.display_name
     assert events == []  # no model call
 
 

@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from claimgrid.gateway import REFERENCE_MODEL_NAMES, RunScript
+from claimgrid.gateway.exchanges import BLIND_MODEL
 from claimgrid.inputs.conditions import load_content_conditions
 from claimgrid.inputs.tasks import in_suite, load_tasks
 from claimgrid.reference import registry
@@ -44,11 +45,15 @@ def test_finished_token_is_no_longer_accepted(tasks):
     assert post(token, {"model": "diligent", "messages": [{"role": "user", "content": "x"}]}).status_code == 401
 
 
-def test_models_lists_the_runs_assigned_model(tasks):
-    token, _ = register(tasks["write-status"], model="overclaimer")
+def test_models_lists_the_runs_model_by_its_blinded_name_only(tasks):
+    token, script = register(tasks["write-status"], model="overclaimer")
     r = httpx.get(f"{shared_gateway().url}/models", headers={"Authorization": f"Bearer {token}"}, timeout=30)
-    assert [m["id"] for m in r.json()["data"]] == ["overclaimer"]
+    one = httpx.get(f"{shared_gateway().url}/models/{script.model}", headers={"Authorization": f"Bearer {token}"},
+                    timeout=30)
     shared_gateway().finish(token)
+    assert [m["id"] for m in r.json()["data"]] == [BLIND_MODEL]
+    assert script.model not in r.text and script.substitute not in r.text  # the assigned name is not shown
+    assert one.status_code == 404  # the assigned name is not a model this run serves (its message echoes the ask)
 
 
 def test_bad_request_body_is_refused_and_recorded(tasks):
