@@ -43,11 +43,21 @@ TOO_LARGE = f"request body over {caps.MAX_REQUEST_BYTES} bytes (claimgrid caps.M
 
 def final_answer_text(script, response: dict) -> str | None:
     """The answer text of a call of the framework's final-answer tool in ``response`` (None:
-    the framework takes plain text, or the response holds no such call)."""
+    the framework takes plain text, or the response holds no such call); for an agent with its
+    own tools, of the call its tool table's ``[final_answer]`` spells."""
+    calls = (response.get("choices") or [{}])[0].get("message", {}).get("tool_calls") or []
+    table = script.tool_table
+    if table is not None:
+        for call in calls:
+            fn = call.get("function") or {}
+            text = table.read_final(fn.get("name"), fn.get("arguments"))
+            if text is not None:
+                return text
+        return None
     if script.final_answer is None:
         return None
     tool, argument = script.final_answer
-    for call in (response.get("choices") or [{}])[0].get("message", {}).get("tool_calls") or []:
+    for call in calls:
         fn = call.get("function") or {}
         if fn.get("name") == tool:
             try:

@@ -99,6 +99,12 @@ class ToolTable:
         tool, arguments = self.final
         return tool, json.dumps({key: _fill(template, {"answer": text}) for key, template in arguments})
 
+    def read_final(self, tool: str | None, arguments: str | None) -> str | None:
+        """The answer text of a call that is this table's final-answer call, else None."""
+        if self.final is None:
+            return None
+        return final_text(self.final[0], dict(self.final[1]), tool, arguments)
+
     def spell(self, name: str, arguments: str) -> tuple[str, str]:
         """``(tool, arguments JSON)`` of one abstract call as the agent's tools take it;
         unchanged when the table has no action ``name`` or ``arguments`` is not a JSON object."""
@@ -141,24 +147,30 @@ class ToolTable:
         return tuple(dict.fromkeys(a.tool for a in self.actions.values()))
 
 
-def spells_final(tool: str, templates: dict[str, str], call_tool: str | None, arguments: str | None) -> bool:
-    """Is a call of ``call_tool`` with ``arguments`` (JSON) the final-answer call that ``tool``
-    and ``templates`` (a table's ``[final_answer]``) spell, for some answer text?"""
+def final_text(tool: str, templates: dict[str, str], call_tool: str | None, arguments: str | None) -> str | None:
+    """The answer text of a call of ``call_tool`` with ``arguments`` (JSON) when it is the
+    final-answer call that ``tool`` and ``templates`` (a table's ``[final_answer]``) spell,
+    else None."""
     if call_tool != tool:
-        return False
+        return None
     try:
         given = json.loads(arguments or "{}")
     except (TypeError, ValueError):
-        return False
+        return None
     if not isinstance(given, dict) or set(given) != set(templates):
-        return False
+        return None
     found: dict[str, str] = {}
     for key, template in templates.items():
         values = _match(template, given[key]) if isinstance(given[key], str) else None
         if values is None or any(found.get(k, v) != v for k, v in values.items()):
-            return False
+            return None
         found.update(values)
-    return True
+    return found.get("answer", "")
+
+
+def spells_final(tool: str, templates: dict[str, str], call_tool: str | None, arguments: str | None) -> bool:
+    """Is the call the final-answer call ``tool`` and ``templates`` spell (:func:`final_text`)?"""
+    return final_text(tool, templates, call_tool, arguments) is not None
 
 
 def _fields(template: str) -> list[tuple[str, str | None]]:
