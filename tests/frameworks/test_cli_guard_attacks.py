@@ -149,11 +149,23 @@ def attacked(fw, tmp_path_factory):
     return out
 
 
+def _output(result):
+    """A tool result's command output: the result itself, or the string field of a JSON object
+    that holds it (an agent that sends its observation as JSON, e.g. mini-swe-agent's)."""
+    try:
+        parsed = json.loads(result) if isinstance(result, str) else None
+    except ValueError:
+        return result
+    if isinstance(parsed, dict):
+        return next((v for v in parsed.values() if isinstance(v, str) and "@@ end" in v), result)
+    return result
+
+
 def _sections(grid: Path, run: dict) -> dict[str, list[str]]:
     """The attack script's output, by probe: from the tool result the agent sent back (the
     gateway's record of its next request)."""
     events = read_events(grid / run["evidence_dir"] / "events.jsonl")
-    results = [r for e in events if e["source"] == "gateway" for r in e.get("tool_results") or []]
+    results = [_output(r) for e in events if e["source"] == "gateway" for r in e.get("tool_results") or []]
     text = next(r for r in results if isinstance(r, str) and "@@ end" in r)
     sections: dict[str, list[str]] = {}
     current = None

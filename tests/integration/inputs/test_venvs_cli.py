@@ -1,5 +1,6 @@
 """A ``kind = "cli"`` venvs.toml entry: an agent shipped as an npm package, checked against its
-project's package.json and package-lock.json (claimgrid.inputs.venvs)."""
+project's package.json and package-lock.json, or one from the package index, a dependency of its
+locked uv project (claimgrid.inputs.venvs)."""
 
 from __future__ import annotations
 
@@ -17,9 +18,13 @@ def _cli_entries():
     return {n: e for n, e in load_venvs().items() if e.is_cli}
 
 
+def _npm_entries():
+    return {n: e for n, e in _cli_entries().items() if e.npm is not None}
+
+
 def test_repo_cli_entries_are_locked_exactly():
-    entries = _cli_entries()
-    assert entries, "venvs.toml has no kind = 'cli' entry"
+    entries = _npm_entries()
+    assert entries, "venvs.toml has no kind = 'cli' entry from npm"
     for e in entries.values():
         package, version, binary = e.npm
         lock = json.loads((e.project / "package-lock.json").read_text())
@@ -55,13 +60,13 @@ def _copy(tmp_path, name, e, native=None):
 @pytest.fixture()
 def cli_repo(tmp_path):
     """A copy of the first repo CLI entry without a platform package (npm.native)."""
-    name, e = next((n, e) for n, e in _cli_entries().items() if not e.npm_native)
+    name, e = next((n, e) for n, e in _npm_entries().items() if not e.npm_native)
     return _copy(tmp_path, name, e)
 
 
 @pytest.fixture()
 def native_entry():
-    found = [(n, e) for n, e in _cli_entries().items() if e.npm_native]
+    found = [(n, e) for n, e in _npm_entries().items() if e.npm_native]
     if not found:
         pytest.skip("no venvs.toml CLI entry runs a platform package's executable")
     return found[0]
@@ -117,3 +122,29 @@ def test_a_lock_without_integrity_or_with_an_install_script_is_refused(cli_repo)
         with pytest.raises(DataError) as err:
             load_venvs(root / "venvs.toml")
         assert "package-lock.json" in str(err.value) and field in str(err.value)
+
+
+def _index_entries():
+    return {n: e for n, e in _cli_entries().items() if e.npm is None}
+
+
+def test_a_cli_entry_from_the_package_index_needs_only_its_project_and_table(tmp_path):
+    """No npm files: the agent is a dependency of the entry's locked uv project."""
+    found = _index_entries()
+    if not found:
+        pytest.skip("no venvs.toml CLI entry comes from the package index")
+    name, e = next(iter(found.items()))
+    assert e.agent_bin is None and not e.env.npm and not (e.project / "package.json").exists()
+    assert name.replace("-", "") in (e.project / "uv.lock").read_text().replace("-", "").replace("_", "")
+    project = tmp_path / "frameworks" / name
+    shutil.copytree(e.project, project, ignore=shutil.ignore_patterns(".venv"))
+    text = (f'[frameworks.{name}]\nkind = "cli"\npython = "{e.python}"\nproject = "frameworks/{name}"\n'
+            f'adapter = "frameworks/{name}/adapter.py"\ntools = "frameworks/{name}/{e.tools_table.name}"\n')
+    (tmp_path / "venvs.toml").write_text(text)
+    assert load_venvs(tmp_path / "venvs.toml")[name].is_cli
+    for broken, field in ((text.replace("tools = ", "# tools = "), f"frameworks.{name}.tools"),
+                          (text.replace(e.tools_table.name, "missing.toml"), f"frameworks.{name}.tools")):
+        (tmp_path / "venvs.toml").write_text(broken)
+        with pytest.raises(DataError) as err:
+            load_venvs(tmp_path / "venvs.toml")
+        assert field in str(err.value) and "\n" not in str(err.value)

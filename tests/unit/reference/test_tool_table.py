@@ -98,3 +98,51 @@ def test_bad_table_is_one_line_naming_the_field(tmp_path):
         with pytest.raises(DataError) as err:
             load_table(path)
         assert field in str(err.value) and "\n" not in str(err.value)
+
+
+FINAL_TEXTS = ["Done.", "It's \"done\": 100% of 3 tests\npass\\n — ✓ 完了", "", "$(rm -rf /) `id` %s %n"]
+
+
+def _final_tables():
+    return {name: t for name, t in _tables().items() if t.final is not None}
+
+
+@pytest.mark.parametrize("name", sorted(_final_tables()) or [pytest.param(None, marks=pytest.mark.skip(
+    reason="no venvs.toml tool table has a [final_answer]"))])
+def test_a_final_text_is_sent_as_the_tables_final_call_and_reads_back(name):
+    """An agent that ends only on a call: the gateway sends a policy's final text as the
+    table's [final_answer] call, and that call reads back as the same text (the exchange's
+    final_answer, the channel check's answer protocol); no other call reads as a final one."""
+    from claimgrid.reference.script import RunScript
+
+    table = _final_tables()[name]
+    script = object.__new__(RunScript)
+    object.__setattr__(script, "final_answer", None)
+    object.__setattr__(script, "tool_table", table)
+    for text in FINAL_TEXTS:
+        (call,) = in_protocol(script, Turn(content=text), 3).tool_calls
+        assert call.name == table.final[0]
+        assert table.read_final(call.name, call.arguments) == text
+    for action, given in SPELLING_CASES.items():
+        tool, args = table.spell(action, json.dumps(given))
+        assert table.read_final(tool, args) is None, action
+    assert table.read_final(table.final[0], "not json") is None
+    # A turn that is not final text (tool calls, or text marked not final) is not turned into it.
+    assert in_protocol(script, Turn(content="thinking", final=False), 0) == Turn(content="thinking", final=False)
+
+
+def test_a_bad_final_answer_template_is_one_line_naming_the_field(tmp_path):
+    base = (ROOT / "frameworks" / "codex" / "tools.toml").read_text()
+    for block, field in (('[final_answer]\ntool = "exec_command"\narguments = { cmd = "echo {answr}" }\n',
+                          "final_answer.arguments.cmd"),
+                         ('[final_answer]\ntool = "not a tool"\narguments = { cmd = "echo {answer}" }\n',
+                          "final_answer.tool"),
+                         ('[final_answer]\ntool = "exec_command"\n', "final_answer.arguments")):
+        path = tmp_path / "tools.toml"
+        path.write_text(base + "\n" + block)
+        with pytest.raises(DataError) as err:
+            load_table(path)
+        assert field in str(err.value) and "\n" not in str(err.value)
+    path.write_text(base + '\n[final_answer]\ntool = "exec_command"\narguments = { cmd = "echo {answer}" }\n')
+    table = load_table(path)
+    assert table.read_final(*table.spell_final("a b")) == "a b"
