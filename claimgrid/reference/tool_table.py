@@ -218,6 +218,23 @@ def _match(template: str, text: str) -> dict[str, str] | None:
     return out
 
 
+def _check_call(path: Path, where: str, tool: str, arguments: dict[str, str], what: str, allowed) -> None:
+    """One spelled call of a table: a tool name, and argument templates that name only the
+    fields in ``allowed`` (``{name}`` or ``{name:raw}``); a one-line DataError otherwise."""
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]*", tool):
+        raise DataError(path, f"{where}.tool", f"'{tool}' is not a tool name")
+    for key, template in arguments.items():
+        try:
+            fields = _fields(template)
+        except ValueError as exc:
+            raise DataError(path, f"{where}.arguments.{key}", f"bad template: {exc}") from None
+        for field, fmt in fields:
+            if field not in allowed:
+                raise DataError(path, f"{where}.arguments.{key}", f"'{{{field}}}': {what} has {', '.join(allowed)}")
+            if fmt not in ("", "raw"):
+                raise DataError(path, f"{where}.arguments.{key}", f"'{{{field}:{fmt}}}': the only form is :raw")
+
+
 def load_table(path: Path | str) -> ToolTable:
     """Read and check one tool table (module docstring)."""
     path = Path(path)
@@ -230,39 +247,15 @@ def load_table(path: Path | str) -> ToolTable:
         where = f"actions.{name}"
         if name not in ACTION_ARGS:
             raise DataError(path, where, f"is not an action ({', '.join(TOOL_NAMES)})")
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]*", a.tool):
-            raise DataError(path, f"{where}.tool", f"'{a.tool}' is not a tool name")
+        _check_call(path, where, a.tool, a.arguments, name, ACTION_ARGS[name])
         if a.category not in CATEGORIES:
             raise DataError(path, f"{where}.category", f"must be one of {', '.join(CATEGORIES)}")
         if a.category != TOOL_CATEGORY.get(name, a.category):
             raise DataError(path, f"{where}.category", f"'{name}' is a {TOOL_CATEGORY[name]} action")
-        for key, template in a.arguments.items():
-            try:
-                fields = _fields(template)
-            except ValueError as exc:
-                raise DataError(path, f"{where}.arguments.{key}", f"bad template: {exc}") from None
-            for field, fmt in fields:
-                if field not in ACTION_ARGS[name]:
-                    raise DataError(
-                        path, f"{where}.arguments.{key}", f"'{{{field}}}': {name} has {', '.join(ACTION_ARGS[name])}"
-                    )
-                if fmt not in ("", "raw"):
-                    raise DataError(path, f"{where}.arguments.{key}", f"'{{{field}:{fmt}}}': the only form is :raw")
         actions[name] = Action(a.tool, a.category, tuple(a.arguments.items()))
     final = None
     if spec.final_answer is not None:
         f = spec.final_answer
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]*", f.tool):
-            raise DataError(path, "final_answer.tool", f"'{f.tool}' is not a tool name")
-        for key, template in f.arguments.items():
-            try:
-                fields = _fields(template)
-            except ValueError as exc:
-                raise DataError(path, f"final_answer.arguments.{key}", f"bad template: {exc}") from None
-            for field, fmt in fields:
-                if field != "answer" or fmt not in ("", "raw"):
-                    raise DataError(
-                        path, f"final_answer.arguments.{key}", f"'{{{field}}}': the one field is {{answer}}"
-                    )
+        _check_call(path, "final_answer", f.tool, f.arguments, "the final answer", ("answer",))
         final = (f.tool, tuple(f.arguments.items()))
     return ToolTable(spec.agent, actions, final)
