@@ -244,10 +244,12 @@ def records_from_frame(df: pl.DataFrame, json_columns: list[str]) -> list[dict]:
         for field in SPREAD:
             rec.setdefault(field, {})
         optional = [f for f in SPREAD if _unwrap(RunRecord.model_fields[f].annotation)[1]]
-        for c in declared + [Column(f, pl.String, "spread", (f,), "", ((f,),)) for f in optional]:
-            for parent in c.optional_parents:
-                if _all_null(_get(rec, parent)):
-                    _put(rec, parent, None)
+        # Innermost first: a null nested object (facts.final_answer_call) is put back as null
+        # before its parent (facts) is tested, and nothing is put into a parent already null.
+        parents = {p for c in declared for p in c.optional_parents} | {(f,) for f in optional}
+        for parent in sorted(parents, key=len, reverse=True):
+            if _all_null(_get(rec, parent)) and isinstance(_get(rec, parent[:-1]) if parent[:-1] else rec, dict):
+                _put(rec, parent, None)
         out.append(_as_written(parse_record(rec, "runs.parquet")))
     return out
 

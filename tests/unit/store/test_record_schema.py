@@ -65,11 +65,12 @@ def test_a_record_of_the_previous_release_reads_and_every_field_is_declared():
     raw = json.loads(path.read_text())
     (rec,) = read_records(path)
     # Nothing lost; a field it did not write reads None (the decided phrase, read coverage, the
-    # final-answer tool, the probe handling and an agent's own tools came later).
+    # final-answer tool, the probe handling, an agent's own tools and its final-answer call came later).
     c = raw["classification"]
     later = {**c, "claim_phrase": None, "evidence": {**c["evidence"], "read_coverage": None}}
     assert dump(rec) == {**raw, "limits": None, "node": None, "classification": later,
-                         "facts": {**raw["facts"], "final_answer_tool": None, "own_tools": None},
+                         "facts": {**raw["facts"], "final_answer_tool": None, "own_tools": None,
+                                   "final_answer_call": None},
                          "faults": {**raw["faults"], "handling": None, "handling_evidence": None}}
     assert set(raw) <= set(RunRecord.model_fields)
     for model, where in ((raw, "surplus"), (raw["parity"], "parity.surplus"), (raw["faults"], "faults.surplus")):
