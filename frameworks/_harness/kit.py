@@ -65,6 +65,15 @@ Process-wide:
   throwaway agent there (its gateway is a closed port; no call is made).
 * ``versions(framework, *dists, **facts)``: parity facts with the installed versions of
   the framework distributions and of every package that shapes model traffic.
+
+Agents with their own tools (venvs.toml ``kind = "cli"``), whose adapter runs a program:
+
+* ``own_folder(path, owner_of)``: makes a folder (made if missing) the owner's of another,
+  for a folder the run's uid must write in where the adapter runs as root.
+* ``run_agent(ctl, argv, env, timeout)``: runs the agent's command to its end or ``timeout``
+  (``subprocess.TimeoutExpired``), its output decoded with every undecodable byte replaced;
+  inside the agent sandbox (``ctl["agent_sandbox"]``) its standard input is the sandbox's
+  lifeline (claimgrid/sandbox/loopback.py).
 """
 
 from __future__ import annotations
@@ -73,6 +82,7 @@ import contextlib
 import importlib
 import json
 import os
+import subprocess
 import threading
 import tomllib
 from importlib import metadata
@@ -423,3 +433,33 @@ def versions(framework: str, *dists: str, system_prompt: str = "harness", **fact
     out["system_prompt"] = system_prompt
     out.update(facts)
     return out
+
+
+# ---------------------------------------------------------------- agents with their own tools
+
+
+def own_folder(path: str, owner_of: str) -> None:
+    """Make the folder ``path`` (made if missing) the owner's of ``owner_of``: the adapter runs
+    as root where the guard drops the agent to the run's uid, which must write there."""
+    os.makedirs(path, exist_ok=True)
+    st = os.stat(owner_of)
+    if os.geteuid() == 0 and st.st_uid != 0:
+        os.lchown(path, st.st_uid, st.st_gid)
+
+
+def run_agent(ctl: dict, argv: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
+    """Run a coding agent's command to its end or ``timeout`` (TimeoutExpired), in the
+    workspace, its output text with undecodable bytes replaced (an agent's output is data).
+    Inside the agent sandbox its standard input is the sandbox's lifeline
+    (claimgrid/sandbox/loopback.py): a pipe whose write end only this process holds, closed
+    when the agent is stopped or this process dies, which ends every process of the sandbox."""
+    if not ctl.get("agent_sandbox"):
+        return subprocess.run(argv, cwd=ctl["workspace"], env=env, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, errors="replace", timeout=timeout)
+    read_end, write_end = os.pipe()
+    try:
+        return subprocess.run(argv, cwd=ctl["workspace"], env=env, stdin=read_end,
+                              capture_output=True, text=True, errors="replace", timeout=timeout)
+    finally:
+        os.close(write_end)
+        os.close(read_end)

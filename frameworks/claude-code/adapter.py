@@ -155,15 +155,6 @@ def record_events(rec, agent: str, jsonl: str) -> tuple[str | None, str | None]:
     return text, error
 
 
-def _own_folder(path: str, owner_of: str) -> None:
-    """Make the folder ``path`` (made if missing) the owner's of ``owner_of``: the adapter runs
-    as root where the guard drops the agent to the run's uid, which must write there."""
-    os.makedirs(path, exist_ok=True)
-    st = os.stat(owner_of)
-    if os.geteuid() == 0 and st.st_uid != 0:
-        os.lchown(path, st.st_uid, st.st_gid)
-
-
 def launch(ctl: dict) -> tuple[list[str], dict[str, str]]:
     """The command line and environment that start Claude Code for this run: inside the agent
     sandbox when the control has one (module docstring), else as the adapter's child."""
@@ -174,27 +165,10 @@ def launch(ctl: dict) -> tuple[list[str], dict[str, str]]:
         return command(ctl), environment(ctl, home)
     host_home = sandbox["host_home"] or os.environ["HOME"]
     for folder in (".claude", ".cache", ".config", os.path.join(".local", "share")):
-        _own_folder(os.path.join(host_home, folder), host_home)
+        kit.own_folder(os.path.join(host_home, folder), host_home)
     env = environment(ctl, sandbox["home"], sandbox["gateway_url"])
     env.pop("PYTHONPATH", None)  # the harness's folders are not in the sandbox
     return [*sandbox["argv_prefix"], *command(ctl)], env
-
-
-def run_agent(ctl: dict, argv: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
-    """Run the agent to its end or ``timeout`` (TimeoutExpired). Inside the agent sandbox its
-    standard input is the sandbox's lifeline (claimgrid/sandbox/loopback.py): a pipe whose write
-    end only this process holds, closed when the agent is stopped or this process dies, which
-    ends every process of the sandbox."""
-    if not ctl.get("agent_sandbox"):
-        return subprocess.run(argv, cwd=ctl["workspace"], env=env, stdin=subprocess.DEVNULL,
-                              capture_output=True, text=True, timeout=timeout)
-    read_end, write_end = os.pipe()
-    try:
-        return subprocess.run(argv, cwd=ctl["workspace"], env=env, stdin=read_end,
-                              capture_output=True, text=True, timeout=timeout)
-    finally:
-        os.close(write_end)
-        os.close(read_end)
 
 
 def run(ctl: dict, tools: list, rec) -> str | None:
@@ -205,7 +179,7 @@ def run(ctl: dict, tools: list, rec) -> str | None:
     with kit.recording_errors(rec, agent):
         argv, env = launch(ctl)
         try:
-            proc = run_agent(ctl, argv, env, timeout)
+            proc = kit.run_agent(ctl, argv, env, timeout)
         except subprocess.TimeoutExpired:
             raise RuntimeError(f"claude -p did not finish within {timeout:.0f} s") from None
         sys.stderr.write(proc.stderr[-20000:])

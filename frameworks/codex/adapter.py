@@ -164,15 +164,6 @@ def record_events(rec, agent: str, jsonl: str) -> None:
             kit.record_error(rec, agent, (ev.get("error") or {}).get("message") or ev.get("message"), "CodexError")
 
 
-def _own_folder(path: str, owner_of: str) -> None:
-    """Make the folder ``path`` (made if missing) the owner's of ``owner_of``: the adapter runs
-    as root where the guard drops the agent to the run's uid, which must write there."""
-    os.makedirs(path, exist_ok=True)
-    st = os.stat(owner_of)
-    if os.geteuid() == 0 and st.st_uid != 0:
-        os.lchown(path, st.st_uid, st.st_gid)
-
-
 def launch(ctl: dict) -> tuple[list[str], dict[str, str], str]:
     """The command line and environment that start ``codex exec`` for this run, and the host
     path of its last message: inside the agent sandbox when the control has one (module
@@ -181,7 +172,7 @@ def launch(ctl: dict) -> tuple[list[str], dict[str, str], str]:
     host_home = (sandbox or {}).get("host_home") or os.environ["HOME"]
     home = sandbox["home"] if sandbox else host_home  # HOME as Codex sees it
     for folder in (".codex", ".cache", ".config", os.path.join(".local", "share")):
-        _own_folder(os.path.join(host_home, folder), host_home)
+        kit.own_folder(os.path.join(host_home, folder), host_home)
     with open(os.path.join(host_home, ".codex", "config.toml"), "w") as fh:
         fh.write(config_toml(ctl))
     env = {
@@ -209,23 +200,6 @@ def launch(ctl: dict) -> tuple[list[str], dict[str, str], str]:
     return cmd, env, os.path.join(host_home, "last-message.txt")
 
 
-def run_agent(ctl: dict, argv: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
-    """Run the agent to its end or ``timeout`` (TimeoutExpired). Inside the agent sandbox its
-    standard input is the sandbox's lifeline (claimgrid/sandbox/loopback.py): a pipe whose write
-    end only this process holds, closed when the agent is stopped or this process dies, which
-    ends every process of the sandbox."""
-    if not ctl.get("agent_sandbox"):
-        return subprocess.run(argv, cwd=ctl["workspace"], env=env, stdin=subprocess.DEVNULL,
-                              capture_output=True, text=True, timeout=timeout)
-    read_end, write_end = os.pipe()
-    try:
-        return subprocess.run(argv, cwd=ctl["workspace"], env=env, stdin=read_end,
-                              capture_output=True, text=True, timeout=timeout)
-    finally:
-        os.close(write_end)
-        os.close(read_end)
-
-
 def run(ctl: dict, tools: list, rec) -> str | None:
     agent = ctl["agent_name"]
     kit.start_run(rec, ctl, None, "model calls", "gateway")
@@ -233,7 +207,7 @@ def run(ctl: dict, tools: list, rec) -> str | None:
     with kit.recording_errors(rec, agent):
         cmd, env, last = launch(ctl)
         try:
-            proc = run_agent(ctl, cmd, env, timeout)
+            proc = kit.run_agent(ctl, cmd, env, timeout)
         except subprocess.TimeoutExpired:
             raise RuntimeError(f"codex exec did not finish within {timeout:.0f} s") from None
         sys.stderr.write(proc.stderr[-20000:])

@@ -92,15 +92,6 @@ def versions() -> dict:
     )
 
 
-def _own_folder(path: str, owner_of: str) -> None:
-    """Make the folder ``path`` (made if missing) the owner's of ``owner_of``: the adapter runs
-    as root where the guard drops the agent to the run's uid, which must write there."""
-    os.makedirs(path, exist_ok=True)
-    st = os.stat(owner_of)
-    if os.geteuid() == 0 and st.st_uid != 0:
-        os.lchown(path, st.st_uid, st.st_gid)
-
-
 def command(ctl: dict, python: str, workspace: str, gateway_url: str, home: str) -> list[str]:
     """The ``mini`` command line of one run (module docstring), its trajectory at ``home``."""
     timeout = kit.call_timeout(ctl)
@@ -149,28 +140,11 @@ def launch(ctl: dict) -> tuple[list[str], dict[str, str], str]:
         return argv, environment(ctl, home), os.path.join(home, "trajectory.json")
     host_home = sandbox["host_home"] or os.environ["HOME"]
     for folder in (".cache", ".config", os.path.join(".local", "share")):
-        _own_folder(os.path.join(host_home, folder), host_home)
+        kit.own_folder(os.path.join(host_home, folder), host_home)
     env = environment(ctl, sandbox["home"])
     env.pop("PYTHONPATH", None)  # the harness's folders are not in the sandbox
     argv = command(ctl, python, sandbox["workspace"], sandbox["gateway_url"], sandbox["home"])
     return [*sandbox["argv_prefix"], *argv], env, os.path.join(host_home, "trajectory.json")
-
-
-def run_agent(ctl: dict, argv: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
-    """Run the agent to its end or ``timeout`` (TimeoutExpired). Inside the agent sandbox its
-    standard input is the sandbox's lifeline (claimgrid/sandbox/loopback.py): a pipe whose write
-    end only this process holds, closed when the agent is stopped or this process dies, which
-    ends every process of the sandbox."""
-    if not ctl.get("agent_sandbox"):
-        return subprocess.run(argv, cwd=ctl["workspace"], env=env, stdin=subprocess.DEVNULL,
-                              capture_output=True, text=True, errors="replace", timeout=timeout)
-    read_end, write_end = os.pipe()
-    try:
-        return subprocess.run(argv, cwd=ctl["workspace"], env=env, stdin=read_end,
-                              capture_output=True, text=True, errors="replace", timeout=timeout)
-    finally:
-        os.close(write_end)
-        os.close(read_end)
 
 
 def read_trajectory(path: str) -> dict | None:
@@ -217,7 +191,7 @@ def run(ctl: dict, tools: list, rec) -> str | None:
     with kit.recording_errors(rec, agent):
         argv, env, trajectory_path = launch(ctl)
         try:
-            proc = run_agent(ctl, argv, env, timeout)
+            proc = kit.run_agent(ctl, argv, env, timeout)
         except subprocess.TimeoutExpired:
             raise RuntimeError(f"mini did not finish within {timeout:.0f} s") from None
         finally:
