@@ -5,13 +5,15 @@ Contract (docs/CONTRACTS.md, "Adapter contract"): ``FRAMEWORK``, ``preload()``,
 
 The agent is LangChain 1.x's ``langchain.agents.create_agent`` (the LangGraph-built
 successor of the deprecated ``langgraph.prebuilt.create_react_agent``), its model a
-``langchain_litellm.ChatLiteLLM`` pointed at the harness gateway, its tools the harness
-tools wrapped as native ``StructuredTool`` objects with the harness JSON schemas.
+``langchain_openai.ChatOpenAI`` (LangChain's OpenAI integration, on the openai SDK; no
+LiteLLM in this venv) pointed at the harness gateway, its tools the harness tools wrapped
+as native ``StructuredTool`` objects with the harness JSON schemas.
 
 Runtime events come from a LangChain callback handler attached to the invocation:
 
 * ``tool_call``  on ``on_tool_start`` (the tool LangGraph's ToolNode actually dispatched);
-* ``model_call`` on ``on_llm_end``, with the model name taken from the *response*;
+* ``model_call`` on ``on_llm_end``, with the model name taken from the *response*
+  (ChatOpenAI's ``response_metadata["model_name"]`` is the response's ``model`` field);
 * ``message``    for the final assistant message;
 * ``error``      on ``on_llm_error`` / ``on_tool_error`` (recorded, then re-raised by LangChain).
 
@@ -20,8 +22,9 @@ metadata every child callback receives and stamps ``AIMessage.name``; the adapte
 uses the metadata, then the message name, and only then the declared
 ``ctl["agent_name"]``, and records which one it used as ``agent_source``.
 
-Nothing here catches an exception to turn it into a result: a model error after
-retries, a tool exception or ``GraphRecursionError`` propagates out of ``run``.
+Nothing here catches an exception to turn it into a result: a model error (the openai
+SDK's, after its zero retries), a tool exception or ``GraphRecursionError`` propagates
+out of ``run``.
 """
 
 from __future__ import annotations
@@ -33,17 +36,15 @@ import kit
 
 FRAMEWORK = "langgraph"
 
-# ChatLiteLLM wraps each completion in a tenacity retry on Timeout / APIError /
-# APIConnectionError / RateLimitError; LiteLLM itself may retry again underneath
-# (kit: 0). Pinned explicitly so a run's retry behaviour is a recorded parity fact,
-# not a library default that moves between releases.
-CHAT_MAX_RETRIES = 1
+# ChatOpenAI hands max_retries to the openai SDK client (its default there is 2) and has
+# no retry of its own above it: 0 is one HTTP attempt per model call (correctness rule 6).
+CHAT_MAX_RETRIES = kit.HTTP_CLIENT_MAX_RETRIES
 # One agent step is a model superstep plus (usually) a tools superstep; the extra
 # step is LangGraph's entry. create_agent's own default is 9_999, i.e. unbounded.
 STEPS_PER_MODEL_CALL = 2
 
 # Modules LangChain/LangGraph import lazily on a first run (measured: sys.modules
-# before/after one run); LiteLLM's and httpx's are in kit.SHARED_PRELOAD.
+# before/after one run); the openai SDK's and httpx's are in kit.SHARED_PRELOAD.
 FIRST_CALL_MODULES = (
     "langchain_core.messages.block_translators.langchain_v0",
     "langchain_core.tracers.context",
@@ -51,12 +52,24 @@ FIRST_CALL_MODULES = (
     "langchain_core.tracers.stdout",
 )
 
+# A chat completion of the shape the gateway answers (text, one tool call, usage), parsed
+# once in preload() so the openai SDK's lazily built response validators exist before a fork.
+PRIMING_COMPLETION = {
+    "id": "preload", "object": "chat.completion", "created": 0, "model": "preload",
+    "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+        "role": "assistant", "content": "x",
+        "tool_calls": [{"id": "c", "type": "function", "function": {"name": "probe", "arguments": "{}"}}]}}],
+    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+}
+
 
 def preload() -> None:
     """Import every module a real run loads, so a forked child does no heavy import.
 
     Builds (but never invokes) a throwaway agent: graph compilation and pydantic schema
-    building import lazily on first use; then imports FIRST_CALL_MODULES. Opens no
+    building import lazily on first use; then imports FIRST_CALL_MODULES. The throwaway
+    model builds the process's shared httpx clients (``_http_clients``); the openai SDK's
+    first-use work (platform headers, response validators) is done here too. Opens no
     socket and starts no thread, so forking afterwards is safe.
     """
     from langchain.agents import create_agent
@@ -71,6 +84,14 @@ def preload() -> None:
             return ""
 
     model = _chat_model(kit.preload_ctl())
+    # The openai SDK's platform headers (a ``uname -p`` subprocess on first use, then cached):
+    # computed here once, so no run forks for them.
+    model.root_client.default_headers  # noqa: B018
+    # The openai SDK builds its response types' pydantic validators on the first response it
+    # parses: built here from a canned completion with text, a tool call and usage.
+    from openai.types.chat import ChatCompletion
+
+    ChatCompletion.construct(**PRIMING_COMPLETION)
     create_agent(model, [_structured_tool(_Probe())], system_prompt="x", name="preload")
     _make_handler(None, "preload")
     kit.preload(*FIRST_CALL_MODULES)
@@ -79,15 +100,18 @@ def preload() -> None:
 def versions() -> dict:
     """Versions (kit) plus the retry/limit settings this adapter imposes."""
     return kit.versions(
-        FRAMEWORK, "langgraph", "langchain", "langchain-core", "langchain-litellm",
+        FRAMEWORK, "langgraph", "langchain", "langchain-core", "langchain-openai",
         retries={
-            # tenacity stop_after_attempt(max_retries): 1 means one attempt, no retry.
-            "chat_litellm_max_retries": CHAT_MAX_RETRIES,
+            # ChatOpenAI(max_retries=0) is the openai SDK client's max_retries; nothing above it retries.
+            "chat_openai_max_retries": CHAT_MAX_RETRIES,
             "http_attempts_per_model_call": 1,
         },
+        model_client="langchain-openai ChatOpenAI (openai SDK, no LiteLLM)",
+        streaming=False,
+        api="chat completions (use_responses_api=False)",
         recursion_limit=f"{STEPS_PER_MODEL_CALL} * budgets.max_model_calls",
         unknown_tool="ToolNode answers the model with an error ToolMessage (no raise)",
-        malformed_tool_args="ChatLiteLLM files them as invalid_tool_calls; the agent loop ends",
+        malformed_tool_args="ChatOpenAI files them as invalid_tool_calls; the agent loop ends",
     )
 
 
@@ -96,21 +120,48 @@ def recursion_limit(ctl: dict) -> int:
     return STEPS_PER_MODEL_CALL * int(ctl["budgets"]["max_model_calls"])
 
 
-def _chat_model(ctl: dict):
-    from langchain_litellm import ChatLiteLLM
+_HTTP_CLIENTS: tuple = ()
 
-    # langchain-litellm fills response_metadata['model_name'] with the *configured* name;
-    # the served name comes from the kit's probe at litellm.completion (ChatLiteLLM calls
-    # it through the module attribute).
-    return ChatLiteLLM(
-        model=kit.gateway_model(ctl),
-        api_base=ctl["gateway_url"],
+
+def _http_clients() -> tuple:
+    """ChatOpenAI's own default httpx clients (sync, async), built once per process.
+
+    The same builders ChatOpenAI uses when given none (langchain_openai.chat_models.
+    _client_utils: its TCP keep-alive socket options and pool limits). ChatOpenAI caches
+    them per base URL and timeout, and each run has a new gateway URL, so unshared every
+    run would build two (two TLS contexts, each loading the CA bundle, for a
+    plain-HTTP gateway). Built in ``preload()`` before a warm parent forks; no connection
+    is open then. The openai client passes its own per-call timeout with every request.
+    """
+    global _HTTP_CLIENTS
+    if not _HTTP_CLIENTS:
+        from langchain_openai.chat_models import _client_utils as cu
+
+        options = cu._resolve_socket_options(None)
+        _HTTP_CLIENTS = (cu._build_sync_httpx_client(None, None, options),
+                         cu._build_async_httpx_client(None, None, options))
+    return _HTTP_CLIENTS
+
+
+def _chat_model(ctl: dict):
+    from langchain_openai import ChatOpenAI
+
+    sync_client, async_client = _http_clients()
+
+    # The gateway's own model name (no LiteLLM provider prefix), as the other openai-SDK
+    # adapters pass it. Chat Completions pinned: ChatOpenAI would switch to the Responses
+    # API for some model names or parameters, and the run's dialect is a parity fact.
+    return ChatOpenAI(
+        model=ctl["model"],
+        base_url=ctl["gateway_url"],
         api_key=ctl["token"],
         max_retries=CHAT_MAX_RETRIES,
+        timeout=kit.call_timeout(ctl),
         streaming=False,
+        use_responses_api=False,
         temperature=0,
-        request_timeout=kit.call_timeout(ctl),
-        model_kwargs={"num_retries": kit.LITELLM_NUM_RETRIES},
+        http_client=sync_client,
+        http_async_client=async_client,
     )
 
 
@@ -192,10 +243,12 @@ def _make_handler(rec, declared_agent: str):
                     for gen in gens:
                         msg = getattr(gen, "message", None)
                         meta = getattr(msg, "response_metadata", {}) or {}
+                        # ChatOpenAI's response_metadata["model_name"] is the response's
+                        # ``model`` field (LangChain's transcript keeps the same name).
                         rec.event(
                             "model_call",
                             agent=agent,
-                            model=kit.probe.served(None),
+                            model=meta.get("model_name"),
                             usage=kit.usage(getattr(msg, "usage_metadata", None) or {}),
                             agent_source=source,
                             transcript_model=meta.get("model_name"),

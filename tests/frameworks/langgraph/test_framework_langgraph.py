@@ -49,8 +49,10 @@ def test_diligent_write_status(run_cell):
     assert {e["model"] for e in r["runtime_models"]} == {"diligent"}
     assert "trace:" in r["outcome"]["final_text"]
     versions = r["outcome"]["versions"]
-    assert versions["langgraph"] and versions["litellm"] == "1.110.2"
-    assert versions["retries"]["chat_litellm_max_retries"] == 1
+    assert versions["langgraph"] and versions["langchain-openai"] and "litellm" not in versions
+    assert versions["retries"]["chat_openai_max_retries"] == 0
+    assert versions["retries"]["litellm_num_retries"] is None  # LiteLLM is not in this venv
+    assert versions["model_client"].startswith("langchain-openai ChatOpenAI")
 
 
 def test_diligent_fix_float_add(run_cell):
@@ -77,13 +79,13 @@ def test_reader_only_reads(run_cell):
 
 
 def test_reported_swap_is_visible_in_runtime_model_names(run_cell):
-    """ChatLiteLLM's own response_metadata names the configured model; the adapter keeps
-    the response's model field, so a reported substitute shows in the runtime channel."""
+    """ChatOpenAI's response_metadata["model_name"] is the response's model field, so a
+    reported substitute shows in the runtime channel and in LangChain's own transcript."""
     r = run_cell("write-status", "diligent", swap="reported")
     served = [e["reported_model"] for e in r["gateway"]]
     assert served[0] == "diligent" and served[-1] == "reader"  # run_cell's substitute
     assert [e["model"] for e in r["runtime_models"]] == served
-    assert {e["transcript_model"] for e in r["runtime_models"]} == {"openai/diligent"}
+    assert [e["transcript_model"] for e in r["runtime_models"]] == served
 
 
 def test_looper_hits_the_recursion_limit_and_raises(run_cell):
@@ -98,7 +100,7 @@ def test_looper_hits_the_recursion_limit_and_raises(run_cell):
 
 
 def test_malformed_tool_args_end_the_run_quietly(run_cell):
-    """ChatLiteLLM files unparseable arguments under invalid_tool_calls; create_agent only
+    """ChatOpenAI files unparseable arguments under invalid_tool_calls; create_agent only
     routes on tool_calls, so the loop ends after one model call with an empty final text
     and no error: nothing is executed, nothing is raised, the model never hears of it."""
     r = run_cell("fix-float-add", "malformed")
@@ -122,12 +124,14 @@ def test_unknown_tool_is_answered_not_raised(run_cell):
 
 
 def test_bound_swap_503_raises_after_one_attempt(run_cell):
+    """The openai SDK makes one attempt (max_retries=0) and raises InternalServerError;
+    ChatOpenAI re-raises it as its own OpenAIAPIError (a subclass), which propagates."""
     r = run_cell("write-status", "diligent", swap="bound")
     assert [e["status"] for e in r["gateway"]][-1] == 503
     assert [e["status"] for e in r["gateway"]].count(503) == 1  # no hidden HTTP retries
     assert r["outcome"]["final_text"] is None
-    assert r["outcome"]["error"]["type"] == "ServiceUnavailableError"
-    assert [e["type"] for e in r["runtime"] if e["kind"] == "error"] == ["ServiceUnavailableError"]
+    assert r["outcome"]["error"]["type"] == "OpenAIAPIError"
+    assert [e["type"] for e in r["runtime"] if e["kind"] == "error"] == ["OpenAIAPIError"]
 
 
 def test_fresh_process_gives_the_same_runtime_evidence(run_cell):
