@@ -334,10 +334,6 @@ def pytest_collection_modifyitems(config, items):
 _LANE_S = {"unit": 0.04, "integration": 0.7, "grid": 1.0, "frameworks": 1.0}
 _SESSION_GRID_S = 150.0  # a shared session grid, built in its first reader's set-up
 _FRAMEWORK_GRID_S = 30.0  # a module fixture per framework: a small real grid on it
-# A coding agent (kind = "cli") has no warm parent: every run starts the agent afresh (for
-# mini-swe-agent a Python process importing LiteLLM, about 6 CPU-s), so its fixture's grid costs
-# more: its conformance group took 245 s against 75-85 s for a library framework's (2026-12-02).
-_CLI_GRID_FACTOR = 3.0
 
 
 def _longest_groups_first(items) -> None:
@@ -346,15 +342,12 @@ def _longest_groups_first(items) -> None:
     the gaps at the end). A group's items keep their order; pyproject's addopts turn xdist's
     own reordering (by test count) off, so this order is the one the workers get. A group's
     cost is estimated from what the items say: their lane, a session grid they read, a
-    per-framework module fixture (more for a coding agent, which starts afresh in every run)
-    and that framework's documented retry back-off
+    per-framework module fixture and that framework's documented retry back-off
     (``venvs.toml`` ``retry_backoff_s``: a wait no core spends, best started early). Deep
     and skipped items cost nothing."""
     from claimgrid.inputs.venvs import load_venvs
 
-    entries = load_venvs()
-    backoff = {name: e.retry_backoff_s for name, e in entries.items()}
-    grid_s = {name: _FRAMEWORK_GRID_S * (_CLI_GRID_FACTOR if e.is_cli else 1.0) for name, e in entries.items()}
+    backoff = {name: e.retry_backoff_s for name, e in load_venvs().items()}
     cost: dict[str, float] = {}
     first: dict[str, int] = {}
     for index, item in enumerate(items):
@@ -370,8 +363,7 @@ def _longest_groups_first(items) -> None:
             if group in SHARED_GRIDS:
                 setup = _SESSION_GRID_S
             elif "+" in group:  # a per-framework module fixture's group (pytest_itemcollected)
-                name = group.rsplit("+", 1)[1]
-                setup = grid_s.get(name, _FRAMEWORK_GRID_S) + backoff.get(name, 0.0)
+                setup = _FRAMEWORK_GRID_S + backoff.get(group.rsplit("+", 1)[1], 0.0)
             cost[group] = cost.get(group, 0.0) + setup
         cost[group] += lane_cost
     order = {group: rank for rank, group in enumerate(sorted(cost, key=lambda g: (-cost[g], first[g])))}
