@@ -33,7 +33,7 @@ from claimgrid.classify.evidence import (
     tool_events,
 )
 from claimgrid.inputs.tasks import EVIDENCE_RANK, ROLE_EVIDENCE, TOOL_NAMES
-from claimgrid.reference.tool_table import spells_final
+from claimgrid.reference.tool_table import final_text
 from claimgrid.store import events as ev
 from claimgrid.store.events import (
     AgentReport,
@@ -494,7 +494,8 @@ def own_tools_channels(events: list[Event], facts: RunFacts | None = None) -> tu
         requested = [
             (call, in_last)
             for k, (call, in_last) in enumerate(requested)
-            if k < returned or not (in_last and spells_final(final.tool, final.arguments, call.name, call.arguments))
+            if k < returned
+            or not (in_last and final_text(final.tool, final.arguments, call.name, call.arguments) is not None)
         ]
     unexecuted = [
         UnexecutedCall(tool=call.name or "?", reason="run ended" if in_last else "not executed")

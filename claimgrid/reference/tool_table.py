@@ -130,15 +130,8 @@ class ToolTable:
         if not isinstance(given, dict):
             return None
         for name, action in self.actions.items():
-            if action.tool != tool or set(given) != {k for k, _ in action.arguments}:
-                continue
-            found: dict[str, str] = {}
-            for key, template in action.arguments:
-                values = _match(template, given[key]) if isinstance(given[key], str) else None
-                if values is None or any(found.get(k, v) != v for k, v in values.items()):
-                    break
-                found.update(values)
-            else:
+            found = _read_call(dict(action.arguments), given) if action.tool == tool else None
+            if found is not None:
                 return name, found
         return None
 
@@ -157,7 +150,14 @@ def final_text(tool: str, templates: dict[str, str], call_tool: str | None, argu
         given = json.loads(arguments or "{}")
     except (TypeError, ValueError):
         return None
-    if not isinstance(given, dict) or set(given) != set(templates):
+    found = _read_call(templates, given) if isinstance(given, dict) else None
+    return None if found is None else found.get("answer", "")
+
+
+def _read_call(templates: dict[str, str], given: dict) -> dict[str, str] | None:
+    """The field values with which ``templates`` (argument name -> template) fill exactly the
+    arguments ``given``, one value per field across them; None when they do not."""
+    if set(given) != set(templates):
         return None
     found: dict[str, str] = {}
     for key, template in templates.items():
@@ -165,12 +165,7 @@ def final_text(tool: str, templates: dict[str, str], call_tool: str | None, argu
         if values is None or any(found.get(k, v) != v for k, v in values.items()):
             return None
         found.update(values)
-    return found.get("answer", "")
-
-
-def spells_final(tool: str, templates: dict[str, str], call_tool: str | None, arguments: str | None) -> bool:
-    """Is the call the final-answer call ``tool`` and ``templates`` spell (:func:`final_text`)?"""
-    return final_text(tool, templates, call_tool, arguments) is not None
+    return found
 
 
 def _fields(template: str) -> list[tuple[str, str | None]]:

@@ -46,7 +46,6 @@ import os
 import platform
 import subprocess
 import sys
-from importlib import metadata
 
 import kit  # frameworks/_harness/kit.py
 
@@ -66,13 +65,6 @@ QUIET_ENV = {
     "NO_COLOR": "1",
     "TERM": "dumb",
 }
-
-
-def _version(dist: str) -> str | None:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return None
 
 
 def preload() -> None:
