@@ -4,7 +4,7 @@
     uv run bench/ledger_render.py LEDGER_DIR [--scale-to-frameworks]
 
 Renders ``LEDGER_DIR`` (a copy of it: the original is not touched) and prints the
-render time per run and the sizes of LEDGER.md, RUNS.md, ledger.html and heatmap.png.
+render time per run and the sizes of LEDGER.md, RUNS.md, ledger.html and heatmap.svg.
 With ``--scale-to-frameworks``, the copy holds the ledger's records and evidence once
 per framework named in venvs.toml (run ids renamed, evidence copied), which gives the
 default matrix's size (e.g. 320 one-framework runs -> 960) without running anything;
@@ -56,7 +56,7 @@ def main() -> int:
     ap.add_argument("--scale-to-frameworks", action="store_true")
     args = ap.parse_args()
     from claimgrid.ledger import render_ledger
-    from claimgrid.ledger import heatmap  # noqa: F401 - imports (matplotlib) are not render time
+    from claimgrid.ledger import heatmap  # noqa: F401 - imports are not render time
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp) / args.ledger.name
@@ -73,7 +73,7 @@ def main() -> int:
         second = time.perf_counter() - t0
         print(f"runs: {n}")
         print(f"render: {first:.2f} s first, {second:.2f} s again ({1000 * second / max(n, 1):.1f} ms per run)")
-        for name in ("LEDGER.md", "RUNS.md", "ledger.html", "heatmap.png"):
+        for name in ("LEDGER.md", "RUNS.md", "ledger.html", "heatmap.svg"):
             p = work / name
             print(f"{name}: {p.stat().st_size / 1024:.0f} KiB" if p.exists() else f"{name}: absent")
         wall = json.loads((args.ledger / "meta.json").read_text()).get("wall_s")

@@ -4,7 +4,7 @@ Public API:
 
 - :func:`render_ledger` ``(ledger_dir) -> Path``: read ``runs.jsonl`` + ``meta.json`` +
   each run's evidence folder, write ``LEDGER.md``, ``RUNS.md``, ``ledger.html``,
-  ``heatmap.png``, ``runs.parquet`` (:mod:`.frame`) and ``runs/<id>/RUN.md``; return the LEDGER.md path. An incomplete grid (partial or truncated ``runs.jsonl``) is rendered
+  ``heatmap.svg``, ``runs.parquet`` (:mod:`.frame`) and ``runs/<id>/RUN.md``; return the LEDGER.md path. An incomplete grid (partial or truncated ``runs.jsonl``) is rendered
   with the planned and present run counts stated.
 - :func:`headline_table` ``(ledger_dir) -> rich.table.Table | str``: the headline
   (swap = none) per model (a string when there are no runs).
@@ -25,7 +25,7 @@ from claimgrid.ledger.stats import format_rate, wilson
 
 __all__ = ["render_ledger", "headline_table", "terminal_summary", "wilson", "format_rate", "load"]
 
-HEATMAP = "heatmap.png"
+HEATMAP = "heatmap.svg"
 
 
 def load(ledger_dir: Path, on_run=None) -> Ledger:
@@ -34,7 +34,7 @@ def load(ledger_dir: Path, on_run=None) -> Ledger:
 
 
 def render_ledger(ledger_dir: Path, summary: list[str] | None = None) -> Path:
-    """Write LEDGER.md, RUNS.md, ledger.html, heatmap.png, runs.parquet and every ``runs/<id>/RUN.md``
+    """Write LEDGER.md, RUNS.md, ledger.html, heatmap.svg, runs.parquet and every ``runs/<id>/RUN.md``
     into ``ledger_dir``; return LEDGER.md's path. A pure function of the folder (records,
     evidence, ``meta.json``): rendering twice, or on another checkout, gives byte-identical
     files. ``summary``, when given, receives the end-of-grid summary's lines
@@ -42,7 +42,7 @@ def render_ledger(ledger_dir: Path, summary: list[str] | None = None) -> Path:
     from this checkout instead (:mod:`claimgrid.ledger.facts`)."""
     from claimgrid.ledger.firstscreen import terminal_lines
     from claimgrid.ledger.frame import PARQUET_NAME, write_frame
-    from claimgrid.ledger.heatmap import write_heatmap  # matplotlib is only imported when a picture is drawn
+    from claimgrid.ledger.heatmap import write_heatmap
     from claimgrid.ledger.html import ViewerPages, render_html
     from claimgrid.ledger.pages import read_stderr, write_run_md
     from claimgrid.ledger.report import Report
@@ -62,6 +62,9 @@ def render_ledger(ledger_dir: Path, summary: list[str] | None = None) -> Path:
     ledger = load(ledger_dir, on_run)
     report = Report(ledger, HEATMAP)
     heatmap_path = ledger_dir / HEATMAP
+    # An older claimgrid drew the picture as heatmap.png: a re-render leaves no stale picture of
+    # other code beside this one (derived files are never sealed: docs/CONTRACTS.md).
+    (ledger_dir / "heatmap.png").unlink(missing_ok=True)
     if write_heatmap(report, heatmap_path) is None:
         report.heatmap_name = None
         heatmap_path.unlink(missing_ok=True)

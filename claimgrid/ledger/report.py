@@ -1097,7 +1097,7 @@ class Report:
             + "\n\n"
             + table(["", ""], rows)
             + "\n\n`uv run grid.py reclassify <this folder>` re-derives every classification from the stored "
-            "evidence and re-renders this ledger, RUNS.md, ledger.html, heatmap.png and every RUN.md; "
+            "evidence and re-renders this ledger, RUNS.md, ledger.html, heatmap.svg and every RUN.md; "
             "with unchanged evidence and code the output is byte-identical."
         )
 

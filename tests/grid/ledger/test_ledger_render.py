@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import xml.etree.ElementTree as ET
 from collections import Counter
 import re
 import subprocess
@@ -15,6 +16,7 @@ import pytest
 
 from claimgrid.errors import DataError
 from claimgrid.ledger import headline_table, load, render_ledger, wilson
+from claimgrid.ledger.heatmap import REDS, red
 from claimgrid.ledger.stats import clustered, format_rate, ratio_pct
 from claimgrid.store import RunStore
 from claimgrid.store.seal import LINE_MEMBER, META_MEMBER
@@ -23,7 +25,7 @@ from tests.ledger_support import FRAMEWORKS, ROOT, classification, copy_ledger, 
 
 SECTIONS = ["0. Summary", "1. Design", "2. Headline: swap = none", "3. Framework divergence", "4. Swap",
             "5. Detector evaluation", "6. Calibration", "7. Harness health", "8. Reproducibility", "9. Appendix"]
-DERIVED = ("LEDGER.md", "RUNS.md", "ledger.html", "heatmap.png", "runs.parquet")
+DERIVED = ("LEDGER.md", "RUNS.md", "ledger.html", "heatmap.svg", "runs.parquet")
 
 
 @pytest.fixture(scope="module")
@@ -251,6 +253,48 @@ def _snapshot(folder):
     return {k: hashlib.sha256(v).hexdigest() for k, v in files.items()}
 
 
+SVG = "{http://www.w3.org/2000/svg}"
+CLAIMS = ("TRUE_SUCCESS", "FALSE_SUCCESS")
+
+
+def heatmap_cells(folder) -> dict:
+    """heatmap.svg's cells: (panel, row, column) -> (fill, text lines)."""
+    root = ET.parse(folder / "heatmap.svg").getroot()
+    assert root.tag == SVG + "svg", root.tag
+    return {(g.get("data-panel"), g.get("data-row"), g.get("data-col")):
+            (g.find(SVG + "rect").get("fill"), [t.text for t in g.iter(SVG + "tspan")])
+            for g in root.iter(SVG + "g") if g.get("class") == "cell"}
+
+
+def test_heatmap_cells_are_the_records_counts(grid):
+    """Every swap = none cell of the picture says the false successes among claims that
+    runs.jsonl gives for its model and content, coloured on the fixed 0-100% scale, and
+    every fault model has a cell per framework; LEDGER.md shows the picture."""
+    folder, recs, md = grid
+    assert "](heatmap.svg)" in md and not (folder / "heatmap.png").exists()
+    cells = heatmap_cells(folder)
+    runs = one_framework(recs)  # frameworks are identical here: one row per model, its first framework's runs
+    behaviour = sorted({r["model"] for r in runs if not (r.get("faults") or {}).get("fault")})
+    rated = 0
+    for model in behaviour:
+        for content in sorted({r["content"] for r in runs}):
+            fill, text = cells[("none", model, content)]
+            sel = [r for r in runs if (r["model"], r["content"], r["swap"]) == (model, content, "none")]
+            claimed = [r for r in sel if r["classification"]["claim_vs_outcome"] in CLAIMS]
+            false = sum(r["classification"]["claim_vs_outcome"] == "FALSE_SUCCESS" for r in claimed)
+            if not sel:
+                assert text == ["not run"], (model, content, text)
+            elif not claimed:
+                assert text[0] == "no claim" and fill != red(0.0), (model, content, text, fill)
+            else:
+                assert text == [f"{false}/{len(claimed)}", half_up_pct(false, len(claimed))], (model, content, text)
+                assert fill == red(false / len(claimed)), (model, content, fill)
+                rated += 1
+    assert rated and {red(0.0), red(1.0)} == {REDS[0], REDS[-1]}
+    faults = {r["model"] for r in runs if (r.get("faults") or {}).get("fault")}
+    assert faults and {(m, f) for (p, m, f) in cells if p == "fault"} == {(m, f) for m in faults for f in FRAMEWORKS}
+
+
 def test_reclassify_rerenders_byte_identical(grid, tmp_path):
     folder = copy_ledger(grid[0], tmp_path / "g")
     render_ledger(folder)
@@ -275,8 +319,9 @@ def test_reclassify_of_an_older_ledger_renders_the_new_structure(grid, tmp_path)
         r["parity"].pop("swap_from_call", None)
         r.pop(LINE_MEMBER, None)
     (folder / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in old))
-    for name in ("ledger.html", "LEDGER.md", "RUNS.md"):
+    for name in ("ledger.html", "LEDGER.md", "RUNS.md", "heatmap.svg"):
         (folder / name).unlink()
+    (folder / "heatmap.png").write_bytes(b"\x89PNG\r\n\x1a\n")  # the picture as an older release drew it
     for r in old:
         (folder / r["evidence_dir"] / "RUN.md").unlink()
     proc = subprocess.run([sys.executable, str(ROOT / "grid.py"), "reclassify", str(folder)], cwd=ROOT,
@@ -286,6 +331,7 @@ def test_reclassify_of_an_older_ledger_renders_the_new_structure(grid, tmp_path)
     assert all(f"## {s}" in md for s in SECTIONS)
     assert "not recorded in meta.json: read from today's conditions/" in md
     assert (folder / "ledger.html").exists() and all((folder / r["evidence_dir"] / "RUN.md").exists() for r in old)
+    assert (folder / "heatmap.svg").is_file() and not (folder / "heatmap.png").exists()
 
 
 def test_divergent_cell_is_listed_and_frameworks_split(grid, tmp_path):
@@ -305,6 +351,10 @@ def test_divergent_cell_is_listed_and_frameworks_split(grid, tmp_path):
     head = section(md, "2. Headline: swap = none")
     assert f"| diligent | {FRAMEWORKS[0]} |" in head and f"| diligent | {FRAMEWORKS[1]} |" in head
     assert "| obedient | all 2 frameworks (identical in all" in head
+    # The picture splits the same row: one per model · framework, the changed run counted in its own.
+    cells = heatmap_cells(folder)
+    rows = {row for (panel, row, _) in cells if panel == "none"}
+    assert {f"diligent · {fw}" for fw in FRAMEWORKS} <= rows and "diligent" not in rows and "obedient" in rows
 
 
 # ---- bad and partial input -------------------------------------------------------------
