@@ -5,8 +5,10 @@ on two cores, not wall time, which sleeps and waits inflate).
 
 Each phase (setup, call, teardown) is charged the CPU of the worker process and of every
 child it waited for (``RUSAGE_SELF`` + ``RUSAGE_CHILDREN``; grandchildren count once their
-parent waited for them). Lines ``cpu_s<TAB>wall_s<TAB>phase<TAB>nodeid`` are appended to
-$CLAIMGRID_TEST_CPU (default ``test-cpu.tsv``); sort by the first column for the costliest.
+parent waited for them). Lines ``cpu_s<TAB>wall_s<TAB>phase<TAB>nodeid<TAB>start_s<TAB>worker`` are
+appended to $CLAIMGRID_TEST_CPU (default ``test-cpu.tsv``); sort by the first column for the
+costliest. ``start_s`` (seconds since the epoch) and ``worker`` (xdist's ``gw<N>``) give each
+worker's timeline: where the session's tail and idle cores are.
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ def _cpu() -> float:
 
 
 def _measure(item, phase: str):
-    t0, w0 = _cpu(), time.monotonic()
+    t0, w0, start = _cpu(), time.monotonic(), time.time()
     try:
         return (yield)
     finally:
-        line = f"{_cpu() - t0:.2f}\t{time.monotonic() - w0:.2f}\t{phase}\t{item.nodeid}\n"
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "-")
+        line = f"{_cpu() - t0:.2f}\t{time.monotonic() - w0:.2f}\t{phase}\t{item.nodeid}\t{start:.1f}\t{worker}\n"
         with open(os.environ.get("CLAIMGRID_TEST_CPU", "test-cpu.tsv"), "a") as f:
             f.write(line)
 
