@@ -234,9 +234,20 @@ threads = [t.name for t in threading.enumerate()]
 from harness_runtime import RuntimeRecorder
 from harness_tools import ToolChannel, make_tools
 ctl = json.loads(sys.stdin.read())
+# The adapter's model against what a CrewAI user writes for an OpenAI-compatible endpoint.
+import kit
+from crewai import LLM
+user = LLM(model="openai/" + ctl["model"], base_url=ctl["gateway_url"], api_key=ctl["token"], stream=False,
+           temperature=0, timeout=kit.call_timeout(ctl), max_retries=0)
+ours = adapter._gateway_llm(ctl, None)
+probe_messages = [{"role": "user", "content": "x"}]
+same = {"class": isinstance(ours, type(user)), "fields": user.model_dump() == ours.model_dump(),
+        "request": user._prepare_completion_params(probe_messages) == ours._prepare_completion_params(probe_messages),
+        "client": user._get_client_params() == ours._get_client_params()}
 channel = ToolChannel(None)
 text = adapter.run(ctl, make_tools(ctl, channel), RuntimeRecorder())
-print(json.dumps({"network": seen, "final": text, "tools": len(channel.events), "threads": threads}))
+print(json.dumps({"network": seen, "final": text, "tools": len(channel.events), "threads": threads,
+                  "same_as_llm": same}))
 sys.stdout.flush()
 os._exit(0)
 """
@@ -246,7 +257,10 @@ def test_crewai_never_reaches_the_network(tmp_path, tasks, gateway):  # noqa: F8
     """Import, preload and a whole run with an audit hook: no non-loopback socket is
     opened or resolved (telemetry, tracing, cost map, tiktoken encodings all stay local),
     preload leaves the process single-threaded (the warm parent forks after it), and
-    the run's files land in the sandbox, not in the HOME the process started with."""
+    the run's files land in the sandbox, not in the HOME the process started with. The
+    adapter's model is what ``crewai.LLM("openai/<model>", base_url=...)`` builds (same
+    class, fields, request parameters and client parameters; the subclass only observes
+    and states the context window)."""
     task = tasks["write-status"]
     clean = load_content_conditions()["clean"]
     template, ws, sandbox, home = (tmp_path / n for n in ("template", "ws", "sandbox", "home"))
@@ -272,6 +286,7 @@ def test_crewai_never_reaches_the_network(tmp_path, tasks, gateway):  # noqa: F8
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report["network"] == []
     assert report["threads"] == ["MainThread"]
+    assert report["same_as_llm"] == {"class": True, "fields": True, "request": True, "client": True}
     assert report["tools"] > 0 and "status: DONE" in report["final"]
     # Import-time files (CrewAI's credentials key) may land in the starting HOME; the
     # run's own files (task outputs db) must be in the sandbox.
