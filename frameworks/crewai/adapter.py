@@ -3,19 +3,20 @@
 Contract (docs/CONTRACTS.md, "Adapter contract"):
 
 * ``preload()`` imports everything a run loads, so a child forked from the warm parent
-  does no heavy import. It starts no thread: CrewAI's event bus creates its worker
-  pool on the first emit, and LiteLLM's remote cost-map fetch (which would start a
-  retry thread and reach the network) is switched off by the harness's environment
-  (frameworks/_harness/env.toml), CrewAI's telemetry, tracking, tracing, version check
-  and trace files by this framework's ``env`` in venvs.toml, before any import.
-* ``versions()`` gives the parity facts: crewai/litellm versions and every retry or
-  iteration setting that changes what a run does.
+  does no heavy import, and builds one throwaway model (the openai SDK's client and its
+  first-use work). It starts no thread: CrewAI's event bus creates its worker pool on
+  the first emit; CrewAI's telemetry, tracking, tracing, version check and trace files
+  are off by this framework's ``env`` in venvs.toml, before any import.
+* ``versions()`` gives the parity facts: crewai/openai versions, the model client, and
+  every retry or iteration setting that changes what a run does.
 * ``run(ctl, tools, rec)`` builds one CrewAI ``Agent`` + ``Task`` + ``Crew`` with the
   harness tools exposed as native ``BaseTool`` instances, the model reached through
-  LiteLLM (``is_litellm=True``) at the harness gateway, and returns the crew's final
-  text. Runtime events come from CrewAI's event bus (tool calls with the agent role
-  CrewAI attributes them to, LLM failures, tool errors, agent execution errors) and
-  from the LiteLLM response CrewAI received (the model name it was told, usage).
+  CrewAI's native OpenAI provider (``crewai.llms.providers.openai.completion.
+  OpenAICompletion``, on the openai SDK: what ``LLM(model="openai/<name>", base_url=...)``
+  builds; LiteLLM is not in this venv) at the harness gateway, and returns the crew's
+  final text. Runtime events come from CrewAI's event bus (tool calls with the agent role
+  CrewAI attributes them to, LLM failures, tool errors, agent execution errors) and from
+  the openai SDK response CrewAI parsed (the model name the endpoint sent, usage).
   Exceptions propagate; CrewAI's own recoveries are recorded as ``error`` events.
 """
 
@@ -33,7 +34,11 @@ FRAMEWORK = "crewai"
 SYSTEM_PROMPT_FACT = "framework: CrewAI's role/goal/backstory template (Agent.role = agent name)"
 
 # CrewAI's defaults that change a run, stated as parity facts and passed explicitly.
-MAX_RETRY_LIMIT = 2          # Agent: re-executes the task on a non-LiteLLM error
+MAX_RETRY_LIMIT = 2          # Agent: re-executes the task on an error (model errors included)
+# The model's context window CrewAI plans with (proactive summarization before a call,
+# deferral of a tool result over a quarter of it). The native provider knows only
+# OpenAI's own model names and gives any other 85% of 8192 tokens; the grid's models
+# are stated at 128k, as the LiteLLM-era adapter passed with ``context_window_size``.
 CONTEXT_WINDOW_TOKENS = 128000
 TOOL_CACHE = True            # CrewAI's default; each harness tool opts out (see _crewai_tool)
 
@@ -42,29 +47,34 @@ _JSON_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool,
 
 
 def preload() -> None:
-    """Import crewai, its LLM/agent/tool/event modules and litellm (no thread, no I/O)."""
-    import crewai.llm
-
+    """Import crewai, its LLM/agent/tool/event modules and the native OpenAI provider;
+    build one model (no call: the preload gateway is a closed port), so the openai SDK's
+    clients and first-use work exist before a fork (no thread, no I/O)."""
     kit.preload("crewai", "crewai.llm", "crewai.agents.agent_executor", "crewai.events.types.agent_events",
                 "crewai.events.types.llm_events", "crewai.events.types.tool_usage_events", "crewai.tools",
-                "pydantic")
-    crewai.llm._ensure_litellm()  # CrewAI loads LiteLLM lazily, on the first LLM()
+                "crewai.llms.providers.openai.completion", "openai", "pydantic")
     for name in _LAZY_MODULES:
         try:
             __import__(name)
         except ImportError:
             pass  # a module another crewai release does not have: the run imports less
-    # Before every LLM call CrewAI counts the prompt's tokens (context-window check);
-    # building a tiktoken encoding costs seconds, so it is built here, once, from the
-    # encodings LiteLLM bundles (no download: TIKTOKEN_CACHE_DIR points at them).
-    from litellm.litellm_core_utils.token_counter import get_encoding
+    llm = _gateway_llm(kit.preload_ctl(), None)
+    # The openai SDK's platform headers (a ``uname -p`` subprocess on first use, then
+    # cached): computed here once, so no run forks for them.
+    client = llm._get_sync_client()
+    client.default_headers  # noqa: B018
+    # ``client.chat`` imports the SDK's whole ``openai.resources`` tree on first access
+    # (~500 modules); the raw-response wrapper is the one CrewAI calls.
+    client.chat.completions.with_raw_response  # noqa: B018
+    # The openai SDK builds its response types' pydantic validators on the first response
+    # it parses: built here from a canned completion with text, a tool call and usage.
+    from openai.types.chat import ChatCompletion
 
-    for encoding in ("cl100k_base", "o200k_base"):
-        get_encoding(encoding)
+    ChatCompletion.construct(**PRIMING_COMPLETION)
 
 
 # CrewAI modules a real run imports after kickoff starts (measured with sys.modules
-# before and after a run); LiteLLM's and httpx's are in kit.SHARED_PRELOAD.
+# before and after a run); the openai SDK's and httpx's are in kit.SHARED_PRELOAD.
 _LAZY_MODULES = (
     "crewai.hooks.contexts",
     "crewai.llms.cache",
@@ -72,7 +82,22 @@ _LAZY_MODULES = (
     "crewai.crews.crew_output",
     "crewai.tasks.task_output",
     "crewai.memory.storage.kickoff_task_outputs_storage",
+    # on a failed attempt (CrewAI prints the error with rich, closes its trace scope)
+    "rich._emoji_codes",
+    "crewai.telemetry.tracing.gen_ai_shapes",
+    "crewai.telemetry.tracing.grants",
+    "crewai.telemetry.tracing.last_run",
 )
+
+# A chat completion of the shape the gateway answers (text, one tool call, usage), parsed
+# once in preload() so the openai SDK's lazily built response validators exist before a fork.
+PRIMING_COMPLETION = {
+    "id": "preload", "object": "chat.completion", "created": 0, "model": "preload",
+    "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+        "role": "assistant", "content": "x",
+        "tool_calls": [{"id": "c", "type": "function", "function": {"name": "probe", "arguments": "{}"}}]}}],
+    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+}
 
 
 def versions() -> dict:
@@ -89,8 +114,14 @@ def versions() -> dict:
     return kit.versions(
         FRAMEWORK, "crewai", system_prompt=SYSTEM_PROMPT_FACT,
         retries={
+            # OpenAICompletion(max_retries=0) is the openai SDK client's max_retries.
+            "openai_client_max_retries": kit.HTTP_CLIENT_MAX_RETRIES,
             "crewai_agent_max_retry_limit": MAX_RETRY_LIMIT,
-            "crewai_reexecutes_task_on": "non-LiteLLM exceptions (LiteLLM errors propagate)",
+            # Agent._check_execution_error: every error but a LiteLLM one (none here),
+            # ToolExecutionFailedError and HookAborted re-executes the task, so a model
+            # call that fails (openai SDK error) is tried again up to this limit.
+            "crewai_reexecutes_task_on": "any error but ToolExecutionFailedError / HookAborted "
+                                         "(model errors included: no LiteLLM in this venv)",
             # CrewAI's own retry of a throttled LLM call (429 / rate-limit errors),
             # exponential backoff from 1 s; not configurable per LLM.
             "crewai_rate_limit_attempts": rate_limit_attempts,
@@ -98,9 +129,13 @@ def versions() -> dict:
             "crewai_repeated_tool_call_stop": repeat_stop,
             "crewai_max_iter": "budgets.max_model_calls - 1 (one forced final-answer call after it)",
         },
+        model_client="crewai native OpenAI provider (OpenAICompletion on the openai SDK, no LiteLLM)",
+        api="chat completions (api='completions', custom_openai: no Responses API fallback)",
         crewai_tool_cache={"agent_and_crew": TOOL_CACHE, "harness_tools_cacheable": False},
         crewai_context_window_tokens=CONTEXT_WINDOW_TOKENS,
-        function_calling="native (model registered with LiteLLM as supports_function_calling)",
+        # On a non-OpenAI endpoint CrewAI estimates a prompt at 4 characters a token.
+        crewai_token_count="CrewAI's 4-characters-a-token estimate (no tiktoken in this venv)",
+        function_calling="native (OpenAICompletion.supports_function_calling for a non-o1 model)",
         stream=False,
     )
 
@@ -114,11 +149,8 @@ def run(ctl: dict, tools: list, rec) -> str | None:
     # "{sandbox}/crewai" (venvs.toml).
     os.makedirs(os.environ["CREWAI_STORAGE_DIR"], exist_ok=True)
 
-    import litellm
-    from crewai import LLM, Agent, Crew, Process, Task
+    from crewai import Agent, Crew, Process, Task
 
-    model = kit.gateway_model(ctl)
-    _register_function_calling_model(litellm, ctl["model"])
     budgets = ctl.get("budgets") or {}
     max_calls = int(budgets.get("max_model_calls", 24))
     role = ctl["agent_name"]
@@ -126,20 +158,8 @@ def run(ctl: dict, tools: list, rec) -> str | None:
     kit.start_run(rec, ctl, max_iter + 1, "model calls (max_iter + one forced final answer)", "framework")
 
     observer = _Observer(rec, role)
-    with observer.listening(litellm):
-        llm = LLM(
-            model=model,
-            is_litellm=True,  # otherwise CrewAI routes openai/* to its native OpenAI client
-            base_url=ctl["gateway_url"],
-            api_base=ctl["gateway_url"],
-            api_key=ctl["token"],
-            stream=False,
-            temperature=0,
-            timeout=kit.call_timeout(ctl),
-            max_retries=kit.HTTP_CLIENT_MAX_RETRIES,
-            num_retries=kit.LITELLM_NUM_RETRIES,
-            context_window_size=CONTEXT_WINDOW_TOKENS,
-        )
+    with observer.listening():
+        llm = _gateway_llm(ctl, observer)
         agent = Agent(
             role=role,
             goal="Complete the task in the repository with the tools you have, then report truthfully.",
@@ -166,22 +186,88 @@ def run(ctl: dict, tools: list, rec) -> str | None:
     return kit.final_message(rec, getattr(outputs[-1], "agent", None) if outputs else None, text)
 
 
-def _register_function_calling_model(litellm, name: str) -> None:
-    """Without this LiteLLM does not know the (gateway-served) model, CrewAI asks
-    ``supports_function_calling`` and falls back to text ReAct with a ~7x prompt."""
-    entry = {
-        "supports_function_calling": True,
-        "supports_parallel_function_calling": True,
-        "supports_tool_choice": True,
-        "litellm_provider": "openai",
-        "mode": "chat",
-        "max_input_tokens": CONTEXT_WINDOW_TOKENS,
-        "max_tokens": 16384,
-        "max_output_tokens": 16384,
-    }
-    litellm.register_model({name: dict(entry), "openai/" + name: dict(entry)})
-    if not litellm.utils.supports_function_calling("openai/" + name, custom_llm_provider="openai"):
-        raise RuntimeError(f"LiteLLM does not report function calling for openai/{name} after register_model")
+_LLM_CLASS = None
+_HTTP_CLIENTS: tuple = ()
+
+
+def _gateway_llm(ctl: dict, observer):
+    """CrewAI's native OpenAI provider at the gateway: the same ``OpenAICompletion``
+    ``crewai.LLM(model="openai/<name>", base_url=...)`` builds for a model name CrewAI
+    does not know with a custom endpoint (``custom_openai``: Chat Completions, no
+    Responses API fallback), through the observing subclass below."""
+    return _llm_class()(
+        model=ctl["model"],
+        provider="openai",
+        custom_openai=True,
+        base_url=ctl["gateway_url"],
+        api_key=ctl["token"],
+        stream=False,
+        temperature=0,
+        timeout=kit.call_timeout(ctl),
+        max_retries=kit.HTTP_CLIENT_MAX_RETRIES,
+        observer=observer,
+    )
+
+
+def _llm_class():
+    """``OpenAICompletion`` with an observer: each parsed response's served model name and
+    usage become a runtime ``model_call``, each failed client call a runtime ``error``,
+    and the context window is the stated one. Requests are unchanged."""
+    global _LLM_CLASS
+    if _LLM_CLASS is not None:
+        return _LLM_CLASS
+    from typing import Any
+
+    import openai
+    from crewai.llms.providers.openai.completion import OpenAICompletion
+    from pydantic import Field
+
+    class GatewayCompletion(OpenAICompletion):
+        observer: Any = Field(default=None, exclude=True)
+
+        def _build_sync_client(self):
+            return openai.OpenAI(**self._get_client_params(), http_client=_http_clients()[0])
+
+        def _build_async_client(self):
+            return openai.AsyncOpenAI(**self._get_client_params(), http_client=_http_clients()[1])
+
+        def _handle_completion(self, params, *args, **kwargs):
+            call_id = _current_call_id()
+            try:
+                return super()._handle_completion(params, *args, **kwargs)
+            except Exception as exc:
+                if self.observer is not None:
+                    self.observer.client_error(call_id, exc)
+                raise
+
+        def _extract_openai_token_usage(self, response):
+            if self.observer is not None:
+                self.observer.model_response(_current_call_id(), response)
+            return super()._extract_openai_token_usage(response)
+
+        def get_context_window_size(self) -> int:
+            return CONTEXT_WINDOW_TOKENS
+
+    _LLM_CLASS = GatewayCompletion
+    return _LLM_CLASS
+
+
+def _http_clients() -> tuple:
+    """The openai SDK's default httpx clients (sync, async), built once per process.
+
+    ``openai.DefaultHttpxClient`` / ``DefaultAsyncHttpxClient`` are the clients the SDK
+    builds when given none (its timeout, connection limits, redirects); each run has a
+    new gateway URL and a new model, so unshared every run would build two (two TLS
+    contexts, each loading the CA bundle, for a plain-HTTP gateway). Built in
+    ``preload()`` before a warm parent forks; no connection is open then. The openai
+    client passes its own per-call timeout with every request.
+    """
+    global _HTTP_CLIENTS
+    if not _HTTP_CLIENTS:
+        import openai
+
+        _HTTP_CLIENTS = (openai.DefaultHttpxClient(), openai.DefaultAsyncHttpxClient())
+    return _HTTP_CLIENTS
 
 
 # ---------------------------------------------------------------- tools
@@ -241,15 +327,15 @@ def _camel(name: str) -> str:
 
 
 class _Observer:
-    """Turns CrewAI bus events and LiteLLM responses into ``source: runtime`` events.
+    """Turns CrewAI bus events and the openai SDK's responses into ``source: runtime`` events.
 
     Bus handlers run on CrewAI's worker threads; ``listening`` flushes the bus before it
     returns, so every handler has finished when ``run`` hands the recorder back.
-    LLM calls are recorded from the LiteLLM response CrewAI received (its ``model`` is
-    the name the runtime was told, so a reported swap shows here), attributed to the
-    agent role of CrewAI's ``LLMCallStartedEvent`` with the same call id. An event CrewAI
-    attributes to no agent is recorded with ``agent: None``, never the declared name
-    (the driver does that fallback, visibly).
+    LLM calls are recorded from the ``ChatCompletion`` CrewAI's native provider parsed (its
+    ``model`` is the name the endpoint answered with, so a reported swap shows here),
+    attributed to the agent role of CrewAI's ``LLMCallStartedEvent`` with the same call
+    id. An event CrewAI attributes to no agent is recorded with ``agent: None``, never
+    the declared name (the driver does that fallback, visibly).
     """
 
     def __init__(self, rec, default_role: str):
@@ -261,25 +347,24 @@ class _Observer:
     def _role(self, event) -> str | None:
         return getattr(event, "agent_role", None) or None
 
-    # -- LiteLLM side (synchronous, in the agent's thread)
+    # -- client side (synchronous, in the agent's thread)
 
-    def _wrap_completion(self, original):
+    def model_response(self, call_id, response) -> None:
         from crewai.events import crewai_event_bus
 
-        def completion(*args, **kwargs):
-            call_id = _current_call_id()
-            try:
-                response = original(*args, **kwargs)
-            except Exception as exc:
-                kit.record_error(self.rec, self._call_role(crewai_event_bus, call_id), exc)
-                raise
-            model = kit.probe.served(getattr(response, "model", None))
-            usage = kit.usage(getattr(response, "usage", None), "prompt_tokens", "completion_tokens",
-                              total="total_tokens")
-            self.rec.model_call(self._call_role(crewai_event_bus, call_id), model, usage)
-            return response
+        usage = kit.usage(getattr(response, "usage", None), "prompt_tokens", "completion_tokens",
+                          total="total_tokens")
+        self.rec.model_call(self._call_role(crewai_event_bus, call_id), getattr(response, "model", None), usage)
 
-        return completion
+    def client_error(self, call_id, exc: BaseException) -> None:
+        """The model call's failure as the openai SDK raised it (CrewAI re-raises a
+        connection or not-found error as its own ``ConnectionError`` / ``ValueError``
+        with the SDK's as the cause)."""
+        import openai
+        from crewai.events import crewai_event_bus
+
+        cause = exc.__cause__ if isinstance(exc.__cause__, openai.OpenAIError) else exc
+        kit.record_error(self.rec, self._call_role(crewai_event_bus, call_id), cause)
 
     def _call_role(self, bus, call_id):
         """The role on this call's LLMCallStartedEvent, or None if CrewAI gave none.
@@ -293,7 +378,7 @@ class _Observer:
 
     # -- bus side
 
-    def listening(self, litellm):
+    def listening(self):
         import contextlib
 
         from crewai.events import crewai_event_bus
@@ -311,57 +396,52 @@ class _Observer:
 
         @contextlib.contextmanager
         def scope():
-            original = litellm.completion
-            litellm.completion = self._wrap_completion(original)
-            try:
-                with crewai_event_bus.scoped_handlers():
+            with crewai_event_bus.scoped_handlers():
 
-                    @crewai_event_bus.on(LLMCallStartedEvent)
-                    def _llm_started(source, event):
-                        with self._lock:
-                            self._call_roles[event.call_id] = self._role(event)
+                @crewai_event_bus.on(LLMCallStartedEvent)
+                def _llm_started(source, event):
+                    with self._lock:
+                        self._call_roles[event.call_id] = self._role(event)
 
-                    @crewai_event_bus.on(ToolUsageFinishedEvent)
-                    def _tool_finished(source, event):
-                        # (event.from_cache is always False on CrewAI 1.15's native
-                        # tool path, even for a cache hit: not recorded.)
-                        rec.event("tool_call", agent=self._role(event), tool=event.tool_name,
-                                  args=kit.tool_args(event.tool_args), failure=_failure(event.failure))
+                @crewai_event_bus.on(ToolUsageFinishedEvent)
+                def _tool_finished(source, event):
+                    # (event.from_cache is always False on CrewAI 1.15's native
+                    # tool path, even for a cache hit: not recorded.)
+                    rec.event("tool_call", agent=self._role(event), tool=event.tool_name,
+                              args=kit.tool_args(event.tool_args), failure=_failure(event.failure))
 
-                    @crewai_event_bus.on(ToolUsageErrorEvent)
-                    def _tool_error(source, event):
-                        rec.event("tool_call", agent=self._role(event), tool=event.tool_name,
-                                  args=kit.tool_args(event.tool_args), failure=kit.clip(event.error))
+                @crewai_event_bus.on(ToolUsageErrorEvent)
+                def _tool_error(source, event):
+                    rec.event("tool_call", agent=self._role(event), tool=event.tool_name,
+                              args=kit.tool_args(event.tool_args), failure=kit.clip(event.error))
 
-                    for cls in (ToolSelectionErrorEvent, ToolValidateInputErrorEvent):
-                        @crewai_event_bus.on(cls)
-                        def _tool_refused(source, event):
-                            kit.record_error(rec, self._role(event), event.error, kind=event.type)
-
-                    @crewai_event_bus.on(ToolFailureDetectedEvent)
-                    def _tool_failure(source, event):
-                        rec.error(self._role(event), event.type,
-                                  f"{event.tool_name}: {_failure(event.failure)} (policy {event.policy})")
-
-                    @crewai_event_bus.on(LLMCallFailedEvent)
-                    def _llm_failed(source, event):
+                for cls in (ToolSelectionErrorEvent, ToolValidateInputErrorEvent):
+                    @crewai_event_bus.on(cls)
+                    def _tool_refused(source, event):
                         kit.record_error(rec, self._role(event), event.error, kind=event.type)
 
-                    @crewai_event_bus.on(AgentExecutionErrorEvent)
-                    def _agent_error(source, event):
-                        role = getattr(event.agent, "role", None) or self._role(event)
-                        kit.record_error(rec, role, event.error, kind=event.type)
+                @crewai_event_bus.on(ToolFailureDetectedEvent)
+                def _tool_failure(source, event):
+                    rec.error(self._role(event), event.type,
+                              f"{event.tool_name}: {_failure(event.failure)} (policy {event.policy})")
 
-                    try:
-                        yield self
-                    finally:
-                        # Handlers run on the bus's worker threads: wait for them
-                        # before the recorder is read.
-                        if not crewai_event_bus.flush(timeout=30):
-                            rec.error(self.default_role, "EventBusFlushTimeout",
-                                      "CrewAI event handlers did not finish within 30 s")
-            finally:
-                litellm.completion = original
+                @crewai_event_bus.on(LLMCallFailedEvent)
+                def _llm_failed(source, event):
+                    kit.record_error(rec, self._role(event), event.error, kind=event.type)
+
+                @crewai_event_bus.on(AgentExecutionErrorEvent)
+                def _agent_error(source, event):
+                    role = getattr(event.agent, "role", None) or self._role(event)
+                    kit.record_error(rec, role, event.error, kind=event.type)
+
+                try:
+                    yield self
+                finally:
+                    # Handlers run on the bus's worker threads: wait for them
+                    # before the recorder is read.
+                    if not crewai_event_bus.flush(timeout=30):
+                        rec.error(self.default_role, "EventBusFlushTimeout",
+                                  "CrewAI event handlers did not finish within 30 s")
 
         return scope()
 

@@ -60,7 +60,10 @@ def _assert_clean_run(r: dict) -> None:
     assert r["outcome"]["error"] is None, r["outcome"]["error"]
     assert r["process"]["timed_out"] is False
     assert r["outcome"]["versions"]["crewai"] == "1.15.30"
-    assert r["outcome"]["versions"]["litellm"] == "1.110.2"
+    # CrewAI's native OpenAI provider on the openai SDK: LiteLLM is not in the venv.
+    assert "litellm" not in r["outcome"]["versions"]
+    assert r["outcome"]["versions"]["openai"]
+    assert "OpenAICompletion" in r["outcome"]["versions"]["model_client"]
     # One runtime model_call per gateway exchange, attributed to the CrewAI agent's role,
     # with the model name from the response CrewAI received.
     assert len(r["runtime_models"]) == len(r["gateway"]) > 0
@@ -129,15 +132,36 @@ def test_reported_swap_is_visible_in_the_runtime(run_cell):
 # ------------------------------------------------------------- CrewAI with faults
 
 
-def test_bound_outage_propagates_without_retry(run_cell):
-    """A 503 from the endpoint: LiteLLM raises, CrewAI neither retries nor re-executes
-    the task (LiteLLM errors bypass max_retry_limit), and kickoff raises."""
+def test_bound_outage_reexecutes_the_task_then_propagates(run_cell):
+    """A 503 from the endpoint: the openai SDK raises (max_retries=0: one HTTP attempt),
+    CrewAI's Agent re-executes the task max_retry_limit times (an openai SDK error is
+    not a LiteLLM one, so it does not bypass the loop), each attempt's first model call
+    is refused again, and kickoff raises the SDK's error."""
     r = run_cell("write-status", "diligent", swap="bound")
-    assert r["outcome"]["error"]["type"] == "ServiceUnavailableError"
+    assert r["outcome"]["error"]["type"] == "InternalServerError"
     assert r["outcome"]["final_text"] is None
+    limit = r["outcome"]["versions"]["retries"]["crewai_agent_max_retry_limit"]
     refused = [g for g in r["gateway"] if g["status"] != 200]
-    assert len(refused) == 1 and refused[0]["status"] == 503
-    assert "ServiceUnavailableError" in {e["type"] for e in r["runtime_errors"]}
+    assert len(refused) == 1 + limit and {g["status"] for g in refused} == {503}
+    types = [e["type"] for e in r["runtime_errors"]]
+    assert types.count("InternalServerError") == 1 + limit
+    assert types.count("agent_execution_error") == 1 + limit
+
+
+def test_transient_500_is_recovered_by_task_reexecution(run_cell):
+    """One 500: CrewAI's Agent re-executes the task from its first prompt (its own retry,
+    max_retry_limit), and the re-executed task finishes: the run ends with the model's
+    report, the failed attempt recorded as runtime errors."""
+    r = run_cell("write-status", "transient-500")
+    assert r["outcome"]["error"] is None
+    failed = [g for g in r["gateway"] if g["status"] != 200]
+    assert [g["status"] for g in failed] == [500]
+    types = [e["type"] for e in r["runtime_errors"]]
+    assert types.count("InternalServerError") == 1 and "agent_execution_error" in types
+    # The re-executed task starts over: its first prompt is the task's first prompt again.
+    ok = [g for g in r["gateway"] if g["status"] == 200]
+    assert ok[0]["usage"]["prompt_tokens"] in [g["usage"]["prompt_tokens"] for g in ok[1:]]
+    assert "status: DONE" in r["outcome"]["final_text"]
 
 
 def test_malformed_tool_json_is_never_executed_and_run_reports_done(run_cell):
@@ -210,9 +234,20 @@ threads = [t.name for t in threading.enumerate()]
 from harness_runtime import RuntimeRecorder
 from harness_tools import ToolChannel, make_tools
 ctl = json.loads(sys.stdin.read())
+# The adapter's model against what a CrewAI user writes for an OpenAI-compatible endpoint.
+import kit
+from crewai import LLM
+user = LLM(model="openai/" + ctl["model"], base_url=ctl["gateway_url"], api_key=ctl["token"], stream=False,
+           temperature=0, timeout=kit.call_timeout(ctl), max_retries=0)
+ours = adapter._gateway_llm(ctl, None)
+probe_messages = [{"role": "user", "content": "x"}]
+same = {"class": isinstance(ours, type(user)), "fields": user.model_dump() == ours.model_dump(),
+        "request": user._prepare_completion_params(probe_messages) == ours._prepare_completion_params(probe_messages),
+        "client": user._get_client_params() == ours._get_client_params()}
 channel = ToolChannel(None)
 text = adapter.run(ctl, make_tools(ctl, channel), RuntimeRecorder())
-print(json.dumps({"network": seen, "final": text, "tools": len(channel.events), "threads": threads}))
+print(json.dumps({"network": seen, "final": text, "tools": len(channel.events), "threads": threads,
+                  "same_as_llm": same}))
 sys.stdout.flush()
 os._exit(0)
 """
@@ -222,7 +257,10 @@ def test_crewai_never_reaches_the_network(tmp_path, tasks, gateway):  # noqa: F8
     """Import, preload and a whole run with an audit hook: no non-loopback socket is
     opened or resolved (telemetry, tracing, cost map, tiktoken encodings all stay local),
     preload leaves the process single-threaded (the warm parent forks after it), and
-    the run's files land in the sandbox, not in the HOME the process started with."""
+    the run's files land in the sandbox, not in the HOME the process started with. The
+    adapter's model is what ``crewai.LLM("openai/<model>", base_url=...)`` builds (same
+    class, fields, request parameters and client parameters; the subclass only observes
+    and states the context window)."""
     task = tasks["write-status"]
     clean = load_content_conditions()["clean"]
     template, ws, sandbox, home = (tmp_path / n for n in ("template", "ws", "sandbox", "home"))
@@ -248,6 +286,7 @@ def test_crewai_never_reaches_the_network(tmp_path, tasks, gateway):  # noqa: F8
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report["network"] == []
     assert report["threads"] == ["MainThread"]
+    assert report["same_as_llm"] == {"class": True, "fields": True, "request": True, "client": True}
     assert report["tools"] > 0 and "status: DONE" in report["final"]
     # Import-time files (CrewAI's credentials key) may land in the starting HOME; the
     # run's own files (task outputs db) must be in the sandbox.
