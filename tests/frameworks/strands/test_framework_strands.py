@@ -104,6 +104,8 @@ def test_looper_is_stopped_by_the_gateway_budget_and_the_error_propagates(run_ce
     statuses = [e["status"] for e in r["gateway"]]
     assert statuses.count(429) == attempts and statuses[-attempts:] == [429] * attempts
     assert r["outcome"]["final_text"] is None
-    assert "ModelThrottledException" in r["outcome"]["error"]["type"] + r["outcome"]["error"]["message"]
+    # Strands wraps the last refusal's ModelThrottledException in its EventLoopException.
+    assert r["outcome"]["error"]["type"] == "EventLoopException"
+    assert "model_call_budget_exhausted" in r["outcome"]["error"]["message"]
     errors = [e["type"] for e in r["outcome"]["events"] if e["kind"] == "error"]
     assert errors == ["ModelThrottledException"] * attempts
