@@ -5,10 +5,13 @@ Contract (docs/CONTRACTS.md, "Adapter contract"): ``FRAMEWORK``, ``preload()``,
 
 How a run is built, all with Strands' own parts:
 
-- model: ``strands.models.litellm.LiteLLMModel`` pointed at the harness gateway
-  (``api_base`` = ``ctl["gateway_url"]``, ``api_key`` = the run token, model id
-  ``"openai/" + ctl["model"]``), streaming as Strands does by default (SSE with usage
-  chunks, ``stream_options.include_usage``);
+- model: ``strands.models.openai.OpenAIModel`` (Strands' OpenAI provider, on the openai
+  SDK; no LiteLLM in this venv) pointed at the harness gateway through one
+  ``openai.AsyncOpenAI`` per run (``base_url`` = ``ctl["gateway_url"]``, ``api_key`` = the
+  run token, ``max_retries`` 0, ``timeout`` = the per-call deadline; ``model_id`` = the
+  gateway's model name; see ``_client`` for why a client and not ``client_args``), Chat
+  Completions, streaming as Strands does by default (SSE with usage chunks,
+  ``stream_options.include_usage``);
 - tools: each harness tool becomes a ``strands.tools.PythonAgentTool`` whose spec is the
   harness tool's JSON schema and whose function calls the harness tool with the JSON
   arguments the model sent;
@@ -18,23 +21,27 @@ How a run is built, all with Strands' own parts:
 
 What Strands does not expose, and what is recorded instead:
 
-- Strands drops the ``model`` field of LiteLLM's responses (neither its stream events
-  nor ``AfterModelCallEvent`` carry it). The kit's probe wraps ``litellm.acompletion``
-  (the call ``LiteLLMModel`` makes) to note the model name on the response/chunks LiteLLM hands
-  to Strands (for streams, LiteLLM's ``provider_response_model`` hidden param: it rewrites
-  each chunk's ``model`` to the requested name), and ``model_call`` events carry that
-  name: a "reported" swap is visible in the runtime channel, a "silent" one is not. Only
-  if no response carried a name does the event fall back to the configured model.
+- Strands drops the ``model`` field of the responses (neither its stream events nor
+  ``AfterModelCallEvent`` carry it). The run's client's ``chat.completions.create`` (the
+  one call ``OpenAIModel.stream`` makes) is wrapped to note the ``model`` of the
+  completion or of each stream chunk the endpoint sent (``kit.probe``), requests and
+  responses unchanged. ``model_call`` events carry that name: a "reported"
+  swap is visible in the runtime channel, a "silent" one is not. Only if no response
+  carried a name does the event fall back to the configured model.
 - Strands has no limit on event-loop cycles. The budget ``max_model_calls`` is enforced
   by the gateway (it refuses with HTTP 429 once spent); what Strands does with that
   refusal is the framework's own behaviour and is part of the result.
 
 Retries are fixed, not left to defaults, because they change what a run sends to the
-gateway: LiteLLM ``num_retries=0`` (which also sets the OpenAI client's ``max_retries``
-to 0; LiteLLM's default would be 2 silent client retries). Strands' own
-``ModelRetryStrategy`` is left at its default (6 attempts, 4 s initial delay, 240 s
-cap); it only retries ``ModelThrottledException``, which ``LiteLLMModel`` never raises
-(a 429 surfaces as ``litellm.RateLimitError``), so in practice it does not retry.
+gateway: the openai client's ``max_retries`` is 0 (its default would be 2 silent client
+retries). Strands' own ``ModelRetryStrategy`` is kept at its default (6 attempts, 4 s
+initial delay doubling, 240 s cap: waits of 4, 8, 16, 32 and 64 s); it retries
+``ModelThrottledException``, which ``OpenAIModel`` raises for any 429
+(``strands/models/_openai_errors.py``, ``classify_openai_error``: status 429 or a
+rate-limit phrase in the message). So a transient 429 is retried after 4 s, and the
+gateway's budget refusal (a 429 too) is retried five times, 124 s of waiting, before the
+run raises (venvs.toml ``retry_backoff_s``). Each refused attempt is a runtime ``error``
+event (``AfterModelCallEvent`` with the exception).
 Tools run with ``SequentialToolExecutor`` (Strands' default runs a response's tool calls
 concurrently in threads), so that the harness tool layer's before/after workspace
 snapshots of one call are not interleaved with another's.
@@ -49,12 +56,31 @@ FRAMEWORK = "strands"
 TOOL_EXECUTOR = "sequential"
 
 
+# A stream chunk of the shape the gateway sends (text, one tool call, usage), parsed once in
+# preload() so the openai SDK's lazily built response types exist before a fork.
+PRIMING_CHUNK = {
+    "id": "preload", "object": "chat.completion.chunk", "created": 0, "model": "preload",
+    "choices": [{"index": 0, "finish_reason": "tool_calls", "delta": {
+        "role": "assistant", "content": "x",
+        "tool_calls": [{"index": 0, "id": "c", "type": "function", "function": {"name": "probe", "arguments": "{}"}}]}}],
+    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+}
+
+
 def preload() -> None:
     """Import every module a run loads (kit's shared list + Strands'), so a child forked
     from a warm parent imports nothing heavy; then build one throwaway agent (no model
-    call): Strands and LiteLLM import further modules lazily on first construction."""
-    kit.preload("strands", "strands.hooks", "strands.models.litellm", "strands.tools", "strands.tools.executors")
+    call): Strands imports further modules lazily on first construction. The openai SDK's
+    first-use work is done here too: its platform headers (a ``uname -p`` subprocess on
+    first use, then cached for the process) and its chunk type. Opens no socket, starts no
+    thread."""
+    kit.preload("strands", "strands.hooks", "strands.models.openai", "strands.tools", "strands.tools.executors")
     _build_agent(ctl=kit.preload_ctl(), tools=[], rec=None)
+    from openai._models import construct_type
+    from openai.types.chat import ChatCompletionChunk
+
+    _client(kit.preload_ctl()).default_headers  # noqa: B018  (cached for the process)
+    construct_type(type_=ChatCompletionChunk, value=PRIMING_CHUNK)
 
 
 def versions() -> dict:
@@ -66,9 +92,11 @@ def versions() -> dict:
         retries={"strands_model_retry": {
             "strategy": "ModelRetryStrategy (default)", "max_attempts": MAX_ATTEMPTS,
             "initial_delay_s": INITIAL_DELAY, "max_delay_s": MAX_DELAY,
-            "retries_on": "ModelThrottledException (not raised by LiteLLMModel)"}},
-        streaming=True, tool_executor=TOOL_EXECUTOR, max_model_calls_enforced_by="gateway",
-        runtime_model_name="litellm response (Strands drops it; kit probe at litellm.acompletion)",
+            "retries_on": "ModelThrottledException (OpenAIModel raises it for any HTTP 429)"},
+            "openai_max_retries": kit.HTTP_CLIENT_MAX_RETRIES},
+        model_client="strands OpenAIModel (openai SDK AsyncOpenAI, one client per run; no LiteLLM)",
+        api="chat completions", streaming=True, tool_executor=TOOL_EXECUTOR, max_model_calls_enforced_by="gateway",
+        runtime_model_name="response model field (Strands drops it; noted at the call's chat.completions.create)",
     )
 
 
@@ -88,16 +116,21 @@ def run(ctl: dict, tools: list, rec) -> str | None:
 # -- building blocks ---------------------------------------------------------------------
 
 
+def _client_args(ctl: dict) -> dict:
+    """The ``openai.AsyncOpenAI`` arguments: the gateway, the run token, no client retry,
+    the per-call deadline."""
+    return {"base_url": ctl["gateway_url"], "api_key": ctl["token"],
+            "max_retries": kit.HTTP_CLIENT_MAX_RETRIES, "timeout": kit.call_timeout(ctl)}
+
+
 def _build_agent(ctl: dict, tools: list, rec):
     from strands import Agent
-    from strands.models.litellm import LiteLLMModel
+    from strands.models.openai import OpenAIModel
     from strands.tools.executors import SequentialToolExecutor
 
-    model = LiteLLMModel(
-        client_args={"api_key": ctl["token"], "api_base": ctl["gateway_url"]},
-        model_id=kit.gateway_model(ctl),
-        params={"num_retries": kit.LITELLM_NUM_RETRIES, "timeout": kit.call_timeout(ctl)},
-    )
+    # The gateway's own model name (no LiteLLM provider prefix), as the other openai-SDK
+    # adapters pass it; no params: the request is the one Strands builds.
+    model = OpenAIModel(client=_client(ctl), model_id=ctl["model"], params={})
     hooks = [_RuntimeHooks(rec, runtime_model=ctl["model"])] if rec is not None else []
     return Agent(
         name=ctl["agent_name"],
@@ -108,6 +141,73 @@ def _build_agent(ctl: dict, tools: list, rec):
         hooks=hooks,
         tool_executor=SequentialToolExecutor(),
     )
+
+
+_SSL_CONTEXT = None
+
+
+def _ssl_context():
+    """httpx's default TLS context (the CA bundle loaded), built once per process.
+
+    Every httpx client builds its own when given none: about 30 ms of CPU each on this
+    machine, for a plain-HTTP gateway. Built in ``preload()`` before a warm parent forks.
+    """
+    global _SSL_CONTEXT
+    if _SSL_CONTEXT is None:
+        import httpx
+
+        _SSL_CONTEXT = httpx.create_ssl_context()
+    return _SSL_CONTEXT
+
+
+def _client(ctl: dict):
+    """The run's ``openai.AsyncOpenAI``: ``_client_args(ctl)`` on the openai SDK's default
+    httpx client (``DefaultAsyncHttpxClient``: its timeout, limits and redirects) with the
+    process's TLS context, its ``chat.completions.create`` noting the served model name.
+
+    Given to ``OpenAIModel(client=...)``, Strands' documented way to bring a client ("reusing
+    connection pools within a single event loop", "pointing to custom model gateways"): one
+    run is one ``Agent`` invocation, one event loop. Given ``client_args`` instead,
+    ``OpenAIModel`` builds and closes a new ``AsyncOpenAI`` for every model call
+    (``_get_client``), each with its own httpx client and TLS context (about 46 ms of CPU
+    per call, measured); requests are the same either way.
+    """
+    import openai
+
+    client = openai.AsyncOpenAI(**_client_args(ctl), http_client=openai.DefaultAsyncHttpxClient(verify=_ssl_context()))
+    completions = client.chat.completions
+    create = completions.create
+
+    async def noting_create(*args, **kwargs):
+        kit.probe.reset()
+        response = await create(*args, **kwargs)
+        if kwargs.get("stream"):
+            return _NotingStream(response)
+        kit.probe.note(response)
+        return response
+
+    completions.create = noting_create
+    return client
+
+
+class _NotingStream:
+    """The openai SDK's stream unchanged, noting each chunk's ``model`` (a usage-only chunk
+    without one keeps the name already seen). One iterator over the one stream: Strands
+    iterates it twice (to the finish reason, then to the usage chunk)."""
+
+    def __init__(self, stream):
+        self._stream, self._it = stream, stream.__aiter__()
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        chunk = await self._it.__anext__()
+        kit.probe.note(chunk)
+        return chunk
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
 
 
 def _native_tool(harness_tool):

@@ -7,15 +7,23 @@ parent) against ``claimgrid.gateway.Gateway``; the workspace is built with
 
 from __future__ import annotations
 
-
 import pytest
 
-from tests.framework_support import (assert_no_tool_calls, assert_read_only, assert_runtime_matches_harness,  # noqa: F401
-                                     assert_task_tests_pass, gateway, make_run_cell, warm_launcher)
+from claimgrid.inputs.venvs import load_venvs
+from tests.framework_support import (  # noqa: F401
+    assert_no_tool_calls,
+    assert_read_only,
+    assert_runtime_matches_harness,
+    assert_task_tests_pass,
+    gateway,
+    make_run_cell,
+    warm_launcher,
+)
 
 pytestmark = pytest.mark.frameworks
 
-TIMEOUT_S = 120
+# Strands' own throttling retry is kept (venvs.toml retry_backoff_s): the deadline allows for it.
+TIMEOUT_S = 120 + load_venvs()["strands"].retry_backoff_s
 
 
 @pytest.fixture(scope="module")
@@ -73,8 +81,9 @@ def test_reader_only_reads(run_cell):
 
 @pytest.mark.parametrize("swap", ["reported", "silent"])
 def test_runtime_model_name_is_what_responses_said(run_cell, swap):
-    """Strands drops the response model; the adapter reads it from LiteLLM, so a reported
-    swap shows in the runtime channel and a silent one does not (only the gateway knows)."""
+    """Strands drops the response model; the adapter reads it from each call's openai
+    response, so a reported swap shows in the runtime channel and a silent one does not
+    (only the gateway knows)."""
     r = run_cell("fix-float-add", "diligent", swap)
     _assert_clean_run(r)
     told = [e["reported_model"] for e in r["gateway"]]
@@ -84,10 +93,19 @@ def test_runtime_model_name_is_what_responses_said(run_cell, swap):
 
 
 def test_looper_is_stopped_by_the_gateway_budget_and_the_error_propagates(run_cell):
-    """Strands has no cycle limit: the gateway's 429 ends the run, as an error, not a report."""
+    """Strands has no cycle limit: the gateway's 429 ends the run, as an error, not a report.
+    OpenAIModel raises ModelThrottledException on the 429 and Strands' own retry strategy
+    tries it again up to its max_attempts (its back-off is waited out, no client retry
+    underneath): every refused attempt is one gateway exchange and one runtime error."""
     r = run_cell("write-status", "looper")
-    assert [e["status"] for e in r["gateway"]].count(429) == 1  # no hidden client retries
-    assert r["gateway"][-1]["status"] == 429
+    attempts = r["outcome"]["versions"]["retries"]["strands_model_retry"]["max_attempts"]
+    assert attempts > 1
+    assert r["process"]["timed_out"] is False
+    statuses = [e["status"] for e in r["gateway"]]
+    assert statuses.count(429) == attempts and statuses[-attempts:] == [429] * attempts
     assert r["outcome"]["final_text"] is None
-    assert "RateLimitError" in r["outcome"]["error"]["message"]
-    assert [e["type"] for e in r["outcome"]["events"] if e["kind"] == "error"] == ["RateLimitError"]
+    # Strands wraps the last refusal's ModelThrottledException in its EventLoopException.
+    assert r["outcome"]["error"]["type"] == "EventLoopException"
+    assert "model_call_budget_exhausted" in r["outcome"]["error"]["message"]
+    errors = [e["type"] for e in r["outcome"]["events"] if e["kind"] == "error"]
+    assert errors == ["ModelThrottledException"] * attempts
