@@ -43,7 +43,11 @@ HEAD_CPUS, WORKER_CPUS = 1, 2  # Ray's CPU resource of each node: what its gate 
 RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0",
            # a busy 2-core machine starts raylets and their agents slowly (measured: a raylet
            # gave up waiting for its metrics agent's port under a load average of 14)
-           "RAY_raylet_start_wait_time_s": "180", "RAY_agent_register_timeout_ms": "180000"}
+           "RAY_raylet_start_wait_time_s": "180", "RAY_agent_register_timeout_ms": "180000",
+           # ... and its control store marks a node dead after 5 missed 3 s health checks (Ray's
+           # default): a starved raylet was dropped between two tests at a load average of 8-10
+           # (the next grid saw one node). About a minute of misses, for this test cluster.
+           "RAY_health_check_failure_threshold": "20", "RAY_health_check_timeout_ms": "30000"}
 
 
 @pytest.fixture(scope="module")
@@ -172,6 +176,7 @@ def test_ray_honours_a_budget_and_max_inflight_across_nodes(tmp_path, plain_venv
     """The grid's token budget is the driver's: once the finished runs' exchanges reach it, no
     node is sent another cell; --max-inflight caps each node's slots."""
     c, _, _ = cluster
+    c.wait_for_nodes()  # both nodes alive before the grid sizes its slots (raises if Ray lost one)
     out = tmp_path / "budget"
     proc = _grid("run", "--backend", "ray", "--address", c.address, "--venvs", str(plain_venvs),
                  "--out", str(out), "--max-inflight", "1", "--max-tokens", "1", *CELLS)
