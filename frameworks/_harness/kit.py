@@ -83,6 +83,7 @@ import importlib
 import json
 import os
 import subprocess
+import sys
 import threading
 import tomllib
 from importlib import metadata
@@ -281,7 +282,11 @@ def preload_ctl() -> dict:
 
 def preload(*modules: str, shared: bool = True) -> None:
     """Import ``modules`` (each must exist) and ``SHARED_PRELOAD`` (missing ones skipped);
-    configure LiteLLM and install the probe if LiteLLM is present.
+    configure LiteLLM and install the probe if LiteLLM is present. ``shared=False`` (a coding
+    agent's adapter: the agent is another program, started per run) imports neither list's
+    LiteLLM, and configures LiteLLM only if ``modules`` imported it: an agent's venv may hold
+    LiteLLM for the agent's own process (mini-swe-agent), and importing it here cost each
+    adapter process about 6.5 CPU-s and 180 MB for nothing.
 
     Raises RuntimeError if a thread is running afterwards: a warm parent forks children,
     and a forked child inherits only the forking thread (a trace exporter or event-bus
@@ -296,7 +301,7 @@ def preload(*modules: str, shared: bool = True) -> None:
             except ImportError:
                 pass
     global _preloaded
-    if configure_litellm() is not None:
+    if (shared or "litellm" in sys.modules) and configure_litellm() is not None:
         probe.install()
     _preloaded = True
     extra = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
