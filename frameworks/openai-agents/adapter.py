@@ -1,10 +1,14 @@
 """claimgrid adapter for the OpenAI Agents SDK (runs inside ``.venvs/openai-agents``).
 
-Contract: docs/CONTRACTS.md, "Adapter contract"; shared parts from ``kit`` (LiteLLM
-settings, served-model probe, preload list, system prompt, error recording, limits).
+Contract: docs/CONTRACTS.md, "Adapter contract"; shared parts from ``kit`` (preload list,
+system prompt, per-call deadline, error recording, limits).
 
-- model: the SDK's ``LitellmModel`` at the gateway (``openai/<model>``, LiteLLM retries 0,
-  the SDK's runner retries left off: ``ModelSettings.retry`` unset);
+- model: the SDK's own ``OpenAIChatCompletionsModel`` on an ``openai.AsyncOpenAI`` client at
+  the gateway (Chat Completions, the dialect every framework here speaks; ``max_retries=0``,
+  the per-call deadline as ``timeout``; the SDK's runner retries left off:
+  ``ModelSettings.retry`` unset). No LiteLLM in this venv. The served model name is the
+  response's ``model`` field, noted by a small subclass (the SDK's ``ModelResponse`` carries
+  no model name);
 - tools: each harness tool is a ``FunctionTool`` with the harness JSON schema
   (``strict_json_schema=False``: the harness schemas have optional fields);
 - turn limit: ``max_turns`` = the run's model-call budget (``MaxTurnsExceeded`` past it);
@@ -24,11 +28,19 @@ FRAMEWORK = "openai-agents"
 
 
 def preload() -> None:
-    kit.preload("agents", "agents.extensions.models.litellm_model", "agents.run_internal.run_loop")
+    """Import what a run loads and build a throwaway agent (never run); starts no thread.
+
+    Also the openai SDK's first-use work: the TLS context its default httpx client loads
+    (built once here, shared by every run's client), and the platform facts of its request
+    headers (``platform.uname()``, whose processor field runs ``uname -p`` once per process).
+    """
+    kit.preload("agents", "agents.models.openai_chatcompletions", "agents.run_internal.run_loop",
+                "openai.resources.chat.completions")
     from agents import set_tracing_disabled
 
     set_tracing_disabled(True)
-    _build(kit.preload_ctl(), [])
+    agent = _build(kit.preload_ctl(), [])
+    agent.model._client.default_headers  # noqa: B018  (computes the SDK's platform headers)
 
 
 def versions() -> dict:
@@ -36,7 +48,11 @@ def versions() -> dict:
 
     return kit.versions(
         FRAMEWORK, "openai-agents",
-        retries={"sdk_runner_retry": "off (ModelSettings.retry unset)"},
+        retries={"sdk_runner_retry": "off (ModelSettings.retry unset)",
+                 "openai_client_max_retries": kit.HTTP_CLIENT_MAX_RETRIES,
+                 "http_attempts_per_model_call": 1},
+        model_client="the SDK's OpenAIChatCompletionsModel on openai AsyncOpenAI (no LiteLLM)",
+        api="chat completions (OpenAIChatCompletionsModel, not the SDK's default Responses model)",
         max_turns="budgets.max_model_calls (SDK default %d)" % DEFAULT_MAX_TURNS,
         tracing="disabled", streaming=False,
         malformed_tool_args="raw JSON string reaches on_invoke_tool; json.loads raises, the SDK's "
@@ -58,23 +74,68 @@ def _tool(harness_tool):
                         strict_json_schema=False)
 
 
+_TLS_CONTEXT = None
+
+
+def _tls_context():
+    """The TLS context the openai SDK's default httpx client builds (``verify=True``), built
+    once per process: unshared, every run's client loads the CA bundle again (about 40 ms of
+    CPU) for a plain-HTTP gateway. Holds no connection, so a warm parent may fork after it."""
+    global _TLS_CONTEXT
+    if _TLS_CONTEXT is None:
+        import httpx2
+
+        _TLS_CONTEXT = httpx2.create_ssl_context()
+    return _TLS_CONTEXT
+
+
+_MODEL_CLASS = None
+
+
+def _model_class():
+    """``OpenAIChatCompletionsModel`` that keeps the served name (the response's ``model``
+    field) of its last completion: the SDK's ``ModelResponse`` handed to ``on_llm_end`` has
+    none, and its ``provider_data["model"]`` is the configured name."""
+    global _MODEL_CLASS
+    if _MODEL_CLASS is None:
+        from agents import OpenAIChatCompletionsModel
+        from openai.types.chat import ChatCompletion
+
+        class ServedNameModel(OpenAIChatCompletionsModel):
+            served: str | None = None
+
+            async def _fetch_response(self, *args, **kwargs):
+                self.served = None
+                ret = await super()._fetch_response(*args, **kwargs)
+                if isinstance(ret, ChatCompletion):
+                    self.served = ret.model
+                return ret
+
+        _MODEL_CLASS = ServedNameModel
+    return _MODEL_CLASS
+
+
 def _build(ctl: dict, tools: list):
-    from agents import Agent, ModelSettings
-    from agents.extensions.models.litellm_model import LitellmModel
+    import openai
+    from agents import Agent
 
-    model = LitellmModel(model=kit.gateway_model(ctl), base_url=ctl["gateway_url"], api_key=ctl["token"])
+    # The gateway's own model name (no LiteLLM provider prefix), as the other openai-SDK
+    # adapters pass it. max_retries=0: the SDK's default is 2 (correctness rule: zero client retries).
+    client = openai.AsyncOpenAI(base_url=ctl["gateway_url"], api_key=ctl["token"],
+                                max_retries=kit.HTTP_CLIENT_MAX_RETRIES, timeout=kit.call_timeout(ctl),
+                                http_client=openai.DefaultAsyncHttpxClient(verify=_tls_context()))
+    model = _model_class()(model=ctl["model"], openai_client=client)
     return Agent(name=ctl["agent_name"], instructions=kit.system_prompt(ctl), model=model,
-                 tools=[_tool(t) for t in tools],
-                 model_settings=ModelSettings(extra_args={"num_retries": kit.LITELLM_NUM_RETRIES,
-                                                          "timeout": kit.call_timeout(ctl)}))
+                 tools=[_tool(t) for t in tools])
 
 
-def _hooks(rec, ctl):
+def _hooks(rec):
     from agents import RunHooks
 
     class Hooks(RunHooks):
         async def on_llm_end(self, context, agent, response):
-            rec.model_call(agent.name, kit.probe.served(ctl["model"]), kit.usage(response.usage))
+            # The response's own ``model`` field, noted by the model of the agent that made the call.
+            rec.model_call(agent.name, getattr(agent.model, "served", None), kit.usage(response.usage))
 
         async def on_tool_start(self, context, agent, tool):
             raw = getattr(context, "tool_arguments", None)
@@ -93,7 +154,7 @@ def run(ctl: dict, tools: list, rec) -> str | None:
     kit.start_run(rec, ctl, limit, "model calls (max_turns)", "framework")
     agent = _build(ctl, tools)
     with kit.recording_errors(rec, ctl["agent_name"]):
-        result = Runner.run_sync(agent, ctl["prompt"], max_turns=limit, hooks=_hooks(rec, ctl),
+        result = Runner.run_sync(agent, ctl["prompt"], max_turns=limit, hooks=_hooks(rec),
                                  run_config=RunConfig(tracing_disabled=True))
     out = result.final_output
     return None if out is None else str(out)
