@@ -26,6 +26,30 @@ import kit
 
 FRAMEWORK = "openai-agents"
 
+# Imported lazily on a run's first model call (measured: sys.modules after preload() and
+# after one run against a stub gateway): the openai SDK's chat resources and its response
+# JSON parser, httpx2's IDNA host encoding, the executor the SDK's platform lookup runs in.
+FIRST_CALL_MODULES = (
+    "openai.resources.chat.chat",
+    "openai.resources.chat.completions.completions",
+    "openai.lib.streaming.chat",
+    "openai.pagination",
+    "jiter",
+    "encodings.idna",
+    "stringprep",
+    "concurrent.futures.thread",
+)
+
+# A chat completion of the shape the gateway answers (text, one tool call, usage), parsed
+# once in preload() so the openai SDK's lazily built response validators exist before a fork.
+PRIMING_COMPLETION = {
+    "id": "preload", "object": "chat.completion", "created": 0, "model": "preload",
+    "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+        "role": "assistant", "content": "x",
+        "tool_calls": [{"id": "c", "type": "function", "function": {"name": "probe", "arguments": "{}"}}]}}],
+    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+}
+
 
 def preload() -> None:
     """Import what a run loads and build a throwaway agent (never run); starts no thread.
@@ -35,12 +59,35 @@ def preload() -> None:
     headers (``platform.uname()``, whose processor field runs ``uname -p`` once per process).
     """
     kit.preload("agents", "agents.models.openai_chatcompletions", "agents.run_internal.run_loop",
-                "openai.resources.chat.completions")
+                *FIRST_CALL_MODULES)
     from agents import set_tracing_disabled
 
     set_tracing_disabled(True)
     agent = _build(kit.preload_ctl(), [])
     agent.model._client.default_headers  # noqa: B018  (computes the SDK's platform headers)
+    _prime_first_call()
+
+
+def _prime_first_call() -> None:
+    """The first model call's one-time work, done before a fork (measured: a run's CPU in a
+    process after preload(), first run against the next). The openai SDK builds its response
+    types' pydantic validators on the first response it parses and caches the type hints of
+    its request params on the first request it encodes; the SDK converts a completion's
+    message to its own output items, whose pydantic models are also built on first use."""
+    from agents.models.chatcmpl_converter import Converter
+    from openai._utils import maybe_transform
+    from openai.types.chat import ChatCompletion, completion_create_params
+
+    completion = ChatCompletion.construct(**PRIMING_COMPLETION)
+    Converter.message_to_output_items(completion.choices[0].message, provider_data={"model": "preload"})
+    call = PRIMING_COMPLETION["choices"][0]["message"]["tool_calls"]
+    maybe_transform({"model": "preload", "messages": [
+        {"role": "system", "content": "x"}, {"role": "user", "content": "x"},
+        {"role": "assistant", "content": "x", "tool_calls": call},
+        {"role": "tool", "tool_call_id": "c", "content": "x"}],
+        "tools": [{"type": "function", "function": {"name": "probe", "description": "x",
+                                                    "parameters": {"type": "object", "properties": {}}}}]},
+        completion_create_params.CompletionCreateParamsNonStreaming)
 
 
 def versions() -> dict:
@@ -79,8 +126,8 @@ _TLS_CONTEXT = None
 
 def _tls_context():
     """The TLS context the openai SDK's default httpx client builds (``verify=True``), built
-    once per process: unshared, every run's client loads the CA bundle again (about 40 ms of
-    CPU) for a plain-HTTP gateway. Holds no connection, so a warm parent may fork after it."""
+    once per process: unshared, every run's client loads the CA bundle again (measured:
+    bench/README.md) for a plain-HTTP gateway. Holds no connection, so a warm parent may fork after it."""
     global _TLS_CONTEXT
     if _TLS_CONTEXT is None:
         import httpx2
@@ -121,9 +168,12 @@ def _build(ctl: dict, tools: list):
 
     # The gateway's own model name (no LiteLLM provider prefix), as the other openai-SDK
     # adapters pass it. max_retries=0: the SDK's default is 2 (correctness rule: zero client retries).
+    # http_client: what AsyncOpenAI builds when given none (the SDK's defaults, its base URL
+    # and timeout), but on the process's one TLS context.
+    timeout = kit.call_timeout(ctl)
+    http = openai.DefaultAsyncHttpxClient(base_url=ctl["gateway_url"], timeout=timeout, verify=_tls_context())
     client = openai.AsyncOpenAI(base_url=ctl["gateway_url"], api_key=ctl["token"],
-                                max_retries=kit.HTTP_CLIENT_MAX_RETRIES, timeout=kit.call_timeout(ctl),
-                                http_client=openai.DefaultAsyncHttpxClient(verify=_tls_context()))
+                                max_retries=kit.HTTP_CLIENT_MAX_RETRIES, timeout=timeout, http_client=http)
     model = _model_class()(model=ctl["model"], openai_client=client)
     return Agent(name=ctl["agent_name"], instructions=kit.system_prompt(ctl), model=model,
                  tools=[_tool(t) for t in tools])
