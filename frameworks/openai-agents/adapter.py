@@ -136,6 +136,22 @@ def _tls_context():
     return _TLS_CONTEXT
 
 
+_PLATFORM = None
+
+
+def _platform():
+    """The openai SDK's platform name for its request headers (``get_platform()``), computed
+    once per process. An ``AsyncOpenAI`` client without one computes it on its first request in
+    a worker thread (``asyncify(get_platform)``, ``openai/_base_client.py``), so every run would
+    start a thread pool for a value its warm parent already holds."""
+    global _PLATFORM
+    if _PLATFORM is None:
+        from openai._base_client import get_platform
+
+        _PLATFORM = get_platform()
+    return _PLATFORM
+
+
 _MODEL_CLASS = None
 
 
@@ -174,6 +190,7 @@ def _build(ctl: dict, tools: list):
     http = openai.DefaultAsyncHttpxClient(base_url=ctl["gateway_url"], timeout=timeout, verify=_tls_context())
     client = openai.AsyncOpenAI(base_url=ctl["gateway_url"], api_key=ctl["token"],
                                 max_retries=kit.HTTP_CLIENT_MAX_RETRIES, timeout=timeout, http_client=http)
+    client._platform = _platform()
     model = _model_class()(model=ctl["model"], openai_client=client)
     return Agent(name=ctl["agent_name"], instructions=kit.system_prompt(ctl), model=model,
                  tools=[_tool(t) for t in tools])
