@@ -30,6 +30,7 @@ exactly like fresh mode (``harness_runtime.run_one``) and leaves with ``os._exit
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import selectors
@@ -261,6 +262,12 @@ def main(argv=None) -> int:
     if threading.active_count() > 1:
         print(f"warm_parent: warning: {threading.active_count() - 1} thread(s) running after preload; "
               "forked children inherit only the forking thread", file=sys.stderr)
+    # Everything import and preload() made moves to the collector's permanent generation: a
+    # forked run's first full collection no longer walks (and so copies, page by page) the
+    # parent's objects. Measured on the OpenAI Agents SDK: median run CPU 0.163 -> 0.065 s
+    # (bench/README.md). A child's own objects are collected as before.
+    gc.collect()
+    gc.freeze()
     parent = WarmParent(adapter, args.socket, args.driver_pid, preload_env)
     parent.serve()
     return 0
