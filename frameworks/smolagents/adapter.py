@@ -28,6 +28,7 @@ from the kit (frameworks/_harness/kit.py).
 
 from __future__ import annotations
 
+import copy
 import functools
 
 import kit
@@ -141,6 +142,19 @@ def _model_class():
     return ServedModel
 
 
+@functools.cache
+def _prompt_templates() -> dict:
+    """ToolCallingAgent's own prompt templates, as its constructor loads them when given none
+    (``smolagents/prompts/toolcalling_agent.yaml`` through PyYAML, ``agents.py``
+    ``ToolCallingAgent.__init__``), parsed once per process (in ``preload()``) instead of once
+    per run; each agent gets its own copy."""
+    import importlib.resources
+
+    import yaml
+
+    return yaml.safe_load(importlib.resources.files("smolagents.prompts").joinpath("toolcalling_agent.yaml").read_text())
+
+
 def _build(ctl: dict, tools: list, rec):
     from smolagents import ToolCallingAgent
     from smolagents.monitoring import LogLevel
@@ -166,6 +180,7 @@ def _build(ctl: dict, tools: list, rec):
         steps.append(step)
 
     return ToolCallingAgent(tools=[_tool(t, rec, agent_name) for t in tools], model=model,
+                            prompt_templates=copy.deepcopy(_prompt_templates()),
                             instructions=kit.system_prompt(ctl), max_steps=max_steps(ctl) if "budgets" in ctl else 20,
                             verbosity_level=LogLevel.OFF, name=None, step_callbacks=[on_step])
 
