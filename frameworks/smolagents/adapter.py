@@ -9,7 +9,8 @@ from the kit (frameworks/_harness/kit.py).
   the harness prompt as its ``instructions`` (smolagents' own system-prompt template, with
   its tool list and its ``final_answer`` rule, stays: it is how the framework talks to its
   model). It keeps past steps as text ("Calling tools: ... / Observation: ...") and ends a
-  run only on a ``final_answer`` tool call: venvs.toml ``final_answer``;
+  run only on a ``final_answer`` tool call: venvs.toml ``final_answer``. Its prompt
+  templates are its own (``_prompt_templates``), parsed once per process;
 - model: ``smolagents.OpenAIModel`` (``OpenAIServerModel`` is its alias; smolagents' own
   OpenAI-compatible class, on the openai SDK; no LiteLLM in this venv) at the gateway,
   Chat Completions, the SDK client's ``max_retries=0`` and the per-call deadline as its
@@ -65,10 +66,10 @@ def preload() -> None:
     # The client's chat resource is built (and its modules imported) on first attribute
     # access; the response JSON is read with jiter (measured: sys.modules around one run).
     client.chat.completions  # noqa: B018
-    kit.preload(*FIRST_CALL_MODULES, shared=False)
     from openai.types.chat import ChatCompletion
 
     ChatCompletion.construct(**PRIMING_COMPLETION)
+    kit.preload(*FIRST_CALL_MODULES, shared=False)  # and the no-thread check after all of the above
 
 
 def versions() -> dict:
