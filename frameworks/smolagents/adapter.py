@@ -9,17 +9,28 @@ from the kit (frameworks/_harness/kit.py).
   the harness prompt as its ``instructions`` (smolagents' own system-prompt template, with
   its tool list and its ``final_answer`` rule, stays: it is how the framework talks to its
   model). It keeps past steps as text ("Calling tools: ... / Observation: ...") and ends a
-  run only on a ``final_answer`` tool call: venvs.toml ``final_answer``;
-- model: ``smolagents.LiteLLMModel`` (``openai/<model>`` at the gateway), LiteLLM
-  ``num_retries=0``; smolagents' own rate-limit retry (``ApiModel.retryer``: 3 attempts,
-  60 s base back-off) is the framework's and is kept;
+  run only on a ``final_answer`` tool call: venvs.toml ``final_answer``. Its prompt
+  templates are its own (``_prompt_templates``), parsed once per process;
+- model: ``smolagents.OpenAIModel`` (``OpenAIServerModel`` is its alias; smolagents' own
+  OpenAI-compatible class, on the openai SDK; no LiteLLM in this venv) at the gateway,
+  Chat Completions, the SDK client's ``max_retries=0`` and the per-call deadline as its
+  ``timeout``; smolagents' own rate-limit retry (``ApiModel.retryer``: 3 attempts, 60 s base
+  back-off, on any exception whose text names a 429 / rate limit: the SDK's
+  ``RateLimitError`` reads "Error code: 429 - ...") is the framework's and is kept;
 - tools: each harness tool a ``smolagents.Tool`` whose inputs are the harness schema's
   (optional ones ``nullable``), run by the harness tool layer;
 - runtime events: a step callback per ``ActionStep`` (model call with its usage and the
-  served model from the response probe, its tool calls, its error).
+  served model from the response, its tool calls, its error). The served name is the
+  ``model`` field of the last response ``OpenAIModel.generate`` returned (its
+  ``ChatMessage.raw`` is the SDK's ``ChatCompletion``), reset before each call: the step
+  smolagents adds after its final-answer call at the step limit carries no message of its
+  own, so the name is noted at ``generate``, as the kit's LiteLLM probe did.
 """
 
 from __future__ import annotations
+
+import copy
+import functools
 
 import kit
 
@@ -29,16 +40,46 @@ FRAMEWORK = "smolagents"
 FINAL_ANSWER_CALLS = 1
 
 
+# Imported on a first model call and not by the resource access below (measured: sys.modules
+# before/after one run after preload()).
+FIRST_CALL_MODULES = ("jiter",)
+
+# A chat completion of the shape the gateway answers (text, one tool call, usage), parsed
+# once in preload() so the openai SDK's lazily built response validators exist before a fork.
+PRIMING_COMPLETION = {
+    "id": "preload", "object": "chat.completion", "created": 0, "model": "preload",
+    "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+        "role": "assistant", "content": "x",
+        "tool_calls": [{"id": "c", "type": "function", "function": {"name": "probe", "arguments": "{}"}}]}}],
+    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+}
+
+
 def preload() -> None:
-    kit.preload("smolagents", "smolagents.agents", "smolagents.models", "smolagents.tools")
-    _build(kit.preload_ctl(), [], None)
+    """Imports what a run loads; builds (never runs) a throwaway agent and its model, whose
+    openai client is the shared one (``_http_client``); computes the SDK's platform headers
+    and parses a canned completion once, so no forked run pays either. No thread, no socket."""
+    kit.preload("smolagents", "smolagents.agents", "smolagents.models", "smolagents.tools", "openai")
+    agent = _build(kit.preload_ctl(), [], None)
+    client = agent.model.client
+    client.default_headers  # noqa: B018  (platform headers, cached per process)
+    # The client's chat resource is built (and its modules imported) on first attribute
+    # access; the response JSON is read with jiter (measured: sys.modules around one run).
+    client.chat.completions  # noqa: B018
+    from openai.types.chat import ChatCompletion
+
+    ChatCompletion.construct(**PRIMING_COMPLETION)
+    kit.preload(*FIRST_CALL_MODULES, shared=False)  # and the no-thread check after all of the above
 
 
 def versions() -> dict:
     return kit.versions(
         FRAMEWORK, "smolagents",
-        retries={"litellm_num_retries": kit.LITELLM_NUM_RETRIES, "smolagents_rate_limit_attempts": 3,
+        retries={"openai_max_retries": kit.HTTP_CLIENT_MAX_RETRIES, "smolagents_rate_limit_attempts": 3,
                  "smolagents_rate_limit_wait_s": 60},
+        model_client="smolagents OpenAIModel (openai SDK, no LiteLLM)",
+        streaming=False,
+        api="chat completions",
         system_prompt="framework: ToolCallingAgent's template (tool list, final_answer rule); harness prompt as instructions",
         turn_limit="max_steps = budgets.max_model_calls - 1 (+ one final-answer call at the limit)",
         history="steps sent back as text; a run ends on a final_answer tool call",
@@ -68,12 +109,62 @@ def _tool(harness_tool, rec, agent_name):
     return HarnessTool()
 
 
+_HTTP_CLIENT: list = []
+
+
+def _http_client():
+    """The openai SDK's own default httpx client (``openai.DefaultHttpxClient``: its pool
+    limits, redirects), built once per process and shared by every run's ``OpenAI`` client.
+    Unshared, each run (a new gateway URL) would build one, loading the CA bundle for a
+    plain-HTTP gateway. Built in ``preload()`` before a warm parent forks; no connection is
+    open then. The SDK sends its own per-call ``timeout`` with every request."""
+    if not _HTTP_CLIENT:
+        import openai
+
+        _HTTP_CLIENT.append(openai.DefaultHttpxClient())
+    return _HTTP_CLIENT[0]
+
+
+@functools.cache
+def _model_class():
+    """``smolagents.OpenAIModel`` noting the ``model`` field of each response it returns
+    (``ChatMessage.raw``, the SDK's ``ChatCompletion``); ``served`` is None until one did."""
+    from smolagents import OpenAIModel
+
+    class ServedModel(OpenAIModel):
+        served: str | None = None
+
+        def generate(self, *args, **kwargs):
+            self.served = None
+            message = super().generate(*args, **kwargs)
+            self.served = getattr(message.raw, "model", None)
+            return message
+
+    return ServedModel
+
+
+@functools.cache
+def _prompt_templates() -> dict:
+    """ToolCallingAgent's own prompt templates, as its constructor loads them when given none
+    (``smolagents/prompts/toolcalling_agent.yaml`` through PyYAML, ``agents.py``
+    ``ToolCallingAgent.__init__``), parsed once per process (in ``preload()``) instead of once
+    per run; each agent gets its own copy."""
+    import importlib.resources
+
+    import yaml
+
+    return yaml.safe_load(importlib.resources.files("smolagents.prompts").joinpath("toolcalling_agent.yaml").read_text())
+
+
 def _build(ctl: dict, tools: list, rec):
-    from smolagents import LiteLLMModel, ToolCallingAgent
+    from smolagents import ToolCallingAgent
     from smolagents.monitoring import LogLevel
 
-    model = LiteLLMModel(model_id=kit.gateway_model(ctl), api_base=ctl["gateway_url"], api_key=ctl["token"],
-                         num_retries=kit.LITELLM_NUM_RETRIES, timeout=kit.call_timeout(ctl))
+    # The gateway's own model name (no LiteLLM provider prefix), as the other openai-SDK
+    # adapters pass it; smolagents' stop-parameter check reads the name after any "/".
+    model = _model_class()(model_id=ctl["model"], api_base=ctl["gateway_url"], api_key=ctl["token"],
+                           client_kwargs={"max_retries": kit.HTTP_CLIENT_MAX_RETRIES,
+                                          "timeout": kit.call_timeout(ctl), "http_client": _http_client()})
     agent_name = ctl["agent_name"]
     steps = []
 
@@ -83,13 +174,14 @@ def _build(ctl: dict, tools: list, rec):
         if rec is None or not isinstance(step, ActionStep):
             return
         usage = step.token_usage
-        rec.model_call(agent_name, kit.probe.served(ctl["model"]),
+        rec.model_call(agent_name, model.served or ctl["model"],
                        {"prompt_tokens": usage.input_tokens, "completion_tokens": usage.output_tokens} if usage else None)
         if step.error is not None:
             kit.record_error(rec, agent_name, str(step.error), kind=type(step.error).__name__)
         steps.append(step)
 
     return ToolCallingAgent(tools=[_tool(t, rec, agent_name) for t in tools], model=model,
+                            prompt_templates=copy.deepcopy(_prompt_templates()),
                             instructions=kit.system_prompt(ctl), max_steps=max_steps(ctl) if "budgets" in ctl else 20,
                             verbosity_level=LogLevel.OFF, name=None, step_callbacks=[on_step])
 
