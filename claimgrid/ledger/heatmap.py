@@ -118,19 +118,17 @@ class _Svg:
     def cell(
         self,
         key: tuple[str, str, str],
-        x: float,
-        y: float,
-        w: float,
-        h: float,
+        box: tuple[float, float, float, float],
         fill: str,
         label: str,
         ink: str,
         stroke: str = "#999999",
         lw: float = 0.5,
     ) -> None:
-        """One cell as a group that names its panel, row and column (``data-*``: a reader's
-        tool finds a cell without reading the layout)."""
+        """One cell (``box``: x, y, width, height) as a group that names its panel, row and
+        column (``data-*``: a reader's tool finds a cell without reading the layout)."""
         panel, row, col = key
+        x, y, w, h = box
         self.parts.append(
             f'<g class="cell" data-panel={quoteattr(panel)} data-row={quoteattr(row)} data-col={quoteattr(col)}>'
         )
@@ -231,7 +229,7 @@ def heatmap_svg(report: Report) -> str | None:
             for i, (row_label, runs) in enumerate(rows):
                 for j, col in enumerate(cols):
                     fill, label, ink = _rate_cell(runs, pick, treated, col)
-                    svg.cell((panel, row_label, col), x + j * cw, head + i * CELL_H, cw, CELL_H, fill, label, ink)
+                    svg.cell((panel, row_label, col), (x + j * cw, head + i * CELL_H, cw, CELL_H), fill, label, ink)
             for j, col in enumerate(cols):
                 svg.text(x + (j + 0.5) * cw, head + len(rows) * CELL_H + CELL_TEXT, col, CELL_TEXT)
             x += max(len(cols) * cw, _w(sub, LABEL_TEXT)) + GAP
@@ -263,10 +261,7 @@ def heatmap_svg(report: Report) -> str | None:
                 fill, label, ink = _fault_cell(report, m, fw, seen)
                 svg.cell(
                     ("fault", m, fw),
-                    x + j * cw,
-                    head + i * FAULT_H,
-                    cw,
-                    FAULT_H,
+                    (x + j * cw, head + i * FAULT_H, cw, FAULT_H),
                     fill,
                     label,
                     ink,

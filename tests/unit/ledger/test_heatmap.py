@@ -19,7 +19,7 @@ LABEL = st.text(st.characters(blacklist_categories=("Cc", "Cs")), max_size=40)
 @given(lines=st.lists(LABEL, min_size=1, max_size=3), key=st.tuples(LABEL, LABEL, LABEL))
 def test_a_cell_reads_back_exactly_what_it_was_given(lines, key):
     svg = _Svg()
-    svg.cell(key, 0, 0, 10, 10, "#ffffff", "\n".join(lines), "#000000")
+    svg.cell(key, (0, 0, 10, 10), "#ffffff", "\n".join(lines), "#000000")
     root = ET.fromstring(f'<svg xmlns="http://www.w3.org/2000/svg">{"".join(svg.parts)}</svg>')
     (g,) = root.iter(SVG + "g")
     assert (g.get("data-panel"), g.get("data-row"), g.get("data-col")) == key
