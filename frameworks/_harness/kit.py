@@ -309,6 +309,31 @@ def preload(*modules: str, shared: bool = True) -> None:
         raise RuntimeError(f"preload started thread(s) {extra}: a forked run would lose them")
 
 
+# A chat completion of the shape the gateway answers (text, one tool call, usage): parsed once
+# before a warm parent forks, so the openai SDK's lazily built response validators exist then.
+PRIMING_COMPLETION = {
+    "id": "preload", "object": "chat.completion", "created": 0, "model": "preload",
+    "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+        "role": "assistant", "content": "x",
+        "tool_calls": [{"id": "c", "type": "function", "function": {"name": "probe", "arguments": "{}"}}]}}],
+    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+}
+
+
+def prime_openai_client(client) -> None:
+    """Do an openai SDK client's first-use work in ``preload()``, so no forked run pays it:
+    its platform request headers (``platform.uname()``, whose processor field runs a
+    ``uname -p`` subprocess, cached per process), the chat resource tree (``client.chat``
+    imports ``openai.resources``, ~500 modules, on first access) and the response types'
+    pydantic validators (built on the first completion parsed). ``client`` is an
+    ``openai.OpenAI`` or ``AsyncOpenAI``; nothing is sent, no thread is started."""
+    client.default_headers  # noqa: B018
+    client.chat.completions.with_raw_response  # noqa: B018
+    from openai.types.chat import ChatCompletion
+
+    ChatCompletion.construct(**PRIMING_COMPLETION)
+
+
 # ---------------------------------------------------------------- per run
 
 

@@ -58,19 +58,8 @@ def preload() -> None:
             __import__(name)
         except ImportError:
             pass  # a module another crewai release does not have: the run imports less
-    llm = _gateway_llm(kit.preload_ctl(), None)
-    # The openai SDK's platform headers (a ``uname -p`` subprocess on first use, then
-    # cached): computed here once, so no run forks for them.
-    client = llm._get_sync_client()
-    client.default_headers  # noqa: B018
-    # ``client.chat`` imports the SDK's whole ``openai.resources`` tree on first access
-    # (~500 modules); the raw-response wrapper is the one CrewAI calls.
-    client.chat.completions.with_raw_response  # noqa: B018
-    # The openai SDK builds its response types' pydantic validators on the first response
-    # it parses: built here from a canned completion with text, a tool call and usage.
-    from openai.types.chat import ChatCompletion
-
-    ChatCompletion.construct(**PRIMING_COMPLETION)
+    # The openai SDK's first-use work (CrewAI calls the raw-response wrapper kit primes).
+    kit.prime_openai_client(_gateway_llm(kit.preload_ctl(), None)._get_sync_client())
 
 
 # CrewAI modules a real run imports after kickoff starts (measured with sys.modules
@@ -88,16 +77,6 @@ _LAZY_MODULES = (
     "crewai.telemetry.tracing.grants",
     "crewai.telemetry.tracing.last_run",
 )
-
-# A chat completion of the shape the gateway answers (text, one tool call, usage), parsed
-# once in preload() so the openai SDK's lazily built response validators exist before a fork.
-PRIMING_COMPLETION = {
-    "id": "preload", "object": "chat.completion", "created": 0, "model": "preload",
-    "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-        "role": "assistant", "content": "x",
-        "tool_calls": [{"id": "c", "type": "function", "function": {"name": "probe", "arguments": "{}"}}]}}],
-    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-}
 
 
 def versions() -> dict:

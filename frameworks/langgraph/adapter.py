@@ -52,16 +52,6 @@ FIRST_CALL_MODULES = (
     "langchain_core.tracers.stdout",
 )
 
-# A chat completion of the shape the gateway answers (text, one tool call, usage), parsed
-# once in preload() so the openai SDK's lazily built response validators exist before a fork.
-PRIMING_COMPLETION = {
-    "id": "preload", "object": "chat.completion", "created": 0, "model": "preload",
-    "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-        "role": "assistant", "content": "x",
-        "tool_calls": [{"id": "c", "type": "function", "function": {"name": "probe", "arguments": "{}"}}]}}],
-    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-}
-
 
 def preload() -> None:
     """Import every module a real run loads, so a forked child does no heavy import.
@@ -84,14 +74,7 @@ def preload() -> None:
             return ""
 
     model = _chat_model(kit.preload_ctl())
-    # The openai SDK's platform headers (a ``uname -p`` subprocess on first use, then cached):
-    # computed here once, so no run forks for them.
-    model.root_client.default_headers  # noqa: B018
-    # The openai SDK builds its response types' pydantic validators on the first response it
-    # parses: built here from a canned completion with text, a tool call and usage.
-    from openai.types.chat import ChatCompletion
-
-    ChatCompletion.construct(**PRIMING_COMPLETION)
+    kit.prime_openai_client(model.root_client)
     create_agent(model, [_structured_tool(_Probe())], system_prompt="x", name="preload")
     _make_handler(None, "preload")
     kit.preload(*FIRST_CALL_MODULES)
@@ -200,7 +183,7 @@ def _tool_messages(outputs: Any) -> list:
         elif isinstance(item, (list, tuple)):
             stack.extend(item)
         elif hasattr(item, "update"):  # langgraph.types.Command
-            stack.append(getattr(item, "update"))
+            stack.append(item.update)
     return found
 
 

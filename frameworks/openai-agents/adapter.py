@@ -40,16 +40,6 @@ FIRST_CALL_MODULES = (
     "concurrent.futures.thread",
 )
 
-# A chat completion of the shape the gateway answers (text, one tool call, usage), parsed
-# once in preload() so the openai SDK's lazily built response validators exist before a fork.
-PRIMING_COMPLETION = {
-    "id": "preload", "object": "chat.completion", "created": 0, "model": "preload",
-    "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-        "role": "assistant", "content": "x",
-        "tool_calls": [{"id": "c", "type": "function", "function": {"name": "probe", "arguments": "{}"}}]}}],
-    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-}
-
 
 def preload() -> None:
     """Import what a run loads and build a throwaway agent (never run); starts no thread.
@@ -64,23 +54,23 @@ def preload() -> None:
 
     set_tracing_disabled(True)
     agent = _build(kit.preload_ctl(), [])
-    agent.model._client.default_headers  # noqa: B018  (computes the SDK's platform headers)
+    kit.prime_openai_client(agent.model._client)
     _prime_first_call()
 
 
 def _prime_first_call() -> None:
-    """The first model call's one-time work, done before a fork (measured: a run's CPU in a
-    process after preload(), first run against the next). The openai SDK builds its response
-    types' pydantic validators on the first response it parses and caches the type hints of
-    its request params on the first request it encodes; the SDK converts a completion's
-    message to its own output items, whose pydantic models are also built on first use."""
+    """The first model call's one-time work past ``kit.prime_openai_client``, done before a
+    fork (measured: a run's CPU in a process after preload(), first run against the next).
+    The openai SDK caches the type hints of its request params on the first request it
+    encodes; the SDK converts a completion's message to its own output items, whose
+    pydantic models are also built on first use."""
     from agents.models.chatcmpl_converter import Converter
     from openai._utils import maybe_transform
     from openai.types.chat import ChatCompletion, completion_create_params
 
-    completion = ChatCompletion.construct(**PRIMING_COMPLETION)
+    completion = ChatCompletion.construct(**kit.PRIMING_COMPLETION)
     Converter.message_to_output_items(completion.choices[0].message, provider_data={"model": "preload"})
-    call = PRIMING_COMPLETION["choices"][0]["message"]["tool_calls"]
+    call = kit.PRIMING_COMPLETION["choices"][0]["message"]["tool_calls"]
     maybe_transform({"model": "preload", "messages": [
         {"role": "system", "content": "x"}, {"role": "user", "content": "x"},
         {"role": "assistant", "content": "x", "tool_calls": call},
@@ -100,7 +90,7 @@ def versions() -> dict:
                  "http_attempts_per_model_call": 1},
         model_client="the SDK's OpenAIChatCompletionsModel on openai AsyncOpenAI (no LiteLLM)",
         api="chat completions (OpenAIChatCompletionsModel, not the SDK's default Responses model)",
-        max_turns="budgets.max_model_calls (SDK default %d)" % DEFAULT_MAX_TURNS,
+        max_turns=f"budgets.max_model_calls (SDK default {DEFAULT_MAX_TURNS})",
         tracing="disabled", streaming=False,
         malformed_tool_args="raw JSON string reaches on_invoke_tool; json.loads raises, the SDK's "
                             "FunctionTool error handling decides",

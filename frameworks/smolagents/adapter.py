@@ -44,16 +44,6 @@ FINAL_ANSWER_CALLS = 1
 # before/after one run after preload()).
 FIRST_CALL_MODULES = ("jiter",)
 
-# A chat completion of the shape the gateway answers (text, one tool call, usage), parsed
-# once in preload() so the openai SDK's lazily built response validators exist before a fork.
-PRIMING_COMPLETION = {
-    "id": "preload", "object": "chat.completion", "created": 0, "model": "preload",
-    "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-        "role": "assistant", "content": "x",
-        "tool_calls": [{"id": "c", "type": "function", "function": {"name": "probe", "arguments": "{}"}}]}}],
-    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-}
-
 
 def preload() -> None:
     """Imports what a run loads; builds (never runs) a throwaway agent and its model, whose
@@ -61,14 +51,8 @@ def preload() -> None:
     and parses a canned completion once, so no forked run pays either. No thread, no socket."""
     kit.preload("smolagents", "smolagents.agents", "smolagents.models", "smolagents.tools", "openai")
     agent = _build(kit.preload_ctl(), [], None)
-    client = agent.model.client
-    client.default_headers  # noqa: B018  (platform headers, cached per process)
-    # The client's chat resource is built (and its modules imported) on first attribute
-    # access; the response JSON is read with jiter (measured: sys.modules around one run).
-    client.chat.completions  # noqa: B018
-    from openai.types.chat import ChatCompletion
-
-    ChatCompletion.construct(**PRIMING_COMPLETION)
+    kit.prime_openai_client(agent.model.client)
+    # The response JSON is read with jiter (measured: sys.modules around one run).
     kit.preload(*FIRST_CALL_MODULES, shared=False)  # and the no-thread check after all of the above
 
 
