@@ -307,7 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     sched = grid["meta"].get("scheduler") or {}
     if sched:
         print(f"scheduler: --jobs {sched.get('jobs')}, up to {sched.get('max_inflight')} in flight; "
-              f"{sched.get('started_beyond_jobs')} runs started while others waited, peak {sched.get('peak_inflight')} in flight")
+              f"{sched.get('started_beyond_jobs')} runs started while others waited, peak {sched.get('peak_inflight')} in flight, "
+              f"{sched.get('started_early_as_long')} started early as long")
     print()
     print(f"{'where the CPU goes':<58}{'grid s':>9}{'one-off s':>10}{'per run s':>11}{'share':>8}")
     for name in rows:

@@ -231,6 +231,59 @@ def spread(cells: list, key: Callable) -> list:
     return [cells[i] for i in sorted(range(len(cells)), key=position.__getitem__)]
 
 
+# How early a queued run known to be long is started: once what is left of the grid would take
+# no more than this many times its expected wall time. Above 1 so that the long runs, which end
+# together with the rest only if they start in time, are not the grid's tail.
+LONG_FIRST_MARGIN = 1.5
+
+
+class LongFirst:
+    """Starts a queued run early when runs like it were seen to outlast what is left of the grid.
+
+    A grid's last minutes are its tail when a run that mostly waits (a fault model the
+    framework retries for minutes, a call past its deadline) starts late: the cores finish
+    everything else and idle until it ends. Which runs wait long is not known from a name; it
+    is seen. Every finished run's wall time is noted under its ``key`` (framework and model:
+    the same framework on the same model behaves alike); the time left is the queued runs
+    over the grid's rate so far. ``take(queue)`` removes and returns the first queued cell
+    whose key's longest run so far is at least ``1 / LONG_FIRST_MARGIN`` of the time left,
+    else None (the caller's own order then stands). Only when a run starts changes, never
+    what it does or how it is classified. The main thread's alone (not thread-safe).
+    """
+
+    def __init__(self, key: Callable, clock: Callable[[], float] = time.monotonic):
+        self.key, self.clock = key, clock
+        self.started_at = clock()
+        self.finished_runs = 0
+        self.longest: dict = {}  # key -> the longest wall time seen for it (s)
+        self.promoted = 0
+
+    def finished(self, cell, wall_s: float) -> None:
+        self.finished_runs += 1
+        k = self.key(cell)
+        self.longest[k] = max(self.longest.get(k, 0.0), wall_s)
+
+    def time_left(self, queued: int) -> float | None:
+        """Seconds the queued runs would take at the grid's rate so far; None before any run ended."""
+        elapsed = self.clock() - self.started_at
+        if not self.finished_runs or elapsed <= 0:
+            return None
+        return queued / (self.finished_runs / elapsed)
+
+    def take(self, queue):
+        left = self.time_left(len(queue))
+        if left is None or not self.longest:
+            return None
+        if max(self.longest.values()) * LONG_FIRST_MARGIN < left:
+            return None  # nothing seen so far is long enough to matter: no scan
+        for i, cell in enumerate(queue):
+            if self.longest.get(self.key(cell), 0.0) * LONG_FIRST_MARGIN >= left:
+                del queue[i]
+                self.promoted += 1
+                return cell
+        return None
+
+
 @dataclass(frozen=True)
 class Schedule:
     """How many runs a node keeps going: ``jobs`` using CPU, ``max_inflight`` in all, and the

@@ -194,7 +194,7 @@ class _Grid:
         self.report.lost = len(facts["lost"])
 
     def _run_local(self, todo: list[Cell], node_settings) -> None:
-        from claimgrid.execute.admission import POLL_S, Admission, next_cell, spread
+        from claimgrid.execute.admission import POLL_S, Admission, LongFirst, next_cell, spread
         from claimgrid.execute.node import Node
 
         node = pool = None
@@ -209,14 +209,17 @@ class _Grid:
             pool = ThreadPoolExecutor(max_workers=schedule.max_inflight)
             pending: dict = {}
             queue = collections.deque(spread(todo, key=lambda c: c.model))
+            long_first = LongFirst(key=lambda c: (c.framework, c.model))
+            began: dict = {}  # future -> when its run was handed to the pool
             while (queue and not self.stopped) or pending:
                 if queue and self.budget_reached():
                     self.not_started += [c.run_id for c in queue]
                     queue.clear()
                 while queue and not self.stopped and gate.may_start(len(pending)):
                     gate.started(len(pending))
-                    cell = next_cell(queue, node.launcher.ready)
-                    pending[pool.submit(self.gated, node, cell)] = cell
+                    cell = long_first.take(queue) or next_cell(queue, node.launcher.ready)
+                    fut = pool.submit(self.gated, node, cell)
+                    pending[fut], began[fut] = cell, time.monotonic()
                 if not pending:
                     break
                 # With work queued, wake to re-read which runs are idle. Never wait unbounded:
@@ -225,8 +228,10 @@ class _Grid:
                 timeout = POLL_S if queue and not self.stopped else SIGNAL_POLL_S
                 finished, _ = wait(pending, timeout=timeout, return_when=FIRST_COMPLETED)
                 for fut in finished:
-                    self.on_result(pending.pop(fut), fut.result())
-            self.report.scheduler = gate.facts()
+                    cell = pending.pop(fut)
+                    long_first.finished(cell, time.monotonic() - began.pop(fut))
+                    self.on_result(cell, fut.result())
+            self.report.scheduler = {**gate.facts(), "started_early_as_long": long_first.promoted}
             reason = self.budget_reached()
             if self.not_started and reason:
                 self.report.stopped_at_budget = stop_record(

@@ -1,7 +1,8 @@
 """The scheduler's gate (claimgrid.execute.admission): cores, not runs in flight, are the limit.
 
 Units, on injected readings: the CPU-share sampler, the gate's two limits, the spread
-order, the schedule recorded for a resume, and the framework-readiness order. The same
+order, the long-runs-first rule (LongFirst), the schedule recorded for a resume, and the
+framework-readiness order. The same
 gate through the real pipeline is tests/grid/execute/test_schedule_grid.py; the
 per-provider connection limit in front of a real gateway is
 tests/integration/gateway/test_connections.py.
@@ -9,10 +10,13 @@ tests/integration/gateway/test_connections.py.
 
 from __future__ import annotations
 
+import collections
+
 import pytest
 
 from claimgrid.reference import registry
-from claimgrid.execute.admission import Activity, Admission, Schedule, default_max_inflight, spread
+from claimgrid.execute.admission import (LONG_FIRST_MARGIN, Activity, Admission, LongFirst, Schedule,
+                                         default_max_inflight, spread)
 from claimgrid.execute.cells import plan
 from claimgrid.execute.spec import Selection
 from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
@@ -80,6 +84,55 @@ def test_spread_keeps_every_cell_and_each_groups_order_and_spaces_a_small_group_
     where = [i for i, c in enumerate(out) if c[0] == "small"]
     assert where[0] > 0 and where[-1] < len(out) - 1
     assert min(b - a for a, b in zip(where, where[1:])) >= 4   # 15 cells, 3 of them: ~5 apart
+
+
+def test_long_first_takes_nothing_until_a_kind_is_seen_to_outlast_the_time_left():
+    clock = Clock()
+    lf = LongFirst(key=lambda c: c[0], clock=clock)
+    queue = collections.deque([("short", i) for i in range(20)] + [("long", 0), ("short", 20), ("long", 1)])
+    assert lf.take(queue) is None                      # no run has ended: nothing is known
+    clock.t = 10.0
+    for i in range(10):
+        lf.finished(("short", i), 1.0)                 # 1 run/s so far: 23 queued = 23 s left
+    lf.finished(("long", -1), 10.0)
+    assert lf.take(queue) is None                      # 10 s * margin < 23 s: still in time
+    assert len(queue) == 23
+    for _ in range(8):
+        queue.popleft()                                # 15 queued: 15 s left at 11 runs / 10 s
+    left = lf.time_left(len(queue))
+    assert 10.0 * LONG_FIRST_MARGIN >= left
+    assert lf.take(queue) == ("long", 0) and lf.take(queue) == ("long", 1)
+    assert lf.take(queue) is None                      # no long cell is left; shorts keep their order
+    assert [c[1] for c in queue] == list(range(8, 21)) and lf.promoted == 2
+
+
+def _makespan(cells, slots: int, long_first: bool) -> tuple[float, float]:
+    """Simulated grid: ``slots`` runs at once, a cell ``(kind, seconds)`` takes its seconds.
+    Returns (when the last run ended, when the last long run started)."""
+    clock = Clock()
+    lf = LongFirst(key=lambda c: c[0], clock=clock)
+    queue, running, last_long_start = collections.deque(cells), [], 0.0
+    while queue or running:
+        while queue and len(running) < slots:
+            cell = (lf.take(queue) if long_first else None) or queue.popleft()
+            running.append((clock.t + cell[1], clock.t, cell))
+            if cell[0] == "long":
+                last_long_start = clock.t
+        running.sort()
+        end, start, cell = running.pop(0)
+        clock.t = end
+        lf.finished(cell, end - start)
+    return clock.t, last_long_start
+
+
+def test_long_first_ends_a_grid_whose_long_runs_would_start_last_sooner():
+    # 400 one-second runs and four that wait 60 s, spread as the plan spreads a model's cells.
+    cells = spread([("short", 1.0)] * 400 + [("long", 60.0)] * 4, key=lambda c: c[0])
+    plain, plain_last = _makespan(cells, slots=4, long_first=False)
+    early, early_last = _makespan(cells, slots=4, long_first=True)
+    assert plain > plain_last + 59                     # the last long run is the grid's tail
+    assert early < plain - 20 and early_last < plain_last
+    assert early <= 400 / 4 + 60                       # at most one long wait past the shorts' own time
 
 
 def test_default_inflight_follows_cores_and_provider_connections():
