@@ -186,7 +186,7 @@ def execute(todo, settings, plan: dict, on_result, log) -> dict:
     dead nodes' folders removed)."""
     import collections
 
-    from claimgrid.execute.admission import next_cell, spread
+    from claimgrid.execute.admission import LongFirst, next_cell, spread
 
     address, jobs, max_inflight = plan.get("address"), plan.get("jobs"), plan.get("max_inflight")
     may_start = plan.get("may_start") or (lambda: True)
@@ -256,6 +256,8 @@ def execute(todo, settings, plan: dict, on_result, log) -> dict:
     )
 
     queue = collections.deque(spread(list(todo), key=lambda c: c.model))
+    long_first = LongFirst(key=lambda c: (c.framework, c.model))  # the local backend's rule, on the driver's queue
+    began: dict = {}  # a run's ref -> when it was sent
     pending: dict = {}  # ref -> ("admit", None, actor) | ("run", cell, actor)
     lost: list[str] = []
     not_started: list[str] = []
@@ -293,15 +295,18 @@ def execute(todo, settings, plan: dict, on_result, log) -> dict:
                 if not queue or not may_start():
                     a["actor"].release.remote()
                     continue
-                cell = next_cell(queue, set(ready).__contains__)
-                pending[a["actor"].run.remote(cell)] = ("run", cell, a)
+                cell = long_first.take(queue) or next_cell(queue, set(ready).__contains__)
+                run_ref = a["actor"].run.remote(cell)
+                pending[run_ref], began[run_ref] = ("run", cell, a), time.monotonic()
                 continue
             try:
                 result = ray.get(ref)
             except Exception as exc:  # noqa: BLE001 - the node (or its actor) died with this run
                 node_lost(a, exc)
                 lost.append(cell.run_id)
+                began.pop(ref, None)
                 continue
+            long_first.finished(cell, time.monotonic() - began.pop(ref))
             a["runs"] += 1
             on_result(cell, result, {"backend": "ray", "node_id": a["node"], "address": a["address"]})
             a["actor"].release.remote()  # counted (budget included): the node may admit the next run
@@ -342,6 +347,7 @@ def execute(todo, settings, plan: dict, on_result, log) -> dict:
         ],
         "lost": lost,
         "not_started": not_started,
+        "started_early_as_long": long_first.promoted,
         "verify_cache": cache,
         "swept": sorted(set(swept)),
         "wall_s": round(time.monotonic() - t0, 1),
