@@ -243,25 +243,31 @@ class LongFirst:
     A grid's last minutes are its tail when a run that mostly waits (a fault model the
     framework retries for minutes, a call past its deadline) starts late: the cores finish
     everything else and idle until it ends. Which runs wait long is not known from a name; it
-    is seen. Every finished run's wall time is noted under its ``key`` (framework and model:
-    the same framework on the same model behaves alike); the time left is the queued runs
-    over the grid's rate so far. ``take(queue)`` removes and returns the first queued cell
-    whose key's longest run so far is at least ``1 / LONG_FIRST_MARGIN`` of the time left,
-    else None (the caller's own order then stands). Only when a run starts changes, never
-    what it does or how it is classified. The main thread's alone (not thread-safe).
+    is seen. Every finished run's wall time is noted under its ``key`` (default: framework
+    and model, since the same framework on the same model behaves alike); the time left is the
+    queued runs over the grid's rate so far. ``take(queue)`` removes and returns the first
+    queued cell whose key's longest run so far is at least ``1 / LONG_FIRST_MARGIN`` of the
+    time left, else None (the caller's own order then stands). The queue only shrinks, so a
+    key a whole scan did not find is never scanned for again: near a grid's end every start
+    asks, and a futile scan of the queue each time would cost the driver's main thread about
+    half a millisecond per start. Only when a run starts changes, never what it does or how it
+    is classified. The main thread's alone (not thread-safe).
     """
 
-    def __init__(self, key: Callable, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, key: Callable = lambda c: (c.framework, c.model), clock: Callable[[], float] = time.monotonic):
         self.key, self.clock = key, clock
         self.started_at = clock()
         self.finished_runs = 0
         self.longest: dict = {}  # key -> the longest wall time seen for it (s)
+        self.longest_any = 0.0
+        self.gone: set = set()  # keys with no cell left in the queue (a whole scan found none)
         self.promoted = 0
 
     def finished(self, cell, wall_s: float) -> None:
         self.finished_runs += 1
         k = self.key(cell)
         self.longest[k] = max(self.longest.get(k, 0.0), wall_s)
+        self.longest_any = max(self.longest_any, wall_s)
 
     def time_left(self, queued: int) -> float | None:
         """Seconds the queued runs would take at the grid's rate so far; None before any run ended."""
@@ -272,15 +278,17 @@ class LongFirst:
 
     def take(self, queue):
         left = self.time_left(len(queue))
-        if left is None or not self.longest:
-            return None
-        if max(self.longest.values()) * LONG_FIRST_MARGIN < left:
+        if left is None or self.longest_any * LONG_FIRST_MARGIN < left:
             return None  # nothing seen so far is long enough to matter: no scan
+        wanted = {k for k, wall in self.longest.items() if wall * LONG_FIRST_MARGIN >= left and k not in self.gone}
+        if not wanted:
+            return None
         for i, cell in enumerate(queue):
-            if self.longest.get(self.key(cell), 0.0) * LONG_FIRST_MARGIN >= left:
+            if self.key(cell) in wanted:
                 del queue[i]
                 self.promoted += 1
                 return cell
+        self.gone |= wanted
         return None
 
 

@@ -209,7 +209,7 @@ class _Grid:
             pool = ThreadPoolExecutor(max_workers=schedule.max_inflight)
             pending: dict = {}
             queue = collections.deque(spread(todo, key=lambda c: c.model))
-            long_first = LongFirst(key=lambda c: (c.framework, c.model))
+            long_first = LongFirst()
             began: dict = {}  # future -> when its run was handed to the pool
             while (queue and not self.stopped) or pending:
                 if queue and self.budget_reached():

@@ -256,7 +256,7 @@ def execute(todo, settings, plan: dict, on_result, log) -> dict:
     )
 
     queue = collections.deque(spread(list(todo), key=lambda c: c.model))
-    long_first = LongFirst(key=lambda c: (c.framework, c.model))  # the local backend's rule, on the driver's queue
+    long_first = LongFirst()  # the local backend's rule, on the driver's queue
     began: dict = {}  # a run's ref -> when it was sent
     pending: dict = {}  # ref -> ("admit", None, actor) | ("run", cell, actor)
     lost: list[str] = []
