@@ -320,18 +320,19 @@ PRIMING_COMPLETION = {
 }
 
 
-def prime_openai_client(client) -> None:
+def prime_openai_client(client):
     """Do an openai SDK client's first-use work in ``preload()``, so no forked run pays it:
     its platform request headers (``platform.uname()``, whose processor field runs a
     ``uname -p`` subprocess, cached per process), the chat resource tree (``client.chat``
     imports ``openai.resources``, ~500 modules, on first access) and the response types'
     pydantic validators (built on the first completion parsed). ``client`` is an
-    ``openai.OpenAI`` or ``AsyncOpenAI``; nothing is sent, no thread is started."""
+    ``openai.OpenAI`` or ``AsyncOpenAI``; nothing is sent, no thread is started. Returns the
+    parsed ``PRIMING_COMPLETION``, for an adapter that primes its own conversion of it."""
     client.default_headers  # noqa: B018
     client.chat.completions.with_raw_response  # noqa: B018
     from openai.types.chat import ChatCompletion
 
-    ChatCompletion.construct(**PRIMING_COMPLETION)
+    return ChatCompletion.construct(**PRIMING_COMPLETION)
 
 
 # ---------------------------------------------------------------- per run

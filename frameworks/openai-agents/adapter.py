@@ -54,21 +54,19 @@ def preload() -> None:
 
     set_tracing_disabled(True)
     agent = _build(kit.preload_ctl(), [])
-    kit.prime_openai_client(agent.model._client)
-    _prime_first_call()
+    _prime_first_call(kit.prime_openai_client(agent.model._client))
 
 
-def _prime_first_call() -> None:
+def _prime_first_call(completion) -> None:
     """The first model call's one-time work past ``kit.prime_openai_client``, done before a
     fork (measured: a run's CPU in a process after preload(), first run against the next).
     The openai SDK caches the type hints of its request params on the first request it
     encodes; the SDK converts a completion's message to its own output items, whose
-    pydantic models are also built on first use."""
+    pydantic models are also built on first use. ``completion``: the kit's parsed one."""
     from agents.models.chatcmpl_converter import Converter
     from openai._utils import maybe_transform
-    from openai.types.chat import ChatCompletion, completion_create_params
+    from openai.types.chat import completion_create_params
 
-    completion = ChatCompletion.construct(**kit.PRIMING_COMPLETION)
     Converter.message_to_output_items(completion.choices[0].message, provider_data={"model": "preload"})
     call = kit.PRIMING_COMPLETION["choices"][0]["message"]["tool_calls"]
     maybe_transform({"model": "preload", "messages": [
