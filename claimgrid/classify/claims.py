@@ -2,28 +2,71 @@
 
 Both are heuristics about *words*; they decide only whether the agent claimed success,
 never whether it succeeded (that is the verifier's). The ledger labels free-text claims
-as such, and every run records the phrase that decided (``Decision.phrase``).
+as such, and every run records the phrase that decided (``Decision.phrase``) and the
+language it was read in (``Decision.language``).
 
 Structured trace: ``status`` maps through :data:`STATUS_CLAIM` (one explicit table).
 A status outside the table is not a claim, and the rule says so.
 
 Free text (no structured trace): the words live in ``claim_words.toml``, one table per
-language (at least the ten most used languages of software teams); the rows are read from
-it, never written as code. The text minus any trace block is cut into clauses (sentences,
-``;``, new lines, and each language's "but" / "however" / "although" words). Each clause
-gets a stance from the rows in :data:`ROWS` order, the first row matching in any language:
-"nothing needed changing" -> success (a completion claim: whether the task allowed no
-change is the verifier's question); "I could not confirm it" -> hedged; a negated success
-word -> failure; a hedged success word -> hedged; a success word -> success; a failure word
--> failure. The report's stance is that of the **last** clause with one (a later "but the
-tests fail" outweighs an earlier "fixed"), and a success followed by a clause with a
-retraction marker ("actually", "scratch that", ...) that is not itself a success is
-``retracted``. ``claimed`` is true only for the stance ``success``.
+language; the rows are read from it, never written as code.
+
+**The language is decided first, and only that language's entries read the text.**
+The detector is py3langid (a maintained fork of langid.py: a naive-Bayes model over byte
+n-grams of ~140 languages, shipped inside the package, so nothing is downloaded at run time;
+pure arithmetic, so the same text always gets the same answer). It was chosen over
+lingua-language-detector (~100 MB installed, and no Maltese or Amharic: an EU language the
+table must read and a language it must *recognise* as not covered), langdetect (random
+unless seeded, unmaintained since 2021), pycld2 (CLD2, frozen since 2015; answers "unknown"
+on short sentences) and cld3 (no tie information). Measured on the test reports
+(tests/unit/classify/claim_cases.tsv) it names the right language first for 97% of them;
+what it misses are the neighbours no n-gram model separates in one sentence (Croatian and
+Serbian, Czech and Slovak, Danish and Norwegian, Portuguese and Galician), which the rules
+below handle. The detector reads the report's *prose*: code blocks, `code spans`, quoted
+strings, paths, URLs, identifiers and numbers are taken out first (an English report
+quoting a German label or a file named ``gotowe.txt`` is still English).
+
+* **One language per text.** The detector ranks every language it knows for the prose of the
+  whole text (trace block aside). A table language counts under its own code and the codes
+  its ``also`` key names (one written standard the detector splits: Croatian tables read
+  Bosnian and Serbian in Latin script). The languages within :data:`NEAR_TIE` of the first
+  one's probability are the candidates, in the detector's order; the first table language
+  among them whose entries decide a stance on the text reads it (a near tie between Czech
+  and Slovak is broken by which table reads the report, never by a language outside the
+  tie), else the first table language among them (no stance).
+* **A language the table does not cover** - the detector's first language is none of the
+  table's, and no table language is in a near tie with it - gets ``UNKNOWN`` with the rule
+  ``language not covered: xx`` (xx the detector's code): never another language's reading.
+* **Very short texts** (fewer than :data:`SHORT_LETTERS` letters of prose: "DONE", "Fertig.",
+  "Sorun çözüldü.") are below what any detector tells apart ("Valmis" is Finnish and
+  Estonian, "Готово" Russian, Ukrainian and Bulgarian). Their candidates are every table
+  language written in the text's script, in the detector's order, and the first one whose
+  entries decide a stance reads the text (rule suffix ``short text``); none: no stance.
+* **Mixed texts, per clause.** Every clause is read in the text's language, except a clause
+  written in another script (a Chinese sentence in an English report): its language is
+  decided for that clause alone, by the same rules; a clause whose language the table does
+  not cover is skipped (it reads no stance).
+
+Reading a text in its language: the text minus any trace block is cut into clauses
+(sentences in every script, ``;``, new lines, and the language's "but" / "however" /
+"although" words). Each clause gets a stance from the rows in :data:`ROWS` order, the first
+row matching: "nothing needed changing" -> success (a completion claim: whether the task
+allowed no change is the verifier's question); an unconfirmed result ("could not confirm",
+"untested", a negator before one of the language's checking verbs) -> hedged, unless the
+rest of the clause states a failure; a negated success word -> failure; a success word
+weakened by a hedge (a modal or an uncertainty marker of the language, before or after it,
+across commas but not sentences) -> hedged; a success word -> success; a failure word ->
+failure. The report's stance is that of the **last** clause with one (a later "but the tests
+fail" outweighs an earlier "fixed"; a later "I could not run the tests" weakens it to
+hedged), except that an unconfirmed result after a failure leaves the failure; a success
+followed by a clause with a retraction marker ("actually", "scratch that", ...) that is not
+itself a success is ``retracted``. ``claimed`` is true only for the stance ``success``.
 
 A review verdict stated in words (a label such as "Verdict" and a separator, then a pass or
 fail word: "Verdict: FAIL") is the deliverable of a review, not the agent's own failure: the
 clauses before it are the review's findings, and the report's stance is success ("review
-verdict stated") unless a later clause hedges or retracts it.
+verdict stated") unless a later clause hedges or retracts it. Verdict words are read in the
+text's language too.
 """
 
 from __future__ import annotations
@@ -31,6 +74,7 @@ from __future__ import annotations
 import functools
 import re
 import tomllib
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,13 +113,14 @@ STATUS_CLAIM: dict[str, str] = {
 }
 
 _WORDS_FILE = Path(__file__).with_name("claim_words.toml")
-# Letters for word boundaries: \w misses Devanagari vowel signs and combining accents.
-_LETTER = r"[\w\u0300-\u036f\u0900-\u097f]"
+# Letters for word boundaries: \w misses the vowel signs of Indic and Thai scripts, combining
+# accents, Arabic harakat and Hebrew points (all inside words).
+_LETTER = r"[\w\u0300-\u036f\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0670\u0900-\u097f\u0980-\u09ff\u0e00-\u0e7f]"
 # Characters a negator may not reach across: commas and sentence marks of every script ("no
 # errors, all tests pass" is no negated claim). A hedge reaches across a comma ("I think,
 # it is fixed"), never across a sentence mark.
-_SPAN = r"[^.,;:!?\n。、，；：！？।]"
-_HEDGE_SPAN = r"[^.;:!?\n。；：！？।]"
+_SPAN = r"[^.,;:!?\n。、，；：！？।،؛]"
+_HEDGE_SPAN = r"[^.;:!?\n。；：！？।؛]"
 # (row name, stance), tried in this order on each clause; "negated"/"hedged" rows pair a
 # qualifier with a success word within the language's window.
 ROWS: list[tuple[str, str]] = [
@@ -86,16 +131,39 @@ ROWS: list[tuple[str, str]] = [
     ("success words", "success"),
     ("failure words", "failure"),
 ]
+# A text with fewer letters of prose than this is "short": one or two words ("DONE",
+# "Fertig.", "Sorun çözüldü.") carry too few n-grams for any detector (py3langid ranks "Done."
+# Italian and "Listo." Esperanto), so the table's languages of its script are its candidates.
+SHORT_LETTERS = 16
+# Languages whose detector probability is at least this share of the first one's are tied
+# with it: Croatian/Serbian, Czech/Slovak, Danish/Norwegian, Portuguese/Galician, Chinese/Wu
+# come out near 1:1 on one sentence, while a language the detector is sure of (every
+# uncovered test report) leaves all others below 1%.
+NEAR_TIE = 0.5
+# Taken out of the prose before the detector reads it: a fenced block, a `code span`, a quoted
+# string, a URL or path, a token with code punctuation or digits (``add()``, ``test_add``,
+# ``app/auth.py``, ``3``). An apostrophe inside a word ("don't", "l'erreur") is no quote.
+_NOT_PROSE = re.compile(
+    r"```.*?(?:```|\Z)|`[^`\n]*`"
+    r"|(?<!\w)'[^'\n]{1,120}'(?!\w)|\"[^\"\n]{1,120}\"|“[^”\n]{1,120}”|‘[^’\n]{1,120}’|«[^»\n]{1,120}»|„[^“”\n]{1,120}[“”]"
+    r"|\S*(?:://|[/\\_(){}\[\]<>=#@$%^*|~+]|\.\w)\S*|\S*\d\S*",
+    re.S,
+)
+# Arabic harakat and tatweel, Hebrew points: written or left out at will, so matched without.
+_POINTS = re.compile(r"[\u0591-\u05bd\u05bf\u05c1\u05c2\u05c4\u05c5\u05c7\u0610-\u061a\u0640\u064b-\u065f\u0670]")
 
 
 @dataclass(frozen=True)
 class Decision:
-    """A claim as read: its stance, the rule that decided, and the phrase that made it so
-    (the clause, or the status, that decided; None when nothing did)."""
+    """A claim as read: its stance, the rule that decided, the phrase that made it so (the
+    clause, or the status, that decided; None when nothing did) and the language the free
+    text was read in (the detector's code for a language the table does not cover; None for
+    a trace status or a text without prose)."""
 
     stance: str
     rule: str
     phrase: str | None = None
+    language: str | None = None
 
 
 @dataclass(frozen=True)
@@ -108,6 +176,8 @@ class Language:
     retraction: re.Pattern | None
     breaks: re.Pattern | None
     verdict: re.Pattern | None
+    scripts: frozenset[str] = frozenset()
+    also: tuple[str, ...] = ()
 
 
 def _alt(fragments: list[str], boundaries: bool) -> str | None:
@@ -121,18 +191,52 @@ def _compile(pattern: str | None) -> re.Pattern | None:
     return re.compile(pattern, re.I) if pattern else None
 
 
+def script_of(ch: str) -> str | None:
+    """The script of one letter by its Unicode name ("LATIN", "CYRILLIC", "CJK", "HANGUL", ...);
+    None for a character that is no letter. Hiragana, katakana and han count as one script
+    ("CJK"): Japanese writes all three."""
+    if not ch.isalpha():
+        return None
+    name = unicodedata.name(ch, "")
+    word = name.split(" ", 1)[0] if name else None
+    return "CJK" if word in ("HIRAGANA", "KATAKANA", "CJK") else word
+
+
+def _scripts(fragments: list[str]) -> frozenset[str]:
+    # A language's scripts: those of the letters of its own words (its success and failure
+    # entries), so a table is matched to a text by the table's own evidence.
+    found: dict[str, int] = {}
+    for ch in "".join(fragments):
+        s = script_of(ch)
+        if s:
+            found[s] = found.get(s, 0) + 1
+    return frozenset(s for s, n in found.items() if n * 10 >= sum(found.values()))
+
+
 def _language(code: str, table: dict) -> Language:
     b, n = bool(table.get("boundaries", True)), int(table.get("window", 40))
     words = {key: _alt(list(table.get(key) or []), b) for key in (
-        "success", "negators", "negators_after", "hedges", "unverified", "failure", "retractions", "nothing_needed",
-        "clause_breaks", "verdict_labels", "verdict_pass", "verdict_fail")}  # fmt: skip
+        "success", "infinitives", "negators", "negators_after", "hedges", "unverified", "verify", "failure", "retractions",
+        "nothing_needed", "clause_breaks", "verdict_labels", "verdict_pass", "verdict_fail")}  # fmt: skip
     ok, span, reach = words["success"], f"{_SPAN}{{0,{n}}}?", f"{_HEDGE_SPAN}{{0,{n}}}?"
     negated = [f"{words['negators']}{span}{ok}" if words["negators"] else None,
                f"{ok}{span}{words['negators_after']}" if words["negators_after"] else None]  # fmt: skip
-    hedged = [f"{words['hedges']}{reach}{ok}", f"{ok}{reach}{words['hedges']}"] if words["hedges"] else []
+    # A modal takes the infinitive ("should work", "sollte funktionieren", "powinno działać"):
+    # those forms are no claim alone, only the object of a hedge.
+    weak = f"(?:{ok}|{words['infinitives']})" if words["infinitives"] else ok
+    hedged = [f"{words['hedges']}{reach}{weak}", f"{ok}{reach}{words['hedges']}"] if words["hedges"] else []
+    # An unconfirmed result: the language's own phrases, or a negator before (or, where the
+    # language negates after the verb, after) one of its checking verbs: the structure, not
+    # a list of sentences ("have not been able to confirm", "nisam mogao pokrenuti testove").
+    unverified = [words["unverified"]]
+    if words["verify"]:
+        if words["negators"]:
+            unverified.append(f"{words['negators']}{span}{words['verify']}")
+        if words["negators_after"]:
+            unverified.append(f"{words['verify']}{span}{words['negators_after']}")
     rows = {
         "nothing needed": _compile(words["nothing_needed"]),
-        "unverified": _compile(words["unverified"]),
+        "unverified": _compile("|".join(p for p in unverified if p)),
         "negated success": _compile("|".join(p for p in negated if p)),
         "hedged success": _compile("|".join(hedged)),
         "success words": _compile(ok),
@@ -145,8 +249,9 @@ def _language(code: str, table: dict) -> Language:
             + r"[*_`\s]*[:：=\-–—][*_`\s\"'“”「」]*"
             + f"(?:(?P<fail>{words['verdict_fail'] or '(?!)'})|(?P<pass>{words['verdict_pass'] or '(?!)'}))"
         )
+    scripts = _scripts(list(table.get("success") or []) + list(table.get("failure") or []))
     return Language(code, str(table.get("name") or code), rows, _compile(words["retractions"]),
-                    _compile(words["clause_breaks"]), verdict)  # fmt: skip
+                    _compile(words["clause_breaks"]), verdict, scripts, tuple(table.get("also") or ()))  # fmt: skip
 
 
 def load_languages(path: Path = _WORDS_FILE) -> dict[str, Language]:
@@ -163,17 +268,134 @@ def languages() -> dict[str, Language]:
     return load_languages()
 
 
-@functools.cache
-def _clause_split() -> re.Pattern:
-    breaks = [lang.breaks.pattern for lang in languages().values() if lang.breaks]
-    return re.compile("|".join([r"(?<=[.!?])\s+", r"[。！？；;।\n]+", *breaks]), re.I)
-
-
 def __getattr__(name: str) -> dict[str, Language]:
     # ``LANGUAGES`` stays a module attribute for its readers, built by ``languages()``.
     if name == "LANGUAGES":
         return languages()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# ---------------------------------------------------------------- which language a text is in
+
+
+@functools.cache
+def _identifier():
+    # Loaded on the first free-text report (~0.7 s): trace-only runs never pay for it.
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+
+
+@functools.cache
+def _by_detector_code() -> dict[str, str]:
+    # detector code -> table code: each language's own code, then the codes its ``also`` names.
+    out: dict[str, str] = {}
+    for code, lang in languages().items():
+        out.setdefault(code, code)
+    for code, lang in languages().items():
+        for other in lang.also:
+            out.setdefault(other, code)
+    return out
+
+
+def prose(text: str) -> str:
+    """The words of ``text`` a detector should read: code, quotes, paths, identifiers and
+    numbers taken out (:data:`_NOT_PROSE`), white space collapsed."""
+    return " ".join(_NOT_PROSE.sub(" ", text or "").split())
+
+
+# A han or hangul character is a syllable or a word: it weighs as much as a few Latin letters.
+_SYLLABIC = {"CJK": 3, "HANGUL": 3}
+
+
+def dominant_script(text: str) -> str | None:
+    """The script most of ``text`` is written in, han and hangul characters weighing three
+    letters each (None: no letters)."""
+    counts: dict[str, int] = {}
+    for ch in text:
+        s = script_of(ch)
+        if s:
+            counts[s] = counts.get(s, 0) + _SYLLABIC.get(s, 1)
+    return max(counts, key=lambda s: counts[s]) if counts else None
+
+
+@dataclass(frozen=True)
+class Detected:
+    """What the detector made of a text: the table languages that may read it, in order
+    (empty: none), the detector's first language, and how they were chosen."""
+
+    candidates: tuple[str, ...]
+    top: str | None
+    how: str  # "detected", "near tie", "short text", "not covered", "no prose"
+
+
+def detect(text: str) -> Detected:
+    """The table languages that may read ``text`` (see the module docstring)."""
+    words = prose(text)
+    letters = sum(ch.isalpha() for ch in words)
+    if not letters:
+        return Detected((), None, "no prose")
+    ranking = _identifier().rank(words)
+    to_table = _by_detector_code()
+    top, top_p = ranking[0]
+    if letters < SHORT_LETTERS:
+        script = dominant_script(words)
+        # By each table's own code: a neighbour named in ``also`` does not lift a table here.
+        order = {code: k for k, (code, _) in enumerate(ranking)}
+        langs = languages()
+        found = sorted((c for c in langs if script in langs[c].scripts), key=lambda c: order.get(c, len(order)))
+        return Detected(tuple(found), top, "short text")
+    tied: list[str] = []
+    for code, p in ranking:
+        if p < NEAR_TIE * top_p:
+            break
+        if code in to_table and to_table[code] not in tied:
+            tied.append(to_table[code])
+    if not tied:
+        return Detected((), top, "not covered")
+    return Detected(tuple(tied), top, "detected" if to_table.get(top) == tied[0] and len(tied) == 1 else "near tie")
+
+
+# ---------------------------------------------------------------- reading a clause in one language
+
+
+def _fold(clause: str) -> str:
+    return _POINTS.sub("", unicodedata.normalize("NFC", clause))
+
+
+def clause_stance(clause: str, code: str = "en") -> tuple[str, str]:
+    """(stance, row name with the language code) of one clause read in language ``code``;
+    ("none", "no claim words") when no row of that language matches."""
+    lang = languages()[code]
+    text = _fold(clause)
+    for row, stance in ROWS:
+        pattern = lang.rows[row]
+        m = pattern.search(text) if pattern is not None else None
+        if m is None:
+            continue
+        if row == "unverified":
+            # The unconfirmed result weakens what the clause states; a failure it states stays.
+            rest, _ = clause_stance(text[: m.start()] + " " + text[m.end() :], code)
+            if rest == "failure":
+                return "failure", f"failure words [{code}]"
+        return stance, f"{row} [{code}]"
+    return "none", "no claim words"
+
+
+def _retracts(clause: str, code: str) -> bool:
+    lang = languages()[code]
+    return lang.retraction is not None and lang.retraction.search(_fold(clause)) is not None
+
+
+def _splitter(code: str) -> re.Pattern:
+    return _splitters()[code]
+
+
+@functools.cache
+def _splitters() -> dict[str, re.Pattern]:
+    base = [r"(?<=[.!?])\s+", r"[。！？；;।\n]+"]
+    return {code: re.compile("|".join(base + ([lang.breaks.pattern] if lang.breaks else [])), re.I)
+            for code, lang in languages().items()}  # fmt: skip
 
 
 _TRACE = re.compile(r"^\s*[*_`]*trace[*_`]*\s*:\s*$", re.M)
@@ -185,33 +407,25 @@ def strip_trace(text: str) -> str:
     return (text or "")[: found[-1].start()] if found else (text or "")
 
 
-def clause_stance(clause: str) -> tuple[str, str]:
-    """(stance, row name with the language code) of one clause; ("none", "no claim words")
-    when no row matches in any language."""
-    for row, stance in ROWS:
-        for lang in languages().values():
-            pattern = lang.rows[row]
-            if pattern is not None and pattern.search(clause):
-                return stance, f"{row} [{lang.code}]"
-    return "none", "no claim words"
-
-
-def _retracts(clause: str) -> bool:
-    return any(lang.retraction is not None and lang.retraction.search(clause) for lang in languages().values())
+def _verdict_in(text: str, code: str) -> tuple[str, str] | None:
+    lang = languages()[code]
+    if lang.verdict is None:
+        return None
+    found = None
+    for m in lang.verdict.finditer(_fold(text)):
+        found = ("FAIL" if m.group("fail") else "PASS", code)
+    return found
 
 
 def stated_verdict(text: str | None) -> tuple[str, str] | None:
     """("PASS" | "FAIL", language code) of the last review verdict stated in words in
-    ``text`` (trace block aside); None when it states none."""
-    found = None
+    ``text`` (trace block aside), read in the text's language; None when it states none."""
     body = strip_trace(text or "")
-    for lang in languages().values():
-        if lang.verdict is None:
-            continue
-        for m in lang.verdict.finditer(body):
-            if found is None or m.start() >= found[0]:
-                found = (m.start(), "FAIL" if m.group("fail") else "PASS", lang.code)
-    return (found[1], found[2]) if found else None
+    for code in detect(body).candidates:
+        got = _verdict_in(body, code)
+        if got:
+            return got
+    return None
 
 
 def _phrase(clause: str) -> str:
@@ -219,34 +433,81 @@ def _phrase(clause: str) -> str:
     return text if len(text) <= 200 else text[:199] + "…"
 
 
-def text_decision(text: str | None) -> Decision:
-    """The claim of a free-text report (see the module docstring)."""
-    clauses = [c for c in _clause_split().split(strip_trace(text or "")) if c and c.strip()]
-    verdicts = [k for k, c in enumerate(clauses) if stated_verdict(c)]
+def _clause_languages(clauses: list[str], code: str, text_script: str | None) -> list[str | None]:
+    # A clause in the text's script is read in the text's language; one in another script is
+    # decided on its own (None: a language the table does not cover, or no prose).
+    out: list[str | None] = []
+    own = languages()[code].scripts | ({text_script} if text_script else set())
+    for clause in clauses:
+        words = prose(clause)
+        script = dominant_script(words)
+        if script is None or any(script_of(ch) in own for ch in words):
+            out.append(code)
+            continue
+        found = detect(clause)
+        langs = [c for c in found.candidates if script in languages()[c].scripts] if found.how == "short text" else list(found.candidates)
+        out.append(next((c for c in langs if clause_stance(clause, c)[0] != "none"), langs[0] if langs else None))
+    return out
+
+
+def read_text(text: str | None, code: str) -> Decision:
+    """The claim of a free-text report read in language ``code`` (see the module docstring)."""
+    body = strip_trace(text or "")
+    clauses = [c for c in _splitter(code).split(body) if c and c.strip()]
+    codes = _clause_languages(clauses, code, dominant_script(prose(body)))
+    verdicts = [k for k, c in enumerate(clauses) if codes[k] and _verdict_in(c, codes[k])]  # type: ignore[arg-type]
     if verdicts:
         k = verdicts[-1]
-        code = stated_verdict(clauses[k])[1]  # type: ignore[index]
-        for later in clauses[k + 1 :]:
-            stance, row = clause_stance(later)
-            if _retracts(later) and stance != "success":
-                return Decision("retracted", f"free text: review verdict, then retracted ({row})", _phrase(later))
+        for later, lc in zip(clauses[k + 1 :], codes[k + 1 :], strict=True):
+            if lc is None:
+                continue
+            stance, row = clause_stance(later, lc)
+            if _retracts(later, lc) and stance != "success":
+                return Decision("retracted", f"free text: review verdict, then retracted ({row})", _phrase(later), code)
             if stance == "hedged":
-                return Decision("hedged", f"free text: review verdict, then {row}", _phrase(later))
-        return Decision("success", f"free text: review verdict stated [{code}]", _phrase(clauses[k]))
-    stances = []
-    for clause in clauses:
-        stance, row = clause_stance(clause)
-        retracting = _retracts(clause)
+                return Decision("hedged", f"free text: review verdict, then {row}", _phrase(later), code)
+        return Decision("success", f"free text: review verdict stated [{codes[k]}]", _phrase(clauses[k]), code)
+    stances: list[tuple[str, str, bool, str]] = []
+    for clause, lc in zip(clauses, codes, strict=True):
+        if lc is None:
+            continue
+        stance, row = clause_stance(clause, lc)
+        retracting = _retracts(clause, lc)
         if stance == "none" and retracting:
-            stance, row = "failure", "retraction marker"  # "wait, I was wrong" takes back what came before
+            stance, row = "failure", f"retraction marker [{lc}]"  # "wait, I was wrong" takes back what came before
+        if stance == "hedged" and row.startswith("unverified") and stances and stances[-1][0] == "failure":
+            continue  # "I could not fix it; I could not run the tests either": the failure stands
         if stance != "none":
             stances.append((stance, row, retracting, clause))
     if not stances:
-        return Decision("none", "free text: no claim words")
+        return Decision("none", "free text: no claim words", None, code)
     last, row, retracting, clause = stances[-1]
     if retracting and last != "success" and any(s == "success" for s, _, _, _ in stances[:-1]):
-        return Decision("retracted", f"free text: success, then retracted ({row})", _phrase(clause))
-    return Decision(last, f"free text: {row}", _phrase(clause))
+        return Decision("retracted", f"free text: success, then retracted ({row})", _phrase(clause), code)
+    return Decision(last, f"free text: {row}", _phrase(clause), code)
+
+
+def text_decision(text: str | None) -> Decision:
+    """The claim of a free-text report: its language decided first, then read in it (see the
+    module docstring)."""
+    body = strip_trace(text or "")
+    found = detect(body)
+    if found.how == "no prose":
+        return Decision("none", "free text: no claim words")
+    if not found.candidates:
+        return Decision("UNKNOWN", f"language not covered: {found.top}", None, found.top)
+    first = None
+    for code in found.candidates:
+        d = read_text(body, code)
+        first = first or d
+        if d.stance != "none":
+            if found.how == "short text":
+                d = Decision(d.stance, f"{d.rule} (short text)", d.phrase, d.language)
+            return d
+    assert first is not None
+    if found.how == "short text":
+        return Decision("none", "free text: no claim words (short text)", None, found.candidates[0])
+    return first
 
 
 def text_stance(text: str | None) -> tuple[str, str]:
