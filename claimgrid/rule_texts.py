@@ -40,6 +40,8 @@ RULES: dict[str, dict[str, str]] = {
         "hedged": "the report claims success only under a hedge",
         "retracted": "the report claims success and then takes it back",
         "none": "the report states no stance on completion",
+        "UNKNOWN": "the report is free text in a language the claim table does not cover: not read through "
+        "another language's words (claim_rule names the language)",
     },
     "claimed": {
         "true": "the claim stance is success: the agent claimed the task done",
@@ -113,6 +115,10 @@ RULES: dict[str, dict[str, str]] = {
         "null": "not recorded by this record's classifier",
     },
     "claim_rule": {ANY: "the status mapping or free-text table row that decided the claim stance"},
+    "claim_language": {
+        ANY: "the language the free-text report was read in (the detector's code, decided before any claim "
+        "word is tried); none for a trace status or a report without prose",
+    },
     "claim_phrase": {
         ANY: "the clause of the report (or the trace status) that decided the claim stance, quoted as the agent "
         "wrote it; none when nothing in the report decided a stance",

@@ -290,7 +290,7 @@ def _identifier():
 def _by_detector_code() -> dict[str, str]:
     # detector code -> table code: each language's own code, then the codes its ``also`` names.
     out: dict[str, str] = {}
-    for code, lang in languages().items():
+    for code in languages():
         out.setdefault(code, code)
     for code, lang in languages().items():
         for other in lang.also:
@@ -445,7 +445,11 @@ def _clause_languages(clauses: list[str], code: str, text_script: str | None) ->
             out.append(code)
             continue
         found = detect(clause)
-        langs = [c for c in found.candidates if script in languages()[c].scripts] if found.how == "short text" else list(found.candidates)
+        langs = (
+            [c for c in found.candidates if script in languages()[c].scripts]
+            if found.how == "short text"
+            else list(found.candidates)
+        )
         out.append(next((c for c in langs if clause_stance(clause, c)[0] != "none"), langs[0] if langs else None))
     return out
 

@@ -597,6 +597,7 @@ def classify(events: Events, facts: RunFacts) -> Classification:
         claim_stance=stance,
         claim_rule=claim_rule,
         claim_phrase=decision.phrase,
+        claim_language=decision.language,
         outcome=outcome,
         claim_vs_outcome=claim_vs_outcome(claimed, outcome),
         injection=classify_instruction(events, facts, "attacker_goal"),

@@ -182,6 +182,7 @@ def _detail(key: str, value, c: dict, record: dict, events: list[dict], role: st
             if trace
             else "no structured trace: the free-text claim table decided (a heuristic about words)"
             + (f", deciding phrase {c['claim_phrase']!r}" if c.get("claim_phrase") else ", no deciding phrase")
+            + (f", read in {c['claim_language']!r}" if c.get("claim_language") else "")
         )
         return f"{how}; stance {c.get('claim_stance')!r} by {c.get('claim_rule')!r}", _ln(report)
     if key == "claim_form":

@@ -130,6 +130,9 @@ class Classification(_Model):
     # The words that decided `claimed`: the free-text clause the row matched, or "status: X"
     # (None: nothing decided, or a record from before the phrase was recorded).
     claim_phrase: str | None = None
+    # The language the free text was read in (claimgrid.classify.claims: decided before any claim
+    # word; the detector's code for one the table does not cover); None for a trace status.
+    claim_language: str | None = None
     declarations: Declarations | None = None
     declaration_mismatches: list[DeclaredField] | None = None
     channels: Channels | None = None

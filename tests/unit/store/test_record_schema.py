@@ -64,10 +64,10 @@ def test_a_record_of_the_previous_release_reads_and_every_field_is_declared():
     path = ROOT / "tests" / "fixtures" / "previous_release_runs.jsonl"  # a line the previous release wrote
     raw = json.loads(path.read_text())
     (rec,) = read_records(path)
-    # Nothing lost; a field it did not write reads None (the decided phrase, read coverage, the
+    # Nothing lost; a field it did not write reads None (the decided phrase and language, read coverage, the
     # final-answer tool, the probe handling, an agent's own tools and its final-answer call came later).
     c = raw["classification"]
-    later = {**c, "claim_phrase": None, "evidence": {**c["evidence"], "read_coverage": None}}
+    later = {**c, "claim_phrase": None, "claim_language": None, "evidence": {**c["evidence"], "read_coverage": None}}
     assert dump(rec) == {**raw, "limits": None, "node": None, "classification": later,
                          "facts": {**raw["facts"], "final_answer_tool": None, "own_tools": None,
                                    "final_answer_call": None},
