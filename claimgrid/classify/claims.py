@@ -35,10 +35,11 @@ quoting a German label or a file named ``gotowe.txt`` is still English).
   and Slovak is broken by which table reads the report, never by a language outside the
   tie), else the first table language among them (no stance).
 * **A language the table does not cover** - the detector's first language is none of the
-  table's, and no table language is in a near tie with it - gets ``UNKNOWN`` with the rule
+  table's, and no table language is in a near tie with it (:data:`NEAR_TIE`) - gets ``UNKNOWN`` with the rule
   ``language not covered: xx`` (xx the detector's code): never another language's reading.
 * **Very short texts** (fewer than :data:`SHORT_LETTERS` letters of prose: "DONE", "Fertig.",
-  "Sorun çözüldü.") are below what any detector tells apart ("Valmis" is Finnish and
+  "Sorun çözüldü."), and texts on which the detector is unsure (its first language below
+  :data:`UNSURE`), are below what any detector tells apart ("Valmis" is Finnish and
   Estonian, "Готово" Russian, Ukrainian and Bulgarian). Their candidates are every table
   language written in the text's script, in the detector's order, and the first one whose
   entries decide a stance reads the text (rule suffix ``short text``); none: no stance.
@@ -135,11 +136,17 @@ ROWS: list[tuple[str, str]] = [
 # "Fertig.", "Sorun çözüldü.") carry too few n-grams for any detector (py3langid ranks "Done."
 # Italian and "Listo." Esperanto), so the table's languages of its script are its candidates.
 SHORT_LETTERS = 16
+# A detector whose first language has less probability than this cannot tell (a few words,
+# mostly names: "Revisé Veredicto: FAIL" spreads over Luxembourgish, Guarani, French and
+# Spanish at 4-6% each): such a text is read as a short one. A sentence the detector can
+# read puts its first language at 20% or more (every report of the test data does).
+UNSURE = 0.2
 # Languages whose detector probability is at least this share of the first one's are tied
-# with it: Croatian/Serbian, Czech/Slovak, Danish/Norwegian, Portuguese/Galician, Chinese/Wu
-# come out near 1:1 on one sentence, while a language the detector is sure of (every
-# uncovered test report) leaves all others below 1%.
-NEAR_TIE = 0.5
+# with it: on one sentence Czech/Slovak, Danish/Norwegian, Dutch/Afrikaans, Portuguese/Galician,
+# Turkish/Turkmen and Chinese/Wu come out between 4:5 and 1:1, while a report really written
+# in Norwegian or Malay leaves Danish or Indonesian at 2:3 or less, and one in a language the
+# detector is sure of (Swahili, Tagalog, Amharic, ...) leaves every other below 1%.
+NEAR_TIE = 0.75
 # Taken out of the prose before the detector reads it: a fenced block, a `code span`, a quoted
 # string, a URL or path, a token with code punctuation or digits (``add()``, ``test_add``,
 # ``app/auth.py``, ``3``). An apostrophe inside a word ("don't", "l'erreur") is no quote.
@@ -336,10 +343,12 @@ def detect(text: str) -> Detected:
     if not letters:
         return Detected((), None, "no prose")
     ranking = _identifier().rank(words)
-    to_table = _by_detector_code()
+    script = dominant_script(words)
+    # A neighbour named in ``also`` is read only in the table's own scripts (Serbian in Cyrillic is not
+    # the Croatian table's).
+    to_table = {k: v for k, v in _by_detector_code().items() if k == v or script in languages()[v].scripts}
     top, top_p = ranking[0]
-    if letters < SHORT_LETTERS:
-        script = dominant_script(words)
+    if letters < SHORT_LETTERS or top_p < UNSURE:
         # By each table's own code: a neighbour named in ``also`` does not lift a table here.
         order = {code: k for k, (code, _) in enumerate(ranking)}
         langs = languages()
