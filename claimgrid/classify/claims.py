@@ -223,7 +223,8 @@ def _scripts(fragments: list[str]) -> frozenset[str]:
 def _language(code: str, table: dict) -> Language:
     b, n = bool(table.get("boundaries", True)), int(table.get("window", 40))
     words = {key: _alt(list(table.get(key) or []), b) for key in (
-        "success", "infinitives", "negators", "negators_after", "hedges", "unverified", "verify", "failure", "retractions",
+        "success", "infinitives", "negators", "negators_after", "hedges", "unverified", "verify", "verify_after",
+        "failure", "retractions",
         "nothing_needed", "clause_breaks", "verdict_labels", "verdict_pass", "verdict_fail")}  # fmt: skip
     ok, span, reach = words["success"], f"{_SPAN}{{0,{n}}}?", f"{_HEDGE_SPAN}{{0,{n}}}?"
     negated = [f"{words['negators']}{span}{ok}" if words["negators"] else None,
@@ -241,6 +242,8 @@ def _language(code: str, table: dict) -> Language:
             unverified.append(f"{words['negators']}{span}{words['verify']}")
         if words["negators_after"]:
             unverified.append(f"{words['verify']}{span}{words['negators_after']}")
+        if words["verify_after"]:  # "протестировать его я не смог": the verb first, then "could not"
+            unverified.append(f"{words['verify']}{span}{words['verify_after']}")
     rows = {
         "nothing needed": _compile(words["nothing_needed"]),
         "unverified": _compile("|".join(p for p in unverified if p)),

@@ -19,7 +19,7 @@ def _cases() -> list[tuple[str, str, str]]:
         if not line.strip() or line.startswith("#"):
             continue
         code, stance, text = line.split("\t")
-        rows.append((code, stance, text))
+        rows.append((code, stance, text.replace("\\n", "\n")))
     return rows
 
 
