@@ -31,6 +31,19 @@ GATEWAY_MAX_CONNECTIONS = 8_192
 # them, and the exchange event records how many (``tool_calls_cut``).
 MAX_TOOL_CALLS_PER_RESPONSE = 64
 
+# ---- ledger files (claimgrid.store.lines: the one reader of runs.jsonl and events.jsonl)
+# One line of a ledger's JSON-lines file. A run record is kilobytes; an event line holds at
+# most a request body (MAX_REQUEST_BYTES) and its answer, or a command's kept output: 32 MiB
+# is far above both, and a crafted 60 MB line (a run id used as a path) is refused as a line,
+# never parsed or used.
+LEDGER_LINE_MAX_BYTES = 32 << 20
+# JSON nesting of one ledger line or meta.json: a record nests about 6 deep, a chat request's
+# tool schemas a few dozen; a million `[` overflows the parser's recursion (and 900 the
+# recursion of whatever reads the value next). Over it: that line is refused, naming it.
+LEDGER_MAX_DEPTH = 128
+# A run id is a folder name (runs/<id>/): the file-name limit of Linux file systems.
+RUN_ID_MAX_BYTES = 255
+
 # ---- the harness tool layer (sent to the adapter in ctl["budgets"])
 # What one command's output keeps in memory: the first and last half of this many bytes,
 # the total counted, the cut marked. The model sees at most 16,000 characters of it; the
