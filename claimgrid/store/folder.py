@@ -36,7 +36,7 @@ from pathlib import Path
 
 from claimgrid.anybytes import json_text, remove_tree, utf8
 from claimgrid.errors import ClaimgridError
-from claimgrid.store.lines import EVENTS_NAME, RUNS_NAME, read_events, run_id_problem, scan_runs
+from claimgrid.store.lines import EVENTS_NAME, RUNS_NAME, read_events, read_json_object, run_id_problem, scan_runs
 from claimgrid.store.seal import META_MEMBER, Signer, seal_line, seal_meta_text
 
 # Files rendered into an evidence folder from its evidence (not evidence themselves):
@@ -128,7 +128,8 @@ class RunStore:
         self.runs_path.touch()
 
     def read_meta(self) -> dict:
-        return json.loads(self.meta_path.read_text())
+        """meta.json's object (the bounded parser: DataError naming the file when it is not one)."""
+        return read_json_object(self.meta_path)
 
     def write_meta(self, meta: dict) -> None:
         """meta.json, replaced whole; sealed (its ``seal`` facts and signature) with :attr:`signer`."""

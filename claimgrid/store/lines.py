@@ -120,6 +120,15 @@ def run_id_problem(run_id) -> str | None:
     return None
 
 
+def read_json_object(path: Path) -> dict:
+    """A ledger's JSON file (meta.json) read by :func:`parse_json`: its object, or DataError
+    naming the file (FileNotFoundError when it is missing)."""
+    value, why = parse_json(_read(path))
+    if not isinstance(value, dict):
+        raise DataError(path, None, why or "expected a JSON object")
+    return value
+
+
 def _object(line: bytes) -> tuple[dict | None, str]:
     value, why = parse_json(line)
     if why:
@@ -151,6 +160,12 @@ def _scan(path: Path, data: bytes, append_only: bool) -> JsonLines:
         else:
             out.bad.append((number, why))
     return out
+
+
+def scan_bytes(path: Path, data: bytes, append_only: bool) -> JsonLines:
+    """The lines of ``data`` (read from ``path``, which names them) by the one bounded parser;
+    ``append_only``: a torn last line is :attr:`JsonLines.torn`, else a bad line."""
+    return _scan(path, data, append_only)
 
 
 def _read(path: Path) -> bytes:

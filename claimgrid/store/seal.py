@@ -367,6 +367,7 @@ def _verify_lines(folder: Path, key: Ed25519PublicKey | None, grid_id: str, repo
             )
     run_ids: list[str] = []
     previous = ""
+    misplaced = False
     for number, raw in enumerate(chunks, 1):
         if not raw.strip():
             continue
@@ -400,6 +401,8 @@ def _verify_lines(folder: Path, key: Ed25519PublicKey | None, grid_id: str, repo
                 f"{where}: not at its sealed place (record {place[0]}, after "
                 f"{'run ' + place[1] if place[1] else 'no other'}): a line before it was removed, added or moved"
             )
+            report.chained = False  # one break names it: the lines after it are checked one by one
+            misplaced = True
         manifest_path = folder / "runs" / run_id / "manifest.json"
         try:
             manifest = manifest_path.read_bytes()
@@ -407,6 +410,7 @@ def _verify_lines(folder: Path, key: Ed25519PublicKey | None, grid_id: str, repo
             manifest = b""  # a missing manifest: named by the store's integrity check
         if manifest and not _ok(key, manifest_sig, _manifest_message(grid_id, run_id, manifest)):
             report.problems.append(f"runs/{run_id}/manifest.json: signature does not match (changed after sealing)")
+    report.chained = report.chained or misplaced  # the seal is chained; its set failed above
     return run_ids
 
 
