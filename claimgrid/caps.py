@@ -23,9 +23,27 @@ GATEWAY_IDLE_TIMEOUT_S = 30.0
 # calls in parallel; 400 open requests from one run would starve the others. Over it: 429,
 # recorded in the run's log like any refusal.
 GATEWAY_MAX_REQUESTS_PER_RUN = 16
-# Connections the gateway serves at all (every run together): over it uvicorn answers 503.
-# --max-inflight tops out at 4,096 runs, each with a connection or two.
+# Connections the gateway serves at all (every run together), and never more than its
+# process's open-file limit leaves room for (less GATEWAY_FD_RESERVE for the driver's own
+# files): over it a new connection is accepted and aborted at once (claimgrid.gateway.inbound),
+# never left in the kernel's accept queue. --max-inflight tops out at 4,096 runs, each with
+# a connection or two.
 GATEWAY_MAX_CONNECTIONS = 8_192
+GATEWAY_FD_RESERVE = 1_024
+# Connections one run may hold open (counted once a request carried its token): a client
+# opens one per call in flight (GATEWAY_MAX_REQUESTS_PER_RUN) and a client made per call
+# leaves one idle per call until GATEWAY_IDLE_TIMEOUT_S; 64 is room for both. One more
+# closes the run's own longest-idle connection, or is refused (503) when none is idle.
+GATEWAY_MAX_CONNECTIONS_PER_RUN = 64
+# Connections that have not yet sent a registered token: each gets this long to send its
+# request headers (a client sends them within milliseconds of connecting), and there are at
+# most this many; a new one over the pool closes the oldest (a silent flood evicts itself).
+GATEWAY_AUTH_TIMEOUT_S = 5.0
+GATEWAY_PREAUTH_CONNECTIONS = 256
+# A response the client stopped reading (the socket's buffers full) for this long: aborted.
+GATEWAY_WRITE_STALL_S = 30.0
+# How often every connection's deadline is checked: each closes at most this late.
+GATEWAY_SWEEP_S = 1.0
 # Tool calls in one model response: a model that answers with 1,500 calls is a runaway (real
 # models batch a handful). Calls past this are cut from the response before the agent sees
 # them, and the exchange event records how many (``tool_calls_cut``).

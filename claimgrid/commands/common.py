@@ -88,7 +88,7 @@ def open_for_writing(store: RunStore, *, same_key: bool = False):
         # is refused as it is (its evidence folder is the line's, never "repaired" away).
         before = verify_seal(store.folder)
         if before.problems:
-            raise StoreIntegrityError(store.folder, before.problems)
+            raise StoreIntegrityError(store.folder, before.problems + store.check_integrity())
         note = store.repair() if store.meta_path.exists() else None
         if note:
             print(f"{store.folder}: repaired: {note}", flush=True)

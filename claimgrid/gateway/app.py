@@ -30,6 +30,7 @@ from claimgrid.gateway.dialects import Dialect, DialectError, dialects
 from claimgrid.gateway.dialects.chat import DIALECT as CHAT
 from claimgrid.gateway.dispatch import Dispatcher
 from claimgrid.gateway.exchanges import Answer, Call, Routing, blinded, exchange_event, openai_error
+from claimgrid.gateway.inbound import OVER_CAP_HEADER
 from claimgrid.gateway.request import body_error, parse_body, parse_object
 from claimgrid.gateway.runs import Registry, RunState
 from claimgrid.gateway.safejson import SafeJSONResponse
@@ -37,6 +38,7 @@ from claimgrid.gateway.side_routes import routes as side_routes
 from claimgrid.gateway.swap import swap_for_call
 from claimgrid.reference import gateway_faults as faults
 
+OVER_CAP = OVER_CAP_HEADER.decode()
 UNKNOWN_TOKEN = "unknown API key: this token is not registered with the claimgrid gateway"
 TOO_LARGE = f"request body over {caps.MAX_REQUEST_BYTES} bytes (claimgrid caps.MAX_REQUEST_BYTES)"
 
@@ -178,7 +180,16 @@ def create_app(
         index = state.next_call()
         await turn_boundary(state, index)  # before the clock starts: latency is the answer's
         t0 = time.perf_counter()
-        if state.inflight >= caps.GATEWAY_MAX_REQUESTS_PER_RUN:
+        if request.headers.get(OVER_CAP) is not None:
+            # The run already holds its cap of connections, none of them idle (set by the
+            # gateway's connection book only, claimgrid.gateway.inbound): refused, recorded,
+            # and this connection is closed after the answer.
+            status, code = 503, "connections_over_cap"
+            error = (
+                f"more than {caps.GATEWAY_MAX_CONNECTIONS_PER_RUN} connections of this run open at once "
+                "(claimgrid caps.GATEWAY_MAX_CONNECTIONS_PER_RUN)"
+            )
+        elif state.inflight >= caps.GATEWAY_MAX_REQUESTS_PER_RUN:
             # One run may not hold the gateway with hundreds of open requests: refused, recorded.
             status, code = 429, "too_many_requests_in_flight"
             error = (
