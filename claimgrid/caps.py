@@ -63,6 +63,12 @@ LEDGER_MAX_DEPTH = 128
 RUN_ID_MAX_BYTES = 255
 
 # ---- the harness tool layer (sent to the adapter in ctl["budgets"])
+# An adapter process's open files (RLIMIT_NOFILE, soft and hard, set by the harness runtime
+# before the adapter runs; a guarded agent's processes get the guard's, the same 1,024):
+# the usual Linux default, far above what a framework's HTTP client and files use, and a
+# bound on the connections one process can open at the gateway (which caps each run at
+# GATEWAY_MAX_CONNECTIONS_PER_RUN anyway: an adapter used to inherit the driver's 20,000).
+ADAPTER_MAX_OPEN_FILES = 1_024
 # What one command's output keeps in memory: the first and last half of this many bytes,
 # the total counted, the cut marked. The model sees at most 16,000 characters of it; the
 # rest is for the event. Memory stays flat under `cat /dev/zero` (bench/output_flood.py).
@@ -156,6 +162,7 @@ def tool_budgets() -> dict:
         "search_max_bytes": SEARCH_MAX_BYTES,
         "search_timeout_s": SEARCH_TIMEOUT_S,
         "max_tool_calls": MAX_TOOL_CALLS_PER_RUN,
+        "max_open_files": ADAPTER_MAX_OPEN_FILES,
     }
 
 

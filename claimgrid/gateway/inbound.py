@@ -31,7 +31,10 @@ limit in :mod:`claimgrid.caps`:
 
 from __future__ import annotations
 
+import fcntl
 import resource
+import struct
+import termios
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -95,6 +98,8 @@ class Inbound:
     # ---- the protocol's calls
     def opened(self, proto, loop) -> bool:
         """A new connection; False when it was aborted at once (over the total)."""
+        while len(self.open) >= self.total and self.preauth:
+            self._evict_preauth()  # room for a client that may authenticate, taken from the silent
         if len(self.open) >= self.total:
             self.aborted["over_total"] += 1
             proto.transport.abort()
@@ -104,10 +109,8 @@ class Inbound:
         proto.cg_token = None
         proto.cg_paused_since = None
         proto.cg_over = False
-        if len(self.preauth) >= self.t.preauth:
-            oldest, _ = self.preauth.popitem(last=False)
-            self.aborted["preauth_evicted"] += 1
-            oldest.transport.abort()
+        while len(self.preauth) >= self.t.preauth:
+            self._evict_preauth()
         self.preauth[proto] = None
         if not self._sweeping:
             self._sweeping = True
@@ -153,6 +156,19 @@ class Inbound:
         proto.cg_paused_since = time.monotonic() if paused else None
 
     # ---- internals
+    def _evict_preauth(self) -> None:
+        """Close one pre-auth connection: the oldest with nothing waiting to be read (a client
+        whose request headers are already in the kernel's buffer is about to authenticate:
+        an accept storm between its accept and its first read must not evict it), else the
+        oldest."""
+        victim = next((p for p in self.preauth if _waiting(p) == 0), None)
+        if victim is None:
+            victim = next(iter(self.preauth))
+        self.preauth.pop(victim)
+        self.open.discard(victim)
+        self.aborted["preauth_evicted"] += 1
+        victim.transport.abort()
+
     def _admit(self, proto, token: str) -> None:
         self.preauth.pop(proto, None)
         conns = self.by_run.setdefault(token, OrderedDict())
@@ -212,6 +228,16 @@ def _token(headers: list[tuple[bytes, bytes]]) -> str | None:
         return key.decode("latin-1").strip() or None
     scheme, _, value = found.get(b"authorization", b"").decode("latin-1").partition(" ")
     return value.strip() or None if scheme.lower() == "bearer" else None
+
+
+def _waiting(proto) -> int:
+    """Bytes the kernel holds for this connection, not yet read (FIONREAD); 0 when unknown."""
+    sock = proto.transport.get_extra_info("socket")
+    try:
+        raw = fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0\0\0\0")
+    except (OSError, AttributeError, ValueError):
+        return 0
+    return struct.unpack("i", raw)[0]
 
 
 def _request_whole(proto) -> bool:

@@ -177,7 +177,10 @@ class Gateway:
                 lifespan="off",
                 http=_guarded_protocol(self.inbound),
                 timeout_keep_alive=int(caps.GATEWAY_IDLE_TIMEOUT_S),
-                limit_concurrency=self.inbound.total,
+                # No uvicorn limit: the connection book is it (one request in flight per
+                # connection). uvicorn's own count still holds connections the book has just
+                # aborted, so a limit there answered a working client 503 during a flood.
+                limit_concurrency=None,
             )
             server = uvicorn.Server(config)
             thread = threading.Thread(
