@@ -23,6 +23,7 @@ from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
 from claimgrid import caps
+from claimgrid.gateway import native
 from claimgrid.gateway.answer import target_model
 from claimgrid.gateway.cassette import request_sha256
 from claimgrid.gateway.connections import Connections
@@ -134,9 +135,13 @@ async def _capped_body(request: Request) -> bytes:
     return b"".join(chunks)
 
 
-async def _read_body(request: Request, dialect: Dialect) -> tuple[dict | None, dict | None, str | None]:
+async def _read_body(
+    request: Request, dialect: Dialect, native_ok: bool = False
+) -> tuple[dict | None, dict | None, str | None]:
     """``(dialect body, internal chat body, None)``, or a one-line 400/413 message (the dialect
-    body too when it was a JSON object the dialect could not serve)."""
+    body too when it was a JSON object the dialect could not serve). ``native_ok``: the call
+    may go to its provider verbatim (claimgrid.gateway.native), which keeps the conversation a
+    ``previous_response_id`` names: the chat view is read without it."""
     try:
         raw = await _capped_body(request)
     except _TooLarge:
@@ -148,7 +153,7 @@ async def _read_body(request: Request, dialect: Dialect) -> tuple[dict | None, d
     if given is None:
         return None, None, bad
     try:
-        chat = dialect.to_chat(given)
+        chat = dialect.to_chat({k: v for k, v in given.items() if k != "previous_response_id"} if native_ok else given)
     except DialectError as exc:
         return given, None, str(exc)
     # The translation's own output checked as any chat body is: the path after it relies on it.
@@ -234,7 +239,8 @@ def create_app(
         t = state.elapsed()
         if replay is not None:  # offline replay: the recorded answer, whatever was asked
             return await replay.serve(request, state, index, t, dialect)
-        given, body, bad = await _read_body(request, dialect)
+        native_ok = not dialect.internal and native.possible(dialect.name, script.model)
+        given, body, bad = await _read_body(request, dialect, native_ok)
         body_for_log = body if body is not None else None
         requested = body.get("model") if body else None
         stream = bool(body and body.get("stream"))
@@ -243,6 +249,7 @@ def create_app(
         swap = "none"
         status, error, code, answer, headers, provider = 200, None, None, None, {}, None
         fault, delay, queued_ms = None, 0.0, None
+        upstream_request = native_answer = None
         tool_calls_cut = 0
         if bad == TOO_LARGE:  # recorded, its body not stored
             status, error, code = 413, bad, "request_too_large"
@@ -266,11 +273,19 @@ def create_app(
                 status, error, code, headers = faults.refusal(fault)
             else:
                 assert body is not None  # parse_body gives a body or a message (bad)
+                target = target_model(script, swap)
+                passthrough = native.route(dialect.name, target, swap) if native_ok and given is not None else None
                 try:
-                    async with connections.for_model(target_model(script, swap)) as queued_ms:
-                        answer = await dispatcher.answer(
-                            script, swap, body, requested, state.progress, index, fault.kind if fault else None
-                        )
+                    async with connections.for_model(target) as queued_ms:
+                        if passthrough is not None:  # the client's body to its provider, verbatim
+                            upstream_request, native_answer, record = await native.call(
+                                passthrough, given, request.headers, dispatcher.retry
+                            )
+                            answer = native.answer_of(dialect.name, native_answer, record, requested, target)
+                        else:
+                            answer = await dispatcher.answer(
+                                script, swap, body, requested, state.progress, index, fault.kind if fault else None
+                            )
                     headers, provider = answer.headers, answer.provider
                     tool_calls_cut = _cap_tool_calls(answer.response)
                     if fault is not None:
@@ -288,6 +303,8 @@ def create_app(
         # What went out on the wire in the client's dialect (the internal answer, translated).
         if dialect.internal:
             reply = response
+        elif native_answer is not None:
+            reply = native.restamped(native_answer, requested)  # verbatim but the model's name
         else:
             reply = dialect.from_chat(answer.response, given or {}) if answer else dialect.error(status, shown, code)
         event = exchange_event(
@@ -335,12 +352,19 @@ def create_app(
         if not dialect.internal:  # the bodies as the client sent and received them
             line["dialect_request"] = given
             line["dialect_response"] = reply
+        if native_answer is not None:  # and as the provider got and gave them
+            line["upstream_request"] = upstream_request
+            line["upstream_response"] = native_answer
         # Recorded before a slow answer is sent: the run may end (client deadline) first.
         state.record(event, line)
         if delay:
             await asyncio.sleep(delay)
         if answer is None:
             return SafeJSONResponse(reply, status_code=status, headers=headers)
+        if stream and native_answer is not None:
+            return StreamingResponse(
+                native.stream(dialect.name, reply), media_type="text/event-stream", headers=headers
+            )
         if stream:
             assert body is not None  # stream is read from a parsed body
             return StreamingResponse(
