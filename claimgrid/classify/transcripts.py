@@ -261,16 +261,17 @@ def _claimgrid(path: Path, raw: bytes) -> Transcript | None:
     once it is one, every other line must be one too (the store's bounded reader), else a
     DataError naming the line."""
     found = scan_bytes(path, raw, append_only=False)
-    numbered = sorted(
+    numbered: list[tuple[int, dict | None, str]] = sorted(
         [(n, e, "") for n, e in found.lines] + [(n, None, why) for n, why in found.bad], key=lambda x: x[0]
     )
-    events = []
+    events: list[dict] = []
     for number, e, why in numbered:
         is_event = isinstance(e, dict) and isinstance(e.get("source"), str) and "kind" in e
         if not is_event:
             if not events:
                 return None
             raise DataError(f"{path}:{number}", None, f"not a claimgrid event: {why or 'no source and kind'}")
+        assert e is not None  # is_event
         events.append(e)
     if not events:
         return None

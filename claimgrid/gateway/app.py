@@ -277,7 +277,7 @@ def create_app(
                 passthrough = native.route(dialect.name, target, swap) if native_ok and given is not None else None
                 try:
                     async with connections.for_model(target) as queued_ms:
-                        if passthrough is not None:  # the client's body to its provider, verbatim
+                        if passthrough is not None and given is not None:  # the client's body, verbatim
                             upstream_request, native_answer, record = await native.call(
                                 passthrough, given, request.headers, dispatcher.retry
                             )

@@ -173,7 +173,7 @@ def chat_response(dialect: str, answer: dict, reported: str) -> dict:
                 calls.append(
                     _call(block.get("id"), block.get("name"), args if isinstance(args, str) else json.dumps(args))
                 )
-        finish = STOP_REASONS.get(answer.get("stop_reason"), "stop")
+        finish = STOP_REASONS.get(str(answer.get("stop_reason")), "stop")
         usage = answer.get("usage") or {}
         prompt, completion = usage.get("input_tokens"), usage.get("output_tokens")
     else:
@@ -192,7 +192,7 @@ def chat_response(dialect: str, answer: dict, reported: str) -> dict:
             elif kind == "custom_tool_call":
                 calls.append(_call(item.get("call_id"), item.get("name"), json.dumps({"input": item.get("input")})))
         incomplete = (answer.get("incomplete_details") or {}).get("reason")
-        finish = "tool_calls" if calls else {"max_output_tokens": "length"}.get(incomplete, "stop")
+        finish = "tool_calls" if calls else {"max_output_tokens": "length"}.get(str(incomplete), "stop")
         usage = answer.get("usage") or {}
         prompt, completion = usage.get("input_tokens"), usage.get("output_tokens")
     message: dict = {"role": "assistant", "content": "".join(content) or None}

@@ -378,7 +378,7 @@ def _verify_lines(folder: Path, key: Ed25519PublicKey | None, grid_id: str, repo
             return None  # a line that is not a record: no place after it can be checked
         run_id = value.get("run_id")
         bad_id = run_id_problem(run_id)
-        if bad_id is not None:
+        if bad_id is not None or not isinstance(run_id, str):
             report.problems.append(f"{where}: {bad_id}")
             return None
         where += f" (run {run_id})"
