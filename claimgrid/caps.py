@@ -118,8 +118,10 @@ MAX_RAW_STRING_CHARS = 64_000
 MAX_WORKSPACE_BYTES = 256 << 20
 MAX_WORKSPACE_FILES = 20_000
 # Folder depth: real repositories are a few dozen levels deep; a 1,200-level tree is an
-# agent's doing, and a path past PATH_MAX cannot be read by path at all. Over it (or on a
-# path the kernel refuses as too long) the diff is not taken: UNKNOWN, with the reason.
+# agent's doing, and a path past PATH_MAX cannot be read by path at all. A folder past it
+# (or one the kernel refuses as too long) is not entered: it is listed in the diff as a
+# change by its path, unread, and the rest is diffed and tested as usual (so nesting cannot
+# turn a claim into UNKNOWN). Turn snapshots and ``grid.py verify``'s copy still stop at it.
 MAX_WORKSPACE_DEPTH = 256
 # Reading the workspace into the private object store, and git's diff, each get this long.
 DIFF_TIMEOUT_S = 60.0
