@@ -23,15 +23,52 @@ GATEWAY_IDLE_TIMEOUT_S = 30.0
 # calls in parallel; 400 open requests from one run would starve the others. Over it: 429,
 # recorded in the run's log like any refusal.
 GATEWAY_MAX_REQUESTS_PER_RUN = 16
-# Connections the gateway serves at all (every run together): over it uvicorn answers 503.
-# --max-inflight tops out at 4,096 runs, each with a connection or two.
+# Connections the gateway serves at all (every run together), and never more than its
+# process's open-file limit leaves room for (less GATEWAY_FD_RESERVE for the driver's own
+# files): over it a new connection is accepted and aborted at once (claimgrid.gateway.inbound),
+# never left in the kernel's accept queue. --max-inflight tops out at 4,096 runs, each with
+# a connection or two.
 GATEWAY_MAX_CONNECTIONS = 8_192
+GATEWAY_FD_RESERVE = 1_024
+# Connections one run may hold open (counted once a request carried its token): a client
+# opens one per call in flight (GATEWAY_MAX_REQUESTS_PER_RUN) and a client made per call
+# leaves one idle per call until GATEWAY_IDLE_TIMEOUT_S; 64 is room for both. One more
+# closes the run's own longest-idle connection, or is refused (503) when none is idle.
+GATEWAY_MAX_CONNECTIONS_PER_RUN = 64
+# Connections that have not yet sent a registered token: each gets this long to send its
+# request headers (a client sends them within milliseconds of connecting), and there are at
+# most this many; a new one over the pool closes the oldest (a silent flood evicts itself).
+GATEWAY_AUTH_TIMEOUT_S = 5.0
+GATEWAY_PREAUTH_CONNECTIONS = 256
+# A response the client stopped reading (the socket's buffers full) for this long: aborted.
+GATEWAY_WRITE_STALL_S = 30.0
+# How often every connection's deadline is checked: each closes at most this late.
+GATEWAY_SWEEP_S = 1.0
 # Tool calls in one model response: a model that answers with 1,500 calls is a runaway (real
 # models batch a handful). Calls past this are cut from the response before the agent sees
 # them, and the exchange event records how many (``tool_calls_cut``).
 MAX_TOOL_CALLS_PER_RESPONSE = 64
 
+# ---- ledger files (claimgrid.store.lines: the one reader of runs.jsonl and events.jsonl)
+# One line of a ledger's JSON-lines file. A run record is kilobytes; an event line holds at
+# most a request body (MAX_REQUEST_BYTES) and its answer, or a command's kept output: 32 MiB
+# is far above both, and a crafted 60 MB line (a run id used as a path) is refused as a line,
+# never parsed or used.
+LEDGER_LINE_MAX_BYTES = 32 << 20
+# JSON nesting of one ledger line or meta.json: a record nests about 6 deep, a chat request's
+# tool schemas a few dozen; a million `[` overflows the parser's recursion (and 900 the
+# recursion of whatever reads the value next). Over it: that line is refused, naming it.
+LEDGER_MAX_DEPTH = 128
+# A run id is a folder name (runs/<id>/): the file-name limit of Linux file systems.
+RUN_ID_MAX_BYTES = 255
+
 # ---- the harness tool layer (sent to the adapter in ctl["budgets"])
+# An adapter process's open files (RLIMIT_NOFILE, soft and hard, set by the harness runtime
+# before the adapter runs; a guarded agent's processes get the guard's, the same 1,024):
+# the usual Linux default, far above what a framework's HTTP client and files use, and a
+# bound on the connections one process can open at the gateway (which caps each run at
+# GATEWAY_MAX_CONNECTIONS_PER_RUN anyway: an adapter used to inherit the driver's 20,000).
+ADAPTER_MAX_OPEN_FILES = 1_024
 # What one command's output keeps in memory: the first and last half of this many bytes,
 # the total counted, the cut marked. The model sees at most 16,000 characters of it; the
 # rest is for the event. Memory stays flat under `cat /dev/zero` (bench/output_flood.py).
@@ -81,8 +118,10 @@ MAX_RAW_STRING_CHARS = 64_000
 MAX_WORKSPACE_BYTES = 256 << 20
 MAX_WORKSPACE_FILES = 20_000
 # Folder depth: real repositories are a few dozen levels deep; a 1,200-level tree is an
-# agent's doing, and a path past PATH_MAX cannot be read by path at all. Over it (or on a
-# path the kernel refuses as too long) the diff is not taken: UNKNOWN, with the reason.
+# agent's doing, and a path past PATH_MAX cannot be read by path at all. A folder past it
+# (or one the kernel refuses as too long) is not entered: it is listed in the diff as a
+# change by its path, unread, and the rest is diffed and tested as usual (so nesting cannot
+# turn a claim into UNKNOWN). Turn snapshots and ``grid.py verify``'s copy still stop at it.
 MAX_WORKSPACE_DEPTH = 256
 # Reading the workspace into the private object store, and git's diff, each get this long.
 DIFF_TIMEOUT_S = 60.0
@@ -125,6 +164,7 @@ def tool_budgets() -> dict:
         "search_max_bytes": SEARCH_MAX_BYTES,
         "search_timeout_s": SEARCH_TIMEOUT_S,
         "max_tool_calls": MAX_TOOL_CALLS_PER_RUN,
+        "max_open_files": ADAPTER_MAX_OPEN_FILES,
     }
 
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from claimgrid.errors import DataError
+from claimgrid.store.lines import scan_bytes
 from claimgrid.vocab import TOOL_CATEGORY
 
 # A tool outside the harness's six counts by what its name says it does.
@@ -255,17 +256,22 @@ def _inspect(path: Path, samples: list, select: str | None) -> Transcript:
     return out.done("inspect log")
 
 
-def _claimgrid(path: Path, lines: list[str]) -> Transcript | None:
-    events = []
-    for line in lines:
-        if not line.strip():
-            continue
-        try:
-            e = json.loads(line)
-        except ValueError:
-            return None
-        if not isinstance(e, dict) or not isinstance(e.get("source"), str) or "kind" not in e:
-            return None
+def _claimgrid(path: Path, raw: bytes) -> Transcript | None:
+    """A claimgrid ``events.jsonl``: None when its first line is no event (another form);
+    once it is one, every other line must be one too (the store's bounded reader), else a
+    DataError naming the line."""
+    found = scan_bytes(path, raw, append_only=False)
+    numbered: list[tuple[int, dict | None, str]] = sorted(
+        [(n, e, "") for n, e in found.lines] + [(n, None, why) for n, why in found.bad], key=lambda x: x[0]
+    )
+    events: list[dict] = []
+    for number, e, why in numbered:
+        is_event = isinstance(e, dict) and isinstance(e.get("source"), str) and "kind" in e
+        if not is_event:
+            if not events:
+                return None
+            raise DataError(f"{path}:{number}", None, f"not a claimgrid event: {why or 'no source and kind'}")
+        assert e is not None  # is_event
         events.append(e)
     if not events:
         return None
@@ -284,8 +290,10 @@ def read_transcript(path: Path, select: str | None = None) -> Transcript:
     text = raw.decode("utf-8", errors="replace")
     try:
         doc = json.loads(text)
+    except RecursionError:
+        raise DataError(path, None, "not a transcript: JSON nested too deep to read") from None
     except ValueError:
-        found = _claimgrid(path, text.splitlines())
+        found = _claimgrid(path, raw)
         if found is not None:
             return found
         doc = None
@@ -297,7 +305,7 @@ def read_transcript(path: Path, select: str | None = None) -> Transcript:
     if isinstance(messages, list) and messages and all(isinstance(m, dict) and "role" in m for m in messages):
         return _chat(messages).done("openai messages")
     if isinstance(doc, dict) and doc.get("source") and "kind" in doc:  # one event: a claimgrid events file
-        found = _claimgrid(path, [text])
+        found = _claimgrid(path, raw)
         if found is not None:
             return found
     raise DataError(

@@ -33,6 +33,7 @@ from pathlib import Path
 from claimgrid.classify.classifier import claim_vs_outcome, classify
 from claimgrid.classify.transcripts import Transcript, read_transcript
 from claimgrid.errors import DataError
+from claimgrid.store.lines import scan_events
 from claimgrid.store.record import Facts
 from claimgrid.trace import parse_trace
 from claimgrid.vocab import ROLE_EVIDENCE
@@ -165,7 +166,7 @@ UNBACKED = (
 
 def backed(verdict: dict) -> bool:
     """False for a success claim the evidence contradicts (what exits 1)."""
-    return verdict["claim_vs_outcome"] != "FALSE_SUCCESS" and verdict["claim_verdict"] not in UNBACKED
+    return verdict.get("claim_vs_outcome") != "FALSE_SUCCESS" and verdict.get("claim_verdict") not in UNBACKED
 
 
 def summarise(log: Path) -> list[str]:
@@ -173,14 +174,14 @@ def summarise(log: Path) -> list[str]:
     if not log.is_file():
         raise DataError(log, None, "no such verdict log")
     rows = []
-    for n, line in enumerate(log.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            rows.append(row["verdict"])
-        except (ValueError, KeyError, TypeError):
-            raise DataError(f"{log}:{n}", "verdict", "not a verdict line of grid.py check") from None
+    found = scan_events(log)  # the store's bounded reader: every line, the last included, must be whole
+    if found.bad:
+        number, why = found.bad[0]
+        raise DataError(f"{log}:{number}", None, f"not a verdict line of grid.py check: {why}")
+    for n, row in found.lines:
+        if not isinstance(row.get("verdict"), dict):
+            raise DataError(f"{log}:{n}", "verdict", "not a verdict line of grid.py check")
+        rows.append(row["verdict"])
     out = [f"{len(rows)} check(s); {sum(1 for r in rows if not backed(r))} claim(s) not backed"]
     for field in ("claim_vs_outcome", "claim_verdict"):
         counts = Counter(str(r.get(field)) for r in rows)

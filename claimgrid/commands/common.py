@@ -59,12 +59,14 @@ def signer(args, folder: Path):
 
 def verify_ledger(store: RunStore):
     """Every signature and manifest of the folder checked; raises StoreIntegrityError naming
-    each file or line that fails; prints and returns the :class:`~claimgrid.store.seal.SealReport`."""
+    each file or line that fails (a torn last line too: a reader does not read a ledger a
+    writer has not repaired); prints and returns the :class:`~claimgrid.store.seal.SealReport`."""
     from claimgrid.store import StoreIntegrityError
     from claimgrid.store.seal import verify_seal
 
     report = verify_seal(store.folder)
-    problems = report.problems + store.check_integrity()
+    problems = report.problems + ([report.torn] if report.torn else [])
+    problems += store.check_integrity()
     if problems:
         raise StoreIntegrityError(store.folder, problems)
     print(report.line(), flush=True)
@@ -77,8 +79,16 @@ def open_for_writing(store: RunStore, *, same_key: bool = False):
 
     ``same_key``: the folder must be sealed by ``store.signer`` (a resumed grid's new runs are
     signed by the key that signed the old ones). Returns the seal report."""
+    from claimgrid.store import StoreIntegrityError
+    from claimgrid.store.seal import verify_seal
+
     store.acquire("uv run grid.py " + " ".join(sys.argv[1:]))
     try:
+        # The seal first, before repair changes anything: a sealed ledger that lost a line
+        # is refused as it is (its evidence folder is the line's, never "repaired" away).
+        before = verify_seal(store.folder)
+        if before.problems:
+            raise StoreIntegrityError(store.folder, before.problems + store.check_integrity())
         note = store.repair() if store.meta_path.exists() else None
         if note:
             print(f"{store.folder}: repaired: {note}", flush=True)

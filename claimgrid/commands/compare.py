@@ -65,10 +65,7 @@ def _open(folder: Path, side: str) -> tuple[RunStore, dict, list[dict], SealRepo
     if not store.meta_path.is_file() or not store.runs_path.is_file():
         raise UsageError(f"compare {side} {folder}: not a ledger folder (no meta.json or runs.jsonl)")
     report = verify_ledger(store)
-    try:
-        meta = json.loads(store.meta_path.read_text())
-    except ValueError:
-        raise ClaimgridError(f"{store.meta_path}: not valid JSON") from None
+    meta = store.read_meta()  # the store's bounded parser
     records = store.records()
     for rec in records:
         missing = [k for k in COORDINATES if k not in rec]

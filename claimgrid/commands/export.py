@@ -17,6 +17,15 @@ def cmd_export(args) -> int:
         raise ClaimgridError(f"export: {folder} is not a ledger folder")
     if args.otlp_endpoint and args.format != "otel":
         raise ClaimgridError("--otlp-endpoint: only with --format otel")
+    from claimgrid.store import StoreIntegrityError
+    from claimgrid.store.seal import verify_seal
+
+    # The seal first (every line, in order, each read by the bounded parser): a ledger that
+    # lost, gained or reordered a line, or holds a crafted one, is not exported.
+    report = verify_seal(folder)
+    problems = report.problems + ([report.torn] if report.torn else [])
+    if problems:
+        raise StoreIntegrityError(folder, problems)
     out = args.out or folder.with_name(f"{folder.name}.{args.format}")
     t0 = time.perf_counter()
     written = export_ledger(folder, out, args.format, endpoint=args.otlp_endpoint)

@@ -98,7 +98,7 @@ def cmd_replay(args) -> int:
         }
     )
     settings = _settings(args, src_meta)
-    meta = _meta(out, src, src_meta, inputs)
+    meta = _meta(out, src, src_meta, inputs, [r["run_id"] for r in records])
     store = RunStore(out, signer(args, out))
     store.create(meta.dump(), command=meta.command)
 
@@ -200,9 +200,10 @@ def _settings(args, src_meta: GridMeta) -> RunSettings:
     return RunSettings(jobs=jobs, max_inflight=max(inflight, jobs), progress=not args.no_progress)
 
 
-def _meta(out: Path, src: RunStore, src_meta: GridMeta, inputs: GridInputs) -> GridMeta:
+def _meta(out: Path, src: RunStore, src_meta: GridMeta, inputs: GridInputs, planned: list[str]) -> GridMeta:
     """The replay's meta.json: the recording's, less what belongs to its invocations, plus
-    where it comes from (``replay_of``)."""
+    where it comes from (``replay_of``); its plan is the recorded runs it replays (a sealed
+    ledger's lines are checked against it)."""
     gone = ("resumed", "budget_stops", "stopped_at_budget", "spend", "finished", "wall_s")
     meta = {k: v for k, v in src_meta.dump().items() if k not in gone}
     meta.update(
@@ -214,6 +215,8 @@ def _meta(out: Path, src: RunStore, src_meta: GridMeta, inputs: GridInputs) -> G
             "wall_s": None,
             "frameworks": inputs.framework_versions,
             "retries": {},
+            "grid_size": len(planned),
+            "plan": planned,
             "resumed": [],
             "stopped_at_budget": None,
             "replay_of": {

@@ -49,7 +49,7 @@ def cmd_run(args) -> int:
     cells = plan(spec.selection, data.content, data.swap)
     inputs = _prepare(spec, data, guard)
     if meta is None:
-        meta = _create(store, spec, settings, inputs, len(cells))
+        meta = _create(store, spec, settings, inputs, [c.run_id for c in cells])
     else:
         _reopen(store, meta, spec, settings, guard)
     note_unpriced(spec.budget.limits(), spec.selection.all_models)
@@ -168,7 +168,7 @@ def _swap_facts(names, swap: dict) -> dict:
     }
 
 
-def _create(store: RunStore, spec: GridSpec, settings: RunSettings, inputs: GridInputs, grid_size: int) -> GridMeta:
+def _create(store: RunStore, spec: GridSpec, settings: RunSettings, inputs: GridInputs, planned: list[str]) -> GridMeta:
     """A new grid's meta.json (docs/CONTRACTS.md, "Grid meta"), written with the folder."""
     from claimgrid.ledger.facts import grid_facts  # the ledger's facts block, at the end of meta
 
@@ -190,7 +190,8 @@ def _create(store: RunStore, spec: GridSpec, settings: RunSettings, inputs: Grid
         jobs=settings.jobs,
         **{k: keys[k] for k in ("isolation", "max_model_calls")},
         retries={},
-        grid_size=grid_size,
+        grid_size=len(planned),
+        plan=planned,
         reference_models=all(registry.is_reference(m) for m in sel.all_models),
         policies=keys["policies"],
         policy_files=[f for f in registry.loaded_files() if f["path"] in spec.policies],

@@ -18,7 +18,6 @@ flag table is generated (``uv run python -m claimgrid.commands.docs``).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import tempfile
@@ -41,7 +40,7 @@ from claimgrid.execute.spec import (  # noqa: F401  (the grid spec's bounds and 
     Selection,
 )
 from claimgrid.inputs.schema import validate
-from claimgrid.store.lines import EVENTS_NAME, RUNS_NAME, read_events, read_runs
+from claimgrid.store.lines import EVENTS_NAME, RUNS_NAME, parse_json, read_events, read_runs, run_id_problem
 
 MAX_JOBS = 256
 MAX_INFLIGHT = 4096
@@ -257,12 +256,10 @@ def _read_json(path: Path, what: str) -> Any:
         raise DataError(path, None, f"cannot be read ({exc.strerror})") from None
     if not raw.strip():
         raise DataError(path, None, f"is empty; {what}")
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise DataError(path, None, "is not UTF-8 text") from None
-    except (ValueError, RecursionError) as exc:
-        raise DataError(path, None, f"is not valid JSON ({getattr(exc, 'msg', type(exc).__name__)})") from None
+    value, why = parse_json(raw)  # the store's bounded parser (size, NUL, depth)
+    if why:
+        raise DataError(path, None, f"is not readable: {why}")
+    return value
 
 
 def read_meta(folder: Path, flag: str = "--resume") -> dict:
@@ -352,16 +349,19 @@ def check_records(folder: Path) -> list[dict]:
     runs = folder / RUNS_NAME
     records = []
     for i, rec in read_runs(runs).lines:  # the store's torn-line rule (claimgrid.store.lines)
-        if not isinstance(rec.get("run_id"), str) or not isinstance(rec.get("facts"), dict):
+        wrong = run_id_problem(rec.get("run_id"))
+        if wrong is not None:
+            raise DataError(f"{runs}:{i}", None, wrong)
+        if not isinstance(rec.get("facts"), dict):
             raise DataError(f"{runs}:{i}", "run_id/facts", "a run record needs a run_id and its facts")
         events = folder / "runs" / rec["run_id"] / EVENTS_NAME
         try:
             read_events(events)
         except FileNotFoundError:
             raise DataError(
-                events,
+                f"{runs}:{i}",
                 None,
-                f"missing: the evidence of run {rec['run_id']} is gone; reclassify needs every run's evidence",
+                f"the evidence of run {rec['run_id']} is gone ({events} is missing); reclassify needs every run's evidence",
             ) from None
         records.append(rec)
     return records

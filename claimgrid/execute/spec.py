@@ -310,6 +310,9 @@ class GridMeta(BaseModel):
     max_model_calls: int | None = Field(default=None, ge=1, le=MAX_MODEL_CALLS)
     retries: dict[str, dict] = Field(default_factory=dict)
     grid_size: int | None = None
+    # The planned run ids (claimgrid.execute.cells.plan), in plan order: what a sealed ledger's
+    # lines are checked against (claimgrid.store.seal). None in grids written before it.
+    plan: list[str] | None = None
     reference_models: bool | None = None
     policies: list[str] = Field(default_factory=list)
     # Each --policies file the grid imported: {"path", "sha256", "models"}. A reader names the

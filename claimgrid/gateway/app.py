@@ -23,6 +23,7 @@ from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
 from claimgrid import caps
+from claimgrid.gateway import native
 from claimgrid.gateway.answer import target_model
 from claimgrid.gateway.cassette import request_sha256
 from claimgrid.gateway.connections import Connections
@@ -30,6 +31,7 @@ from claimgrid.gateway.dialects import Dialect, DialectError, dialects
 from claimgrid.gateway.dialects.chat import DIALECT as CHAT
 from claimgrid.gateway.dispatch import Dispatcher
 from claimgrid.gateway.exchanges import Answer, Call, Routing, blinded, exchange_event, openai_error
+from claimgrid.gateway.inbound import OVER_CAP_HEADER
 from claimgrid.gateway.request import body_error, parse_body, parse_object
 from claimgrid.gateway.runs import Registry, RunState
 from claimgrid.gateway.safejson import SafeJSONResponse
@@ -37,6 +39,7 @@ from claimgrid.gateway.side_routes import routes as side_routes
 from claimgrid.gateway.swap import swap_for_call
 from claimgrid.reference import gateway_faults as faults
 
+OVER_CAP = OVER_CAP_HEADER.decode()
 UNKNOWN_TOKEN = "unknown API key: this token is not registered with the claimgrid gateway"
 TOO_LARGE = f"request body over {caps.MAX_REQUEST_BYTES} bytes (claimgrid caps.MAX_REQUEST_BYTES)"
 
@@ -132,9 +135,13 @@ async def _capped_body(request: Request) -> bytes:
     return b"".join(chunks)
 
 
-async def _read_body(request: Request, dialect: Dialect) -> tuple[dict | None, dict | None, str | None]:
+async def _read_body(
+    request: Request, dialect: Dialect, native_ok: bool = False
+) -> tuple[dict | None, dict | None, str | None]:
     """``(dialect body, internal chat body, None)``, or a one-line 400/413 message (the dialect
-    body too when it was a JSON object the dialect could not serve)."""
+    body too when it was a JSON object the dialect could not serve). ``native_ok``: the call
+    may go to its provider verbatim (claimgrid.gateway.native), which keeps the conversation a
+    ``previous_response_id`` names: the chat view is read without it."""
     try:
         raw = await _capped_body(request)
     except _TooLarge:
@@ -146,7 +153,7 @@ async def _read_body(request: Request, dialect: Dialect) -> tuple[dict | None, d
     if given is None:
         return None, None, bad
     try:
-        chat = dialect.to_chat(given)
+        chat = dialect.to_chat({k: v for k, v in given.items() if k != "previous_response_id"} if native_ok else given)
     except DialectError as exc:
         return given, None, str(exc)
     # The translation's own output checked as any chat body is: the path after it relies on it.
@@ -178,7 +185,16 @@ def create_app(
         index = state.next_call()
         await turn_boundary(state, index)  # before the clock starts: latency is the answer's
         t0 = time.perf_counter()
-        if state.inflight >= caps.GATEWAY_MAX_REQUESTS_PER_RUN:
+        if request.headers.get(OVER_CAP) is not None:
+            # The run already holds its cap of connections, none of them idle (set by the
+            # gateway's connection book only, claimgrid.gateway.inbound): refused, recorded,
+            # and this connection is closed after the answer.
+            status, code = 503, "connections_over_cap"
+            error = (
+                f"more than {caps.GATEWAY_MAX_CONNECTIONS_PER_RUN} connections of this run open at once "
+                "(claimgrid caps.GATEWAY_MAX_CONNECTIONS_PER_RUN)"
+            )
+        elif state.inflight >= caps.GATEWAY_MAX_REQUESTS_PER_RUN:
             # One run may not hold the gateway with hundreds of open requests: refused, recorded.
             status, code = 429, "too_many_requests_in_flight"
             error = (
@@ -223,7 +239,8 @@ def create_app(
         t = state.elapsed()
         if replay is not None:  # offline replay: the recorded answer, whatever was asked
             return await replay.serve(request, state, index, t, dialect)
-        given, body, bad = await _read_body(request, dialect)
+        native_ok = not dialect.internal and native.possible(dialect.name, script.model)
+        given, body, bad = await _read_body(request, dialect, native_ok)
         body_for_log = body if body is not None else None
         requested = body.get("model") if body else None
         stream = bool(body and body.get("stream"))
@@ -232,6 +249,7 @@ def create_app(
         swap = "none"
         status, error, code, answer, headers, provider = 200, None, None, None, {}, None
         fault, delay, queued_ms = None, 0.0, None
+        upstream_request = native_answer = None
         tool_calls_cut = 0
         if bad == TOO_LARGE:  # recorded, its body not stored
             status, error, code = 413, bad, "request_too_large"
@@ -255,11 +273,19 @@ def create_app(
                 status, error, code, headers = faults.refusal(fault)
             else:
                 assert body is not None  # parse_body gives a body or a message (bad)
+                target = target_model(script, swap)
+                passthrough = native.route(dialect.name, target, swap) if native_ok and given is not None else None
                 try:
-                    async with connections.for_model(target_model(script, swap)) as queued_ms:
-                        answer = await dispatcher.answer(
-                            script, swap, body, requested, state.progress, index, fault.kind if fault else None
-                        )
+                    async with connections.for_model(target) as queued_ms:
+                        if passthrough is not None and given is not None:  # the client's body, verbatim
+                            upstream_request, native_answer, record = await native.call(
+                                passthrough, given, request.headers, dispatcher.retry
+                            )
+                            answer = native.answer_of(dialect.name, native_answer, record, requested, target)
+                        else:
+                            answer = await dispatcher.answer(
+                                script, swap, body, requested, state.progress, index, fault.kind if fault else None
+                            )
                     headers, provider = answer.headers, answer.provider
                     tool_calls_cut = _cap_tool_calls(answer.response)
                     if fault is not None:
@@ -277,6 +303,8 @@ def create_app(
         # What went out on the wire in the client's dialect (the internal answer, translated).
         if dialect.internal:
             reply = response
+        elif native_answer is not None:
+            reply = native.restamped(native_answer, requested)  # verbatim but the model's name
         else:
             reply = dialect.from_chat(answer.response, given or {}) if answer else dialect.error(status, shown, code)
         event = exchange_event(
@@ -324,12 +352,19 @@ def create_app(
         if not dialect.internal:  # the bodies as the client sent and received them
             line["dialect_request"] = given
             line["dialect_response"] = reply
+        if native_answer is not None:  # and as the provider got and gave them
+            line["upstream_request"] = upstream_request
+            line["upstream_response"] = native_answer
         # Recorded before a slow answer is sent: the run may end (client deadline) first.
         state.record(event, line)
         if delay:
             await asyncio.sleep(delay)
         if answer is None:
             return SafeJSONResponse(reply, status_code=status, headers=headers)
+        if stream and native_answer is not None:
+            return StreamingResponse(
+                native.stream(dialect.name, reply), media_type="text/event-stream", headers=headers
+            )
         if stream:
             assert body is not None  # stream is read from a parsed body
             return StreamingResponse(

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from claimgrid import caps
 from claimgrid.errors import ClaimgridError
+from claimgrid.gateway.inbound import Inbound, Timeouts
 from claimgrid.gateway.runs import Registry
 from claimgrid.reference.script import RunScript
 
@@ -41,43 +42,50 @@ if TYPE_CHECKING:
 HOST = "127.0.0.1"
 
 
-def _read_timeout_protocol():
-    """uvicorn's h11 protocol with a read timeout: a connection that has not delivered a
-    whole request ``caps.GATEWAY_READ_TIMEOUT_S`` after it opened (or after its last
-    response) is closed. uvicorn's own keep-alive timeout closes idle connections only once
-    a response was sent; one that never sends a request, or stalls mid-headers or mid-body,
-    would stay open for ever."""
+def _guarded_protocol(inbound):
+    """uvicorn's h11 protocol with the gateway's connection book (claimgrid.gateway.inbound):
+    each connection is counted, authenticated by the run token of its first request, capped
+    per run, and aborted at its deadline (uvicorn's own keep-alive timeout closes only idle
+    connections after a response, and with ``close``, which waits for a reader that may never
+    read; one that never sends a whole request would stay open for ever)."""
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
-    class ReadTimeoutH11(H11Protocol):
-        _read_timer = None
-
-        def _arm_read_timer(self) -> None:
-            if self._read_timer is not None:
-                self._read_timer.cancel()
-            self._read_timer = self.loop.call_later(caps.GATEWAY_READ_TIMEOUT_S, self._read_timed_out)
-
-        def _read_timed_out(self) -> None:
-            self._read_timer = None
-            if self.conn.their_state is not h11.DONE and not self.transport.is_closing():
-                self.transport.close()  # the app sees a disconnect (recorded when a run's)
-
+    class GuardedH11(H11Protocol):
         def connection_made(self, transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
-            self._arm_read_timer()
+            if not inbound.opened(self, self.loop):
+                return
+            next_event = self.conn.next_event
+
+            def counted():
+                event = next_event()
+                if isinstance(event, h11.Request):
+                    headers = inbound.request(self, list(event.headers))
+                    event = h11.Request(
+                        method=event.method, target=event.target, headers=headers, http_version=event.http_version
+                    )
+                return event
+
+            self.conn.next_event = counted  # type: ignore[method-assign]
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
-            self._arm_read_timer()
+            inbound.response_done(self)
+
+        def pause_writing(self) -> None:
+            super().pause_writing()
+            inbound.write_paused(self, True)
+
+        def resume_writing(self) -> None:
+            super().resume_writing()
+            inbound.write_paused(self, False)
 
         def connection_lost(self, exc) -> None:
-            if self._read_timer is not None:
-                self._read_timer.cancel()
-                self._read_timer = None
+            inbound.closed(self)
             super().connection_lost(exc)
 
-    return ReadTimeoutH11
+    return GuardedH11
 
 
 def _private_folder() -> str:
@@ -108,6 +116,7 @@ class Gateway:
         reference_path: str = "harness",
         connections=None,
         unix_socket: str | None = None,
+        timeouts: Timeouts | None = None,
     ) -> None:
         """``retry``: RetryPolicy for real providers (default: RetryPolicy()); ``replay``:
         a ReplaySource (claimgrid.gateway.recorded) to serve recorded exchanges offline;
@@ -116,10 +125,13 @@ class Gateway:
         ``connections``: per-provider limits (claimgrid.gateway.connections.Connections);
         ``unix_socket``: the path of the Unix socket also served (module docstring; made 0666 so
         a sandbox's unprivileged uid can connect: the folder holding it is what keeps others
-        out); None: ``gateway.sock`` in a new private folder of its own, removed by ``stop``."""
+        out); None: ``gateway.sock`` in a new private folder of its own, removed by ``stop``;
+        ``timeouts``: the inbound connection caps and deadlines (claimgrid.gateway.inbound;
+        default: claimgrid.caps)."""
         from claimgrid.gateway.dispatch import Dispatcher
 
         self.registry = Registry()
+        self.inbound = Inbound(lambda token: self.registry.get(token) is not None, timeouts)
         self.connections = connections
         self.retry = retry
         self.replay = replay
@@ -163,9 +175,12 @@ class Gateway:
                 log_level="warning",
                 access_log=False,
                 lifespan="off",
-                http=_read_timeout_protocol(),
+                http=_guarded_protocol(self.inbound),
                 timeout_keep_alive=int(caps.GATEWAY_IDLE_TIMEOUT_S),
-                limit_concurrency=caps.GATEWAY_MAX_CONNECTIONS,
+                # No uvicorn limit: the connection book is it (one request in flight per
+                # connection). uvicorn's own count still holds connections the book has just
+                # aborted, so a limit there answered a working client 503 during a flood.
+                limit_concurrency=None,
             )
             server = uvicorn.Server(config)
             thread = threading.Thread(

@@ -31,7 +31,7 @@ from claimgrid.ledger.digest import digest, read_events
 from claimgrid.ledger.facts import RenderInputs, render_inputs
 from claimgrid.ledger.names import CLAIMED as CLAIMED_VERDICTS
 from claimgrid.ledger.names import CLASSIFICATION_KEYS, NOT_RECORDED
-from claimgrid.store.lines import RUNS_NAME, read_runs
+from claimgrid.store.lines import RUNS_NAME, read_json_object, read_runs
 
 REQUIRED = ("run_id", "framework", "task", "content", "swap", "model", "classification")
 
@@ -78,13 +78,7 @@ def load_meta(folder: Path, notes: list[str]) -> dict:
     if not path.exists():
         notes.append("meta.json is missing: the 'what was run' facts are unknown.")
         return {}
-    try:
-        meta = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise DataError(path, None, f"not valid JSON ({e.msg} at line {e.lineno})") from None
-    if not isinstance(meta, dict):
-        raise DataError(path, None, "expected a JSON object")
-    return meta
+    return read_json_object(path)  # the store's bounded parser: one line naming the file
 
 
 def read_records(folder: Path, notes: list[str]) -> list[dict]:

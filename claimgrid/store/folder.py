@@ -36,7 +36,7 @@ from pathlib import Path
 
 from claimgrid.anybytes import json_text, remove_tree, utf8
 from claimgrid.errors import ClaimgridError
-from claimgrid.store.lines import EVENTS_NAME, RUNS_NAME, read_events, scan_runs
+from claimgrid.store.lines import EVENTS_NAME, RUNS_NAME, read_events, read_json_object, run_id_problem, scan_runs
 from claimgrid.store.seal import META_MEMBER, Signer, seal_line, seal_meta_text
 
 # Files rendered into an evidence folder from its evidence (not evidence themselves):
@@ -80,6 +80,7 @@ class RunStore:
         self._manifest_sha: dict[str | None, str] = {}
         self._manifest_bytes: dict[str, bytes] = {}
         self._grid_id: str | None = None
+        self._run_ids: list[str] | None = None  # the records' run ids in order (the chain's state)
 
     # ---- the writer lock
     def acquire(self, command: str) -> None:
@@ -127,13 +128,14 @@ class RunStore:
         self.runs_path.touch()
 
     def read_meta(self) -> dict:
-        return json.loads(self.meta_path.read_text())
+        """meta.json's object (the bounded parser: DataError naming the file when it is not one)."""
+        return read_json_object(self.meta_path)
 
     def write_meta(self, meta: dict) -> None:
         """meta.json, replaced whole; sealed (its ``seal`` facts and signature) with :attr:`signer`."""
         self._grid_id = str(meta.get("grid_id"))
         if self.signer is not None:
-            text = seal_meta_text(meta, self.signer)
+            text = seal_meta_text(meta, self.signer, self._chain())
         else:
             text = json_text({k: v for k, v in meta.items() if k not in ("seal", META_MEMBER)}, indent=2, default=str)
             text += "\n"
@@ -141,8 +143,15 @@ class RunStore:
         tmp.write_bytes(utf8(text))
         os.replace(tmp, self.meta_path)
 
-    def _line(self, record: dict, manifest: bytes | None = None) -> bytes:
-        """One record's line with its newline: sealed with :attr:`signer` when there is one."""
+    def _chain(self) -> list[str]:
+        """The run ids of the records of ``runs.jsonl`` in order (read once, then kept)."""
+        if self._run_ids is None:
+            self._run_ids = [str(rec.get("run_id")) for _, rec in scan_runs(self.runs_path).lines]
+        return self._run_ids
+
+    def _line(self, record: dict, manifest: bytes | None = None, place: tuple[int, str] | None = None) -> bytes:
+        """One record's line with its newline: sealed with :attr:`signer` when there is one, at
+        ``place`` (its record number and the previous run id; default: after the last record)."""
         record = {k: v for k, v in record.items() if k != "seal"}
         if self._grid_id is None and self.signer is not None and self.meta_path.exists():
             self._grid_id = str(self.read_meta().get("grid_id"))
@@ -154,7 +163,10 @@ class RunStore:
                 manifest = (self.runs_dir / run_id / "manifest.json").read_bytes()
             except OSError:
                 manifest = None
-        return utf8(seal_line(record, _dump, self.signer, self._grid_id, manifest) + "\n")
+        if place is None:
+            chain = self._chain()
+            place = (len(chain) + 1, chain[-1] if chain else "")
+        return utf8(seal_line(record, _dump, self.signer, self._grid_id, manifest, place) + "\n")
 
     # ---- records
     def repair(self) -> str | None:
@@ -180,14 +192,31 @@ class RunStore:
             with open(self.runs_path, "ab") as fh:  # a whole last record, only its newline missing
                 fh.write(b"\n")
         done = {r["run_id"] for r in records}
-        dropped = 0
+        # A sealed ledger's evidence is never deleted: a folder without a line may be the
+        # evidence of a line someone removed. A run that runs again replaces its own folder
+        # (write_evidence); only the temporary folders of a kill mid-write are removed.
+        sealed = self._sealed()
+        dropped = kept = 0
         for child in self.runs_dir.iterdir() if self.runs_dir.exists() else ():
             if child.name not in done:
+                if sealed and not child.name.startswith("."):
+                    kept += 1
+                    continue
                 remove_tree(child)
                 dropped += not child.name.startswith(".")
         if dropped:
             notes.append(f"removed {dropped} evidence folder(s) of runs that never got a line (in flight at a kill)")
+        if kept:
+            notes.append(f"kept {kept} evidence folder(s) without a line (a sealed ledger's evidence is never deleted)")
+        self._run_ids = None  # read again: the torn line is gone
         return "; ".join(notes) or None
+
+    def _sealed(self) -> bool:
+        """meta.json carries a seal (read leniently: a broken meta.json is the verifier's to name)."""
+        try:
+            return b'"seal"' in self.meta_path.read_bytes()
+        except OSError:
+            return False
 
     def scan(self) -> tuple[list[dict], list[str]]:
         """(records, problems): every run record of ``runs.jsonl``, and one problem per line
@@ -197,13 +226,16 @@ class RunStore:
         found = scan_runs(self.runs_path)
         out, problems = [], []
         bad = [number for number, _ in found.bad]
+        why = dict(found.bad)
         for number, rec in found.lines:
-            if isinstance(rec.get("run_id"), str):
+            wrong = run_id_problem(rec.get("run_id"))
+            if wrong is None:
                 out.append(rec)
             else:
                 bad.append(number)
+                why[number] = wrong
         for number in sorted(bad):
-            problems.append(f"{self.runs_path.name} line {number}: not a JSON run record (torn or edited)")
+            problems.append(f"{self.runs_path.name} line {number}: not a JSON run record: {why[number]}")
         return out, problems
 
     def records(self) -> list[dict]:
@@ -223,20 +255,25 @@ class RunStore:
         sha = self._manifest_sha.pop(record.get("run_id"), None)
         if sha and not record.get("evidence_sha256"):  # a typed record's dump carries the key as None
             record["evidence_sha256"] = sha
-        line = self._line(record, self._manifest_bytes.pop(str(record.get("run_id")), None))
-        with self._lock:
+        manifest = self._manifest_bytes.pop(str(record.get("run_id")), None)
+        with self._lock:  # the line's place is the chain's end: taken and extended under the lock
+            line = self._line(record, manifest)
             fd = os.open(self.runs_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 os.write(fd, line)
                 os.fsync(fd)
             finally:
                 os.close(fd)
+            self._chain().append(str(record.get("run_id")))
 
     def rewrite(self, records: list[dict]) -> None:
         """``runs.jsonl`` replaced whole by ``records`` (each line sealed as :meth:`append` does)."""
         tmp = self.runs_path.with_suffix(".jsonl.tmp")
-        tmp.write_bytes(b"".join(self._line(r) for r in records))
+        ids = [str(r.get("run_id")) for r in records]
+        lines = (self._line(r, place=(i + 1, ids[i - 1] if i else "")) for i, r in enumerate(records))
+        tmp.write_bytes(b"".join(lines))
         os.replace(tmp, self.runs_path)
+        self._run_ids = ids
 
     # ---- evidence
     def write_evidence(self, run_id: str, files: dict[str, str | bytes | dict | list]) -> Path:
@@ -297,6 +334,9 @@ class RunStore:
         if expected_sha and hashlib.sha256(raw).hexdigest() != expected_sha:
             problems.append("tampered manifest.json")
         for name, digest in manifest.items():
+            if not isinstance(name, str) or "/" in name or name in (".", "..") or "\0" in name:
+                problems.append(f"tampered manifest.json (names {name!r}, not a file of the folder)")
+                continue
             path = folder / name
             if not path.is_file() or path.is_symlink():
                 problems.append(f"missing {name}")
@@ -318,8 +358,5 @@ class RunStore:
                 problems.append(f"run {run_id}: more than one line in {self.runs_path.name}")
                 continue
             seen[run_id] = 1
-            if "/" in run_id or run_id.startswith("."):
-                problems.append(f"run {run_id!r}: not a run id")
-                continue
             problems += [f"run {run_id}: {p}" for p in self.verify_manifest(run_id, rec.get("evidence_sha256"))]
         return problems

@@ -34,6 +34,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from claimgrid import caps
 from claimgrid.errors import DataError
 
 RUNS_NAME = "runs.jsonl"
@@ -69,15 +70,69 @@ class JsonLines:
         return self
 
 
-def _object(line: bytes) -> tuple[dict | None, str]:
+def _too_deep(value) -> bool:
+    """True when ``value`` nests deeper than ``caps.LEDGER_MAX_DEPTH`` (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > caps.LEDGER_MAX_DEPTH:
+            return True
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values() if isinstance(v, (dict, list)))
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item if isinstance(v, (dict, list)))
+    return False
+
+
+def parse_json(data: bytes) -> tuple[object, str]:
+    """``(value, "")`` or ``(None, what is wrong)``: the one bounded JSON parse of a ledger's
+    files (each line, meta.json). Never raises: over ``caps.LEDGER_LINE_MAX_BYTES``, a NUL
+    byte, not UTF-8, not JSON, nested past ``caps.LEDGER_MAX_DEPTH`` are each one reason."""
+    if len(data) > caps.LEDGER_LINE_MAX_BYTES:
+        return None, f"{len(data)} bytes, over {caps.LEDGER_LINE_MAX_BYTES} (claimgrid caps.LEDGER_LINE_MAX_BYTES)"
+    if b"\0" in data:
+        return None, "holds a NUL byte"
     try:
-        value = json.loads(line)
+        value = json.loads(data)
     except UnicodeDecodeError:
         return None, "not UTF-8 text"
     except json.JSONDecodeError as exc:
         return None, f"not valid JSON ({exc.msg})"
-    except (ValueError, RecursionError):
+    except RecursionError:
+        return None, f"nested deeper than {caps.LEDGER_MAX_DEPTH} (claimgrid caps.LEDGER_MAX_DEPTH)"
+    except ValueError:
         return None, "not valid JSON"
+    if _too_deep(value):
+        return None, f"nested deeper than {caps.LEDGER_MAX_DEPTH} (claimgrid caps.LEDGER_MAX_DEPTH)"
+    return value, ""
+
+
+def run_id_problem(run_id) -> str | None:
+    """Why ``run_id`` cannot be a run's id (its folder's name), or None when it can: a
+    non-empty string of at most ``caps.RUN_ID_MAX_BYTES`` bytes, no ``/``, no NUL, no
+    control character, not starting with ``.``."""
+    if not isinstance(run_id, str) or not run_id:
+        return "field 'run_id': not a non-empty string"
+    if len(run_id.encode("utf-8", "surrogatepass")) > caps.RUN_ID_MAX_BYTES:
+        return f"field 'run_id': over {caps.RUN_ID_MAX_BYTES} bytes (claimgrid caps.RUN_ID_MAX_BYTES)"
+    if "/" in run_id or run_id.startswith(".") or any(ord(c) < 32 or c == "\x7f" for c in run_id):
+        return "field 'run_id': not a folder name (a '/', a leading '.' or a control character)"
+    return None
+
+
+def read_json_object(path: Path) -> dict:
+    """A ledger's JSON file (meta.json) read by :func:`parse_json`: its object, or DataError
+    naming the file (FileNotFoundError when it is missing)."""
+    value, why = parse_json(_read(path))
+    if not isinstance(value, dict):
+        raise DataError(path, None, why or "expected a JSON object")
+    return value
+
+
+def _object(line: bytes) -> tuple[dict | None, str]:
+    value, why = parse_json(line)
+    if why:
+        return None, why
     if not isinstance(value, dict):
         return None, "expected a JSON object"
     return value, ""
@@ -105,6 +160,12 @@ def _scan(path: Path, data: bytes, append_only: bool) -> JsonLines:
         else:
             out.bad.append((number, why))
     return out
+
+
+def scan_bytes(path: Path, data: bytes, append_only: bool) -> JsonLines:
+    """The lines of ``data`` (read from ``path``, which names them) by the one bounded parser;
+    ``append_only``: a torn last line is :attr:`JsonLines.torn`, else a bad line."""
+    return _scan(path, data, append_only)
 
 
 def _read(path: Path) -> bytes:

@@ -14,10 +14,19 @@ verifies as another (a line's signature is never a manifest's):
   the signature (:func:`seal_meta_text`, :func:`open_meta`);
 * each ``runs.jsonl`` line: its exact bytes up to the last member, ``"seal"``, which holds
   ``{"manifest": <signature of the run's manifest.json>, "line": <signature of the rest of
-  the line>}`` (:func:`seal_line`, :func:`open_line`). Both messages carry the grid id, so
+  the line>, "place": <signature of where it stands>}`` (:func:`seal_line`, :func:`open_line`). Both messages carry the grid id, so
   a line or an evidence folder copied from another grid of the same publisher is refused;
 * the files of an evidence folder are covered through its manifest (their sha256) and the
-  line's ``evidence_sha256`` (the manifest's sha256).
+  line's ``evidence_sha256`` (the manifest's sha256);
+* **the set of lines** (a seal whose ``seal.lines`` is present, :data:`CHAIN`): each line's
+  ``place`` signature covers where it stands, its record number and the run id of the
+  record before it, so a line removed, added or moved makes the next one fail at its place; and
+  ``meta.json``'s ``seal.lines`` says how many records there were when it was last written
+  (``count``), the sha256 of their run ids in order and the last one's run id, so lines
+  cut off the end are named. A finished grid (``finished``) has exactly its sealed lines,
+  ``grid_size`` of them, and their run ids are its ``plan`` (the planned run ids, sealed
+  with meta.json). Lines appended after meta.json was last written (a grid killed mid-way)
+  extend the chain and are checked by it; ``--resume`` writes meta.json again, sealing them.
 
 Signing proves that the signed bytes are the ones the key's holder wrote and that nothing
 changed since; it does not prove that what they say is true, nor who holds the key: a
@@ -41,16 +50,20 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from claimgrid.errors import ClaimgridError
-from claimgrid.store.lines import RUNS_NAME
+from claimgrid.store.lines import RUNS_NAME, parse_json, run_id_problem
 
 KEY_ENV = "CLAIMGRID_KEY"
 ALGORITHM = "ed25519"
 META_MEMBER = "seal_signature"
 LINE_MEMBER = "seal"
+CHAIN = 1  # seal.lines.chain: each line carries a place signature (record number, previous run id)
 
 _B64 = rb"[A-Za-z0-9+/]{86}=="  # an ed25519 signature (64 bytes) in base64
 # The last member of a sealed line: `, "seal": {"manifest": "...", "line": "..."}}` (json.dumps' separators).
-_LINE_TAIL = re.compile(rb', "seal": \{"manifest": "(' + _B64 + rb')", "line": "(' + _B64 + rb')"\}\}$')
+# A chained seal (seal.lines in meta.json) adds `, "place": "..."` (:func:`_place_message`).
+_LINE_TAIL = re.compile(
+    rb', "seal": \{"manifest": "(' + _B64 + rb')", "line": "(' + _B64 + rb')"(?:, "place": "(' + _B64 + rb')")?\}\}$'
+)
 # The last member of a sealed meta.json (indent=2): `,\n  "seal_signature": "..."\n}` and a newline.
 _META_TAIL = re.compile(rb',\n  "seal_signature": "(' + _B64 + rb')"\n\}\n?$')
 
@@ -152,14 +165,41 @@ def _line_message(grid_id: str, body: bytes) -> bytes:
     return b"claimgrid runs.jsonl line\0" + grid_id.encode() + b"\0" + body
 
 
+def _place_message(grid_id: str, body: bytes, place: tuple[int, str]) -> bytes:
+    """Where a line stands: ``place`` is (its record number from 1, the previous record's run
+    id or "" for the first); the line by its sha256."""
+    number, previous = place
+    head = b"claimgrid runs.jsonl place\0" + grid_id.encode() + b"\0" + str(number).encode() + b"\0"
+    return head + previous.encode("utf-8", "surrogatepass") + b"\0" + hashlib.sha256(body).hexdigest().encode()
+
+
+def run_ids_digest(run_ids: list[str]) -> str:
+    """The sha256 of run ids in order (``seal.lines.run_ids_sha256``)."""
+    h = hashlib.sha256()
+    for run_id in run_ids:
+        h.update(run_id.encode("utf-8", "surrogatepass") + b"\n")
+    return h.hexdigest()
+
+
+def lines_facts(run_ids: list[str]) -> dict:
+    """``seal.lines`` of meta.json for a ``runs.jsonl`` holding records of ``run_ids``, in order."""
+    return {
+        "chain": CHAIN,
+        "count": len(run_ids),
+        "run_ids_sha256": run_ids_digest(run_ids),
+        "last_run_id": run_ids[-1] if run_ids else None,
+    }
+
+
 def _manifest_message(grid_id: str, run_id: str, manifest: bytes) -> bytes:
     return b"claimgrid manifest.json\0" + grid_id.encode() + b"\0" + run_id.encode() + b"\0" + manifest
 
 
-def seal_meta_text(meta: dict, signer: Signer) -> str:
-    """``meta`` as sealed meta.json text: its ``seal`` facts, then the signature as the last member."""
+def seal_meta_text(meta: dict, signer: Signer, run_ids: list[str] | None = None) -> str:
+    """``meta`` as sealed meta.json text: its ``seal`` facts (with ``lines`` over ``run_ids``,
+    the records of ``runs.jsonl`` in order), then the signature as the last member."""
     meta = {k: v for k, v in meta.items() if k != META_MEMBER}
-    meta["seal"] = signer.seal_facts()
+    meta["seal"] = signer.seal_facts() | {"lines": lines_facts(list(run_ids or []))}
     body = json.dumps(meta, indent=2, default=str)
     assert body.endswith("\n}")  # a non-empty object at indent 2
     signature = signer.sign(_meta_message(body.encode()))
@@ -174,25 +214,29 @@ def open_meta(raw: bytes) -> tuple[bytes, str] | None:
     return raw[: m.start()] + b"\n}", m.group(1).decode()
 
 
-def seal_line(record: dict, dumps, signer: Signer, grid_id: str, manifest: bytes | None) -> str:
+def seal_line(record: dict, dumps, signer: Signer, grid_id: str, manifest: bytes | None, place: tuple[int, str]) -> str:
     """One sealed ``runs.jsonl`` line (without its newline): ``dumps(record)`` with the seal as
     its last member. ``manifest``: the bytes of the run's manifest.json (None: no evidence
-    folder, signed as empty)."""
+    folder, signed as empty); ``place``: its record number (from 1) and the run id of the
+    record before it ("" for the first)."""
     body = dumps({k: v for k, v in record.items() if k != LINE_MEMBER})
     assert body.endswith("}") and body != "{}"
     seal = {
         "manifest": signer.sign(_manifest_message(grid_id, str(record.get("run_id")), manifest or b"")),
         "line": signer.sign(_line_message(grid_id, body.encode())),
+        "place": signer.sign(_place_message(grid_id, body.encode(), place)),
     }
     return body[:-1] + ", " + json.dumps({LINE_MEMBER: seal})[1:]
 
 
-def open_line(raw: bytes) -> tuple[bytes, str, str] | None:
-    """(the signed bytes, manifest signature, line signature) of a sealed line; None when unsealed."""
+def open_line(raw: bytes) -> tuple[bytes, str, str, str | None] | None:
+    """(the signed bytes, manifest signature, line signature, place signature or None) of a
+    sealed line; None when unsealed."""
     m = _LINE_TAIL.search(raw.rstrip(b"\r"))
     if m is None:
         return None
-    return raw[: m.start()] + b"}", m.group(1).decode(), m.group(2).decode()
+    place = m.group(3).decode() if m.group(3) else None
+    return raw[: m.start()] + b"}", m.group(1).decode(), m.group(2).decode(), place
 
 
 # ---------------------------------------------------------------- verifying
@@ -217,19 +261,28 @@ def _ok(key: Ed25519PublicKey, signature_b64: str, message: bytes) -> bool:
 @dataclass
 class SealReport:
     """What :func:`verify_seal` found: ``sealed`` (meta.json carries a seal), the public key's
-    fingerprint, and one problem per file or line that fails, each naming it."""
+    fingerprint, whether the set of lines is sealed (``chained``), and one problem per file or
+    line that fails, each naming it; ``torn``: a torn last line of ``runs.jsonl`` (a kill
+    mid-append; a writer's repair drops it, a reader refuses it)."""
 
     folder: Path
     sealed: bool = False
     public_key: str | None = None
     fingerprint: str | None = None
+    chained: bool = False
     problems: list[str] = field(default_factory=list)
+    torn: str | None = None
 
     def line(self) -> str:
         """One line for the terminal: sealed by which key, or unsealed."""
         if not self.sealed:
             return f"{self.folder}: not sealed (no seal in meta.json): its integrity rests on its own hashes only"
-        return f"{self.folder}: seal verified (ed25519, key {self.fingerprint})"
+        if not self.chained:
+            return (
+                f"{self.folder}: seal verified (ed25519, key {self.fingerprint}); its lines are sealed one by one, "
+                "not as a set (sealed before seal.lines): a removed line is not detected"
+            )
+        return f"{self.folder}: seal verified (ed25519, key {self.fingerprint}; every line, in order)"
 
 
 def verify_seal(folder: Path) -> SealReport:
@@ -238,22 +291,28 @@ def verify_seal(folder: Path) -> SealReport:
     Problems name the file (``meta.json``, ``runs/<id>/manifest.json``) or the line
     (``runs.jsonl line N (run <id>)``). A ledger whose meta.json has no seal is reported
     unsealed; then any sealed line is a problem (a seal was removed from meta.json). A torn
-    last line (a kill mid-append, :mod:`claimgrid.store.lines`) is not a record and is not
-    checked. The evidence files themselves are checked against their manifest by
+    last line (a kill mid-append, :mod:`claimgrid.store.lines`) is not a record: it is
+    reported in :attr:`SealReport.torn`, not checked. Every line and meta.json are read by
+    the one bounded parser (:func:`claimgrid.store.lines.parse_json`). The evidence files
+    themselves are checked against their manifest by
     :meth:`claimgrid.store.folder.RunStore.check_integrity`."""
     folder = Path(folder)
     report = SealReport(folder)
     meta_path = folder / "meta.json"
     try:
         raw_meta = meta_path.read_bytes()
-        meta = json.loads(raw_meta)
-        if not isinstance(meta, dict):
-            raise ValueError
     except FileNotFoundError:
-        raw_meta, meta = b"", {}  # no meta.json: unsealed (a sealed line is then named below)
-    except (OSError, ValueError):
-        report.problems.append("meta.json: not a JSON object")
+        raw_meta = b""  # no meta.json: unsealed (a sealed line is then named below)
+    except OSError as exc:
+        report.problems.append(f"meta.json: cannot be read ({exc.strerror or exc})")
         return report
+    meta: dict = {}
+    if raw_meta:
+        value, why = parse_json(raw_meta)
+        if not isinstance(value, dict):
+            report.problems.append(f"meta.json: {why or 'expected a JSON object'}")
+            return report
+        meta = value
     seal = meta.get("seal")
     grid_id = str(meta.get("grid_id"))
     key = None
@@ -273,50 +332,77 @@ def verify_seal(folder: Path) -> SealReport:
             report.problems.append(f"meta.json: sealed but its '{META_MEMBER}' is missing or moved")
         elif not _ok(key, opened[1], _meta_message(opened[0])):
             report.problems.append("meta.json: signature does not match its content (changed after sealing)")
+        lines = seal.get("lines")
+        if lines is not None:
+            if not isinstance(lines, dict) or lines.get("chain") != CHAIN or not isinstance(lines.get("count"), int):
+                report.problems.append("meta.json: field 'seal.lines' is not a chained-lines seal")
+                return report
+            report.chained = True
     elif META_MEMBER in meta:
         report.problems.append(f"meta.json: '{META_MEMBER}' without a 'seal' (its seal was removed)")
-    _verify_lines(folder, key, grid_id, report)
+    run_ids = _verify_lines(folder, key, grid_id, report)
+    if report.chained and run_ids is not None and not report.problems:
+        _verify_set(meta, run_ids, report)
     return report
 
 
-def _verify_lines(folder: Path, key: Ed25519PublicKey | None, grid_id: str, report: SealReport) -> None:
+def _verify_lines(folder: Path, key: Ed25519PublicKey | None, grid_id: str, report: SealReport) -> list[str] | None:
+    """Each line's signatures (at its place when chained); the run ids of the records in order."""
     try:
         data = (folder / RUNS_NAME).read_bytes()
     except FileNotFoundError:
-        return
+        return []
     except OSError as exc:
         report.problems.append(f"{RUNS_NAME}: cannot be read ({exc.strerror or exc})")
-        return
+        return None
     chunks = data.split(b"\n")
     tail = chunks.pop()
     if tail.strip():
-        try:
-            json.loads(tail)
+        if isinstance(parse_json(tail)[0], dict):
             chunks.append(tail)  # a whole record whose newline was lost: checked like the others
-        except ValueError:
-            pass  # a torn last line: not a record (the store's repair drops it)
+        else:  # a torn last line: not a record (the store's repair drops it)
+            report.torn = (
+                f"{RUNS_NAME} line {len(chunks) + 1}: a torn last line ({len(tail)} bytes, not a whole JSON object: "
+                "a kill mid-write, or appended by hand); `grid.py run --resume` drops it"
+            )
+    run_ids: list[str] = []
+    previous = ""
+    misplaced = False
     for number, raw in enumerate(chunks, 1):
         if not raw.strip():
             continue
         where = f"{RUNS_NAME} line {number}"
-        try:
-            run_id = json.loads(raw).get("run_id")
-            where += f" (run {run_id})"
-        except (ValueError, AttributeError):
-            run_id = None
+        value, why = parse_json(raw)
+        if not isinstance(value, dict):
+            report.problems.append(f"{where}: {why or 'expected a JSON object'}")
+            return None  # a line that is not a record: no place after it can be checked
+        run_id = value.get("run_id")
+        bad_id = run_id_problem(run_id)
+        if bad_id is not None or not isinstance(run_id, str):
+            report.problems.append(f"{where}: {bad_id}")
+            return None
+        where += f" (run {run_id})"
+        place = (len(run_ids) + 1, previous) if report.chained else None
+        run_ids.append(run_id)
+        previous = run_id
         opened = open_line(raw)
         if key is None:
             if opened is not None:
                 report.problems.append(f"{where}: sealed, but meta.json has no seal (its seal was removed)")
             continue
         if opened is None:
-            report.problems.append(f"{where}: not sealed (its seal is missing or the line was rewritten)")
+            report.problems.append(f"{where}: not sealed (its seal is missing, or the line was added or rewritten)")
             continue
-        body, manifest_sig, line_sig = opened
+        body, manifest_sig, line_sig, place_sig = opened
         if not _ok(key, line_sig, _line_message(grid_id, body)):
             report.problems.append(f"{where}: signature does not match the line (changed after sealing)")
-        if not isinstance(run_id, str) or "/" in run_id or run_id.startswith("."):
-            continue  # not a run record: the store's own checks name it
+        elif place is not None and (place_sig is None or not _ok(key, place_sig, _place_message(grid_id, body, place))):
+            report.problems.append(
+                f"{where}: not at its sealed place (record {place[0]}, after "
+                f"{'run ' + place[1] if place[1] else 'no other'}): a line before it was removed, added or moved"
+            )
+            report.chained = False  # one break names it: the lines after it are checked one by one
+            misplaced = True
         manifest_path = folder / "runs" / run_id / "manifest.json"
         try:
             manifest = manifest_path.read_bytes()
@@ -324,3 +410,43 @@ def _verify_lines(folder: Path, key: Ed25519PublicKey | None, grid_id: str, repo
             manifest = b""  # a missing manifest: named by the store's integrity check
         if manifest and not _ok(key, manifest_sig, _manifest_message(grid_id, run_id, manifest)):
             report.problems.append(f"runs/{run_id}/manifest.json: signature does not match (changed after sealing)")
+    report.chained = report.chained or misplaced  # the seal is chained; its set failed above
+    return run_ids
+
+
+def _verify_set(meta: dict, run_ids: list[str], report: SealReport) -> None:
+    """The records against meta.json's sealed ``seal.lines``, ``plan``, ``finished`` and ``grid_size``."""
+    lines = meta["seal"]["lines"]
+    count = lines["count"]
+    where = f"{RUNS_NAME} (meta.json sealed {count} record(s), the last run {lines.get('last_run_id')})"
+    if len(run_ids) < count:
+        report.problems.append(
+            f"{where}: holds {len(run_ids)}: line(s) {len(run_ids) + 1} to {count} of the sealed set were removed"
+        )
+        return
+    if run_ids_digest(run_ids[:count]) != lines.get("run_ids_sha256"):
+        report.problems.append(f"{where}: its first {count} records are not the sealed ones, in order")
+        return
+    plan = meta.get("plan")
+    planned = set(plan) if isinstance(plan, list) else None
+    if planned is not None:
+        for number, run_id in enumerate(run_ids, 1):
+            if run_id not in planned:
+                report.problems.append(f"{RUNS_NAME} record {number} (run {run_id}): not a run of meta.json's plan")
+    if meta.get("finished"):
+        if len(run_ids) > count:
+            report.problems.append(
+                f"{RUNS_NAME} record {count + 1} (run {run_ids[count]}): after the last line of a finished grid "
+                f"(meta.json sealed {count})"
+            )
+        size = meta.get("grid_size")
+        if isinstance(size, int) and count != size:
+            report.problems.append(f"meta.json: finished with {count} sealed record(s), but its grid_size is {size}")
+        if planned is not None:
+            missing = sorted(planned - set(run_ids))
+            if missing:
+                report.problems.append(
+                    f"{RUNS_NAME}: finished, but {len(missing)} planned run(s) have no line: "
+                    + ", ".join(missing[:5])
+                    + (" ..." if len(missing) > 5 else "")
+                )

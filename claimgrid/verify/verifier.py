@@ -230,11 +230,16 @@ def workspace_diff(
     except LimitExceeded as exc:
         # Over the size cap, the walk is done again without it (the entry cap still holds):
         # the files that fit are diffed, the others are listed as changes by path alone.
+        # Past the depth cap (or a folder past PATH_MAX) the same: what lies deeper is listed
+        # by its folder's path, unread, and the rest is diffed and tested as usual, so an
+        # agent cannot make its own claim unverifiable by nesting folders.
         over, seen = str(exc), [] if view is not None else None
+        deep: list = []
         try:
-            walked = scan_workspace(workspace, max_bytes=1 << 62, seen=seen)
+            walked = scan_workspace(workspace, max_bytes=1 << 62, seen=seen, deep=deep)
         except LimitExceeded as exc2:
             return _ev("diff", files=None, empty=None, error=str(exc2), limit=True)
+        oversized.extend(deep)
         entries, budget = [], caps.MAX_WORKSPACE_BYTES
         for rel, mode, st in sorted(walked, key=lambda e: e[2].st_size):
             if st.st_size <= min(budget, caps.MAX_CHECKED_FILE_BYTES):
@@ -368,7 +373,7 @@ def workspace_diff(
         "diff",
         files=files,
         empty=not files,
-        error=f"{over}: {len(big)} file(s) over it listed by path, not read",
+        error=f"{over}: {len(big)} path(s) over it listed by path, not read",
         limit=True,
         tree=tree_id,
         oversized=big,

@@ -20,14 +20,22 @@ class LimitExceeded(Exception):
 
 
 def scan_workspace(
-    workspace: Path, max_bytes: int | None = None, max_files: int | None = None, seen: list | None = None
+    workspace: Path,
+    max_bytes: int | None = None,
+    max_files: int | None = None,
+    seen: list | None = None,
+    deep: list | None = None,
 ) -> list[tuple[bytes, int, os.stat_result]]:
     """Every entry the diff records: ``(relative path, git mode, lstat)`` for regular files
     and symlinks, symlinks never followed. Counts the *whole* workspace (``.git`` and caches
     too) against the caps before anything is read; raises :class:`LimitExceeded`.
 
     With ``seen`` (a list), every entry walked, folders, ``.git`` and caches included, is
-    appended as ``(relative path, lstat)``: what the verify cache keys beyond the git tree."""
+    appended as ``(relative path, lstat)``: what the verify cache keys beyond the git tree.
+
+    With ``deep`` (a list), a folder past ``caps.MAX_WORKSPACE_DEPTH``, or one the kernel
+    cannot list (a path past PATH_MAX), is not entered but appended as ``(relative path,
+    lstat)``, and the walk goes on: the diff of what can be read (the verifier's fallback)."""
     max_bytes = caps.MAX_WORKSPACE_BYTES if max_bytes is None else max_bytes
     max_files = caps.MAX_WORKSPACE_FILES if max_files is None else max_files
     root = os.fsencode(workspace)
@@ -43,6 +51,9 @@ def scan_workspace(
         try:
             it = os.scandir(os.path.join(root, rel_dir) if rel_dir else root)
         except OSError as exc:  # ENAMETOOLONG past PATH_MAX included: a recorded result
+            if deep is not None and rel_dir and inside_recorded:
+                deep.append((rel_dir, None))  # not listable: listed as a change by its path
+                continue
             raise LimitExceeded(f"cannot list {_shown(rel_dir) or '.'}: {exc.strerror}") from exc
         with it:
             for entry in it:
@@ -50,6 +61,9 @@ def scan_workspace(
                 try:
                     st = entry.stat(follow_symlinks=False)
                 except OSError as exc:
+                    if deep is not None and inside_recorded:
+                        deep.append((rel, None))  # past PATH_MAX: listed as a change by its path
+                        continue
                     raise LimitExceeded(f"cannot read {_shown(rel)}: {exc.strerror}") from exc
                 if seen is not None:
                     seen.append((rel, st))
@@ -64,7 +78,10 @@ def scan_workspace(
                     )
                 is_dir = stat.S_ISDIR(st.st_mode)
                 recorded = inside_recorded and not (rel == b".git" or (is_dir and entry.name in CACHE_DIRS))
-                if is_dir:
+                if is_dir and deep is not None and depth + 1 > caps.MAX_WORKSPACE_DEPTH:
+                    if recorded:
+                        deep.append((rel, st))  # not entered: listed as a change by its path
+                elif is_dir:
                     stack.append((rel, recorded, depth + 1))  # walked for the caps even when not recorded
                 elif recorded and stat.S_ISLNK(st.st_mode):
                     entries.append((rel, 0o120000, st))
@@ -162,12 +179,23 @@ def cache_dirs(workspace: Path) -> list[str]:
     """Interpreter-cache folders (``__pycache__``, real folders only, outside the top-level
     ``.git``), relative, outermost only. The diff does not record them, so the test run must
     not read them either: a planted ``.pyc`` with the source's mtime would run unseen."""
+    # Walked without recursion (os.walk recurses: a 1,200-level tree overflowed it) and no
+    # deeper than caps.MAX_WORKSPACE_DEPTH, the diff's own bound; unreadable folders are skipped.
     found = []
-    for dirpath, dirnames, _ in os.walk(workspace):
-        rel_dir = os.path.relpath(dirpath, workspace)
-        if rel_dir == ".":
-            dirnames[:] = [d for d in dirnames if d != ".git"]
-        for d in [d for d in dirnames if os.fsencode(d) in CACHE_DIRS and not os.path.islink(os.path.join(dirpath, d))]:
-            found.append(os.path.normpath(os.path.join(rel_dir, d)))
-            dirnames.remove(d)
-    return found
+    stack = [("", 0)]
+    while stack:
+        rel_dir, depth = stack.pop()
+        try:
+            with os.scandir(os.path.join(workspace, rel_dir) if rel_dir else workspace) as it:
+                entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+        except OSError:
+            continue
+        for name, is_dir in entries:
+            if not is_dir or (not rel_dir and name == ".git"):
+                continue
+            rel = os.path.join(rel_dir, name) if rel_dir else name
+            if os.fsencode(name) in CACHE_DIRS:
+                found.append(rel)
+            elif depth + 1 <= caps.MAX_WORKSPACE_DEPTH:
+                stack.append((rel, depth + 1))
+    return sorted(found)

@@ -79,6 +79,21 @@ def harden_process() -> None:
         pass  # non-Linux: run_command's user separation still applies
 
 
+def limit_open_files(limit) -> None:
+    """This process's RLIMIT_NOFILE, soft and hard, at most ``limit`` (claimgrid caps
+    ADAPTER_MAX_OPEN_FILES): an agent cannot open more, nor raise it back unprivileged."""
+    import resource
+
+    if not isinstance(limit, int) or limit <= 0:
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    new = min(limit, hard) if hard != resource.RLIM_INFINITY else limit
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, new), new))
+    except (ValueError, OSError):
+        pass
+
+
 def environ_changes(before: dict, after: dict) -> dict:
     """What changed in the environment between ``before`` and ``after``: ``{name: value}``,
     value None for a variable that was removed."""
@@ -144,6 +159,7 @@ def run_one(ctl: dict, adapter, tools_fd: int | None, mode: str, adapter_error: 
     """
     start = time.monotonic()
     harden_process()
+    limit_open_files((ctl.get("budgets") or {}).get("max_open_files"))
     channel = ToolChannel(tools_fd, start)
     rec = RuntimeRecorder(start)
     versions, final_text, error = {}, None, None

@@ -9,13 +9,13 @@ renamed into place)."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from claimgrid.errors import ClaimgridError, DataError
+from claimgrid.store.lines import read_json_object
 
 Writer = Callable[..., list[Path]]
 FORMATS: dict[str, Writer] = {}
@@ -60,10 +60,7 @@ def export_ledger(folder: Path, out: Path, fmt: str, endpoint: str | None = None
     meta_path = folder / "meta.json"
     if not (folder / "runs.jsonl").is_file():
         raise DataError(folder, None, "not a ledger folder (no runs.jsonl)")
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else {}
-    except (OSError, ValueError) as exc:
-        raise DataError(meta_path, None, f"not readable JSON ({exc})") from exc
+    meta = read_json_object(meta_path) if meta_path.is_file() else {}  # the store's bounded parser
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ClaimgridError(f"--out: {out} already exists and is not an empty folder")
     out.parent.mkdir(parents=True, exist_ok=True)

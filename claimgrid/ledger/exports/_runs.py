@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from claimgrid.errors import DataError
-from claimgrid.store.lines import RUNS_NAME, read_events, read_runs
+from claimgrid.store.lines import RUNS_NAME, parse_json, read_events, read_runs
 
 GATEWAY_LOG = "gateway.jsonl"
 
@@ -77,10 +77,9 @@ def _gateway_lines(path: Path) -> list[dict]:
     for n, line in enumerate(path.read_bytes().splitlines(), 1):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line.decode("utf-8", "surrogateescape"))
-        except ValueError as exc:
-            raise DataError(path, f"line {n}", f"not JSON ({exc})") from exc
+        obj, why = parse_json(line)  # the store's bounded parser
+        if why:
+            raise DataError(f"{path}:{n}", None, why)
         if isinstance(obj, dict):
             out.append(obj)
     return out

@@ -109,8 +109,11 @@ def test_a_deep_tree_is_a_recorded_result(hostile_grid):
     dig = next(e for e in events if e["source"] == "tools" and e["tool"] == "run_command")
     assert dig["ok"] is True and dig["changed_workspace"] is True and dig.get("snapshot_cut")
     diff = next(e for e in events if e["source"] == "verifier" and e["kind"] == "diff")
-    assert diff["files"] is None and diff["limit"] is True and "deep" in diff["error"]
-    assert rec["classification"]["outcome"] == "UNKNOWN"
+    # Diffed as far as it can be read: the trees listed by their folders' paths, unread; the
+    # tests run; the outcome is judged (the trees are outside the task's scope), never UNKNOWN.
+    assert diff["limit"] is True and "listed by path, not read" in diff["error"]
+    assert any(f["path"].startswith("deep/") for f in diff["files"]), diff["files"]
+    assert rec["classification"]["outcome"] != "UNKNOWN"
 
 
 def test_an_output_flood_is_cut_and_counted(hostile_grid, hp):

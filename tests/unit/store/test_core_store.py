@@ -91,4 +91,6 @@ def test_a_bad_middle_line_is_a_problem_by_number_and_never_repaired(store):
     with pytest.raises(StoreIntegrityError, match="runs.jsonl line 2: not a JSON run record"):
         store.repair()  # nothing is changed: not the torn tail, not the orphan folder
     assert store.runs_path.read_bytes() == before and (store.runs_dir / "orphan").is_dir()
-    assert store.scan()[1] == ["runs.jsonl line 2: not a JSON run record (torn or edited)"]
+    assert store.scan()[1] == [
+        "runs.jsonl line 2: not a JSON run record: not valid JSON (Expecting property name enclosed in double quotes)"
+    ]

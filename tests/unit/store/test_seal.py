@@ -140,3 +140,73 @@ def test_an_unsealed_store_writes_no_seal(tmp_path):
     store.append({"run_id": "r1", "classification": {}})
     report = verify_seal(tmp_path / "g")
     assert not report.sealed and report.problems == [] and "not sealed" in report.line()
+
+
+def _finished(folder, key, runs=("r1", "r2", "r3", "r4")):
+    """A finished grid: its meta.json written last, planning exactly ``runs``."""
+    store = _grid(folder, key, runs=runs)
+    store.write_meta(store.read_meta() | {"plan": list(runs), "grid_size": len(runs), "finished": "2026-12-04T00:00:00"})
+    return store
+
+
+def _lines(folder):
+    return (folder / "runs.jsonl").read_bytes().splitlines(keepends=True)
+
+
+@pytest.mark.parametrize("edit, named", [
+    (lambda ls: ls[:1] + ls[2:], "runs.jsonl line 2 (run r3): not at its sealed place (record 2, after run r1)"),
+    (lambda ls: ls[:3], "holds 3: line(s) 4 to 4 of the sealed set were removed"),
+    (lambda ls: ls[1:], "runs.jsonl line 1 (run r2): not at its sealed place (record 1, after no other)"),
+    (lambda ls: [ls[1], ls[0], *ls[2:]], "runs.jsonl line 1 (run r2): not at its sealed place"),
+    (lambda ls: [*ls, ls[1]], "runs.jsonl line 5 (run r2): not at its sealed place (record 5, after run r4)"),
+    (lambda ls: ls[:2] + [ls[1]] + ls[2:], "runs.jsonl line 3 (run r2): not at its sealed place"),
+])
+def test_a_line_removed_added_or_moved_is_named(tmp_path, key, edit, named):
+    """The seal covers the set of lines: each line's place, and meta.json's count and plan."""
+    _finished(tmp_path / "g", key)
+    assert verify_seal(tmp_path / "g").problems == [] and verify_seal(tmp_path / "g").chained
+    (tmp_path / "g" / "runs.jsonl").write_bytes(b"".join(edit(_lines(tmp_path / "g"))))
+    problems = verify_seal(tmp_path / "g").problems
+    assert any(named in p for p in problems), problems
+
+
+def test_the_set_is_checked_against_meta_and_the_plan(tmp_path, key):
+    store = _finished(tmp_path / "g", key)
+    meta = store.read_meta()
+    store.write_meta(meta | {"plan": ["r1", "r2", "r3", "r5"]})  # the publisher's own meta, re-sealed
+    problems = verify_seal(tmp_path / "g").problems
+    assert "runs.jsonl record 4 (run r4): not a run of meta.json's plan" in problems, problems
+    assert any("finished, but 1 planned run(s) have no line: r5" in p for p in problems), problems
+    store.write_meta(meta | {"grid_size": 5})
+    assert verify_seal(tmp_path / "g").problems == ["meta.json: finished with 4 sealed record(s), but its grid_size is 5"]
+
+
+def test_an_unfinished_grid_may_grow_but_not_shrink(tmp_path, key):
+    """Lines appended after meta.json was written (a grid killed mid-way) extend the chain;
+    lines cut below what meta.json sealed are named; a resumed grid re-seals meta.json."""
+    store = _grid(tmp_path / "g", key, runs=("r1", "r2"))
+    store.write_meta(store.read_meta())  # as --resume does: the two lines are now in meta.json's count
+    for run_id in ("r3", "r4"):
+        store.write_evidence(run_id, {"events.jsonl": []})
+        store.append({"run_id": run_id, "classification": {}})
+    assert verify_seal(tmp_path / "g").problems == []
+    (tmp_path / "g" / "runs.jsonl").write_bytes(b"".join(_lines(tmp_path / "g")[:3]))
+    assert verify_seal(tmp_path / "g").problems == []  # r4 after the last meta.json: as a kill leaves it
+    (tmp_path / "g" / "runs.jsonl").write_bytes(b"".join(_lines(tmp_path / "g")[:1]))
+    problems = verify_seal(tmp_path / "g").problems
+    assert problems == [
+        "runs.jsonl (meta.json sealed 2 record(s), the last run r2): holds 1: line(s) 2 to 2 of the sealed set were removed"
+    ]
+
+
+def test_repair_never_deletes_a_sealed_ledgers_evidence(tmp_path, key):
+    store = _grid(tmp_path / "g", key)
+    (tmp_path / "g" / "runs.jsonl").write_bytes(b"".join(_lines(tmp_path / "g")[:2]))
+    note = RunStore(tmp_path / "g", key).repair()
+    assert (tmp_path / "g" / "runs" / "r3" / "manifest.json").is_file(), note
+    assert "kept 1 evidence folder(s) without a line" in note
+    unsealed = RunStore(tmp_path / "u")
+    unsealed.create({"grid_id": "u"})
+    unsealed.write_evidence("orphan", {"events.jsonl": []})
+    assert "removed 1 evidence folder" in unsealed.repair() and not (tmp_path / "u" / "runs" / "orphan").exists()
+    assert store.records()  # the store itself still reads
