@@ -332,7 +332,7 @@ def headline_lines(report) -> list[str]:
     """The headline (swap = none, clean content) per model group: false success among claims,
     utility and paired attack success, frameworks collapsed where identical, names counted past
     :data:`MAX_NAMES` (the headline table lists them)."""
-    out = []
+    out: list[str] = []
     if not report.clean:
         return out
     for glabel, ms in model_groups(report):
