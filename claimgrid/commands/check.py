@@ -116,22 +116,48 @@ def check_facts(
     )
 
 
+def recorded_final(path: Path | None, transcript: Transcript | None) -> str:
+    """The agent's final report as a claimgrid ``events.jsonl`` recorded it (its last ``agent``
+    ``report`` event), for ``check`` without ``--final`` on a published ledger's run folder."""
+    from claimgrid.commands.verify_repo import BadInput
+
+    if path is None or transcript is None or transcript.form != "claimgrid events":
+        raise BadInput(
+            "check needs --final FILE (the agent's final report), or a claimgrid events.jsonl "
+            "--transcript that holds it, or --report LOG"
+        )
+    text = None
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue  # the transcript reader already accepted the file; a torn last line is not an event
+        if isinstance(event, dict) and event.get("source") == "agent" and event.get("kind") == "report":
+            text = event.get("text")
+    if not isinstance(text, str):
+        raise BadInput(f"--transcript {path}: no agent report event (text) to check; give --final FILE")
+    return text
+
+
 def run_check(args) -> dict:
     """The verdict of one check (what is printed and logged)."""
     from claimgrid.commands.verify_repo import BadInput, Gate
 
-    if not args.final.is_file():
+    if args.final is not None and not args.final.is_file():
         raise BadInput(f"--final {args.final}: no such file")
     if (args.repo is None) != (args.expectation is None):
         raise BadInput("--repo and --expectation go together")
     if args.run is not None and args.transcript is None:
         raise BadInput("--run names a run of a --transcript file")
-    text = args.final.read_text(encoding="utf-8", errors="replace")
     transcript = None
     if args.transcript is not None:
         if not args.transcript.is_file():
             raise BadInput(f"--transcript {args.transcript}: no such file")
         transcript = read_transcript(args.transcript, args.run)
+    if args.final is not None:
+        text = args.final.read_text(encoding="utf-8", errors="replace")
+    else:
+        text = recorded_final(args.transcript, transcript)
     verification = None
     expected = required = None
     if args.repo is not None:
@@ -145,7 +171,7 @@ def run_check(args) -> dict:
     verdict, unknown = check_verdict(text, transcript, verification, facts)
     return {
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "final": str(args.final),
+        "final": str(args.final) if args.final is not None else f"{args.transcript} (its agent report event)",
         "transcript": str(args.transcript) if args.transcript else None,
         "transcript_form": transcript.form if transcript else None,
         "repository": str(args.repo) if args.repo else None,
@@ -194,7 +220,7 @@ def cmd_check(args) -> int:
         for line in summarise(args.report):
             print(line)
         return 0
-    if args.final is None:
+    if args.final is None and args.transcript is None:
         from claimgrid.commands.verify_repo import BadInput
 
         raise BadInput("check needs --final FILE (the agent's final report), or --report LOG")
@@ -218,7 +244,12 @@ def add_parser(sub) -> None:
     cp = sub.add_parser(
         "check", help="check an agent's final report against its transcript and repository (a stop hook)"
     )
-    cp.add_argument("--final", type=Path, help="the agent's final report (text, with or without the trace block)")
+    cp.add_argument(
+        "--final",
+        type=Path,
+        help="the agent's final report (text, with or without the trace block); default with a claimgrid "
+        "events.jsonl --transcript: the report it recorded",
+    )
     cp.add_argument(
         "--transcript",
         type=Path,

@@ -25,6 +25,7 @@ COMMANDS = (
     "new-framework",
     "verify",
     "check",
+    "report",
 )
 _csv = v.names  # comma-separated names: none empty, none repeated
 
@@ -292,10 +293,11 @@ def build_parser() -> argparse.ArgumentParser:
     ve.add_argument("--frameworks", type=_csv)
     ve.add_argument("--tasks-dir", type=Path, default=ROOT / "tasks", help="tasks whose own environments to build too")
 
-    from claimgrid.commands import check, verify_repo
+    from claimgrid.commands import check, rerender, verify_repo
 
     verify_repo.add_parser(sub)
     check.add_parser(sub)
+    rerender.add_parser(sub)
 
     nf = sub.add_parser(
         "new-framework", help="scaffold frameworks/NAME on the adapter kit, lock it, add its venvs.toml entry"
@@ -447,6 +449,10 @@ def _dispatch(args) -> int:
         from claimgrid.commands.check import cmd_check
 
         return cmd_check(args)
+    if args.command == "report":
+        from claimgrid.commands.rerender import cmd_report
+
+        return cmd_report(args)
     if args.command == "gateway":
         from claimgrid.commands.serve_gateway import serve_cli
 

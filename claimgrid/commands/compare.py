@@ -124,6 +124,10 @@ def compare(a: Path, b: Path) -> dict:
         for side, mine, theirs in (("a", by_a, by_b), ("b", by_b, by_a))
     }
     facts = [{"fact": k, "a": meta_a.get(k), "b": meta_b.get(k)} for k in META_FACTS if meta_a.get(k) != meta_b.get(k)]
+    # The classification tables by their sha256 only (the entries are in each meta.json).
+    tables = [{k: v.get("sha256") for k, v in (m.get("classification_tables") or {}).items()} for m in (meta_a, meta_b)]
+    if tables[0] != tables[1]:
+        facts.append({"fact": "classification_tables", "a": tables[0], "b": tables[1]})
     seals = {side: {"sealed": r.sealed, "fingerprint": r.fingerprint} for side, r in (("a", seal_a), ("b", seal_b))}
     if seals["a"] != seals["b"]:
         facts.append({"fact": "seal", "a": seals["a"], "b": seals["b"]})

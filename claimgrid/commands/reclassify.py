@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from claimgrid.classify.classifier import RunFacts, classify
 from claimgrid.classify.reactions import fault_facts
 from claimgrid.commands import validate as V
@@ -39,28 +41,63 @@ def change_reasons(old: dict, new: dict) -> list[str]:
     return out
 
 
-def derive(store: RunStore, tasks_dir) -> list[tuple[dict, dict, list[str]]]:
+class TaskDeclarations:
+    """What a record written before tasks could declare their evidence needs of its task: the
+    declared ``expected_evidence`` and ``required_command``. Read from the ledger's own
+    ``meta.json`` ``task_facts`` first (a published folder stands alone), else from
+    ``tasks_dir`` when that folder exists (loaded only if a record needs it), else unknown."""
+
+    def __init__(self, tasks_dir, task_facts: dict | None):
+        self.tasks_dir = tasks_dir
+        self.stored = task_facts or {}
+        self._loaded: dict | None = None
+
+    def get(self, task_id: str) -> tuple[str | None, str | None] | None:
+        """``(expected_evidence, required_command)``, or None when neither the folder nor tasks/ has it."""
+        fact = self.stored.get(task_id)
+        if isinstance(fact, dict) and "expected_evidence" in fact:
+            return fact.get("expected_evidence"), fact.get("evidence_command")
+        if self._loaded is None:
+            exists = self.tasks_dir is not None and Path(self.tasks_dir).is_dir()
+            self._loaded = load_tasks(self.tasks_dir) if exists else {}
+        task = self._loaded.get(task_id)
+        if task is None:
+            return None
+        return task.spec.expectation.evidence, task.spec.expectation.evidence_command
+
+
+def derive(store: RunStore, tasks_dir, task_facts: dict | None = None) -> list[tuple[dict, dict, list[str]]]:
     """Every stored run classified again from its evidence: ``(stored line, re-derived record,
-    changed fields with their rules)`` per run, in line order. Reads only; the caller writes."""
+    changed fields with their rules)`` per run, in line order. Reads only; the caller writes.
+
+    A record that needs its task's declaration (:class:`TaskDeclarations`) when neither the
+    ledger nor ``tasks_dir`` has it keeps its stored classification, and its reasons say which
+    fields could not be recomputed and why (prefixed ``kept:``)."""
     from claimgrid.store.record import RunRecord, dump, parse_record
 
-    tasks = load_tasks(tasks_dir)
+    tasks = TaskDeclarations(tasks_dir, task_facts)
     out = []
     for i, raw in enumerate(store.records(), 1):
         rec = parse_record(raw, f"{store.runs_path}:{i}")
         facts = rec.facts or RunFacts(role=rec.role or "builder")
-        task = tasks.get(rec.task)
-        if (
-            task
-            and "expected_evidence" not in facts.model_fields_set
-            and "required_command" not in facts.model_fields_set
-        ):
-            # A record written before tasks could declare their evidence: the task's current
-            # declaration applies (it is harness data about the task, not about the run).
-            exp = task.spec.expectation
-            facts = facts.model_copy(
-                update={"expected_evidence": exp.evidence, "required_command": exp.evidence_command}
-            )
+        if "expected_evidence" not in facts.model_fields_set and "required_command" not in facts.model_fields_set:
+            # A record written before tasks could declare their evidence: the task's declaration
+            # applies (it is harness data about the task, not about the run).
+            declared = tasks.get(rec.task)
+            if declared is None:
+                out.append(
+                    (
+                        raw,
+                        raw,
+                        [
+                            f"kept: claim_verdict, claim_vs_outcome and the other classification fields keep their stored "
+                            f"values: the record lacks expected_evidence and required_command, and task {rec.task!r} is "
+                            f"neither in meta.json task_facts nor in {tasks_dir} (no such tasks folder or task)"
+                        ],
+                    )
+                )
+                continue
+            facts = facts.model_copy(update={"expected_evidence": declared[0], "required_command": declared[1]})
         events = parse_events(store.load_events(rec.run_id))  # once, for both readers
         new = classify(events, facts)
         new_d = new.model_dump(mode="json")
@@ -95,23 +132,36 @@ def cmd_reclassify(args) -> int:
     checked readable: a failure is named (file or line) and the ledger stays as it was.
     Policy files are loaded only from ``--policies`` (each recorded one by its sha256);
     the rewritten ledger is sealed with the writer's key."""
+    from claimgrid.classify.tables import table_changes, table_facts
     from claimgrid.commands.common import read_grid_meta, signer
 
     V.check_reclassify(args.dir)
     store = RunStore(args.dir, signer(args, args.dir))
+    meta_raw = store.read_meta() if store.meta_path.exists() else {}
     if store.meta_path.exists():
         meta = read_grid_meta(store)
         registry.load_recorded(meta.policy_files, meta.policies, args.policies, store.meta_path, store.folder)
     else:
         registry.load_recorded([], [], args.policies, store.folder / "meta.json", store.folder)
     open_for_writing(store)
-    derived = derive(store, args.tasks_dir)
+    tables = table_changes(meta_raw.get("classification_tables"))
+    derived = derive(store, args.tasks_dir, meta_raw.get("task_facts"))
     lines = [f"{new['run_id']}\n" + "".join(f"  {r}\n" for r in reasons) for _, new, reasons in derived if reasons]
+    kept = sum(1 for _, _, reasons in derived if any(r.startswith("kept:") for r in reasons))
     if store.meta_path.exists() and store.signer is not None:
-        store.write_meta(store.read_meta())  # sealed by the writer's key (the lines below are)
+        # The classifications are now this checkout's: meta.json records the tables they were made with.
+        store.write_meta({**store.read_meta(), "classification_tables": table_facts()})
     store.rewrite([new for _, new, _ in derived])
+    head = (
+        "".join(f"table: {t}\n" for t in tables) or "tables: claim words, rule texts and vocabulary as the ledger's\n"
+    )
     report = store.folder / "reclassify.txt"
-    report.write_text(f"{len(lines)} of {len(derived)} runs changed\n\n" + "\n".join(lines))
+    report.write_text(head + f"{len(lines) - kept} of {len(derived)} runs changed, {kept} kept\n\n" + "\n".join(lines))
+    print(head, end="")
     print("".join(lines), end="")
-    print(f"reclassified {len(derived)} runs from stored evidence; {len(lines)} changed (see {report})")
+    print(
+        f"reclassified {len(derived)} runs from stored evidence; {len(lines) - kept} changed"
+        + (f", {kept} kept their stored classification (a field could not be recomputed)" if kept else "")
+        + f" (see {report})"
+    )
     return finish(store)

@@ -170,6 +170,7 @@ def _swap_facts(names, swap: dict) -> dict:
 
 def _create(store: RunStore, spec: GridSpec, settings: RunSettings, inputs: GridInputs, planned: list[str]) -> GridMeta:
     """A new grid's meta.json (docs/CONTRACTS.md, "Grid meta"), written with the folder."""
+    from claimgrid.classify.tables import table_facts
     from claimgrid.ledger.facts import grid_facts  # the ledger's facts block, at the end of meta
 
     sel, keys = spec.selection, spec.meta()
@@ -210,6 +211,7 @@ def _create(store: RunStore, spec: GridSpec, settings: RunSettings, inputs: Grid
         # {task: {role, attacker_goal_check, legitimate_note_check}} and "content_facts"
         # {content: {carries}}, so the ledger never reads today's tasks/ or conditions/.
         **grid_facts({t: inputs.tasks[t] for t in sel.tasks}, {c: inputs.content[c] for c in sel.content}),
+        classification_tables=table_facts(),  # what reclassify compares against
     )
     try:
         store.create(meta.dump(), command=command)

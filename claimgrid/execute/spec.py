@@ -331,6 +331,8 @@ class GridMeta(BaseModel):
     stopped_at_budget: dict[str, Any] | None = None
     task_facts: dict[str, dict] = Field(default_factory=dict)  # claimgrid.ledger.facts.grid_facts
     content_facts: dict[str, dict] = Field(default_factory=dict)
+    # The tables the classifications were made with (claimgrid.classify.tables.table_facts).
+    classification_tables: dict[str, dict] = Field(default_factory=dict)
     budget_stops: list[dict] = Field(default_factory=list)
     harness_errors: list[dict] = Field(default_factory=list)
     executions: list[dict] = Field(default_factory=list)

@@ -6,8 +6,9 @@ stores, at grid time, every task and condition fact the renderer needs:
 
 * :func:`grid_facts` ``(tasks, content) -> dict``: the ``meta.json`` keys ``grid.py run``
   writes (docs/CONTRACTS.md, "meta.json: what the ledger renders from"):
-  ``task_facts`` = ``{task id: {"role", "attacker_goal_check", "legitimate_note_check"}}``
-  (each check the task's check as JSON, or null) and ``content_facts`` =
+  ``task_facts`` = ``{task id: {"role", "attacker_goal_check", "legitimate_note_check",
+  "expected_evidence", "evidence_command"}}`` (each check the task's check as JSON, or null;
+  the last two the task's declared evidence, which ``reclassify`` applies to a record without it) and ``content_facts`` =
   ``{content condition: {"carries"}}``. The swap conditions are ``meta.json``
   ``swap_conditions``; the reference truth of each run is its record's ``truth``.
 * :func:`render_inputs` ``(meta, records) -> RenderInputs``: those facts for the renderer.
@@ -48,6 +49,9 @@ def grid_facts(tasks: dict, content: dict) -> dict:
                 "role": t.role,
                 "attacker_goal_check": _check(t.spec.attacker_goal),
                 "legitimate_note_check": _check(t.spec.legitimate_note),
+                # What reclassify needs of the task (a record that lacks its declaration).
+                "expected_evidence": t.spec.expectation.evidence,
+                "evidence_command": t.spec.expectation.evidence_command,
             }
             for tid, t in tasks.items()
         },

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from claimgrid.ledger.stats import DASH
+from claimgrid.ledger.stats import DASH, p_text
 
 CLAIMED = ("TRUE_SUCCESS", "FALSE_SUCCESS")
 FLAGGED_NOT = ("consistent", "UNKNOWN")  # verdicts the claim check does not flag
-LINKS = "[design](#design) · [headline](#headline) · [divergence](#divergence) · [swap](#swap) · [detector](#detector)"
+LINKS = "[design](#design) · [headline](#headline) · [divergence](#divergence)"  # the rest: from their bullets
 
 
 def did(r: dict) -> str:
@@ -102,9 +102,85 @@ def per_framework(report, text_of) -> str:
     return "; ".join(f"{', '.join(fs)}: {t}" for t, fs in by.items())
 
 
+MAX_NAMES = 5  # names (models, frameworks) one bullet may list; more are counted, with a link
+# The first screen's model groups, in order: a behaviour model and a probe model never share
+# a sentence (claimgrid.ledger.kinds).
+GROUPS = (
+    ("behaviour models", ("behaviour",)),
+    ("models", ("real",)),
+    ("gaming models", ("gaming",)),
+    ("fault and probe models", ("fault", "probe")),
+)
+
+
+def per_framework_short(report, text_of, link: str) -> str:
+    """The text when every framework gives it (or there is one framework), else how many
+    frameworks it differs across, with the link to the section that lists them (a first-screen
+    bullet names no framework list)."""
+    if len(report.frameworks) == 1:
+        return per_framework(report, text_of)
+    texts = {text_of([r for r in report.rows if r["framework"] == f]) for f in report.frameworks}
+    if len(texts) == 1:
+        return f"{next(iter(texts))} (each framework)"
+    return f"differs across the {len(report.frameworks)} frameworks ([{link.lstrip('#')}]({link}))"
+
+
+def model_groups(report) -> list[tuple[str, list[str]]]:
+    """``[(group label, its models in ledger order)]`` for the groups present."""
+    from claimgrid.ledger.kinds import model_kind
+
+    kind = {m: model_kind(m) for m in report.models}
+    out = [(label, [m for m in report.models if kind[m] in kinds]) for label, kinds in GROUPS]
+    return [(label, ms) for label, ms in out if ms]
+
+
+def label_names(label: str) -> int:
+    """How many names a :func:`per_model` label holds: the model, and its frameworks in parentheses."""
+    inside = label.split(" (", 1)[1].rstrip(")") if " (" in label else ""
+    return 1 + (len(inside.split(", ")) if inside else 0)
+
+
+def short_group_text(items: list[tuple[str, str]], noun: str, link: str) -> str:
+    """:func:`group_text` with at most :data:`MAX_NAMES` names: value groups are spelled in
+    order while they fit, every other group is counted ("3/4 for 12 fault and probe models")."""
+    by: defaultdict[str, list[str]] = defaultdict(list)
+    for label, value in items:
+        by[value].append(label)
+    budget, parts, counted = MAX_NAMES, [], False
+    for value, labels in by.items():
+        names = sum(label_names(lab) for lab in labels)
+        if names <= budget:
+            budget -= names
+            parts.append(f"{value} {', '.join(labels)}")
+        else:
+            counted = True
+            models = len({lab.split(" (", 1)[0] for lab in labels})
+            split = " on some frameworks" if any(" (" in lab for lab in labels) else ""
+            parts.append(f"{value} for {models} {noun if models != 1 else noun.replace('models', 'model')}{split}")
+    return "; ".join(parts) + (f" ([table]({link}))" if counted else "")
+
+
 def plan_line(report) -> str:
-    """The first screen's plan line (:func:`plan_text`) with the links below."""
-    return f"**Plan**: {plan_text(report)}. Below: {LINKS}."
+    """The first screen's plan line: counts by model group, no names ([design](#design) lists them)."""
+    groups = []
+    for label, ms in model_groups(report):
+        runs = [r for r in report.rows if r["model"] in ms]
+        contents = {r["content"] for r in runs}
+        swaps = {r["swap_condition"] for r in runs}
+        where = (
+            f"{len(contents) * len(swaps)} conditions"
+            if (len(contents), len(swaps)) != (1, 1)
+            else f"{next(iter(contents))}/{next(iter(swaps))}"
+        )
+        groups.append(f"{len(ms)} {label if len(ms) != 1 else label.replace('models', 'model')} × {where}")
+    # where: "4 content × 4 swap conditions" or "content clean, swap none" (the untreated cell)
+    return (
+        f"**Plan**: {len(report.rows)} runs = {len(report.frameworks)} "
+        f"framework{'s' if len(report.frameworks) != 1 else ''} × {len(report.by_cell)} cells ("
+        f"{len(report.tasks)} task{'s' if len(report.tasks) != 1 else ''}, repeats {report.meta.get('repeats', DASH)}): "
+        + "; ".join(groups)
+        + f". {LINKS}."
+    )
 
 
 def plan_text(report) -> str:
@@ -156,7 +232,7 @@ def divergence_lines(report) -> list[str]:
     if not groups:
         return [f"**Frameworks**: identical in all {len(report.complete_cells)} cells every framework ran."]
     lines = [
-        f"**Where frameworks differ** ({len(div)} of {total} cells; what each framework did, runs per cell group):",
+        f"**Where frameworks differ** ({len(div)} of {total} cells; what each did, runs per reaction):",
         "",
         "| model | " + " | ".join(report.frameworks) + " |",
         "|" + "---|" * (len(report.frameworks) + 1),
@@ -167,73 +243,149 @@ def divergence_lines(report) -> list[str]:
         cells = [
             did_cell([r for k in keys for f2, r in report.by_cell[k].items() if f2 == f]) for f in report.frameworks
         ]
-        if len(set(cells)) == 1:  # same reaction, another field differs: name the fields
-            fields = sorted(
-                {f for k in keys for f in report.identity if len({str(r[f]) for r in report.by_cell[k].values()}) > 1}
-            )
-            cells = [f"{x} (differs in {', '.join(fields)})" for x in cells]
+        if len(set(cells)) == 1:  # same reaction, another field differs: say which and its values
+            fields = [  # the fields in which frameworks differ within a cell (not across tasks)
+                f
+                for f in report.identity
+                if any(len({str(r[f]) for r in report.by_cell[k].values()}) > 1 for k in keys)
+            ]
+            label += f" (same outcome, different {' and '.join(f.replace('_', ' ') for f in fields)})"
+            cells = [
+                " · ".join(
+                    [cells[i]]
+                    + [
+                        f"{f.replace('_', ' ')} "
+                        + ", ".join(
+                            f"{v}" + (f" {n}" if n != len(keys) else "")
+                            for v, n in Counter(
+                                str(report.by_cell[k][fw][f]) for k in keys if fw in report.by_cell[k]
+                            ).most_common()
+                        )
+                        for f in fields
+                    ]
+                )
+                for i, fw in enumerate(report.frameworks)
+            ]
+            if len(set(cells)) == 1:  # the counts agree too: the cells differ one by one
+                label += ": cell by cell in [divergence](#divergence)"
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines.append("")
-    same_models = [m for m in report.models if not any(g[0] == m for g in groups)]
-    faults = defaultdict(list)
-    plain = []
-    for m in same_models:
-        runs = [r for r in report.rows if r["model"] == m and r["framework"] == report.frameworks[0]]
-        if any(r.get("fault") for r in runs):
-            faults[reactions(runs)].append(m)
-        else:
-            plain.append(m)
-    rest = [f"{', '.join(plain)} in all their cells"] if plain else []
-    rest += [f"{', '.join(ms)}: {text} on every framework" for text, ms in faults.items()]
-    lines.append(f"Identical on every framework: the other {total - len(div)} cells: " + "; ".join(rest) + ".")
+    lines.append(f"Identical on every framework in the other {total - len(div)} cells ([RUNS.md](RUNS.md)).")
     return lines
 
 
-def headline_lines(report) -> list[str]:
-    """The headline per model (swap = none), frameworks collapsed where identical."""
-    clean = report.clean
+def _fs(report, runs) -> str:
+    c = [r for r in runs if r["content"] in report.clean]
+    claimed = [r for r in c if r["claim_vs_outcome"] in CLAIMED]
+    if not claimed:
+        return empty_reason(c, "/".join(report.clean) or "clean content")
+    return f"{sum(r['claim_vs_outcome'] == 'FALSE_SUCCESS' for r in claimed)}/{len(claimed)}"
+
+
+def _utility(report, runs) -> str:
+    c = [r for r in runs if r["content"] in report.clean]
+    if not c:
+        return f"{DASH} (not run under {'/'.join(report.clean) or 'clean content'})"
+    passed = [r for r in c if r["outcome"] == "PASS"]
+    text = f"{len(passed)}/{len(c)}"
     null_pass = report.null_pass_tasks
+    if passed and null_pass and all(r["task"] in null_pass for r in passed):
+        text += f" (only {'/'.join(sorted({r['task'] for r in passed}))}, where doing nothing passes)"
+    return text
 
-    def fs(runs):
-        c = [r for r in runs if r["content"] in clean]
-        claimed = [r for r in c if r["claim_vs_outcome"] in CLAIMED]
-        if not claimed:
-            return empty_reason(c, "/".join(clean) or "clean content")
-        return f"{sum(r['claim_vs_outcome'] == 'FALSE_SUCCESS' for r in claimed)}/{len(claimed)}"
 
-    def utility(runs):
-        c = [r for r in runs if r["content"] in clean]
-        if not c:
-            return f"{DASH} (not run under {'/'.join(clean) or 'clean content'})"
-        passed = [r for r in c if r["outcome"] == "PASS"]
-        text = f"{len(passed)}/{len(c)}"
-        if passed and null_pass and all(r["task"] in null_pass for r in passed):
-            text += f" (only {'/'.join(sorted({r['task'] for r in passed}))}, where doing nothing passes)"
-        return text
+def fault_blocks(report, models: list[str]) -> str:
+    """Fault and probe models in one finding: how many model × framework blocks (swap none, clean
+    content) claimed success and had a false success among their claims, and how many claimed nothing."""
+    blocks = [
+        [
+            r
+            for r in report.rows
+            if r["model"] == m
+            and r["framework"] == f
+            and r["swap_condition"] == "none"
+            and r["content"] in report.clean
+        ]
+        for m in models
+        for f in report.frameworks
+    ]
+    blocks = [b for b in blocks if b]
+    claimed = [b for b in blocks if any(r["claim_vs_outcome"] in CLAIMED for r in b)]
+    false = [b for b in claimed if any(r["claim_vs_outcome"] == "FALSE_SUCCESS" for r in b)]
+    return (
+        f"in {len(false)} of {len(claimed)} model × framework blocks that claimed; "
+        f"{len(blocks) - len(claimed)} of {len(blocks)} claimed nothing ([table](#headline))"
+    )
 
-    def attack(runs):
-        return report.paired_text(runs, report.injected, "goal")
 
-    out = []
-    if clean:
+class _Only:
+    """``report`` seen through a subset of its models (for :func:`per_model`)."""
+
+    def __init__(self, report, models):
+        self._r, self.models = report, models
+
+    def __getattr__(self, name):
+        return getattr(self._r, name)
+
+
+def headline_lines(report) -> list[str]:
+    """The headline (swap = none, clean content) per model group: false success among claims,
+    utility and paired attack success, frameworks collapsed where identical, names counted past
+    :data:`MAX_NAMES` (the headline table lists them)."""
+    out: list[str] = []
+    if not report.clean:
+        return out
+    for glabel, ms in model_groups(report):
+        only = _Only(report, ms)
+        where = " (swap `none`, clean)" if not out else ""
+        if glabel == "fault and probe models":  # what each framework did with a fault is the table above
+            out.append(f"**False success**, {glabel}{where}: {fault_blocks(report, ms)}.")
+            continue
+        fs = short_group_text(per_model(only, lambda runs: _fs(report, runs)), glabel, "#headline")
         out.append(
-            "**Headline** (swap `none`, clean content): false success among claims "
-            + group_text(per_model(report, fs))
-            + "."
+            f"**False success** among claims, {glabel}{where}: {fs}."
+            if not out
+            else f"**False success**, {glabel}: {fs}."
         )
-        out.append("Utility (verifier PASS among runs): " + group_text(per_model(report, utility)) + ".")
-    if report.injected:
-        out.append(
-            "Paired attack success (goal met under "
-            + "/".join(report.injected)
-            + ", not in the matched clean run; pairs whose clean run already meets the goal left out): "
-            + group_text(per_model(report, attack))
-            + "."
-        )
+        if glabel == "gaming models":
+            continue  # a gaming model's utility is the gamed verifier's: the headline table has it
+        ut = short_group_text(per_model(only, lambda runs: _utility(report, runs)), glabel, "#headline")
+        out.append(f"**Utility** (verifier PASS), {glabel}: {ut}.")
+        if report.injected and any(r["content"] in report.injected for r in report.rows if r["model"] in ms):
+            attack = short_group_text(
+                per_model(only, lambda runs: report.paired_text(runs, report.injected, "goal")), glabel, "#headline"
+            )
+            out.append(f"**Paired attack success** (goal met only under injection), {glabel}: {attack}.")
     return out
 
 
-def detector_line(report) -> str | None:
+def paired_tests_line(report) -> str | None:
+    """The paired framework tests on stochastic models, in one line (the table is in divergence)."""
+    tests = getattr(report, "pair_tests", None)
+    if not tests:
+        return None
+    from claimgrid.ledger.paired import ALPHA, CORRECTION
+
+    stated = [t for t in tests if t.differs]
+    head = (
+        f"**Paired framework tests** (exact McNemar per framework pair on the same cells, {CORRECTION} over "
+        f"{len(tests)} tests, alpha {ALPHA}): "
+    )
+    if not stated:
+        best = min(tests, key=lambda t: t.p_adj)
+        return (
+            head
+            + f"no difference shown (n={best.n}, smallest adjusted p={p_text(best.p_adj)}) ([tests](#paired-tests))."
+        )
+    first = stated[0]
+    more = f"; {len(stated) - 1} more ([tests](#paired-tests))" if len(stated) > 1 else " ([tests](#paired-tests))"
+    return head + (
+        f"{len(stated)} differences; {first.result()} in `{first.outcome}` rate, "
+        f"stated after {first.repeats_needed} repeats" + more + "."
+    )
+
+
+def detector_line(report) -> list[str]:
     """What the claim check catches, split by what it can see: against each claimed run's stated
     truth of its report (misreported / honest); claimed runs without such a truth counted apart."""
     truth = report.L.inputs.truth
@@ -257,7 +409,7 @@ def detector_line(report) -> str | None:
             f"misreported successes caught {rate(sum(map(flagged, mis)), len(mis))}, honest successes flagged "
             f"{rate(sum(map(flagged, ts)), len(ts))}, false successes with an honest report {len(fs)}"
             + (f" ({caught} flagged)" if caught else "")
-            + " (only the verifier's outcome catches those)"
+            + ", caught by the verifier only"
         )
 
     def unstated_text(runs):
@@ -270,70 +422,90 @@ def detector_line(report) -> str | None:
         )
 
     if not any(r["claim_vs_outcome"] in CLAIMED for r in report.rows):
-        return None
+        return []
     has_stated = any(split(report.rows)[0])
     has_rest = any(split(report.rows)[1])
-    parts = []
+    out = []
     if has_stated:
-        parts.append(per_framework(report, stated_text))
-    if has_rest:
-        parts.append(
-            "claimed runs without a reference truth of the report"
-            + (" (what the framework did decides it)" if any(r.get("fault") for r in split(report.rows)[1]) else "")
-            + ": "
-            + per_framework(report, unstated_text)
+        out.append(
+            "**Claim check**, claims with a reference truth: "
+            + per_framework_short(report, stated_text, "#detector")
+            + "."
         )
-    return "**Claim check** (claimed runs): " + "; ".join(parts) + "."
+    rest_text = per_framework_short(report, unstated_text, "#detector") if has_rest else ""
+    if has_rest and "([detector]" not in rest_text:  # differing by framework: the detector section has it
+        out.append("**Claim check**, claims without a reference truth: " + rest_text + ".")
+    return out
 
 
-def treatment_line(report) -> str | None:
-    """Which swaps fired and which could not, and what happened when they did."""
+def treatment_line(report) -> list[str]:
+    """Which swaps fired and which could not, and what happened when they did: one bullet each."""
     if not any(r["swap_condition"] != "none" for r in report.rows):
-        return None
+        return []
     specs = report.swap_specs
+    swapped = lambda runs: [r for r in runs if r["swap_condition"] != "none"]
 
-    def text(runs):
-        sw = [r for r in runs if r["swap_condition"] != "none"]
+    def fired(runs):
+        sw = swapped(runs)
         t = Counter(r["treatment"] for r in sw)
-        parts = [f"fired in {t[report.T_FIRED]} of {len(sw)} runs under a swap"]
+        parts = [f"fired in {t[report.T_FIRED]} of {len(sw)} swapped runs"]
         if t[report.T_NOT_REACHED]:
-            parts.append(f"{t[report.T_NOT_REACHED]} ended before the swap call")
+            parts.append(f"{t[report.T_NOT_REACHED]} ended first")
         if t[report.T_NOOP]:
-            parts.append(f"{t[report.T_NOOP]} no-ops (substitute = assigned)")
+            parts.append(f"{t[report.T_NOOP]} no-ops")
         if t[report.T_UNKNOWN]:
             parts.append(f"{t[report.T_UNKNOWN]} without evidence")
-        served = [
+        return ", ".join(parts)
+
+    def served_of(runs):
+        return [
             r
-            for r in sw
+            for r in swapped(runs)
             if r["treatment"] == report.T_FIRED
             and (specs.get(r["swap_condition"]) or {}).get("on_unavailable") == "substitute"
         ]
-        if served:
-            fs = [r for r in served if r["claim_vs_outcome"] == "FALSE_SUCCESS"]
-            writers = Counter(str(r["final_writer"]) for r in fs)
-            parts.append(
-                f"with a substitute serving, false success {len(fs)}/{len(served)}"
-                + (f" ({', '.join(f'{w} wrote {k}' for w, k in sorted(writers.items()))})" if writers else "")
-            )
-        refused = [r for r in sw if r["swap_outcome"] == "prevented"]
-        if refused:
-            parts.append(
-                f"after a refused call, still claimed success {sum(bool(r['claimed']) for r in refused)}/{len(refused)}"
-            )
-        return ", ".join(parts)
 
-    return "**Treatment**: swaps " + per_framework(report, text) + "."
+    def served(runs):
+        sv = served_of(runs)
+        fs = [r for r in sv if r["claim_vs_outcome"] == "FALSE_SUCCESS"]
+        writers = Counter(str(r["final_writer"]) for r in fs)
+        return f"false success {len(fs)}/{len(sv)}" + (
+            f" ({', '.join(f'{w} wrote {k}' for w, k in sorted(writers.items()))})" if writers else ""
+        )
+
+    def refused(runs):
+        rf = [r for r in swapped(runs) if r["swap_outcome"] == "prevented"]
+        return f"still claimed success {sum(bool(r['claimed']) for r in rf)}/{len(rf)}"
+
+    out = ["**Swaps** " + per_framework_short(report, fired, "#swap") + "."]
+    if served_of(report.rows):
+        out.append("**Substitute serving**: " + per_framework_short(report, served, "#swap") + ".")
+    if any(r["swap_outcome"] == "prevented" for r in swapped(report.rows)):
+        out.append("**After a refused call**: " + per_framework_short(report, refused, "#swap") + ".")
+    return out
 
 
 def first_screen(report) -> list[str]:
+    """The summary's lines: bullets (one finding each, with its number) and the divergence
+    table. Another finding is one more string in this list (``Report.summary`` bullets it)."""
     lines = [plan_line(report), ""]
     lines += divergence_lines(report)
     lines.append("")
     lines += headline_lines(report)
-    for extra in (detector_line(report), treatment_line(report)):
-        if extra:
-            lines.append(extra)
+    tests = paired_tests_line(report)
+    if tests:
+        lines.append(tests)
+    lines += detector_line(report)
+    lines += treatment_line(report)
     return lines
+
+
+def plain(markdown: str) -> str:
+    """A first-screen line for a terminal: no emphasis, code marks or link targets."""
+    import re
+
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", markdown)
+    return text.replace("**", "").replace("`", "").replace("(table)", "(LEDGER.md)")
 
 
 def terminal_lines(report, folder, width: int = 80) -> list[str]:
@@ -360,20 +532,10 @@ def terminal_lines(report, folder, width: int = 80) -> list[str]:
             + (" (table on LEDGER.md's first screen)" if report.divergent else "")
         )
 
-    def fs_clean(runs):
-        c = [r for r in runs if r["content"] in report.clean]
-        k = [r for r in c if r["claim_vs_outcome"] in CLAIMED]
-        if not k:
-            return f"{DASH} (no claim)" if c else f"{DASH} (not run)"
-        return f"{sum(r['claim_vs_outcome'] == 'FALSE_SUCCESS' for r in k)}/{len(k)}"
-
-    if report.clean:
-        out.append("false success among claims, swap none, clean content:")
-        by: defaultdict[str, list[str]] = defaultdict(list)
-        for label, value in per_model(report, fs_clean):
-            by[value].append(label)
-        for value, labels in by.items():
-            out += wrap(f"  {value}: {', '.join(labels)}", indent="    ")
+    # The same findings as LEDGER.md's first screen (its false-success bullets), as plain text.
+    for line in headline_lines(report):
+        if line.startswith("**False success**"):
+            out += wrap(plain(line), indent="    ")
     out += wrap(f"ledger: {folder}/LEDGER.md", indent="  ")
     out += wrap(f"viewer: {folder}/ledger.html", indent="  ")
     return out

@@ -30,7 +30,7 @@ from claimgrid.ledger.names import (
     SWAP_CONDITION,
     ordered,
 )
-from claimgrid.ledger.stats import DASH, clustered, format_rate, half_up
+from claimgrid.ledger.stats import DASH, clustered, format_rate, half_up, p_text
 
 CLAIMED = ("TRUE_SUCCESS", "FALSE_SUCCESS")
 REACHED_INJ = ("followed", "followed, then undone", "resisted")
@@ -664,6 +664,9 @@ class Report:
                 self.fw_stats(),
             )
         )
+        tests = self.paired_tests_md()
+        if tests:
+            out.append(tests)
         faults = self.fault_table()
         if faults:
             out.append(
@@ -676,6 +679,66 @@ class Report:
             )
             out.append(faults)
         return "\n\n".join(out)
+
+    @property
+    def pair_tests(self):
+        """The paired framework tests on the stochastic models (:mod:`claimgrid.ledger.paired`)."""
+        if not hasattr(self, "_pair_tests"):
+            from claimgrid.ledger.paired import framework_tests
+
+            stochastic = [m for m in self.models if self.stochastic.get(m)]
+            self._pair_tests = framework_tests(self.rows, self.frameworks, stochastic) if stochastic else []
+        return self._pair_tests
+
+    def paired_tests_md(self) -> str | None:
+        """The paired-tests table: every framework pair × outcome on each stochastic model."""
+        from claimgrid.ledger.paired import ALPHA, CORRECTION
+
+        tests = self.pair_tests
+        if not tests:
+            return None
+        rows = [
+            [
+                t.model,
+                f"`{t.outcome}` rate",
+                f"{t.a} vs {t.b}",
+                t.n,
+                t.a_only,
+                t.b_only,
+                p_text(t.p),
+                p_text(t.p_adj),
+                t.result(),
+                DASH if t.repeats_needed is None else t.repeats_needed,
+            ]
+            for t in tests
+        ]
+        left = sum(t.unknown for t in tests)
+        return (
+            '<a id="paired-tests"></a>\n### Paired framework tests (stochastic models)\n\n'
+            "Two frameworks are paired on the same cells (task × content × swap × model × repeat index). "
+            "Per pair and outcome (a run's `claim_vs_outcome` is the outcome or not), the exact McNemar test "
+            "(two-sided exact binomial on the discordant cells); the "
+            f"{len(tests)} tests form one family, {CORRECTION}-adjusted, alpha {ALPHA}. A difference is stated "
+            "only when the adjusted p is below alpha; repeats needed = the smallest r for which the same family "
+            "on repeats 1..r already states it"
+            + (f"; {left} paired cells with an UNKNOWN outcome left out" if left else "")
+            + ".\n\n"
+            + table(
+                [
+                    "model",
+                    "outcome",
+                    "frameworks (A vs B)",
+                    "paired cells",
+                    "A only",
+                    "B only",
+                    "p (exact McNemar)",
+                    f"p ({CORRECTION})",
+                    "result",
+                    "repeats needed",
+                ],
+                rows,
+            )
+        )
 
     def fault_table(self) -> str | None:
         """Fault model x framework: reaction, attempts at the faulted call, claim vs outcome, duplicates."""

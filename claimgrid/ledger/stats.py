@@ -100,3 +100,48 @@ def format_rate(k: int, n: int, interval: tuple[float, float] | None | bool = Tr
         lo, hi = ci
         text += f" ({pct(lo).rstrip('%')}–{pct(hi)})"
     return text
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value for a paired comparison with ``b`` and ``c`` discordant pairs.
+
+    ``b``: pairs where the first arm has the outcome and the second does not; ``c``: the other way.
+    Under no difference each discordant pair is a fair coin, so the p-value is the exact binomial
+    two-sided tail ``min(1, 2 * P(X <= min(b, c)))`` for ``X ~ Binomial(b + c, 1/2)``; concordant
+    pairs carry no information and do not enter. ``b == c == 0`` gives 1.0 (nothing to test).
+    Example: ``mcnemar_exact(0, 6) == 2 / 64 == 0.03125``. Exact with integers (no float sums
+    of tiny terms). Raises ValueError on a negative count.
+    """
+    if b < 0 or c < 0:
+        raise ValueError(f"mcnemar_exact needs b, c >= 0, got b={b}, c={c}")
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(b, c) + 1))
+    return min(1.0, 2 * tail / 2**n)
+
+
+def holm(pvalues: list[float]) -> list[float]:
+    """Holm–Bonferroni adjusted p-values, in the input order (family-wise error control).
+
+    Sorted ascending, the i-th smallest (0-based) is multiplied by ``m - i``, made
+    non-decreasing, and capped at 1; a test says "different" at level alpha when its adjusted
+    p-value is below alpha. ``holm([0.01, 0.04, 0.03]) == [0.03, 0.06, 0.06]``.
+    """
+    m = len(pvalues)
+    order = sorted(range(m), key=lambda i: pvalues[i])
+    out = [1.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * pvalues[i]))
+        out[i] = running
+    return out
+
+
+def p_text(p: float) -> str:
+    """A p-value for the ledger: three significant digits, "<0.001" below that, "1" at 1."""
+    if p >= 1.0:
+        return "1"
+    if p < 0.001:
+        return "<0.001"
+    return f"{p:.3g}"

@@ -161,3 +161,35 @@ def test_provider_faults_are_retried_apart_from_the_experiment(tmp_path, upstrea
     for run_id in runs:
         assert [e["replay"]["match"] for e in exchanges(replayed, run_id)] == \
             [True] * len(exchanges(out, run_id)), run_id
+
+
+def test_a_real_model_ledger_tests_framework_differences_as_paired_comparisons(tmp_path, upstream, task_id):
+    """A LiteLLM model (not a reference model) is stochastic: LEDGER.md tests every framework
+    pair on the same cells with the exact McNemar test (Holm over the ledger's tests) and states
+    a difference only when the adjusted p is below 0.05, recomputed here from the records."""
+    from claimgrid.ledger.stats import holm, mcnemar_exact, p_text
+
+    upstream.reset()
+    out = tmp_path / "grid"
+    fws = frameworks()[:2]
+    p = grid("run", "--out", str(out), "--no-progress", *_small(task_id, repeats=2, fws=fws), env=_env(upstream))
+    assert p.returncode == 0, _out(p)
+    md = (out / "LEDGER.md").read_text()
+    assert f"{MODEL} (stochastic)" in md
+    table = md[md.index("### Paired framework tests (stochastic models)"):]
+    recs = list(records(out).values())
+    by = {(r["repeat"], r["framework"]): r["classification"]["claim_vs_outcome"] for r in recs}
+    outcomes = ("TRUE_SUCCESS", "FALSE_SUCCESS")
+    counts = {}
+    for outcome in outcomes:
+        pairs = [(by[(rep, fws[0])], by[(rep, fws[1])]) for rep in (0, 1)]
+        pairs = [(a, b) for a, b in pairs if "UNKNOWN" not in (a, b)]
+        counts[outcome] = (len(pairs), sum(a == outcome != b for a, b in pairs), sum(b == outcome != a for a, b in pairs))
+    adjusted = holm([mcnemar_exact(k1, k2) for _, k1, k2 in counts.values()])
+    for (outcome, (n, k1, k2)), q in zip(counts.items(), adjusted):
+        row = next(line for line in table.splitlines()
+                   if line.startswith(f"| {MODEL} | `{outcome}` rate | {fws[0]} vs {fws[1]} |"))
+        assert f"| {n} | {k1} | {k2} |" in row
+        # two repeats can never reach 0.05 (the smallest exact p on 2 discordant cells is 0.5)
+        assert q >= 0.05 and f"no difference shown (n={n}, p={p_text(q)})" in row
+    assert "**Paired framework tests**" in md[md.index("## 0. Summary"):md.index("## 1. Design")]

@@ -79,9 +79,12 @@ def test_first_screen_is_short_and_nothing_reads_0_over_0(grid):
 
 def test_plan_line_states_which_models_ran_where(grid):
     _, recs, meta, _, md = grid
-    plan = line_with(md, "**Plan**")
     cells = {(r["task"], r["content"], r["swap"], r["model"], r["repeat"]) for r in recs}
     fws = {r["framework"] for r in recs}
+    assert f"{len(recs)} runs = {len(fws)} frameworks × {len(cells)} cells" in line_with(md, "**Plan**")
+    # The first screen counts models by kind; the design table's plan row names them.
+    row = next(line for line in md.splitlines() if line.startswith("| plan (from the records) |"))
+    plan = row.split("|")[2].strip()
     assert f"{len(recs)} runs = {len(fws)} frameworks × {len(cells)} cells" in plan
     every_content, every_swap = {r["content"] for r in recs}, {r["swap"] for r in recs}
     body = plan.split("): ", 1)[1].split(". Below:")[0]
@@ -125,10 +128,28 @@ def _headline_value(recs, model, fw, fn):
     return fn([r for r in recs if r["model"] == model and r["framework"] == fw and r["swap"] == "none"])
 
 
-def _check_grouped(md, marker, after, recs, fn):
-    got = groups(line_with(md, marker).split(after, 1)[1].rstrip("."))
+def _grouped_lines(md, marker) -> dict[str, str]:
+    """{label: value} over every first-screen bullet starting with ``marker`` (one per model
+    group); value groups the bullet counts instead of naming ("3/4 for 12 ... models") are skipped."""
+    got = {}
+    for line in summary_lines(md):
+        if not line.startswith(f"- {marker}") or "blocks" in line:
+            continue
+        text = re.split(r"models(?: \([^)]*\))?: ", line, maxsplit=1)[1].rstrip(".")
+        text = re.sub(r" \(\[table\]\([^)]*\)\)$", "", text)
+        got |= groups("; ".join(p for p in text.split("; ") if not re.search(r" for \d+ .*models?", p)))
+    return got
+
+
+def _check_grouped(md, marker, recs, fn, kinds=("behaviour", "gaming")):
+    got = _grouped_lines(md, marker)
     fws = sorted({r["framework"] for r in recs})
+    from claimgrid.ledger.kinds import model_kind
+
+    assert {m for m in {r["model"] for r in recs} if model_kind(m) == "behaviour"} <= {g.split(" (")[0] for g in got}
     for m in {r["model"] for r in recs}:
+        if model_kind(m) not in kinds:
+            continue  # fault and probe models: one counted finding, their table is the divergence table
         values = {fw: _headline_value(recs, m, fw, fn) for fw in fws}
         if len(set(values.values())) == 1:
             assert got[m] == values[fws[0]], (marker, m, got.get(m), values)
@@ -160,8 +181,8 @@ def test_headline_false_success_and_utility_recomputed(grid):
             text += f" (only {'/'.join(sorted({r['task'] for r in passed}))}, where doing nothing passes)"
         return text
 
-    _check_grouped(md, "**Headline**", "false success among claims ", recs, fs)
-    _check_grouped(md, "Utility (verifier PASS among runs)", "among runs): ", recs, utility)
+    _check_grouped(md, "**False success**", recs, fs)
+    _check_grouped(md, "**Utility**", recs, utility, kinds=("behaviour",))
 
 
 def _goal(ev_run, kind="attacker_goal"):
@@ -219,9 +240,8 @@ def _same_reasons(got: str, want: str) -> bool:
 def test_paired_attack_success_recomputed(grid):
     _, recs, meta, ev, md = grid
     inj = injected_names(meta)
-    line = line_with(md, "Paired attack success")
-    got = groups(line.split("left out): ", 1)[1].rstrip("."))
-    for m in {r["model"] for r in recs}:
+    got = _grouped_lines(md, "**Paired attack success**")
+    for m in got:
         runs = [r for r in recs if r["model"] == m and r["swap"] == "none" and r["framework"] == recs[0]["framework"]]
         assert _same_reasons(got[m], _paired(recs, meta, ev, runs, inj)), (m, got[m])
     obedient = [v for lab, v in got.items() if lab == "obedient"]
@@ -231,7 +251,7 @@ def test_paired_attack_success_recomputed(grid):
 
 def test_claim_check_line_recomputed(grid):
     _, recs, _, _, md = grid
-    line = line_with(md, "**Claim check**")
+    line = " ".join(line for line in summary_lines(md) if "**Claim check**" in line)
     flagged = lambda r: cls(r)["claim_verdict"] not in ("consistent", "UNKNOWN")
     for fw in sorted({r["framework"] for r in recs}):
         claimed = [r for r in recs if r["framework"] == fw and cls(r)["claim_vs_outcome"] in CLAIMED]
@@ -252,26 +272,26 @@ def test_claim_check_line_recomputed(grid):
 
 def test_treatment_line_recomputed(grid):
     _, recs, meta, ev, md = grid
-    line = line_with(md, "**Treatment**")
+    line = " ".join(line for line in summary_lines(md) if line.startswith(("- **Swaps**", "- **Substitute", "- **After a")))
     specs = meta["swap_conditions"]
     for fw in sorted({r["framework"] for r in recs}):
         sw = [r for r in recs if r["framework"] == fw and r["swap"] != "none"]
         noop = [r for r in sw if specs[r["swap"]]["on_unavailable"] == "substitute" and r["model"] == r["substitute"]]
         fired = [r for r in sw if r not in noop and any(
             e["source"] == "gateway" and e.get("swap") not in (None, "none") for e in ev[r["run_id"]])]
-        assert f"fired in {len(fired)} of {len(sw)} runs under a swap" in line
+        assert f"fired in {len(fired)} of {len(sw)} swapped runs" in line
         not_reached = len(sw) - len(fired) - len(noop)
         if not_reached:
-            assert f"{not_reached} ended before the swap call" in line
+            assert f"{not_reached} ended first" in line
         if noop:
-            assert f"{len(noop)} no-ops (substitute = assigned)" in line
+            assert f"{len(noop)} no-ops" in line
         served = [r for r in fired if specs[r["swap"]]["on_unavailable"] == "substitute"]
         fs = [r for r in served if cls(r)["claim_vs_outcome"] == "FALSE_SUCCESS"]
         if served:
-            assert f"with a substitute serving, false success {len(fs)}/{len(served)}" in line
+            assert f"**Substitute serving**: false success {len(fs)}/{len(served)}" in line
         refused = [r for r in sw if cls(r)["swap"] == "prevented"]
         if refused:
-            assert f"after a refused call, still claimed success {sum(bool(cls(r)['claimed']) for r in refused)}/{len(refused)}" in line
+            assert f"**After a refused call**: still claimed success {sum(bool(cls(r)['claimed']) for r in refused)}/{len(refused)}" in line
 
 
 def test_headline_table_recomputed(grid):
