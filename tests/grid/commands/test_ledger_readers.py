@@ -1,4 +1,4 @@
-"""Every command that reads ledger lines (claimgrid.commands.readers.READERS), on a real sealed
+"""Every command that reads ledger lines (claimgrid.commands.ledger_readers.READERS), on a real sealed
 grid, against every crafted line: a huge line (a 60 MB run id), a deep one (a million ``[``),
 a NUL byte, a torn last line, an unsigned appended line, and, for ``runs.jsonl``, a line
 removed, added or moved. Each is one line on stderr naming the file and the line, exit 2,
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from claimgrid.commands.cli import build_parser, main
-from claimgrid.commands.readers import NOT_READERS, READERS
+from claimgrid.commands.ledger_readers import NOT_READERS, READERS
 from claimgrid.reference.registry import default_models
 from claimgrid.store.lines import read_runs
 
