@@ -6,7 +6,7 @@ The tests are in four lanes, one folder each, each laid out like the code it tes
 ``unit``, a per-test timeout are applied here, so ``-m`` selects a lane as well as a path.
 
 * ``unit``: pure code in this process: no subprocess, no grid, no gateway server
-  (``uv run pytest tests/unit`` takes well under a minute). Starting a process from a
+  (``uv run --group dev pytest tests/unit`` takes well under a minute). Starting a process from a
   unit test fails it.
 * ``integration``: one real piece at a time: the real gateway, verifier, sandbox,
   launcher, a single run or one ``grid.py`` command that runs no grid.
@@ -293,7 +293,7 @@ def pytest_collection_modifyitems(config, items):
     """
     if os.environ.get("CLAIMGRID_DEEP") != "1":
         # Whole-grid re-proofs of what a cheaper test also checks: the suite on two cores has
-        # to fit CI's 20 minutes; `CLAIMGRID_DEEP=1 uv run pytest` runs them too.
+        # to fit CI's 20 minutes; `CLAIMGRID_DEEP=1 uv run --group dev pytest` runs them too.
         deep = pytest.mark.skip(reason="deep check (a whole grid again): set CLAIMGRID_DEEP=1 to run it")
         for item in items:
             if item.get_closest_marker("deep"):

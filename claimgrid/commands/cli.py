@@ -456,7 +456,7 @@ def _dispatch(args) -> int:
 
         folder = new_framework(args.name, args.venvs, args.dependency)
         print(f"wrote {folder} (pyproject.toml, uv.lock, adapter.py, README.md) and its entry in {args.venvs}")
-        print(f"next: fill in run() in {folder / 'adapter.py'}, then: uv run pytest -k {args.name}")
+        print(f"next: fill in run() in {folder / 'adapter.py'}, then: uv run --group dev pytest -k {args.name}")
         return 0
     if args.command == "venvs":
         from claimgrid.inputs.tasks import select
