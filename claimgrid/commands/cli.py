@@ -460,13 +460,13 @@ def _dispatch(args) -> int:
         return 0
     if args.command == "venvs":
         from claimgrid.inputs.tasks import select
-        from claimgrid.inputs.venvs import ensure_venvs, load_venvs
+        from claimgrid.inputs.venvs import build_all, load_venvs
 
         v.check_data_flags(args)
         entries = load_venvs(args.venvs)
         if args.frameworks:
             entries = dict(zip(args.frameworks, select(entries, args.frameworks, "framework")))
-        ensure_venvs(entries)
+        build_all(entries)  # a bounded pool at a time; the first failure is the one-line error
         if not args.frameworks:
             from claimgrid.inputs.tasks import ensure_task_envs, load_tasks
 
