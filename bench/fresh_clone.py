@@ -9,8 +9,8 @@ runs the README's command, ``uv run grid.py`` (the default matrix; ``-- ARGS`` a
 on, e.g. ``-- run --frameworks pydantic-ai``), exactly as a newcomer would, then prints when
 each step ended, in seconds after ``uv run`` was started:
 
-* the driver's venv: until ``uv`` started ``grid.py``'s interpreter (seen in ``/proc``:
-  uv's child process; what ``uv run`` installs before it);
+* the driver's venv: until ``uv`` started the interpreter running ``grid.py`` (seen in
+  ``/proc``: uv's child process; what ``uv run`` installs before it);
 * the task environments and the grid's start: the ``grid <folder>`` line of its output;
 * each framework venv: when its build started and ended (``meta.json`` ``venv_builds``,
   built in the background while other frameworks run);
@@ -50,12 +50,14 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-def _comm(pid: int) -> str:
+def _runs_grid(pid: int) -> bool:
+    """``pid`` is the interpreter running grid.py (uv also starts Python to query it first)."""
     try:
-        with open(f"/proc/{pid}/comm") as fh:
-            return fh.read().strip()
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            argv = fh.read().split(b"\0")
     except OSError:
-        return ""
+        return False
+    return any(a.endswith(b"grid.py") for a in argv[1:3])
 
 
 def _runs(folder: Path) -> list[dict]:
@@ -102,7 +104,7 @@ def main() -> int:
     reader.start()
     driver_s = None
     while proc.poll() is None:
-        if driver_s is None and any(_comm(c).startswith("python") for c in _children(proc.pid)):
+        if driver_s is None and any(_runs_grid(c) for c in _children(proc.pid)):
             driver_s = time.monotonic() - t0
         time.sleep(0.05)
     exit_s = time.monotonic() - t0
@@ -128,6 +130,8 @@ def main() -> int:
     print(f"\nexit {proc.returncode}; {len(runs)} of {meta.get('grid_size')} runs recorded; harness errors "
           f"{len(meta.get('harness_errors') or [])}; venv failures {len(meta.get('venv_failures') or [])}")
     print(f"driver venv (uv run, until grid.py started)    {driver_s if driver_s is not None else float('nan'):7.1f} s")
+    if lines:
+        print(f"grid.py's first line of output                 {lines[0][0]:7.1f} s  ({lines[0][1][:60]})")
     if grid_line:
         print(f"task envs, preflight, grid start (its line)    {grid_line[0]:7.1f} s")
     builds = meta.get("venv_builds") or {}

@@ -595,8 +595,9 @@ class Builds:
     transitions since its last call, in order; ``wait(timeout)`` sleeps until the next one.
     ``join()`` waits for every build. Thread-safe."""
 
-    def __init__(self, entries: dict[str, Entry], parallel: int | None = None):
+    def __init__(self, entries: dict[str, Entry], parallel: int | None = None, in_order: bool = False):
         self.entries = dict(entries)
+        self.in_order = in_order  # build in the order of ``entries`` (not smallest lock first)
         self.parallel = parallel or builds_at_once(len(self.entries))
         self.states = {name: BuildState() for name in self.entries}
         self._cond = threading.Condition()
@@ -615,7 +616,7 @@ class Builds:
                 self._set(name, READY)
             else:
                 stale.append(name)
-        self._queue = sorted(stale, key=self._lock_size)
+        self._queue = stale if self.in_order else sorted(stale, key=self._lock_size)
         for i in range(min(self.parallel, len(self._queue))):
             thread = threading.Thread(target=self._worker, name=f"claimgrid-venv-build-{i}", daemon=True)
             thread.start()
@@ -715,11 +716,14 @@ class _Quiet:
         pass
 
 
-def build_all(entries: dict[str, Entry], console=None, parallel: int | None = None) -> dict[str, BuildState]:
-    """Every entry's venv built or found current, a bounded pool at a time (:class:`Builds`),
-    one line per venv built to ``console`` (default: stdout) as it finishes; raises the first
-    failure's ``VenvError`` (in file order) once every build has ended."""
-    builds = Builds(entries, parallel).start()
+def build_all(
+    entries: dict[str, Entry], console=None, parallel: int | None = None, in_order: bool = False
+) -> dict[str, BuildState]:
+    """Every entry's venv built or found current, a bounded pool at a time (:class:`Builds`;
+    ``in_order``: in the order of ``entries``), one line per venv built to ``console``
+    (default: stdout) as it finishes; raises the first failure's ``VenvError`` (in the order
+    of ``entries``) once every build has ended."""
+    builds = Builds(entries, parallel, in_order).start()
     say = console.print if console is not None else (lambda line: print(line, flush=True))
     pending = len(entries)
     while pending:
