@@ -1,7 +1,7 @@
 """A pytest plugin that measures CPU seconds per test phase (the suite's cost on CI is CPU
 on two cores, not wall time, which sleeps and waits inflate).
 
-    uv run pytest -p bench.cpu_per_test  [CLAIMGRID_TEST_CPU=out.tsv]
+    uv run --group dev pytest -p bench.cpu_per_test  [CLAIMGRID_TEST_CPU=out.tsv]
 
 Each phase (setup, call, teardown) is charged the CPU of the worker process and of every
 child it waited for (``RUSAGE_SELF`` + ``RUSAGE_CHILDREN``; grandchildren count once their

@@ -155,6 +155,15 @@ TURN_CHANGES_MAX_PATHS = 200
 WORK_TMPFS_MIN_FREE_BYTES = 4 << 30
 
 
+# ---- framework venv builds (claimgrid.inputs.venvs.Builds)
+# How many framework venvs build at once. A build is a download (network: several overlap
+# well) and then an unpack and bytecode compilation (CPU: uv's own workers use every core).
+# Two or more at once keep one build's download under another's compilation; more than a few
+# only split the same cores and the registry's bandwidth further, and each uv process holds
+# its own resolution and unpack buffers. The pool is min(this, max(2, cores)).
+MAX_VENV_BUILDS_AT_ONCE = 4
+
+
 def tool_budgets() -> dict:
     """The tool layer's bounds as the driver sends them in ``ctl["budgets"]``."""
     return {

@@ -6,7 +6,7 @@ The tests are in four lanes, one folder each, each laid out like the code it tes
 ``unit``, a per-test timeout are applied here, so ``-m`` selects a lane as well as a path.
 
 * ``unit``: pure code in this process: no subprocess, no grid, no gateway server
-  (``uv run pytest tests/unit`` takes well under a minute). Starting a process from a
+  (``uv run --group dev pytest tests/unit`` takes well under a minute). Starting a process from a
   unit test fails it.
 * ``integration``: one real piece at a time: the real gateway, verifier, sandbox,
   launcher, a single run or one ``grid.py`` command that runs no grid.
@@ -150,8 +150,8 @@ sys.addaudithook(_refuse_processes_in_unit_tests)
 @pytest.hookimpl(tryfirst=True, wrapper=True)  # outside pytest-timeout's wrapper: a build is not the test's time
 def pytest_runtest_protocol(item, nextitem):
     global _in_unit_test
-    if _framework_venvs_needed and item.get_closest_marker("frameworks"):
-        _build_framework_venvs()
+    if item.get_closest_marker("frameworks") and _framework_venvs_needed.get(item.nodeid):
+        _build_framework_venvs(_framework_venvs_needed.pop(item.nodeid))
     _in_unit_test = item.get_closest_marker("unit") is not None
     try:
         return (yield)
@@ -273,9 +273,11 @@ def workspace(tmp_path, tasks):
 SHARED_GRIDS = ("default_grid", "ledger_grid")
 
 
-# The framework venvs this process's selected tests need, built before the first of them runs
-# (``_build_framework_venvs``); emptied once built.
-_framework_venvs_needed: list[str] = []
+# The framework venvs each selected ``frameworks`` test of this process needs (node id -> names),
+# built before that test runs (``_build_framework_venvs``), so a worker's first framework test
+# waits for its own venvs, not for every venv the worker's later tests use.
+_framework_venvs_needed: dict[str, list[str]] = {}
+_framework_venvs_built: set[str] = set()
 
 
 @pytest.hookimpl(trylast=True)  # after -k / -m deselection: build only what will run
@@ -284,16 +286,17 @@ def pytest_collection_modifyitems(config, items):
     tasks' own environments.
 
     The venvs are built as ``uv run grid.py`` builds them (``uv sync --locked`` per
-    framework, skipped when the lock has not changed), before the first ``frameworks``
-    test of this process runs, not at collection: the unit, integration and grid lanes run
-    meanwhile, so a fresh machine's downloads and installs overlap tests instead of holding
-    every worker. A failed build stops the session with its one-line cause. Only the venvs
-    the selected ``frameworks`` tests use are built (``frameworks_needed``): ``-k NAME``
-    builds NAME's alone.
+    framework, skipped when the lock has not changed; a bounded pool at a time), each before
+    the first ``frameworks`` test of this process that uses it runs, not at collection: the
+    unit, integration and grid lanes run meanwhile, so a fresh machine's downloads and
+    installs overlap tests instead of holding every worker, and a worker whose next test uses
+    one framework waits for that venv alone. A failed build stops the session with its
+    one-line cause. Only the venvs the selected ``frameworks`` tests use are built
+    (``frameworks_needed``): ``-k NAME`` builds NAME's alone.
     """
     if os.environ.get("CLAIMGRID_DEEP") != "1":
         # Whole-grid re-proofs of what a cheaper test also checks: the suite on two cores has
-        # to fit CI's 20 minutes; `CLAIMGRID_DEEP=1 uv run pytest` runs them too.
+        # to fit CI's 20 minutes; `CLAIMGRID_DEEP=1 uv run --group dev pytest` runs them too.
         deep = pytest.mark.skip(reason="deep check (a whole grid again): set CLAIMGRID_DEEP=1 to run it")
         for item in items:
             if item.get_closest_marker("deep"):
@@ -313,13 +316,17 @@ def pytest_collection_modifyitems(config, items):
         # (kind = "cli", an npm install of hundreds of MB) is built only for the tests that name
         # it (its conformance and attack checks, deep), not for every run of the suite.
         library = {name for name, e in entries.items() if not e.is_cli}
-        need = [name for name in entries if name in frameworks_needed(marked, set(entries), library)]
         # Each xdist worker builds what its tests need; each starts at a different venv (the
         # per-venv lock makes the others wait and then find it current), so a fresh machine
-        # builds up to one venv per worker at once instead of all of them one by one.
+        # builds different venvs on different workers at once instead of all of them one by one.
+        order = list(entries)
         worker = re.fullmatch(r"gw(\d+)", os.environ.get("PYTEST_XDIST_WORKER", ""))
-        start = int(worker.group(1)) % len(need) if worker and need else 0
-        _framework_venvs_needed[:] = need[start:] + need[:start]
+        start = int(worker.group(1)) % len(order) if worker else 0
+        order = order[start:] + order[:start]
+        _framework_venvs_needed.clear()
+        for item in marked:
+            need = frameworks_needed([item], set(entries), library)
+            _framework_venvs_needed[item.nodeid] = [name for name in order if name in need]
         # The tasks' own locked environments now (tasks with pyproject.toml + uv.lock), as
         # `uv run grid.py` builds them: a test of any lane may run any shipped task.
         from claimgrid.inputs.tasks import ensure_task_envs, load_tasks
@@ -376,13 +383,18 @@ def _group_of(item) -> str:
     return str(marker.args[0]) if marker and marker.args else item.nodeid.split("::", 1)[0]
 
 
-def _build_framework_venvs() -> None:
+def _build_framework_venvs(names: list[str]) -> None:
+    """Build (or find current) the venvs of ``names`` this process has not built yet, a
+    bounded pool at a time (claimgrid.inputs.venvs.build_all), in the order given."""
     from claimgrid.errors import ClaimgridError
-    from claimgrid.inputs.venvs import ensure_venvs, load_venvs
+    from claimgrid.inputs.venvs import build_all, load_venvs
 
+    todo = [name for name in names if name not in _framework_venvs_built]
+    if not todo:
+        return
     try:
         entries = load_venvs()
-        ensure_venvs({name: entries[name] for name in _framework_venvs_needed})
+        build_all({name: entries[name] for name in todo}, in_order=True)
     except ClaimgridError as exc:
         pytest.exit(f"framework venvs could not be built: {exc}", returncode=3)
-    _framework_venvs_needed.clear()
+    _framework_venvs_built.update(todo)

@@ -462,17 +462,17 @@ def _dispatch(args) -> int:
 
         folder = new_framework(args.name, args.venvs, args.dependency)
         print(f"wrote {folder} (pyproject.toml, uv.lock, adapter.py, README.md) and its entry in {args.venvs}")
-        print(f"next: fill in run() in {folder / 'adapter.py'}, then: uv run pytest -k {args.name}")
+        print(f"next: fill in run() in {folder / 'adapter.py'}, then: uv run --group dev pytest -k {args.name}")
         return 0
     if args.command == "venvs":
         from claimgrid.inputs.tasks import select
-        from claimgrid.inputs.venvs import ensure_venvs, load_venvs
+        from claimgrid.inputs.venvs import build_all, load_venvs
 
         v.check_data_flags(args)
         entries = load_venvs(args.venvs)
         if args.frameworks:
             entries = dict(zip(args.frameworks, select(entries, args.frameworks, "framework")))
-        ensure_venvs(entries)
+        build_all(entries)  # a bounded pool at a time; the first failure is the one-line error
         if not args.frameworks:
             from claimgrid.inputs.tasks import ensure_task_envs, load_tasks
 

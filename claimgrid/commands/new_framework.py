@@ -171,7 +171,7 @@ What {name} does with each fault (measured with `uv run grid.py run --frameworks
 Where {name} hands a raw case to the adapter (e.g. unparseable tool arguments), say here
 how the adapter passes it on in {name}'s documented way.
 
-Run its conformance tests: `uv run pytest -k {name}`.
+Run its conformance tests: `uv run --group dev pytest -k {name}`.
 """
 
 

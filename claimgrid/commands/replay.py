@@ -183,10 +183,10 @@ def _spec(args, src_meta: GridMeta, records: list[dict], src_meta_path: Path) ->
 
 
 def _inputs(spec: GridSpec, data) -> GridInputs:
-    from claimgrid.inputs.venvs import ensure_venvs, framework_versions
+    from claimgrid.inputs.venvs import build_all, framework_versions
 
     entries = {n: data.venvs[n] for n in spec.selection.frameworks}
-    ensure_venvs(entries)
+    build_all(entries)
     versions = {n: framework_versions(e) for n, e in entries.items()}
     return GridInputs(data.tasks, data.content, data.swap, entries, versions)
 

@@ -47,7 +47,7 @@ def cmd_run(args) -> int:
 
         ray_backend.preflight(settings.address)  # an unreachable cluster: one line, nothing written
     cells = plan(spec.selection, data.content, data.swap)
-    inputs = _prepare(spec, data, guard)
+    inputs = _prepare(spec, data, guard, background=settings.backend != "ray")
     if meta is None:
         meta = _create(store, spec, settings, inputs, [c.run_id for c in cells])
     else:
@@ -120,17 +120,26 @@ def _new_grid(args, data: flags.Data) -> tuple[GridSpec, RunStore]:
     return flags.new_spec(args, sel), RunStore(folder, signer(args, folder))
 
 
-def _prepare(spec: GridSpec, data: flags.Data, guard) -> GridInputs:
-    """The models answer (preflight), the venvs and task environments exist: the engine's inputs."""
+def _prepare(spec: GridSpec, data: flags.Data, guard, background: bool = True) -> GridInputs:
+    """The models answer (preflight), the task environments exist, the framework venvs are
+    built: the engine's inputs. ``background`` (the local backend): the venvs build in the
+    background, a bounded pool at a time (claimgrid.inputs.venvs.Builds), and the engine starts
+    each framework's runs once its venv is ready; a failed build is recorded, not raised. Else
+    (the Ray backend) every venv is built here and a failure stops the grid before anything is
+    written."""
     from claimgrid.gateway import preflight
-    from claimgrid.inputs.venvs import ensure_venvs, framework_versions
+    from claimgrid.inputs.venvs import Builds, build_all, framework_versions
 
     preflight(sorted(set(spec.selection.all_models)))
     entries = {name: data.venvs[name] for name in spec.selection.frameworks}
-    ensure_venvs(entries)
-    ensure_task_envs(data.tasks[t] for t in spec.selection.tasks)
+    builds = Builds(entries).start() if background else None
+    if builds is None:
+        build_all(entries)
+    elif not builds.done():
+        print(f"venvs: {builds.summary()} (in the background; each framework's runs start once its venv is built)")
+    ensure_task_envs(data.tasks[t] for t in spec.selection.tasks)  # meanwhile: the verifier needs them
     versions = {name: framework_versions(e) for name, e in entries.items()}
-    return GridInputs(data.tasks, data.content, data.swap, entries, versions, guard)
+    return GridInputs(data.tasks, data.content, data.swap, entries, versions, guard, builds)
 
 
 def _sha(path: Path) -> str | None:
@@ -307,7 +316,8 @@ def _record(store: RunStore, meta: GridMeta, report: GridReport, wall_s: float) 
 
 
 def _exit_status(store: RunStore, meta: GridMeta, report: GridReport, code: int, resume: str) -> int:
-    """0, 3 (runs lost with a node) or 1 (harness errors), with the line that says why."""
+    """0, 3 (runs lost with a node) or 1 (harness errors, a framework venv that failed to build),
+    with the line that says why."""
     if meta.stopped_at_budget:
         print(stop_line(meta.stopped_at_budget, store.folder))
     if report.lost:
@@ -316,6 +326,14 @@ def _exit_status(store: RunStore, meta: GridMeta, report: GridReport, code: int,
             file=sys.stderr,
         )
         return 3
+    if report.venv_failures:
+        names = ", ".join(f["framework"] for f in report.venv_failures)
+        runs = sum(f["runs_not_started"] for f in report.venv_failures)
+        print(
+            f"grid.py: the venv of {names} failed to build (meta.json venv_failures); its {runs} run(s) were "
+            f"not started, the other frameworks' runs are recorded; fix the build, then `{resume}` runs them",
+            file=sys.stderr,
+        )
     if report.harness_errors:
         print(
             f"grid.py: {len(report.harness_errors)} run(s) hit a harness error (meta.json harness_errors); "
@@ -323,4 +341,4 @@ def _exit_status(store: RunStore, meta: GridMeta, report: GridReport, code: int,
             file=sys.stderr,
         )
         return code or 1
-    return code
+    return code or (1 if report.venv_failures else 0)

@@ -94,8 +94,12 @@ class _Grid:
         self.reporter = _Progress(
             todo,
             enabled=settings.progress,
-            extra=lambda done: "spend " + self.current().line(done_before + done, grid_size),
+            extra=lambda done: "spend " + self.current().line(done_before + done, grid_size) + self.venv_status(),
         )
+
+    def venv_status(self) -> str:
+        builds = self.inputs.builds
+        return "" if builds is None or builds.done() else f"  venvs: {builds.summary()}"
 
     def current(self):
         return self.live[0] if self.live else self.spend
@@ -208,12 +212,17 @@ class _Grid:
             gate = Admission(schedule.jobs, schedule.max_inflight, node.launcher.running_pids)
             pool = ThreadPoolExecutor(max_workers=schedule.max_inflight)
             pending: dict = {}
-            queue = collections.deque(spread(todo, key=lambda c: c.model))
+            venvs = _VenvGate(self.inputs.builds, todo, node.launcher, self.reporter)
+            queue = collections.deque(spread(venvs.startable, key=lambda c: c.model))
             long_first = LongFirst()
             began: dict = {}  # future -> when its run was handed to the pool
-            while (queue and not self.stopped) or pending:
-                if queue and self.budget_reached():
-                    self.not_started += [c.run_id for c in queue]
+            while (queue and not self.stopped) or pending or (venvs.held and not self.stopped):
+                if venvs.held:  # cells whose venv just built join the queue; a failed build's are not started
+                    more = venvs.poll(self.report.venv_failures)
+                    if more:
+                        queue = collections.deque(spread([*queue, *more], key=lambda c: c.model))
+                if (queue or venvs.held) and self.budget_reached():
+                    self.not_started += [c.run_id for c in queue] + venvs.release()
                     queue.clear()
                 while queue and not self.stopped and gate.may_start(len(pending)):
                     gate.started(len(pending))
@@ -221,6 +230,9 @@ class _Grid:
                     fut = pool.submit(self.gated, node, cell)
                     pending[fut], began[fut] = cell, time.monotonic()
                 if not pending:
+                    if venvs.held and not queue and not self.stopped:
+                        venvs.wait(SIGNAL_POLL_S)  # nothing runs until another venv is ready
+                        continue
                     break
                 # With work queued, wake to re-read which runs are idle. Never wait unbounded:
                 # a Ctrl-C delivered to a worker thread (blocked in a test run's wait) runs its
@@ -232,6 +244,8 @@ class _Grid:
                     long_first.finished(cell, time.monotonic() - began.pop(fut))
                     self.on_result(cell, fut.result())
             self.report.scheduler = {**gate.facts(), "started_early_as_long": long_first.promoted}
+            venvs.release()  # a storage stop left them: missing, so --resume runs them
+            self.report.venv_builds = venvs.facts()
             reason = self.budget_reached()
             if self.not_started and reason:
                 self.report.stopped_at_budget = stop_record(
@@ -254,6 +268,75 @@ class _Grid:
             if node is not None:
                 node.close()
                 self.report.gateway_cpu_s = node.gateway_cpu_s
+
+
+class _VenvGate:
+    """The local backend's hold on cells whose framework venv is still building
+    (``GridInputs.builds``, claimgrid.inputs.venvs.Builds; None: every venv is built).
+
+    ``startable``: the cells whose venv is ready now. ``poll`` moves the cells of each venv
+    that became ready since to the caller (and has the launcher preload its warm parent);
+    the cells of a venv whose build failed are not started: one line naming the framework and
+    its error goes to the progress output, ``{"framework", "error", "runs_not_started"}`` to
+    ``failures`` (the cells stay missing: ``--resume`` runs them). Each state change is one
+    progress line, so the output shows which venvs are building and which frameworks run."""
+
+    def __init__(self, builds, todo: list[Cell], launcher, reporter):
+        self.builds, self.launcher, self.reporter = builds, launcher, reporter
+        self.held: dict[str, list[Cell]] = {}
+        self.startable: list[Cell] = []
+        for cell in todo:
+            if builds is None or builds.state(cell.framework) == "ready":
+                self.startable.append(cell)
+            else:
+                self.held.setdefault(cell.framework, []).append(cell)
+        if builds is not None:
+            builds.changes()  # the states so far are in the line below
+            running = sorted({c.framework for c in self.startable})
+            for name in running:  # ready since the node started its preloads: preloaded too
+                launcher.prewarm_more(name)
+            if self.held:
+                reporter.log(
+                    f"venvs: {builds.summary()}; running {', '.join(running) or 'none yet'} "
+                    f"(each framework's runs start once its venv is built)"
+                )
+
+    def poll(self, failures: list[dict]) -> list[Cell]:
+        if self.builds is None:
+            return []
+        for name, state in self.builds.changes():  # only for the lines: the states are read below
+            if state == "building" and name in self.held:
+                self.reporter.log(f"venv {name}: building ({self.builds.summary()})")
+        more: list[Cell] = []
+        for name in list(self.held):
+            state = self.builds.state(name)
+            if state == "ready":
+                cells = self.held.pop(name)
+                self.launcher.prewarm_more(name)
+                st = self.builds.states[name]
+                took = f" in {(st.ended_unix or 0) - (st.started_unix or 0):.1f} s" if st.built else ""
+                self.reporter.log(f"venv {name}: ready{took}; its {len(cells)} runs start ({self.builds.summary()})")
+                more += cells
+            elif state == "failed":
+                cells = self.held.pop(name)
+                error = self.builds.error(name) or f"venvs: framework '{name}' failed to install"
+                failures.append({"framework": name, "error": error, "runs_not_started": len(cells)})
+                self.reporter.total -= len(cells)  # the progress counts the runs that will run
+                self.reporter.log(f"{error}; its {len(cells)} runs not started (the other frameworks' runs go on)")
+        return more
+
+    def wait(self, timeout: float) -> None:
+        if self.builds is not None:
+            self.builds.wait(timeout)
+
+    def release(self) -> list[str]:
+        """The run ids still held (the grid stops starting runs), no longer held."""
+        out = [c.run_id for cells in self.held.values() for c in cells]
+        self.held.clear()
+        return out
+
+    def facts(self) -> dict | None:
+        return None if self.builds is None else self.builds.facts()
 
 
 def eta(left: int, rate: float) -> str:

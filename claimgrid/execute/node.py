@@ -192,8 +192,11 @@ class Node:
             raise
         self.launcher.watch_dir(self.work_dir)  # removed by the watchdog if this process is killed
         self.prewarm_parallel = max(1, cpus or os.cpu_count() or 1)
-        # preloads start now, a few at a time (the node's CPUs), overlapping the first runs
-        self.launcher.prewarm(self.prewarm_parallel)
+        # preloads start now, a few at a time (the node's CPUs), overlapping the first runs; a
+        # framework whose venv is still building is preloaded once it is ready (prewarm_more)
+        builds = inputs.builds
+        ready = None if builds is None else [n for n in inputs.entries if builds.state(n) == "ready"]
+        self.launcher.prewarm(self.prewarm_parallel, ready)
         try:
             from claimgrid.gateway.connections import Connections
             from claimgrid.gateway.recorded import ReplaySource
@@ -290,13 +293,13 @@ def _load_inputs(spec: GridSpec) -> GridInputs:
     """A remote node's own data, venvs, task envs and policies, at the spec's paths."""
     from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
     from claimgrid.inputs.tasks import ensure_task_envs, load_tasks
-    from claimgrid.inputs.venvs import ensure_venvs, load_venvs
+    from claimgrid.inputs.venvs import build_all, load_venvs
     from claimgrid.reference.registry import load_policies
 
     tasks = load_tasks(Path(spec.data.tasks_dir))
     venvs = load_venvs(Path(spec.data.venvs))
     entries = {name: venvs[name] for name in spec.selection.frameworks}
-    ensure_venvs(entries)  # a no-op stamp check where they are built already
+    build_all(entries)  # a no-op stamp check where they are built already
     ensure_task_envs(tasks.values())
     for path in spec.policies:
         load_policies(path)

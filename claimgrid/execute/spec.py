@@ -214,6 +214,9 @@ class GridInputs:
     entries: dict
     framework_versions: dict = field(default_factory=dict)
     guard: Any = None
+    # The framework venvs building in the background (claimgrid.inputs.venvs.Builds; the local
+    # backend starts a framework's cells once its venv is ready). None: every venv is built.
+    builds: Any = None
 
 
 @dataclass(frozen=True)
@@ -276,6 +279,10 @@ class GridReport:
     spend: dict | None = None
     gateway_cpu_s: float | None = None
     storage_error: OSError | None = None
+    # Framework venvs whose build failed: {"framework", "error", "runs_not_started"}; their
+    # cells were not started (--resume runs them once the venv builds).
+    venv_failures: list[dict] = field(default_factory=list)
+    venv_builds: dict | None = None  # claimgrid.inputs.venvs.Builds.facts(): each venv's state and times
 
 
 class GridMeta(BaseModel):
@@ -335,6 +342,10 @@ class GridMeta(BaseModel):
     classification_tables: dict[str, dict] = Field(default_factory=dict)
     budget_stops: list[dict] = Field(default_factory=list)
     harness_errors: list[dict] = Field(default_factory=list)
+    # This invocation's framework venv builds (state, built, started_s/ended_s since the grid's
+    # start, error) and the failures among them with the runs they left unstarted (GridReport).
+    venv_builds: dict[str, dict] | None = None
+    venv_failures: list[dict] = Field(default_factory=list)
     executions: list[dict] = Field(default_factory=list)
     scheduler: dict[str, Any] | None = None
     cpu: dict[str, float] = Field(default_factory=dict)
@@ -358,6 +369,11 @@ class GridMeta(BaseModel):
             self.stopped_at_budget = report.stopped_at_budget
         if report.gateway_cpu_s is not None:
             self.add_cpu("gateway_thread_s", report.gateway_cpu_s)
+        if report.venv_builds is not None:
+            self.venv_builds = report.venv_builds
+        # this invocation's: a resume whose build now succeeds clears an earlier failure
+        if report.venv_failures or self.venv_failures:
+            self.venv_failures = report.venv_failures
 
     def add_cpu(self, key: str, seconds: float) -> None:
         cpu = dict(self.cpu)

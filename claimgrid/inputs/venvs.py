@@ -51,6 +51,11 @@
   ``<root>/.venvs/<name>`` only when the stamp (sha256 of pyproject, lock, python,
   harness version and the sync command) differs from the one recorded after the last
   successful build; an unchanged env costs a stat and two file hashes.
+* ``Builds(entries).start()`` builds them in the background instead, a bounded pool at a time
+  (``caps.MAX_VENV_BUILDS_AT_ONCE``), smallest lock first, each venv ``queued``, ``building``,
+  ``ready`` or ``failed`` (with its one-line error; the others go on): ``grid.py run`` starts a
+  framework's runs as soon as its venv is ready. ``build_all(entries)`` is the same pool,
+  waited for (``grid.py venvs``, the Ray backend's nodes, the test session).
 * ``Env`` is what is built: a named locked project (``pyproject.toml`` + ``uv.lock``), a
   Python version and a venv folder. A framework ``Entry`` and a task's own environment
   (``claimgrid.inputs.tasks``) are both built by ``ensure_envs`` through the same code path and
@@ -72,6 +77,7 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 import time
 import tomllib
 from dataclasses import dataclass
@@ -546,6 +552,196 @@ def _ensure_one(env: Env, stamp: str, uv: str | None, console) -> tuple[bool, st
 def ensure_venvs(entries: dict[str, Entry], console=None) -> dict[str, EnvInfo]:
     """Create or update each framework's venv (``ensure_envs`` over their ``Env``)."""
     return ensure_envs([e.env for e in entries.values()], console)
+
+
+# A framework venv's state in :class:`Builds`.
+QUEUED, BUILDING, READY, FAILED = "queued", "building", "ready", "failed"
+
+
+@dataclass
+class BuildState:
+    """One venv of :class:`Builds`: its state, the one-line error of a failed build, whether uv
+    ran (False: the stamp was current), and when its check or build started and ended (epoch
+    seconds; None until then)."""
+
+    state: str = QUEUED
+    error: str | None = None
+    built: bool = False
+    started_unix: float | None = None
+    ended_unix: float | None = None
+
+    def facts(self) -> dict:
+        times = {"started_unix": self.started_unix, "ended_unix": self.ended_unix}
+        return {"state": self.state, "built": self.built, **times} | ({"error": self.error} if self.error else {})
+
+
+def builds_at_once(n: int, cpus: int | None = None) -> int:
+    """The pool of :class:`Builds` for ``n`` venvs: ``caps.MAX_VENV_BUILDS_AT_ONCE`` at most,
+    at least two where there are two to build (one's download overlaps another's compilation)."""
+    from claimgrid.caps import MAX_VENV_BUILDS_AT_ONCE
+
+    return max(1, min(n, MAX_VENV_BUILDS_AT_ONCE, max(2, cpus or os.cpu_count() or 1)))
+
+
+class Builds:
+    """Framework venvs built in the background, a bounded pool at a time, so a grid starts a
+    framework's runs as soon as its venv is ready while the others build.
+
+    ``start()`` begins; a venv whose stamp is current is ``ready`` at once (no uv process).
+    The others build smallest lock file first (the quickest first, so the first runs start
+    early), ``parallel`` at a time (:func:`builds_at_once`), each under the same per-venv lock
+    and stamp check as :func:`ensure_envs`. A failed build is ``failed`` with its one-line
+    ``VenvError`` text and never stops the others. ``changes()`` returns the (name, state)
+    transitions since its last call, in order; ``wait(timeout)`` sleeps until the next one.
+    ``join()`` waits for every build. Thread-safe."""
+
+    def __init__(self, entries: dict[str, Entry], parallel: int | None = None, in_order: bool = False):
+        self.entries = dict(entries)
+        self.in_order = in_order  # build in the order of ``entries`` (not smallest lock first)
+        self.parallel = parallel or builds_at_once(len(self.entries))
+        self.states = {name: BuildState() for name in self.entries}
+        self._cond = threading.Condition()
+        self._changes: list[tuple[str, str]] = []
+        self._queue: list[str] = []
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> Builds:
+        stale = []
+        for name, entry in self.entries.items():
+            try:
+                current = is_current(entry)
+            except OSError:
+                current = False
+            if current:
+                self._set(name, READY)
+            else:
+                stale.append(name)
+        self._queue = stale if self.in_order else sorted(stale, key=self._lock_size)
+        for i in range(min(self.parallel, len(self._queue))):
+            thread = threading.Thread(target=self._worker, name=f"claimgrid-venv-build-{i}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def _lock_size(self, name: str) -> int:
+        try:
+            return (self.entries[name].project / "uv.lock").stat().st_size
+        except OSError:
+            return 0
+
+    def _set(self, name: str, state: str, error: str | None = None, built: bool = False) -> None:
+        with self._cond:
+            st = self.states[name]
+            st.state, st.error, st.built = state, error, built or st.built
+            now = round(time.time(), 2)
+            if state == BUILDING or st.started_unix is None:
+                st.started_unix = now
+            if state in (READY, FAILED):
+                st.ended_unix = now
+            self._changes.append((name, state))
+            self._cond.notify_all()
+
+    def _worker(self) -> None:
+        uv: str | None = None
+        while True:
+            with self._cond:
+                if not self._queue:
+                    return
+                name = self._queue.pop(0)
+            env = self.entries[name].env
+            self._set(name, BUILDING)
+            try:
+                stamp = stamp_for(env)
+                with _building(env):
+                    built, uv = _ensure_one(env, stamp, uv, console=_Quiet())
+            except VenvError as exc:
+                self._set(name, FAILED, str(exc))
+            except Exception as exc:  # noqa: BLE001 - one venv's failure must not stop the others' builds
+                self._set(name, FAILED, f"venvs: framework '{name}' failed to install: {type(exc).__name__}: {exc}")
+            else:
+                self._set(name, READY, built=built)
+
+    def state(self, name: str) -> str:
+        with self._cond:
+            return self.states[name].state
+
+    def error(self, name: str) -> str | None:
+        with self._cond:
+            return self.states[name].error
+
+    def changes(self) -> list[tuple[str, str]]:
+        with self._cond:
+            out, self._changes = self._changes, []
+            return out
+
+    def wait(self, timeout: float) -> None:
+        """Until a state changes that :meth:`changes` has not returned yet, or ``timeout``."""
+        with self._cond:
+            if not self._changes:
+                self._cond.wait(timeout)
+
+    def done(self) -> bool:
+        with self._cond:
+            return all(st.state in (READY, FAILED) for st in self.states.values())
+
+    def join(self) -> Builds:
+        for thread in self._threads:
+            thread.join()
+        return self
+
+    def summary(self) -> str:
+        """``building a, b · queued c · ready 3 · failed d``: the states that have members."""
+        with self._cond:
+            by: dict[str, list[str]] = {}
+            for name, st in self.states.items():
+                by.setdefault(st.state, []).append(name)
+        parts = []
+        for state in (BUILDING, QUEUED, FAILED):
+            if by.get(state):
+                parts.append(f"{state} {', '.join(by[state])}")
+        if by.get(READY):
+            parts.append(f"ready {len(by[READY])}")
+        return " · ".join(parts)
+
+    def facts(self) -> dict:
+        """``{name: BuildState.facts()}`` for meta.json's ``venv_builds``."""
+        with self._cond:
+            return {name: st.facts() for name, st in self.states.items()}
+
+
+class _Quiet:
+    """A console for the background builds: their progress is the grid's, not uv's line."""
+
+    def print(self, *_args, **_kwargs) -> None:
+        pass
+
+
+def build_all(
+    entries: dict[str, Entry], console=None, parallel: int | None = None, in_order: bool = False
+) -> dict[str, BuildState]:
+    """Every entry's venv built or found current, a bounded pool at a time (:class:`Builds`;
+    ``in_order``: in the order of ``entries``), one line per venv built to ``console``
+    (default: stdout) as it finishes; raises the first failure's ``VenvError`` (in the order
+    of ``entries``) once every build has ended."""
+    builds = Builds(entries, parallel, in_order).start()
+    say = console.print if console is not None else (lambda line: print(line, flush=True))
+    pending = len(entries)
+    while pending:
+        builds.wait(1.0)
+        for name, state in builds.changes():
+            st = builds.states[name]
+            if state == BUILDING:
+                say(f"building framework env {name} (uv sync --locked) ...")
+            elif state in (READY, FAILED):
+                pending -= 1
+                if state == READY and st.built:
+                    say(f"built framework env {name} in {(st.ended_unix or 0) - (st.started_unix or 0):.1f} s")
+    builds.join()
+    for name in entries:
+        error = builds.error(name)
+        if error is not None:
+            raise VenvError(error)
+    return builds.states
 
 
 def _norm(name: str) -> str:

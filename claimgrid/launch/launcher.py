@@ -158,6 +158,8 @@ class Launcher:
         self._warm = WarmPool(self.entries, self.watchdog, warm_start_timeout_s)
         self._pending: list[str] = []  # frameworks prewarm has yet to start, in order
         self._prewarm_lock = threading.Lock()
+        self._prewarm_parallel: int | None = None  # set by prewarm
+        self._prewarm_runner: threading.Thread | None = None
 
     def python_for(self, entry: Entry) -> str:
         return self.python_override or str(entry.venv_python)
@@ -289,9 +291,10 @@ class Launcher:
 
     # ------------------------------------------------------------------ warm
 
-    def prewarm(self, parallel: int | None = None) -> None:
+    def prewarm(self, parallel: int | None = None, names=None) -> None:
         """Start the frameworks' warm parents in the background, ``parallel`` preloading at a
-        time (default: the CPU count); a no-op for ``fresh``.
+        time (default: the CPU count); a no-op for ``fresh``. ``names``: only these frameworks
+        now (default: every entry); :meth:`prewarm_more` adds one later (its venv just built).
 
         All of them at once on few cores makes every preload finish late (bench/README.md,
         "First run"). A few at a time, the first is ready sooner and its runs use
@@ -300,11 +303,32 @@ class Launcher:
         A run of a framework still waiting here starts its parent itself."""
         if self.isolation != "warm":
             return
-        parallel = max(1, parallel or os.cpu_count() or 1)
+        self._prewarm_parallel = max(1, parallel or os.cpu_count() or 1)
         with self._prewarm_lock:
-            self._pending = list(self.entries)
-        thread = threading.Thread(target=self._prewarm_loop, args=(parallel,), name="claimgrid-prewarm", daemon=True)
+            self._pending = list(self.entries if names is None else [n for n in self.entries if n in names])
+            self._prewarm_runner = thread = self._new_prewarm_thread()
         thread.start()
+
+    def prewarm_more(self, name: str) -> None:
+        """Preload ``name``'s warm parent too, after those :meth:`prewarm` started (a no-op
+        for ``fresh``, or before :meth:`prewarm`)."""
+        if self.isolation != "warm" or self._prewarm_parallel is None or name not in self.entries:
+            return
+        if self._warm.parent(name) is not None:
+            return  # started already (by prewarm, or by a run)
+        with self._prewarm_lock:
+            if name in self._pending:
+                return
+            self._pending.append(name)
+            if self._prewarm_runner is not None:
+                return  # the running loop takes it
+            self._prewarm_runner = thread = self._new_prewarm_thread()
+        thread.start()
+
+    def _new_prewarm_thread(self) -> threading.Thread:
+        return threading.Thread(
+            target=self._prewarm_loop, args=(self._prewarm_parallel,), name="claimgrid-prewarm", daemon=True
+        )
 
     def _start_parent(self, entry: Entry):
         """The framework's warm parent, started now if none is alive (WarmPool.get)."""
@@ -322,6 +346,7 @@ class Launcher:
             busy = self._preloading()
             with self._prewarm_lock:
                 if not self._pending or self._track.interrupted:
+                    self._prewarm_runner = None  # decided under the lock: prewarm_more starts another
                     return
                 name = self._pending.pop(0) if busy < parallel else None
             if name is None:

@@ -1207,8 +1207,22 @@ class Report:
             + self.parity_md()
         )
 
+    def venv_failures_note(self) -> str:
+        """The frameworks whose venv failed to build in the last invocation (meta.json
+        ``venv_failures``): their runs were not started, so the tables hold none of them."""
+        failed = [f for f in self.meta.get("venv_failures") or [] if isinstance(f, dict)]
+        if not failed:
+            return ""
+        items = "; ".join(
+            f"`{cell(f.get('framework'))}`, {f.get('runs_not_started', DASH)} runs not started: {cell(f.get('error'))}"
+            for f in failed
+        )
+        return (
+            f"\n\n**Framework venvs that failed to build** ({items}). `grid.py run --resume` runs them once it builds."
+        )
+
     def render(self) -> str:
-        title = f"# claimgrid ledger {self.meta.get('grid_id', self.L.folder.name)}"
+        title = f"# claimgrid ledger {self.meta.get('grid_id', self.L.folder.name)}" + self.venv_failures_note()
         if not self.rows:
             return (
                 "\n\n".join([title, self.design(), "_No run has completed yet: there is nothing to aggregate._"]) + "\n"

@@ -9,7 +9,7 @@ its deadline meanwhile). Cells are chosen from data:
 every task in ``tasks/``, every fault model of the reference registry, and tasks picked
 by role through ``reference_truth.expected_claim_verdict``.
 
-Add an entry to ``venvs.toml`` and these tests run for it; ``uv run pytest -k NAME`` runs
+Add an entry to ``venvs.toml`` and these tests run for it; ``uv run --group dev pytest -k NAME`` runs
 only that framework's.
 """
 

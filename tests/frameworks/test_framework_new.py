@@ -1,7 +1,7 @@
 """Adding a framework: one folder + one venvs.toml entry, nothing else touched.
 
 A copy of ``frameworks/plain`` under a new name plus one ``venvs.toml`` entry, in a
-temporary copy of the project, makes ``uv run pytest`` run the conformance suite for it
+temporary copy of the project, makes ``uv run --group dev pytest`` run the conformance suite for it
 and pass (only that framework's conformance tests are run inside the copy: they are
 what the entry adds; the rest of the suite is this project's own run). What
 ``grid.py new-framework`` writes is tests/integration/commands/test_new_framework.py.
@@ -42,8 +42,8 @@ def test_a_copy_of_plain_with_one_entry_passes_the_conformance_suite(tmp_path):
     # The project's own environment serves the copy (same lock): no second driver venv.
     env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("PYTEST")}
     env.update(UV_PROJECT_ENVIRONMENT=sys.prefix, UV_PYTHON_DOWNLOADS="never")
-    proc = subprocess.run(["uv", "run", "--frozen", "pytest", "tests/frameworks/test_conformance.py", "-k", name, "-q",
-                           "-p", "no:cacheprovider"], cwd=project, env=env, capture_output=True, text=True,
+    proc = subprocess.run(["uv", "run", "--frozen", "--group", "dev", "pytest", "tests/frameworks/test_conformance.py",
+                           "-k", name, "-q", "-p", "no:cacheprovider"], cwd=project, env=env, capture_output=True, text=True,
                           timeout=900, stdin=subprocess.DEVNULL)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]

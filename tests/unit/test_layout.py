@@ -4,7 +4,7 @@ design), at most 10 top-level modules (the rest live in a package per pipeline s
 no module name used twice.
 
 The layers themselves (which package may import which) are import-linter's contract in
-pyproject.toml, run by .ci/run as ``uv run lint-imports``."""
+pyproject.toml, run by .ci/run as ``uv run --group dev lint-imports``."""
 
 import ast
 import collections

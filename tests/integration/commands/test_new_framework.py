@@ -40,7 +40,7 @@ def test_new_framework_writes_folder_lock_and_entry(mini):
     proc = subprocess.run([sys.executable, str(ROOT / "grid.py"), "new-framework", "demo-fw",
                            "--venvs", str(mini / "venvs.toml")], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert "uv run pytest -k demo-fw" in proc.stdout
+    assert "uv run --group dev pytest -k demo-fw" in proc.stdout
     folder = mini / "frameworks" / "demo-fw"
     assert {p.name for p in folder.iterdir()} == {"pyproject.toml", "uv.lock", "adapter.py", "README.md"}
     py = tomllib.loads((folder / "pyproject.toml").read_text())

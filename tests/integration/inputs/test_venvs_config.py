@@ -236,3 +236,60 @@ def test_framework_versions_from_the_lock(repo):
     (repo / "frameworks" / "a" / "uv.lock").write_text(LOCK.replace("0.28.1", "0.28.2"))
     changed = framework_versions(entry)
     assert changed["httpx"] == "0.28.2" and changed["lock_sha256"] != hashlib.sha256(LOCK.encode()).hexdigest()
+
+
+# A uv that takes a while and logs when each build runs; fails for the project named in FAKE_UV_FAIL_FOR.
+SLOW_UV = '''#!/bin/sh
+project=""
+while [ $# -gt 0 ]; do [ "$1" = "--project" ] && project="$2"; shift; done
+echo "start $(basename "$project") $(date +%s.%N)" >> "{log}"
+sleep 0.6
+echo "end $(basename "$project") $(date +%s.%N)" >> "{log}"
+if [ "$(basename "$project")" = "$FAKE_UV_FAIL_FOR" ]; then
+  echo "error: Failed to download \\`strands-agents==1.62.0\\`" >&2
+  exit 2
+fi
+mkdir -p "$UV_PROJECT_ENVIRONMENT/bin"
+ln -sf /bin/true "$UV_PROJECT_ENVIRONMENT/bin/python"
+'''
+
+
+def test_builds_run_a_bounded_pool_at_once_and_one_failure_leaves_the_others_built(repo, tmp_path, monkeypatch):
+    from claimgrid.inputs.venvs import Builds, build_all
+
+    bindir, log = tmp_path / "slowbin", tmp_path / "slow-uv.log"
+    bindir.mkdir()
+    (bindir / "uv").write_text(SLOW_UV.format(log=log))
+    (bindir / "uv").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:/usr/bin:/bin")
+    monkeypatch.setenv("FAKE_UV_FAIL_FOR", "b")
+    entries = load_venvs(_venvs_toml(repo))
+    with pytest.raises(VenvError) as exc:
+        build_all(entries, parallel=2)
+    assert str(exc.value) == "venvs: framework 'b' failed to install: error: Failed to download `strands-agents==1.62.0`"
+    spans: dict[str, list[float]] = {}
+    for line in log.read_text().splitlines():
+        _, name, at = line.split()
+        spans.setdefault(name, []).append(float(at))
+    assert sorted(spans) == ["a", "b", "c"]
+    # at most two at once, and two did overlap (a pool, not one after the other)
+    events = sorted((t, +1 if i == 0 else -1) for s in spans.values() for i, t in enumerate(s))
+    running, peak = 0, 0
+    for _, step in events:
+        running += step
+        peak = max(peak, running)
+    assert peak == 2
+    assert (repo / ".venvs" / "a" / ".claimgrid-stamp").exists() and (repo / ".venvs" / "c" / ".claimgrid-stamp").exists()
+    assert not (repo / ".venvs" / "b" / ".claimgrid-stamp").exists()
+
+    # In the background: states, and a current venv is ready without uv being called.
+    monkeypatch.delenv("FAKE_UV_FAIL_FOR")
+    before = len(log.read_text().splitlines())
+    builds = Builds(entries, parallel=2).start()
+    assert builds.state("a") == "ready" and builds.state("c") == "ready"
+    builds.join()
+    assert {n: builds.state(n) for n in entries} == {"a": "ready", "b": "ready", "c": "ready"}
+    assert len(log.read_text().splitlines()) == before + 2  # b alone was built
+    facts = builds.facts()
+    assert facts["b"]["built"] is True and facts["a"]["built"] is False
+    assert facts["b"]["ended_unix"] - facts["b"]["started_unix"] >= 0.5
