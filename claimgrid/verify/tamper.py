@@ -201,7 +201,11 @@ def judge(
             )
         return {
             "passed": False,
-            "integrity": {"runner": canaries.runner, "report": "missing" if not report else "garbled", "subverted": reasons},
+            "integrity": {
+                "runner": canaries.runner,
+                "report": "missing" if not report else "garbled",
+                "subverted": reasons,
+            },
         }
     tests = {str(k): str(v) for k, v in data["tests"].items()}
     seen_canaries: dict[str, str | None] = {}

@@ -978,6 +978,8 @@ def _test_run(
         "vars": TEST_ENV,
         "host_path": None if guard.enabled else os.environ.get("PATH", "/usr/bin:/bin"),
         "restored_layer": tamper.layer_digest(layer),
+        # the agent's changed files are the provenance the bootstrap checks (claimgrid.verify.childboot)
+        "agent_code": sorted(str(f["path"]) for f in files if not matches(f["path"], task.test_globs)),
         "impossible": task.spec.expectation.impossible,
     }
     key = cache_key(
