@@ -243,6 +243,28 @@ if _spec["runner"] == "unittest":
         if code is not None and _agent_file(code.co_filename):
             _note("agent_code", "test " + test.id() + " runs code of " + _rel(code.co_filename))
 
+    def _skip_declared(test):
+        """A skip by mark (no exception): the test's own decorators, or its class's, name a skip."""
+        import inspect
+        cls = type(test)
+        fn = _getattr(cls, _getattr(test, "_testMethodName", ""), None)
+        try:
+            if fn is not None:
+                lines = inspect.getsourcelines(inspect.unwrap(fn))[0]
+                head = "".join(ln for ln in lines if ln.lstrip().startswith("@"))
+                if "skip" in head.lower():
+                    return True
+            for klass in cls.__mro__:
+                if klass.__module__.startswith("unittest"):
+                    break
+                lines = inspect.getsourcelines(klass)[0]
+                head = "".join(ln for ln in lines[: next((i for i, ln in enumerate(lines) if ln.lstrip().startswith("class ")), 0) + 1] if ln.lstrip().startswith("@"))
+                if "skip" in head.lower():
+                    return True
+        except (OSError, TypeError):
+            return True  # no source to read (a test built at run time): not judged
+        return False
+
     class _Recorder(unittest.TextTestResult):
         def startTest(self, test):
             _provenance(test)
@@ -257,9 +279,12 @@ if _spec["runner"] == "unittest":
         def addError(self, test, err):
             _put(test.id(), "error"); super().addError(test, err)
         def addSkip(self, test, reason):
-            where = _raised_in_agent_code(sys.exc_info()[2])
+            tb = sys.exc_info()[2]
+            where = _raised_in_agent_code(tb)
             if where:
                 _note("agent_code", "test " + test.id() + " skipped from " + where)
+            elif tb is None and not test.id().endswith(_CANARY) and not _skip_declared(test):
+                _note("agent_code", "test " + test.id() + " was skipped by a mark no decorator in its file declares")
             _undeclared(_getattr(sys.modules.get(type(test).__module__), "__file__", None), ("skip", "Skip"), test.id(), "was skipped")
             _put(test.id(), "skipped"); super().addSkip(test, reason)
         def addExpectedFailure(self, test, err):
