@@ -66,7 +66,7 @@ from pathlib import Path
 from typing import Protocol
 
 # Bump when claimgrid.verify.verifier.run_tests changes what a test run sees (binds, env, hiding).
-RECIPE = 2
+RECIPE = 3  # 3: the isolated second run, the surface snapshot and provenance (claimgrid.verify.childboot)
 MAX_ENTRIES = 4096  # test results kept per node; each holds at most the output tail (4,000 chars)
 # How long a node waits for another node's test run of the same key before it tests the key
 # itself: a bound for an owner that hangs, not a deadline (a lost owner is released at once).

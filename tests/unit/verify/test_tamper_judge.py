@@ -8,17 +8,19 @@ import json
 
 import pytest
 
-from claimgrid.verify.tamper import BOOT, Canaries, instrument, judge, runner_of
+from claimgrid.verify.tamper import BOOT, Canaries, compare_runs, instrument, judge, runner_of, summary_line
 
 
-def _report(c: Canaries, own: dict, canaries=("passed", "xfailed"), exitstatus=None, raised=(), collect=0) -> bytes:
+def _report(c: Canaries, own: dict, canaries=("passed", "xfailed"), exitstatus=None, raised=(), collect=0,
+            collected=(), deselected=0, surface=(), agent_code=()) -> bytes:
     tests = {f"pkg.T.{name}": outcome for name, outcome in own.items()}
     if canaries[0] is not None:
         tests[f"{c.names['mod']}.{c.names['cls']}.{c.names['pass']}"] = canaries[0]
     if canaries[1] is not None:
         tests[f"{c.names['mod']}.{c.names['cls']}.{c.names['fail']}"] = canaries[1]
     return json.dumps({"tests": tests, "collect_errors": collect, "raised_but_passed": list(raised),
-                       "exitstatus": exitstatus}).encode()
+                       "exitstatus": exitstatus, "collected": list(collected), "deselected": deselected,
+                       "surface": list(surface), "agent_code": list(agent_code)}).encode()
 
 
 OK, FAIL = {"test_a": "passed", "test_b": "passed"}, {"test_a": "passed", "test_b": "failed"}
@@ -43,6 +45,14 @@ CASES = [
      dict(own=OK, exitstatus=0, raised=["t::test_b"]), False, True),
     ("pytest collection error, honest", "pytest", 2, dict(own={}, canaries=(None, None), exitstatus=2, collect=1),
      False, False),
+    ("a collected test with no result", "unittest", 0, dict(own=OK, collected=["pkg.T.test_a", "pkg.T.test_c"]),
+     False, True),
+    ("tests deselected by code the command does not name", "pytest", 0, dict(own=OK, exitstatus=0, deselected=3),
+     False, True),
+    ("the runner's surface replaced", "unittest", 0, dict(own=OK, surface=["unittest.case.TestCase.run replaced"]),
+     False, True),
+    ("the agent's code reached the runner", "pytest", 0,
+     dict(own=OK, exitstatus=0, agent_code=["pytest plugin x from src/a.py"]), False, True),
 ]
 
 
@@ -58,8 +68,13 @@ def test_canaries_are_fresh_each_run_and_the_command_keeps_its_arguments():
     a, b = Canaries.fresh("unittest"), Canaries.fresh("unittest")
     assert a.names != b.names and len({*a.names.values()} & {*b.names.values()}) == 0
     cmd = ["/py", "-m", "unittest", "discover", "-s", "tests"]
-    argv = instrument(cmd, a, 7)
-    assert argv[:3] == ["/py", "-c", BOOT] and argv[4:] == cmd[1:] and json.loads(argv[3])["fd"] == 7
+    argv = instrument(cmd, 9)
+    assert argv[:3] == ["/py", "-c", BOOT] and argv[3] == "9" and argv[4:] == cmd[1:]
+    assert json.loads(a.spec(7))["fd"] == 7
+    # the spec (names, tokens) travels through the pipe, never on the command line
+    assert not any(v in " ".join(argv) for v in a.names.values())
+    isolated = instrument(cmd, 9, isolated=True)
+    assert isolated[:4] == ["/py", "-I", "-c", BOOT] and isolated[5:] == cmd[1:]
 
 
 @pytest.mark.parametrize("command, runner", [
@@ -74,3 +89,31 @@ def test_only_known_runners_are_instrumented(command, runner):
 
 def test_an_unknown_runner_is_judged_by_its_exit_status_and_says_so():
     assert judge(0, None, None) == {"passed": True, "integrity": {"runner": None, "basis": "exit status only"}}
+
+
+@pytest.mark.parametrize("runner, output, ok, subverted", [
+    ("unittest", "....\n----------------------------------------------------------------------\nRan 4 tests in 0.001s\n\nOK\n",
+     True, False),
+    ("unittest", "F.\n------\nRan 4 tests in 0.001s\n\nFAILED (failures=1)\n", False, True),
+    ("unittest", "no summary at all\n", None, True),
+    ("pytest", "...x\n3 passed, 1 xfailed in 0.02s\n", True, False),
+    ("pytest", "F.x\n1 failed, 1 passed, 1 xfailed in 0.02s\n", False, True),
+    ("pytest", "..x\n7 passed, 1 xfailed in 0.02s\n", True, True),
+])
+def test_the_printed_summary_is_set_against_the_reporter(runner, output, ok, subverted):
+    """An honest passing run (two own tests, two canaries) whose printed summary is ``output``."""
+    c = Canaries.fresh(runner)
+    report = _report(c, own=OK, exitstatus=0 if runner == "pytest" else None)
+    seen = summary_line(runner, output)
+    assert (seen["ok"] if seen else None) is ok
+    out = judge(0, report, c, output)
+    assert bool(out["integrity"]["subverted"]) is subverted, out
+
+
+def test_the_two_runs_are_compared_per_test():
+    first = {"t::a": "passed", "t::b": "passed"}
+    assert compare_runs(first, dict(first), same_tests=True) == []
+    flipped = compare_runs(first, {"t::a": "passed", "t::b": "failed"}, same_tests=True)
+    assert flipped == ["the isolated run disagrees: t::b: passed as left, failed in the isolated run"]
+    assert compare_runs(first, {"t::a": "passed"}, same_tests=True)  # a test only one run has
+    assert compare_runs(first, {**first, "h::hidden": "passed"}, same_tests=False) == []  # hidden tests added
