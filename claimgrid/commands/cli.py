@@ -171,6 +171,14 @@ def build_parser() -> argparse.ArgumentParser:
         f"{v.REAL_MAX_MODEL_CALLS} for real ones)",
     )
     run.add_argument(
+        "--limits",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="per-model limits: [models.\"<glob>\"] tables of call_timeout_s, max_output_tokens, max_model_calls, "
+        "max_run_tokens, timeout_s (default: models/limits.toml)",
+    )
+    run.add_argument(
         "--call-timeout",
         type=v.seconds(v.MAX_CALL_TIMEOUT_S),
         default=None,

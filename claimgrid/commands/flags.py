@@ -173,7 +173,8 @@ def model_limits(args, sel: Selection) -> dict:
     over code overrides over the defaults)."""
     from claimgrid.execute import limits
 
-    return limits.resolve(sel.all_models, limit_flags(args), overrides=limits.code_overrides())
+    path = getattr(args, "limits", None)
+    return limits.resolve(sel.all_models, limit_flags(args), path=path, overrides=limits.code_overrides())
 
 
 def new_spec(args, sel: Selection) -> GridSpec:

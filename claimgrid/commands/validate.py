@@ -201,6 +201,8 @@ def check_data_flags(args) -> None:
             check_dir(flag, getattr(args, dest))
     if getattr(args, "venvs", None) is not None:
         check_file("--venvs", args.venvs)
+    if getattr(args, "limits", None) is not None:
+        check_file("--limits", args.limits)
 
 
 # ---------------------------------------------------------------- grid size

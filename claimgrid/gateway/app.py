@@ -73,7 +73,7 @@ def final_answer_text(script, response: dict) -> str | None:
 # The fields a chat request may bound its output with; the dialects translate theirs to max_tokens
 # (Anthropic ``max_tokens``, Responses ``max_output_tokens``: claimgrid.gateway.dialects).
 OUTPUT_FIELDS = ("max_tokens", "max_completion_tokens")
-DIALECT_OUTPUT_FIELD = {"anthropic": "max_tokens", "responses": "max_output_tokens"}
+DIALECT_OUTPUT_FIELD = {"anthropic-messages": "max_tokens", "openai-responses": "max_output_tokens"}
 
 
 def cap_output(body: dict, cap: int, dialect: str) -> tuple[dict, dict]:

@@ -22,6 +22,9 @@ LINKS = "[design](#design) · [headline](#headline) · [divergence](#divergence)
 
 def did(r: dict) -> str:
     """What the framework did in one run, in the words of the first screen."""
+    if r.get("limit_decided"):
+        # A harness limit ended the run while it waited on the model: not something the framework did.
+        return "stopped by a harness limit"
     reaction = r.get("reaction")
     if reaction is None:
         reaction = (
@@ -325,8 +328,52 @@ def treatment_line(report) -> str | None:
     return "**Treatment**: swaps " + per_framework(report, text) + "."
 
 
+def limit_lines(report) -> list[str]:
+    """The limits the runs hit, one line each kind, never folded into the agents' counts: a
+    harness limit that ended runs ("per-call deadline 15 s hit on call 1 in 6 runs: a harness
+    limit, not the agents' result"); a budget the agents used up (their result, with its count);
+    and the tokens the real models' providers reported. Hits an injected fault made are the fault
+    models' (the divergence table), not listed here."""
+    from claimgrid.classify.limits import describe
+
+    decided: Counter[str] = Counter()
+    budgets: Counter[str] = Counter()
+    for r in report.rows:
+        for text in dict.fromkeys(describe(h) for h in r.get("limit_hits") or [] if h.get("decided")):
+            decided[text] += 1
+        for text in dict.fromkeys(describe(h) for h in r.get("limit_hits") or [] if not h.get("decided")):
+            budgets[text] += 1
+    lines = []
+    if decided:
+        n = sum(1 for r in report.rows if r.get("limit_decided"))
+        lines.append(
+            "**Harness limits**: "
+            + "; ".join(f"{text} in {k} run{'s' if k != 1 else ''}" for text, k in decided.most_common())
+            + f": a harness limit, not the agents' result ({n} run{'s' if n != 1 else ''} UNKNOWN, reason limit; "
+            "raise it with the flag or models/limits.toml)."
+        )
+    if budgets:
+        lines.append(
+            "**Limits reached**: "
+            + "; ".join(f"{text} in {k} run{'s' if k != 1 else ''}" for text, k in budgets.most_common())
+            + " (the run's own budget, or a limit hit before the run went on: classified as the run went)."
+        )
+    real = [r for r in report.rows if report.stochastic.get(r["model"])]
+    if real:
+        prompt = sum(r.get("prompt_tokens") or 0 for r in real)
+        completion = sum(r.get("completion_tokens") or 0 for r in real)
+        lines.append(
+            f"**Tokens** (real models, from the providers' usage): {prompt:,} prompt + {completion:,} completion "
+            f"in {len(real)} run{'s' if len(real) != 1 else ''}."
+        )
+    return lines
+
+
 def first_screen(report) -> list[str]:
     lines = [plan_line(report), ""]
+    limits = limit_lines(report)
+    if limits:
+        lines += [*limits, ""]
     lines += divergence_lines(report)
     lines.append("")
     lines += headline_lines(report)
@@ -374,6 +421,8 @@ def terminal_lines(report, folder, width: int = 80) -> list[str]:
             by[value].append(label)
         for value, labels in by.items():
             out += wrap(f"  {value}: {', '.join(labels)}", indent="    ")
+    for text in limit_lines(report):
+        out += wrap(text.replace("**", ""))
     out += wrap(f"ledger: {folder}/LEDGER.md", indent="  ")
     out += wrap(f"viewer: {folder}/ledger.html", indent="  ")
     return out
