@@ -205,7 +205,7 @@ def cap_run_evidence(
 UNIX_SOCKET_PATH_MAX = 107
 
 
-# ---- a run's model limits (claimgrid.execute.limits resolves them per model: flags over
+# ---- a run's model limits (claimgrid.execute.model_limits resolves them per model: flags over
 # models/limits.toml over these defaults; every limit a run hits is recorded, CONTRACTS "Limit hits")
 # Reference models are scripts answered in microseconds: their limits stay the ones every
 # reference ledger was recorded under, so the default grid's classifications do not move.

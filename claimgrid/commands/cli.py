@@ -175,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         default=None,
         metavar="FILE",
-        help="per-model limits: [models.\"<glob>\"] tables of call_timeout_s, max_output_tokens, max_model_calls, "
+        help='per-model limits: [models."<glob>"] tables of call_timeout_s, max_output_tokens, max_model_calls, '
         "max_run_tokens, timeout_s (default: models/limits.toml)",
     )
     run.add_argument(

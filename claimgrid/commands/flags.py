@@ -169,9 +169,9 @@ def limit_flags(args) -> dict:
 
 
 def model_limits(args, sel: Selection) -> dict:
-    """Each model's limits, resolved once (claimgrid.execute.limits: flags over models/limits.toml
+    """Each model's limits, resolved once (claimgrid.execute.model_limits: flags over models/limits.toml
     over code overrides over the defaults)."""
-    from claimgrid.execute import limits
+    from claimgrid.execute import model_limits as limits
 
     path = getattr(args, "limits", None)
     return limits.resolve(sel.all_models, limit_flags(args), path=path, overrides=limits.code_overrides())
@@ -222,7 +222,7 @@ def resumed_spec(args, stored: GridSpec) -> GridSpec:
 def _check_resumed_limits(args, stored: GridSpec) -> None:
     """A limit flag given on --resume must be the stored grid's for every model (a resume
     finishes the grid as it was started); --timeout and --max-model-calls are checked as spec fields."""
-    from claimgrid.execute.limits import FLAG
+    from claimgrid.execute.model_limits import FLAG
 
     for key, value in limit_flags(args).items():
         if key in ("timeout_s", "max_model_calls") or not stored.limits:

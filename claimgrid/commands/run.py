@@ -285,9 +285,9 @@ def _run(store: RunStore, cells: list[Cell], spec: GridSpec, settings: RunSettin
 
 
 def _limits_banner(spec: GridSpec) -> str:
-    """The limits in force, per model (claimgrid.execute.limits): one line for the reference
+    """The limits in force, per model (claimgrid.execute.model_limits): one line for the reference
     models together when they share them, one line per real model."""
-    from claimgrid.execute.limits import line
+    from claimgrid.execute.model_limits import line
 
     models = list(dict.fromkeys(spec.selection.all_models))
     reference = [m for m in models if registry.is_reference(m)]

@@ -77,7 +77,7 @@ class GridContext:
     template_digests: dict = field(default_factory=dict)  # template path -> sha256 at build
     guard: Guard | None = field(default_factory=lambda: _default_guard())
     model_call_timeout_s: float = 15.0  # per-call deadline of a model without resolved limits
-    # Each model's limits (claimgrid.execute.limits, resolved once per grid); a model not in it
+    # Each model's limits (claimgrid.execute.model_limits, resolved once per grid); a model not in it
     # runs under timeout_s, max_model_calls and model_call_timeout_s above.
     limits: dict = field(default_factory=dict)
     verify_cache: VerifyCache | None = None  # the node's; None: --no-verify-cache

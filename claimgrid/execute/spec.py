@@ -147,7 +147,7 @@ class GridSpec(_Frozen):
     verify_cache: bool = True
     budget: Budget = Budget()
     provider_retry: ProviderRetry = ProviderRetry()
-    # Each model's limits, resolved once (claimgrid.execute.limits); empty: the grid-wide
+    # Each model's limits, resolved once (claimgrid.execute.model_limits); empty: the grid-wide
     # timeout_s / max_model_calls with the reference deadline (a grid from before per-model limits).
     limits: dict[str, ModelLimits] = Field(default_factory=dict)
     data: DataDirs
@@ -365,7 +365,7 @@ class GridMeta(BaseModel):
     hashes: dict[str, Any] = Field(default_factory=dict)
     budget: dict[str, Any] | None = None
     provider_retry: dict[str, Any] | None = None
-    # Each model's limits (claimgrid.execute.limits.ModelLimits, with where each value came from).
+    # Each model's limits (claimgrid.execute.model_limits.ModelLimits, with where each value came from).
     limits: dict[str, dict] | None = None
     spend: dict[str, Any] | None = None
     stopped_at_budget: dict[str, Any] | None = None

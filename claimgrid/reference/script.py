@@ -85,7 +85,7 @@ class RunScript:
     max_model_calls: int = 24
     model_call_timeout_s: float = 15.0  # the run's per-call deadline (the ``slow`` fault exceeds it)
     # The output-token cap the gateway sets on each real (non-reference) call, and the run's
-    # prompt+completion token budget (claimgrid.execute.limits; None: none).
+    # prompt+completion token budget (claimgrid.execute.model_limits; None: none).
     max_output_tokens: int | None = None
     max_run_tokens: int | None = None
     # The framework's final-answer protocol (venvs.toml ``final_answer``): None = a plain text

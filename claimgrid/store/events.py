@@ -214,7 +214,7 @@ class Replay(Payload):
 
 
 class OutputCap(Payload):
-    """The output-token cap the gateway set on a real model's call (claimgrid.execute.limits)."""
+    """The output-token cap the gateway set on a real model's call (claimgrid.execute.model_limits)."""
 
     cap: int | None = None
     requested: int | None = None  # what the client asked for (None: no bound)

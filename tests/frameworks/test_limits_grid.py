@@ -120,7 +120,6 @@ def test_the_output_cap_reaches_the_provider_and_its_hit_is_recorded(tmp_path, u
                      summary), summary
 
 
-@pytest.mark.deep
 def test_a_library_framework_meets_the_deadline_the_same_way(tmp_path, upstream, task_id):
     """End to end on the first framework of the default matrix (its own model client)."""
     _check_deadline(*_deadline_run(tmp_path, upstream, task_id, frameworks()[0]))

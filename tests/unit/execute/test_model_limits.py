@@ -8,7 +8,7 @@ import pytest
 
 from claimgrid import caps
 from claimgrid.errors import DataError
-from claimgrid.execute import limits
+from claimgrid.execute import model_limits as limits
 from claimgrid.reference import registry
 
 REAL = "openai/some-model"
