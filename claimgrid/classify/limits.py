@@ -82,9 +82,10 @@ def deciding(hits: list[dict]) -> dict | None:
 
 def describe(hit: dict) -> str:
     """One hit in words: ``per-call deadline 15 s hit on call 1``."""
-    name = NAMES.get(hit.get("limit"), str(hit.get("limit")))
+    kind = str(hit.get("limit"))
+    name = NAMES.get(kind, kind)
     value = hit.get("value")
-    shown = "" if value is None else f" {value:g} {UNITS.get(hit.get('limit'), '')}".rstrip()
+    shown = "" if value is None else f" {value:g} {UNITS.get(kind, '')}".rstrip()
     where = f" on call {hit['call_index']}" if hit.get("call_index") is not None else ""
     if hit.get("limit") == "wall_time" and hit.get("waiting_on_call") is not None:
         where = f" waiting on call {hit['waiting_on_call']}"
