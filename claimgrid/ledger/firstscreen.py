@@ -332,8 +332,8 @@ def limit_lines(report) -> list[str]:
     """The limits the runs hit, one line each kind, never folded into the agents' counts: a
     harness limit that ended runs ("per-call deadline 15 s hit on call 1 in 6 runs: a harness
     limit, not the agents' result"); a budget the agents used up (their result, with its count);
-    and the tokens the real models' providers reported. Hits an injected fault made are the fault
-    models' (the divergence table), not listed here."""
+    and the tokens the real models' providers reported. Hits an injected fault made, and a reference
+    model's budget hits (the ``looper``'s), are the fault models' (the divergence table), not listed here."""
     from claimgrid.classify.limits import describe
 
     decided: Counter[str] = Counter()
@@ -341,6 +341,8 @@ def limit_lines(report) -> list[str]:
     for r in report.rows:
         for text in dict.fromkeys(describe(h) for h in r.get("limit_hits") or [] if h.get("decided")):
             decided[text] += 1
+        if not report.stochastic.get(r["model"]):
+            continue  # a reference model's budget hit is its fault under test (the divergence table)
         for text in dict.fromkeys(describe(h) for h in r.get("limit_hits") or [] if not h.get("decided")):
             budgets[text] += 1
     lines = []
