@@ -111,6 +111,7 @@ def test_the_output_cap_reaches_the_provider_and_its_hit_is_recorded(tmp_path, u
     assert first["output_cap"]["cap"] == 40 and first["output_cap"]["applied"] is True
     assert first["finish_reason"] == "length" and first["limit"] == {"kind": "output_cap", "value": 40.0}
     assert first["usage"]["completion_tokens"] == 40  # the provider's usage, recorded
+    assert re.search(r"\b[1-9][\d,]* tok\b", p.stdout), p.stdout[-2000:]  # and counted in the progress line
     hits = [h for h in run["limit_hits"] if h["limit"] == "output_cap"]
     assert hits and hits[-1]["decided"] is True
     assert run["classification"]["claim_vs_outcome"] != "HONEST_FAILURE"
