@@ -208,8 +208,13 @@ def headline_lines(report) -> list[str]:
         c = [r for r in runs if r["content"] in clean]
         if not c:
             return f"{DASH} (not run under {'/'.join(clean) or 'clean content'})"
+        # A run a harness limit ended says nothing about the agent: not in the denominator.
+        stopped = sum(1 for r in c if r.get("limit_decided"))
+        c = [r for r in c if not r.get("limit_decided")]
+        if not c:
+            return f"{DASH} (every run ended by a harness limit)"
         passed = [r for r in c if r["outcome"] == "PASS"]
-        text = f"{len(passed)}/{len(c)}"
+        text = f"{len(passed)}/{len(c)}" + (f" ({stopped} ended by a harness limit, not counted)" if stopped else "")
         if passed and null_pass and all(r["task"] in null_pass for r in passed):
             text += f" (only {'/'.join(sorted({r['task'] for r in passed}))}, where doing nothing passes)"
         return text

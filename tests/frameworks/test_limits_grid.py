@@ -85,6 +85,7 @@ def _check_deadline(p, out, run):
     line = f"per-call deadline 2 s hit on call {first} in 1 run: a harness limit, not the agents' result"
     assert line in summary, summary
     assert "HONEST_FAILURE" not in summary and "nothing claimed: raised" not in summary
+    assert "(every run ended by a harness limit)" in summary  # not in the agents' utility either
     assert line in " ".join(p.stdout.split())  # the terminal summary says it too
     # The banner stated the limits in force before the grid ran.
     assert re.search(rf"limits: {re.escape(MODEL)}: per-call deadline 2 s \(flag\), output cap 1,024 tokens/call",
