@@ -310,13 +310,16 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
             "max_output_chars": 16000,
             # the client's deadline; for a real model past the gateway's, which ends the call first
             "model_call_timeout_s": lim.client_deadline_s(real),
-            **({"max_output_tokens": output_cap} if output_cap is not None else {}),
-            **({"max_run_tokens": lim.max_run_tokens} if lim.max_run_tokens is not None else {}),
             **tool_budgets(),
         },
         "timeout_s": lim.timeout_s,
         "command_sandbox": command_sandbox(ctx.guard, ws, task.python, COMMAND_TIMEOUT_S, box, tmp),
     }
+    # A real model's output cap and token budget, only where the run has them (CONTRACTS: "only when set").
+    if output_cap is not None:
+        ctl["budgets"]["max_output_tokens"] = output_cap
+    if lim.max_run_tokens is not None:
+        ctl["budgets"]["max_run_tokens"] = lim.max_run_tokens
     if table is not None:  # the whole agent in the guard (None: unguarded, the adapter's child)
         assert entry is not None  # the table is its entry's
         ctl["agent_sandbox"] = agent_sandbox(
