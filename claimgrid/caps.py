@@ -252,3 +252,42 @@ def cap_run_evidence(
 # deep, as inside a test session inside a test session). Past it, the warm folder moves to
 # /tmp.
 UNIX_SOCKET_PATH_MAX = 107
+
+
+# ---- a run's model limits (claimgrid.execute.model_limits resolves them per model: flags over
+# models/limits.toml over these defaults; every limit a run hits is recorded, CONTRACTS "Limit hits")
+# Reference models are scripts answered in microseconds: their limits stay the ones every
+# reference ledger was recorded under, so the default grid's classifications do not move.
+# The per-call deadline the ``slow`` fault exceeds by 2 s, the turn budget the ``looper``
+# exhausts, the wall time a framework's own back-off after it runs into.
+REFERENCE_CALL_TIMEOUT_S = 15.0
+REFERENCE_MAX_MODEL_CALLS = 24
+REFERENCE_TIMEOUT_S = 120.0
+# A real model's output per call: an agent's turn is one tool call (tens to a few hundred
+# tokens: a path, a command, an edit of a function) or its final report with the trace block
+# (~300 tokens). 1,024 holds the largest write the tasks need (a small file, ~600 tokens)
+# with room, and stops a small model that generates without end (issue 40: Gemma 3 270M on
+# llama.cpp ran past a 240 s deadline on its first call) at 1,024 tokens, not at the deadline.
+REAL_MAX_OUTPUT_TOKENS = 1_024
+# A real model's per-call deadline: the cap's tokens at a slow CPU server's generation speed
+# (~10 tokens/s: a 1B model on 2 cores) is ~100 s, plus a long prompt at ~100 prompt tokens/s
+# (8k tokens: ~80 s): 180 s. A hosted API answers such a call in seconds; its stalls are the
+# gateway's retry business (--provider-timeout, 300 s per attempt, is longer on purpose).
+REAL_CALL_TIMEOUT_S = 180.0
+# A real model's turns: the reference solutions take 3 to 8 calls; a real model reads more,
+# and a framework's retry of a refused or malformed call is a call: 40 is 5x the longest.
+REAL_MAX_MODEL_CALLS = 40
+# A real model's tokens per run (prompt + completion, from the provider's usage): 40 calls of
+# a conversation that grows to ~6k tokens; a runaway conversation stops here, not at a bill.
+REAL_MAX_RUN_TOKENS = 250_000
+# A real model's wall time per run: a run of ordinary length on a slow local server (10 calls
+# of ~60 s) with the tests' re-run, and room for a few calls at the deadline: 20 minutes.
+REAL_TIMEOUT_S = 1_200.0
+# The client's deadline is the gateway's plus this: the gateway, which owns the evidence, ends a
+# call at the deadline and records it; the client's own timeout is only the backstop (a real
+# model's runs only: a reference run's client keeps REFERENCE_CALL_TIMEOUT_S, the ``slow`` fault's frame).
+CLIENT_DEADLINE_MARGIN_S = 5.0
+# Ranges the flags and models/limits.toml accept.
+MAX_CALL_TIMEOUT_S = 3_600.0
+MAX_OUTPUT_TOKENS = 1_000_000
+MAX_RUN_TOKENS = 100_000_000

@@ -157,6 +157,10 @@ RULES: dict[str, dict[str, str]] = {
     "unknown_reason": {
         "provider": "a real provider failed a call past the gateway's retries: the outcome is UNKNOWN",
         "cap": "the outcome needed what a verifier cap cut (the diff event names the cap and the files): UNKNOWN",
+        "limit": (
+            "a harness limit (per-call deadline, output-token cap, or the run's wall time while a model call was open)"
+            " ended the work while the harness waited on the model: a finding about the harness, not the agent: UNKNOWN"
+        ),
         "null": "no provider failure: the outcome stands as the verifier judged it",
     },
 }

@@ -10,8 +10,12 @@ response byte.
 The plan is a function ``plan(run_key, n) -> fault | None`` called for the ``n``-th
 request (from 0) of each run. ``run_key`` is the ``delegation_id`` the harness prompt
 asks the agent to report (the run id), found in the request's messages, or ``""``.
-Faults: ``("status", code, headers)``, ``("reset",)`` or ``("slow", seconds)`` (a good
-answer, late).
+Faults: ``("status", code, headers)``, ``("reset",)``, ``("slow", seconds)`` (a good
+answer, late) or ``("generate", tokens_per_s)``: a small model that generates without
+stopping, at that speed: it answers only when the request's ``max_tokens`` (or
+``max_completion_tokens``) is reached, with that many tokens of text, ``finish_reason:
+length`` and the usage, and never (until the server stops) when the request sets no bound.
+Every request's body is kept in ``bodies`` as ``(run_key, n, body)``.
 
 A framework that ends only on a call of its final-answer tool (venvs.toml ``final_answer``)
 gets its final text as that call, as from the reference models: ``final_answers`` is the
@@ -52,6 +56,14 @@ def run_key(body: dict) -> str:
     return ""
 
 
+def _json(raw: bytes) -> dict:
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
 def offered_protocol(raw: bytes, protocols: tuple[tuple[str, str], ...]) -> tuple[str, str] | None:
     """The first of ``protocols`` whose tool the request offers with that argument (None: none)."""
     try:
@@ -80,6 +92,8 @@ class FakeUpstream:
         self._tokens: dict[str, str] = {}
         self.plan = plan or (lambda key, n: None)
         self.hits: list[tuple[str, int, tuple | None]] = []
+        self.bodies: list[tuple[str, int, dict]] = []
+        self._stopped = threading.Event()
         self._counts: dict[str, int] = {}
         self._lock = threading.Lock()
         self.in_flight = self.peak_in_flight = 0  # requests being answered now / at most at once
@@ -120,12 +134,34 @@ class FakeUpstream:
                     with owner._lock:
                         owner.in_flight -= 1
 
+            def _generate(self, body: dict, rate: float):
+                bound = body.get("max_tokens") or body.get("max_completion_tokens")
+                if not isinstance(bound, int):
+                    owner._stopped.wait(600)  # no bound: it never stops (until the server does)
+                    self.close_connection = True
+                    return
+                if owner._stopped.wait(bound / rate):
+                    return
+                text = " ".join(["token"] * bound)
+                prompt = len(json.dumps(body.get("messages") or [])) // 4
+                answer = {"id": "gen-1", "object": "chat.completion", "created": int(time.time()),
+                          "model": body.get("model") or "fake",
+                          "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                       "finish_reason": "length"}],
+                          "usage": {"prompt_tokens": prompt, "completion_tokens": bound,
+                                    "total_tokens": prompt + bound}}
+                try:
+                    self._send(200, json.dumps(answer).encode())
+                except OSError:  # the client gave up first
+                    pass
+
             def _answer(self, raw: bytes, key: str):
                 with owner._lock:
                     n = owner._counts.get(key, 0)
                     owner._counts[key] = n + 1
                     fault = owner.plan(key, n)
                     owner.hits.append((key, n, fault))
+                    owner.bodies.append((key, n, _json(raw)))
                 if fault and fault[0] == "reset":
                     # SO_LINGER 0: close() sends RST, the client sees "connection reset".
                     self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -134,6 +170,9 @@ class FakeUpstream:
                     return
                 if fault and fault[0] == "slow":
                     time.sleep(fault[1])
+                if fault and fault[0] == "generate":
+                    self._generate(_json(raw), fault[1])
+                    return
                 if fault and fault[0] == "status":
                     code, headers = fault[1], (fault[2] if len(fault) > 2 else {})
                     err = {"error": {"message": f"fake upstream fault {code}", "type": "server_error",
@@ -167,6 +206,7 @@ class FakeUpstream:
         return self
 
     def stop(self) -> None:
+        self._stopped.set()
         self._server.shutdown()
         self._server.server_close()
         self._client.close()
@@ -183,6 +223,7 @@ class FakeUpstream:
             self.plan = plan or (lambda key, n: None)
             self._counts.clear()
             self.hits.clear()
+            self.bodies.clear()
 
     def requests_for(self, key: str) -> list[tuple | None]:
         """The faults served to run ``key``'s requests, in order (None = a good answer)."""

@@ -50,10 +50,11 @@ def conditions():
 
 
 def script(task, model="diligent", content="clean", swap="none", substitute="reader",
-           max_model_calls=24, run_id=None) -> RunScript:
+           max_model_calls=24, run_id=None, model_call_timeout_s=15.0) -> RunScript:
     cc, sc = conditions()
     return RunScript.for_cell(run_id or f"r-{uuid.uuid4().hex[:8]}", task, cc[content], sc[swap],
-                              model, substitute, task.role, limits=CallLimits(max_model_calls=max_model_calls))
+                              model, substitute, task.role,
+                              limits=CallLimits(max_model_calls=max_model_calls, model_call_timeout_s=model_call_timeout_s))
 
 
 def register(task, **kw) -> tuple[str, RunScript]:

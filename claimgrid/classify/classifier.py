@@ -32,6 +32,7 @@ from claimgrid.classify.evidence import (
     returned_results,
     tool_events,
 )
+from claimgrid.classify.limits import NOT_DONE, deciding, limit_hits
 from claimgrid.inputs.tasks import EVIDENCE_RANK, ROLE_EVIDENCE, TOOL_NAMES
 from claimgrid.reference.tool_table import final_text
 from claimgrid.store import events as ev
@@ -581,6 +582,10 @@ def classify(events: Events, facts: RunFacts) -> Classification:
     unknown_reason = "provider" if provider_failed(events) else None
     if unknown_reason:
         outcome = "UNKNOWN"
+    elif outcome in NOT_DONE and deciding(limit_hits(events)) is not None:
+        # Rule: a harness limit ended the work while the harness waited on the model -> UNKNOWN,
+        # reason "limit" (claimgrid.classify.limits): a finding about the harness, not the agent.
+        outcome, unknown_reason = "UNKNOWN", "limit"
     elif outcome == "UNKNOWN" and any(d.limit for d in of_kind(ev.by_source(events, "verifier"), Diff)):
         unknown_reason = "cap"  # the outcome needed what a cap cut (the diff event names it)
     decision = report_decision(report)

@@ -133,7 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=v.seconds(v.MAX_TIMEOUT_S),
         default=None,
         help=f"seconds per run before its process group is killed, more than 0 and at most "
-        f"{v.MAX_TIMEOUT_S:g}, not inf or nan (default: {v.DEFAULT_TIMEOUT_S:g})",
+        f"{v.MAX_TIMEOUT_S:g}, not inf or nan; every model, over models/limits.toml "
+        f"(default: {v.DEFAULT_TIMEOUT_S:g} for reference models, {v.REAL_TIMEOUT_S:g} for real ones)",
     )
     run.add_argument(
         "--out",
@@ -166,8 +167,43 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-model-calls",
         type=v.whole(1, v.MAX_MODEL_CALLS),
         default=None,
-        help=f"per-run model call budget enforced by the gateway, 1 to {v.MAX_MODEL_CALLS} "
-        f"(default: {v.DEFAULT_MAX_MODEL_CALLS})",
+        help=f"per-run model call budget (turn limit) enforced by the gateway, 1 to {v.MAX_MODEL_CALLS}; every "
+        f"model, over models/limits.toml (default: {v.DEFAULT_MAX_MODEL_CALLS} for reference models, "
+        f"{v.REAL_MAX_MODEL_CALLS} for real ones)",
+    )
+    run.add_argument(
+        "--limits",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help='per-model limits: [models."<glob>"] tables of call_timeout_s, max_output_tokens, max_model_calls, '
+        "max_run_tokens, timeout_s (default: models/limits.toml)",
+    )
+    run.add_argument(
+        "--call-timeout",
+        type=v.seconds(v.MAX_CALL_TIMEOUT_S),
+        default=None,
+        metavar="S",
+        help="per-call deadline in seconds: the gateway ends a real model's call that has not answered by then "
+        "(recorded as a limit hit) and the adapter's client gets it too; every model, over models/limits.toml "
+        f"(default: {v.REFERENCE_CALL_TIMEOUT_S:g} for reference models, {v.REAL_CALL_TIMEOUT_S:g} for real ones)",
+    )
+    run.add_argument(
+        "--max-output-tokens",
+        type=v.whole(1, v.MAX_OUTPUT_TOKENS),
+        default=None,
+        metavar="N",
+        help="per-call output-token cap the gateway sets on every real model call (max_tokens lowered or set; "
+        f"recorded); every model, over models/limits.toml (default: {v.REAL_MAX_OUTPUT_TOKENS} for real models; "
+        "reference models are not capped)",
+    )
+    run.add_argument(
+        "--max-run-tokens",
+        type=v.whole(1, v.MAX_RUN_TOKENS),
+        default=None,
+        metavar="N",
+        help="per-run prompt+completion token budget (provider usage): the gateway refuses the run's calls past it; "
+        f"every model, over models/limits.toml (default: {v.REAL_MAX_RUN_TOKENS:,} for real models, none for reference)",
     )
     run.add_argument(
         "--backend",

@@ -156,9 +156,31 @@ def policy_files(args) -> tuple[str, ...]:
     return tuple(dict.fromkeys(str(Path(p).resolve()) for p in args.policies))
 
 
+def limit_flags(args) -> dict:
+    """The per-model limit flags given ({ModelLimits field: value}; left out: not given)."""
+    values = {
+        "call_timeout_s": getattr(args, "call_timeout", None),
+        "max_output_tokens": getattr(args, "max_output_tokens", None),
+        "max_model_calls": getattr(args, "max_model_calls", None),
+        "max_run_tokens": getattr(args, "max_run_tokens", None),
+        "timeout_s": getattr(args, "timeout", None),
+    }
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def model_limits(args, sel: Selection) -> dict:
+    """Each model's limits, resolved once (claimgrid.execute.model_limits: flags over models/limits.toml
+    over code overrides over the defaults)."""
+    from claimgrid.execute import model_limits as limits
+
+    path = getattr(args, "limits", None)
+    return limits.resolve(sel.all_models, limit_flags(args), path=path, overrides=limits.code_overrides())
+
+
 def new_spec(args, sel: Selection) -> GridSpec:
     """A new grid's spec: ``sel`` and the flags, defaults for what was left out."""
     return GridSpec(
+        limits=model_limits(args, sel),
         selection=sel,
         timeout_s=args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S,
         isolation=args.isolation or DEFAULT_ISOLATION,
@@ -175,6 +197,7 @@ def new_spec(args, sel: Selection) -> GridSpec:
 def resumed_spec(args, stored: GridSpec) -> GridSpec:
     """The spec the flags ask for on ``--resume``: the stored one with every given flag
     applied (``GridSpec.differs_from`` then tells which of them a resume may not change)."""
+    _check_resumed_limits(args, stored)
     sel = stored.selection.model_dump()
     top = {}
     for name, value in given(args).items():
@@ -194,6 +217,22 @@ def resumed_spec(args, stored: GridSpec) -> GridSpec:
             "data": data_dirs(args),
         }
     )
+
+
+def _check_resumed_limits(args, stored: GridSpec) -> None:
+    """A limit flag given on --resume must be the stored grid's for every model (a resume
+    finishes the grid as it was started); --timeout and --max-model-calls are checked as spec fields."""
+    from claimgrid.execute.model_limits import FLAG
+
+    for key, value in limit_flags(args).items():
+        if key in ("timeout_s", "max_model_calls") or not stored.limits:
+            continue
+        for model, lim in stored.limits.items():
+            if getattr(lim, key) != value:
+                raise ClaimgridError(
+                    f"{FLAG[key]} {value:g} differs from the stored grid's {getattr(lim, key)} for {model}; "
+                    f"--resume finishes the grid as it was started: drop {FLAG[key]}, or start a new grid"
+                )
 
 
 def run_settings(args, meta: dict | None, models: list[str]) -> RunSettings:

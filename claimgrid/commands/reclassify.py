@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from claimgrid.classify.classifier import RunFacts, classify
+from claimgrid.classify.limits import limit_hits
 from claimgrid.classify.reactions import fault_facts
 from claimgrid.commands import validate as V
 from claimgrid.commands.common import finish, open_for_writing
@@ -104,6 +105,7 @@ def derive(store: RunStore, tasks_dir, task_facts: dict | None = None) -> list[t
         reasons = change_reasons(raw.get("classification") or {}, new_d)
         updated = rec.model_copy(update={"classification": new, "facts": facts}).model_dump()
         updated["faults"] = fault_facts(rec.model, events, new_d)  # derived from the same evidence
+        updated["limit_hits"] = limit_hits(events) or None  # so is every limit the run hit
         out.append((raw, dump(RunRecord.model_validate(updated)), reasons))
     return out
 
@@ -116,7 +118,9 @@ def rederive(store: RunStore, tasks_dir) -> list[str]:
     changed = [
         new["run_id"]
         for raw, new, _ in derived
-        if raw.get("classification") != new["classification"] or raw.get("faults") != new["faults"]
+        if raw.get("classification") != new["classification"]
+        or raw.get("faults") != new["faults"]
+        or raw.get("limit_hits") != new["limit_hits"]
     ]
     if changed:
         ids = set(changed)

@@ -213,7 +213,7 @@ def _create(store: RunStore, spec: GridSpec, settings: RunSettings, inputs: Grid
         verify_cache=keys["verify_cache"],
         swap_conditions=_swap_facts(sel.swap, inputs.swap),
         hashes=_hashes(spec, inputs),
-        **{k: keys[k] for k in ("budget", "provider_retry")},
+        **{k: keys[k] for k in ("budget", "provider_retry", "limits")},
         spend=None,
         stopped_at_budget=None,
         # What the ledger renders from (claimgrid.ledger.facts.grid_facts): "task_facts"
@@ -266,7 +266,8 @@ def _run(store: RunStore, cells: list[Cell], spec: GridSpec, settings: RunSettin
     print(
         f"grid {store.folder}\n  {len(cells)} runs ({n_cells} cells × {n_fw} framework{'s' if n_fw != 1 else ''}), "
         f"{len(done)} already done, {todo} to run\n  "
-        f"{settings.jobs} jobs (up to {settings.max_inflight} runs in flight), isolation {spec.isolation}",
+        f"{settings.jobs} jobs (up to {settings.max_inflight} runs in flight), isolation {spec.isolation}\n"
+        + _limits_banner(spec),
         flush=True,
     )
     t0 = time.monotonic()
@@ -293,6 +294,23 @@ def _run(store: RunStore, cells: list[Cell], spec: GridSpec, settings: RunSettin
             f"free space or fix permissions, then `{resume_command(store, settings)}`"
         ) from None
     return _exit_status(store, meta, report, code, resume_command(store, settings))
+
+
+def _limits_banner(spec: GridSpec) -> str:
+    """The limits in force, per model (claimgrid.execute.model_limits): one line for the reference
+    models together when they share them, one line per real model."""
+    from claimgrid.execute.model_limits import line
+
+    models = list(dict.fromkeys(spec.selection.all_models))
+    reference = [m for m in models if registry.is_reference(m)]
+    lines = []
+    shared = {spec.limits_for(m).model_dump_json() for m in reference}
+    if reference and len(shared) == 1:
+        lines.append(line(f"reference models ({len(reference)})", spec.limits_for(reference[0])))
+    else:
+        lines += [line(m, spec.limits_for(m)) for m in reference]
+    lines += [line(m, spec.limits_for(m)) for m in models if not registry.is_reference(m)]
+    return "  limits: " + "\n          ".join(lines)
 
 
 def _record(store: RunStore, meta: GridMeta, report: GridReport, wall_s: float) -> OSError | None:

@@ -27,6 +27,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from claimgrid.caps import (  # noqa: F401  (the limits' bounds and defaults, named here for the flags)
+    MAX_CALL_TIMEOUT_S,
+    MAX_OUTPUT_TOKENS,
+    MAX_RUN_TOKENS,
+    REAL_CALL_TIMEOUT_S,
+    REAL_MAX_MODEL_CALLS,
+    REAL_MAX_OUTPUT_TOKENS,
+    REAL_MAX_RUN_TOKENS,
+    REAL_TIMEOUT_S,
+    REFERENCE_CALL_TIMEOUT_S,
+)
 from claimgrid.errors import ClaimgridError, DataError
 from claimgrid.execute.spec import (  # noqa: F401  (the grid spec's bounds and defaults, named here too)
     DEFAULT_ISOLATION,
@@ -189,6 +200,8 @@ def check_data_flags(args) -> None:
             check_dir(flag, getattr(args, dest))
     if getattr(args, "venvs", None) is not None:
         check_file("--venvs", args.venvs)
+    if getattr(args, "limits", None) is not None:
+        check_file("--limits", args.limits)
 
 
 # ---------------------------------------------------------------- grid size

@@ -221,6 +221,7 @@ class Node:
                 store=self.sink,
                 work_dir=self.work_dir,
                 timeout_s=spec.timeout_s,
+                limits=dict(spec.limits),
                 max_model_calls=spec.max_model_calls,
                 isolation=spec.isolation,
                 framework_versions=settings.framework_versions,

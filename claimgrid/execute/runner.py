@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from claimgrid.anybytes import remove_tree, substitutions
 from claimgrid.caps import MAX_RAW_STRING_CHARS, cap_run_evidence, cap_strings, tool_budgets
 from claimgrid.classify.classifier import RunFacts, classify
+from claimgrid.classify.limits import limit_hits
 from claimgrid.classify.reactions import fault_facts
 from claimgrid.execute.cells import Cell
 from claimgrid.inputs.conditions import ContentCondition, SwapCondition
@@ -75,9 +76,22 @@ class GridContext:
     templates: dict = field(default_factory=dict)  # (task, content) -> (path, base commit)
     template_digests: dict = field(default_factory=dict)  # template path -> sha256 at build
     guard: Guard | None = field(default_factory=lambda: _default_guard())
-    model_call_timeout_s: float = 15.0  # per-call deadline adapters give their client (budgets)
+    model_call_timeout_s: float = 15.0  # per-call deadline of a model without resolved limits
+    # Each model's limits (claimgrid.execute.model_limits, resolved once per grid); a model not in it
+    # runs under timeout_s, max_model_calls and model_call_timeout_s above.
+    limits: dict = field(default_factory=dict)
     verify_cache: VerifyCache | None = None  # the node's; None: --no-verify-cache
     boxes: Boxes | None = None  # per-run uid and cgroup leases (claimgrid.sandbox.slots); None: shared
+
+    def limits_for(self, model: str):
+        """``model``'s limits (claimgrid.execute.spec.ModelLimits)."""
+        from claimgrid.execute.spec import ModelLimits
+
+        if model in self.limits:
+            return self.limits[model]
+        return ModelLimits(
+            call_timeout_s=self.model_call_timeout_s, max_model_calls=self.max_model_calls, timeout_s=self.timeout_s
+        )
 
     def template(self, task: Task, content: ContentCondition) -> tuple[Path, str]:
         """The (task, content) template: built once per grid, sealed read-only, its digest kept
@@ -215,9 +229,17 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
 
 def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
     from claimgrid.gateway import RunScript
+    from claimgrid.reference.registry import is_reference
     from claimgrid.reference.script import CallLimits
 
     task, content, swap = ctx.tasks[cell.task], ctx.content[cell.content], ctx.swap[cell.swap]
+    # The run's limits are its assigned model's; the output cap is a real model's (the
+    # assigned one's, or the substitute's when only it is real): the gateway caps real calls only.
+    lim = ctx.limits_for(cell.model)
+    real = not is_reference(cell.model)
+    output_cap = lim.max_output_tokens if real else None
+    if output_cap is None and not is_reference(cell.substitute):
+        output_cap = ctx.limits_for(cell.substitute).max_output_tokens
     run_id = cell.run_id
     # grid.py replay re-uses the recorded delegation id: it is part of every request.
     delegation = ctx.delegations.get(run_id) or delegation_id()
@@ -256,7 +278,12 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
             cell.model,
             cell.substitute,
             agent,
-            limits=CallLimits(max_model_calls=ctx.max_model_calls, model_call_timeout_s=ctx.model_call_timeout_s),
+            limits=CallLimits(
+                max_model_calls=lim.max_model_calls,
+                model_call_timeout_s=lim.call_timeout_s,
+                max_output_tokens=output_cap,
+                max_run_tokens=lim.max_run_tokens,
+            ),
         )
         .with_final_answer(_final_answer(ctx, cell.framework))
         .with_tool_table(table),
@@ -278,15 +305,21 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
         "agent_name": agent,
         "tools": tools,
         "budgets": {
-            "max_model_calls": ctx.max_model_calls,
+            "max_model_calls": lim.max_model_calls,
             "command_timeout_s": COMMAND_TIMEOUT_S,
             "max_output_chars": 16000,
-            "model_call_timeout_s": ctx.model_call_timeout_s,
+            # the client's deadline; for a real model past the gateway's, which ends the call first
+            "model_call_timeout_s": lim.client_deadline_s(real),
             **tool_budgets(),
         },
-        "timeout_s": ctx.timeout_s,
+        "timeout_s": lim.timeout_s,
         "command_sandbox": command_sandbox(ctx.guard, ws, task.python, COMMAND_TIMEOUT_S, box, tmp),
     }
+    # A real model's output cap and token budget, only where the run has them (CONTRACTS: "only when set").
+    if output_cap is not None:
+        ctl["budgets"]["max_output_tokens"] = output_cap
+    if lim.max_run_tokens is not None:
+        ctl["budgets"]["max_run_tokens"] = lim.max_run_tokens
     if table is not None:  # the whole agent in the guard (None: unguarded, the adapter's child)
         assert entry is not None  # the table is its entry's
         ctl["agent_sandbox"] = agent_sandbox(
@@ -295,16 +328,16 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
             agent_python=_real_python(entry.venv_python),
             task_python=task.python,
             gateway_socket=ctx.gateway.unix_socket,
-            timeout_s=ctx.timeout_s,
+            timeout_s=lim.timeout_s,
             box=box,
             tmp=tmp,
         )
-    fault = tool_fault_spec(cell.model, ctx.model_call_timeout_s)
+    fault = tool_fault_spec(cell.model, lim.call_timeout_s)
     if fault is not None:  # for the tool layer only: no request to the model carries it
         ctl["tool_fault"] = fault
     t0, started_unix = time.monotonic(), time.time()
     try:
-        result = ctx.launcher.launch(cell.framework, ctl, ctx.timeout_s)
+        result = ctx.launcher.launch(cell.framework, ctl, lim.timeout_s)
     finally:
         gateway_events, gateway_raw = ctx.gateway.finish(token)
     agent_s = time.monotonic() - t0
@@ -320,6 +353,7 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
     trace, trace_error = parse_trace(final_text)
     process = dict(result.process_event)
     process["adapter_exception"] = outcome.get("error") if isinstance(outcome.get("error"), dict) else None
+    process["timeout_s"] = lim.timeout_s  # the wall-time limit the launcher kept (a limit hit when timed_out)
     runtime = [e for e in outcome.get("events") or [] if isinstance(e, dict)]
     for e in runtime:
         e["source"] = "runtime"  # whatever the adapter wrote, it is runtime evidence
@@ -402,8 +436,14 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
             "substitute": cell.substitute,
             "framework_versions": ctx.framework_versions.get(cell.framework, {}),
             "task_hash": task.task_hash,
-            "timeout_s": ctx.timeout_s,
-            "budget": {"max_model_calls": ctx.max_model_calls, "model_call_timeout_s": ctx.model_call_timeout_s},
+            "timeout_s": lim.timeout_s,
+            "budget": {
+                "max_model_calls": lim.max_model_calls,
+                "model_call_timeout_s": lim.call_timeout_s,
+                # set only where the run had them (a reference run's parity is as it always was)
+                **({"max_output_tokens": output_cap} if output_cap is not None else {}),
+                **({"max_run_tokens": lim.max_run_tokens} if lim.max_run_tokens is not None else {}),
+            },
             "isolation": ctx.isolation,
             "guard": _guard_facts(ctx),
             "swap_from_call": swap.unavailable_from_call,
@@ -438,7 +478,8 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
         limits["text_substituted"] = substituted
     if limits:
         record["limits"] = limits  # what claimgrid.caps cut from this run's stored evidence
-    record["truth"] = truth_for(task, content, swap, cell, ctx.max_model_calls)
+    record["limit_hits"] = limit_hits(parsed) or None  # every limit the run hit (claimgrid.classify.limits)
+    record["truth"] = truth_for(task, content, swap, cell, lim.max_model_calls)
     record = dump(RunRecord.model_validate(record))  # the typed record is what gets written
     ctx.store.append(record)
     remove_tree(run_dir)  # any depth: an agent's 1,200-level tree included

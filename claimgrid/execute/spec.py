@@ -27,6 +27,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from claimgrid import caps
+
 # The allowed ranges of the grid-defining values (the flags check them as they are parsed;
 # meta.json is checked against them when a grid is resumed). README "Choosing a grid" states them.
 MAX_TIMEOUT_S = 86_400.0  # one day per run
@@ -103,6 +105,31 @@ class DataDirs(_Frozen):
     venvs: str
 
 
+class ModelLimits(BaseModel):
+    """One model's limits in a grid (meta.json ``limits``, each record's ``parity.limits``).
+    ``None``: no such limit (a reference model has no output cap and no token budget)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    call_timeout_s: float = Field(gt=0, le=caps.MAX_CALL_TIMEOUT_S, allow_inf_nan=False)
+    max_output_tokens: int | None = Field(default=None, ge=1, le=caps.MAX_OUTPUT_TOKENS)
+    max_model_calls: int = Field(ge=1, le=MAX_MODEL_CALLS)
+    max_run_tokens: int | None = Field(default=None, ge=1, le=caps.MAX_RUN_TOKENS)
+    timeout_s: float = Field(gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)
+    # Where each value came from: default | code | <file>:<glob> | flag (shown in the banner).
+    source: dict[str, str] = Field(default_factory=dict)
+
+    def client_deadline_s(self, real: bool) -> float:
+        """The deadline the adapter gives its model client: the gateway's plus a margin for a
+        real model (the gateway ends the call first and records it), the gateway's for a
+        reference model (whose ``slow`` fault is sized against it)."""
+        return self.call_timeout_s + caps.CLIENT_DEADLINE_MARGIN_S if real else self.call_timeout_s
+
+    def facts(self) -> dict:
+        """The values without their sources (parity: runs pool only under equal limits)."""
+        return self.model_dump(exclude={"source"})
+
+
 class GridSpec(_Frozen):
     """Everything that defines a grid. Two grids with equal specs run the same cells the same way.
 
@@ -120,6 +147,9 @@ class GridSpec(_Frozen):
     verify_cache: bool = True
     budget: Budget = Budget()
     provider_retry: ProviderRetry = ProviderRetry()
+    # Each model's limits, resolved once (claimgrid.execute.model_limits); empty: the grid-wide
+    # timeout_s / max_model_calls with the reference deadline (a grid from before per-model limits).
+    limits: dict[str, ModelLimits] = Field(default_factory=dict)
     data: DataDirs
 
     @classmethod
@@ -137,6 +167,7 @@ class GridSpec(_Frozen):
             verify_cache=meta.get("verify_cache", "on") != "off",
             budget=Budget(**(meta.get("budget") or {})),
             provider_retry=ProviderRetry(**(meta.get("provider_retry") or {})),
+            limits={m: ModelLimits(**v) for m, v in (meta.get("limits") or {}).items()},
             data=data,
         )
 
@@ -175,7 +206,17 @@ class GridSpec(_Frozen):
             "verify_cache": "on" if self.verify_cache else "off",
             "budget": self.budget.model_dump(),
             "provider_retry": self.provider_retry.model_dump(),
+            "limits": {m: lim.model_dump() for m, lim in self.limits.items()},
         }
+
+    def limits_for(self, model: str) -> ModelLimits:
+        """``model``'s limits in this grid (a grid from before per-model limits: its timeout and
+        model-call budget, the reference deadline, no cap and no token budget)."""
+        if model in self.limits:
+            return self.limits[model]
+        return ModelLimits(
+            call_timeout_s=caps.REFERENCE_CALL_TIMEOUT_S, max_model_calls=self.max_model_calls, timeout_s=self.timeout_s
+        )
 
 
 # Fields of GridSpec a resume may give anew (see GridSpec).
@@ -334,6 +375,8 @@ class GridMeta(BaseModel):
     hashes: dict[str, Any] = Field(default_factory=dict)
     budget: dict[str, Any] | None = None
     provider_retry: dict[str, Any] | None = None
+    # Each model's limits (claimgrid.execute.model_limits.ModelLimits, with where each value came from).
+    limits: dict[str, dict] | None = None
     spend: dict[str, Any] | None = None
     stopped_at_budget: dict[str, Any] | None = None
     task_facts: dict[str, dict] = Field(default_factory=dict)  # claimgrid.ledger.facts.grid_facts

@@ -38,6 +38,7 @@ from claimgrid.gateway.safejson import SafeJSONResponse
 from claimgrid.gateway.side_routes import routes as side_routes
 from claimgrid.gateway.swap import swap_for_call
 from claimgrid.reference import gateway_faults as faults
+from claimgrid.reference import registry as reference_registry
 
 OVER_CAP = OVER_CAP_HEADER.decode()
 UNKNOWN_TOKEN = "unknown API key: this token is not registered with the claimgrid gateway"
@@ -70,6 +71,52 @@ def final_answer_text(script, response: dict) -> str | None:
             value = args.get(argument) if isinstance(args, dict) else None
             return value if isinstance(value, str) else None
     return None
+
+
+# The fields a chat request may bound its output with; the dialects translate theirs to max_tokens
+# (Anthropic ``max_tokens``, Responses ``max_output_tokens``: claimgrid.gateway.dialects).
+OUTPUT_FIELDS = ("max_tokens", "max_completion_tokens")
+DIALECT_OUTPUT_FIELD = {"anthropic-messages": "max_tokens", "openai-responses": "max_output_tokens"}
+
+
+def cap_output(body: dict, cap: int, dialect: str) -> tuple[dict, dict]:
+    """``body`` as forwarded under the output-token cap ``cap`` (a copy: the raw log keeps the
+    request as the client sent it), and the exchange event's ``output_cap``: the cap, the value
+    the client asked for (None: none) in the field its dialect spells, and whether the cap
+    lowered or set it (``applied``) or the client's own bound was lower already."""
+    asked = {k: body[k] for k in OUTPUT_FIELDS if isinstance(body.get(k), int) and not isinstance(body.get(k), bool)}
+    out = dict(body)
+    if asked:
+        for key, value in asked.items():
+            out[key] = min(value, cap)
+    else:
+        out["max_tokens"] = cap
+    requested = min(asked.values()) if asked else None
+    field = DIALECT_OUTPUT_FIELD.get(dialect) or (next(iter(asked)) if asked else "max_tokens")
+    return out, {"cap": cap, "requested": requested, "field": field, "applied": requested is None or requested > cap}
+
+
+def cap_native(given: dict, cap: int, dialect: str) -> dict:
+    """The client's own body (forwarded verbatim on a native route) under the output-token cap:
+    its dialect's field lowered or set; every other field kept."""
+    field = DIALECT_OUTPUT_FIELD.get(dialect, "max_tokens")
+    out = dict(given)
+    asked = given.get(field)
+    out[field] = min(asked, cap) if isinstance(asked, int) and not isinstance(asked, bool) else cap
+    return out
+
+
+async def _within(coro, deadline_s: float):
+    """(result, True) when ``coro`` finished within ``deadline_s`` (its exception raised as
+    is), (None, False) when the deadline passed first: it is then cancelled."""
+    task = asyncio.ensure_future(coro)
+    done, _ = await asyncio.wait({task}, timeout=deadline_s)
+    if not done:
+        task.cancel()
+        # A late failure of the cancelled call is nobody's: retrieved here so it is not logged.
+        task.add_done_callback(lambda f: f.cancelled() or f.exception())
+        return None, False
+    return task.result(), True
 
 
 def _error_response(status: int, message: str, code: str | None, headers: dict | None = None, dialect=CHAT):
@@ -119,6 +166,12 @@ def _sent_results(dialect: Dialect, given: dict | None) -> list | None:
 
 class _TooLarge(Exception):
     pass
+
+
+class _DeadlinePassed(Exception):
+    def __init__(self, deadline_s: float):
+        super().__init__(deadline_s)
+        self.deadline_s = deadline_s
 
 
 async def _capped_body(request: Request) -> bytes:
@@ -251,6 +304,8 @@ def create_app(
         fault, delay, queued_ms = None, 0.0, None
         upstream_request = native_answer = None
         tool_calls_cut = 0
+        output_cap: dict | None = None  # the cap set on this call (a real model's), as recorded
+        limit: dict | None = None  # the run limit this call hit (CONTRACTS "Limit hits")
         if bad == TOO_LARGE:  # recorded, its body not stored
             status, error, code = 413, bad, "request_too_large"
         elif bad:
@@ -262,6 +317,15 @@ def create_app(
                 "the gateway refuses further calls"
             )
             headers = {"x-should-retry": "false"}  # a budget does not reset: retrying is pointless
+            limit = {"kind": "turns", "value": script.max_model_calls}
+        elif script.max_run_tokens is not None and state.tokens >= script.max_run_tokens:
+            status, code = 429, "run_token_budget_exhausted"
+            error = (
+                f"run {script.run_id} used its budget of {script.max_run_tokens} tokens ({state.tokens} used); "
+                "the gateway refuses further calls"
+            )
+            headers = {"x-should-retry": "false"}
+            limit = {"kind": "run_tokens", "value": script.max_run_tokens, "used": state.tokens}
         else:
             swap = swap_for_call(script, index)
             if swap == "bound":
@@ -273,24 +337,54 @@ def create_app(
                 status, error, code, headers = faults.refusal(fault)
             else:
                 assert body is not None  # parse_body gives a body or a message (bad)
+                # A real model's call (not a script): capped in output and ended at the deadline.
                 target = target_model(script, swap)
+                real = not reference_registry.is_reference(target)
                 passthrough = native.route(dialect.name, target, swap) if native_ok and given is not None else None
+                forwarded, native_body = body, given
+                if real and script.max_output_tokens is not None:
+                    forwarded, output_cap = cap_output(body, script.max_output_tokens, dialect.name)
+                    if passthrough is not None and given is not None:
+                        native_body = cap_native(given, script.max_output_tokens, dialect.name)
+
+                async def ask():
+                    async with connections.for_model(target) as waited:
+                        if passthrough is not None and native_body is not None:  # the client's body, verbatim
+                            up, nat, rec = await native.call(
+                                passthrough, native_body, request.headers, dispatcher.retry
+                            )
+                            return (native.answer_of(dialect.name, nat, rec, requested, target), up, nat), waited
+                        got = await dispatcher.answer(
+                            script, swap, forwarded, requested, state.progress, index, fault.kind if fault else None
+                        )
+                    return (got, None, None), waited
+
                 try:
-                    async with connections.for_model(target) as queued_ms:
-                        if passthrough is not None and given is not None:  # the client's body, verbatim
-                            upstream_request, native_answer, record = await native.call(
-                                passthrough, given, request.headers, dispatcher.retry
-                            )
-                            answer = native.answer_of(dialect.name, native_answer, record, requested, target)
-                        else:
-                            answer = await dispatcher.answer(
-                                script, swap, body, requested, state.progress, index, fault.kind if fault else None
-                            )
+                    if real:
+                        state.open_calls[index] = t
+                        try:
+                            found, in_time = await _within(ask(), script.model_call_timeout_s)
+                        finally:
+                            state.open_calls.pop(index, None)
+                    else:
+                        found, in_time = await ask(), True
+                    if not in_time:
+                        raise _DeadlinePassed(script.model_call_timeout_s)
+                    (answer, upstream_request, native_answer), queued_ms = found
                     headers, provider = answer.headers, answer.provider
                     tool_calls_cut = _cap_tool_calls(answer.response)
                     if fault is not None:
                         answer.response = faults.alter(fault, answer.response)
                         delay = faults.delay_s(fault, script.model_call_timeout_s)
+                        if delay > script.model_call_timeout_s:  # the fault sends it past the deadline
+                            limit = {"kind": "call_deadline", "value": script.model_call_timeout_s}
+                except _DeadlinePassed as exc:
+                    status, code = 504, "call_deadline_exceeded"
+                    error = (
+                        f"no answer within the run's per-call deadline of {exc.deadline_s:g} s; "
+                        "the gateway ended the call (claimgrid --call-timeout)"
+                    )
+                    limit = {"kind": "call_deadline", "value": exc.deadline_s}
                 except Exception as exc:  # upstream failure: a result to record, not a crash
                     provider = getattr(exc, "provider", None)  # every attempt, when retried
                     status = getattr(exc, "status_code", None)
@@ -327,6 +421,13 @@ def create_app(
         event["messages_n"] = len(messages) if isinstance(messages, list) else None
         if tool_calls_cut:
             event["tool_calls_cut"] = tool_calls_cut  # caps.MAX_TOOL_CALLS_PER_RESPONSE
+        if output_cap is not None:
+            event["output_cap"] = output_cap
+            # Cut by the harness's cap, not by a bound the client set lower itself.
+            if answer is not None and output_cap["applied"] and event.get("finish_reason") == "length":
+                limit = {"kind": "output_cap", "value": output_cap["cap"]}
+        if limit is not None:
+            event["limit"] = limit
         if fault is not None:
             event["fault"] = fault.kind  # the gateway's own record of which call it faulted
             event["delayed_s"] = delay or None

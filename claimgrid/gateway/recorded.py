@@ -4,7 +4,7 @@
 what the recording answered call ``i`` of ``r`` (status, body, headers; a JSON or an SSE
 response as the new request asks), whatever the request says: no model, no key, no
 network. Each replayed exchange event repeats the recorded event's facts (served and
-reported model, swap, cost, provider attempts) and adds ``replay``:
+reported model, swap, cost, provider attempts, the limit it hit and the output cap set on it) and adds ``replay``:
 ``{"request_sha256", "recorded_sha256", "match"}``. A call beyond the recording gets
 ``503`` with code ``replay_exhausted``.
 
@@ -93,6 +93,9 @@ class ReplaySource:
             ),
         )
         event["provider"] = ev.get("provider")
+        for key in ("limit", "output_cap"):  # the limit the recorded call hit, as recorded
+            if ev.get(key) is not None:
+                event[key] = ev[key]
         event["dialect"] = dialect.name
         event["replay"] = {"request_sha256": sha, "recorded_sha256": recorded, "match": sha == recorded}
         if dialect.internal:

@@ -31,6 +31,10 @@ class RunState:
     # Called with each request's call index when it arrives, before it is answered (the
     # harness's turn snapshots of an agent with its own tools, claimgrid.verify.snapshots).
     on_request: Callable[[int], None] | None = None
+    tokens: int = 0  # prompt + completion tokens of the run's answered calls (provider usage)
+    # Calls to a real provider not yet answered: call index -> t (seconds since registration).
+    # Those still open when the run ends are recorded by ``Gateway.finish`` (kind in_flight).
+    open_calls: dict = field(default_factory=dict)
 
     def next_call(self) -> int:
         with self.lock:
@@ -39,9 +43,11 @@ class RunState:
             return index
 
     def record(self, event: dict, raw: dict) -> None:
+        usage = event.get("usage") or {}
         with self.lock:
             self.events.append(event)
             self.raw.append(raw)
+            self.tokens += (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0)
         if self.spend is not None:
             self.spend.add(event)
 

@@ -236,7 +236,14 @@ class Gateway:
     def finish(self, token: str) -> tuple[list[dict], list[dict]]:
         """Unregister the run; return its exchange events and raw exchanges, by call_index."""
         state = self.registry.pop(token)
+        now = state.elapsed()
         with state.lock:
+            # A real provider's call still unanswered when the run ended (its process exited or
+            # was killed while it waited): the gateway's record that the run ended waiting on it.
+            for index, t in sorted(state.open_calls.items()):
+                state.events.append(
+                    {"source": "gateway", "kind": "in_flight", "call_index": index, "t": t, "open_s": round(now - t, 3)}
+                )
             events = sorted(state.events, key=lambda e: e["call_index"])
             raw = sorted(state.raw, key=lambda r: r["call_index"])
         return events, raw

@@ -22,6 +22,9 @@ LINKS = "[design](#design) · [headline](#headline) · [divergence](#divergence)
 
 def did(r: dict) -> str:
     """What the framework did in one run, in the words of the first screen."""
+    if r.get("limit_decided"):
+        # A harness limit ended the run while it waited on the model: not something the framework did.
+        return "stopped by a harness limit"
     reaction = r.get("reaction")
     if reaction is None:
         reaction = (
@@ -286,8 +289,13 @@ def _utility(report, runs) -> str:
     c = [r for r in runs if r["content"] in report.clean]
     if not c:
         return f"{DASH} (not run under {'/'.join(report.clean) or 'clean content'})"
+    # A run a harness limit ended says nothing about the agent: not in the denominator.
+    stopped = sum(1 for r in c if r.get("limit_decided"))
+    c = [r for r in c if not r.get("limit_decided")]
+    if not c:
+        return f"{DASH} (every run ended by a harness limit)"
     passed = [r for r in c if r["outcome"] == "PASS"]
-    text = f"{len(passed)}/{len(c)}"
+    text = f"{len(passed)}/{len(c)}" + (f" ({stopped} ended by a harness limit, not counted)" if stopped else "")
     null_pass = report.null_pass_tasks
     if passed and null_pass and all(r["task"] in null_pass for r in passed):
         text += f" (only {'/'.join(sorted({r['task'] for r in passed}))}, where doing nothing passes)"
@@ -485,10 +493,56 @@ def treatment_line(report) -> list[str]:
     return out
 
 
+def limit_lines(report) -> list[str]:
+    """The limits the runs hit, one line each kind, never folded into the agents' counts: a
+    harness limit that ended runs ("per-call deadline 15 s hit on call 1 in 6 runs: a harness
+    limit, not the agents' result"); a budget the agents used up (their result, with its count);
+    and the tokens the real models' providers reported. Hits an injected fault made, and a reference
+    model's budget hits (the ``looper``'s), are the fault models' (the divergence table), not listed here."""
+    from claimgrid.classify.limits import describe
+
+    decided: Counter[str] = Counter()
+    budgets: Counter[str] = Counter()
+    for r in report.rows:
+        for text in dict.fromkeys(describe(h) for h in r.get("limit_hits") or [] if h.get("decided")):
+            decided[text] += 1
+        if not report.stochastic.get(r["model"]):
+            continue  # a reference model's budget hit is its fault under test (the divergence table)
+        for text in dict.fromkeys(describe(h) for h in r.get("limit_hits") or [] if not h.get("decided")):
+            budgets[text] += 1
+    lines = []
+    if decided:
+        n = sum(1 for r in report.rows if r.get("limit_decided"))
+        lines.append(
+            "**Harness limits**: "
+            + "; ".join(f"{text} in {k} run{'s' if k != 1 else ''}" for text, k in decided.most_common())
+            + f": a harness limit, not the agents' result ({n} run{'s' if n != 1 else ''} UNKNOWN, reason limit; "
+            "raise it with the flag or models/limits.toml)."
+        )
+    if budgets:
+        lines.append(
+            "**Limits reached**: "
+            + "; ".join(f"{text} in {k} run{'s' if k != 1 else ''}" for text, k in budgets.most_common())
+            + " (the run's own budget, or a limit hit before the run went on: classified as the run went)."
+        )
+    real = [r for r in report.rows if report.stochastic.get(r["model"])]
+    if real:
+        prompt = sum(r.get("prompt_tokens") or 0 for r in real)
+        completion = sum(r.get("completion_tokens") or 0 for r in real)
+        lines.append(
+            f"**Tokens** (real models, from the providers' usage): {prompt:,} prompt + {completion:,} completion "
+            f"in {len(real)} run{'s' if len(real) != 1 else ''}."
+        )
+    return lines
+
+
 def first_screen(report) -> list[str]:
     """The summary's lines: bullets (one finding each, with its number) and the divergence
     table. Another finding is one more string in this list (``Report.summary`` bullets it)."""
     lines = [plan_line(report), ""]
+    limits = limit_lines(report)
+    if limits:
+        lines += [*limits, ""]
     lines += divergence_lines(report)
     lines.append("")
     lines += headline_lines(report)
@@ -536,6 +590,8 @@ def terminal_lines(report, folder, width: int = 80) -> list[str]:
     for line in headline_lines(report):
         if line.startswith("**False success**"):
             out += wrap(plain(line), indent="    ")
+    for text in limit_lines(report):
+        out += wrap(text.replace("**", ""))
     out += wrap(f"ledger: {folder}/LEDGER.md", indent="  ")
     out += wrap(f"viewer: {folder}/ledger.html", indent="  ")
     return out

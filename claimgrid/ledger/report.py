@@ -75,6 +75,17 @@ def num(v, unit: str = "", digits: int = 0) -> str:
     return DASH if v is None else f"{half_up(float(v), digits)}{unit}"
 
 
+def limit_note(r: dict) -> str:
+    """RUNS.md's note of the limits a run hit (none: empty)."""
+    from claimgrid.classify.limits import describe
+
+    hits = r.get("limit_hits") or []
+    if not hits:
+        return ""
+    text = "; ".join(describe(h) + (" (harness limit)" if h.get("decided") else "") for h in hits)
+    return f" · limit: {text}"
+
+
 def heading(anchor: str, title: str) -> str:
     return f'<a id="{anchor}"></a>\n## {title}'
 
@@ -101,6 +112,10 @@ class Report:
             faults = (ledger.records.get(r["run_id"]) or {}).get("faults") or {}
             r["reaction"], r["retried"] = faults.get("reaction"), bool(faults.get("retried"))
             r["fault"], r["fault_call"] = faults.get("fault"), faults.get("fault_call")
+            # Limits the run hit other than through an injected fault (claimgrid.classify.limits).
+            hits = (ledger.records.get(r["run_id"]) or {}).get("limit_hits") or []
+            r["limit_hits"] = [h for h in hits if not h.get("fault")]
+            r["limit_decided"] = any(h.get("decided") for h in r["limit_hits"])
         self.identity = IDENTITY
         self.T_FIRED, self.T_NOT_REACHED, self.T_NOOP, self.T_UNKNOWN = (
             TREAT_FIRED,
@@ -363,6 +378,12 @@ class Report:
             label, runs = units[0]
             return fn(runs) + (f" ({label})" if len(self.frameworks) > 1 else "")
         return "; ".join(f"{label}: {fn(runs)}" for label, runs in units)
+
+    def limit_lines(self) -> list[str]:
+        """The limits the runs hit, in words (claimgrid.ledger.firstscreen.limit_lines)."""
+        from claimgrid.ledger.firstscreen import limit_lines
+
+        return limit_lines(self)
 
     def summary(self) -> str:
         """The first screen (:mod:`claimgrid.ledger.firstscreen`): at most about fifteen lines,
@@ -1273,7 +1294,7 @@ class Report:
                     DASH
                     if r is None
                     else f"[{r['claim_vs_outcome']} · {r['claim_verdict']} · {r['outcome']} · inj {r['injection']} · "
-                    f"{r['process']}]({r['evidence_dir']}/RUN.md)"
+                    f"{r['process']}{limit_note(r)}]({r['evidence_dir']}/RUN.md)"
                 )
             rows.append(row)
         head = (

@@ -22,10 +22,13 @@ REFERENCE_MODEL_NAMES = NAMES
 
 @dataclass(frozen=True)
 class CallLimits:
-    """A run's model-call budget (the gateway refuses further calls) and per-call deadline."""
+    """A run's model-call budget (the gateway refuses further calls), per-call deadline, the
+    output-token cap of its real calls and its token budget (None: none)."""
 
     max_model_calls: int = 24
     model_call_timeout_s: float = 15.0
+    max_output_tokens: int | None = None
+    max_run_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,10 @@ class RunScript:
     reported_name: str | None = None
     max_model_calls: int = 24
     model_call_timeout_s: float = 15.0  # the run's per-call deadline (the ``slow`` fault exceeds it)
+    # The output-token cap the gateway sets on each real (non-reference) call, and the run's
+    # prompt+completion token budget (claimgrid.execute.model_limits; None: none).
+    max_output_tokens: int | None = None
+    max_run_tokens: int | None = None
     # The framework's final-answer protocol (venvs.toml ``final_answer``): None = a plain text
     # message ends the run; (tool, argument) = the framework ends only on a call of ``tool``
     # with the answer in ``argument`` (claimgrid.gateway.scripted.in_protocol).
@@ -133,6 +140,8 @@ class RunScript:
             reported_name=swap.reported_name,
             max_model_calls=limits.max_model_calls,
             model_call_timeout_s=limits.model_call_timeout_s,
+            max_output_tokens=limits.max_output_tokens,
+            max_run_tokens=limits.max_run_tokens,
         )
 
     def with_final_answer(self, final_answer: tuple[str, str] | None) -> RunScript:

@@ -213,6 +213,23 @@ class Replay(Payload):
     match: bool | None = None
 
 
+class OutputCap(Payload):
+    """The output-token cap the gateway set on a real model's call (claimgrid.execute.model_limits)."""
+
+    cap: int | None = None
+    requested: int | None = None  # what the client asked for (None: no bound)
+    field: str | None = None  # the field its dialect spells it in
+    applied: bool | None = None  # the cap lowered or set the bound (False: the client's was lower)
+
+
+class LimitHit(Payload):
+    """A run limit one call hit (``kind``: call_deadline | output_cap | turns | run_tokens)."""
+
+    kind: str | None = None
+    value: float | None = None
+    used: int | None = None
+
+
 class GatewayExchange(GatewayEvent):
     """One model request the gateway answered or refused."""
 
@@ -244,10 +261,22 @@ class GatewayExchange(GatewayEvent):
     queued_ms: float | None = None
     replay: Replay | None = None
     dialect: str | None = None  # the API the client spoke (None: recorded before dialects existed)
+    output_cap: OutputCap | None = None  # a real model's call: the cap set on it
+    limit: LimitHit | None = None  # the run limit this call hit
 
     @property
     def answered(self) -> bool:
         return self.status == 200
+
+
+class GatewayInFlight(GatewayEvent):
+    """A real provider's call still unanswered when the run ended (its process exited or was
+    killed while the gateway waited on the provider)."""
+
+    kind: Literal["in_flight"] = "in_flight"
+    call_index: int | None = None
+    t: float | None = None
+    open_s: float | None = None
 
 
 # ------------------------------------------------------------------ source "tools"
@@ -450,6 +479,7 @@ class ProcessExit(ProcessEvent):
     cpu_s: float | None = None
     adapter_exception: Any = None
     launch_error: str | None = None
+    timeout_s: float | None = None  # the run's wall-time limit (None: recorded before it was)
 
 
 # ------------------------------------------------------------------ parsing and filters
@@ -470,6 +500,7 @@ _KINDS: dict[tuple[str, str], type[Event]] = {
     ("runtime", "error"): RuntimeErrorEvent,
     ("runtime", "limits"): RuntimeLimits,
     ("gateway", "exchange"): GatewayExchange,
+    ("gateway", "in_flight"): GatewayInFlight,
     ("tools", "tool_call"): ToolCall,
     ("verifier", "diff"): Diff,
     ("verifier", "required_files"): RequiredFiles,

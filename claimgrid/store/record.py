@@ -139,8 +139,24 @@ class Classification(_Model):
     channel_detail: ChannelDetail | None = None
     evidence: EvidenceRules | None = None
     # Added with real-model grids: "provider" when a real provider failed a call past the gateway's retries;
-    # "cap" when the outcome needs what a verifier cap cut (the cap and the files in the diff event).
-    unknown_reason: Literal["provider", "cap"] | None = None
+    # "cap" when the outcome needs what a verifier cap cut (the cap and the files in the diff event);
+    # "limit" when a harness limit ended the work while the harness waited on the model (the
+    # record's limit_hits names it: claimgrid.classify.limits).
+    unknown_reason: Literal["provider", "cap", "limit"] | None = None
+
+
+class LimitHitFact(_Model):
+    """One limit a run hit (claimgrid.classify.limits.limit_hits): which, its value, the call,
+    the evidence channel, and whether it ended the work (``decided``)."""
+
+    limit: str
+    value: float | None = None
+    call_index: int | None = None
+    source: Literal["gateway", "process"]
+    decided: bool
+    used: int | None = None  # a token budget: the tokens used when it refused
+    fault: str | None = None  # the gateway fault that made the call miss the deadline
+    waiting_on_call: int | None = None  # wall time: the model call open at the kill
 
 
 class Parity(_Model):
@@ -261,6 +277,9 @@ class RunRecord(_Model):
     task_provenance: TaskProvenance | None = None
     faults: Faults | None = None  # None in records older than fault facts
     limits: EvidenceLimits | None = None  # None: no cap was reached
+    # Every run limit the run hit (per-call deadline, output cap, turns, tokens, wall time);
+    # None: none, or a record older than the field.
+    limit_hits: list[LimitHitFact] | None = None
     node: RunNode | None = None  # None in records older than the field
     # The sha256 of the run's manifest.json (claimgrid.store.folder): set by RunStore.append.
     evidence_sha256: str | None = None

@@ -92,7 +92,8 @@ def test_upstream_failure_is_recorded_not_raised(tasks, monkeypatch):
         port = s.getsockname()[1]
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     monkeypatch.setenv("OPENAI_API_BASE", f"http://127.0.0.1:{port}/v1")
-    token, _ = register(tasks["write-status"], model="openai/claimgrid-nowhere-model")
+    # A deadline past the gateway's retries (1+2+4+8 s of back-off): the failure, not the deadline, ends the call.
+    token, _ = register(tasks["write-status"], model="openai/claimgrid-nowhere-model", model_call_timeout_s=60)
     _, info = http_turn(shared_gateway().url, token, "x", [{"role": "user", "content": "go"}], False)
     events, _ = shared_gateway().finish(token)
     assert info["status"] >= 500 and info["error"]["code"] == "upstream_error"

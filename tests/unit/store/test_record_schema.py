@@ -68,7 +68,7 @@ def test_a_record_of_the_previous_release_reads_and_every_field_is_declared():
     # final-answer tool, the probe handling, an agent's own tools and its final-answer call came later).
     c = raw["classification"]
     later = {**c, "claim_phrase": None, "claim_language": None, "evidence": {**c["evidence"], "read_coverage": None}}
-    assert dump(rec) == {**raw, "limits": None, "node": None, "classification": later,
+    assert dump(rec) == {**raw, "limits": None, "limit_hits": None, "node": None, "classification": later,
                          "facts": {**raw["facts"], "final_answer_tool": None, "own_tools": None,
                                    "final_answer_call": None},
                          "faults": {**raw["faults"], "handling": None, "handling_evidence": None}}
