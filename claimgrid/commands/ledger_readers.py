@@ -43,6 +43,7 @@ READERS: tuple[Reader, ...] = (
     Reader("replay", ("replay", "{ledger}", "--venvs", "{venvs}", "--out", "{out}", "--no-progress"), "runs.jsonl"),
     Reader("export inspect", ("export", "{ledger}", "--format", "inspect", "--out", "{out}"), "runs.jsonl"),
     Reader("export otel", ("export", "{ledger}", "--format", "otel", "--out", "{out}"), "runs.jsonl"),
+    Reader("report", ("report", "{ledger}"), "runs.jsonl"),
     Reader("check --transcript", ("check", "--final", "{final}", "--transcript", "{events}"), "events.jsonl"),
     Reader("check --report", ("check", "--report", "{log}"), "verdict log"),
 )

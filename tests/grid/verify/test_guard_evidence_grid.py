@@ -25,6 +25,7 @@ import pytest
 from claimgrid.sandbox.guard import detect
 from claimgrid.store import RunStore
 from claimgrid.store.lines import read_runs
+from claimgrid.store.seal import load_key
 
 from tests.conftest import ROOT
 
@@ -138,10 +139,21 @@ def test_a_template_tampered_mid_grid_is_a_harness_error_never_copied(tmp_path, 
     assert {r["classification"]["outcome"] for r in records} == {"EMPTY_DIFF"}
 
 
+def _unfinished(out: Path, keep: int) -> None:
+    """``out`` as its publisher's grid stopped after ``keep`` lines: the lines and meta.json
+    re-sealed with the session's key (a ledger cut after its seal is refused: the seal covers
+    the set of lines)."""
+    store = RunStore(out, load_key())
+    meta = store.read_meta()
+    meta.update(finished=None)
+    store.rewrite(_records(out)[:keep])
+    store.write_meta(meta)
+
+
 def test_two_concurrent_resumes_one_writer(tmp_path, venvs_toml, small_grid):
     out = _copy(small_grid, tmp_path / "grid")
     lines = (out / "runs.jsonl").read_text().splitlines(keepends=True)
-    (out / "runs.jsonl").write_text("".join(lines[:-2]))  # two cells to run again
+    _unfinished(out, len(lines) - 2)  # two cells to run again
     first = _grid("run", "--resume", str(out), "--venvs", str(venvs_toml))
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and first.poll() is None:
@@ -198,7 +210,9 @@ def test_torn_lines(tmp_path, venvs_toml, small_grid):
     out = _copy(small_grid, tmp_path / "last")
     data = (out / "runs.jsonl").read_text()
     torn = data.rstrip("\n").rsplit("\n", 1)
-    (out / "runs.jsonl").write_text(torn[0] + "\n" + torn[1][:40])  # a kill mid-append
+    _unfinished(out, len(data.splitlines()) - 1)
+    with (out / "runs.jsonl").open("a") as f:
+        f.write(torn[1][:40])  # a kill mid-append
     code, text, err = _run("run", "--resume", str(out), "--venvs", str(venvs_toml))
     assert code == 0, text + err
     assert f"dropped a torn last line (line {len(data.splitlines())}" in text
