@@ -128,7 +128,9 @@ def test_reclassify_reports_what_changed_and_why(default_grid, tmp_path, capsys)
     assert main(["reclassify", str(folder)]) == 0
     out = capsys.readouterr().out
     report = (folder / "reclassify.txt").read_text()
-    assert report.startswith(f"{len(old)} of {len(old)} runs changed")  # every run gains the new fields
+    # every run gains the new fields (after the line on the classification tables, when they differ)
+    head = report.split("\n\n", 1)[0].splitlines()
+    assert f"{len(old)} of {len(old)} runs changed, 0 kept" in head, head
     block = report.split(target["run_id"] + "\n", 1)[1].split("\n\n")[0]
     assert "claim_verdict: read-only imposture -> consistent (change evidence tool layer" in block
     assert "declarations: (not recorded) -> " in block

@@ -200,6 +200,16 @@ def _subset(folder: Path, dest: Path) -> list[dict]:
         for rec in chosen.values():
             fh.write(json.dumps(rec) + "\n")
             shutil.copytree(folder / rec["evidence_dir"], dest / rec["evidence_dir"])
+    # Re-sealed by the publisher (the session's key) as an unfinished grid: the seal covers the
+    # set of lines, so a subset is a ledger of its own, not a cut one.
+    from claimgrid.store import RunStore
+    from claimgrid.store.seal import load_key
+
+    store = RunStore(dest, load_key())
+    meta = store.read_meta()
+    meta.update(finished=None)
+    store.rewrite(list(chosen.values()))
+    store.write_meta(meta)
     return list(chosen.values())
 
 
