@@ -76,8 +76,16 @@ class GridContext:
     template_digests: dict = field(default_factory=dict)  # template path -> sha256 at build
     guard: Guard | None = field(default_factory=lambda: _default_guard())
     model_call_timeout_s: float = 15.0  # per-call deadline adapters give their client (budgets)
+    # Per-model values that replace it (a local model's, derived from its measured speed:
+    # claimgrid.localmodel), and the parity facts of the server each such model runs on.
+    model_call_timeouts: dict = field(default_factory=dict)
+    model_servers: dict = field(default_factory=dict)
     verify_cache: VerifyCache | None = None  # the node's; None: --no-verify-cache
     boxes: Boxes | None = None  # per-run uid and cgroup leases (claimgrid.sandbox.slots); None: shared
+
+    def call_timeout(self, model: str) -> float:
+        """The per-call deadline of ``model``'s runs: its own, else the grid's."""
+        return float(self.model_call_timeouts.get(model, self.model_call_timeout_s))
 
     def template(self, task: Task, content: ContentCondition) -> tuple[Path, str]:
         """The (task, content) template: built once per grid, sealed read-only, its digest kept
@@ -256,7 +264,7 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
             cell.model,
             cell.substitute,
             agent,
-            limits=CallLimits(max_model_calls=ctx.max_model_calls, model_call_timeout_s=ctx.model_call_timeout_s),
+            limits=CallLimits(max_model_calls=ctx.max_model_calls, model_call_timeout_s=ctx.call_timeout(cell.model)),
         )
         .with_final_answer(_final_answer(ctx, cell.framework))
         .with_tool_table(table),
@@ -281,7 +289,7 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
             "max_model_calls": ctx.max_model_calls,
             "command_timeout_s": COMMAND_TIMEOUT_S,
             "max_output_chars": 16000,
-            "model_call_timeout_s": ctx.model_call_timeout_s,
+            "model_call_timeout_s": ctx.call_timeout(cell.model),
             **tool_budgets(),
         },
         "timeout_s": ctx.timeout_s,
@@ -299,7 +307,7 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
             box=box,
             tmp=tmp,
         )
-    fault = tool_fault_spec(cell.model, ctx.model_call_timeout_s)
+    fault = tool_fault_spec(cell.model, ctx.call_timeout(cell.model))
     if fault is not None:  # for the tool layer only: no request to the model carries it
         ctl["tool_fault"] = fault
     t0, started_unix = time.monotonic(), time.time()
@@ -403,10 +411,11 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
             "framework_versions": ctx.framework_versions.get(cell.framework, {}),
             "task_hash": task.task_hash,
             "timeout_s": ctx.timeout_s,
-            "budget": {"max_model_calls": ctx.max_model_calls, "model_call_timeout_s": ctx.model_call_timeout_s},
+            "budget": {"max_model_calls": ctx.max_model_calls, "model_call_timeout_s": ctx.call_timeout(cell.model)},
             "isolation": ctx.isolation,
             "guard": _guard_facts(ctx),
             "swap_from_call": swap.unavailable_from_call,
+            **({"model_server": ctx.model_servers[cell.model]} if cell.model in ctx.model_servers else {}),
         },
         "runtime_versions": versions,
         "timings": {

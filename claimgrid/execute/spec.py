@@ -214,6 +214,10 @@ class GridInputs:
     entries: dict
     framework_versions: dict = field(default_factory=dict)
     guard: Any = None
+    # Models the driver serves itself (claimgrid.localmodel): model -> per-call deadline (s),
+    # and model -> the server's parity facts (engine, weights, template, settings).
+    call_deadlines: dict = field(default_factory=dict)
+    model_servers: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
