@@ -42,7 +42,8 @@ def cmd_run(args) -> int:
         guard = _guard(args.guard)
         spec, store = _new_grid(args, data)
     settings = flags.run_settings(args, meta.dump() if meta else None, spec.selection.all_models)
-    local = localmodel.check(list(spec.selection.all_models))  # a bad models/local.toml entry: one line
+    catalog = getattr(args, "local_models", None) or localmodel.CATALOG
+    local = localmodel.check(list(spec.selection.all_models), catalog)  # a bad entry: one line
     if settings.backend == "ray":
         if local:
             raise ClaimgridError(
@@ -55,7 +56,7 @@ def cmd_run(args) -> int:
     cells = plan(spec.selection, data.content, data.swap)
     # Each local model's server runs while the grid does, and is stopped however the grid
     # ends (an error, Ctrl-C); if the driver is killed, the server sees its pipe close.
-    servers = localmodel.serve(list(spec.selection.all_models), settings.jobs)
+    servers = localmodel.serve(list(spec.selection.all_models), settings.jobs, catalog)
     try:
         inputs = _prepare(spec, data, guard, servers)
         if meta is None:

@@ -3,7 +3,7 @@
 The public face: :data:`PREFIX`, :func:`is_local`, :func:`names`, :func:`serve` (start one
 server per local model of a grid, ready, with its provenance and per-call deadline) and
 :class:`Served` (``api_base``, ``facts()``, ``deadline``, ``stop()``). The server is its own
-process (:mod:`.server`); the engine, llama.cpp's prebuilt libraries from the
+process (:mod:`.model_server`); the engine, llama.cpp's prebuilt libraries from the
 ``local-model`` extra, is imported only there. Nothing here talks to the gateway: the
 driver registers each served model with it (claimgrid.gateway.providers.register_local).
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 from claimgrid import ROOT
 from claimgrid.errors import ClaimgridError
 from claimgrid.localmodel.catalog import LocalModel, entry, load_catalog
-from claimgrid.localmodel.process import Served, call_deadline, start
+from claimgrid.localmodel.lifecycle import Served, call_deadline, start
 
 PREFIX = "local/"
 CATALOG = ROOT / "models" / "local.toml"

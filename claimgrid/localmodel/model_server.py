@@ -1,7 +1,7 @@
 """The local model server: one GGUF served as OpenAI chat completions on 127.0.0.1.
 
-Run only as its own process (``python -m claimgrid.localmodel.server CONFIG_JSON``, started
-by :mod:`claimgrid.localmodel.process`): the driver never loads a model. It
+Run only as its own process (``python -m claimgrid.localmodel.model_server CONFIG_JSON``, started
+by :mod:`claimgrid.localmodel.lifecycle`): the driver never loads a model. It
 
 * dies with its parent: ``PR_SET_PDEATHSIG`` (SIGKILL when the driver's thread that
   started it ends, the driver killed by SIGKILL included), and a thread that reads its
@@ -25,7 +25,7 @@ request gives them (else the entry's temperature, top_p 0.95), top_k 40, min_p 0
 repeat penalty; the sampler seed is the request's ``seed``, else the entry's seed plus the
 call's index on this server (calls differ, a server's sequence is reproducible).
 ``usage`` is counted by the model's tokenizer: prompt tokens as templated, completion tokens
-as sampled. Tools: :mod:`.tools` (the documented rule); ``content`` is the raw text.
+as sampled. Tools: :mod:`.toolcalls` (the documented rule); ``content`` is the raw text.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from pathlib import Path
 
 from claimgrid.caps import LOCAL_MODEL_WARMUP_OUTPUT_TOKENS, LOCAL_MODEL_WARMUP_PROMPT_TOKENS
 from claimgrid.errors import ClaimgridError
-from claimgrid.localmodel import native, tools, weights
+from claimgrid.localmodel import native, toolcalls, weights
 from claimgrid.localmodel.catalog import GGUF_TEMPLATE, LocalModel
 
 ENGINE = "llama-cpp-py-sync"
@@ -135,7 +135,7 @@ class Engine:
             "temperature": model.temperature,
             "max_output_tokens": model.max_output_tokens,
             "sampling": "top_k 40, top_p 0.95 (or the call's), min_p 0.05, no repeat penalty",
-            "tool_call_rule": "claimgrid/localmodel/tools.py: <tool_call>{name, arguments}</tool_call> or one bare JSON object",
+            "tool_call_rule": "claimgrid/localmodel/toolcalls.py: <tool_call>{name, arguments}</tool_call> or one bare JSON object",
         }
 
     def _template(self, catalog: Path) -> tuple[bytes, str]:
@@ -259,7 +259,7 @@ class Engine:
         offered = body.get("tools") if isinstance(body.get("tools"), list) else []
         choice = body.get("tool_choice")
         try:
-            prompt = self.render(tools.render_messages(messages, offered, choice))
+            prompt = self.render(toolcalls.render_messages(messages, offered, choice))
         except ValueError as exc:
             return 400, _error(str(exc), "invalid_request_error")
         tokens = self.llm.tokenize(prompt, add_special=True, parse_special=True)
@@ -283,7 +283,7 @@ class Engine:
             seed = body.get("seed")
             seed = seed if isinstance(seed, int) and not isinstance(seed, bool) else self.model.seed + index
             text, n_out, finish, _, _ = self._generate(tokens, limit, temp, top_p, seed & 0xFFFFFFFF, stops)
-        calls = tools.parse_tool_calls(text) if tools.tools_prompt(offered, choice) else []
+        calls = toolcalls.parse_tool_calls(text) if toolcalls.tools_prompt(offered, choice) else []
         message: dict = {"role": "assistant", "content": text}
         if calls:
             message["tool_calls"] = calls

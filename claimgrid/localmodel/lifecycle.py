@@ -1,6 +1,6 @@
 """The driver's side of a local model: start its server process, wait for it, stop it.
 
-:func:`start` runs ``python -m claimgrid.localmodel.server`` (never in the driver process)
+:func:`start` runs ``python -m claimgrid.localmodel.model_server`` (never in the driver process)
 in its own session, with a pipe on its stdin that only the driver holds: the server exits
 on that pipe's EOF, so however the driver ends (normal end, error, Ctrl-C, SIGTERM, or
 SIGKILL, when the kernel closes the pipe) the server ends too, and ``PR_SET_PDEATHSIG``
@@ -115,7 +115,7 @@ def start(model: str, name: str, entry: LocalModel, catalog: Path, jobs: int, ca
     fd, log = tempfile.mkstemp(prefix=f"server-{name}-", suffix=".log", dir=cache)
     with os.fdopen(fd, "wb") as stderr:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "claimgrid.localmodel.server", json.dumps(config)],
+            [sys.executable, "-m", "claimgrid.localmodel.model_server", json.dumps(config)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=stderr,
