@@ -16,8 +16,9 @@ by :mod:`claimgrid.localmodel.lifecycle`): the driver never loads a model. It
 Endpoints: ``GET /health``, ``GET /v1/models``, ``POST /v1/chat/completions`` (non-streaming,
 and ``"stream": true`` as Server-Sent Events of the finished answer: the gateway's upstream
 call does not stream, a client that asks still gets the OpenAI event shape). Calls are
-answered one at a time (one llama.cpp context); the tokens a call shares with the previous
-call's prompt are reused from the KV cache, as llama.cpp's own server does.
+answered one at a time (one llama.cpp context); the tokens a call shares with a recent
+call's prompt are reused from the KV cache (``SLOTS`` conversations kept), as llama.cpp's own
+server reuses its slots' prompts.
 
 Per call: ``max_tokens`` (or ``max_completion_tokens``) capped at the entry's
 ``max_output_tokens`` and at what the context has left; ``temperature`` and ``top_p`` as the
@@ -49,6 +50,10 @@ from claimgrid.localmodel import native, toolcalls, weights
 from claimgrid.localmodel.catalog import GGUF_TEMPLATE, LocalModel
 
 ENGINE = "llama-cpp-py-sync"
+# KV-cache slots: the prompts of this many recent conversations are kept, so a run's next
+# call (and another run of the same framework and task, whose prompt differs only near its
+# end) evaluates only its new tokens. Memory: SLOTS x context x the model's KV bytes per token.
+SLOTS = 4
 PR_SET_PDEATHSIG = 1
 # A fixed conversation rendered with the template at start: its sha256 pins what the
 # template does to messages (a built-in template's text is code inside llama.cpp).
@@ -104,13 +109,23 @@ class Engine:
         bindings._find_library = lambda: str(lib_dir / "libllama.so")  # type: ignore[attr-defined]
         from llama_cpp_py_sync import Llama
 
-        self.llm = Llama(str(path), n_ctx=model.context, n_threads=model.threads, seed=model.seed, verbose=False)
+        # SLOTS sequences, each with the entry's whole context (llama.cpp splits n_ctx among them).
+        self.llm = Llama(
+            str(path),
+            n_ctx=model.context * SLOTS,
+            n_seq_max=SLOTS,
+            n_threads=model.threads,
+            seed=model.seed,
+            verbose=False,
+        )
         self.lib, self.ffi = self.llm._lib, self.llm._ffi
         # Only the last token's logits are needed; the bindings turn on embeddings for all.
         self.lib.llama_set_embeddings(self.llm._ctx, False)
         self.template, template_text = self._template(catalog)
         self.lock = threading.Lock()
-        self.cached: list[int] = []
+        self.slots: list[list[int]] = [[] for _ in range(SLOTS)]
+        self.used = [0] * SLOTS
+        self.calls_served = 0
         self.calls = 0
         manifest = json.loads((package_dir / "native_manifest.json").read_text())
         self.provenance = {
@@ -130,6 +145,7 @@ class Engine:
                 "probe_sha256": hashlib.sha256(self.render(PROBE).encode()).hexdigest(),
             },
             "context": model.context,
+            "kv_slots": SLOTS,
             "threads": model.threads,
             "seed": model.seed,
             "temperature": model.temperature,
@@ -183,28 +199,68 @@ class Engine:
         raise ValueError("the chat template's output did not fit")
 
     # --- generation
-    def _prefill(self, tokens: list[int]) -> int:
-        """Evaluate ``tokens``, reusing the KV cache's common prefix; returns n_past."""
-        common = 0
-        for a, b in zip(self.cached, tokens[:-1]):
-            if a != b:
-                break
-            common += 1
-        if common < len(self.cached):
-            mem = self.lib.llama_get_memory(self.llm._ctx)
-            if not self.lib.llama_memory_seq_rm(mem, 0, common, -1):
-                self.lib.llama_memory_clear(mem, True)
-                common = 0
-        self.cached = list(tokens[:common])
-        n_past = self.llm._eval_tokens(tokens[common:], common)
-        self.cached = list(tokens)
-        return n_past
+    def _slot_for(self, tokens: list[int]) -> tuple[int, int]:
+        """The KV-cache slot to use for ``tokens`` and how many leading tokens it already
+        holds: the slot with the longest common prefix, else the least recently used."""
+        best, best_common = 0, -1
+        for i, cached in enumerate(self.slots):
+            common = 0
+            for a, b in zip(cached, tokens[:-1]):  # at least one token is evaluated: fresh logits
+                if a != b:
+                    break
+                common += 1
+            key = (common, -self.used[i])
+            if key > (best_common, -self.used[best]) or best_common < 0:
+                best, best_common = i, common
+        return best, best_common
+
+    def _eval(self, tokens: list[int], n_past: int, seq: int) -> int:
+        """Evaluate ``tokens`` at positions ``n_past...`` of sequence ``seq`` in batches of
+        ``n_batch``, logits for the last token only (the bindings' own method is sequence 0 only)."""
+        lib, n_batch = self.lib, self.llm._n_batch
+        for start in range(0, len(tokens), n_batch):
+            chunk = tokens[start : start + n_batch]
+            batch = lib.llama_batch_init(len(chunk), 0, 1)
+            try:
+                batch.n_tokens = len(chunk)
+                for i, tok in enumerate(chunk):
+                    batch.token[i], batch.pos[i], batch.n_seq_id[i] = tok, n_past + start + i, 1
+                    batch.seq_id[i][0], batch.logits[i] = seq, 0
+                if start + len(chunk) >= len(tokens):
+                    batch.logits[len(chunk) - 1] = 1
+                if lib.llama_decode(self.llm._ctx, batch) != 0:
+                    raise RuntimeError("llama_decode failed")
+            finally:
+                lib.llama_batch_free(batch)
+        return n_past + len(tokens)
+
+    def _forget(self, seq: int | None = None) -> None:
+        """Empty one slot's KV cache (None: every slot)."""
+        mem = self.lib.llama_get_memory(self.llm._ctx)
+        for i in range(len(self.slots)) if seq is None else [seq]:
+            self.lib.llama_memory_seq_rm(mem, i, 0, -1)
+            self.slots[i] = []
+
+    def _prefill(self, tokens: list[int]) -> tuple[int, int]:
+        """Evaluate ``tokens`` in a slot, reusing the tokens it shares with what that slot
+        holds (as llama.cpp's server reuses a slot's prompt); returns (slot, n_past)."""
+        seq, common = self._slot_for(tokens)
+        self.calls_served += 1
+        self.used[seq] = self.calls_served
+        mem = self.lib.llama_get_memory(self.llm._ctx)
+        if not self.lib.llama_memory_seq_rm(mem, seq, common, -1):
+            self.lib.llama_memory_seq_rm(mem, seq, 0, -1)
+            common = 0
+        self.slots[seq] = list(tokens[:common])
+        n_past = self._eval(tokens[common:], common, seq)
+        self.slots[seq] = list(tokens)
+        return seq, n_past
 
     def _generate(self, tokens, max_tokens, temperature, top_p, seed, stops, stop_at_eog=True):
         llm, lib = self.llm, self.lib
         llm._configure_generation_sampler(temperature, 40, top_p, 0.05, 1.0, 64, seed)
         t0 = time.perf_counter()
-        n_past = self._prefill(tokens)
+        seq, n_past = self._prefill(tokens)
         t1 = time.perf_counter()
         out, raw, finish = [], b"", "length"
         try:
@@ -215,14 +271,13 @@ class Engine:
                     break
                 out.append(tok)
                 raw += llm._token_to_bytes(tok)
-                n_past = llm._eval_tokens([tok], n_past)
-                self.cached.append(tok)
+                n_past = self._eval([tok], n_past, seq)
+                self.slots[seq].append(tok)
                 if stops and any(s in raw.decode("utf-8", "ignore") for s in stops):
                     finish = "stop"
                     break
         except BaseException:
-            self.cached = []
-            self.lib.llama_memory_clear(self.lib.llama_get_memory(llm._ctx), True)
+            self._forget(seq)
             raise
         text = raw.decode("utf-8", "replace")
         if stops:
@@ -237,13 +292,11 @@ class Engine:
         tokens = self.llm.tokenize(text, add_special=True, parse_special=False)[:LOCAL_MODEL_WARMUP_PROMPT_TOKENS]
         with self.lock:
             for _ in range(2):  # the second pass is the measurement
-                self.cached = []
-                self.lib.llama_memory_clear(self.lib.llama_get_memory(self.llm._ctx), True)
+                self._forget()
                 _, n_out, _, pp_s, tg_s = self._generate(
                     tokens, LOCAL_MODEL_WARMUP_OUTPUT_TOKENS, 0.7, 0.95, self.model.seed, [], stop_at_eog=False
                 )
-            self.cached = []
-            self.lib.llama_memory_clear(self.lib.llama_get_memory(self.llm._ctx), True)
+            self._forget()
         return {
             "prompt_tokens": len(tokens),
             "prompt_tokens_per_s": round(len(tokens) / max(pp_s, 1e-6), 1),
