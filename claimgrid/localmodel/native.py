@@ -111,6 +111,43 @@ def patch_library(data: bytearray) -> int:
     return renamed
 
 
+def needs(data: bytes | bytearray) -> tuple[set[str], set[str]]:
+    """What an ELF64 library asks of others: its undefined dynamic symbols' names and the
+    symbol versions it requires (``.gnu.version_r``)."""
+    shoff, shentsize, shnum = struct.unpack_from("<Q", data, 0x28)[0], *struct.unpack_from("<HH", data, 0x3A)
+    sections = []
+    for i in range(shnum):
+        off = shoff + i * shentsize
+        sections.append(
+            (
+                struct.unpack_from("<I", data, off + 4)[0],
+                *struct.unpack_from("<QQ", data, off + 0x18),
+                struct.unpack_from("<I", data, off + 0x28)[0],
+                struct.unpack_from("<Q", data, off + 0x38)[0],
+            )
+        )
+    symbols, versions = set(), set()
+    for sh_type, sh_offset, sh_size, sh_link, sh_entsize in sections:
+        strtab = sections[sh_link][1]
+        if sh_type == SHT_DYNSYM:
+            for off in range(sh_offset, sh_offset + sh_size, sh_entsize or 24):
+                if struct.unpack_from("<H", data, off + 6)[0] == 0:
+                    symbols.add(_cstr(data, strtab + struct.unpack_from("<I", data, off)[0]).decode())
+        elif sh_type == SHT_VERNEED:
+            off = sh_offset
+            while True:
+                vn_cnt, _file, vn_aux, vn_next = struct.unpack_from("<HIII", data, off + 2)
+                aux = off + vn_aux
+                for _ in range(vn_cnt):
+                    versions.add(_cstr(data, strtab + struct.unpack_from("<I", data, aux + 8)[0]).decode())
+                    aux += struct.unpack_from("<I", data, aux + 12)[0]
+                if not vn_next:
+                    break
+                off += vn_next
+    symbols.discard("")
+    return symbols, versions
+
+
 def _newer_than_host(version: bytes) -> bool:
     nums = version.decode().removeprefix("GLIBC_").split(".")
     want = (int(nums[0]), int(nums[1]) if len(nums) > 1 else 0)
