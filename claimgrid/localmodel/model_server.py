@@ -309,7 +309,7 @@ class Engine:
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
             return 400, _error("'messages' must be a non-empty list", "invalid_request_error")
-        offered = body.get("tools") if isinstance(body.get("tools"), list) else []
+        offered: list = body["tools"] if isinstance(body.get("tools"), list) else []
         choice = body.get("tool_choice")
         try:
             prompt = self.render(toolcalls.render_messages(messages, offered, choice))

@@ -48,7 +48,9 @@ def _text(content: Any) -> str:
 
 def tools_prompt(tools: list, tool_choice: Any) -> str | None:
     """The system text that offers ``tools`` (None: no tools, or ``tool_choice`` "none")."""
-    funcs = [t.get("function") for t in tools or [] if isinstance(t, dict) and isinstance(t.get("function"), dict)]
+    funcs: list[dict] = [
+        t["function"] for t in tools or [] if isinstance(t, dict) and isinstance(t.get("function"), dict)
+    ]
     if not funcs or tool_choice == "none":
         return None
     lines = [

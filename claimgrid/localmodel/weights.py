@@ -47,7 +47,7 @@ def resolve(name: str, model: LocalModel, catalog: Path, cache_root: Path) -> tu
         assert w.parts is not None and w.sha256 is not None  # the catalog's validator
         path = cache_root / f"{name}-{w.sha256[:16]}.gguf"
         if not path.is_file():
-            parts = [_package_file(*p.split(":"), catalog, field + ".parts") for p in w.parts]
+            parts = [_package_file(m, r, catalog, field + ".parts") for m, r in (p.split(":", 1) for p in w.parts)]
             cache_root.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".weights-", dir=cache_root)
             try:
