@@ -179,6 +179,12 @@ def _banner(s: localmodel.Served, spec: GridSpec) -> None:
         f"{d['rule']}; output cap {s.entry.max_output_tokens} tokens per call",
         flush=True,
     )
+    if spec.provider_retry.timeout_s < d["seconds"]:
+        print(
+            f"  note: the gateway abandons a provider call after {spec.provider_retry.timeout_s:g} s "
+            "(--provider-timeout), before this deadline",
+            flush=True,
+        )
     if spec.timeout_s < d["seconds"]:
         print(
             f"  note: --timeout {spec.timeout_s:g} s is shorter than one call's deadline: a slow call "

@@ -60,7 +60,9 @@ def _read_timeout_protocol():
 
         def _read_timed_out(self) -> None:
             self._read_timer = None
-            if self.conn.their_state is not h11.DONE and not self.transport.is_closing():
+            # A whole request received is DONE, or MUST_CLOSE when the client sent
+            # ``Connection: close`` (urllib does): its answer may take as long as the model.
+            if self.conn.their_state not in (h11.DONE, h11.MUST_CLOSE) and not self.transport.is_closing():
                 self.transport.close()  # the app sees a disconnect (recorded when a run's)
 
         def connection_made(self, transport) -> None:  # type: ignore[override]
