@@ -291,3 +291,22 @@ CLIENT_DEADLINE_MARGIN_S = 5.0
 MAX_CALL_TIMEOUT_S = 3_600.0
 MAX_OUTPUT_TOKENS = 1_000_000
 MAX_RUN_TOKENS = 100_000_000
+# ---- the local model (claimgrid.localmodel)
+# How long the driver waits for a local model server to load its weights, measure its
+# speed and answer /health: a 100-300 MB GGUF loads in seconds and the warm-up takes a few
+# more; a busy 2-core machine can make that a minute. Past it: one line, the server killed.
+LOCAL_MODEL_START_TIMEOUT_S = 180.0
+# The warm-up that measures a local model's speed at start: a prompt of this many tokens
+# (prompt processing, tokens/s) and this many generated tokens (generation, tokens/s).
+LOCAL_MODEL_WARMUP_PROMPT_TOKENS = 256
+LOCAL_MODEL_WARMUP_OUTPUT_TOKENS = 32
+# The per-call deadline a local model gets is its worst call at the measured speeds (a
+# prompt filling the context, then max_output_tokens generated) times this factor: the
+# warm-up ran on an idle server; under a grid the same 2 cores also run the frameworks,
+# the verifier and the gateway, which measured ~2x slower generation on this machine kind.
+LOCAL_MODEL_DEADLINE_SAFETY = 2.0
+# The server answers one call at a time (one llama.cpp context); a call can wait behind
+# every other run's call in flight, so the deadline is also multiplied by the runs that
+# share the server at once (--jobs), up to this many (beyond it the deadline would exceed
+# any run's wall time: more jobs only queue at the server).
+LOCAL_MODEL_MAX_QUEUE_FACTOR = 4

@@ -129,6 +129,14 @@ def build_parser() -> argparse.ArgumentParser:
         "event). Reference models have no limit",
     )
     run.add_argument(
+        "--local-models",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="the local models --models local/<name> names (default: models/local.toml; "
+        "needs the extra: uv sync --extra local-model)",
+    )
+    run.add_argument(
         "--timeout",
         type=v.seconds(v.MAX_TIMEOUT_S),
         default=None,

@@ -85,7 +85,7 @@ def cmd_replay(args) -> int:
     out = _out_folder(args, src)
 
     spec = _spec(args, src_meta, records, src.meta_path).model_copy(update={"policies": tuple(policy_files)})
-    inputs = _inputs(spec, data)
+    inputs = _inputs(spec, data, src_meta)
     version_changes = {
         n: _diff_fields((src_meta.frameworks or {}).get(n) or {}, v) for n, v in inputs.framework_versions.items()
     }
@@ -182,13 +182,25 @@ def _spec(args, src_meta: GridMeta, records: list[dict], src_meta_path: Path) ->
     )
 
 
-def _inputs(spec: GridSpec, data) -> GridInputs:
+def _inputs(spec: GridSpec, data, src_meta: GridMeta) -> GridInputs:
+    """The replay's inputs; a local model's per-call deadline and server facts are the
+    recording's (no server is started: every answer comes from the recording)."""
     from claimgrid.inputs.venvs import build_all, framework_versions
+    from claimgrid.localmodel import parity_facts
 
     entries = {n: data.venvs[n] for n in spec.selection.frameworks}
     build_all(entries)
     versions = {n: framework_versions(e) for n, e in entries.items()}
-    return GridInputs(data.tasks, data.content, data.swap, entries, versions)
+    local = getattr(src_meta, "local_models", None) or {}
+    return GridInputs(
+        data.tasks,
+        data.content,
+        data.swap,
+        entries,
+        versions,
+        call_deadlines={m: f["deadline"]["seconds"] for m, f in local.items()},
+        model_servers={m: parity_facts(f) for m, f in local.items()},
+    )
 
 
 def _settings(args, src_meta: GridMeta) -> RunSettings:

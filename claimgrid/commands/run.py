@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from claimgrid import ROOT
+from claimgrid import ROOT, localmodel
 from claimgrid.commands import flags
 from claimgrid.commands import validate as V
 from claimgrid.commands.common import commit, finish, now, open_for_writing, read_grid_meta, signer, write_meta
@@ -42,18 +42,35 @@ def cmd_run(args) -> int:
         guard = _guard(args.guard)
         spec, store = _new_grid(args, data)
     settings = flags.run_settings(args, meta.dump() if meta else None, spec.selection.all_models)
+    catalog = getattr(args, "local_models", None) or localmodel.CATALOG
+    local = localmodel.check(list(spec.selection.all_models), catalog)  # a bad entry: one line
     if settings.backend == "ray":
+        if local:
+            raise ClaimgridError(
+                f"--backend ray with {', '.join(local)}: a local model is served by the driver's machine only; "
+                'run it on the local backend (docs/ray.md, "Local models")'
+            )
         from claimgrid.execute import ray as ray_backend
 
         ray_backend.preflight(settings.address)  # an unreachable cluster: one line, nothing written
     cells = plan(spec.selection, data.content, data.swap)
-    inputs = _prepare(spec, data, guard, background=settings.backend != "ray")
-    if meta is None:
-        meta = _create(store, spec, settings, inputs, [c.run_id for c in cells])
-    else:
-        _reopen(store, meta, spec, settings, guard)
-    note_unpriced(spec.budget.limits(), spec.selection.all_models)
-    return _run(store, cells, spec, settings, inputs, meta)
+    # Each local model's server runs while the grid does, and is stopped however the grid
+    # ends (an error, Ctrl-C); if the driver is killed, the server sees its pipe close.
+    servers = localmodel.serve(list(spec.selection.all_models), settings.jobs, catalog)
+    try:
+        inputs = _prepare(spec, data, guard, servers, background=settings.backend != "ray")
+        if meta is None:
+            meta = _create(store, spec, settings, inputs, [c.run_id for c in cells])
+        else:
+            _reopen(store, meta, spec, settings, guard)
+        if servers:
+            meta.local_models = {s.model: s.facts() for s in servers}  # type: ignore[attr-defined]
+            write_meta(store, meta)
+        note_unpriced(spec.budget.limits(), spec.selection.all_models)
+        return _run(store, cells, spec, settings, inputs, meta)
+    finally:
+        for server in servers:
+            server.stop()
 
 
 def resume_command(store: RunStore, settings: RunSettings) -> str:
@@ -120,8 +137,11 @@ def _new_grid(args, data: flags.Data) -> tuple[GridSpec, RunStore]:
     return flags.new_spec(args, sel), RunStore(folder, signer(args, folder))
 
 
-def _prepare(spec: GridSpec, data: flags.Data, guard, background: bool = True) -> GridInputs:
-    """The models answer (preflight), the task environments exist, the framework venvs are
+def _prepare(
+    spec: GridSpec, data: flags.Data, guard, servers: list[localmodel.Served], background: bool = True
+) -> GridInputs:
+    """The models answer (preflight; a local model's server is already up and registered with
+    the gateway's Router), the task environments exist, the framework venvs are
     built: the engine's inputs. ``background`` (the local backend): the venvs build in the
     background, a bounded pool at a time (claimgrid.inputs.venvs.Builds), and the engine starts
     each framework's runs once its venv is ready; a failed build is recorded, not raised. Else
@@ -130,7 +150,13 @@ def _prepare(spec: GridSpec, data: flags.Data, guard, background: bool = True) -
     from claimgrid.gateway import preflight
     from claimgrid.inputs.venvs import Builds, build_all, framework_versions
 
-    preflight(sorted(set(spec.selection.all_models)))
+    preflight(sorted(m for m in set(spec.selection.all_models) if not localmodel.is_local(m)))
+    if servers:
+        from claimgrid.gateway.providers import register_local
+
+        for s in servers:
+            register_local(s.model, s.api_base, s.entry.max_output_tokens)
+            _banner(s, spec)
     entries = {name: data.venvs[name] for name in spec.selection.frameworks}
     builds = Builds(entries).start() if background else None
     if builds is None:
@@ -139,7 +165,44 @@ def _prepare(spec: GridSpec, data: flags.Data, guard, background: bool = True) -
         print(f"venvs: {builds.summary()} (in the background; each framework's runs start once its venv is built)")
     ensure_task_envs(data.tasks[t] for t in spec.selection.tasks)  # meanwhile: the verifier needs them
     versions = {name: framework_versions(e) for name, e in entries.items()}
-    return GridInputs(data.tasks, data.content, data.swap, entries, versions, guard, builds)
+    return GridInputs(
+        data.tasks,
+        data.content,
+        data.swap,
+        entries,
+        versions,
+        guard,
+        builds,
+        call_deadlines={s.model: s.deadline["seconds"] for s in servers},
+        model_servers={s.model: localmodel.parity_facts(s.facts()) for s in servers},
+    )
+
+
+def _banner(s: localmodel.Served, spec: GridSpec) -> None:
+    """What a local model is and the limits it runs under, before the grid starts."""
+    p, speed, d = s.provenance, s.provenance["speed"], s.deadline
+    print(
+        f"local model {s.model}: {p['engine']['name']} {p['engine']['version']} (llama.cpp "
+        f"{str(p['engine']['llama_cpp_commit'])[:9]}), weights {p['weights']['file']} sha256 "
+        f"{p['weights']['sha256'][:16]}, template {p['template']['name']} ({p['template']['sha256'][:16]}), "
+        f"context {p['context']}, threads {p['threads']}, seed {p['seed']}, temperature {p['temperature']}; "
+        f"served at {s.api_base}\n  measured {speed['prompt_tokens_per_s']:g} prompt tokens/s, "
+        f"{speed['generation_tokens_per_s']:g} generated tokens/s: per-call deadline {d['seconds']:g} s = "
+        f"{d['rule']}; output cap {s.entry.max_output_tokens} tokens per call",
+        flush=True,
+    )
+    if spec.provider_retry.timeout_s < d["seconds"]:
+        print(
+            f"  note: the gateway abandons a provider call after {spec.provider_retry.timeout_s:g} s "
+            "(--provider-timeout), before this deadline",
+            flush=True,
+        )
+    if spec.timeout_s < d["seconds"]:
+        print(
+            f"  note: --timeout {spec.timeout_s:g} s is shorter than one call's deadline: a slow call "
+            "ends the run at the harness's timeout",
+            flush=True,
+        )
 
 
 def _sha(path: Path) -> str | None:

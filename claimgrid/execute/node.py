@@ -229,6 +229,8 @@ class Node:
                 delegations=dict(replay.delegations) if replay else {},
                 verify_cache=VerifyCache(shared=shared_results) if spec.verify_cache else None,
                 boxes=self.guard.limits.boxes(self.guard.as_root) if self.guard.enabled else None,
+                model_call_timeouts=dict(inputs.call_deadlines),
+                model_servers=dict(inputs.model_servers),
             )
         except BaseException:
             self.close()

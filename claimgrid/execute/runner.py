@@ -80,6 +80,11 @@ class GridContext:
     # Each model's limits (claimgrid.execute.model_limits, resolved once per grid); a model not in it
     # runs under timeout_s, max_model_calls and model_call_timeout_s above.
     limits: dict = field(default_factory=dict)
+    # A local model's per-call deadline derived from its measured speed (claimgrid.localmodel):
+    # it replaces the default deadline of that model's limits (a flag or limits file still wins),
+    # and the parity facts of the server each such model runs on.
+    model_call_timeouts: dict = field(default_factory=dict)
+    model_servers: dict = field(default_factory=dict)
     verify_cache: VerifyCache | None = None  # the node's; None: --no-verify-cache
     boxes: Boxes | None = None  # per-run uid and cgroup leases (claimgrid.sandbox.slots); None: shared
 
@@ -88,7 +93,13 @@ class GridContext:
         from claimgrid.execute.spec import ModelLimits
 
         if model in self.limits:
-            return self.limits[model]
+            lim = self.limits[model]
+            derived = self.model_call_timeouts.get(model)
+            if derived is not None and lim.source.get("call_timeout_s", "default") == "default":
+                return lim.model_copy(
+                    update={"call_timeout_s": float(derived), "source": {**lim.source, "call_timeout_s": "measured"}}
+                )
+            return lim
         return ModelLimits(
             call_timeout_s=self.model_call_timeout_s, max_model_calls=self.max_model_calls, timeout_s=self.timeout_s
         )
@@ -447,6 +458,7 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
             "isolation": ctx.isolation,
             "guard": _guard_facts(ctx),
             "swap_from_call": swap.unavailable_from_call,
+            **({"model_server": ctx.model_servers[cell.model]} if cell.model in ctx.model_servers else {}),
         },
         "runtime_versions": versions,
         "timings": {

@@ -258,6 +258,10 @@ class GridInputs:
     # The framework venvs building in the background (claimgrid.inputs.venvs.Builds; the local
     # backend starts a framework's cells once its venv is ready). None: every venv is built.
     builds: Any = None
+    # Models the driver serves itself (claimgrid.localmodel): model -> per-call deadline (s),
+    # and model -> the server's parity facts (engine, weights, template, settings).
+    call_deadlines: dict = field(default_factory=dict)
+    model_servers: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ def provider_of(model: str) -> str:
 
     from claimgrid.gateway import offline  # noqa: F401  (must precede the LiteLLM import)
 
+    litellm.suppress_debug_info = True  # no provider-list banner for a string it cannot place
     try:
         return litellm.get_llm_provider(model)[1]
     except Exception:  # LiteLLM raises for a string it cannot place; the prefix still groups it

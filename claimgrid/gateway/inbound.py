@@ -241,10 +241,13 @@ def _waiting(proto) -> int:
 
 
 def _request_whole(proto) -> bool:
-    """The connection's current request arrived whole and its answer is being made or sent."""
+    """The connection's current request arrived whole and its answer is being made or sent.
+    A whole request is DONE, or MUST_CLOSE when the client sent ``Connection: close`` (urllib
+    does): its answer may take as long as the model."""
     import h11
 
-    return proto.conn.their_state is h11.DONE and proto.conn.our_state is not h11.DONE
+    whole = (h11.DONE, h11.MUST_CLOSE)
+    return proto.conn.their_state in whole and proto.conn.our_state not in whole
 
 
 def _idle(proto) -> bool:

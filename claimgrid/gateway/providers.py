@@ -135,11 +135,31 @@ def group_model(group: str) -> str:
     return group[len(SUBSTITUTE_PREFIX) :] if group.startswith(SUBSTITUTE_PREFIX) else group
 
 
+# Models the driver serves itself (claimgrid.localmodel): the model name -> its LiteLLM
+# parameters (an OpenAI-compatible server on 127.0.0.1) and its per-call output-token cap.
+_LOCAL: dict[str, tuple[dict, int]] = {}
+
+
+def register_local(model: str, api_base: str, output_cap: int) -> None:
+    """Serve ``model`` (e.g. ``local/smollm2-135m``) through the Router as the OpenAI-compatible
+    server at ``api_base``; every call forwarded to it asks for at most ``output_cap`` tokens."""
+    name = model.split("/", 1)[1]
+    _LOCAL[model] = ({"model": f"openai/{name}", "api_base": api_base, "api_key": "local"}, int(output_cap))
+
+
+def output_cap(model: str) -> int | None:
+    """The output-token cap of a model the driver serves (None: no cap of the gateway's)."""
+    local = _LOCAL.get(group_model(model))
+    return local[1] if local else None
+
+
 def deployment(group: str) -> dict:
     """The Router deployment for a model group: reference policy or LiteLLM model string."""
     model = group_model(group)
     if model in REFERENCE_MODEL_NAMES:
         return {"model_name": group, "litellm_params": {"model": f"{PROVIDER}/{model}"}}
+    if model in _LOCAL:
+        return {"model_name": group, "litellm_params": dict(_LOCAL[model][0])}
     return {"model_name": group, "litellm_params": {"model": model}}
 
 

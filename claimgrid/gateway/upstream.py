@@ -22,6 +22,7 @@ from claimgrid.gateway.providers import (  # noqa: E402
     SUBSTITUTE_PREFIX,
     ModelRouter,
     group_model,
+    output_cap,
 )
 from claimgrid.gateway.retry import RetryPolicy, with_retries  # noqa: E402
 from claimgrid.reference import registry  # noqa: E402
@@ -129,6 +130,10 @@ async def call_model(
         kwargs["mock_testing_fallbacks"] = True
     router.ensure(script.model)
     target = target_model(script, swap)
+    cap = output_cap(target)
+    if cap is not None:  # a model the driver serves: its output-token cap, whatever the agent asked
+        asked = kwargs.pop("max_completion_tokens", None) or kwargs.get("max_tokens")
+        kwargs["max_tokens"] = min(asked, cap) if isinstance(asked, int) and asked > 0 else cap
     provider = None
     token = CURRENT_SCRIPT.set(script)
     run, call_index, fault = at

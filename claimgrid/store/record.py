@@ -171,6 +171,8 @@ class Parity(_Model):
     isolation: str | None = None
     guard: dict[str, Any] | None = None  # the sandbox's facts (claimgrid.sandbox.guard.Guard.facts)
     swap_from_call: int | None = None  # the swap condition's first unavailable call (-1: never)
+    # A model the driver serves itself: engine, weights, template and settings (claimgrid.localmodel)
+    model_server: dict[str, Any] | None = None
 
 
 class VerifyCache(_Model):

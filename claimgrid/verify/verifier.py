@@ -481,6 +481,16 @@ class Placement:
     processes: Processes | None = None
 
 
+@dataclass(frozen=True)
+class Bootstrap:
+    """What the tamper-evident bootstrap is told: ``changed`` the workspace paths that are the
+    agent's code (its provenance check), ``isolated`` the interpreter runs with ``-I``
+    (:func:`claimgrid.verify.tamper.instrument`)."""
+
+    changed: Sequence[str] = ()
+    isolated: bool = False
+
+
 def run_tests(
     command: list[str],
     workspace: Path,
@@ -490,8 +500,7 @@ def run_tests(
     layer: dict[str, bytes] | None = None,
     *,
     placement: Placement | None = None,
-    changed: Sequence[str] = (),
-    isolated: bool = False,
+    boot: Bootstrap = Bootstrap(),
 ) -> dict:
     """Re-run the task's test command on a throwaway view of the workspace: the harness's own result.
 
@@ -507,8 +516,7 @@ def run_tests(
     own report and the run's fresh canaries to agree, and ``integrity`` says what each showed.
 
     ``placement``: the run's box, scratch folder and process registry (:class:`Placement`).
-    ``changed``: the workspace paths that are the agent's code (the bootstrap's provenance
-    check); ``isolated``: the interpreter runs with ``-I`` (:func:`claimgrid.verify.tamper.instrument`).
+    ``boot``: what the bootstrap is told (:class:`Bootstrap`: the agent's code, ``-I`` or not).
 
     A guarded sandbox that never started (bwrap, prlimit, setpriv or the cgroup join failed,
     e.g. ``EAGAIN`` at the process limit) is a harness failure of this run: ``passed`` None,
@@ -535,9 +543,9 @@ def run_tests(
         # The spec travels through a pipe the bootstrap reads and closes before any workspace
         # file is imported: never on the command line (/proc/self/cmdline), never in a file.
         spec_r, spec_w = os.pipe()
-        os.write(spec_w, canaries.spec(report_fd, changed, isolated).encode())
+        os.write(spec_w, canaries.spec(report_fd, boot.changed, boot.isolated).encode())
         os.close(spec_w)
-        argv_cmd = tamper.instrument(command, spec_r, isolated)
+        argv_cmd = tamper.instrument(command, spec_r, boot.isolated)
         env.update(tamper.RUN_ENV)
     try:
         if guard.enabled:
@@ -914,8 +922,7 @@ def _tamper_evident(
             task.python,
             layer,
             placement=Placement(options.box, options.scratch_dir, options.processes),
-            changed=agent_code,
-            isolated=isolated,
+            boot=Bootstrap(agent_code, isolated),
         )
 
     first = placed()

@@ -122,3 +122,39 @@ def test_requests_over_the_per_run_cap_are_refused_and_recorded(tasks, monkeypat
     assert r.status_code == 429 and r.json()["error"]["code"] == "too_many_requests_in_flight"
     assert ok.status_code == 200
     assert [e["status"] for e in events] == [429, 200]
+
+
+def test_a_slow_answer_to_a_connection_close_request_is_not_cut_at_the_read_timeout(tasks, monkeypatch):
+    """The read timeout is for a request not yet received: a whole request whose answer takes
+    longer (a slow model) is answered, also when the client sent ``Connection: close``, as
+    urllib does (h11 then holds the client in MUST_CLOSE, not DONE)."""
+    from claimgrid.reference.gateway_faults import gateway_faults
+    from claimgrid.reference.script import CallLimits, RunScript
+    from tests.test_gateway_support import conditions
+
+    slow = next(name for name, f in gateway_faults().items() if f.kind == "slow")
+    monkeypatch.setattr(caps, "GATEWAY_READ_TIMEOUT_S", 0.5)
+    cc, sc = conditions()
+    run = RunScript.for_cell(f"r-{uuid.uuid4().hex[:8]}", tasks["fix-float-add"], cc["clean"], sc["none"], slow,
+                             "reader", "builder", limits=CallLimits(max_model_calls=4, model_call_timeout_s=0.2))
+    token = f"tok-{uuid.uuid4().hex}"
+    shared_gateway().register(token, run)
+    fault = gateway_faults()[slow]
+    for _ in range(fault.at_call):  # the calls before the slow one
+        assert _post(token, {"model": "m", "messages": [{"role": "user", "content": "go"}]}).status_code == 200
+    url = urlparse(shared_gateway().url)
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "go"}]}).encode()
+    sock = socket.create_connection((url.hostname, url.port))
+    sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer "
+                 + token.encode() + b"\r\nContent-Type: application/json\r\nContent-Length: "
+                 + str(len(body)).encode() + b"\r\n\r\n" + body)
+    sock.settimeout(20)
+    data = b""
+    t0 = time.monotonic()
+    while chunk := sock.recv(65536):
+        data += chunk
+    sock.close()
+    events, _ = shared_gateway().finish(token)
+    assert data.startswith(b"HTTP/1.1 200"), data[:200]
+    assert time.monotonic() - t0 > 0.5  # the answer came after the read timeout
+    assert [e["status"] for e in events] == [200] * (fault.at_call + 1)

@@ -65,10 +65,12 @@ def test_a_record_of_the_previous_release_reads_and_every_field_is_declared():
     raw = json.loads(path.read_text())
     (rec,) = read_records(path)
     # Nothing lost; a field it did not write reads None (the decided phrase and language, read coverage, the
-    # final-answer tool, the probe handling, an agent's own tools and its final-answer call came later).
+    # final-answer tool, the probe handling, an agent's own tools and its final-answer call, a
+    # local model's server facts came later).
     c = raw["classification"]
     later = {**c, "claim_phrase": None, "claim_language": None, "evidence": {**c["evidence"], "read_coverage": None}}
     assert dump(rec) == {**raw, "limits": None, "limit_hits": None, "node": None, "classification": later,
+                         "parity": {**raw["parity"], "model_server": None},
                          "facts": {**raw["facts"], "final_answer_tool": None, "own_tools": None,
                                    "final_answer_call": None},
                          "faults": {**raw["faults"], "handling": None, "handling_evidence": None}}

@@ -1,0 +1,119 @@
+"""The local model server for real (the local-model extra's engine and weights): its HTTP
+face, real token counts, the seed rule, and no orphan however the driver ends."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import httpx
+import pytest
+
+from claimgrid import ROOT, localmodel
+
+MODEL = "local/smollm2-135m"  # the shipped catalog's first entry is the CI model
+pytestmark = pytest.mark.timeout(400)
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "run_command",
+            "description": "Run a shell command",
+            "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+        },
+    }
+]
+
+
+@pytest.fixture(scope="module")
+def served():
+    [server] = localmodel.serve([MODEL], jobs=1)
+    yield server
+    server.stop()
+    assert server.proc.poll() is not None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:  # a zombie is gone for our purpose
+        return f.read().split(")")[-1].split()[0] != "Z"
+
+
+def test_health_models_and_provenance(served):
+    assert httpx.get(served.api_base.removesuffix("/v1") + "/health").json() == {"status": "ok"}
+    assert [m["id"] for m in httpx.get(served.api_base + "/models").json()["data"]] == [MODEL.split("/", 1)[1]]
+    facts = served.facts()
+    assert len(facts["weights"]["sha256"]) == 64 and facts["engine"]["version"] == "0.11739"
+    assert len(facts["engine"]["llama_cpp_commit"]) == 40 and len(facts["template"]["sha256"]) == 64
+    assert facts["speed"]["prompt_tokens_per_s"] > 0 and facts["speed"]["generation_tokens_per_s"] > 0
+    assert served.deadline["seconds"] > 0 and "tok/s" in served.deadline["rule"]
+
+
+def test_chat_completion_real_usage_cap_and_seed(served):
+    body = {
+        "model": "x",
+        "messages": [{"role": "user", "content": "Say hello."}],
+        "tools": TOOLS,
+        "max_tokens": 10_000,  # over the entry's cap: the cap wins
+        "seed": 42,
+        "temperature": 0.9,
+    }
+    a = httpx.post(served.api_base + "/chat/completions", json=body, timeout=300).json()
+    b = httpx.post(served.api_base + "/chat/completions", json=body, timeout=300).json()
+    usage = a["usage"]
+    assert usage["prompt_tokens"] > 20 and 0 < usage["completion_tokens"] <= served.entry.max_output_tokens
+    assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
+    assert a["choices"][0]["message"]["content"] == b["choices"][0]["message"]["content"]  # same seed, same text
+    assert a["choices"][0]["finish_reason"] in ("stop", "length", "tool_calls")
+    if a["choices"][0]["message"].get("tool_calls"):
+        assert a["choices"][0]["finish_reason"] == "tool_calls"
+
+
+def test_stream_and_bad_requests(served):
+    body = {"model": "x", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4, "stream": True}
+    with httpx.stream("POST", served.api_base + "/chat/completions", json=body, timeout=300) as r:
+        events = [ln[6:] for ln in r.iter_lines() if ln.startswith("data: ")]
+    assert events[-1] == "[DONE]"
+    chunks = [json.loads(e) for e in events[:-1]]
+    assert chunks[0]["choices"][0]["delta"]["role"] == "assistant" and chunks[-1]["usage"]["completion_tokens"] <= 4
+    assert httpx.post(served.api_base + "/chat/completions", content=b"{", timeout=30).status_code == 400
+    assert httpx.post(served.api_base + "/chat/completions", json={"messages": []}, timeout=30).status_code == 400
+    huge = {"messages": [{"role": "user", "content": "word " * 20_000}]}
+    r = httpx.post(served.api_base + "/chat/completions", json=huge, timeout=300)
+    assert r.status_code == 400 and r.json()["error"]["code"] == "context_length_exceeded"
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM"])
+def test_server_dies_with_its_driver(tmp_path, how):
+    """A driver killed (SIGKILL: no cleanup code runs) leaves no server behind."""
+    script = textwrap.dedent(
+        f"""
+        import sys, time
+        from claimgrid import localmodel
+        [s] = localmodel.serve([{MODEL!r}], jobs=1)
+        print(s.proc.pid, flush=True)
+        time.sleep(600)
+        """
+    )
+    driver = subprocess.Popen(
+        [sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT)}
+    )
+    line = driver.stdout.readline()
+    assert line.strip(), "the driver printed no server pid"
+    pid = int(line)
+    assert _alive(pid)
+    driver.send_signal(getattr(signal, how))
+    driver.wait(30)
+    deadline = time.monotonic() + 20
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(pid), f"the server {pid} outlived its driver killed by {how}"
