@@ -306,7 +306,10 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
     try:
         result = ctx.launcher.launch(cell.framework, ctl, ctx.timeout_s)
     finally:
-        gateway_events, gateway_raw = ctx.gateway.finish(token)
+        gateway_events, gateway_raw = ctx.gateway.finish(token)  # the token is refused from here on
+    # Nothing of the run is read (the verifier's workspace reads) while a process of its box
+    # lives: the adapter's reaper left none, or this kills them (recorded).
+    left_killed = box.end_processes() if box is not None else 0
     agent_s = time.monotonic() - t0
     turn_events: list[dict] = []
     if snapshots is not None:
@@ -320,6 +323,8 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
     trace, trace_error = parse_trace(final_text)
     process = dict(result.process_event)
     process["adapter_exception"] = outcome.get("error") if isinstance(outcome.get("error"), dict) else None
+    if left_killed:
+        process["run_processes_killed_by_driver"] = left_killed
     runtime = [e for e in outcome.get("events") or [] if isinstance(e, dict)]
     for e in runtime:
         e["source"] = "runtime"  # whatever the adapter wrote, it is runtime evidence

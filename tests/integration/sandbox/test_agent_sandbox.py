@@ -4,7 +4,9 @@ program in the sandbox's own interpreter), so every run of the suite holds it wi
 agents (tests/frameworks/test_cli_guard_attacks.py drives the real ones, deep):
 
 * the agent's model call through the loopback forwarder reaches the gateway's Unix socket and is
-  recorded as any exchange; its environment (the token) passes in, off the command line;
+  recorded as any exchange; its environment passes in, and its key is the placeholder the
+  forwarder replaces by the run token (which only the forwarder holds, from the lifeline): the
+  token is nowhere the agent can read (its environment, its parent's ``/proc`` files);
 * inside: the run's uid (not root), ``HOME`` = ``/tmp``, cwd ``/workspace``; the gateway's host
   port, a host listener and a host file outside the workspace are out of reach;
 * stopping the sandbox as the adapter does at its timeout (SIGKILL to its bwrap, the lifeline
@@ -47,6 +49,15 @@ req = urllib.request.Request(url + "/chat/completions", method="POST",
     headers={"Authorization": "Bearer " + os.environ["AGENT_TOKEN"], "Content-Type": "application/json"})
 with urllib.request.urlopen(req, timeout=20) as resp:
     out["status"], out["body"] = resp.status, json.loads(resp.read())
+seen = []
+for name in ("environ", "cmdline", "mem"):
+    try:
+        with open(f"/proc/{os.getppid()}/{name}", "rb") as fh:
+            seen.append(fh.read(1 << 16).decode(errors="replace"))
+    except OSError as exc:
+        seen.append(type(exc).__name__)
+out["parent"] = seen
+out["own_environ"] = open("/proc/self/environ", "rb").read().decode(errors="replace")
 def connect(port):
     try:
         socket.create_connection(("127.0.0.1", port), timeout=3).close()
@@ -97,11 +108,22 @@ def test_the_agent_reaches_the_gateway_through_the_forwarder_and_nothing_else(tm
     argv = [*spec["argv_prefix"], AGENT_PYTHON, "-c", AGENT, spec["gateway_url"], str(host_port),
             str(secret_dir / "secret.txt")]
     assert token not in " ".join(argv)
-    proc = subprocess.run(argv, env={"AGENT_TOKEN": token, "PATH": "/usr/bin:/bin"}, capture_output=True,
-                          text=True, timeout=60)
+    read_end, write_end = os.pipe()
+    os.write(write_end, token.encode() + b"\n")  # the lifeline's first line, as kit.run_agent writes it
+    try:
+        proc = subprocess.run(argv, env={"AGENT_TOKEN": spec["credential"], "PATH": "/usr/bin:/bin"},
+                              capture_output=True, text=True, timeout=60, stdin=read_end)
+    finally:
+        os.close(write_end)
+        os.close(read_end)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["status"] == 200 and out["body"]["choices"], out
+    # The placeholder went in, the token came out at the gateway; the agent cannot read it.
+    assert spec["credential"] != token and token not in proc.stdout + proc.stderr, out
+    environ, cmdline, mem = out["parent"]
+    assert environ == mem == "PermissionError", out["parent"]  # the forwarder is not dumpable
+    assert "loopback.py" in cmdline and token not in cmdline and token not in out["own_environ"]
     events, _raw = gateway.finish(token)
     assert len(events) == 1 and events[0]["status"] == 200 and events[0]["dialect"] == "chat-completions"
     assert out["home"] == spec["home"] == "/tmp" and out["cwd"] == spec["workspace"] == "/workspace"
@@ -137,6 +159,7 @@ def test_killing_the_sandbox_takes_every_agent_process_with_it(tmp_path, gateway
     hang = (f"import subprocess, time; subprocess.Popen(['sleep', '{mark}1'], start_new_session=True); "
             f"subprocess.run(['sleep', '{mark}2'])")
     read_end, write_end = os.pipe()
+    os.write(write_end, b"cg-test-token\n")
     proc = subprocess.Popen([*spec["argv_prefix"], AGENT_PYTHON, "-c", hang], env={}, stdin=read_end)
     reached = {"set-up": lambda: bool(_marked(mark)), "forwarding": lambda: _forwarding(mark),
                "sleeping": lambda: len(_marked(mark, sleepers_only=True)) == 2}[when]
