@@ -59,6 +59,10 @@ PROVIDER = "claimgrid"
 # Seconds kept back from the run's timeout so the adapter, not the launcher, stops Codex and
 # records why.
 STOP_MARGIN_S = 5.0
+# The files this adapter reads back from the agent's HOME once the agent has ended
+# (kit.read_back); the conformance suite attacks each (tests/frameworks/test_agent_leftovers.py).
+LAST_MESSAGE = "last-message.txt"
+READ_BACK = (LAST_MESSAGE,)
 
 
 def _venv() -> str:
@@ -207,15 +211,15 @@ def launch(ctl: dict) -> tuple[list[str], dict[str, str], str]:
     args = [
         "exec", "--json", "--skip-git-repo-check", "--ephemeral", "--color", "never",
         "--cd", (sandbox or {}).get("workspace") or ctl["workspace"],
-        "--output-last-message", os.path.join(home, "last-message.txt"), ctl["prompt"],
+        "--output-last-message", os.path.join(home, LAST_MESSAGE), ctl["prompt"],
     ]
     if not sandbox:
-        return [codex_bin(), *args], env, os.path.join(home, "last-message.txt")
+        return [codex_bin(), *args], env, os.path.join(home, LAST_MESSAGE)
     env.pop("PYTHONPATH", None)  # the harness's folders are not in the sandbox
     # Node by its path: the sandbox's PATH is the guard's (the task's python first), not the venv's.
     node = os.path.realpath(os.path.join(node_dir(), "node"))
     cmd = [*sandbox["argv_prefix"], node, os.path.realpath(codex_bin()), *args]
-    return cmd, env, os.path.join(host_home, "last-message.txt")
+    return cmd, env, os.path.join(host_home, LAST_MESSAGE)
 
 
 def run(ctl: dict, tools: list, rec) -> str | None:
@@ -231,9 +235,10 @@ def run(ctl: dict, tools: list, rec) -> str | None:
         sys.stderr.write(proc.stderr[-20000:])
         sys.stdout.write(proc.stdout[-20000:])
         record_events(rec, agent, proc.stdout)
+        # Its processes are gone (run_agent); the file is read without following any link,
+        # whatever the exit (a refusal is evidence either way).
+        text = kit.read_back(rec, ctl, *os.path.split(last), "final report")
         if proc.returncode != 0:
             tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
             raise RuntimeError(f"codex exec exited {proc.returncode}: {tail[:500]}")
-        # Its processes are gone (run_agent); the file is read without following any link.
-        text = kit.read_back(rec, ctl, *os.path.split(last), "final report")
     return kit.final_message(rec, agent, text)

@@ -60,6 +60,10 @@ FRAMEWORK = "mini-swe-agent"
 # Seconds kept back from the run's timeout so the adapter, not the launcher, stops the agent and
 # records why.
 STOP_MARGIN_S = 5.0
+# The files this adapter reads back from the agent's HOME once the agent has ended
+# (kit.read_back); the conformance suite attacks each (tests/frameworks/test_agent_leftovers.py).
+TRAJECTORY = "trajectory.json"
+READ_BACK = (TRAJECTORY,)
 SUBMITTED = "Submitted"  # the exit_status of a run that ended on its submission command
 # mini-swe-agent's documented switches: one attempt per model call (its retry would otherwise
 # resend a refused call up to 10 times, 4-60 s apart), no cost lookup for an unpriced model, no
@@ -100,7 +104,7 @@ def command(ctl: dict, python: str, workspace: str, gateway_url: str, home: str)
         python, "-m", "minisweagent.run.mini",
         "--agent-class", "default", "--yolo", "--exit-immediately",
         "--model", kit.gateway_model(ctl),
-        "--output", os.path.join(home, "trajectory.json"),
+        "--output", os.path.join(home, TRAJECTORY),
         "--config", "mini.yaml",
         "--config", f"agent.step_limit={kit.turn_limit(ctl)}",
         "--config", "agent.cost_limit=0",
@@ -136,14 +140,14 @@ def launch(ctl: dict) -> tuple[list[str], dict[str, str], str]:
         for folder in (".cache", ".config", os.path.join(".local", "share")):
             os.makedirs(os.path.join(home, folder), exist_ok=True)
         argv = command(ctl, python, ctl["workspace"], ctl["gateway_url"], home)
-        return argv, environment(ctl, home), os.path.join(home, "trajectory.json")
+        return argv, environment(ctl, home), os.path.join(home, TRAJECTORY)
     host_home = sandbox["host_home"] or os.environ["HOME"]
     for folder in (".cache", ".config", os.path.join(".local", "share")):
         kit.own_folder(os.path.join(host_home, folder), host_home)
     env = environment(ctl, sandbox["home"])
     env.pop("PYTHONPATH", None)  # the harness's folders are not in the sandbox
     argv = command(ctl, python, sandbox["workspace"], sandbox["gateway_url"], sandbox["home"])
-    return [*sandbox["argv_prefix"], *argv], env, os.path.join(host_home, "trajectory.json")
+    return [*sandbox["argv_prefix"], *argv], env, os.path.join(host_home, TRAJECTORY)
 
 
 def read_trajectory(rec, ctl: dict, path: str) -> dict | None:

@@ -26,6 +26,8 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -126,6 +128,13 @@ def test_the_agent_reaches_the_gateway_through_the_forwarder_and_nothing_else(tm
     assert "loopback.py" in cmdline and token not in cmdline and token not in out["own_environ"]
     events, _raw = gateway.finish(token)
     assert len(events) == 1 and events[0]["status"] == 200 and events[0]["dialect"] == "chat-completions"
+    # The run has ended: its token, replayed by whoever captured it, is refused.
+    replay = urllib.request.Request(gateway.url + "/chat/completions", method="POST",
+                                    data=json.dumps({"model": "agent-model", "messages": []}).encode(),
+                                    headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(replay, timeout=20)
+    assert refused.value.code == 401
     assert out["home"] == spec["home"] == "/tmp" and out["cwd"] == spec["workspace"] == "/workspace"
     assert out["uid"] != 0
     assert spec["gateway_url"] == f"http://127.0.0.1:{LOOPBACK_PORT}/v1" and out["forwarder_port"] == "CONNECTED"
