@@ -422,12 +422,11 @@ def diff_files(listing: bytes) -> list[dict]:
 # --------------------------------------------------------------------------- the test run
 
 
-def _tail(path: str) -> str:
-    with open(path, "rb") as fh:
-        fh.seek(0, os.SEEK_END)
-        size = fh.tell()
-        fh.seek(max(0, size - OUTPUT_TAIL * 4))
-        return fh.read().decode(errors="replace")[-OUTPUT_TAIL:]
+def _tail(fd: int) -> str:
+    """The output's tail, from the descriptor the harness opened before the command started."""
+    size = os.fstat(fd).st_size
+    start = max(0, size - OUTPUT_TAIL * 4)
+    return os.pread(fd, size - start, start).decode(errors="replace")[-OUTPUT_TAIL:]
 
 
 def _lay(root: str, layer: dict[str, bytes], owner: int | None) -> None:
@@ -520,6 +519,9 @@ def run_tests(
     canaries = tamper.Canaries.fresh(runner) if runner else None
     report_path = os.path.join(scratch, "report")
     report_fd = os.open(report_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    # Read back later from this descriptor, opened before the test command started: what that
+    # command may do to the path (a link in its place) never redirects the harness's read.
+    report_rd = os.open(report_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     argv_cmd = tamper.instrument(command, canaries, report_fd) if canaries else command
     try:
         if guard.enabled:
@@ -560,7 +562,7 @@ def run_tests(
             os.mkdir(tmp)
             argv, cwd = argv_cmd, copy
             env = {**env, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home, "TMPDIR": tmp}
-        with open(out_path, "wb") as out:
+        with open(out_path, "w+b") as out:
             try:
                 proc = subprocess.Popen(
                     argv,
@@ -605,7 +607,7 @@ def run_tests(
                 if processes is not None:
                     processes.end(proc.pid)
             duration = round(time.monotonic() - started, 3)
-        tail = _tail(out_path)
+            tail = _tail(out.fileno())
         if ready_r is not None and not _started(ready_r):
             return _ev(
                 "tests",
@@ -631,8 +633,7 @@ def run_tests(
                 output_tail=tail,
                 duration_s=duration,
             )
-        with open(report_path, "rb") as fh:
-            report = fh.read(1 << 20)
+        report = os.pread(report_rd, 1 << 20, 0)
         verdict = tamper.judge(code, report, canaries)
         return _ev(
             "tests",
@@ -648,6 +649,7 @@ def run_tests(
     finally:
         if report_fd >= 0:
             os.close(report_fd)
+        os.close(report_rd)
         for fd in (ready_r, ready_w):
             if fd is not None:
                 os.close(fd)
