@@ -194,6 +194,30 @@ def _verified_tools(tool_events: list, gateway_events: list, table, turns: list)
     return own_tool_events(gateway_events, table, turns)
 
 
+def _agent_tool_events(gateway_events: list, table, turns: list) -> list[dict]:
+    """An agent with its own tools: its calls from the gateway transcript as stored evidence,
+    ``source: gateway``, ``kind: agent_tool_call``, marked agent-side (store.events.AgentToolCall):
+    what the ledger counts as the run's tool use. The result's text stays in its exchange."""
+    if table is None:
+        return []
+    from claimgrid.classify.evidence import own_tool_events
+
+    out = []
+    for e in own_tool_events(gateway_events, table, turns):
+        result = e.pop("result") or ""
+        out.append(
+            {
+                **e,
+                "source": "gateway",
+                "kind": "agent_tool_call",
+                "agent_side": True,
+                "result_chars": len(result),
+                "error": (e.get("error") or "")[:2000] or None,
+            }
+        )
+    return out
+
+
 def run_cell(cell: Cell, ctx: GridContext) -> dict:
     """Run one cell to a stored record. Never raises for anything the agent did.
 
@@ -365,7 +389,8 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
     if raw_cut:
         limits["gateway_raw_strings_cut"] = raw_cut
     report["text"] = final_text
-    events = [report, *runtime, *gateway_events, *tool_events, *turn_events, *verifier_events, process]
+    agent_tools = _agent_tool_events(gateway_events, table, turn_events)
+    events = [report, *runtime, *gateway_events, *agent_tools, *tool_events, *turn_events, *verifier_events, process]
     final = _final_answer(ctx, cell.framework)
     facts = facts_for(task, content, cell, delegation, tools, final[0] if final else None)
     if table is not None:  # a CLI agent: its own tools offered, none passes the harness tool layer
