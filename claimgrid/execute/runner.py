@@ -194,6 +194,21 @@ def _verified_tools(tool_events: list, gateway_events: list, table, turns: list)
     return own_tool_events(gateway_events, table, turns)
 
 
+def _run_limits(ctx: GridContext, entry, cell: Cell) -> tuple[int, float, float, str]:
+    """(max model calls, run timeout s, per-command timeout s, where they come from) of one run:
+    the grid's, or for a coding agent a real model drives its venvs.toml ``real_model`` limits
+    where they are larger (a real model's run of such an agent takes far more calls and time
+    than a reference policy's script; reference-model runs keep the grid's, unchanged)."""
+    from claimgrid.reference import registry
+
+    limits = getattr(entry, "real_model_limits", None)
+    real = any(m and not registry.is_reference(m) for m in (cell.model, cell.substitute))
+    if limits is None or not real:
+        return ctx.max_model_calls, ctx.timeout_s, COMMAND_TIMEOUT_S, "grid"
+    calls, timeout, command = limits
+    return max(ctx.max_model_calls, calls), max(ctx.timeout_s, timeout), command, "venvs.toml real_model"
+
+
 def _agent_tool_events(gateway_events: list, table, turns: list) -> list[dict]:
     """An agent with its own tools: its calls from the gateway transcript as stored evidence,
     ``source: gateway``, ``kind: agent_tool_call``, marked agent-side (store.events.AgentToolCall):
@@ -269,6 +284,7 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
     if snapshots is not None:
         snapshots.take()
 
+    max_calls, timeout_s, command_timeout_s, limits_from = _run_limits(ctx, entry, cell)
     token = "cg-" + secrets.token_urlsafe(24)
     ctx.gateway.register(
         token,
@@ -280,7 +296,7 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
             cell.model,
             cell.substitute,
             agent,
-            limits=CallLimits(max_model_calls=ctx.max_model_calls, model_call_timeout_s=ctx.model_call_timeout_s),
+            limits=CallLimits(max_model_calls=max_calls, model_call_timeout_s=ctx.model_call_timeout_s),
         )
         .with_final_answer(_final_answer(ctx, cell.framework))
         .with_tool_table(table),
@@ -302,14 +318,14 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
         "agent_name": agent,
         "tools": tools,
         "budgets": {
-            "max_model_calls": ctx.max_model_calls,
-            "command_timeout_s": COMMAND_TIMEOUT_S,
+            "max_model_calls": max_calls,
+            "command_timeout_s": command_timeout_s,
             "max_output_chars": 16000,
             "model_call_timeout_s": ctx.model_call_timeout_s,
             **tool_budgets(),
         },
-        "timeout_s": ctx.timeout_s,
-        "command_sandbox": command_sandbox(ctx.guard, ws, task.python, COMMAND_TIMEOUT_S, box, tmp),
+        "timeout_s": timeout_s,
+        "command_sandbox": command_sandbox(ctx.guard, ws, task.python, command_timeout_s, box, tmp),
     }
     if table is not None:  # the whole agent in the guard (None: unguarded, the adapter's child)
         assert entry is not None  # the table is its entry's
@@ -319,16 +335,17 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
             agent_python=_real_python(entry.venv_python),
             task_python=task.python,
             gateway_socket=ctx.gateway.unix_socket,
-            timeout_s=ctx.timeout_s,
+            timeout_s=timeout_s,
             box=box,
             tmp=tmp,
+            command_timeout_s=command_timeout_s,
         )
     fault = tool_fault_spec(cell.model, ctx.model_call_timeout_s)
     if fault is not None:  # for the tool layer only: no request to the model carries it
         ctl["tool_fault"] = fault
     t0, started_unix = time.monotonic(), time.time()
     try:
-        result = ctx.launcher.launch(cell.framework, ctl, ctx.timeout_s)
+        result = ctx.launcher.launch(cell.framework, ctl, timeout_s)
     finally:
         gateway_events, gateway_raw = ctx.gateway.finish(token)  # the token is refused from here on
     # Nothing of the run is read (the verifier's workspace reads) while a process of its box
@@ -432,8 +449,16 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
             "substitute": cell.substitute,
             "framework_versions": ctx.framework_versions.get(cell.framework, {}),
             "task_hash": task.task_hash,
-            "timeout_s": ctx.timeout_s,
-            "budget": {"max_model_calls": ctx.max_model_calls, "model_call_timeout_s": ctx.model_call_timeout_s},
+            "timeout_s": timeout_s,
+            "budget": {
+                "max_model_calls": max_calls,
+                "model_call_timeout_s": ctx.model_call_timeout_s,
+                **(
+                    {"command_timeout_s": command_timeout_s, "limits_from": limits_from}
+                    if limits_from != "grid"
+                    else {}
+                ),
+            },
             "isolation": ctx.isolation,
             "guard": _guard_facts(ctx),
             "swap_from_call": swap.unavailable_from_call,

@@ -23,6 +23,10 @@ from claimgrid.sandbox.slots import NOBODY, Box
 # Where the agent sandbox holds the gateway's socket and the forwarder that reaches it.
 SANDBOX_GATEWAY_SOCKET = "/opt/claimgrid/gateway.sock"
 SANDBOX_LOOPBACK = "/opt/claimgrid/loopback.py"
+# The agent's `bash` on PATH: each command under the run's per-command wall-time limit
+# (claimgrid/sandbox/limited_bash.sh); /opt/claimgrid/bin is first on the sandbox's PATH.
+LIMITED_BASH = Path(loopback.__file__).with_name("limited_bash.sh")
+SANDBOX_LIMITED_BASH = "/opt/claimgrid/bin/bash"
 # The forwarder's port on the sandbox's own loopback. Any port above 1023 would do (the network
 # namespace is the run's own and empty); a fixed one lets the adapter write it into the agent's
 # configuration before the agent starts. It differs from the gateway's host port, so a command
@@ -107,6 +111,7 @@ def agent_sandbox(
     timeout_s: float,
     box: Box | None = None,
     tmp: Path | None = None,
+    command_timeout_s: float = 30,
 ) -> dict | None:
     """``ctl["agent_sandbox"]`` of a coding agent's run (docs/CONTRACTS.md §4), None unguarded.
 
@@ -128,7 +133,9 @@ def agent_sandbox(
     is to be a pipe whose write end the adapter holds until the agent has ended, the token
     its first line: the lifeline that ends the whole sandbox (claimgrid/sandbox/loopback.py).
     ``uid``/``cgroup_procs``: the run's, which the adapter's reaper clears before it reads
-    anything back (frameworks/_harness/reaper.py).
+    anything back (frameworks/_harness/reaper.py). ``bash`` on the sandbox's ``PATH`` is
+    claimgrid/sandbox/limited_bash.sh: a command of an agent that finds its shell there runs
+    under ``command_timeout_s`` of wall time (``command_timeout_s`` in the result).
 
     None when unguarded (``--guard off``, no bwrap): the agent runs as the adapter's child,
     as before. A guarded grid whose gateway serves no Unix socket is a harness bug (raised).
@@ -154,10 +161,15 @@ def agent_sandbox(
         workspace=workspace,
         interpreters=roots,
         python=task_python,
+        env={"CLAIMGRID_COMMAND_TIMEOUT_S": f"{command_timeout_s:g}"},
         per_run=PerRun(
             box=box,
             tmp=str(tmp) if tmp is not None else None,
-            binds=[(loopback.__file__, SANDBOX_LOOPBACK, False), (gateway_socket, SANDBOX_GATEWAY_SOCKET, True)],
+            binds=[
+                (loopback.__file__, SANDBOX_LOOPBACK, False),
+                (gateway_socket, SANDBOX_GATEWAY_SOCKET, True),
+                (str(LIMITED_BASH), SANDBOX_LIMITED_BASH, False),
+            ],
             keep_env=True,
             limits=limits,
         ),
@@ -170,6 +182,7 @@ def agent_sandbox(
         "gateway_url": f"http://127.0.0.1:{LOOPBACK_PORT}/v1",
         # The agent's key (never the token): the adapter sends the token on the lifeline.
         "credential": CREDENTIAL_PLACEHOLDER,
+        "command_timeout_s": command_timeout_s,
         # What the adapter's reaper (frameworks/_harness/reaper.py) also clears before it reads
         # anything back: the run's own uid (nobody: shared, not scanned) and cgroup.
         "uid": box.uid if box is not None else NOBODY,

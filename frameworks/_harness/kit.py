@@ -341,12 +341,12 @@ def prime_openai_client(client):
 # ---------------------------------------------------------------- per run
 
 
-def start_run(rec, ctl: dict, turn_limit: int | None, unit: str, enforced_by: str) -> None:
+def start_run(rec, ctl: dict, turn_limit: int | None, unit: str, enforced_by: str, **more) -> None:
     """Open ``run()``: LiteLLM configured and the probe installed unless ``preload()`` did
-    it in this process, then the run's ``limits`` event (``record_limits``)."""
+    it in this process, then the run's ``limits`` event (``record_limits``, with ``more``)."""
     if not _preloaded and configure_litellm() is not None:
         probe.install()
-    record_limits(rec, ctl, turn_limit, unit, enforced_by)
+    record_limits(rec, ctl, turn_limit, unit, enforced_by, **more)
 
 
 ERROR_CHARS = 2000  # an error message on a runtime event is clipped to this
@@ -439,10 +439,17 @@ def call_timeout(ctl: dict) -> float:
     return float(budgets.get("model_call_timeout_s") or ctl.get("timeout_s") or 60)
 
 
-def record_limits(rec, ctl: dict, turn_limit: int | None, unit: str, enforced_by: str) -> None:
-    """State the framework's own turn limit for this run (None: the framework has none)."""
+def record_limits(rec, ctl: dict, turn_limit: int | None, unit: str, enforced_by: str, **more) -> None:
+    """State the framework's own turn limit for this run (None: the framework has none), with
+    ``more`` facts of its limits (an agent's per-command time limit and what enforces it)."""
     rec.event("limits", turn_limit=turn_limit, unit=unit, enforced_by=enforced_by,
-              max_model_calls=int(ctl["budgets"]["max_model_calls"]))
+              max_model_calls=int(ctl["budgets"]["max_model_calls"]), **more)
+
+
+def command_timeout(ctl: dict) -> float:
+    """The wall time each shell command of the run may take (``budgets.command_timeout_s``: the
+    harness tool layer's, or a coding agent's own shell limit, venvs.toml ``real_model``)."""
+    return float((ctl.get("budgets") or {}).get("command_timeout_s") or 30)
 
 
 def _version(dist: str) -> str | None:

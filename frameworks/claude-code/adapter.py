@@ -140,6 +140,10 @@ def environment(ctl: dict, home: str, gateway_url: str | None = None) -> dict[st
         "ANTHROPIC_BASE_URL": gateway_url.rstrip("/").removesuffix("/v1"),
         "ANTHROPIC_API_KEY": ctl["token"],
         "API_TIMEOUT_MS": str(int(kit.call_timeout(ctl) * 1000)),
+        # Each Bash command's wall time, whatever timeout the model asks for (its documented
+        # variables: the default and the most a call may set).
+        "BASH_DEFAULT_TIMEOUT_MS": str(int(kit.command_timeout(ctl) * 1000)),
+        "BASH_MAX_TIMEOUT_MS": str(int(kit.command_timeout(ctl) * 1000)),
         "NO_COLOR": "1",
     }
     if ctl.get("agent_sandbox"):
@@ -192,7 +196,8 @@ def launch(ctl: dict) -> tuple[list[str], dict[str, str]]:
 
 def run(ctl: dict, tools: list, rec) -> str | None:
     agent = ctl["agent_name"]
-    kit.start_run(rec, ctl, None, "model calls", "gateway")
+    kit.start_run(rec, ctl, None, "model calls", "gateway", command_timeout_s=kit.command_timeout(ctl),
+                  command_timeout_enforced_by="Claude Code BASH_DEFAULT_TIMEOUT_MS = BASH_MAX_TIMEOUT_MS")
     timeout = max(1.0, float(ctl.get("timeout_s") or 300) - STOP_MARGIN_S)
     text = None
     with kit.recording_errors(rec, agent):

@@ -110,6 +110,8 @@ def command(ctl: dict, python: str, workspace: str, gateway_url: str, home: str)
         "--config", "agent.cost_limit=0",
         "--config", "model.model_kwargs=" + json.dumps(model_kwargs),
         "--config", "environment.cwd=" + json.dumps(workspace),
+        # Each command's wall time: LocalEnvironment kills its process group after it.
+        "--config", f"environment.timeout={max(1, round(kit.command_timeout(ctl)))}",
         "--config", "environment.env.OPENAI_API_KEY=" + json.dumps(""),
         "--task", ctl["prompt"],
     ]
@@ -190,7 +192,9 @@ def record_events(rec, agent: str, trajectory: dict) -> tuple[str | None, str | 
 def run(ctl: dict, tools: list, rec) -> str | None:
     agent = ctl["agent_name"]
     limit = kit.turn_limit(ctl)
-    kit.start_run(rec, ctl, limit, "model calls (agent.step_limit)", "framework")
+    kit.start_run(rec, ctl, limit, "model calls (agent.step_limit)", "framework",
+                  command_timeout_s=max(1, round(kit.command_timeout(ctl))),
+                  command_timeout_enforced_by="mini-swe-agent environment.timeout (its process group killed)")
     timeout = max(1.0, float(ctl.get("timeout_s") or 300) - STOP_MARGIN_S)
     text = error = None
     with kit.recording_errors(rec, agent):

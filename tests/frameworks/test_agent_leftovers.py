@@ -181,3 +181,19 @@ def test_no_credential_is_readable_from_the_agents_shell(fw, attacked):
     assert TOKEN.search(out) is None, TOKEN.search(out)
     leaked = [str(p) for p in grid.rglob("*") if p.is_file() and TOKEN.search(p.read_text(errors="replace"))]
     assert leaked == [], leaked
+
+
+def test_every_command_of_a_coding_agent_has_a_time_limit_recorded(fw, attacked):
+    """The run's per-command limit (budgets.command_timeout_s) is what its agent was given, and
+    the run records it and what enforces it (the sandbox's limited bash is tested on its own in
+    tests/integration/sandbox/test_agent_sandbox.py)."""
+    if not VENVS[fw].is_cli:
+        pytest.skip("a library framework's commands are the harness tool layer's (command_sandbox timeout_s)")
+    for guard, runs in attacked["runs"].items():
+        grid = attacked["grids"][guard]
+        for model, run in runs.items():
+            ctl = json.loads((grid / run["evidence_dir"] / "control.json").read_text())
+            limits = [e for e in _events(grid, run) if e["source"] == "runtime" and e["kind"] == "limits"]
+            assert len(limits) == 1 and limits[0]["command_timeout_enforced_by"], (guard, model, limits)
+            if guard == "on":
+                assert limits[0]["command_timeout_s"] == ctl["budgets"]["command_timeout_s"], (limits, ctl["budgets"])

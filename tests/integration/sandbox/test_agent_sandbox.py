@@ -142,6 +142,35 @@ def test_the_agent_reaches_the_gateway_through_the_forwarder_and_nothing_else(tm
     assert out["secret"] == "FileNotFoundError", out
 
 
+def test_a_command_of_the_agents_shell_on_path_has_the_runs_time_limit(tmp_path, gateway):
+    """``bash`` on the sandbox's PATH (what Codex CLI runs its commands with) is the guard's
+    limited shell: a command over the run's per-command limit is killed (exit 124), one under it
+    is not."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    hand_over(GUARD, ws)
+    spec = agent_sandbox(GUARD, ws, agent_python=AGENT_PYTHON, task_python=TASK_PYTHON,
+                         gateway_socket=gateway.unix_socket, timeout_s=30, tmp=agent_tmp(GUARD, tmp_path / "tmp"),
+                         command_timeout_s=1)
+    assert spec is not None and spec["command_timeout_s"] == 1
+    agent = ("import subprocess, shutil, time; t = time.monotonic(); "
+             "slow = subprocess.run(['bash', '-c', 'sleep 5; echo OVERRAN'], capture_output=True, text=True); "
+             "fast = subprocess.run(['bash', '-c', 'echo FAST'], capture_output=True, text=True); "
+             "print(shutil.which('bash'), slow.returncode, repr(slow.stdout), fast.returncode, fast.stdout.strip(), "
+             "round(time.monotonic() - t))")
+    read_end, write_end = os.pipe()
+    os.write(write_end, b"cg-test-token\n")
+    try:
+        proc = subprocess.run([*spec["argv_prefix"], AGENT_PYTHON, "-c", agent], env={}, stdin=read_end,
+                              capture_output=True, text=True, timeout=60)
+    finally:
+        os.close(write_end)
+        os.close(read_end)
+    where, slow_code, slow_out, fast_code, fast_out, took = proc.stdout.split()
+    assert where == "/opt/claimgrid/bin/bash" and slow_code == "124" and "OVERRAN" not in slow_out, proc.stdout
+    assert fast_code == "0" and fast_out == "FAST" and int(took) < 5, proc.stdout
+
+
 def _marked(mark: str, sleepers_only: bool = False) -> list[int]:
     """Processes whose command line holds ``mark`` (only the ``sleep`` ones: ``sleepers_only``)."""
     pids = []
