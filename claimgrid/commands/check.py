@@ -163,7 +163,15 @@ def run_check(args) -> dict:
     if args.repo is not None:
         with Gate(args.repo, args.expectation, args.base, args.python, "auto", args.ignore or []) as gate:
             tools = [e for e in transcript.events if e.get("source") == "tools"] if transcript else None
-            exchanges = [e for e in transcript.events if e.get("source") == "gateway"] if transcript else ()
+            exchanges = (
+                [
+                    e
+                    for e in transcript.events
+                    if e.get("source") == "gateway" and e.get("kind", "exchange") == "exchange"
+                ]
+                if transcript
+                else ()
+            )
             verification = gate.report(gate.events(tools, exchanges), transcript=transcript is not None)
             exp = gate.task.spec.expectation
             expected, required = exp.evidence, exp.evidence_command

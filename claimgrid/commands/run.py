@@ -37,10 +37,11 @@ def cmd_run(args) -> int:
     if args.resume:
         spec = _check_resumed(args, data)
         guard = _guard(args.guard)
+        V.check_unguarded_agents(spec.selection, data.venvs, guard)  # this invocation's guard
         store, meta, spec = _open_resumed(args, spec)
     else:
         guard = _guard(args.guard)
-        spec, store = _new_grid(args, data)
+        spec, store = _new_grid(args, data, guard)
     settings = flags.run_settings(args, meta.dump() if meta else None, spec.selection.all_models)
     catalog = getattr(args, "local_models", None) or localmodel.CATALOG
     local = localmodel.check(list(spec.selection.all_models), catalog)  # a bad entry: one line
@@ -124,13 +125,13 @@ def _open_resumed(args, spec: GridSpec) -> tuple[RunStore, GridMeta, GridSpec]:
     return store, meta, spec.model_copy(update={"policies": tuple(files)})
 
 
-def _new_grid(args, data: flags.Data) -> tuple[GridSpec, RunStore]:
+def _new_grid(args, data: flags.Data, guard) -> tuple[GridSpec, RunStore]:
     """A new grid's spec and (not yet created) store; the selection and --out are checked."""
     for path in flags.policy_files(args):  # before the selection: they register model names
         registry.load_policies(path)
     sel = flags.selection(args, data.tasks, data.content, data.swap, data.venvs)
     V.check_grid_size(sel)
-    V.check_unguarded_agents(sel, data.venvs)
+    V.check_unguarded_agents(sel, data.venvs, guard)
     grid_id = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H-%M-%SZ") + "-" + secrets.token_hex(2)
     folder = args.out or ROOT / "ledger" / grid_id
     V.check_out(folder)

@@ -221,20 +221,27 @@ def check_grid_size(sel: Selection) -> int:
 # ---------------------------------------------------------------- the store
 
 
-def check_unguarded_agents(sel: Selection, venvs: dict) -> None:
-    """Refuse a model that is not a reference model on an agent whose own tools run outside
-    the harness's guard (venvs.toml ``kind = "cli"``: its commands run as the driver's user
-    under the agent's own sandbox or none, docs/CONTRACTS.md). The reference models are
-    harness code and do only what their policy says; a real model could make such an agent
-    read any file or change another run's folder, which the guard exists to prevent."""
+def check_unguarded_agents(sel: Selection, venvs: dict, guard) -> None:
+    """Refuse a model that is not a reference model on an agent with its own tools (venvs.toml
+    ``kind = "cli"``) when this invocation is unguarded (``guard``: ``--guard off``, or no
+    bubblewrap here): the agent would run as the adapter's child, as the driver's user, under
+    its own sandbox or none, with the run token in its environment (docs/CONTRACTS.md). The
+    reference models are harness code and do only what their policy says; a real model could
+    make such an agent read any file or change another run's folder. Under the guard the whole
+    agent is inside the harness's sandbox (claimgrid.launch.confine.agent_sandbox), as a
+    library framework's commands are, and any model may drive it."""
     from claimgrid.reference import registry
 
-    outside = [name for name in sel.frameworks if venvs[name].is_cli]
+    if guard is not None and guard.enabled:
+        return
+    agents = [name for name in sel.frameworks if venvs[name].is_cli]
     real = [m for m in sel.all_models if not registry.is_reference(m)]
-    if outside and real:
+    if agents and real:
+        why = getattr(guard, "reason", None) or "guard off"
         raise UsageError(
-            f"--frameworks: {outside[0]} runs its own tools outside the harness's guard, so only reference "
-            f"models may drive it, not {real[0]} (docs/CONTRACTS.md, agents with their own tools)"
+            f"--frameworks: {agents[0]} would run unguarded ({why}): its own tools as the driver's user, so "
+            f"only reference models may drive it, not {real[0]}; run it with the guard on "
+            f"(--guard on: bubblewrap) (docs/CONTRACTS.md, agents with their own tools)"
         )
 
 

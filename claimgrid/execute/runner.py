@@ -24,7 +24,7 @@ from claimgrid.execute.cells import Cell
 from claimgrid.inputs.conditions import ContentCondition, SwapCondition
 from claimgrid.inputs.tasks import Task, build_template, materialise, seal_template
 from claimgrid.launch import RunInterrupted
-from claimgrid.launch.confine import agent_sandbox, agent_tmp, command_sandbox, hand_over
+from claimgrid.launch.confine import AgentDeadlines, agent_sandbox, agent_tmp, command_sandbox, hand_over
 from claimgrid.store.events import parse_events
 from claimgrid.store.record import FinalAnswerCall, RunRecord, dump
 from claimgrid.trace import parse_trace, report_instructions
@@ -219,6 +219,45 @@ def _verified_tools(tool_events: list, gateway_events: list, table, turns: list)
     return own_tool_events(gateway_events, table, turns)
 
 
+def _run_limits(lim, entry, cell: Cell) -> tuple[int, float, float, str]:
+    """(max model calls, run timeout s, per-command timeout s, where they come from) of one run:
+    the grid's, or for a coding agent a real model drives its venvs.toml ``real_model`` limits
+    where they are larger (a real model's run of such an agent takes far more calls and time
+    than a reference policy's script; reference-model runs keep the grid's, unchanged)."""
+    from claimgrid.reference import registry
+
+    limits = getattr(entry, "real_model_limits", None)
+    real = any(m and not registry.is_reference(m) for m in (cell.model, cell.substitute))
+    if limits is None or not real:
+        return lim.max_model_calls, lim.timeout_s, COMMAND_TIMEOUT_S, "grid"
+    calls, timeout, command = limits
+    return max(lim.max_model_calls, calls), max(lim.timeout_s, timeout), command, "venvs.toml real_model"
+
+
+def _agent_tool_events(gateway_events: list, table, turns: list) -> list[dict]:
+    """An agent with its own tools: its calls from the gateway transcript as stored evidence,
+    ``source: gateway``, ``kind: agent_tool_call``, marked agent-side (store.events.AgentToolCall):
+    what the ledger counts as the run's tool use. The result's text stays in its exchange."""
+    if table is None:
+        return []
+    from claimgrid.classify.evidence import own_tool_events
+
+    out = []
+    for e in own_tool_events(gateway_events, table, turns):
+        result = e.pop("result") or ""
+        out.append(
+            {
+                **e,
+                "source": "gateway",
+                "kind": "agent_tool_call",
+                "agent_side": True,
+                "result_chars": len(result),
+                "error": (e.get("error") or "")[:2000] or None,
+            }
+        )
+    return out
+
+
 def run_cell(cell: Cell, ctx: GridContext) -> dict:
     """Run one cell to a stored record. Never raises for anything the agent did.
 
@@ -278,6 +317,7 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
     if snapshots is not None:
         snapshots.take()
 
+    max_calls, timeout_s, command_timeout_s, limits_from = _run_limits(lim, entry, cell)
     token = "cg-" + secrets.token_urlsafe(24)
     ctx.gateway.register(
         token,
@@ -290,7 +330,7 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
             cell.substitute,
             agent,
             limits=CallLimits(
-                max_model_calls=lim.max_model_calls,
+                max_model_calls=max_calls,
                 model_call_timeout_s=lim.call_timeout_s,
                 max_output_tokens=output_cap,
                 max_run_tokens=lim.max_run_tokens,
@@ -301,7 +341,7 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
         on_request=snapshots.take if snapshots is not None else None,
     )
     tools = list(TOOL_NAMES)
-    ctl = {
+    ctl: dict[str, Any] = {
         "schema": 1,
         "run_id": delegation,
         "framework": cell.framework,
@@ -316,15 +356,15 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
         "agent_name": agent,
         "tools": tools,
         "budgets": {
-            "max_model_calls": lim.max_model_calls,
-            "command_timeout_s": COMMAND_TIMEOUT_S,
+            "max_model_calls": max_calls,
+            "command_timeout_s": command_timeout_s,
             "max_output_chars": 16000,
             # the client's deadline; for a real model past the gateway's, which ends the call first
             "model_call_timeout_s": lim.client_deadline_s(real),
             **tool_budgets(),
         },
-        "timeout_s": lim.timeout_s,
-        "command_sandbox": command_sandbox(ctx.guard, ws, task.python, COMMAND_TIMEOUT_S, box, tmp),
+        "timeout_s": timeout_s,
+        "command_sandbox": command_sandbox(ctx.guard, ws, task.python, command_timeout_s, box, tmp),
     }
     # A real model's output cap and token budget, only where the run has them (CONTRACTS: "only when set").
     if output_cap is not None:
@@ -339,7 +379,7 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
             agent_python=_real_python(entry.venv_python),
             task_python=task.python,
             gateway_socket=ctx.gateway.unix_socket,
-            timeout_s=lim.timeout_s,
+            deadlines=AgentDeadlines(timeout_s, command_timeout_s),
             box=box,
             tmp=tmp,
         )
@@ -348,9 +388,12 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
         ctl["tool_fault"] = fault
     t0, started_unix = time.monotonic(), time.time()
     try:
-        result = ctx.launcher.launch(cell.framework, ctl, lim.timeout_s)
+        result = ctx.launcher.launch(cell.framework, ctl, timeout_s)
     finally:
-        gateway_events, gateway_raw = ctx.gateway.finish(token)
+        gateway_events, gateway_raw = ctx.gateway.finish(token)  # the token is refused from here on
+    # Nothing of the run is read (the verifier's workspace reads) while a process of its box
+    # lives: the adapter's reaper left none, or this kills them (recorded).
+    left_killed = box.end_processes() if box is not None else 0
     agent_s = time.monotonic() - t0
     turn_events: list[dict] = []
     if snapshots is not None:
@@ -364,7 +407,9 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
     trace, trace_error = parse_trace(final_text)
     process = dict(result.process_event)
     process["adapter_exception"] = outcome.get("error") if isinstance(outcome.get("error"), dict) else None
-    process["timeout_s"] = lim.timeout_s  # the wall-time limit the launcher kept (a limit hit when timed_out)
+    process["timeout_s"] = timeout_s  # the wall-time limit the launcher kept (a limit hit when timed_out)
+    if left_killed:
+        process["run_processes_killed_by_driver"] = left_killed
     runtime = [e for e in outcome.get("events") or [] if isinstance(e, dict)]
     for e in runtime:
         e["source"] = "runtime"  # whatever the adapter wrote, it is runtime evidence
@@ -405,7 +450,8 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
     if raw_cut:
         limits["gateway_raw_strings_cut"] = raw_cut
     report["text"] = final_text
-    events = [report, *runtime, *gateway_events, *tool_events, *turn_events, *verifier_events, process]
+    agent_tools = _agent_tool_events(gateway_events, table, turn_events)
+    events = [report, *runtime, *gateway_events, *agent_tools, *tool_events, *turn_events, *verifier_events, process]
     final = _final_answer(ctx, cell.framework)
     facts = facts_for(task, content, cell, delegation, tools, final[0] if final else None)
     if table is not None:  # a CLI agent: its own tools offered, none passes the harness tool layer
@@ -447,13 +493,18 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
             "substitute": cell.substitute,
             "framework_versions": ctx.framework_versions.get(cell.framework, {}),
             "task_hash": task.task_hash,
-            "timeout_s": lim.timeout_s,
+            "timeout_s": timeout_s,
             "budget": {
-                "max_model_calls": lim.max_model_calls,
+                "max_model_calls": max_calls,
                 "model_call_timeout_s": lim.call_timeout_s,
                 # set only where the run had them (a reference run's parity is as it always was)
                 **({"max_output_tokens": output_cap} if output_cap is not None else {}),
                 **({"max_run_tokens": lim.max_run_tokens} if lim.max_run_tokens is not None else {}),
+                **(
+                    {"command_timeout_s": command_timeout_s, "limits_from": limits_from}
+                    if limits_from != "grid"
+                    else {}
+                ),
             },
             "isolation": ctx.isolation,
             "guard": _guard_facts(ctx),
@@ -491,7 +542,7 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
     if limits:
         record["limits"] = limits  # what claimgrid.caps cut from this run's stored evidence
     record["limit_hits"] = limit_hits(parsed) or None  # every limit the run hit (claimgrid.classify.limits)
-    record["truth"] = truth_for(task, content, swap, cell, lim.max_model_calls)
+    record["truth"] = truth_for(task, content, swap, cell, max_calls)
     record = dump(RunRecord.model_validate(record))  # the typed record is what gets written
     ctx.store.append(record)
     remove_tree(run_dir)  # any depth: an agent's 1,200-level tree included

@@ -139,8 +139,20 @@ class NpmSpec(Strict):
     native: str | None = None
 
 
+class RealModelLimitsSpec(Strict):
+    """A coding agent's run limits when a real model drives it (venvs.toml ``real_model``):
+    the run's model calls, its wall time and each shell command's wall time. A run takes the
+    larger of these and the grid's own (``--max-model-calls``, ``--timeout``); reference-model
+    runs keep the grid's. Ranges as the flags' (claimgrid.execute.spec)."""
+
+    max_model_calls: int = Field(ge=1, le=10_000)
+    timeout_s: float = Field(gt=0, le=86_400.0)
+    command_timeout_s: float = Field(gt=0, le=86_400.0)
+
+
 class EntrySpec(Strict):
     kind: Literal["python", "cli"] = "python"
+    real_model: RealModelLimitsSpec | None = None
     npm: NpmSpec | None = None
     tools: str | None = None
     python: str
@@ -205,6 +217,9 @@ class Entry:
     npm: tuple[str, str, str] | None = None  # (package, version, bin) of an npm "cli" entry
     tools_table: Path | None = None  # a "cli" entry's tool table (frameworks/<name>/tools.toml)
     npm_native: str | None = None  # the platform package holding ``bin`` (NpmSpec.native)
+    # venvs.toml ``real_model``: (max_model_calls, timeout_s, command_timeout_s) of a run a real
+    # model drives (a "cli" entry only; None: the grid's budget for every model).
+    real_model_limits: tuple[int, float, float] | None = None
 
     @property
     def is_cli(self) -> bool:
@@ -293,8 +308,18 @@ def load_venvs(path: Path | str | None = None) -> dict[str, Entry]:
             npm,
             tools_table,
             e.npm.native if e.npm is not None else None,
+            _real_model_limits(path, where, e),
         )
     return out
+
+
+def _real_model_limits(path: Path, where: str, e: EntrySpec) -> tuple[int, float, float] | None:
+    if e.real_model is None:
+        return None
+    if e.kind != "cli":
+        raise DataError(path, f"{where}.real_model", 'only a kind = "cli" entry has it')
+    r = e.real_model
+    return (r.max_model_calls, r.timeout_s, r.command_timeout_s)
 
 
 def default_frameworks(entries: dict[str, Entry]) -> dict[str, Entry]:

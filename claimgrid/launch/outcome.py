@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 
+from claimgrid.sandbox.readback import Refusal, read_back_path
+
 
 def _valid(outcome, ctl: dict) -> str | None:
     """Why an outcome breaks the contract, or None."""
@@ -37,13 +39,13 @@ def _valid(outcome, ctl: dict) -> str | None:
 
 def read_outcome(path: str, ctl: dict) -> tuple[dict | None, str, str | None]:
     """``(outcome or None, status, problem)``; only a valid outcome is returned."""
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except FileNotFoundError:
+    # The adapter's folder is the driver's, but an unguarded coding agent runs as the driver's
+    # user: the file is read without following a link, as a regular file, bounded.
+    raw = read_back_path(path, "outcome")
+    if raw is None:
         return None, "missing", None
-    except OSError as exc:
-        return None, "missing", f"{type(exc).__name__}: {exc}"
+    if isinstance(raw, Refusal):
+        return None, "missing", str(raw)
     try:
         outcome = json.loads(raw)
     except ValueError as exc:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from claimgrid.classify.evidence import review_verdict, tool_called
 from claimgrid.store.events import (
+    AgentToolCall,
     AttackerGoal,
     Diff,
     Events,
@@ -197,6 +198,8 @@ def digest(
         "note_met": note_met,
         # Files in the verifier's git diff (None: no diff event): 0 is a run that changed nothing.
         "changed_files": None if diff is None or diff.files is None else len(diff.files),
-        "tool_events": len(of_kind(events, ToolCall)),  # tool calls the harness tool layer executed
+        # Tool calls the harness tool layer executed, or, for an agent with its own tools, the
+        # calls the gateway transcript shows it made (agent-side: store.events.AgentToolCall).
+        "tool_events": len(of_kind(events, ToolCall)) + len(of_kind(events, AgentToolCall)),
         "evidence": True,
     }

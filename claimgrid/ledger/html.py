@@ -133,14 +133,15 @@ class ViewerPages:
             )
         tools = [
             [
-                s(e.get("tool")),
+                # An agent's own tool, read from the gateway transcript, says so.
+                s(e.get("tool") if e.get("kind") == "tool_call" else f"{e.get('tool')} (agent-side)"),
                 s(_cut(json.dumps(e.get("args"), sort_keys=True), CUT["args"])),
                 1 if e.get("ok") else 0,
                 1 if e.get("changed_workspace") else 0,
                 s(_cut(e.get("result") if e.get("ok") else e.get("error"), CUT["result"])),
             ]
             for e in events
-            if e.get("source") == "tools" and e.get("kind") == "tool_call"
+            if (e.get("source"), e.get("kind")) in (("tools", "tool_call"), ("gateway", "agent_tool_call"))
         ]
         from claimgrid.ledger.pages import test_provenance
 

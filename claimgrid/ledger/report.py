@@ -123,6 +123,15 @@ class Report:
             TREAT_NOOP,
             TREAT_UNKNOWN,
         )
+        # Frameworks that bring their own tools (facts.own_tools): their tool counts, and the
+        # "doing nothing passes" check below, come from the gateway transcript alone.
+        self.own_tools_frameworks = sorted(
+            {
+                r["framework"]
+                for r in self.rows
+                if (((ledger.records.get(r["run_id"]) or {}).get("facts") or {}).get("own_tools"))
+            }
+        )
         # Tasks where doing nothing passes: some run of the task used no tool and got PASS.
         self.null_pass_tasks = sorted(
             {r["task"] for r in self.rows if r["outcome"] == "PASS" and r.get("tool_events") == 0}
@@ -599,6 +608,10 @@ class Report:
             f"A task where doing nothing passes ({', '.join(self.null_pass_tasks)}: a run that used no tool "
             "got PASS) counts in utility: a model that did nothing or raised still passes it."
             if self.null_pass_tasks
+            else ""
+        ) + (
+            (" " if self.null_pass_tasks else "") + self.gateway_only_note().strip()
+            if self.own_tools_frameworks
             else ""
         )
         return (
@@ -1274,6 +1287,18 @@ class Report:
 
     # ---- RUNS.md -------------------------------------------------------------------
 
+    def gateway_only_note(self) -> str:
+        """The line saying which frameworks' runs fill their columns from gateway-only evidence."""
+        if not self.own_tools_frameworks:
+            return ""
+        return (
+            f"Gateway-only evidence: {', '.join(self.own_tools_frameworks)} bring their own tools; no call of "
+            "theirs passes the harness tool layer, so their tool counts (agent-side tool events), the "
+            'claim\'s channel check and "doing nothing passes" are read from the gateway transcript (what the '
+            "model asked for and what the agent sent back) and their turn snapshots, not from executed "
+            "calls. Outcome, diff and tests are the verifier's, as for every framework.\n\n"
+        )
+
     def runs_md(self) -> str:
         """RUNS.md: one row per cell, frameworks side by side (claim vs outcome · verdict · run link)."""
         fws = self.frameworks
@@ -1301,7 +1326,7 @@ class Report:
             f"# Runs of {self.meta.get('grid_id', self.L.folder.name)}\n\n{len(self.rows)} runs in {len(self.by_cell)} cells. "
             "One row per cell; each framework's column shows claim vs outcome · claim verdict · outcome · "
             "injection · process and links to that run's RUN.md (why it got each value). "
-            "Back to [LEDGER.md](LEDGER.md).\n\n"
+            "Back to [LEDGER.md](LEDGER.md).\n\n" + self.gateway_only_note()
         )
         return (
             head

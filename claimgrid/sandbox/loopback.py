@@ -4,7 +4,7 @@ Run inside the agent's sandbox (claimgrid.launch.confine.agent_sandbox), as a sc
 interpreter already bound there (the framework venv's python), so it imports the standard
 library only and nothing of ``claimgrid``::
 
-    python loopback.py SOCKET PORT -- AGENT ARGV...
+    python loopback.py SOCKET PORT [--inject PLACEHOLDER] -- AGENT ARGV...
 
 The sandbox has an empty network namespace: only its own loopback interface exists and
 nothing listens on it. This script listens on ``127.0.0.1:PORT`` there, then starts the
@@ -14,6 +14,22 @@ ways, to the Unix socket ``SOCKET``, whose far end is the run's gateway
 request still carries the run token and is recorded by the gateway as it arrives. It
 exits with the agent's exit status (a signal as 128 + its number) once the agent has
 exited; the sandbox's pid namespace ends with it, and with it anything the agent left.
+
+**The credential.** With ``--inject PLACEHOLDER`` the agent never holds the run token: its
+configuration and environment carry ``PLACEHOLDER`` (a fixed, worthless string), and this
+script, the one process of the sandbox that knows the token, puts the token in its place in
+each request's header block (``Authorization``, ``x-api-key``: wherever the placeholder is)
+on its way to the gateway; bodies and responses are copied byte for byte (a request's body
+by its ``Content-Length`` or its chunks, an ``Upgrade`` connection raw after its first
+request). The token arrives as the first line of the lifeline (below), read before the
+agent starts, after this process made itself non-dumpable (``PR_SET_DUMPABLE`` 0: its
+``/proc`` files, memory and descriptors are root's, and no process of the run's uid may
+ptrace it); it is never in an environment or on a command line in the sandbox. So ``env``,
+``/proc/self/environ`` and ``/proc/$PPID/environ`` in the agent's shell show the placeholder
+at most, and what the agent could replay outside the sandbox is nothing; inside it, a
+request through this forwarder is a request of this run, recorded and budgeted as one, and
+the gateway refuses the token itself once the run has ended (claimgrid.gateway.server
+``finish``).
 
 The port is listened on before the agent starts, so the agent's first call never meets a
 closed port. A connection the socket refuses is closed at once (the agent sees its call
@@ -34,6 +50,7 @@ standard input is ``/dev/null``.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import socket
@@ -43,6 +60,10 @@ import sys
 import threading
 
 _CHUNK = 1 << 16
+# The longest request header block passed on (a request line and headers); a longer one is
+# not HTTP the gateway would take (its own limit is lower), and the connection is closed.
+_MAX_HEAD = 64 << 10
+PR_SET_DUMPABLE = 4
 
 
 def _pump(src: socket.socket, dst: socket.socket) -> None:
@@ -62,7 +83,91 @@ def _pump(src: socket.socket, dst: socket.socket) -> None:
             pass
 
 
-def _serve(client: socket.socket, path: str) -> None:
+class _Reader:
+    """Buffered reads of one socket (what an injecting pump has taken but not yet sent)."""
+
+    def __init__(self, sock: socket.socket):
+        self.sock, self.buf = sock, b""
+
+    def fill(self) -> bool:
+        data = self.sock.recv(_CHUNK)
+        self.buf += data
+        return bool(data)
+
+    def line(self) -> bytes | None:
+        while b"\r\n" not in self.buf:
+            if len(self.buf) > _MAX_HEAD or not self.fill():
+                return None
+        line, _, self.buf = self.buf.partition(b"\r\n")
+        return line + b"\r\n"
+
+    def take(self, n: int) -> bytes:
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+
+def _inject_pump(src: socket.socket, dst: socket.socket, placeholder: bytes, token: bytes) -> None:
+    """Copy requests from ``src`` to ``dst``, the placeholder replaced by the token in each
+    header block (module docstring); ``dst``'s writing side ends when ``src`` does."""
+    r = _Reader(src)
+    try:
+        while True:
+            while b"\r\n\r\n" not in r.buf:
+                if len(r.buf) > _MAX_HEAD or not r.fill():
+                    if r.buf and len(r.buf) <= _MAX_HEAD:
+                        dst.sendall(r.buf)  # a torn request: the gateway answers it as one
+                    return
+            head, _, r.buf = r.buf.partition(b"\r\n\r\n")
+            dst.sendall(head.replace(placeholder, token) + b"\r\n\r\n")
+            fields = {}
+            for line in head.split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                fields[name.strip().lower()] = value.strip().lower()
+            if b"upgrade" in fields.get(b"connection", b""):
+                dst.sendall(r.take(len(r.buf)))
+                _pump(src, dst)
+                return
+            if b"chunked" in fields.get(b"transfer-encoding", b""):
+                while True:
+                    size_line = r.line()
+                    if size_line is None:
+                        return
+                    dst.sendall(size_line)
+                    size = int(size_line.split(b";")[0].strip() or b"0", 16)
+                    if size == 0:
+                        while True:  # trailers, up to the empty line
+                            trailer = r.line()
+                            if trailer is None:
+                                return
+                            dst.sendall(trailer)
+                            if trailer == b"\r\n":
+                                break
+                        break
+                    left = size + 2  # the chunk and its CRLF
+                    while left:
+                        if not r.buf and not r.fill():
+                            return
+                        part = r.take(left)
+                        dst.sendall(part)
+                        left -= len(part)
+            else:
+                left = int(fields.get(b"content-length", b"0") or b"0")
+                while left:
+                    if not r.buf and not r.fill():
+                        return
+                    part = r.take(left)
+                    dst.sendall(part)
+                    left -= len(part)
+    except (OSError, ValueError):
+        pass
+    finally:
+        try:
+            dst.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+
+def _serve(client: socket.socket, path: str, inject: tuple[bytes, bytes] | None = None) -> None:
     upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         upstream.connect(path)
@@ -72,20 +177,23 @@ def _serve(client: socket.socket, path: str) -> None:
         return
     back = threading.Thread(target=_pump, args=(upstream, client), daemon=True)
     back.start()
-    _pump(client, upstream)
+    if inject is None:
+        _pump(client, upstream)
+    else:
+        _inject_pump(client, upstream, *inject)
     back.join()
     upstream.close()
     client.close()
 
 
-def _accept(listener: socket.socket, path: str) -> None:
+def _accept(listener: socket.socket, path: str, inject: tuple[bytes, bytes] | None = None) -> None:
     while True:
         try:
             client, _ = listener.accept()
         except OSError:
             return
         client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        threading.Thread(target=_serve, args=(client, path), daemon=True).start()
+        threading.Thread(target=_serve, args=(client, path, inject), daemon=True).start()
 
 
 def listen(port: int) -> socket.socket:
@@ -97,9 +205,10 @@ def listen(port: int) -> socket.socket:
     return listener
 
 
-def forward(listener: socket.socket, path: str) -> threading.Thread:
-    """Forward every connection of ``listener`` to the Unix socket ``path`` (a daemon thread)."""
-    thread = threading.Thread(target=_accept, args=(listener, path), name="loopback", daemon=True)
+def forward(listener: socket.socket, path: str, inject: tuple[bytes, bytes] | None = None) -> threading.Thread:
+    """Forward every connection of ``listener`` to the Unix socket ``path`` (a daemon thread);
+    ``inject``: ``(placeholder, token)``, the placeholder replaced in each request's headers."""
+    thread = threading.Thread(target=_accept, args=(listener, path, inject), name="loopback", daemon=True)
     thread.start()
     return thread
 
@@ -128,12 +237,36 @@ def lifeline(fd: int = 0) -> bool:
     return is_pipe
 
 
+def read_token(fd: int = 0) -> bytes:
+    """The run token, the lifeline's first line, read a byte at a time (nothing after it is
+    taken from the pipe), once this process is non-dumpable (module docstring)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+    out = b""
+    while not out.endswith(b"\n") and len(out) < 4096:
+        byte = os.read(fd, 1)
+        if not byte:
+            break
+        out += byte
+    return out.strip()
+
+
 def main(argv: list[str]) -> int:
+    inject = None
+    if len(argv) >= 4 and argv[2] == "--inject":
+        placeholder, argv = argv[3].encode(), [argv[0], argv[1], *argv[4:]]
+        token = read_token(0)
+        if not token:
+            sys.stderr.write("loopback.py: --inject: no token on the lifeline\n")
+            return 2
+        inject = (placeholder, token)
     if len(argv) < 4 or argv[2] != "--":
-        sys.stderr.write("usage: loopback.py SOCKET PORT -- ARGV...\n")
+        sys.stderr.write("usage: loopback.py SOCKET PORT [--inject PLACEHOLDER] -- ARGV...\n")
         return 2
     path, port, command = argv[0], int(argv[1]), argv[3:]
-    forward(listen(port), path)
+    forward(listen(port), path, inject)
     lifeline(0)
     proc = subprocess.Popen(command, stdin=subprocess.DEVNULL)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):

@@ -93,6 +93,32 @@ class Box:
                     out["pids_limit_hits"] = int(v)
         return out
 
+    def end_processes(self, wait_s: float = 10.0) -> int:
+        """SIGKILL every process still in the box (its cgroups; its uid when it is the run's own,
+        never ``nobody``) and wait until none is left: the driver's check, after the adapter
+        exited and before the verifier reads the workspace. Returns how many it killed (0: the
+        adapter's own reaper left none, frameworks/_harness/reaper.py); raises ClaimgridError
+        when some outlive ``wait_s``."""
+        killed: set[int] = set()
+        deadline = time.monotonic() + wait_s
+        while True:
+            pids = {int(p) for g in self.groups for p in (_read(os.path.join(g, "cgroup.procs")) or "").split()}
+            if self.uid != NOBODY:
+                pids |= _uid_pids(self.uid)
+            if not pids:
+                return len(killed)
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            killed |= pids
+            if time.monotonic() > deadline:
+                raise ClaimgridError(
+                    f"processes of uid {self.uid} outlived SIGKILL for {wait_s:g} s: {sorted(pids)[:10]}"
+                )
+            time.sleep(0.01)
+
     def release(self) -> None:
         """Kill whatever is still in the box's cgroups, remove them, give the uid back."""
         for group in self.groups:
@@ -187,6 +213,23 @@ def _live_uids() -> set[int]:
             except OSError:
                 continue
     return uids
+
+
+def _uid_pids(uid: int) -> set[int]:
+    """Live (not zombie) processes whose /proc entry is ``uid``'s."""
+    out = set()
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                if os.stat(f"/proc/{name}").st_uid != uid:
+                    continue
+                with open(f"/proc/{name}/stat", "rb") as fh:
+                    raw = fh.read()
+            except OSError:
+                continue
+            if raw[raw.rfind(b")") + 2 :][:1] not in (b"Z", b"X"):
+                out.add(int(name))
+    return out
 
 
 def _named(uid: int) -> bool:

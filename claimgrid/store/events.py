@@ -279,6 +279,26 @@ class GatewayInFlight(GatewayEvent):
     open_s: float | None = None
 
 
+class AgentToolCall(GatewayEvent):
+    """One call of an agent's own tool (venvs.toml ``kind = "cli"``), derived by the harness from
+    the gateway transcript: the call the model's answer carried, paired with the result the agent
+    sent back in its next request (claimgrid.classify.evidence.own_tool_events), as the abstract
+    action its tool table reads it as. ``agent_side``: the agent ran it, not the harness tool
+    layer; nothing here was observed as it ran, only as the agent reported it back to the model
+    (the result's text itself is in the exchange, not repeated here)."""
+
+    kind: Literal["agent_tool_call"] = "agent_tool_call"
+    agent_side: bool = True
+    seq: int | None = None
+    tool: str | None = None
+    args: Any = None
+    ok: bool | None = None
+    error: str | None = None
+    result_chars: int | None = None
+    changed_workspace: bool | None = None  # from the turn snapshots (None: not taken)
+    changed_paths: list[str] | None = None
+
+
 # ------------------------------------------------------------------ source "tools"
 
 
@@ -501,6 +521,7 @@ _KINDS: dict[tuple[str, str], type[Event]] = {
     ("runtime", "limits"): RuntimeLimits,
     ("gateway", "exchange"): GatewayExchange,
     ("gateway", "in_flight"): GatewayInFlight,
+    ("gateway", "agent_tool_call"): AgentToolCall,
     ("tools", "tool_call"): ToolCall,
     ("verifier", "diff"): Diff,
     ("verifier", "required_files"): RequiredFiles,

@@ -427,12 +427,11 @@ def diff_files(listing: bytes) -> list[dict]:
 # --------------------------------------------------------------------------- the test run
 
 
-def _tail(path: str) -> str:
-    with open(path, "rb") as fh:
-        fh.seek(0, os.SEEK_END)
-        size = fh.tell()
-        fh.seek(max(0, size - OUTPUT_TAIL * 4))
-        return fh.read().decode(errors="replace")[-OUTPUT_TAIL:]
+def _tail(fd: int) -> str:
+    """The output's tail, from the descriptor the harness opened before the command started."""
+    size = os.fstat(fd).st_size
+    start = max(0, size - OUTPUT_TAIL * 4)
+    return os.pread(fd, size - start, start).decode(errors="replace")[-OUTPUT_TAIL:]
 
 
 def _lay(root: str, layer: dict[str, bytes], owner: int | None) -> None:
@@ -537,6 +536,9 @@ def run_tests(
     canaries = tamper.Canaries.fresh(runner) if runner else None
     report_path = os.path.join(scratch, "report")
     report_fd = os.open(report_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    # Read back later from this descriptor, opened before the test command started: what that
+    # command may do to the path (a link in its place) never redirects the harness's read.
+    report_rd = os.open(report_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     spec_r = -1
     argv_cmd = command
     if canaries:
@@ -586,7 +588,7 @@ def run_tests(
             os.mkdir(tmp)
             argv, cwd = argv_cmd, copy
             env = {**env, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home, "TMPDIR": tmp}
-        with open(out_path, "wb") as out:
+        with open(out_path, "w+b") as out:
             try:
                 proc = subprocess.Popen(
                     argv,
@@ -634,7 +636,7 @@ def run_tests(
                 if processes is not None:
                     processes.end(proc.pid)
             duration = round(time.monotonic() - started, 3)
-        tail = _tail(out_path)
+            tail = _tail(out.fileno())
         if ready_r is not None and not _started(ready_r):
             return _ev(
                 "tests",
@@ -660,8 +662,7 @@ def run_tests(
                 output_tail=tail,
                 duration_s=duration,
             )
-        with open(report_path, "rb") as fh:
-            report = fh.read(1 << 20)
+        report = os.pread(report_rd, 1 << 20, 0)
         verdict = tamper.judge(code, report, canaries, tail, command)
         return _ev(
             "tests",
@@ -680,6 +681,7 @@ def run_tests(
             os.close(report_fd)
         if spec_r >= 0:
             os.close(spec_r)
+        os.close(report_rd)
         for fd in (ready_r, ready_w):
             if fd is not None:
                 os.close(fd)

@@ -18,6 +18,7 @@ import threading
 import time
 import traceback
 
+import reaper  # frameworks/_harness/reaper.py
 from harness_tools import ToolChannel, make_tools
 
 HARNESS_VERSION = "1"
@@ -178,6 +179,16 @@ def run_one(ctl: dict, adapter, tools_fd: int | None, mode: str, adapter_error: 
             final_text = result
         except BaseException as exc:  # noqa: BLE001 - SystemExit from an adapter is an error too
             error = error_info(exc)
+    # Before the outcome (which the driver reads back) and the verifier's read of the
+    # workspace: every process the run started is gone (reaper.end_run), e.g. a command's
+    # double-forked setsid child that the adapter, a subreaper, adopted.
+    sandbox = ctl.get("agent_sandbox") or {}
+    try:
+        ended = reaper.end_run(sandbox.get("uid"), sandbox.get("cgroup_procs") or (),
+                               guarded=bool(sandbox or ctl.get("command_sandbox")))
+        rec.event("run_processes", **ended)
+    except reaper.ProcessesLeft as exc:
+        error, final_text = error_info(exc), None
     channel.close()
     outcome = {
         "schema": 1,

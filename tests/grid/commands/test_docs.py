@@ -121,7 +121,8 @@ def test_the_control_example_has_the_fields_the_runner_sends():
     """CONTRACTS' control example is the dict claimgrid.execute.runner builds: same keys, same budgets."""
     tree = ast.parse((ROOT / "claimgrid" / "execute" / "runner.py").read_text())
     ctl = next(n.value for n in ast.walk(tree)
-               if isinstance(n, ast.Assign) and any(getattr(t, "id", None) == "ctl" for t in n.targets)
+               if (isinstance(n, ast.Assign) and any(getattr(t, "id", None) == "ctl" for t in n.targets)
+                   or isinstance(n, ast.AnnAssign) and getattr(n.target, "id", None) == "ctl")
                and isinstance(n.value, ast.Dict))
     sent = _keys(ctl)
     budgets = next(v for k, v in zip(ctl.keys, ctl.values, strict=True) if k is not None and k.value == "budgets")

@@ -148,3 +148,54 @@ def test_a_cli_entry_from_the_package_index_needs_only_its_project_and_table(tmp
         with pytest.raises(DataError) as err:
             load_venvs(tmp_path / "venvs.toml")
         assert field in str(err.value) and "\n" not in str(err.value)
+
+
+def _with_real_model(tmp_path, line: str, kind_cli: bool = True):
+    """A copy of one repo CLI entry (or, ``kind_cli`` False, the same as a Python entry) with ``line``."""
+    name, e = next(iter(_npm_entries().items()))
+    root, name, _project, _version = _copy(tmp_path, name, e)
+    text = (root / "venvs.toml").read_text()
+    if not kind_cli:
+        text = "\n".join(x for x in text.splitlines() if not x.startswith(("kind", "tools", "npm"))) + "\n"
+    (root / "venvs.toml").write_text(text + line + "\n")
+    return root / "venvs.toml", name
+
+
+def test_real_model_limits_are_read_and_bad_ones_name_the_field(tmp_path):
+    path, name = _with_real_model(tmp_path / "ok", "real_model = { max_model_calls = 7, timeout_s = 90, "
+                                                   "command_timeout_s = 12 }")
+    assert load_venvs(path)[name].real_model_limits == (7, 90.0, 12.0)
+    for bad, field in (("real_model = { max_model_calls = 0, timeout_s = 90, command_timeout_s = 12 }",
+                        "real_model.max_model_calls"),
+                       ("real_model = { max_model_calls = 7, timeout_s = 90 }", "real_model.command_timeout_s"),
+                       ("real_model = { max_model_calls = 7, timeout_s = 90, command_timeout_s = 1, x = 1 }",
+                        "real_model.x")):
+        path, name = _with_real_model(tmp_path / f"bad{len(field)}{bad.count('=')}", bad)
+        with pytest.raises(DataError) as exc:
+            load_venvs(path)
+        assert field in str(exc.value) and "venvs.toml" in str(exc.value) and "\n" not in str(exc.value)
+    path, name = _with_real_model(tmp_path / "py", "real_model = { max_model_calls = 7, timeout_s = 90, "
+                                                   "command_timeout_s = 12 }", kind_cli=False)
+    with pytest.raises(DataError, match="real_model.*only a kind"):
+        load_venvs(path)
+
+
+def test_a_run_takes_the_real_model_limits_only_when_a_real_model_drives_a_coding_agent():
+    from types import SimpleNamespace
+
+    from claimgrid.execute.runner import COMMAND_TIMEOUT_S, _run_limits
+    from claimgrid.reference import registry
+
+    ctx = SimpleNamespace(max_model_calls=24, timeout_s=120.0)
+    entry = next(iter(_cli_entries().values()))
+    assert entry.real_model_limits is not None
+    calls, timeout, command = entry.real_model_limits
+    ref = next(iter(registry.default_models()))
+    real = "openai/not-a-reference-model"
+    cell = SimpleNamespace(model=ref, substitute=ref)
+    assert _run_limits(ctx, entry, cell) == (24, 120.0, COMMAND_TIMEOUT_S, "grid")  # reference runs unchanged
+    for cell in (SimpleNamespace(model=real, substitute=ref), SimpleNamespace(model=ref, substitute=real)):
+        assert _run_limits(ctx, entry, cell) == (max(24, calls), max(120.0, timeout), command,
+                                                 "venvs.toml real_model")
+    big = SimpleNamespace(max_model_calls=calls + 1, timeout_s=timeout + 1)  # the grid's, where larger
+    assert _run_limits(big, entry, SimpleNamespace(model=real, substitute=ref))[:2] == (calls + 1, timeout + 1)

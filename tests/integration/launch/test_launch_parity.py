@@ -10,7 +10,7 @@ from claimgrid.launch import Launcher
 from claimgrid.inputs.venvs import harness_env, load_venvs
 from tests.fixtures.frameworks.launch_helpers import fake_entries, make_ctl
 
-VOLATILE = {"t", "wall_s", "harness_cpu_s"}  # timings and CPU differ between any two runs
+VOLATILE = {"t", "wall_s", "harness_cpu_s", "ended_unix", "took_s"}  # timings and CPU differ between any two runs
 
 
 def _strip(obj, roots):

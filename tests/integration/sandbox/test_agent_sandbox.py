@@ -4,7 +4,9 @@ program in the sandbox's own interpreter), so every run of the suite holds it wi
 agents (tests/frameworks/test_cli_guard_attacks.py drives the real ones, deep):
 
 * the agent's model call through the loopback forwarder reaches the gateway's Unix socket and is
-  recorded as any exchange; its environment (the token) passes in, off the command line;
+  recorded as any exchange; its environment passes in, and its key is the placeholder the
+  forwarder replaces by the run token (which only the forwarder holds, from the lifeline): the
+  token is nowhere the agent can read (its environment, its parent's ``/proc`` files);
 * inside: the run's uid (not root), ``HOME`` = ``/tmp``, cwd ``/workspace``; the gateway's host
   port, a host listener and a host file outside the workspace are out of reach;
 * stopping the sandbox as the adapter does at its timeout (SIGKILL to its bwrap, the lifeline
@@ -24,12 +26,14 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
 
 from claimgrid.gateway import Gateway
-from claimgrid.launch.confine import LOOPBACK_PORT, SANDBOX_LOOPBACK, agent_sandbox, agent_tmp, hand_over
+from claimgrid.launch.confine import LOOPBACK_PORT, SANDBOX_LOOPBACK, AgentDeadlines, agent_sandbox, agent_tmp, hand_over
 from claimgrid.sandbox.guard import Guard
 
 from tests.integration.harness.test_harness_tools import GUARD, TASK_PYTHON
@@ -47,6 +51,15 @@ req = urllib.request.Request(url + "/chat/completions", method="POST",
     headers={"Authorization": "Bearer " + os.environ["AGENT_TOKEN"], "Content-Type": "application/json"})
 with urllib.request.urlopen(req, timeout=20) as resp:
     out["status"], out["body"] = resp.status, json.loads(resp.read())
+seen = []
+for name in ("environ", "cmdline", "mem"):
+    try:
+        with open(f"/proc/{os.getppid()}/{name}", "rb") as fh:
+            seen.append(fh.read(1 << 16).decode(errors="replace"))
+    except OSError as exc:
+        seen.append(type(exc).__name__)
+out["parent"] = seen
+out["own_environ"] = open("/proc/self/environ", "rb").read().decode(errors="replace")
 def connect(port):
     try:
         socket.create_connection(("127.0.0.1", port), timeout=3).close()
@@ -77,7 +90,7 @@ def _sandbox(tmp_path, gw) -> tuple[dict, Path]:
     hand_over(GUARD, ws)
     tmp = agent_tmp(GUARD, tmp_path / "tmp")
     spec = agent_sandbox(GUARD, ws, agent_python=AGENT_PYTHON, task_python=TASK_PYTHON,
-                         gateway_socket=gw.unix_socket, timeout_s=30, tmp=tmp)
+                         gateway_socket=gw.unix_socket, deadlines=AgentDeadlines(30), tmp=tmp)
     assert spec is not None
     return spec, ws
 
@@ -97,18 +110,64 @@ def test_the_agent_reaches_the_gateway_through_the_forwarder_and_nothing_else(tm
     argv = [*spec["argv_prefix"], AGENT_PYTHON, "-c", AGENT, spec["gateway_url"], str(host_port),
             str(secret_dir / "secret.txt")]
     assert token not in " ".join(argv)
-    proc = subprocess.run(argv, env={"AGENT_TOKEN": token, "PATH": "/usr/bin:/bin"}, capture_output=True,
-                          text=True, timeout=60)
+    read_end, write_end = os.pipe()
+    os.write(write_end, token.encode() + b"\n")  # the lifeline's first line, as kit.run_agent writes it
+    try:
+        proc = subprocess.run(argv, env={"AGENT_TOKEN": spec["credential"], "PATH": "/usr/bin:/bin"},
+                              capture_output=True, text=True, timeout=60, stdin=read_end)
+    finally:
+        os.close(write_end)
+        os.close(read_end)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["status"] == 200 and out["body"]["choices"], out
+    # The placeholder went in, the token came out at the gateway; the agent cannot read it.
+    assert spec["credential"] != token and token not in proc.stdout + proc.stderr, out
+    environ, cmdline, mem = out["parent"]
+    assert environ == mem == "PermissionError", out["parent"]  # the forwarder is not dumpable
+    assert "loopback.py" in cmdline and token not in cmdline and token not in out["own_environ"]
     events, _raw = gateway.finish(token)
     assert len(events) == 1 and events[0]["status"] == 200 and events[0]["dialect"] == "chat-completions"
+    # The run has ended: its token, replayed by whoever captured it, is refused.
+    replay = urllib.request.Request(gateway.url + "/chat/completions", method="POST",
+                                    data=json.dumps({"model": "agent-model", "messages": []}).encode(),
+                                    headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(replay, timeout=20)
+    assert refused.value.code == 401
     assert out["home"] == spec["home"] == "/tmp" and out["cwd"] == spec["workspace"] == "/workspace"
     assert out["uid"] != 0
     assert spec["gateway_url"] == f"http://127.0.0.1:{LOOPBACK_PORT}/v1" and out["forwarder_port"] == "CONNECTED"
     assert out["gateway_port"] == "ConnectionRefusedError", out
     assert out["secret"] == "FileNotFoundError", out
+
+
+def test_a_command_of_the_agents_shell_on_path_has_the_runs_time_limit(tmp_path, gateway):
+    """``bash`` on the sandbox's PATH (what Codex CLI runs its commands with) is the guard's
+    limited shell: a command over the run's per-command limit is killed (exit 124), one under it
+    is not."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    hand_over(GUARD, ws)
+    spec = agent_sandbox(GUARD, ws, agent_python=AGENT_PYTHON, task_python=TASK_PYTHON,
+                         gateway_socket=gateway.unix_socket, deadlines=AgentDeadlines(30, 1), tmp=agent_tmp(GUARD, tmp_path / "tmp"))
+    assert spec is not None and spec["command_timeout_s"] == 1
+    agent = ("import subprocess, shutil, time; t = time.monotonic(); "
+             "slow = subprocess.run(['bash', '-c', 'sleep 5; echo OVERRAN'], capture_output=True, text=True); "
+             "fast = subprocess.run(['bash', '-c', 'echo FAST'], capture_output=True, text=True); "
+             "print(shutil.which('bash'), slow.returncode, repr(slow.stdout), fast.returncode, fast.stdout.strip(), "
+             "round(time.monotonic() - t))")
+    read_end, write_end = os.pipe()
+    os.write(write_end, b"cg-test-token\n")
+    try:
+        proc = subprocess.run([*spec["argv_prefix"], AGENT_PYTHON, "-c", agent], env={}, stdin=read_end,
+                              capture_output=True, text=True, timeout=60)
+    finally:
+        os.close(write_end)
+        os.close(read_end)
+    where, slow_code, slow_out, fast_code, fast_out, took = proc.stdout.split()
+    assert where == "/opt/claimgrid/bin/bash" and slow_code == "124" and "OVERRAN" not in slow_out, proc.stdout
+    assert fast_code == "0" and fast_out == "FAST" and int(took) < 5, proc.stdout
 
 
 def _marked(mark: str, sleepers_only: bool = False) -> list[int]:
@@ -137,6 +196,7 @@ def test_killing_the_sandbox_takes_every_agent_process_with_it(tmp_path, gateway
     hang = (f"import subprocess, time; subprocess.Popen(['sleep', '{mark}1'], start_new_session=True); "
             f"subprocess.run(['sleep', '{mark}2'])")
     read_end, write_end = os.pipe()
+    os.write(write_end, b"cg-test-token\n")
     proc = subprocess.Popen([*spec["argv_prefix"], AGENT_PYTHON, "-c", hang], env={}, stdin=read_end)
     reached = {"set-up": lambda: bool(_marked(mark)), "forwarding": lambda: _forwarding(mark),
                "sleeping": lambda: len(_marked(mark, sleepers_only=True)) == 2}[when]
@@ -204,10 +264,10 @@ def _describe(pid: int) -> str:
 def test_unguarded_there_is_no_agent_sandbox_and_a_guarded_one_needs_the_socket(tmp_path):
     off = Guard(enabled=False, reason="--guard off")
     assert agent_sandbox(off, tmp_path, agent_python=AGENT_PYTHON, task_python=TASK_PYTHON,
-                         gateway_socket=None, timeout_s=30) is None
+                         gateway_socket=None, deadlines=AgentDeadlines(30)) is None
     with pytest.raises(RuntimeError, match="Unix socket"):
         agent_sandbox(GUARD, tmp_path, agent_python=AGENT_PYTHON, task_python=TASK_PYTHON,
-                      gateway_socket=None, timeout_s=30)
+                      gateway_socket=None, deadlines=AgentDeadlines(30))
 
 
 def test_the_gateway_socket_is_removed_when_the_gateway_stops(tmp_path):

@@ -100,7 +100,8 @@ def test_an_error_result_is_returned_as_the_error(adapter):
 
 
 SANDBOX = {"argv_prefix": ["/bwrap", "--unshare-net", "--", "/py", "/opt/claimgrid/loopback.py", "s", "18080", "--"],
-           "workspace": "/workspace", "home": "/tmp", "gateway_url": "http://127.0.0.1:18080/v1"}
+           "workspace": "/workspace", "home": "/tmp", "gateway_url": "http://127.0.0.1:18080/v1",
+           "credential": "claimgrid-placeholder-not-a-credential"}
 
 
 def test_inside_the_agent_sandbox_it_runs_behind_the_prefix_on_the_forwarder_with_home_inside(adapter, monkeypatch,
@@ -108,8 +109,10 @@ def test_inside_the_agent_sandbox_it_runs_behind_the_prefix_on_the_forwarder_wit
     monkeypatch.setattr(adapter, "claude_bin", lambda: "/x/claude")
     argv, env = adapter.launch({**CTL, "agent_sandbox": {**SANDBOX, "host_home": str(tmp_path)}})
     assert argv[: len(SANDBOX["argv_prefix"])] == SANDBOX["argv_prefix"] and argv[len(SANDBOX["argv_prefix"])] == "/x/claude"
-    assert "run-token" not in argv  # the token is in the environment only
-    assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:18080" and env["ANTHROPIC_API_KEY"] == "run-token"
+    assert "run-token" not in argv and "run-token" not in env.values()  # only the forwarder holds the token
+    assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:18080" and "ANTHROPIC_API_KEY" not in env
+    settings = json.loads(argv[argv.index("--settings") + 1])
+    assert settings["apiKeyHelper"] == f"printf %s {SANDBOX['credential']}"
     assert env["HOME"] == "/tmp" and env["CLAUDE_CONFIG_DIR"] == "/tmp/.claude" and "PYTHONPATH" not in env
     assert (tmp_path / ".claude").is_dir()  # made on the host side, where the sandbox's HOME is
 
