@@ -166,6 +166,19 @@ class RuntimeLimits(RuntimeEvent):
     max_model_calls: int | None = None
 
 
+class RuntimeRunProcesses(RuntimeEvent):
+    """The adapter's reaper after the agent ended (frameworks/_harness/reaper.py): every process
+    of the run killed and waited for before anything of the run is read back; ``mechanism``
+    says how strong the guarantee is (a pid namespace, or only the adapter's descendants)."""
+
+    kind: Literal["run_processes"] = "run_processes"
+    mechanism: str | None = None
+    killed: int | None = None
+    left: int | None = None
+    ended_unix: float | None = None
+    took_s: float | None = None
+
+
 # ------------------------------------------------------------------ source "gateway"
 
 
@@ -519,6 +532,7 @@ _KINDS: dict[tuple[str, str], type[Event]] = {
     ("runtime", "message"): RuntimeMessage,
     ("runtime", "error"): RuntimeErrorEvent,
     ("runtime", "limits"): RuntimeLimits,
+    ("runtime", "run_processes"): RuntimeRunProcesses,
     ("gateway", "exchange"): GatewayExchange,
     ("gateway", "in_flight"): GatewayInFlight,
     ("gateway", "agent_tool_call"): AgentToolCall,

@@ -31,6 +31,8 @@ DOCUMENTED = [
      E.RuntimeErrorEvent),
     ({"source": "runtime", "kind": "limits", "turn_limit": None, "unit": "model calls", "enforced_by": "gateway",
       "max_model_calls": 40, "t": 0.0}, E.RuntimeLimits),
+    ({"source": "runtime", "kind": "run_processes", "mechanism": "pid namespace", "killed": 1, "left": 0,
+      "ended_unix": 1796418450.5, "took_s": 0.02, "t": 1.2}, E.RuntimeRunProcesses),
     ({"source": "agent", "kind": "report", "text": "Done.", "trace": {"status": "DONE", "tool_uses_count": 2,
       "tool_uses_breakdown": {"read_count": 2}}, "trace_error": None}, E.AgentReport),
     ({"source": "gateway", "kind": "exchange", "call_index": 0, "t": 0.01, "stream": False,
@@ -43,6 +45,10 @@ DOCUMENTED = [
                    "errors": [{"attempt": 1, "status": 503, "connection_error": False, "error": "busy",
                                "transient": True, "retry_after_s": None, "wait_s": 0.5, "latency_ms": 9.0}]},
       "replay": {"request_sha256": "a", "recorded_sha256": "a", "match": True}}, E.GatewayExchange),
+    ({"source": "gateway", "kind": "in_flight", "call_index": 3, "t": 12.5, "open_s": 180.2}, E.GatewayInFlight),
+    ({"source": "gateway", "kind": "agent_tool_call", "agent_side": True, "seq": 0, "tool": "read",
+      "args": {"path": "TICKET.md"}, "ok": True, "error": None, "result_chars": 6, "changed_workspace": False,
+      "changed_paths": []}, E.AgentToolCall),
     ({"source": "verifier", "kind": "diff", "files": [{"path": "src/calculator.py", "status": "M", "added": 1,
       "removed": 1}], "empty": False, "error": None, "tree": "abc", "expected": "required"}, E.Diff),
     ({"source": "verifier", "kind": "required_files", "missing": [], "content_mismatch": []}, E.RequiredFiles),
@@ -165,7 +171,7 @@ def test_parse_events_keeps_order_and_returns_parsed_events_as_they_are():
 def test_the_filters():
     parsed = E.parse_events([r for r, _ in DOCUMENTED] + [{"source": "verifier", "kind": "lint"}])
     assert [e.kind for e in E.by_source(parsed, "runtime")] == ["tool_call", "model_call", "message", "error",
-                                                                "limits"]
+                                                                "limits", "run_processes"]
     assert [type(e) for e in E.of_kind(parsed, E.ToolCall)] == [E.ToolCall]
     assert len(E.of_kind(parsed, E.VerifierEvent)) == 9  # every verifier event, the unknown kind too
     assert E.of_kind(parsed, E.Event) == parsed
