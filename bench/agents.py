@@ -39,9 +39,28 @@ def load() -> str:
 
 def agent_grid(name: str, out: Path, args: argparse.Namespace) -> tuple[float, list[dict]]:
     """One agent's grid; (the grid command's wall time, its run records)."""
-    cmd = [sys.executable, str(ROOT / "grid.py"), "run", "--venvs", str(args.venvs), "--frameworks", name,
-           "--tasks", args.task, "--content", "clean", "--swap", "none", "--models", args.model,
-           "--repeats", str(args.repeats), "--out", str(out), "--no-progress"]
+    cmd = [
+        sys.executable,
+        str(ROOT / "grid.py"),
+        "run",
+        "--venvs",
+        str(args.venvs),
+        "--frameworks",
+        name,
+        "--tasks",
+        args.task,
+        "--content",
+        "clean",
+        "--swap",
+        "none",
+        "--models",
+        args.model,
+        "--repeats",
+        str(args.repeats),
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
     t0 = time.monotonic()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     wall = time.monotonic() - t0
@@ -64,13 +83,15 @@ def main() -> int:
         wanted = [n for n in args.frameworks.split(",") if n]
         unknown = sorted(set(wanted) - set(agents))
         if unknown:
-            sys.exit(f"bench/agents.py: --frameworks: not a kind = \"cli\" entry of {args.venvs}: {', '.join(unknown)}")
+            sys.exit(f'bench/agents.py: --frameworks: not a kind = "cli" entry of {args.venvs}: {", ".join(unknown)}')
         agents = [n for n in agents if n in wanted]
     if not agents:
-        sys.exit(f"bench/agents.py: {args.venvs}: no kind = \"cli\" entry")
+        sys.exit(f'bench/agents.py: {args.venvs}: no kind = "cli" entry')
     print(f"{args.task}, model {args.model}, {args.repeats} runs per agent, guard default; load average {load()}")
-    print(f"{'agent':<16} {'median s':>9} {'min s':>7} {'max s':>7} {'agent_s':>8} {'passed':>7} "
-          f"{'grid s':>7} {'/ goal':>7}")
+    print(
+        f"{'agent':<16} {'median s':>9} {'min s':>7} {'max s':>7} {'agent_s':>8} {'passed':>7} "
+        f"{'grid s':>7} {'/ goal':>7}"
+    )
     over = []
     with tempfile.TemporaryDirectory(prefix="cg-bench-agents-") as tmp:
         for name in agents:
@@ -81,10 +102,14 @@ def main() -> int:
             median = statistics.median(walls)
             if median > args.goal:
                 over.append(name)
-            print(f"{name:<16} {median:9.2f} {min(walls):7.2f} {max(walls):7.2f} {statistics.median(agent_s):8.2f} "
-                  f"{passed:>3}/{len(runs):<3} {grid_s:7.1f} {median / args.goal:7.2f}")
-    print(f"load average after: {load()}; goal {args.goal:g} s: "
-          + (f"over in {', '.join(over)}" if over else "every agent's median within it"))
+            print(
+                f"{name:<16} {median:9.2f} {min(walls):7.2f} {max(walls):7.2f} {statistics.median(agent_s):8.2f} "
+                f"{passed:>3}/{len(runs):<3} {grid_s:7.1f} {median / args.goal:7.2f}"
+            )
+    print(
+        f"load average after: {load()}; goal {args.goal:g} s: "
+        + (f"over in {', '.join(over)}" if over else "every agent's median within it")
+    )
     return 1 if over else 0
 
 
