@@ -21,7 +21,9 @@ per-call deadline (60 s) are fixed in its code; :class:`GatewayModel` changes on
   ``<gateway_url>/chat/completions``;
 * the key is ``OPENAI_API_KEY`` from the agent's environment (the run's credential, as
   LitellmModel read it; its commands get it blanked by ``environment.env``);
-* ``call_timeout_s`` (model config): the run's per-call deadline, given to every request.
+* ``call_timeout_s`` (model config): the run's per-call deadline, given to every request
+  (``requests``' timeout bounds the connection and each wait for data; the gateway sends a
+  non-streamed answer whole, so it is the wait for the answer).
 
 * ``model_kwargs`` (merged into the request body by OpenRouterModel) lose mini.yaml's
   ``drop_params``, an instruction to LiteLLM, not a request field.
