@@ -7,16 +7,20 @@ mini-swe-agent sent back is in the gateway's exchanges, and the workspace before
 calls and after is the verifier's (docs/CONTRACTS.md, "Agents with their own tools"). Per run,
 the adapter
 
-* runs ``python -m minisweagent.run.mini`` (the ``mini`` program) with its built-in
-  ``mini.yaml`` (its own system and instance templates: the task as the instance), its
-  non-interactive ``DefaultAgent`` (``--agent-class default``: no confirmation, no prompt at a
-  limit or at the end), the run's model-call budget as its ``step_limit``, and its
-  ``LitellmModel``: ``litellm.completion`` with model ``openai/<the run's model>`` at the
-  gateway's Chat Completions dialect (``api_base`` the gateway, its key (below) as
-  ``OPENAI_API_KEY`` in its environment, the run's per-call timeout);
+* runs mini-swe-agent's ``mini`` program (``minisweagent.run.mini``, started by this folder's
+  gateway_model.py given as ``python -c``) with its built-in ``mini.yaml`` (its own system and
+  instance templates: the task as the instance), its non-interactive ``DefaultAgent``
+  (``--agent-class default``: no confirmation, no prompt at a limit or at the end), the run's
+  model-call budget as its ``step_limit``, and its own ``OpenRouterModel`` (``--model-class``
+  gateway_model's ``GatewayModel``): one ``requests`` POST per attempt to the gateway's Chat
+  Completions dialect with the run's model name, its key (below) from ``OPENAI_API_KEY`` in its
+  environment and the run's per-call timeout, which are the only three things GatewayModel
+  changes. Its default ``LitellmModel`` would import LiteLLM in every run's fresh process
+  (about 5 CPU-seconds: bench/README.md, "Coding agents"); the client used is a parity fact
+  (``runtime_versions.model_client``);
 * keeps every refused call one gateway exchange: mini-swe-agent's own retry (tenacity, up to
   10 attempts) is set to one attempt by its documented variable
-  ``MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT``, LiteLLM's and the OpenAI client's retries to 0;
+  ``MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT``; ``requests`` makes no retry of its own;
   cost tracking ignores the unpriced model (``MSWEA_COST_TRACKING=ignore_errors``), the
   first-run setup and start-up banner are off;
 * the key: ``OPENAI_API_KEY`` is ``kit.credential``, under the guard a placeholder the
@@ -41,7 +45,7 @@ whole of mini-swe-agent runs inside the harness's bubblewrap sandbox: its comman
 prefix + this venv's python, its working folder and ``environment.cwd`` ``/workspace`` (the
 workspace, read-write), ``HOME`` (its config folder, the trajectory) the run's own ``/tmp``, the
 run's uid, cgroup and limits, an empty network namespace whose one way out is the loopback
-forwarder to the gateway's Unix socket (``api_base`` is the forwarder's port). Unguarded
+forwarder to the gateway's Unix socket (GatewayModel's ``gateway_url`` is the forwarder's port). Unguarded
 (``--guard off``, no bwrap; ``agent_sandbox`` null) it runs as the adapter's child with no
 sandbox at all, its commands as the driver's user (it has no sandbox of its own).
 """
@@ -64,7 +68,12 @@ STOP_MARGIN_S = 5.0
 # (kit.read_back); the conformance suite attacks each (tests/frameworks/test_agent_leftovers.py).
 TRAJECTORY = "trajectory.json"
 READ_BACK = (TRAJECTORY,)
-SUBMITTED = "Submitted"  # the exit_status of a run that ended on its submission command
+SUBMITTED = "Submitted"
+# The program each run starts (gateway_model.py: mini with its own OpenRouterModel at the
+# gateway, no LiteLLM import), passed as ``python -c``: nothing of this folder is in the sandbox.
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "gateway_model.py")) as _f:
+    GATEWAY_MODEL_SOURCE = _f.read()
+MODEL_CLASS = "claimgrid_mini_gateway.GatewayModel"  # the exit_status of a run that ended on its submission command
 # mini-swe-agent's documented switches: one attempt per model call (its retry would otherwise
 # resend a refused call up to 10 times, 4-60 s apart), no cost lookup for an unpriced model, no
 # interactive first-run setup, no banner.
@@ -87,28 +96,31 @@ def versions() -> dict:
     return kit.versions(
         FRAMEWORK,
         "mini-swe-agent",
+        "requests",
         python=platform.python_version(),
-        model_client="mini-swe-agent LitellmModel (litellm.completion, Chat Completions, tool calling)",
-        retries={"mini_swe_agent_model_retry_attempts": 1},
+        model_client=("mini-swe-agent OpenRouterModel (requests, Chat Completions, tool calling) at the "
+                      "gateway, the run's key and per-call deadline (gateway_model.py); not LitellmModel"),
+        retries={"litellm_num_retries": None, "mini_swe_agent_model_retry_attempts": 1},
         system_prompt="framework: mini-swe-agent's mini.yaml system and instance templates",
         streaming=False,
     )
 
 
 def command(ctl: dict, python: str, workspace: str, gateway_url: str, home: str) -> list[str]:
-    """The ``mini`` command line of one run (module docstring), its trajectory at ``home``."""
-    timeout = kit.call_timeout(ctl)
-    model_kwargs = {"api_base": gateway_url, "timeout": timeout, "num_retries": 0, "max_retries": 0,
-                    "drop_params": True}
+    """The ``mini`` command line of one run (module docstring), its trajectory at ``home``: this
+    folder's gateway_model.py as ``python -c`` (it runs ``minisweagent.run.mini``), its
+    ``GatewayModel`` as mini's ``--model-class``."""
     return [
-        python, "-m", "minisweagent.run.mini",
+        python, "-c", GATEWAY_MODEL_SOURCE,
         "--agent-class", "default", "--yolo", "--exit-immediately",
-        "--model", kit.gateway_model(ctl),
+        "--model", ctl["model"],
+        "--model-class", MODEL_CLASS,
         "--output", os.path.join(home, TRAJECTORY),
         "--config", "mini.yaml",
         "--config", f"agent.step_limit={kit.turn_limit(ctl)}",
         "--config", "agent.cost_limit=0",
-        "--config", "model.model_kwargs=" + json.dumps(model_kwargs),
+        "--config", "model.gateway_url=" + json.dumps(gateway_url),
+        "--config", f"model.call_timeout_s={kit.call_timeout(ctl):g}",
         "--config", "environment.cwd=" + json.dumps(workspace),
         # Each command's wall time: LocalEnvironment kills its process group after it.
         "--config", f"environment.timeout={max(1, round(kit.command_timeout(ctl)))}",
@@ -119,13 +131,13 @@ def command(ctl: dict, python: str, workspace: str, gateway_url: str, home: str)
 
 def environment(ctl: dict, home: str) -> dict[str, str]:
     """mini-swe-agent's environment for one run: ``HOME`` (its config folder) ``home``, the run
-    key (``kit.credential``) as the OpenAI key LiteLLM reads, the quiet switches."""
+    key (``kit.credential``) as the key GatewayModel reads, the quiet switches."""
     env = {**os.environ, **QUIET_ENV, "HOME": home, "OPENAI_API_KEY": kit.credential(ctl),
            "MSWEA_GLOBAL_CONFIG_DIR": os.path.join(home, ".config", "mini-swe-agent"),
            "XDG_CACHE_HOME": os.path.join(home, ".cache"), "XDG_CONFIG_HOME": os.path.join(home, ".config"),
            "XDG_DATA_HOME": os.path.join(home, ".local", "share")}
     for name in ("OPENAI_BASE_URL", "OPENAI_API_BASE"):
-        env.pop(name, None)  # the gateway is api_base; nothing else may redirect LiteLLM
+        env.pop(name, None)  # the gateway is GatewayModel's address; nothing else names one
     return env
 
 
