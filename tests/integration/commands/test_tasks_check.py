@@ -54,6 +54,7 @@ def _shipped_ids() -> list[str]:
     return sorted(p.name for p in (ROOT / "tasks").iterdir() if (p / "task.toml").is_file())
 
 
+@pytest.mark.timeout(660)  # check-task runs every shipped task's tests before and after (its own timeout: 600 s)
 def test_every_shipped_task_passes_check_task():
     proc = _check(ROOT / "tasks")
     assert proc.returncode == 0, proc.stdout + proc.stderr
