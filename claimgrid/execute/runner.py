@@ -94,19 +94,12 @@ class GridContext:
 
         if model in self.limits:
             lim = self.limits[model]
-            update: dict = {}
             derived = self.model_call_timeouts.get(model)
             if derived is not None and lim.source.get("call_timeout_s", "default") == "default":
-                update["call_timeout_s"] = float(derived)
-                update["source"] = {**lim.source, "call_timeout_s": "measured"}
-            # A served model's own output cap (its catalog entry): its server and the gateway's
-            # upstream call never let a call past it, so the cap recorded (and reported when hit)
-            # is the lower of it and the resolved one, not a default the call could never reach.
-            served_cap = (self.model_servers.get(model) or {}).get("max_output_tokens")
-            if isinstance(served_cap, int) and (lim.max_output_tokens is None or served_cap < lim.max_output_tokens):
-                update["max_output_tokens"] = served_cap
-                update["source"] = {**update.get("source", lim.source), "max_output_tokens": "model server"}
-            return lim.model_copy(update=update) if update else lim
+                return lim.model_copy(
+                    update={"call_timeout_s": float(derived), "source": {**lim.source, "call_timeout_s": "measured"}}
+                )
+            return lim
         return ModelLimits(
             call_timeout_s=self.model_call_timeout_s, max_model_calls=self.max_model_calls, timeout_s=self.timeout_s
         )

@@ -88,27 +88,3 @@ def test_the_shipped_file_is_valid_and_matches_no_reference_model():
         assert not any(fnmatch.fnmatchcase(name, glob) for glob, _ in entries), name
 
 
-
-
-def test_a_served_models_own_output_cap_is_the_one_recorded(tmp_path):
-    """A local model's server never lets a call past its catalog cap, so the run's limits (what
-    the gateway records as the cap hit, the control budgets, parity) carry the lower of that
-    cap and the resolved one; the measured deadline replaces only a default one."""
-    from claimgrid.execute.runner import GridContext
-
-    model = "local/tiny"
-    resolved = limits.resolve([model, REAL], path=tmp_path / "absent.toml")
-    assert resolved[model].max_output_tokens == caps.REAL_MAX_OUTPUT_TOKENS  # the default a real model gets
-    ctx = GridContext(
-        tasks={}, content={}, swap={}, gateway=None, launcher=None, store=None, work_dir=tmp_path,  # type: ignore[arg-type]
-        timeout_s=120.0, max_model_calls=24, isolation="warm", guard=None, limits=resolved,
-        model_call_timeouts={model: 77.0}, model_servers={model: {"max_output_tokens": 48}},
-    )
-    got = ctx.limits_for(model)
-    assert got.max_output_tokens == 48 and got.source["max_output_tokens"] == "model server"
-    assert got.call_timeout_s == 77.0 and got.source["call_timeout_s"] == "measured"
-    assert ctx.limits_for(REAL) == resolved[REAL]  # a model without a server: as resolved
-    flagged = limits.resolve([model], flags={"max_output_tokens": 16}, path=tmp_path / "absent.toml")
-    ctx.limits = flagged
-    lower = ctx.limits_for(model)
-    assert lower.max_output_tokens == 16 and lower.source["max_output_tokens"] == "flag"  # a lower flag wins
