@@ -47,6 +47,7 @@ def render_ledger(ledger_dir: Path, summary: list[str] | None = None) -> Path:
     from claimgrid.ledger.pages import read_stderr, write_run_md
     from claimgrid.ledger.report import Report
     from claimgrid.ledger.rules import explain, fault_account
+    from claimgrid.ledger.sections import ledger_md, runs_md
 
     ledger_dir = Path(ledger_dir)
     pages = ViewerPages(ledger_dir)
@@ -72,9 +73,9 @@ def render_ledger(ledger_dir: Path, summary: list[str] | None = None) -> Path:
     out = ledger_dir / "LEDGER.md"
     # Write-then-rename: a reader (or a crash) never sees half a ledger.
     for name, text in (
-        ("RUNS.md", report.runs_md()),
+        ("RUNS.md", runs_md(report)),
         ("ledger.html", render_html(report, pages)),
-        ("LEDGER.md", report.render()),
+        ("LEDGER.md", ledger_md(report)),
     ):
         tmp = ledger_dir / f".{name}.tmp"
         # Agent text may hold lone surrogates (kept losslessly in the evidence): a page

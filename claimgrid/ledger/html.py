@@ -33,6 +33,7 @@ import re
 from pathlib import Path
 
 from claimgrid.ledger.rules import explain
+from claimgrid.ledger.sections import headline, summary
 
 COORDINATES = ["framework", "task", "content", "swap_condition", "model", "repeat"]
 SKIP = {"swap_mentioned"}
@@ -223,8 +224,8 @@ def render_html(report, pages: ViewerPages) -> str:
         "runs": runs,
         "pool": pages.pool,
         "pages": pages.pages,
-        "summary": report.summary() if report.rows else "",
-        "headline": report.headline() if report.rows else "",
+        "summary": summary(report) if report.rows else "",
+        "headline": headline(report) if report.rows else "",
     }
     title = grid_id.encode("utf-8", "backslashreplace").decode("utf-8")  # a lone surrogate, visibly
     fill = {"__TITLE__": _esc(title), "__DATA__": data_json(data)}
