@@ -19,6 +19,8 @@ verify is refused by both checkouts (and this script stops with their message).
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import shutil
 import subprocess
 import sys
@@ -56,6 +58,28 @@ def derived_files(folder: Path) -> dict[str, Path]:
     return out
 
 
+def viewer_difference(a: bytes, b: bytes) -> str:
+    """For ledger.html: whether the data block's common keys hold the same values, which keys
+    one side adds, and how many template lines differ (the data is one JSON line)."""
+    found = []
+    for raw in (a, b):
+        html = raw.decode()
+        m = re.search(r'(<script id="data" type="application/json">)(.*?)(</script>)', html, re.S)
+        if m is None:
+            return first_difference(a, b)
+        found.append((html[: m.start(2)] + html[m.end(2) :], json.loads(m.group(2))))
+    (ta, da), (tb, db) = found
+    same = [k for k in da.keys() & db.keys() if da[k] == db[k]]
+    template = sum(1 for x, y in zip(ta.splitlines(), tb.splitlines()) if x != y) + abs(
+        len(ta.splitlines()) - len(tb.splitlines())
+    )
+    added = {k: db[k] for k in sorted(db.keys() - da.keys())}
+    return (
+        f"data: {len(same)} of {len(da.keys() & db.keys())} common keys equal, only in base "
+        f"{sorted(da.keys() - db.keys())}, only in head {json.dumps(added)[:300]}; {template} template lines differ"
+    )
+
+
 def first_difference(a: bytes, b: bytes) -> str:
     try:
         la, lb = a.decode().splitlines(), b.decode().splitlines()
@@ -90,7 +114,8 @@ def main() -> int:
                 continue
             x, y = a[name].read_bytes(), b[name].read_bytes()
             if x != y:
-                print(f"differs: {name} ({first_difference(x, y)})")
+                how = viewer_difference(x, y) if name == "ledger.html" else first_difference(x, y)
+                print(f"differs: {name} ({how})")
                 differ += 1
         same = len(set(a) & set(b)) - sum(1 for n in set(a) & set(b) if a[n].read_bytes() != b[n].read_bytes())
         print(

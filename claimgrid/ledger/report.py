@@ -20,7 +20,8 @@ from __future__ import annotations
 import statistics
 from collections import Counter, defaultdict
 
-from claimgrid.ledger.load import Ledger
+from claimgrid.ledger.columns import by_source, classification_column, treatment
+from claimgrid.ledger.load import Ledger, stored
 from claimgrid.ledger.names import (
     CLASSIFICATION_KEYS,
     CONTENT,
@@ -32,8 +33,17 @@ from claimgrid.ledger.stats import DASH, clustered, format_rate, half_up
 CLAIMED = ("TRUE_SUCCESS", "FALSE_SUCCESS")
 REACHED_INJ = ("followed", "followed, then undone", "resisted")
 REACHED_NOTE = ("complied", "complied, then undone", "ignored")
+
+
 # The fields that make up "what happened" in a cell, for comparing frameworks.
-IDENTITY = [("swap_outcome" if k == "swap" else k) for k in CLASSIFICATION_KEYS] + ["goal_met", "note_met"]
+def identity() -> list[str]:
+    """The columns that make up "what happened" in a cell, for comparing frameworks: every
+    classification field's column (claimgrid.ledger.columns), then whether the attacker goal
+    and the owner's note checks hold in the evidence."""
+    checks = [by_source(f"evidence:{k}") for k in ("goal_met", "note_met")]
+    return [classification_column(k) for k in CLASSIFICATION_KEYS] + [c.name for c in checks if c is not None]
+
+
 CELL = ("task", "content", "swap_condition", "model", "repeat")
 
 TREAT_CONTROL, TREAT_FIRED, TREAT_NOT_REACHED, TREAT_NOOP, TREAT_UNKNOWN = (
@@ -94,15 +104,16 @@ class Report:
         self.specs_recorded = ledger.inputs.swap_specs_recorded
         self.stochastic = {m: not is_reference(m) for m in self.models}
         for r in self.rows:
-            r["treatment"] = self.treatment(r)
-            faults = (ledger.records.get(r["run_id"]) or {}).get("faults") or {}
-            r["reaction"], r["retried"] = faults.get("reaction"), bool(faults.get("retried"))
-            r["fault"], r["fault_call"] = faults.get("fault"), faults.get("fault_call")
+            r[treatment().name] = self.treatment(r)  # the column the spec declares (claimgrid.ledger.columns)
+            rec = ledger.records[r["run_id"]]
+            faults = rec.faults
+            r["reaction"], r["retried"] = (faults.reaction, faults.retried) if faults else (None, False)
+            r["fault"], r["fault_call"] = (faults.fault, faults.fault_call) if faults else (None, None)
             # Limits the run hit other than through an injected fault (claimgrid.classify.limits).
-            hits = (ledger.records.get(r["run_id"]) or {}).get("limit_hits") or []
-            r["limit_hits"] = [h for h in hits if not h.get("fault")]
-            r["limit_decided"] = any(h.get("decided") for h in r["limit_hits"])
-        self.identity = IDENTITY
+            # As the line held them (claimgrid.classify.limits.describe reads them so).
+            r["limit_hits"] = [stored(h) for h in rec.limit_hits or [] if not h.fault]
+            r["limit_decided"] = any(h["decided"] for h in r["limit_hits"])
+        self.identity = identity()
         self.T_FIRED, self.T_NOT_REACHED, self.T_NOOP, self.T_UNKNOWN = (
             TREAT_FIRED,
             TREAT_NOT_REACHED,
@@ -112,11 +123,7 @@ class Report:
         # Frameworks that bring their own tools (facts.own_tools): their tool counts, and the
         # "doing nothing passes" check below, come from the gateway transcript alone.
         self.own_tools_frameworks = sorted(
-            {
-                r["framework"]
-                for r in self.rows
-                if (((ledger.records.get(r["run_id"]) or {}).get("facts") or {}).get("own_tools"))
-            }
+            {r["framework"] for r in self.rows if (facts := ledger.records[r["run_id"]].facts) and facts.own_tools}
         )
         # Tasks where doing nothing passes: some run of the task used no tool and got PASS.
         self.null_pass_tasks = sorted(
@@ -133,7 +140,11 @@ class Report:
         for r in self.rows:
             self.by_cell[tuple(r[k] for k in CELL)][r["framework"]] = r
         self.divergent = sorted(
-            (k for k, fws in self.by_cell.items() if len({tuple(r[f] for f in IDENTITY) for r in fws.values()}) > 1),
+            (
+                k
+                for k, fws in self.by_cell.items()
+                if len({tuple(r[f] for f in self.identity) for r in fws.values()}) > 1
+            ),
             key=lambda k: tuple("" if v is None else str(v) for v in k),
         )
         self.complete_cells = [k for k, fws in self.by_cell.items() if len(fws) == len(self.frameworks)]

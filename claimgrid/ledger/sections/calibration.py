@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+from claimgrid.ledger.columns import classification_column
 from claimgrid.ledger.names import CLAIM_VERDICT, CLASSIFICATION_KEYS, NOT_RECORDED, ordered
 from claimgrid.ledger.report import Report, heading, table
 from claimgrid.ledger.stats import format_rate
@@ -19,7 +20,7 @@ def calibration(report: Report) -> str:
         "is named, not guessed.",
     ]
     norm = lambda v: "–" if v is None else json.dumps(v) if isinstance(v, bool) else str(v)
-    col_of = lambda f: "swap_outcome" if f == "swap" else f if f in report.L.runs.columns else f"extra.{f}"
+    col_of = classification_column  # the spec's column of each field (claimgrid.ledger.columns)
     seen: set[str] = set()
     for label, block in report.fw_blocks(report.rows):
         truths = [(r, fn(r)) for r in block]

@@ -99,7 +99,7 @@ def verify_cache_rows(report: Report) -> list[list[str]]:
     """The design row on the verifier's test cache (claimgrid.verify.cache); none for a
     ledger written before it existed."""
     setting = report.meta.get("verify_cache")
-    statuses = Counter((rec.get("verify_cache") or {}).get("status") for rec in report.L.records.values())
+    statuses = Counter(rec.verify_cache.status if rec.verify_cache else None for rec in report.L.records.values())
     statuses.pop(None, None)
     if setting is None and not statuses:
         return []

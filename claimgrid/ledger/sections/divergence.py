@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from claimgrid.ledger.report import IDENTITY, Report, heading, table
+from claimgrid.ledger.report import Report, heading, table
 from claimgrid.ledger.stats import DASH, p_text
+from claimgrid.store.record import Faults
 
 
 def divergence(report: Report) -> str:
@@ -15,7 +16,7 @@ def divergence(report: Report) -> str:
         out.append("One framework in this ledger: nothing to compare.")
     elif not report.divergent:
         out.append(
-            f"Frameworks' classifications ({', '.join(IDENTITY)}) are identical in all "
+            f"Frameworks' classifications ({', '.join(report.identity)}) are identical in all "
             f"{len(report.complete_cells)} cells that every framework ran."
         )
     else:
@@ -26,7 +27,7 @@ def divergence(report: Report) -> str:
         rows = []
         for k in report.divergent:
             fws = report.by_cell[k]
-            diff = [f for f in IDENTITY if len({str(r[f]) for r in fws.values()}) > 1]
+            diff = [f for f in report.identity if len({str(r[f]) for r in fws.values()}) > 1]
             rows.append(
                 [
                     " · ".join(str(v) for v in k),
@@ -130,11 +131,11 @@ def paired_tests_md(report: Report) -> str | None:
 
 def fault_table(report: Report) -> str | None:
     """Fault model x framework: reaction, attempts at the faulted call, claim vs outcome, duplicates."""
-    cells: dict[tuple[str, str], list[tuple[dict, dict]]] = {}
+    cells: dict[tuple[str, str], list[tuple[Faults, dict]]] = {}
     for r in report.rows:
-        facts = (report.L.records.get(r["run_id"]) or {}).get("faults")
-        if isinstance(facts, dict) and facts.get("fault"):
-            cells.setdefault((facts["fault"], r["framework"]), []).append((facts, r))
+        facts = report.L.records[r["run_id"]].faults
+        if facts is not None and facts.fault:
+            cells.setdefault((facts.fault, r["framework"]), []).append((facts, r))
     if not cells:
         return None
     faults = list(dict.fromkeys(f for f, _ in sorted(cells)))
@@ -146,10 +147,10 @@ def fault_table(report: Report) -> str | None:
             if not got:
                 row.append(DASH)
                 continue
-            reactions = Counter(f["reaction"] for f, _ in got)
-            attempts = sorted({f["attempts_at_fault"] for f, _ in got if f.get("attempts_at_fault")})
+            reactions = Counter(f.reaction for f, _ in got)
+            attempts = sorted({f.attempts_at_fault for f, _ in got if f.attempts_at_fault})
             cvo = Counter(r["claim_vs_outcome"] for _, r in got)
-            dup = sum(len(f.get("duplicate_side_effects") or []) for f, _ in got)
+            dup = sum(f.duplicate_side_effects for f, _ in got)  # a count per run (store.record.Faults)
             row.append(
                 "; ".join(f"{k}: {v}" for k, v in reactions.most_common())
                 + (f" · attempts {'/'.join(map(str, attempts))}" if attempts else "")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from claimgrid.ledger.report import IDENTITY, Report, table
+from claimgrid.ledger.report import Report, table
 from claimgrid.ledger.stats import DASH
 
 
@@ -27,7 +27,7 @@ def runs_md(report: Report) -> str:
     for k in sorted(report.by_cell, key=pos):
         cellr = report.by_cell[k]
         any_r = next(iter(cellr.values()))
-        same = len({tuple(r[f] for f in IDENTITY) for r in cellr.values()}) == 1
+        same = len({tuple(r[f] for f in report.identity) for r in cellr.values()}) == 1
         row = [*[DASH if v is None else v for v in k], any_r["treatment"]]
         if several:
             row.append("same" if same and len(cellr) == len(fws) else "**differ**" if not same else "incomplete")
