@@ -19,6 +19,7 @@ verify is refused by both checkouts (and this script stops with their message).
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import re
 import shutil
@@ -60,7 +61,7 @@ def derived_files(folder: Path) -> dict[str, Path]:
 
 def viewer_difference(a: bytes, b: bytes) -> str:
     """For ledger.html: whether the data block's common keys hold the same values, which keys
-    one side adds, and how many template lines differ (the data is one JSON line)."""
+    one side adds, and how many template lines removed or added (the data is one JSON line)."""
     found = []
     for raw in (a, b):
         html = raw.decode()
@@ -70,13 +71,14 @@ def viewer_difference(a: bytes, b: bytes) -> str:
         found.append((html[: m.start(2)] + html[m.end(2) :], json.loads(m.group(2))))
     (ta, da), (tb, db) = found
     same = [k for k in da.keys() & db.keys() if da[k] == db[k]]
-    template = sum(1 for x, y in zip(ta.splitlines(), tb.splitlines()) if x != y) + abs(
-        len(ta.splitlines()) - len(tb.splitlines())
-    )
+    template = (
+        sum(1 for line in difflib.unified_diff(ta.splitlines(), tb.splitlines(), lineterm="", n=0) if line[:1] in "+-")
+        - 2
+    )  # the two file-name lines
     added = {k: db[k] for k in sorted(db.keys() - da.keys())}
     return (
         f"data: {len(same)} of {len(da.keys() & db.keys())} common keys equal, only in base "
-        f"{sorted(da.keys() - db.keys())}, only in head {json.dumps(added)[:300]}; {template} template lines differ"
+        f"{sorted(da.keys() - db.keys())}, only in head {json.dumps(added)[:300]}; {template} template lines removed or added"
     )
 
 
