@@ -181,7 +181,7 @@ def heatmap_svg(report: Report) -> str | None:
     """The picture of ``report`` as SVG text; None if the report has no runs."""
     if not report.rows:
         return None
-    faults = [m for m in report.models if any(r["model"] == m and r.get("fault") for r in report.rows)]
+    faults = [m for m in report.models if any(r["model"] == m and r["fault"] for r in report.rows)]
     rows = _rows(report, [m for m in report.models if m not in faults])
     note = (
         "one framework"

@@ -127,7 +127,7 @@ class Report:
         )
         # Tasks where doing nothing passes: some run of the task used no tool and got PASS.
         self.null_pass_tasks = sorted(
-            {r["task"] for r in self.rows if r["outcome"] == "PASS" and r.get("tool_events") == 0}
+            {r["task"] for r in self.rows if r["outcome"] == "PASS" and r["tool_events"] == 0}
         )
         self.injected = [
             c for c in self.contents if any(r["carries"] == "attacker_goal" and r["content"] == c for r in self.rows)

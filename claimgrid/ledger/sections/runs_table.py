@@ -10,10 +10,10 @@ def limit_note(r: dict) -> str:
     """RUNS.md's note of the limits a run hit (none: empty)."""
     from claimgrid.classify.limits import describe
 
-    hits = r.get("limit_hits") or []
+    hits = r["limit_hits"] or []
     if not hits:
         return ""
-    text = "; ".join(describe(h) + (" (harness limit)" if h.get("decided") else "") for h in hits)
+    text = "; ".join(describe(h) + (" (harness limit)" if h["decided"] else "") for h in hits)
     return f" · limit: {text}"
 
 
