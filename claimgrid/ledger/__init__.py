@@ -40,6 +40,7 @@ def render_ledger(ledger_dir: Path, summary: list[str] | None = None) -> Path:
     files. ``summary``, when given, receives the end-of-grid summary's lines
     (:func:`terminal_summary`). A folder older than the facts it should carry says in LEDGER.md what it read
     from this checkout instead (:mod:`claimgrid.ledger.facts`)."""
+    from claimgrid.ledger.columns import treatment
     from claimgrid.ledger.firstscreen import terminal_lines
     from claimgrid.ledger.frame import PARQUET_NAME, write_frame
     from claimgrid.ledger.heatmap import write_heatmap
@@ -47,15 +48,14 @@ def render_ledger(ledger_dir: Path, summary: list[str] | None = None) -> Path:
     from claimgrid.ledger.pages import read_stderr, write_run_md
     from claimgrid.ledger.report import Report
     from claimgrid.ledger.rules import explain, fault_account
+    from claimgrid.ledger.sections import ledger_md, runs_md
 
     ledger_dir = Path(ledger_dir)
     pages = ViewerPages(ledger_dir)
 
     def on_run(rec, events, patch, digest):
         rules = explain(rec, events)  # once per run: RUN.md and ledger.html show the same rules
-        fault = (
-            fault_account(rec, events, read_stderr(ledger_dir, rec)) if (rec.get("faults") or {}).get("fault") else None
-        )
+        fault = fault_account(rec, events, read_stderr(ledger_dir, rec)) if rec.faults and rec.faults.fault else None
         write_run_md(ledger_dir, rec, events, digest, rules, fault)
         pages.add(rec, events, patch, rules, fault)
 
@@ -68,13 +68,13 @@ def render_ledger(ledger_dir: Path, summary: list[str] | None = None) -> Path:
     if write_heatmap(report, heatmap_path) is None:
         report.heatmap_name = None
         heatmap_path.unlink(missing_ok=True)
-    write_frame(ledger, {r["run_id"]: r["treatment"] for r in report.rows}, ledger_dir / PARQUET_NAME)
+    write_frame(ledger, {r["run_id"]: r[treatment().name] for r in report.rows}, ledger_dir / PARQUET_NAME)
     out = ledger_dir / "LEDGER.md"
     # Write-then-rename: a reader (or a crash) never sees half a ledger.
     for name, text in (
-        ("RUNS.md", report.runs_md()),
+        ("RUNS.md", runs_md(report)),
         ("ledger.html", render_html(report, pages)),
-        ("LEDGER.md", report.render()),
+        ("LEDGER.md", ledger_md(report)),
     ):
         tmp = ledger_dir / f".{name}.tmp"
         # Agent text may hold lone surrogates (kept losslessly in the evidence): a page

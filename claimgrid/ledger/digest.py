@@ -1,6 +1,6 @@
 """Per-run facts the ledger reads from each run's stored evidence folder.
 
-Contract: :func:`digest` ``(events, facts, goal_checks) -> dict`` turns one run's
+Contract: :func:`digest` ``(events, model, substitute, goal_check, note_check, patch) -> dict`` turns one run's
 ``events.jsonl`` (docs/CONTRACTS.md, "Evidence events") into flat facts the tables need
 and that the run record does not carry: model calls, tokens, cost, where the swap
 really fired, which model wrote the final report, which channels exposed a swap,
@@ -106,7 +106,6 @@ def _transcript_model(e: RuntimeEvent) -> str:
 
 def digest(
     events: Events | None,
-    facts: dict,
     model: str,
     substitute: str | None,
     goal_check: dict | None,

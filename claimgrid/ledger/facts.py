@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from claimgrid.errors import ClaimgridError
+from claimgrid.store.record import RunRecord
 
 TRUTH_EVERY_RUN = "every run (the registry's truth follows the model that served each call)"
 TRUTH_DOCUMENTED = (
@@ -142,8 +143,8 @@ def _documented_truth(row: dict) -> dict:
     return {} if v is None else {"claim_verdict": v}
 
 
-def render_inputs(meta: dict, records: dict[str, dict]) -> RenderInputs:
-    """The facts for rendering ``records`` (run id -> stored record) of a ledger whose
+def render_inputs(meta: dict, records: dict[str, RunRecord]) -> RenderInputs:
+    """The facts for rendering ``records`` (run id -> typed record) of a ledger whose
     ``meta.json`` is ``meta``: from the folder, else from this checkout (said in ``notes``)."""
     out = RenderInputs()
     from_checkout: list[str] = []  # facts the folder lacks, read from this checkout
@@ -165,13 +166,13 @@ def render_inputs(meta: dict, records: dict[str, dict]) -> RenderInputs:
         out.checks = {tid: (_check(t.spec.attacker_goal), _check(t.spec.legitimate_note)) for tid, t in tasks.items()}
         out.roles = {tid: t.role for tid, t in tasks.items()}
         fill("the tasks' attacker-goal and owner's-note checks, for the paired metrics", tasks)
-        if any(not r.get("role") for r in records.values()):
+        if any(not r.role for r in records.values()):
             fill("the roles of runs recorded without one", tasks)
 
     content_facts = meta.get("content_facts")
     if isinstance(content_facts, dict):
         out.carries = {c: f.get("carries") for c, f in content_facts.items() if isinstance(f, dict)}
-    elif any(not isinstance(r.get("facts"), dict) or "carries" not in r["facts"] for r in records.values()):
+    elif any(r.facts is None or "carries" not in r.facts.model_fields_set for r in records.values()):
         out.carries = {name: c.carries for name, c in _checkout_content().items()}
         fill("what each content condition carries, for runs recorded without it", out.carries)
 
@@ -189,7 +190,7 @@ def render_inputs(meta: dict, records: dict[str, dict]) -> RenderInputs:
 
     # The truth each run's record stored at grid time; records older than it: the registry
     # on this checkout's tasks and conditions, else only the documented claim verdict.
-    older = {rid for rid, r in records.items() if "truth" not in r}
+    older = {rid for rid, r in records.items() if "truth" not in r.model_fields_set}
     fallback = _registry_truth(meta) if older else None
     if older:
         fill(f"the reference truth of {len(older)} run(s) recorded without it", fallback is not None)
@@ -197,7 +198,7 @@ def render_inputs(meta: dict, records: dict[str, dict]) -> RenderInputs:
     def truth(row: dict) -> dict:
         rid = row["run_id"]
         if rid not in older:
-            return dict(sorted((records[rid].get("truth") or {}).items()))  # the calibration rows' order
+            return dict(sorted((records[rid].truth or {}).items()))  # the calibration rows' order
         return (fallback or _documented_truth)(row)
 
     out.truth = truth

@@ -22,21 +22,21 @@ LINKS = "[design](#design) · [headline](#headline) · [divergence](#divergence)
 
 def did(r: dict) -> str:
     """What the framework did in one run, in the words of the first screen."""
-    if r.get("limit_decided"):
+    if r["limit_decided"]:
         # A harness limit ended the run while it waited on the model: not something the framework did.
         return "stopped by a harness limit"
-    reaction = r.get("reaction")
+    reaction = r["reaction"]
     if reaction is None:
         reaction = (
             "raised" if r["process"] == "adapter_error" else "reported DONE" if r["claimed"] else "ended silently"
         )
     if reaction == "reported DONE":
         # Recovered: the gateway faulted a call, and the framework went on to a verified success.
-        faulted = r.get("fault_call") is not None
+        faulted = r["fault_call"] is not None
         text = "recovered" if faulted and r["claim_vs_outcome"] == "TRUE_SUCCESS" else "reported success"
     else:
         text = str(reaction)
-    return f"retried, {text}" if r.get("retried") else text
+    return f"retried, {text}" if r["retried"] else text
 
 
 def did_cell(runs: list[dict]) -> str:
@@ -290,8 +290,8 @@ def _utility(report, runs) -> str:
     if not c:
         return f"{DASH} (not run under {'/'.join(report.clean) or 'clean content'})"
     # A run a harness limit ended says nothing about the agent: not in the denominator.
-    stopped = sum(1 for r in c if r.get("limit_decided"))
-    c = [r for r in c if not r.get("limit_decided")]
+    stopped = sum(1 for r in c if r["limit_decided"])
+    c = [r for r in c if not r["limit_decided"]]
     if not c:
         return f"{DASH} (every run ended by a harness limit)"
     passed = [r for r in c if r["outcome"] == "PASS"]
@@ -504,15 +504,15 @@ def limit_lines(report) -> list[str]:
     decided: Counter[str] = Counter()
     budgets: Counter[str] = Counter()
     for r in report.rows:
-        for text in dict.fromkeys(describe(h) for h in r.get("limit_hits") or [] if h.get("decided")):
+        for text in dict.fromkeys(describe(h) for h in r["limit_hits"] or [] if h["decided"]):
             decided[text] += 1
         if not report.stochastic.get(r["model"]):
             continue  # a reference model's budget hit is its fault under test (the divergence table)
-        for text in dict.fromkeys(describe(h) for h in r.get("limit_hits") or [] if not h.get("decided")):
+        for text in dict.fromkeys(describe(h) for h in r["limit_hits"] or [] if not h["decided"]):
             budgets[text] += 1
     lines = []
     if decided:
-        n = sum(1 for r in report.rows if r.get("limit_decided"))
+        n = sum(1 for r in report.rows if r["limit_decided"])
         lines.append(
             "**Harness limits**: "
             + "; ".join(f"{text} in {k} run{'s' if k != 1 else ''}" for text, k in decided.most_common())
@@ -527,8 +527,8 @@ def limit_lines(report) -> list[str]:
         )
     real = [r for r in report.rows if report.stochastic.get(r["model"])]
     if real:
-        prompt = sum(r.get("prompt_tokens") or 0 for r in real)
-        completion = sum(r.get("completion_tokens") or 0 for r in real)
+        prompt = sum(r["prompt_tokens"] or 0 for r in real)
+        completion = sum(r["completion_tokens"] or 0 for r in real)
         lines.append(
             f"**Tokens** (real models, from the providers' usage): {prompt:,} prompt + {completion:,} completion "
             f"in {len(real)} run{'s' if len(real) != 1 else ''}."

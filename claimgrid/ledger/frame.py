@@ -11,9 +11,9 @@ Contract:
   canonical (ASCII) JSON, and so is a string column with a value parquet cannot hold (a
   lone surrogate); the file's metadata names those columns. ``timings`` and ``truth`` are spread into one column per key found in the
   records (``timings.wall_s``, ``truth.outcome``). Then the ledger's per-run facts read from
-  the evidence folder (:data:`claimgrid.ledger.load.DIGEST_SCHEMA`: tokens, cost, calls,
-  refusals, runtime errors, retries...) as ``evidence.<name>``, and the swap treatment the
-  ledger derives (``treatment``).
+  the evidence folder (the ledger's ``evidence:`` columns, :data:`claimgrid.ledger.columns.COLUMNS`:
+  tokens, cost, calls, refusals, runtime errors, retries...) as ``evidence.<name>``, and the
+  swap treatment the ledger derives (``treatment``), named as that list names them.
 - :func:`frame` ``(ledger, treatments) -> polars.DataFrame`` and :func:`write_frame`
   ``(ledger, treatments, path)``: the rows (run_id order), written with polars to
   ``runs.parquet`` (write-then-rename). Re-rendering unchanged input writes the same bytes.
@@ -36,7 +36,9 @@ from pathlib import Path
 import polars as pl
 from pydantic import BaseModel
 
-from claimgrid.ledger.load import DIGEST_SCHEMA, Ledger
+from claimgrid.ledger.columns import columns_markdown as ledger_columns_markdown
+from claimgrid.ledger.columns import digest_columns, treatment
+from claimgrid.ledger.load import Ledger
 from claimgrid.store.record import Classification, RunRecord, dump, parse_record
 
 PARQUET_NAME = "runs.parquet"
@@ -138,12 +140,16 @@ def columns(records: list[dict]) -> list[Column]:
         for key, dtype in _spread(records, field):
             kind = "spread" if dtype is not None else "json"
             out.append(Column(f"{field}.{key}", dtype or pl.String, kind, (field, key), f"{field}: {key}", parents))
-    for name, dtype in DIGEST_SCHEMA.items():
-        out.append(
-            Column(DIGEST_PREFIX + DIGEST_NAMES.get(name, name), dtype, "derived", (), f"evidence digest `{name}`")
-        )
-    out.append(Column("treatment", pl.String, "derived", (), "the swap treatment the ledger derives"))
+    for c in digest_columns():  # declared once, with the ledger's columns (claimgrid.ledger.columns)
+        out.append(Column(_digest_name(c.name), c.dtype, "derived", (), f"evidence digest `{c.name}`"))
+    treat = treatment()
+    out.append(Column(treat.name, treat.dtype, "derived", (), "the swap treatment the ledger derives"))
     return out
+
+
+def _digest_name(name: str) -> str:
+    """runs.parquet's name of the ledger's digest column ``name``."""
+    return DIGEST_PREFIX + DIGEST_NAMES.get(name, name)
 
 
 def _get(rec, path: tuple[str, ...]):
@@ -159,23 +165,19 @@ def _canonical(value) -> str | None:
     return None if value is None else json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def _digest_key(name: str) -> str:
-    short = name[len(DIGEST_PREFIX) :]
-    return next((k for k, v in DIGEST_NAMES.items() if v == short), short)
-
-
 def frame(ledger: Ledger, treatments: dict[str, str] | None = None) -> tuple[pl.DataFrame, list[str]]:
     """One row per run of ``ledger`` (run_id order), and the names of its JSON columns."""
-    records = [_as_written(parse_record(rec, ledger.folder / "runs.jsonl")) for rec in ledger.records.values()]
+    records = [_as_written(rec) for rec in ledger.records.values()]  # typed, read once by the ledger
     cols = columns(records)
-    digest = {row["run_id"]: row for row in ledger.runs.select(["run_id", *DIGEST_SCHEMA]).to_dicts()}
+    names = {_digest_name(c.name): c.name for c in digest_columns()}
+    digest = {row["run_id"]: row for row in ledger.runs.select(["run_id", *names.values()]).to_dicts()}
     treatments = treatments or {}
     data: dict[str, list] = {c.name: [] for c in cols}
     for rec in records:
         d = digest.get(rec["run_id"], {})
         for c in cols:
             if c.kind == "derived":
-                value = treatments.get(rec["run_id"]) if c.name == "treatment" else d.get(_digest_key(c.name))
+                value = treatments.get(rec["run_id"]) if c.name == treatment().name else d[names[c.name]]
             elif c.kind == "json":
                 value = _canonical(_get(rec, c.path))
             else:
@@ -295,7 +297,12 @@ def columns_markdown() -> str:
             rows.append(spread_doc[field])
         rows += [_doc_row(c) for c in cols if c.path and c.path[0] == field]
     rows += [_doc_row(c) for c in cols if not c.path]
-    return "\n".join(rows)
+    ledger = (
+        "The ledger's own per-run columns (claimgrid.ledger.columns: the rows of LEDGER.md's and RUNS.md's "
+        "tables, ledger.html's columns, the `evidence.<name>` and `treatment` columns above), each with "
+        "where its value comes from:"
+    )
+    return "\n".join(rows) + "\n\n" + ledger + "\n\n" + ledger_columns_markdown()
 
 
 def _doc_row(c: Column) -> str:

@@ -181,22 +181,8 @@ def heatmap_svg(report: Report) -> str | None:
     """The picture of ``report`` as SVG text; None if the report has no runs."""
     if not report.rows:
         return None
-    faults = [m for m in report.models if any(r["model"] == m and r.get("fault") for r in report.rows)]
+    faults = [m for m in report.models if any(r["model"] == m and r["fault"] for r in report.rows)]
     rows = _rows(report, [m for m in report.models if m not in faults])
-    panels = [
-        (
-            ("none", "swap = none", "false success among claims, by content"),
-            list(report.contents),
-            lambda r, c: r["swap_condition"] == "none" and r["content"] == c,
-            lambda r: True,
-        ),
-        (
-            ("swap", "swap effect", "false success among claims, by swap (treated runs only)"),
-            list(report.swaps),
-            lambda r, s: r["swap_condition"] == s,
-            lambda r: r["treatment"] in (TREAT_CONTROL, TREAT_FIRED),
-        ),
-    ]
     note = (
         "one framework"
         if len(report.frameworks) == 1
@@ -217,67 +203,102 @@ def heatmap_svg(report: Report) -> str | None:
     width = MARGIN + max(_w(line, TITLE_TEXT) for line in title)
 
     if rows:
-        label_w = max(_w(label, LABEL_TEXT) for label, _ in rows) + 12
-        x = MARGIN + label_w
-        head = y + 2 * LABEL_TEXT * 1.3
-        for i, (label, _) in enumerate(rows):
-            svg.text(x - 8, head + (i + 0.5) * CELL_H, label, LABEL_TEXT, anchor="end")
-        for (panel, name, sub), cols, pick, treated in panels:
-            cw = _col_width(cols)
-            svg.text(x, y + LABEL_TEXT * 0.6, name, LABEL_TEXT, anchor="start", bold=True)
-            svg.text(x, y + LABEL_TEXT * 1.9, sub, LABEL_TEXT, anchor="start")
-            for i, (row_label, runs) in enumerate(rows):
-                for j, col in enumerate(cols):
-                    fill, label, ink = _rate_cell(runs, pick, treated, col)
-                    svg.cell((panel, row_label, col), (x + j * cw, head + i * CELL_H, cw, CELL_H), fill, label, ink)
-            for j, col in enumerate(cols):
-                svg.text(x + (j + 0.5) * cw, head + len(rows) * CELL_H + CELL_TEXT, col, CELL_TEXT)
-            x += max(len(cols) * cw, _w(sub, LABEL_TEXT)) + GAP
-        # The colour scale: 0% at the bottom, 100% at the top, as the cells read it.
-        bar_h = len(rows) * CELL_H
-        svg.rect(x, head, 14, bar_h, "url(#reds)")
-        for k in range(5):
-            ty = head + bar_h * (1 - k / 4)
-            svg.parts.append(
-                f'<line x1="{_num(x + 14)}" y1="{_num(ty)}" x2="{_num(x + 18)}" y2="{_num(ty)}" stroke="#000000"/>'
-            )
-            svg.text(x + 21, ty, f"{25 * k}%", CELL_TEXT, anchor="start")
-        svg.text(x + 60, head + bar_h / 2, "false-success rate", CELL_TEXT, rotate=-90)
-        width = max(width, x + 70)
-        y = head + bar_h + CELL_TEXT * 2 + GAP
-
+        y, width = _rate_panels(svg, report, rows, y, width)
     if faults:
-        fws = list(report.frameworks)
-        label_w = max(_w(m, LABEL_TEXT) for m in faults) + 12
-        x = MARGIN + label_w
-        cw = _col_width(fws, floor=128)
-        svg.text(x, y + LABEL_TEXT * 0.6, "what each framework did with a fault", LABEL_TEXT, anchor="start", bold=True)
-        svg.text(x, y + LABEL_TEXT * 1.9, "runs per reaction; swap none, clean content", LABEL_TEXT, anchor="start")
-        head = y + 2 * LABEL_TEXT * 1.3
-        seen: set[str] = set()
-        for i, m in enumerate(faults):
-            svg.text(x - 8, head + (i + 0.5) * FAULT_H, m, LABEL_TEXT, anchor="end")
-            for j, fw in enumerate(fws):
-                fill, label, ink = _fault_cell(report, m, fw, seen)
-                svg.cell(
-                    ("fault", m, fw),
-                    (x + j * cw, head + i * FAULT_H, cw, FAULT_H),
-                    fill,
-                    label,
-                    ink,
-                    stroke="#ffffff",
-                    lw=1.5,
-                )
-        for j, fw in enumerate(fws):
-            svg.text(x + (j + 0.5) * cw, head + len(faults) * FAULT_H + CELL_TEXT, fw, CELL_TEXT)
-        lx = x + len(fws) * cw + GAP / 2
-        for k, reaction in enumerate(sorted(seen)):
-            ly = head + k * 18
-            svg.rect(lx, ly, 12, 12, REACTION_COLOURS.get(reaction, OTHER_REACTION), stroke="#999999")
-            svg.text(lx + 18, ly + 6, reaction, CELL_TEXT, anchor="start")
-        width = max(width, lx + 18 + max([_w(r, CELL_TEXT) for r in seen] or [0]) + MARGIN)
-        y = head + max(len(faults) * FAULT_H + CELL_TEXT * 2, len(seen) * 18) + MARGIN
+        y, width = _fault_panel(svg, report, faults, y, width)
+    return _document(svg, title[0], width, y)
 
+
+def _panels(report: Report) -> list:
+    """The two rate panels: (key, title, subtitle), columns, the runs of a cell, the treated ones."""
+    return [
+        (
+            ("none", "swap = none", "false success among claims, by content"),
+            list(report.contents),
+            lambda r, c: r["swap_condition"] == "none" and r["content"] == c,
+            lambda r: True,
+        ),
+        (
+            ("swap", "swap effect", "false success among claims, by swap (treated runs only)"),
+            list(report.swaps),
+            lambda r, s: r["swap_condition"] == s,
+            lambda r: r["treatment"] in (TREAT_CONTROL, TREAT_FIRED),
+        ),
+    ]
+
+
+def _rate_panels(svg: _Svg, report: Report, rows: list, y: float, width: float) -> tuple[float, float]:
+    """Panels 1 and 2 (one row per model or model · framework) and the colour scale, from ``y``;
+    the new ``y`` and width."""
+    panels = _panels(report)
+    label_w = max(_w(label, LABEL_TEXT) for label, _ in rows) + 12
+    x = MARGIN + label_w
+    head = y + 2 * LABEL_TEXT * 1.3
+    for i, (label, _) in enumerate(rows):
+        svg.text(x - 8, head + (i + 0.5) * CELL_H, label, LABEL_TEXT, anchor="end")
+    for (panel, name, sub), cols, pick, treated in panels:
+        cw = _col_width(cols)
+        svg.text(x, y + LABEL_TEXT * 0.6, name, LABEL_TEXT, anchor="start", bold=True)
+        svg.text(x, y + LABEL_TEXT * 1.9, sub, LABEL_TEXT, anchor="start")
+        for i, (row_label, runs) in enumerate(rows):
+            for j, col in enumerate(cols):
+                fill, label, ink = _rate_cell(runs, pick, treated, col)
+                svg.cell((panel, row_label, col), (x + j * cw, head + i * CELL_H, cw, CELL_H), fill, label, ink)
+        for j, col in enumerate(cols):
+            svg.text(x + (j + 0.5) * cw, head + len(rows) * CELL_H + CELL_TEXT, col, CELL_TEXT)
+        x += max(len(cols) * cw, _w(sub, LABEL_TEXT)) + GAP
+    # The colour scale: 0% at the bottom, 100% at the top, as the cells read it.
+    bar_h = len(rows) * CELL_H
+    svg.rect(x, head, 14, bar_h, "url(#reds)")
+    for k in range(5):
+        ty = head + bar_h * (1 - k / 4)
+        svg.parts.append(
+            f'<line x1="{_num(x + 14)}" y1="{_num(ty)}" x2="{_num(x + 18)}" y2="{_num(ty)}" stroke="#000000"/>'
+        )
+        svg.text(x + 21, ty, f"{25 * k}%", CELL_TEXT, anchor="start")
+    svg.text(x + 60, head + bar_h / 2, "false-success rate", CELL_TEXT, rotate=-90)
+    width = max(width, x + 70)
+    y = head + bar_h + CELL_TEXT * 2 + GAP
+    return y, width
+
+
+def _fault_panel(svg: _Svg, report: Report, faults: list[str], y: float, width: float) -> tuple[float, float]:
+    """Panel 3: fault model x framework, coloured by what the framework did, and its legend."""
+    fws = list(report.frameworks)
+    label_w = max(_w(m, LABEL_TEXT) for m in faults) + 12
+    x = MARGIN + label_w
+    cw = _col_width(fws, floor=128)
+    svg.text(x, y + LABEL_TEXT * 0.6, "what each framework did with a fault", LABEL_TEXT, anchor="start", bold=True)
+    svg.text(x, y + LABEL_TEXT * 1.9, "runs per reaction; swap none, clean content", LABEL_TEXT, anchor="start")
+    head = y + 2 * LABEL_TEXT * 1.3
+    seen: set[str] = set()
+    for i, m in enumerate(faults):
+        svg.text(x - 8, head + (i + 0.5) * FAULT_H, m, LABEL_TEXT, anchor="end")
+        for j, fw in enumerate(fws):
+            fill, label, ink = _fault_cell(report, m, fw, seen)
+            svg.cell(
+                ("fault", m, fw),
+                (x + j * cw, head + i * FAULT_H, cw, FAULT_H),
+                fill,
+                label,
+                ink,
+                stroke="#ffffff",
+                lw=1.5,
+            )
+    for j, fw in enumerate(fws):
+        svg.text(x + (j + 0.5) * cw, head + len(faults) * FAULT_H + CELL_TEXT, fw, CELL_TEXT)
+    lx = x + len(fws) * cw + GAP / 2
+    for k, reaction in enumerate(sorted(seen)):
+        ly = head + k * 18
+        svg.rect(lx, ly, 12, 12, REACTION_COLOURS.get(reaction, OTHER_REACTION), stroke="#999999")
+        svg.text(lx + 18, ly + 6, reaction, CELL_TEXT, anchor="start")
+    width = max(width, lx + 18 + max([_w(r, CELL_TEXT) for r in seen] or [0]) + MARGIN)
+    y = head + max(len(faults) * FAULT_H + CELL_TEXT * 2, len(seen) * 18) + MARGIN
+    return y, width
+
+
+def _document(svg: _Svg, title: str, width: float, y: float) -> str:
+    """The SVG document around the drawn parts."""
     # Top of the bar is 100% (the last class), bottom 0% (the first).
     stops = "".join(
         f'<stop offset="{_num(100 * k / (len(REDS) - 1))}%" stop-color="{c}"/>' for k, c in enumerate(reversed(REDS))
@@ -293,7 +314,7 @@ def heatmap_svg(report: Report) -> str | None:
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
         f'font-family={quoteattr(FONT)} role="img">\n'
-        f"<title>{escape(title[0])}</title>\n{defs}\n"
+        f"<title>{escape(title)}</title>\n{defs}\n"
         f'<rect width="{w}" height="{h}" fill="#ffffff"/>\n' + "\n".join(svg.parts) + "\n</svg>\n"
     )
 

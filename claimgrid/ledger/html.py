@@ -32,14 +32,21 @@ import json
 import re
 from pathlib import Path
 
+from claimgrid.ledger.columns import COORDINATE, FIELD, numeric_columns, treatment, viewer_columns
+from claimgrid.ledger.load import evidence_dir, stored
 from claimgrid.ledger.rules import explain
+from claimgrid.ledger.sections import headline, summary
+from claimgrid.store.record import RunRecord
 
-COORDINATES = ["framework", "task", "content", "swap_condition", "model", "repeat"]
-SKIP = {"swap_mentioned"}
-# The columns of the run table (coordinates first); every other column is a filter only.
-SHOWN = [*COORDINATES, "claim_vs_outcome", "claim_verdict", "outcome", "injection", "process", "treatment"]
-# Filters always visible; the rest are under "more filters".
+# The viewer's columns are the ledger's (claimgrid.ledger.columns): its coordinates, the swap
+# treatment, then every classification column. Of those, by name (a name that is no ledger
+# column is an error when the page is rendered, never an empty column):
+# the run table's columns after the coordinates; every other column is a filter only,
+SHOWN_FIELDS = ["claim_vs_outcome", "claim_verdict", "outcome", "injection", "process"]
+# the filters always visible (the rest are under "more filters"),
 PRIMARY = ["framework", "task", "content", "swap_condition", "model", "claim_vs_outcome", "outcome"]
+# and the columns the same cell shows side by side across frameworks.
+SIDE = ["claim_vs_outcome", "claim_verdict", "outcome", "injection", "legitimate", "process", "swap_outcome"]
 CUT = {"content": 1500, "result": 600, "args": 400, "diff": 6000, "tests": 2000, "report": 2000, "stderr": 2000,
        "prompt": 2500}  # fmt: skip
 
@@ -98,7 +105,7 @@ class ViewerPages:
 
     def add(
         self,
-        record: dict,
+        record: RunRecord,
         events: list[dict] | None,
         patch: str | None,
         rules: list[dict] | None = None,
@@ -109,7 +116,7 @@ class ViewerPages:
         account of a fault run in lines (the fault, the call it hit, what the framework did),
         shown above the recorded fault facts."""
         events = events or []
-        self._did = str((record.get("facts") or {}).get("delegation_id") or "")
+        self._did = str((record.facts.delegation_id if record.facts else None) or "")
         s = self.s
         ex = []
         for e in sorted(
@@ -160,12 +167,12 @@ class ViewerPages:
         ]
         if exc:
             errors.append(s(_cut(f"adapter exception {exc.get('type')}: {exc.get('message')}", CUT["result"])))
-        faults = record.get("faults") or {}
-        ev_dir = self.folder / str(record.get("evidence_dir") or f"runs/{record['run_id']}")
+        faults = stored(record.faults)  # the recorded fault facts, as the line held them
+        ev_dir = self.folder / evidence_dir(record)
         prompt = [
             [s(m.get("role")), s(_cut(_text_of(m.get("content")), CUT["prompt"]))] for m in _first_request(ev_dir)
         ]
-        self.pages[record["run_id"]] = [
+        self.pages[record.run_id] = [
             ex,
             tools,
             s(_cut(patch, CUT["diff"])),
@@ -196,9 +203,32 @@ def data_json(data) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+def _columns(report) -> dict[str, list[str]]:
+    """The viewer's columns by role, from the ledger's column spec; KeyError naming a column
+    this module names that the spec does not hold."""
+    coords, treat = viewer_columns(COORDINATE), treatment()
+    cols = coords + [treat.name] + viewer_columns(FIELD) + [f"extra.{k}" for k in report.L.extra_classification_keys]
+    out = {
+        "columns": cols,
+        "coordinates": coords,
+        "cell": coords[1:],  # a cell is every coordinate but the framework, the first
+        "shown": coords + SHOWN_FIELDS + [treat.name],
+        "primary": PRIMARY,
+        "side": SIDE + [treat.name],
+        "numeric": [name for name in cols if name in numeric_columns()],
+    }
+    for role, names in out.items():
+        for name in names:
+            if name not in cols:
+                raise KeyError(
+                    f"ledger.html's {role} column {name!r} is not a ledger column (claimgrid.ledger.columns)"
+                )
+    return out
+
+
 def render_html(report, pages: ViewerPages) -> str:
-    fields = [c for c in report.L.runs.columns if c in _classification_columns(report)]
-    cols = COORDINATES + ["treatment"] + fields
+    roles = _columns(report)
+    cols = roles["columns"]
     rows = sorted(report.rows, key=lambda r: r["run_id"])
     # Each column's distinct values once; a run row holds their indices (and an evidence
     # folder only when it is not the usual runs/<run id>).
@@ -215,28 +245,19 @@ def render_html(report, pages: ViewerPages) -> str:
     grid_id = str(report.meta.get("grid_id", report.L.folder.name))
     data = {
         "title": grid_id,
-        "columns": cols,
+        **roles,
         "values": values,
-        "shown": SHOWN,
-        "primary": PRIMARY,
         "frameworks": list(report.frameworks),
         "runs": runs,
         "pool": pages.pool,
         "pages": pages.pages,
-        "summary": report.summary() if report.rows else "",
-        "headline": report.headline() if report.rows else "",
+        "summary": summary(report) if report.rows else "",
+        "headline": headline(report) if report.rows else "",
     }
     title = grid_id.encode("utf-8", "backslashreplace").decode("utf-8")  # a lone surrogate, visibly
     fill = {"__TITLE__": _esc(title), "__DATA__": data_json(data)}
     # One pass over the template's own markers: a marker inside the data is never replaced.
     return "".join(fill.get(part, part) for part in _PARTS)
-
-
-def _classification_columns(report) -> list[str]:
-    from claimgrid.ledger.names import CLASSIFICATION_KEYS
-
-    keys = [("swap_outcome" if k == "swap" else k) for k in CLASSIFICATION_KEYS if k not in SKIP]
-    return keys + ["claimed"] + [f"extra.{k}" for k in report.L.extra_classification_keys]
 
 
 def _esc(s: str) -> str:

@@ -1,21 +1,22 @@
-"""Reading a ledger folder (``meta.json`` + ``runs.jsonl``) into one flat polars frame.
+"""Reading a ledger folder (``meta.json`` + ``runs.jsonl``) into typed records and one flat polars frame.
 
-Contract: :func:`load_ledger` returns a :class:`Ledger` whose ``runs`` frame has one row
-per run (the last record wins when a run_id repeats) and only string/int/bool columns:
-the grid coordinates, ``swap_condition`` (the record's ``swap``), ``swap_outcome`` (the
-classification's ``swap``), every classification key (missing ones read
-``"not recorded"``), ``claimed`` (bool), ``role``, ``evidence_dir``, one
-``parity.<fact>`` column per parity fact (dicts as canonical JSON), and the per-run facts
-read from the run's evidence folder (:data:`DIGEST_SCHEMA`, see :mod:`.evidence`; all
-null and ``evidence`` false when the folder is missing).
+Contract: :func:`load_ledger` returns a :class:`Ledger` holding the folder's typed run
+records (:class:`claimgrid.store.record.RunRecord`, read once by the store's one reader
+:class:`claimgrid.store.reader.LedgerFolder`: the last record wins when a run_id repeats)
+and a ``runs`` frame with one row per run and exactly the columns of
+:data:`claimgrid.ledger.columns.COLUMNS` (those of the loaded frame), then one
+``extra.<field>`` column per other classification field the records carry and one
+``parity.<fact>`` column per parity fact (dicts as canonical JSON). A classification field
+a record lacks reads ``"not recorded"``; the evidence digest's columns are all null and
+``evidence`` false when the run's evidence folder is missing.
 
 This module is the ledger's one accessor for run records: every other ledger module
-reads runs through the frame it builds, so a change of record shape is handled here.
+reads runs through the records and the frame it builds, so a change of record shape is
+handled here.
 
-Bad input raises DataError naming the file, line and field. The lines are read by the
-store (:mod:`claimgrid.store.lines`, the one torn-line rule): a torn *last* line (a driver
-killed mid-write) is skipped and reported in ``notes``, because an interrupted grid is a
-normal state for a ledger; any other unreadable line is an error.
+Bad input raises DataError naming the file, line and field (the typed record's rule). A
+torn *last* line (a driver killed mid-write) is skipped and reported in ``notes``, because
+an interrupted grid is a normal state for a ledger; any other unreadable line is an error.
 """
 
 from __future__ import annotations
@@ -27,13 +28,14 @@ from pathlib import Path
 import polars as pl
 
 from claimgrid.errors import DataError
+from claimgrid.ledger.columns import LedgerColumn, loaded
 from claimgrid.ledger.digest import digest, read_events
 from claimgrid.ledger.facts import RenderInputs, render_inputs
 from claimgrid.ledger.names import CLAIMED as CLAIMED_VERDICTS
 from claimgrid.ledger.names import CLASSIFICATION_KEYS, NOT_RECORDED
-from claimgrid.store.lines import RUNS_NAME, read_json_object, read_runs
-
-REQUIRED = ("run_id", "framework", "task", "content", "swap", "model", "classification")
+from claimgrid.store.lines import EVENTS_NAME, RUNS_NAME
+from claimgrid.store.reader import LedgerFolder
+from claimgrid.store.record import RunRecord
 
 
 @dataclass
@@ -44,65 +46,33 @@ class Ledger:
     parity_facts: list[str]
     extra_classification_keys: list[str]
     notes: list[str] = field(default_factory=list)
-    records: dict[str, dict] = field(default_factory=dict)  # run_id -> the stored record
+    records: dict[str, RunRecord] = field(default_factory=dict)  # run_id -> the typed record, run_id order
     inputs: RenderInputs = field(default_factory=RenderInputs)  # the task/condition facts (.facts)
 
 
-# Columns read from each run's evidence folder (see :mod:`.evidence`), with their types.
-DIGEST_SCHEMA = {
-    "calls": pl.Int64,
-    "refused": pl.Int64,
-    "prompt_tokens": pl.Int64,
-    "completion_tokens": pl.Int64,
-    "cost_usd": pl.Float64,
-    "swap_fired_at": pl.Int64,
-    "final_writer": pl.String,
-    "runtime_models": pl.String,
-    "runtime_errors": pl.Int64,
-    "retries": pl.Int64,
-    "process_wall_s": pl.Float64,
-    "runtime_names_substitute": pl.Boolean,
-    "transcript_names_substitute": pl.Boolean,
-    "transcript_names_assigned": pl.Boolean,
-    "gateway_exposes": pl.Boolean,
-    "goal_met": pl.Boolean,
-    "note_met": pl.Boolean,
-    "changed_files": pl.Int64,
-    "tool_events": pl.Int64,
-    "evidence": pl.Boolean,
-}
-
-
 def load_meta(folder: Path, notes: list[str]) -> dict:
-    path = folder / "meta.json"
-    if not path.exists():
+    store = LedgerFolder(folder)
+    if not store.has_meta():
         notes.append("meta.json is missing: the 'what was run' facts are unknown.")
         return {}
-    return read_json_object(path)  # the store's bounded parser: one line naming the file
+    return store.meta()  # the store's bounded parser: one line naming the file
 
 
-def read_records(folder: Path, notes: list[str]) -> list[dict]:
-    """Every run record in ``runs.jsonl``, validated for the fields the ledger needs."""
-    path = folder / RUNS_NAME
-    if not path.exists():
-        notes.append("runs.jsonl is missing: no run has completed yet.")
-        return []
-    found = read_runs(path)  # the store's torn-line rule: a bad line other than a torn last one raises
+def read_records(folder: Path, notes: list[str]) -> dict[str, RunRecord]:
+    """Every run's typed record (the last line of a repeated run_id), in run_id order; what
+    was skipped (a torn last line, repeated lines) is said in ``notes``."""
+    store = LedgerFolder(folder)
+    if not store.has_runs():
+        notes.append(f"{RUNS_NAME} is missing: no run has completed yet.")
+        return {}
+    found = store.read()  # the store's torn-line and last-wins rules; a bad line raises
     if found.torn is not None:
         notes.append(
-            f"runs.jsonl line {found.torn.number} is truncated (the driver stopped mid-write); it is not counted."
+            f"{RUNS_NAME} line {found.torn.number} is truncated (the driver stopped mid-write); it is not counted."
         )
-    records = []
-    for i, rec in found.lines:
-        for key in REQUIRED:
-            if key not in rec or rec[key] is None:
-                raise DataError(f"{path}:{i}", key, "missing")
-        if not isinstance(rec["classification"], dict):
-            raise DataError(f"{path}:{i}", "classification", "expected an object")
-        if "parity" in rec and rec["parity"] is not None and not isinstance(rec["parity"], dict):
-            raise DataError(f"{path}:{i}", "parity", "expected an object")
-        records.append(rec)
-    return records
+    if found.repeated:
+        notes.append(f"{found.repeated} run record(s) repeat an earlier run_id; the last record of each is used.")
+    return {rec.run_id: rec for rec in sorted(found.records, key=lambda r: r.run_id)}
 
 
 def _fact(value) -> str:
@@ -137,11 +107,111 @@ def _claimed(c: dict) -> bool | None:
     if isinstance(c.get("claimed"), bool):
         return c["claimed"]
     cvo = c.get("claim_vs_outcome")
-    if cvo is None:
-        return None
-    if cvo == "UNKNOWN":
+    if cvo is None or cvo == "UNKNOWN":
         return None
     return cvo in CLAIMED_VERDICTS
+
+
+def stored(model) -> dict:
+    """A typed record's part as its line held it: the fields the line set (a field a
+    release added after the line was written is absent, not null)."""
+    return {} if model is None else model.model_dump(mode="json", exclude_unset=True)
+
+
+def evidence_dir(rec: RunRecord) -> str:
+    """The run's evidence folder, relative to the ledger folder."""
+    return rec.evidence_dir or f"runs/{rec.run_id}"
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What one run's row is computed from: its typed record, its stored classification and
+    evidence digest, and the grid's facts about its task and content condition."""
+
+    rec: RunRecord
+    classification: dict
+    digest: dict
+    inputs: RenderInputs
+
+
+def _record_value(rec: RunRecord, path: tuple[str, ...]):
+    """The record's value at ``path`` (None: not set); a free-form object's key it lacks is None."""
+    if path == ("repeat",) and "repeat" not in rec.model_fields_set:
+        return None  # a line without a repeat index: not known (the model's default is 0)
+    value: object = rec
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else getattr(value, key)
+        if value is None:
+            return None
+    return value
+
+
+def _value(col: LedgerColumn, run: _Run):
+    """The value of ``col`` for ``run`` (:mod:`claimgrid.ledger.columns` says where it comes from)."""
+    rec, kind, path = run.rec, col.origin, col.path
+    if kind == "evidence":
+        return run.digest.get(path[0])
+    if kind == "ledger":
+        return _derived(path[0], run)
+    if path[0] == "classification":
+        value = run.classification.get(path[1])
+        if col.dtype == pl.Boolean:  # swap_mentioned: a bool, else not known
+            return value if isinstance(value, bool) else None
+        return _label(value)
+    value = _record_value(rec, path)
+    if col.dtype == pl.Float64:
+        return _number(value)
+    if col.dtype == pl.Int64:
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return _label(value) if path == ("substitute",) else (None if value is None else str(value))
+
+
+def _derived(what: str, run: _Run):
+    rec = run.rec
+    if what == "role":
+        return _label(rec.role or run.inputs.roles.get(rec.task))
+    if what == "carries":  # the record's own fact first, else the grid's content facts
+        if rec.facts is not None and "carries" in rec.facts.model_fields_set:
+            return rec.facts.carries
+        return run.inputs.carries.get(rec.content)
+    if what == "evidence_dir":
+        return evidence_dir(rec)
+    if what == "claimed":
+        return _claimed(run.classification)
+    raise KeyError(f"ledger column source 'ledger:{what}' has no derivation (claimgrid.ledger.load)")
+
+
+def _row(run: _Run, extra_keys: list[str], facts: list[str]) -> dict:
+    row = {c.name: _value(c, run) for c in loaded()}
+    for key in extra_keys:
+        row[f"extra.{key}"] = _fact(run.classification.get(key))
+    parity = stored(run.rec.parity)
+    for f in facts:
+        row[f"parity.{f}"] = _fact(parity.get(f))
+    return {k: _text(v) for k, v in row.items()}
+
+
+def _schema(extra_keys: list[str], facts: list[str]) -> dict:
+    return {
+        **{c.name: c.dtype for c in loaded()},
+        **{f"extra.{k}": pl.String for k in extra_keys},
+        **{f"parity.{f}": pl.String for f in facts},
+    }
+
+
+def _read_run(folder: Path, rec: RunRecord, inputs: RenderInputs, on_run) -> _Run:
+    """One run's evidence folder, read once: its digest, and ``on_run`` called with it."""
+    ev_dir = folder / evidence_dir(rec)
+    events = read_events(ev_dir / EVENTS_NAME)
+    try:
+        patch = (ev_dir / "diff.patch").read_text(errors="replace")
+    except FileNotFoundError:
+        patch = None
+    goal_check, note_check = inputs.checks.get(rec.task, (None, None))
+    d = digest(events, rec.model, rec.substitute, goal_check, note_check, patch)
+    if on_run is not None:
+        on_run(rec, events, patch, d)
+    return _Run(rec, stored(rec.classification), d, inputs)
 
 
 def load_ledger(folder: Path, on_run=None) -> Ledger:
@@ -150,100 +220,23 @@ def load_ledger(folder: Path, on_run=None) -> Ledger:
     from this checkout instead).
 
     Each run's evidence folder is read once; ``on_run(record, events, patch, digest)`` is
-    called for every run (events None when the folder is missing), in run_id order, so a
-    caller can write per-run pages without reading the evidence a second time."""
+    called for every run (the typed record; events None when the folder is missing), in
+    run_id order, so a caller can write per-run pages without reading the evidence a second time."""
     folder = Path(folder)
     if not folder.is_dir():
         raise DataError(folder, None, "not a ledger folder (no such directory)")
     notes: list[str] = []
     meta = load_meta(folder, notes)
-    records = read_records(folder, notes)
-
-    by_id: dict[str, dict] = {}
-    for rec in records:
-        by_id[str(rec["run_id"])] = rec
-    dupes = len(records) - len(by_id)
-    if dupes:
-        notes.append(f"{dupes} run record(s) repeat an earlier run_id; the last record of each is used.")
-
-    facts = sorted({k for rec in by_id.values() for k in (rec.get("parity") or {})})
+    by_id = read_records(folder, notes)
+    facts = sorted({k for rec in by_id.values() for k in stored(rec.parity)})
     known_keys = set(CLASSIFICATION_KEYS) | {"claimed"}
-    extra_keys = sorted({k for rec in by_id.values() for k in rec["classification"]} - known_keys)
+    extra_keys = sorted({k for rec in by_id.values() for k in stored(rec.classification)} - known_keys)
     inputs = render_inputs(meta, by_id)
     notes += inputs.notes
-    role_of, carries_of, checks_of = inputs.roles, inputs.carries, inputs.checks
-    rows = []
-    for run_id, rec in sorted(by_id.items()):
-        c = rec["classification"]
-        ev_dir = folder / str(rec.get("evidence_dir") or f"runs/{run_id}")
-        events = read_events(ev_dir / "events.jsonl")
-        try:
-            patch = (ev_dir / "diff.patch").read_text(errors="replace")
-        except FileNotFoundError:
-            patch = None
-        goal_check, note_check = checks_of.get(str(rec["task"]), (None, None))
-        facts_rec: dict = rec["facts"] if isinstance(rec.get("facts"), dict) else {}
-        d = digest(events, facts_rec, str(rec["model"]), rec.get("substitute"), goal_check, note_check, patch)
-        if on_run is not None:
-            on_run(rec, events, patch, d)
-        row = {
-            "run_id": run_id,
-            "framework": str(rec["framework"]),
-            "task": str(rec["task"]),
-            "content": str(rec["content"]),
-            "swap_condition": str(rec["swap"]),
-            "model": str(rec["model"]),
-            "substitute": _label(rec.get("substitute")),
-            "repeat": rec.get("repeat") if isinstance(rec.get("repeat"), int) else None,
-            "role": _label(rec.get("role") or role_of.get(str(rec["task"]))),
-            # What the content condition put in the slot: the record's own fact first.
-            "carries": (
-                rec["facts"].get("carries")
-                if isinstance(rec.get("facts"), dict) and "carries" in rec["facts"]
-                else carries_of.get(str(rec["content"]))
-            ),
-            "evidence_dir": str(rec.get("evidence_dir") or f"runs/{run_id}"),
-            "wall_s": _number((rec.get("timings") or {}).get("wall_s")),
-        }
-        for key in CLASSIFICATION_KEYS:
-            name = "swap_outcome" if key == "swap" else key
-            value = c.get(key)
-            row[name] = (
-                value
-                if key == "swap_mentioned" and isinstance(value, bool)
-                else (None if key == "swap_mentioned" else _label(value))
-            )
-        row["claimed"] = _claimed(c)
-        row.update({k: d.get(k) for k in DIGEST_SCHEMA})
-        for key in extra_keys:
-            row[f"extra.{key}"] = _fact(c.get(key))
-        parity = rec.get("parity") or {}
-        for f in facts:
-            row[f"parity.{f}"] = _fact(parity.get(f))
-        rows.append(row)
-
-    schema = {
-        "run_id": pl.String,
-        "framework": pl.String,
-        "task": pl.String,
-        "content": pl.String,
-        "swap_condition": pl.String,
-        "model": pl.String,
-        "substitute": pl.String,
-        "repeat": pl.Int64,
-        "role": pl.String,
-        "carries": pl.String,
-        "evidence_dir": pl.String,
-        "wall_s": pl.Float64,
-        **{
-            ("swap_outcome" if k == "swap" else k): (pl.Boolean if k == "swap_mentioned" else pl.String)
-            for k in CLASSIFICATION_KEYS
-        },
-        "claimed": pl.Boolean,
-        **DIGEST_SCHEMA,
-        **{f"extra.{k}": pl.String for k in extra_keys},
-        **{f"parity.{f}": pl.String for f in facts},
-    }
-    rows = [{k: _text(v) for k, v in row.items()} for row in rows]
+    rows = [_row(_read_run(folder, rec, inputs, on_run), extra_keys, facts) for rec in by_id.values()]
+    schema = _schema(extra_keys, facts)
     runs = pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
-    return Ledger(folder, meta, runs, facts, extra_keys, notes, dict(sorted(by_id.items())), inputs)
+    return Ledger(folder, meta, runs, facts, extra_keys, notes, by_id, inputs)
+
+
+__all__ = ["Ledger", "evidence_dir", "load_ledger", "stored"]

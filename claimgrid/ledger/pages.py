@@ -18,7 +18,9 @@ import re
 from pathlib import Path
 
 from claimgrid.anybytes import safe_text
+from claimgrid.ledger.load import evidence_dir
 from claimgrid.ledger.rules import explain
+from claimgrid.store.record import RunRecord
 
 RUN_MD = "RUN.md"
 EVIDENCE_FILES = (
@@ -51,9 +53,9 @@ def test_provenance(tests: dict) -> str:
     return f"run by the harness for this run ({result}; verify cache: {tests.get('cache', 'not recorded')})"
 
 
-def read_stderr(folder: Path, record: dict) -> str | None:
+def read_stderr(folder: Path, record: RunRecord) -> str | None:
     """The run's stored stderr.txt (None when absent)."""
-    path = folder / str(record.get("evidence_dir") or f"runs/{record['run_id']}") / "stderr.txt"
+    path = folder / evidence_dir(record) / "stderr.txt"
     try:
         return path.read_text(errors="replace")
     except OSError:
@@ -61,14 +63,16 @@ def read_stderr(folder: Path, record: dict) -> str | None:
 
 
 def run_md(
-    record: dict,
+    record: RunRecord,
     events: list[dict] | None,
     digest: dict,
     rules: list[dict] | None = None,
     fault: list[str] | None = None,
 ) -> str:
-    rid = record["run_id"]
-    coords = " · ".join(f"{k} {record.get(k)}" for k in ("framework", "task", "content", "swap", "model", "repeat"))
+    rid = record.run_id
+    coords = " · ".join(
+        f"{k} {getattr(record, k)}" for k in ("framework", "task", "content", "swap", "model", "repeat")
+    )
     lines = [
         f"# Run {rid}",
         "",
@@ -113,9 +117,14 @@ def run_md(
 
 
 def write_run_md(
-    folder: Path, record: dict, events, digest: dict, rules: list[dict] | None = None, fault: list[str] | None = None
+    folder: Path,
+    record: RunRecord,
+    events,
+    digest: dict,
+    rules: list[dict] | None = None,
+    fault: list[str] | None = None,
 ) -> None:
-    ev_dir = folder / str(record.get("evidence_dir") or f"runs/{record['run_id']}")
+    ev_dir = folder / evidence_dir(record)
     if not ev_dir.is_dir():
         return
     text = safe_text(run_md(record, events, digest, rules, fault))  # lone surrogates shown as \udXXX text

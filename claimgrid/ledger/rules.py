@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import json
 
+from claimgrid.ledger.load import stored
 from claimgrid.rule_texts import rule_of
+from claimgrid.store.record import RunRecord
 from claimgrid.vocab import TOOL_NAMES
 
 SUCCESS = ("DONE", "PASS")
@@ -166,7 +168,7 @@ def _outcome(c: dict, events: list[dict]) -> tuple[str, list[int]]:
     return f"{len(ver)} verifier events read", _ln(*ver)
 
 
-def _detail(key: str, value, c: dict, record: dict, events: list[dict], role: str) -> tuple[str, list[int]]:
+def _detail(key: str, value, c: dict, record: RunRecord, events: list[dict], role: str) -> tuple[str, list[int]]:
     """The evidence this run's value was read from: a clause appended to the value's rule."""
     report = _last(events, "agent", "report") or {}
     gw = _all(events, "gateway", "exchange")
@@ -192,7 +194,7 @@ def _detail(key: str, value, c: dict, record: dict, events: list[dict], role: st
     if key in ("injection", "legitimate"):
         kind = "attacker_goal" if key == "injection" else "legitimate_note"
         check = _last(events, "verifier", kind)
-        instruction = (record.get("facts") or {}).get("instruction")
+        instruction = record.facts.instruction if record.facts else None
         reached = [
             e for e in _all(events, "tools", "tool_call") if instruction and instruction in (e.get("result") or "")
         ]
@@ -234,10 +236,11 @@ def _detail(key: str, value, c: dict, record: dict, events: list[dict], role: st
     return "", []
 
 
-def explain(record: dict, events: list[dict] | None) -> list[dict]:
-    """One entry per classification field of ``record`` (see module docstring)."""
-    c = record.get("classification") or {}
-    role = str(record.get("role") or (record.get("facts") or {}).get("role") or "?")
+def explain(record: RunRecord, events: list[dict] | None) -> list[dict]:
+    """One entry per classification field ``record``'s line held (see module docstring), in the
+    record model's field order (the order the store writes a line in)."""
+    c = stored(record.classification)
+    role = str(record.role or (record.facts.role if record.facts else None) or "?")
     out = []
     if events is not None:
         events = _Indexed(events)
@@ -267,33 +270,32 @@ def _bad_call(gw: list[dict]) -> dict | None:
     return next((e for e in gw if e.get("status") not in (200, None)), None)
 
 
-def fault_account(record: dict, events: list[dict] | None, stderr: str | None) -> list[str] | None:
+def fault_account(record: RunRecord, events: list[dict] | None, stderr: str | None) -> list[str] | None:
     """For a fault run (record ``faults.fault`` set): the fault, the call it hit, what the framework
     did and the tail of its stderr, as lines for RUN.md and ledger.html; None for other runs."""
-    f = record.get("faults") or {}
-    if not f.get("fault"):
+    f = record.faults
+    if f is None or not f.fault:
         return None
     gw = sorted(_all(events or [], "gateway", "exchange"), key=lambda e: e.get("call_index") or 0)
-    if f.get("fault_call") is not None:
-        hit = f"gateway fault {f.get('fault_kind')!r} at call {f.get('fault_call')}"
+    if f.fault_call is not None:
+        hit = f"gateway fault {f.fault_kind!r} at call {f.fault_call}"
     else:
         bad = _bad_call(gw)
         hit = (
             f"model-side fault, first seen in the answer to call {bad.get('call_index')}"
             if bad
-            else f"model-side fault over the run's {f.get('gateway_calls')} calls"
+            else f"model-side fault over the run's {f.gateway_calls} calls"
         )
-    did = str(f.get("reaction"))
-    if f.get("retried"):
-        did = f"retried ({f.get('attempts_at_fault')} attempts at the faulted call), then {did}"
-    cvo = (record.get("classification") or {}).get("claim_vs_outcome")
+    did = str(f.reaction)
+    if f.retried:
+        did = f"retried ({f.attempts_at_fault} attempts at the faulted call), then {did}"
+    cvo = record.classification.claim_vs_outcome
     proc = _last(events or [], "process", "exit") or {}
     exc = proc.get("adapter_exception")
     tail = (stderr or proc.get("stderr_tail") or "").strip()
     lines = [
-        f"fault: {f.get('fault')} ({hit})",
-        f"what the framework did: {did}; claim vs outcome {cvo}; "
-        f"{f.get('duplicate_side_effects') or 0} duplicate side effects",
+        f"fault: {f.fault} ({hit})",
+        f"what the framework did: {did}; claim vs outcome {cvo}; {f.duplicate_side_effects} duplicate side effects",
     ]
     if isinstance(exc, dict) and exc.get("type"):
         message = " ".join(str(exc.get("message") or "").split())  # one line: a page's list item

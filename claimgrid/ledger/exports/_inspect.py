@@ -21,6 +21,7 @@ from pathlib import Path
 
 from claimgrid.errors import ClaimgridError
 from claimgrid.ledger.exports._runs import RunView, arguments, runs, text_of
+from claimgrid.ledger.load import evidence_dir, stored
 from claimgrid.ledger.rules import explain
 
 # The classification fields exported as Inspect scores (the rest are metadata).
@@ -81,7 +82,7 @@ def _messages(view: RunView, model_mod, tool_mod) -> list:
                 )
             out.append(
                 model_mod.ChatMessageAssistant(
-                    id=mid, content=content, tool_calls=calls or None, model=view.record.get("model")
+                    id=mid, content=content, tool_calls=calls or None, model=view.record.model
                 )
             )
         elif role == "tool":
@@ -98,7 +99,7 @@ def _usage(view: RunView, model_mod) -> dict:
     total: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for call in view.calls:
         usage = call.event.get("usage") or {}
-        served = str(call.event.get("served_model") or view.record.get("model"))
+        served = str(call.event.get("served_model") or view.record.model)
         total[served][0] += int(usage.get("prompt_tokens") or 0)
         total[served][1] += int(usage.get("completion_tokens") or 0)
     return {
@@ -108,7 +109,7 @@ def _usage(view: RunView, model_mod) -> dict:
 
 
 def _scores(view: RunView, scorer_mod) -> dict:
-    c = view.record.get("classification") or {}
+    c = view.record.classification
     rules = {r["field"]: r for r in explain(view.record, view.events or None)}
     report = view.report() or {}
     status = (report.get("trace") or {}).get("status")
@@ -118,10 +119,10 @@ def _scores(view: RunView, scorer_mod) -> dict:
     for key in SCORES:
         rule = rules.get(key) or {}
         out[key] = scorer_mod.Score(
-            value=str(c.get(key)),
+            value=str(getattr(c, key)),
             answer=answer,
             explanation=str(rule.get("rule") or ""),
-            metadata={"evidence_lines": rule.get("lines") or [], "truth": (view.record.get("truth") or {}).get(key)},
+            metadata={"evidence_lines": rule.get("lines") or [], "truth": (view.record.truth or {}).get(key)},
         )
     return out
 
@@ -129,14 +130,14 @@ def _scores(view: RunView, scorer_mod) -> dict:
 def _sample(view: RunView, log_mod, model_mod, scorer_mod, tool_mod):
     messages = _messages(view, model_mod, tool_mod)
     first_user = next((m for m in messages if m.role == "user"), None)
-    truth = view.record.get("truth") or {}
-    metadata = {k: view.record.get(k) for k in COORDINATES}
+    truth = view.record.truth or {}
+    metadata = {k: getattr(view.record, k) for k in COORDINATES}
     metadata.update(
         run_id=view.run_id,
-        classification=view.record.get("classification"),
+        classification=stored(view.record.classification),
         truth=truth,
-        faults=view.record.get("faults"),
-        evidence_dir=str(view.record.get("evidence_dir") or f"runs/{view.run_id}"),
+        faults=view.record.faults and stored(view.record.faults),
+        evidence_dir=evidence_dir(view.record),
         tool_calls=[
             {"seq": t.seq, "tool": t.tool, "category": t.category, "args": t.args, "ok": t.ok, "error": t.error}
             for t in view.tools
@@ -145,19 +146,17 @@ def _sample(view: RunView, log_mod, model_mod, scorer_mod, tool_mod):
     )
     report = view.report() or {}
     answer = model_mod.ChatMessageAssistant(
-        id=_id(view.run_id, "output"), content=str(report.get("text") or ""), model=view.record.get("model")
+        id=_id(view.run_id, "output"), content=str(report.get("text") or ""), model=view.record.model
     )
     start = view.started_unix
     return log_mod.EvalSample(
         id=view.run_id,
-        epoch=int(view.record.get("repeat") or 0) + 1,
+        epoch=view.record.repeat + 1,
         uuid=_id(view.run_id, "sample"),
         input=first_user.text if first_user is not None else "",
         target=str(truth.get("claim_vs_outcome") or ""),
         messages=messages,
-        output=model_mod.ModelOutput(
-            model=str(view.record.get("model")), choices=[model_mod.ChatCompletionChoice(message=answer)]
-        ),
+        output=model_mod.ModelOutput(model=view.record.model, choices=[model_mod.ChatCompletionChoice(message=answer)]),
         scores=_scores(view, scorer_mod),
         metadata=json.loads(json.dumps(metadata, default=str)),
         model_usage=_usage(view, model_mod),
@@ -172,7 +171,7 @@ def export_inspect(folder: Path, out: Path, meta: dict) -> list[Path]:
     log_mod, model_mod, scorer_mod, tool_mod = _inspect()
     groups: dict[tuple[str, str], list[RunView]] = defaultdict(list)
     for view in runs(folder):
-        groups[(str(view.record.get("framework")), str(view.record.get("model")))].append(view)
+        groups[(view.record.framework, view.record.model)].append(view)
     grid_id = str(meta.get("grid_id") or folder.name)
     created = str(meta.get("started") or _iso(0))
     written = []
@@ -190,7 +189,7 @@ def export_inspect(folder: Path, out: Path, meta: dict) -> list[Path]:
                     metrics={
                         label: log_mod.EvalMetric(name=label, value=n / len(samples))
                         for label, n in sorted(
-                            _count(str((v.record.get("classification") or {}).get(key)) for v in views).items()
+                            _count(str(getattr(v.record.classification, key)) for v in views).items()
                         )
                     },
                 )

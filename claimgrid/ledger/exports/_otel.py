@@ -30,6 +30,7 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 
 from claimgrid.errors import ClaimgridError
 from claimgrid.ledger.exports._runs import RunView, runs
+from claimgrid.ledger.load import evidence_dir, stored
 from claimgrid.ledger.rules import explain
 
 TRACES_FILE = "traces.otlp.json"
@@ -71,10 +72,10 @@ def _hexify(obj):
 
 
 def _run_spans(view: RunView, tracer, ids: RunIds) -> None:
-    c = view.record.get("classification") or {}
+    c = stored(view.record.classification)  # as the line held it: a field it lacks is exported as absent
     start = view.started_unix
     end = start + view.wall_s
-    role = str(view.record.get("role") or "agent")
+    role = view.record.role or "agent"
     ids.seed(view.run_id)
     root = tracer.start_span(
         f"invoke_agent {role}",
@@ -84,14 +85,14 @@ def _run_spans(view: RunView, tracer, ids: RunIds) -> None:
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.provider.name": PROVIDER,
             "gen_ai.agent.name": role,
-            "gen_ai.agent.id": str((view.record.get("facts") or {}).get("delegation_id") or view.run_id),
-            "gen_ai.request.model": str(view.record.get("model")),
+            "gen_ai.agent.id": (view.record.facts.delegation_id if view.record.facts else None) or view.run_id,
+            "gen_ai.request.model": view.record.model,
             "claimgrid.run_id": view.run_id,
             **{
-                f"claimgrid.{k}": _attr(view.record.get(k))
+                f"claimgrid.{k}": _attr(getattr(view.record, k))
                 for k in ("framework", "task", "content", "swap", "model", "substitute", "repeat")
             },
-            "claimgrid.evidence_dir": str(view.record.get("evidence_dir") or f"runs/{view.run_id}"),
+            "claimgrid.evidence_dir": evidence_dir(view.record),
         },
     )
     ctx = trace.set_span_in_context(root)

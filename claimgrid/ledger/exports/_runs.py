@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from claimgrid.errors import DataError
-from claimgrid.store.lines import RUNS_NAME, parse_json, read_events, read_runs
+from claimgrid.store.lines import EVENTS_NAME, parse_json, read_events
+from claimgrid.store.reader import LedgerFolder
+from claimgrid.store.record import RunRecord
 
 GATEWAY_LOG = "gateway.jsonl"
 
@@ -47,7 +49,7 @@ class ToolRun:
 
 @dataclass(frozen=True)
 class RunView:
-    record: dict
+    record: RunRecord  # typed, read by the store's one reader (claimgrid.store.reader)
     events: list[dict]
     calls: list[ModelCall]
     tools: list[ToolRun]
@@ -55,15 +57,15 @@ class RunView:
 
     @property
     def run_id(self) -> str:
-        return str(self.record["run_id"])
+        return self.record.run_id
 
     @property
     def started_unix(self) -> float:
-        return float((self.record.get("timings") or {}).get("started_unix") or 0.0)
+        return float(self.record.timings.get("started_unix") or 0.0)  # timings: a free-form object
 
     @property
     def wall_s(self) -> float:
-        return float((self.record.get("timings") or {}).get("wall_s") or 0.0)
+        return float(self.record.timings.get("wall_s") or 0.0)
 
     def report(self) -> dict | None:
         reports = [e for e in self.events if e.get("source") == "agent" and e.get("kind") == "report"]
@@ -129,15 +131,12 @@ def _tools(events: list[dict]) -> list[ToolRun]:
 def runs(folder: Path) -> Iterator[RunView]:
     """The ledger's runs in ``run_id`` order (the last record of a run wins, as the store
     reads it). A run whose evidence folder is missing is exported from its record alone."""
-    path = folder / RUNS_NAME
-    if not path.is_file():
-        raise DataError(path, None, "not a ledger folder")
-    records = read_runs(path).values
-    last = {str(r.get("run_id")): r for r in records}
-    for run_id in sorted(last):
-        rec = last[run_id]
-        evidence = folder / str(rec.get("evidence_dir") or f"runs/{run_id}")
-        events = read_events(evidence / "events.jsonl") if (evidence / "events.jsonl").is_file() else []
+    store = LedgerFolder(folder)
+    if not store.has_runs():
+        raise DataError(store.runs_path, None, "not a ledger folder")
+    for rec in sorted(store.runs(), key=lambda r: r.run_id):
+        evidence = folder / (rec.evidence_dir or f"runs/{rec.run_id}")
+        events = read_events(evidence / EVENTS_NAME) if (evidence / EVENTS_NAME).is_file() else []
         gateway = _gateway_lines(evidence / GATEWAY_LOG)
         yield RunView(rec, events, _calls(events, gateway), _tools(events), evidence)
 

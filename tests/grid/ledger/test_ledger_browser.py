@@ -14,6 +14,7 @@ import pytest
 
 from claimgrid.ledger import load, render_ledger
 from claimgrid.ledger.report import Report
+from claimgrid.ledger.sections import summary
 from tests.cdp import Browser, chromium_path, search, set_filter
 from tests.ledger_support import events, records
 
@@ -64,7 +65,7 @@ def test_loads_every_run_offline_with_the_summary_on_top(page):
     # the reading pane opens on the report's own summary and headline (the same text as LEDGER.md)
     report = Report(load(folder))
     home = b.evaluate("document.getElementById('home').textContent")
-    first = re.sub(r"\[([^\]]+)\]\([^)]+\)", r"\1", report.summary().split("\n- ")[1].splitlines()[0])
+    first = re.sub(r"\[([^\]]+)\]\([^)]+\)", r"\1", summary(report).split("\n- ")[1].splitlines()[0])
     assert first.replace("**", "").replace("`", "") in home
     assert "Headline" in home
 

@@ -1,0 +1,42 @@
+"""LEDGER.md section 8, reproducibility: the facts a re-run needs."""
+
+from __future__ import annotations
+
+import json
+
+from claimgrid.ledger.report import Report, heading, table
+from claimgrid.ledger.stats import DASH
+
+
+def reproducibility(report: Report) -> str:
+    m = report.meta
+    h = m.get("hashes") or {}
+    fmt = lambda d: "; ".join(f"{k}: {v}" for k, v in (d or {}).items()) or "not recorded"
+    rows = [
+        ["command", f"`{m['command']}`" if m.get("command") else DASH],
+        ["claimgrid commit", m.get("claimgrid_commit") or DASH],
+        ["started / finished", f"{m.get('started') or DASH} / {m.get('finished') or 'not finished'}"],
+        ["Python / platform", f"{m.get('python') or DASH} / {m.get('platform') or DASH}"],
+        ["lock hashes", fmt(h.get("lock"))],
+        ["task hashes", fmt(h.get("task"))],
+        ["content condition hashes", fmt(h.get("content_condition"))],
+        ["swap condition hashes", fmt(h.get("swap_condition"))],
+        ["reference-model policy hash", h.get("policies") or "not recorded"],
+        [
+            "swap call index",
+            "; ".join(f"{k}: {v.get('unavailable_from_call')}" for k, v in report.swap_specs.items()) or DASH,
+        ],
+        ["guard", json.dumps(m.get("guard"), sort_keys=True) if m.get("guard") is not None else "not recorded"],
+        [
+            "timeout / isolation / jobs",
+            f"{m.get('timeout_s', DASH)} s / {m.get('isolation') or DASH} / {m.get('jobs', DASH)}",
+        ],
+    ]
+    return (
+        heading("reproducibility", "8. Reproducibility")
+        + "\n\n"
+        + table(["", ""], rows)
+        + "\n\n`uv run grid.py reclassify <this folder>` re-derives every classification from the stored "
+        "evidence and re-renders this ledger, RUNS.md, ledger.html, heatmap.svg and every RUN.md; "
+        "with unchanged evidence and code the output is byte-identical."
+    )
