@@ -5,11 +5,24 @@
 * ``lines`` - the only reader of ``runs.jsonl`` and ``events.jsonl``, with the one
   torn-line rule (a torn last line of the append-only ``runs.jsonl`` is a kill's, not a
   record; any other unreadable line is an error by line number);
-* ``record`` - the typed run record, one line of ``runs.jsonl``.
+* ``record`` - the typed run record, one line of ``runs.jsonl``;
+* ``reader`` - :class:`LedgerFolder`, how every other module reads a ledger folder: typed
+  records (last wins per run id), a run's typed events, ``meta.json``.
 """
 
 from __future__ import annotations
 
 from claimgrid.store.folder import DERIVED_FILES, LOCK_NAME, RunStore, StoreBusy, StoreIntegrityError
+from claimgrid.store.reader import LedgerFolder, Runs
+from claimgrid.store.record import RunRecord
 
-__all__ = ["DERIVED_FILES", "LOCK_NAME", "RunStore", "StoreBusy", "StoreIntegrityError"]
+__all__ = [
+    "DERIVED_FILES",
+    "LOCK_NAME",
+    "LedgerFolder",
+    "RunRecord",
+    "RunStore",
+    "Runs",
+    "StoreBusy",
+    "StoreIntegrityError",
+]
