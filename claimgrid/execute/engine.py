@@ -13,7 +13,7 @@ from pathlib import Path
 from claimgrid.execute.cells import Cell
 from claimgrid.execute.spec import CellResult, CellStatus, GridInputs, GridReport, GridSpec, Replay, RunSettings
 from claimgrid.execute.spending import stop_record
-from claimgrid.store import RunStore
+from claimgrid.store import EVENTS_NAME, RunStore
 
 # A store write that fails for one of these stops the grid: every later run would fail the
 # same way and be lost. ENOSPC/EDQUOT/EROFS stop it wherever they occur; EACCES/EPERM only
@@ -128,7 +128,7 @@ class _Grid:
                 self.reporter.log(f"cannot write {cell.run_id}: {exc.strerror}; stopping the grid")
                 return
             if not self.live:  # another backend: totals from each finished run's exchanges
-                self.spend.add_events(files.get("events.jsonl") or [])
+                self.spend.add_events(files.get(EVENTS_NAME) or [])
             self.counts[record.classification.outcome] += 1
             if record.classification.claim_vs_outcome == "FALSE_SUCCESS":
                 self.false_successes += 1

@@ -25,6 +25,7 @@ from claimgrid.inputs.conditions import ContentCondition, SwapCondition
 from claimgrid.inputs.tasks import Task, build_template, materialise, seal_template
 from claimgrid.launch import RunInterrupted
 from claimgrid.launch.confine import AgentDeadlines, agent_sandbox, agent_tmp, command_sandbox, hand_over
+from claimgrid.store import EVENTS_NAME
 from claimgrid.store.events import parse_events
 from claimgrid.store.record import Classification, Facts, FinalAnswerCall, RunNode, RunRecord
 from claimgrid.trace import parse_trace, report_instructions
@@ -588,7 +589,7 @@ def _record(prep: _Prepared, driven: _Driven, checked: _Checked, judged: _Judged
     the run's scratch folder removed. Returns the stored record."""
     cell, run_id = prep.cell, prep.cell.run_id
     evidence = {
-        "events.jsonl": checked.events,
+        EVENTS_NAME: checked.events,
         "diff.patch": checked.patch[0] if checked.patch else "",
         "test_output.txt": (checked.tests or {}).get("output_tail") or "",
         "trace.json": {"trace": checked.trace, "trace_error": checked.trace_error},

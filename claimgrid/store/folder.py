@@ -36,7 +36,8 @@ from pathlib import Path
 
 from claimgrid.anybytes import json_text, remove_tree, utf8
 from claimgrid.errors import ClaimgridError
-from claimgrid.store.lines import EVENTS_NAME, RUNS_NAME, read_events, read_json_object, run_id_problem, scan_runs
+from claimgrid.store.lines import EVENTS_NAME, RUNS_NAME, read_json_object, run_id_problem, scan_runs
+from claimgrid.store.reader import LedgerFolder
 from claimgrid.store.record import RunRecord, dump
 from claimgrid.store.seal import META_MEMBER, Signer, seal_line, seal_meta_text
 
@@ -318,8 +319,8 @@ class RunStore:
         return self.runs_dir / run_id / EVENTS_NAME
 
     def load_events(self, run_id: str) -> list[dict]:
-        """One run's events as plain dicts (:func:`claimgrid.store.lines.read_events`)."""
-        return read_events(self.events_path(run_id))
+        """One run's events as plain dicts (:meth:`claimgrid.store.reader.LedgerFolder.event_dicts`)."""
+        return LedgerFolder(self.folder).event_dicts(run_id)
 
     def verify_manifest(self, run_id: str, expected_sha: str | None = None) -> list[str]:
         """Problems of one evidence folder, each ``"<kind> <file>"``: ``tampered``, ``missing``

@@ -127,3 +127,17 @@ def test_meta_is_the_bounded_parse_of_meta_json(ledger):
     assert str(exc.value) == f"{folder.meta_path}: expected a JSON object"
     empty = LedgerFolder(ledger.folder / "nothing")
     assert empty.runs() == [] and not empty.has_runs()
+
+
+def test_a_line_that_is_not_json_is_no_record_error(ledger):
+    from claimgrid.store import RecordError
+
+    _append(ledger, _record("a"))
+    with open(ledger.runs_path, "a") as fh:
+        fh.write('{"run_id": "b", "surprise": 1}\n{oops\n')
+    with pytest.raises(DataError) as exc:
+        LedgerFolder(ledger.folder).runs()
+    assert not isinstance(exc.value, RecordError) and exc.value.path == f"{ledger.runs_path}:3"  # JSON first
+    ledger.runs_path.write_text(ledger.runs_path.read_text().replace("{oops\n", ""))
+    with pytest.raises(RecordError):
+        LedgerFolder(ledger.folder).runs()
