@@ -141,3 +141,17 @@ def test_a_line_that_is_not_json_is_no_record_error(ledger):
     ledger.runs_path.write_text(ledger.runs_path.read_text().replace("{oops\n", ""))
     with pytest.raises(RecordError):
         LedgerFolder(ledger.folder).runs()
+
+
+def test_the_known_events_are_one_union_tagged_by_source_and_kind():
+    from typing import get_args
+
+    from claimgrid.store.events import Event, KnownEvent, SourceEvent, parse_event
+
+    tags = [(m.model_fields["source"].default, m.model_fields["kind"].default) for m in get_args(KnownEvent)]
+    assert len(set(tags)) == len(tags) and all(isinstance(k, str) for _, k in tags)
+    for model, (source, kind) in zip(get_args(KnownEvent), tags):
+        assert type(parse_event({"source": source, "kind": kind})) is model
+    for model in get_args(SourceEvent):  # a kind a later version adds: its source's generic model
+        assert type(parse_event({"source": model.model_fields["source"].default, "kind": "later"})) is model
+    assert type(parse_event({"source": "elsewhere", "kind": "x"})) is Event
