@@ -266,7 +266,7 @@ def _summary(src: RunStore, store: RunStore, records: list[dict], version_change
             )
             continue
         requests = compare_requests(
-            load_cassette(src.runs_dir / run_id), read_jsonl(store.runs_dir / run_id / "gateway.jsonl")
+            load_cassette(LedgerFolder(src.folder), run_id), read_jsonl(store.runs_dir / run_id / "gateway.jsonl")
         )
         diff = _diff_fields(old["classification"], new["classification"])
         rows.append(

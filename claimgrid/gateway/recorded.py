@@ -41,7 +41,7 @@ class ReplaySource:
                 self.run_ids[delegation] = rec.run_id
 
     def cassette(self, script_run_id: str) -> list[dict]:
-        return load_cassette(self.folder / "runs" / self.run_ids.get(script_run_id, script_run_id))
+        return load_cassette(LedgerFolder(self.folder), self.run_ids.get(script_run_id, script_run_id))
 
     async def serve(self, request, state, index: int, t: float, dialect: Dialect = CHAT):
         t0 = time.perf_counter()
