@@ -18,12 +18,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from claimgrid.ledger.exports import export_ledger  # noqa: E402
+from claimgrid.store import LedgerFolder  # noqa: E402 - the store's one reader of a ledger folder
 
 
 def main() -> int:
     folder = Path(sys.argv[1])
     wall = float(json.loads((folder / "meta.json").read_text())["wall_s"])
-    runs = sum(1 for line in (folder / "runs.jsonl").read_bytes().splitlines() if line.strip())
+    runs = len(LedgerFolder(folder).runs())
     print(f"ledger {folder}: {runs} runs, grid wall {wall:.1f} s")
     for fmt in ("inspect", "otel"):
         tmp = Path(tempfile.mkdtemp())

@@ -61,13 +61,12 @@ def _runs_grid(pid: int) -> bool:
 
 
 def _runs(folder: Path) -> list[dict]:
-    runs = []
-    for line in (folder / "runs.jsonl").read_text(errors="replace").splitlines():
-        try:
-            runs.append(json.loads(line))
-        except ValueError:
-            continue  # a torn last line is not a run
-    return runs
+    """The clone's runs by this checkout's store reader (a torn last line is not a run)."""
+    sys.path.insert(0, str(ROOT))
+    from claimgrid.store import LedgerFolder
+    from claimgrid.store.record import dump
+
+    return [dump(r) for r in LedgerFolder(folder).runs()]
 
 
 def main() -> int:

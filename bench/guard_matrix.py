@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from claimgrid.store.lines import read_runs  # noqa: E402 - the store's one reader (torn-line rule)
+from claimgrid.store import LedgerFolder  # noqa: E402 - the store's one reader of a ledger folder
 
 
 def grid(mode: str, out: Path, extra: list[str]) -> tuple[float, dict]:
@@ -32,8 +32,8 @@ def grid(mode: str, out: Path, extra: list[str]) -> tuple[float, dict]:
     wall = time.monotonic() - t0
     if proc.returncode != 0:
         sys.exit(f"guard_matrix: grid with --guard {mode} failed: {(proc.stderr or proc.stdout).strip()[-500:]}")
-    runs = read_runs(out / "runs.jsonl").values
-    return wall, {r["run_id"]: r["classification"] for r in runs}
+    runs = LedgerFolder(out).runs()
+    return wall, {r.run_id: r.classification.model_dump(mode="json") for r in runs}
 
 
 def main() -> int:

@@ -38,7 +38,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from claimgrid.store.lines import read_events, read_runs  # noqa: E402 - the store's one reader
+from claimgrid.store import EVENTS_NAME, LedgerFolder  # noqa: E402 - the store's one reader of a ledger folder
+from claimgrid.store.lines import read_events  # noqa: E402 - the store's bounded JSON-lines parser
+from claimgrid.store.record import dump  # noqa: E402
 
 GRID = ["--tasks", "fix-float-add,write-status", "--content", "clean,malicious", "--swap", "none",
         "--models", "diligent,reader,narrator"]
@@ -58,16 +60,16 @@ def measure_grid(folder: Path, jobs: int) -> tuple[Path, float, int]:
     cmd = [sys.executable, str(ROOT / "grid.py"), "run", "--venvs", str(_venvs(folder)), "--out", str(out),
            "--jobs", str(jobs), "--no-progress", *GRID]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    runs = out / "runs.jsonl"
+    ledger = LedgerFolder(out)
     seen: list[float] = []
     while proc.poll() is None:
-        n = len(read_runs(runs).values) if runs.exists() else 0
+        n = len(ledger.lines())  # absent: none; a torn last line (mid-append) is not a run yet
         seen += [time.monotonic()] * (n - len(seen))
         time.sleep(0.02)
     text = proc.stdout.read() if proc.stdout else ""
     if proc.returncode:
         raise SystemExit(f"the measured grid failed ({proc.returncode}):\n{text[-2000:]}")
-    n = len(read_runs(runs).values)
+    n = len(ledger.lines())
     seen += [time.monotonic()] * (n - len(seen))
     rate = (n - 1) / max(seen[-1] - seen[0], 1e-9) if n > 1 else 0.0
     return out, rate, n
@@ -95,7 +97,7 @@ def measure_ingest(ledger: Path, results: int, folder: Path) -> dict:
     from claimgrid.gateway.budget import Spend
     from claimgrid.store import RunStore
 
-    samples = [(r, _evidence(ledger / "runs" / r["run_id"])) for r in read_runs(ledger / "runs.jsonl").values]
+    samples = [(dump(r), _evidence(ledger / "runs" / r.run_id)) for r in LedgerFolder(ledger).runs()]
     store = RunStore(folder / "ingest")
     store.create({"bench": "ingest"})
     spend = Spend()
@@ -117,7 +119,7 @@ def measure_ingest(ledger: Path, results: int, folder: Path) -> dict:
         record, files = item
         store.write_evidence(record["run_id"], files)  # evidence first, as the engine does
         store.append(record)
-        spend.add_events(files.get("events.jsonl") or [])
+        spend.add_events(files.get(EVENTS_NAME) or [])
         stored += 1
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     for p in (folder / "ingest" / "runs").iterdir():
@@ -173,10 +175,11 @@ def measure_gateway(clients: int, seconds: float) -> dict:
 
 def calls_per_run(ledger: Path) -> float:
     """Model calls per run of the measured grid (its gateway exchange events)."""
-    runs = read_runs(ledger / "runs.jsonl").values
+    folder = LedgerFolder(ledger)
+    runs = folder.runs()
     calls = 0
     for r in runs:
-        events = read_events(ledger / "runs" / r["run_id"] / "events.jsonl")
+        events = folder.event_dicts(r.run_id)
         calls += sum(1 for e in events if e.get("source") == "gateway" and e.get("kind") == "exchange")
     return calls / max(len(runs), 1)
 

@@ -43,6 +43,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from throughput import CpuGroup, _tree_memory  # noqa: E402
 
+from claimgrid.store import LedgerFolder  # noqa: E402 - the store's one reader of a ledger folder
+
 TASK, CONTENT, SWAP, MODEL = "fix-float-add", "clean", "none", "diligent"
 
 
@@ -83,10 +85,9 @@ def script_from_claimgrid(work: Path) -> dict:
                     str(_plain_venvs(work)), "--tasks", TASK, "--models", MODEL, "--content", CONTENT,
                     "--swap", SWAP, "--out", str(out), "--no-progress"], cwd=ROOT, check=True,
                    capture_output=True)
-    (run,) = [p for p in (out / "runs").iterdir() if p.is_dir()]
+    (record,) = LedgerFolder(out).runs()
     calls, report = [], None
-    for line in (run / "events.jsonl").read_text().splitlines():
-        event = json.loads(line)
+    for event in LedgerFolder(out).event_dicts(record.run_id):
         if event.get("kind") == "tool_call" and "seq" in event:
             calls.append({"tool": event["tool"], "args": event["args"]})
         elif event.get("kind") == "report":
@@ -240,7 +241,7 @@ def run_claimgrid(framework: str, work: Path, samples: int, jobs: int, tag: str)
     got = _measured([sys.executable, "grid.py", "run", "--frameworks", framework, "--tasks", TASK, "--models", MODEL,
                      "--content", CONTENT, "--swap", SWAP, "--repeats", str(samples), "--jobs", str(jobs),
                      "--out", str(out), "--no-progress"])
-    records = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines() if line.strip()]
+    records = LedgerFolder(out).runs()
     if len(records) != samples:
         raise SystemExit(f"inspect_side: {framework} wrote {len(records)} records, not {samples}")
     shutil.rmtree(out, ignore_errors=True)

@@ -24,7 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from claimgrid.store.lines import read_runs  # noqa: E402 - the store's one reader (torn-line rule)
+from claimgrid.store import LedgerFolder  # noqa: E402 - the store's one reader of a ledger folder
+from claimgrid.store.record import dump  # noqa: E402
 
 
 def run_grid(mode: str, out: Path, args) -> tuple[float, list[dict]]:
@@ -36,7 +37,7 @@ def run_grid(mode: str, out: Path, args) -> tuple[float, list[dict]]:
     wall = time.monotonic() - t0
     if proc.returncode != 0:
         sys.exit(f"{mode} grid failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
-    runs = read_runs(out / "runs.jsonl").values
+    runs = [dump(r) for r in LedgerFolder(out).runs()]
     return wall, runs
 
 

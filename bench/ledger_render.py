@@ -27,13 +27,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from claimgrid.store.lines import read_runs  # noqa: E402 - the store's one reader (torn-line rule)
+from claimgrid.store import LedgerFolder, RunStore  # noqa: E402 - the store's one reader, and its writer
+from claimgrid.store.record import dump  # noqa: E402
 
 
 def scaled_copy(src: Path, dst: Path) -> int:
     frameworks = list(tomllib.loads((ROOT / "venvs.toml").read_text())["frameworks"])
     meta = json.loads((src / "meta.json").read_text())
-    records = read_runs(src / "runs.jsonl").values
+    records = [dump(r) for r in LedgerFolder(src).runs()]
     (dst / "runs").mkdir(parents=True)
     out = []
     for fw in frameworks:
@@ -46,7 +47,7 @@ def scaled_copy(src: Path, dst: Path) -> int:
     meta["frameworks"] = {fw: (meta.get("frameworks") or {}).get(fw, {}) for fw in frameworks}
     meta["grid_size"] = len(out)
     (dst / "meta.json").write_text(json.dumps(meta, indent=2))
-    (dst / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in out))
+    RunStore(dst).rewrite(out)  # the store's writer (unsealed: the copy has no publisher's key)
     return len(out)
 
 
@@ -64,7 +65,7 @@ def main() -> int:
             n = scaled_copy(args.ledger, work)
         else:
             shutil.copytree(args.ledger, work)
-            n = len(read_runs(work / "runs.jsonl").lines)
+            n = len(LedgerFolder(work).runs())
         t0 = time.perf_counter()
         render_ledger(work)
         first = time.perf_counter() - t0
@@ -77,7 +78,7 @@ def main() -> int:
             p = work / name
             print(f"{name}: {p.stat().st_size / 1024:.0f} KiB" if p.exists() else f"{name}: absent")
         wall = json.loads((args.ledger / "meta.json").read_text()).get("wall_s")
-        src = len(read_runs(args.ledger / "runs.jsonl").lines)
+        src = len(LedgerFolder(args.ledger).runs())
         if isinstance(wall, (int, float)) and wall > 0 and src:
             print(f"render s per run / grid wall s per run (source grid, {src} runs in {wall} s): "
                   f"{(first / n) / (wall / src):.3f} first render, {(second / n) / (wall / src):.3f} re-render")

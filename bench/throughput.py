@@ -26,7 +26,6 @@ exactly: ``floor F runs/s, matrix M runs/s (P% of floor), harness CPU per run H 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -39,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from claimgrid.procstat import stat_fields  # noqa: E402
-from claimgrid.store.lines import read_events, read_runs  # noqa: E402 - the store's one reader
+from claimgrid.store import LedgerFolder  # noqa: E402 - the store's one reader of a ledger folder
 
 
 def _rollup_kb(pid: int) -> dict[str, int]:
@@ -210,12 +209,12 @@ def run_grid(out: Path, flags: list[str]) -> dict:
 
 def evidence(out: Path) -> dict:
     """Per-run CPU facts and completion times from a ledger folder."""
-    meta = json.loads((out / "meta.json").read_text())
+    ledger = LedgerFolder(out)
+    meta = ledger.meta()
     runs, done_at = [], []
-    for rec in read_runs(out / "runs.jsonl").values:
-        folder = out / rec["evidence_dir"]
+    for rec in [r.model_dump(mode="json") for r in ledger.runs()]:
         run_cpu = tool_cpu = None
-        for ev in read_events(folder / "events.jsonl"):
+        for ev in ledger.event_dicts(rec["run_id"]):
             if ev.get("source") == "process" and ev.get("kind") == "exit":
                 run_cpu = ev.get("cpu_s")
             elif ev.get("source") == "tools" and isinstance(ev.get("harness_cpu_s"), (int, float)):
@@ -223,7 +222,7 @@ def evidence(out: Path) -> dict:
         t = rec.get("timings") or {}
         runs.append({"framework": rec["framework"], "run_cpu": run_cpu, "tool_cpu": tool_cpu or 0.0,
                      "ended_unix": (t["started_unix"] + t["wall_s"]) if "started_unix" in t else None})
-        done_at.append((folder / "manifest.json").stat().st_mtime)
+        done_at.append((ledger.run_dir(rec["run_id"]) / "manifest.json").stat().st_mtime)
     return {"meta": meta, "runs": runs, "done_at": sorted(done_at)}
 
 

@@ -39,7 +39,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from claimgrid.store.lines import read_runs  # noqa: E402 - the store's one reader (torn-line rule)
+from claimgrid.store import LedgerFolder  # noqa: E402 - the store's one reader of a ledger folder
+from claimgrid.store.record import dump  # noqa: E402
 
 
 def run_grid(out: Path, flags: list[str]) -> dict:
@@ -51,7 +52,7 @@ def run_grid(out: Path, flags: list[str]) -> dict:
     _, status, usage = os.wait4(proc.pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"grid.py failed ({os.waitstatus_to_exitcode(status)}):\n{output[-3000:]}")
-    records = read_runs(out / "runs.jsonl").values
+    records = [dump(r) for r in LedgerFolder(out).runs()]
     return {"wall_s": time.monotonic() - t0, "cpu_s": usage.ru_utime + usage.ru_stime, "records": records}
 
 

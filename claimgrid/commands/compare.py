@@ -27,7 +27,8 @@ from pathlib import Path
 from claimgrid.commands.common import verify_ledger
 from claimgrid.commands.validate import UsageError
 from claimgrid.errors import ClaimgridError
-from claimgrid.store import RunStore
+from claimgrid.store import RUNS_NAME, LedgerFolder, RunStore
+from claimgrid.store.record import dump
 from claimgrid.store.seal import SealReport
 
 COORDINATES = ("framework", "task", "content", "swap", "model", "substitute", "repeat")
@@ -61,16 +62,18 @@ META_FACTS = (
 def _open(folder: Path, side: str) -> tuple[RunStore, dict, list[dict], SealReport]:
     if not folder.is_dir():
         raise UsageError(f"compare {side} {folder}: not a ledger folder (no such directory)")
-    store = RunStore(folder)
-    if not store.meta_path.is_file() or not store.runs_path.is_file():
-        raise UsageError(f"compare {side} {folder}: not a ledger folder (no meta.json or runs.jsonl)")
+    store, ledger = RunStore(folder), LedgerFolder(folder)
+    if not ledger.has_meta() or not ledger.has_runs():
+        raise UsageError(f"compare {side} {folder}: not a ledger folder (no meta.json or {RUNS_NAME})")
     report = verify_ledger(store)
-    meta = store.read_meta()  # the store's bounded parser
-    records = store.records()
-    for rec in records:
-        missing = [k for k in COORDINATES if k not in rec]
+    meta = ledger.meta()  # the store's bounded parser
+    # Typed by the store's reader (the last line of a run id wins), compared as the record writes them.
+    runs = ledger.runs()
+    for rec in runs:
+        missing = [k for k in COORDINATES if k not in rec.model_fields_set]
         if missing:
-            raise ClaimgridError(f"{store.runs_path}: run {rec.get('run_id')!r}: field '{missing[0]}' is missing")
+            raise ClaimgridError(f"{store.runs_path}: run {rec.run_id!r}: field '{missing[0]}' is missing")
+    records = [dump(r) for r in runs]
     return store, meta, records, report
 
 

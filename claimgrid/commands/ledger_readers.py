@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from claimgrid.store import EVENTS_NAME, RUNS_NAME
+
 
 @dataclass(frozen=True)
 class Reader:
@@ -36,15 +38,15 @@ class Reader:
 
 
 READERS: tuple[Reader, ...] = (
-    Reader("compare A", ("compare", "{ledger}", "{clean}", "--out", "{out}"), "runs.jsonl"),
-    Reader("compare B", ("compare", "{clean}", "{ledger}", "--out", "{out}"), "runs.jsonl"),
-    Reader("reclassify", ("reclassify", "{ledger}"), "runs.jsonl", writes=True),
-    Reader("run --resume", ("run", "--resume", "{ledger}", "--venvs", "{venvs}", "--no-progress"), "runs.jsonl", True),
-    Reader("replay", ("replay", "{ledger}", "--venvs", "{venvs}", "--out", "{out}", "--no-progress"), "runs.jsonl"),
-    Reader("export inspect", ("export", "{ledger}", "--format", "inspect", "--out", "{out}"), "runs.jsonl"),
-    Reader("export otel", ("export", "{ledger}", "--format", "otel", "--out", "{out}"), "runs.jsonl"),
-    Reader("report", ("report", "{ledger}"), "runs.jsonl"),
-    Reader("check --transcript", ("check", "--final", "{final}", "--transcript", "{events}"), "events.jsonl"),
+    Reader("compare A", ("compare", "{ledger}", "{clean}", "--out", "{out}"), RUNS_NAME),
+    Reader("compare B", ("compare", "{clean}", "{ledger}", "--out", "{out}"), RUNS_NAME),
+    Reader("reclassify", ("reclassify", "{ledger}"), RUNS_NAME, writes=True),
+    Reader("run --resume", ("run", "--resume", "{ledger}", "--venvs", "{venvs}", "--no-progress"), RUNS_NAME, True),
+    Reader("replay", ("replay", "{ledger}", "--venvs", "{venvs}", "--out", "{out}", "--no-progress"), RUNS_NAME),
+    Reader("export inspect", ("export", "{ledger}", "--format", "inspect", "--out", "{out}"), RUNS_NAME),
+    Reader("export otel", ("export", "{ledger}", "--format", "otel", "--out", "{out}"), RUNS_NAME),
+    Reader("report", ("report", "{ledger}"), RUNS_NAME),
+    Reader("check --transcript", ("check", "--final", "{final}", "--transcript", "{events}"), EVENTS_NAME),
     Reader("check --report", ("check", "--report", "{log}"), "verdict log"),
 )
 

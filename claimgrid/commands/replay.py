@@ -31,26 +31,29 @@ from claimgrid.execute.engine import execute
 from claimgrid.execute.spec import GridInputs, GridMeta, GridSpec, Replay, RunSettings, Selection
 from claimgrid.reference import registry
 from claimgrid.sandbox.guard import detect
-from claimgrid.store import RunStore
+from claimgrid.store import RUNS_NAME, LedgerFolder, RunStore
+from claimgrid.store.record import dump
 
 CELL_FIELDS = ("framework", "task", "content", "swap", "model", "substitute", "repeat")
 
 
 def _source(folder: Path) -> tuple[RunStore, GridMeta, list[dict]]:
-    store = RunStore(folder)
-    if not store.meta_path.is_file():
+    store, ledger = RunStore(folder), LedgerFolder(folder)
+    if not ledger.has_meta():
         raise ClaimgridError(f"{folder}: not a grid folder (no meta.json)")
-    if not store.runs_path.is_file():
-        raise ClaimgridError(f"{folder}: not a grid folder (no runs.jsonl)")
+    if not ledger.has_runs():
+        raise ClaimgridError(f"{folder}: not a grid folder (no {RUNS_NAME})")
     meta = read_grid_meta(store)
     verify_ledger(store)  # the seal and manifests of what is replayed, each failure named
-    records = store.records()
-    if not records:
+    runs = ledger.runs()  # typed by the store's reader (the last line of a run id wins)
+    if not runs:
         raise ClaimgridError(f"{store.runs_path}: no completed runs to replay")
-    for r in records:
-        missing = [k for k in CELL_FIELDS if k not in r]
+    for rec in runs:
+        missing = [k for k in CELL_FIELDS if k not in rec.model_fields_set]
         if missing:
-            raise ClaimgridError(f"{store.runs_path}: run {r.get('run_id')!r}: field '{missing[0]}' is missing")
+            raise ClaimgridError(f"{store.runs_path}: run {rec.run_id!r}: field '{missing[0]}' is missing")
+    records = [dump(r) for r in runs]  # read on as the record writes them
+    for r in records:
         cassette = store.runs_dir / r["run_id"] / "gateway.jsonl"
         if not cassette.is_file():
             raise ClaimgridError(f"{cassette}: missing: the run has no recorded model exchanges to replay")
@@ -247,7 +250,7 @@ def _summary(src: RunStore, store: RunStore, records: list[dict], version_change
     """replay.json: per run, the request hashes and the classification against the recording."""
     from claimgrid.gateway.cassette import load_cassette, read_jsonl
 
-    replayed = {r["run_id"]: r for r in store.records()}
+    replayed = {r.run_id: dump(r) for r in LedgerFolder(store.folder).runs()}
     rows = []
     for run_id, old in {r["run_id"]: r for r in records}.items():
         new = replayed.get(run_id)
@@ -263,7 +266,7 @@ def _summary(src: RunStore, store: RunStore, records: list[dict], version_change
             )
             continue
         requests = compare_requests(
-            load_cassette(src.runs_dir / run_id), read_jsonl(store.runs_dir / run_id / "gateway.jsonl")
+            load_cassette(LedgerFolder(src.folder), run_id), read_jsonl(store.runs_dir / run_id / "gateway.jsonl")
         )
         diff = _diff_fields(old["classification"], new["classification"])
         rows.append(

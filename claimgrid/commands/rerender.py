@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from claimgrid.commands.validate import UsageError
+from claimgrid.store import RUNS_NAME, LedgerFolder
 
 
 def cmd_report(args) -> int:
@@ -23,8 +24,8 @@ def cmd_report(args) -> int:
     from claimgrid.store import RunStore
 
     folder = args.dir
-    if not folder.is_dir() or not (folder / "runs.jsonl").is_file():
-        raise UsageError(f"report {folder}: not a grid folder (no runs.jsonl)")
+    if not folder.is_dir() or not LedgerFolder(folder).has_runs():
+        raise UsageError(f"report {folder}: not a grid folder (no {RUNS_NAME})")
     verify_ledger(RunStore(folder))
     summary: list[str] = []
     render_ledger(folder, summary)

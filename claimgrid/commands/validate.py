@@ -51,7 +51,9 @@ from claimgrid.execute.spec import (  # noqa: F401  (the grid spec's bounds and 
     Selection,
 )
 from claimgrid.inputs.schema import validate
-from claimgrid.store.lines import EVENTS_NAME, RUNS_NAME, parse_json, read_events, read_runs, run_id_problem
+from claimgrid.store import RUNS_NAME, LedgerFolder, RecordError, RunRecord, RunStore, StoreIntegrityError
+from claimgrid.store.lines import parse_json
+from claimgrid.store.seal import verify_seal
 
 MAX_JOBS = 256
 MAX_INFLIGHT = 4096
@@ -346,42 +348,50 @@ def check_resume(args, meta: dict, folder: Path) -> GridSpec:
     return requested.model_copy(update={"selection": stored.selection})  # the stored order of names
 
 
-def check_reclassify(folder: Path) -> list[dict]:
+def check_reclassify(folder: Path) -> list[RunRecord]:
     """Every record in ``runs.jsonl`` with readable evidence; returns the records.
 
     Checked whole before anything is rewritten, so a missing evidence folder leaves the
     ledger as it was.
     """
     check_dir("reclassify", folder)
-    if not (folder / "runs.jsonl").is_file():
-        raise UsageError(f"reclassify {folder}: not a grid folder (no runs.jsonl)")
+    if not LedgerFolder(folder).has_runs():
+        raise UsageError(f"reclassify {folder}: not a grid folder (no {RUNS_NAME})")
     return check_records(folder)
 
 
-def check_records(folder: Path) -> list[dict]:
+def check_records(folder: Path) -> list[RunRecord]:
     """The records of ``folder/runs.jsonl`` (none if it is absent), each with readable evidence.
 
-    Read by the store (:mod:`claimgrid.store.lines`): a torn last line (the driver killed
-    mid-write) is not a record and not an error, the store's repair() drops it; any other
-    unreadable line of ``runs.jsonl``, and any unreadable line of a run's ``events.jsonl``,
-    is a DataError naming the file and the line.
+    Read by the store's reader (:class:`claimgrid.store.reader.LedgerFolder`): a torn last
+    line (the driver killed mid-write) is not a record and not an error, the store's repair()
+    drops it; any other line that is not a typed run record, and any unreadable line of a
+    run's ``events.jsonl``, is a DataError naming the file and the line (a sealed ledger's
+    whole JSON line that is no record: the seal's account of it, StoreIntegrityError).
     """
-    runs = folder / RUNS_NAME
+    ledger = LedgerFolder(folder)
+    try:
+        lines = ledger.lines()
+    except RecordError:
+        # A whole JSON line that is no record: in a sealed ledger, a changed byte is named as
+        # the line that fails its signature (as open_for_writing names it) before its field.
+        sealed = verify_seal(folder)
+        if sealed.problems:
+            raise StoreIntegrityError(folder, sealed.problems + RunStore(folder).check_integrity()) from None
+        raise
     records = []
-    for i, rec in read_runs(runs).lines:  # the store's torn-line rule (claimgrid.store.lines)
-        wrong = run_id_problem(rec.get("run_id"))
-        if wrong is not None:
-            raise DataError(f"{runs}:{i}", None, wrong)
-        if not isinstance(rec.get("facts"), dict):
-            raise DataError(f"{runs}:{i}", "run_id/facts", "a run record needs a run_id and its facts")
-        events = folder / "runs" / rec["run_id"] / EVENTS_NAME
+    for i, rec in lines:
+        where = f"{ledger.runs_path}:{i}"
+        if rec.facts is None:
+            raise DataError(where, "run_id/facts", "a run record needs a run_id and its facts")
         try:
-            read_events(events)
+            ledger.event_dicts(rec.run_id)
         except FileNotFoundError:
             raise DataError(
-                f"{runs}:{i}",
+                where,
                 None,
-                f"the evidence of run {rec['run_id']} is gone ({events} is missing); reclassify needs every run's evidence",
+                f"the evidence of run {rec.run_id} is gone ({ledger.events_path(rec.run_id)} is missing); "
+                "reclassify needs every run's evidence",
             ) from None
         records.append(rec)
     return records

@@ -13,7 +13,7 @@ from pathlib import Path
 from claimgrid.execute.cells import Cell
 from claimgrid.execute.spec import CellResult, CellStatus, GridInputs, GridReport, GridSpec, Replay, RunSettings
 from claimgrid.execute.spending import stop_record
-from claimgrid.store import RunStore
+from claimgrid.store import EVENTS_NAME, RunStore
 
 # A store write that fails for one of these stops the grid: every later run would fail the
 # same way and be lost. ENOSPC/EDQUOT/EROFS stop it wherever they occur; EACCES/EPERM only
@@ -107,17 +107,17 @@ class _Grid:
     def budget_reached(self) -> str | None:
         return self.current().over(self.limits) if self.limits.any() else None
 
-    def on_result(self, cell: Cell, result: CellResult, node: dict | None = None) -> None:
+    def on_result(self, cell: Cell, result: CellResult) -> None:
         """A finished cell, in the driver: stored (evidence first), or counted as not stored.
-        ``node``: where it ran (the record's ``node``; default this machine)."""
+        The record comes whole from its node (where it ran included): stored as it is."""
         if result.status is CellStatus.NOT_STARTED:
             self.not_started.append(cell.run_id)
             return
         if result.status is CellStatus.DONE and self.stopped:
             return  # the ledger cannot be written: the cell stays missing for --resume
         if result.status is CellStatus.DONE:
-            record, files = result.record or {}, result.files or {}
-            record["node"] = node or {"backend": "local", "node_id": None, "address": None}
+            assert result.record is not None, "a DONE cell carries its record (CellResult.done)"
+            record, files = result.record, result.files or {}
             try:
                 self.store.write_evidence(cell.run_id, files)  # evidence first: a line always has its folder
                 self.store.append(record)
@@ -128,13 +128,13 @@ class _Grid:
                 self.reporter.log(f"cannot write {cell.run_id}: {exc.strerror}; stopping the grid")
                 return
             if not self.live:  # another backend: totals from each finished run's exchanges
-                self.spend.add_events(files.get("events.jsonl") or [])
-            self.counts[record["classification"]["outcome"]] += 1
-            if record["classification"].get("claim_vs_outcome") == "FALSE_SUCCESS":
+                self.spend.add_events(files.get(EVENTS_NAME) or [])
+            self.counts[record.classification.outcome] += 1
+            if record.classification.claim_vs_outcome == "FALSE_SUCCESS":
                 self.false_successes += 1
-            fw = record["framework"]
-            if record.get("runtime_versions") and fw not in self.report.retries:
-                self.report.retries[fw] = record["runtime_versions"]
+            fw = record.framework
+            if record.runtime_versions and fw not in self.report.retries:
+                self.report.retries[fw] = record.runtime_versions
         elif result.status is CellStatus.HARNESS_ERROR:
             self.counts["harness error"] += 1
             # recorded in meta.json (the cell stays missing: --resume re-runs it)

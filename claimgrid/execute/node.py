@@ -31,6 +31,7 @@ from claimgrid import caps
 from claimgrid.anybytes import remove_tree
 from claimgrid.execute.cells import Cell
 from claimgrid.execute.spec import CellResult, GridInputs, GridSpec, Replay
+from claimgrid.store.record import RunNode, RunRecord
 
 if TYPE_CHECKING:
     from claimgrid.gateway import Gateway
@@ -56,15 +57,15 @@ class CollectingStore:
 
     def __init__(self):
         self.evidence: dict[str, dict] = {}
-        self.records: dict[str, dict] = {}
+        self.records: dict[str, RunRecord] = {}
 
     def write_evidence(self, run_id: str, files: dict) -> None:
         self.evidence[run_id] = files
 
-    def append(self, record: dict) -> None:
-        self.records[record["run_id"]] = record
+    def append(self, record: RunRecord) -> None:
+        self.records[record.run_id] = record
 
-    def take(self, run_id: str) -> tuple[dict | None, dict | None]:
+    def take(self, run_id: str) -> tuple[RunRecord | None, dict | None]:
         return self.records.pop(run_id, None), self.evidence.pop(run_id, None)
 
 
@@ -161,12 +162,14 @@ class Node:
         inputs: GridInputs | None = None,
         cpus: int | None = None,
         shared_results: Shared | None = None,
+        where: RunNode | None = None,
     ):
         """``inputs``: the driver's loaded data and guard (the local backend); None on a
         remote node, which loads its own from the spec's data folders and detects its guard.
         ``cpus``: the node's own CPUs (a Ray node's resources), how many warm parents preload
         at once (default: this machine's). ``shared_results``: the grid's verify results
-        across nodes (claimgrid.verify.cache.Shared); None: this node's own."""
+        across nodes (claimgrid.verify.cache.Shared); None: this node's own. ``where``: the
+        node every record of it names (None: this machine, ``local``)."""
         from claimgrid.execute.runner import GridContext
         from claimgrid.gateway import Gateway
         from claimgrid.launch import Launcher
@@ -231,6 +234,7 @@ class Node:
                 boxes=self.guard.limits.boxes(self.guard.as_root) if self.guard.enabled else None,
                 model_call_timeouts=dict(inputs.call_deadlines),
                 model_servers=dict(inputs.model_servers),
+                node=where or RunNode(backend="local"),
             )
         except BaseException:
             self.close()

@@ -84,14 +84,19 @@ def _ray():
 class _NodeRunner:
     """The actor body (decorated with ``ray.remote`` at run time, so importing needs no Ray)."""
 
-    def __init__(self, settings, cells, schedule: dict, board=None, node_id: str = ""):
+    def __init__(self, settings, cells, schedule: dict, board=None, where: tuple[str, str | None] = ("", None)):
+        """``where``: the node's id (its label) and address as the driver's Ray reports them,
+        named by every record this node builds."""
         import socket
 
         from claimgrid.execute.admission import Admission, NodeGate
         from claimgrid.execute.node import Node
+        from claimgrid.store.record import RunNode
 
+        node_id, address = where
         shared = _BoardClient(board, node_id) if board is not None else None
-        self.node = Node(settings, cpus=schedule["jobs"], shared_results=shared)
+        here = RunNode(backend="ray", node_id=node_id, address=address)
+        self.node = Node(settings, cpus=schedule["jobs"], shared_results=shared, where=here)
         self.node.prepare(cells)
         self.gate = NodeGate(Admission(schedule["jobs"], schedule["max_inflight"], self.node.launcher.running_pids))
         self.frameworks = sorted({c.framework for c in cells})
@@ -174,25 +179,29 @@ def node_schedule(cpus: float | None, jobs: int | None, max_inflight: int | None
 
 
 def execute(todo, settings, plan: dict, on_result, log) -> dict:
-    """Run ``todo`` across the cluster at ``plan["address"]``; ``on_result(cell, CellResult,
-    node)`` is called in the driver for every finished cell (``node``: the record's
-    :class:`~claimgrid.store.record.RunNode` fields). Each node admits runs through its own
-    gate (module docstring) sized by :func:`node_schedule` from its CPUs, ``plan["jobs"]``,
-    ``plan["max_inflight"]`` and ``plan["connections"]`` (real providers' connection limits).
-    ``plan["may_start"]()`` is asked before every cell is sent: once it is false (the grid's
-    budget is reached), no node starts another run and the rest are returned as
-    ``not_started``. Returns facts about the execution (per-node slots, gate figures and
-    runs, runs lost with a node, runs not started, the shared verify cache's figures, the
-    dead nodes' folders removed)."""
-    import collections
+    """Run ``todo`` across the cluster at ``plan["address"]``; ``on_result(cell, CellResult)``
+    is called in the driver for every finished cell (its record names the node it ran on:
+    :class:`~claimgrid.store.record.RunNode`, set by the node when it built the record).
+    Each node admits runs through its own gate (module docstring) sized by
+    :func:`node_schedule` from its CPUs, ``plan["jobs"]``, ``plan["max_inflight"]`` and
+    ``plan["connections"]`` (real providers' connection limits). ``plan["may_start"]()`` is
+    asked before every cell is sent: once it is false (the grid's budget is reached), no node
+    starts another run and the rest are returned as ``not_started``. Returns facts about the
+    execution (per-node slots, gate figures and runs, runs lost with a node, runs not started,
+    the shared verify cache's figures, the dead nodes' folders removed)."""
+    ray = _connect(plan.get("address"))
+    nodes = [n for n in ray.nodes() if n.get("Alive")]
+    if not nodes:
+        raise ClaimgridError(f"--address {plan.get('address')}: the Ray cluster has no alive node")
+    cluster = _Cluster(ray, todo, plan.get("may_start") or (lambda: True), on_result, log)
+    cluster.start(nodes, settings, plan)
+    cluster.dispatch()
+    return cluster.close()
 
-    from claimgrid.execute.admission import LongFirst, next_cell, spread
 
-    address, jobs, max_inflight = plan.get("address"), plan.get("jobs"), plan.get("max_inflight")
-    may_start = plan.get("may_start") or (lambda: True)
+def _connect(address: str | None):
+    """Ray, connected to the cluster at ``address`` (one line for the user when it cannot be)."""
     ray = _ray()
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
     try:
         from claimgrid import ROOT
 
@@ -206,149 +215,178 @@ def execute(todo, settings, plan: dict, on_result, log) -> dict:
         )
     except Exception as exc:  # noqa: BLE001 - any connection failure is one line for the user
         raise ClaimgridError(f"--address {address or 'auto'}: cannot connect to a Ray cluster: {exc}") from None
-    nodes = [n for n in ray.nodes() if n.get("Alive")]
-    if not nodes:
-        raise ClaimgridError(f"--address {address}: the Ray cluster has no alive node")
-    schedules = [
-        node_schedule(n.get("Resources", {}).get("CPU"), jobs, max_inflight, plan.get("connections", 0)) for n in nodes
-    ]
-    board = None
-    if settings.spec.verify_cache:
-        from claimgrid.verify.cache import SharedResults
+    return ray
 
-        # Beside the driver (its node), so it lives as long as the grid; every test run of a
-        # node in flight may wait on it at once.
-        board = (
-            ray.remote(num_cpus=0, max_restarts=0)(SharedResults)
-            .options(
-                scheduling_strategy=NodeAffinitySchedulingStrategy(
-                    node_id=ray.get_runtime_context().get_node_id(), soft=True
-                ),
-                max_concurrency=sum(s["max_inflight"] for s in schedules) + 8,
+
+class _Cluster:
+    """One ``execute`` in the driver: the node actors, the shared verify results, the queue.
+
+    Steps: :meth:`start` (an actor per alive node, the board), :meth:`dispatch` (cells sent
+    as nodes admit them, results handed to ``on_result``), :meth:`close` (facts, sweep, stop)."""
+
+    def __init__(self, ray, todo, may_start, on_result, log):
+        import collections
+
+        from claimgrid.execute.admission import LongFirst, spread
+
+        self.ray, self.may_start, self.on_result, self.log = ray, may_start, on_result, log
+        self.todo = list(todo)
+        self.queue = collections.deque(spread(list(todo), key=lambda c: c.model))
+        self.long_first = LongFirst()  # the local backend's rule, on the driver's queue
+        self.began: dict = {}  # a run's ref -> when it was sent
+        self.pending: dict = {}  # ref -> ("admit", None, actor) | ("run", cell, actor)
+        self.lost: list[str] = []
+        self.not_started: list[str] = []
+        self.actors: list[dict] = []
+        self.board = None
+        self.t0 = time.monotonic()
+
+    def start(self, nodes: list[dict], settings, plan: dict) -> None:
+        """One actor per node of ``nodes`` (Ray's alive ones), pinned to it, with the node's
+        schedule and identity; the grid's shared verify results beside the driver (when the
+        verify cache is on)."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        ray = self.ray
+        schedules = [
+            node_schedule(n.get("Resources", {}).get("CPU"), plan.get("jobs"), plan.get("max_inflight"),
+                          plan.get("connections", 0))
+            for n in nodes
+        ]  # fmt: skip
+        if settings.spec.verify_cache:
+            from claimgrid.verify.cache import SharedResults
+
+            # Beside the driver (its node), so it lives as long as the grid; every test run of a
+            # node in flight may wait on it at once.
+            here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=True)
+            self.board = (
+                ray.remote(num_cpus=0, max_restarts=0)(SharedResults)
+                .options(scheduling_strategy=here, max_concurrency=sum(s["max_inflight"] for s in schedules) + 8)
+                .remote()
             )
-            .remote()
+        runner_cls = ray.remote(num_cpus=0, max_restarts=0)(_NodeRunner)
+        for n, schedule in zip(nodes, schedules):
+            label, address = n["NodeID"][:12], n.get("NodeManagerAddress")
+            actor = runner_cls.options(
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=n["NodeID"], soft=False),
+                # every run in flight, the pending reservation, and facts/sweep/close beside them
+                max_concurrency=schedule["max_inflight"] + 4,
+            ).remote(settings, self.todo, schedule, self.board, (label, address))
+            self.actors.append(
+                {"actor": actor, "slots": schedule["jobs"], "max_inflight": schedule["max_inflight"],
+                 "asking": False, "alive": True, "node": label, "address": address, "runs": 0}
+            )  # fmt: skip
+        self.log(
+            f"ray: {len(self.actors)} nodes, {sum(a['slots'] for a in self.actors)} slots ("
+            + ", ".join(f"{a['node']} @ {a['address']}: {a['slots']}" for a in self.actors)
+            + ")"
         )
-    runner_cls = ray.remote(num_cpus=0, max_restarts=0)(_NodeRunner)
-    actors = []
-    for n, schedule in zip(nodes, schedules):
-        label = n["NodeID"][:12]
-        actor = runner_cls.options(
-            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=n["NodeID"], soft=False),
-            # every run in flight, the pending reservation, and facts/sweep/close beside them
-            max_concurrency=schedule["max_inflight"] + 4,
-        ).remote(settings, todo, schedule, board, label)
-        actors.append(
-            {
-                "actor": actor,
-                "slots": schedule["jobs"],
-                "max_inflight": schedule["max_inflight"],
-                "asking": False,
-                "alive": True,
-                "node": label,
-                "address": n.get("NodeManagerAddress"),
-                "runs": 0,
-            }
-        )
-    log(
-        f"ray: {len(actors)} nodes, {sum(a['slots'] for a in actors)} slots ("
-        + ", ".join(f"{a['node']} @ {a['address']}: {a['slots']}" for a in actors)
-        + ")"
-    )
 
-    queue = collections.deque(spread(list(todo), key=lambda c: c.model))
-    long_first = LongFirst()  # the local backend's rule, on the driver's queue
-    began: dict = {}  # a run's ref -> when it was sent
-    pending: dict = {}  # ref -> ("admit", None, actor) | ("run", cell, actor)
-    lost: list[str] = []
-    not_started: list[str] = []
-    t0 = time.monotonic()
-
-    def node_lost(a, exc) -> None:
+    def node_lost(self, a, exc) -> None:
         if a["alive"]:
-            log(f"ray: node {a['node']} lost ({type(exc).__name__}); its in-flight runs stay missing")
-            if board is not None:
-                board.forget_node.remote(a["node"])  # its claimed test runs go to the next node that asks
+            self.log(f"ray: node {a['node']} lost ({type(exc).__name__}); its in-flight runs stay missing")
+            if self.board is not None:
+                self.board.forget_node.remote(a["node"])  # its claimed test runs go to the next node that asks
         a["alive"] = False
 
-    while True:
-        if queue and not may_start():
-            not_started.extend(c.run_id for c in queue)
-            queue.clear()
-        for a in actors:
-            if a["alive"] and queue and not a["asking"]:
-                pending[a["actor"].admit.remote()] = ("admit", None, a)
-                a["asking"] = True
-        if not any(kind == "run" for kind, _, _ in pending.values()) and not (queue and pending):
-            break  # no run in flight and nothing to send (or every node is gone: the rest stays missing)
-        done, _ = ray.wait(list(pending), num_returns=1)
-        for ref in done:
-            kind, cell, a = pending.pop(ref)
-            if kind == "admit":
-                a["asking"] = False
-                try:
-                    ready = ray.get(ref)
-                except Exception as exc:  # noqa: BLE001 - the node (or its actor) died
-                    node_lost(a, exc)
-                    continue
-                if ready is None:
-                    continue
-                if not queue or not may_start():
-                    a["actor"].release.remote()
-                    continue
-                cell = long_first.take(queue) or next_cell(queue, set(ready).__contains__)
-                run_ref = a["actor"].run.remote(cell)
-                pending[run_ref], began[run_ref] = ("run", cell, a), time.monotonic()
-                continue
-            try:
-                result = ray.get(ref)
-            except Exception as exc:  # noqa: BLE001 - the node (or its actor) died with this run
-                node_lost(a, exc)
-                lost.append(cell.run_id)
-                began.pop(ref, None)
-                continue
-            long_first.finished(cell, time.monotonic() - began.pop(ref))
-            a["runs"] += 1
-            on_result(cell, result, {"backend": "ray", "node_id": a["node"], "address": a["address"]})
-            a["actor"].release.remote()  # counted (budget included): the node may admit the next run
-    if queue:
-        lost.extend(c.run_id for c in queue)
-    swept: list[str] = []
-    for a in actors:
-        if a["alive"]:
-            try:
-                a["gate"] = ray.get(a["actor"].facts.remote(), timeout=30)
-                # the folders of nodes killed with their watchdog (this grid's or an earlier one's)
-                swept += ray.get(a["actor"].sweep.remote(), timeout=30)
-                swept += ray.get(a["actor"].close.remote(), timeout=30)
-            except Exception:  # noqa: BLE001 - a node dying at the very end changes no record
-                pass
-            ray.kill(a["actor"])
-    cache = None
-    if board is not None:
+    def dispatch(self) -> None:
+        """Until no run is in flight and nothing is left to send: one reservation request per
+        node, a cell sent for each reservation granted, each result handed to ``on_result``."""
+        while True:
+            if self.queue and not self.may_start():
+                self.not_started.extend(c.run_id for c in self.queue)
+                self.queue.clear()
+            for a in self.actors:
+                if a["alive"] and self.queue and not a["asking"]:
+                    self.pending[a["actor"].admit.remote()] = ("admit", None, a)
+                    a["asking"] = True
+            if not any(kind == "run" for kind, _, _ in self.pending.values()) and not (self.queue and self.pending):
+                break  # no run in flight and nothing to send (or every node is gone: the rest stays missing)
+            done, _ = self.ray.wait(list(self.pending), num_returns=1)
+            for ref in done:
+                kind, cell, a = self.pending.pop(ref)
+                if kind == "admit":
+                    self._admitted(ref, a)
+                else:
+                    self._finished(ref, cell, a)
+        if self.queue:
+            self.lost.extend(c.run_id for c in self.queue)
+
+    def _admitted(self, ref, a) -> None:
+        """A node's reservation answered: send it a cell its ready frameworks can run, or
+        give the slot back (nothing to send, or the budget is reached)."""
+        from claimgrid.execute.admission import next_cell
+
+        a["asking"] = False
         try:
-            cache = ray.get(board.facts.remote(), timeout=30)
-        except Exception:  # noqa: BLE001 - figures only
-            cache = None
-        ray.kill(board)
-    return {
-        "backend": "ray",
-        "nodes": len(actors),
-        "per_node": [
-            {
-                "node_id": a["node"],
-                "address": a["address"],
-                "slots": a["slots"],
-                "max_inflight": a["max_inflight"],
-                "runs": a["runs"],
-                "alive": a["alive"],
-                **({"scheduler": a["gate"]} if a.get("gate") else {}),
-            }
-            for a in actors
-        ],
-        "lost": lost,
-        "not_started": not_started,
-        "started_early_as_long": long_first.promoted,
-        "verify_cache": cache,
-        "swept": sorted(set(swept)),
-        "wall_s": round(time.monotonic() - t0, 1),
-    }
+            ready = self.ray.get(ref)
+        except Exception as exc:  # noqa: BLE001 - the node (or its actor) died
+            self.node_lost(a, exc)
+            return
+        if ready is None:
+            return
+        if not self.queue or not self.may_start():
+            a["actor"].release.remote()
+            return
+        cell = self.long_first.take(self.queue) or next_cell(self.queue, set(ready).__contains__)
+        run_ref = a["actor"].run.remote(cell)
+        self.pending[run_ref], self.began[run_ref] = ("run", cell, a), time.monotonic()
+
+    def _finished(self, ref, cell, a) -> None:
+        """A run's result: handed to ``on_result`` (the driver stores it), then the node's slot
+        released; a node that died with it: the run is lost (missing, for ``--resume``)."""
+        try:
+            result = self.ray.get(ref)
+        except Exception as exc:  # noqa: BLE001 - the node (or its actor) died with this run
+            self.node_lost(a, exc)
+            self.lost.append(cell.run_id)
+            self.began.pop(ref, None)
+            return
+        self.long_first.finished(cell, time.monotonic() - self.began.pop(ref))
+        a["runs"] += 1
+        self.on_result(cell, result)
+        a["actor"].release.remote()  # counted (budget included): the node may admit the next run
+
+    def close(self) -> dict:
+        """Each live node's gate figures, its sweep of dead nodes' folders and its close; the
+        shared cache's figures; every actor stopped. Returns the execution's facts."""
+        ray, swept = self.ray, []
+        for a in self.actors:
+            if a["alive"]:
+                try:
+                    a["gate"] = ray.get(a["actor"].facts.remote(), timeout=30)
+                    # the folders of nodes killed with their watchdog (this grid's or an earlier one's)
+                    swept += ray.get(a["actor"].sweep.remote(), timeout=30)
+                    swept += ray.get(a["actor"].close.remote(), timeout=30)
+                except Exception:  # noqa: BLE001 - a node dying at the very end changes no record
+                    pass
+                ray.kill(a["actor"])
+        cache = None
+        if self.board is not None:
+            try:
+                cache = ray.get(self.board.facts.remote(), timeout=30)
+            except Exception:  # noqa: BLE001 - figures only
+                cache = None
+            ray.kill(self.board)
+        return {
+            "backend": "ray",
+            "nodes": len(self.actors),
+            "per_node": [
+                {
+                    "node_id": a["node"],
+                    "address": a["address"],
+                    "slots": a["slots"],
+                    "max_inflight": a["max_inflight"],
+                    "runs": a["runs"],
+                    "alive": a["alive"],
+                    **({"scheduler": a["gate"]} if a.get("gate") else {}),
+                }
+                for a in self.actors
+            ],
+            "lost": self.lost,
+            "not_started": self.not_started,
+            "started_early_as_long": self.long_first.promoted,
+            "verify_cache": cache,
+            "swept": sorted(set(swept)),
+            "wall_s": round(time.monotonic() - self.t0, 1),
+        }

@@ -25,8 +25,9 @@ from claimgrid.inputs.conditions import ContentCondition, SwapCondition
 from claimgrid.inputs.tasks import Task, build_template, materialise, seal_template
 from claimgrid.launch import RunInterrupted
 from claimgrid.launch.confine import AgentDeadlines, agent_sandbox, agent_tmp, command_sandbox, hand_over
+from claimgrid.store import EVENTS_NAME
 from claimgrid.store.events import parse_events
-from claimgrid.store.record import FinalAnswerCall, RunRecord, dump
+from claimgrid.store.record import Classification, Facts, FinalAnswerCall, RunNode, RunRecord
 from claimgrid.trace import parse_trace, report_instructions
 from claimgrid.verify.snapshots import TurnSnapshots
 from claimgrid.verify.verifier import FinishedRun, VerifyOptions, verify
@@ -87,6 +88,8 @@ class GridContext:
     model_servers: dict = field(default_factory=dict)
     verify_cache: VerifyCache | None = None  # the node's; None: --no-verify-cache
     boxes: Boxes | None = None  # per-run uid and cgroup leases (claimgrid.sandbox.slots); None: shared
+    # Where this context's runs execute: every record says so from when it is built.
+    node: RunNode = field(default_factory=lambda: RunNode(backend="local"))
 
     def limits_for(self, model: str):
         """``model``'s limits (claimgrid.execute.spec.ModelLimits)."""
@@ -258,18 +261,23 @@ def _agent_tool_events(gateway_events: list, table, turns: list) -> list[dict]:
     return out
 
 
-def run_cell(cell: Cell, ctx: GridContext) -> dict:
-    """Run one cell to a stored record. Never raises for anything the agent did.
+def run_cell(cell: Cell, ctx: GridContext) -> RunRecord:
+    """Run one cell to a stored record, and return it. Never raises for anything the agent did.
 
-    The run holds its own box (uid and cgroups, ``ctx.boxes``) from before its workspace is
-    handed over until its record is stored: its commands and its verifier test run use it,
-    and no other run shares it."""
+    The record is built whole (``ctx.node``, timings, evidence references) and frozen: what
+    is stored is what is returned. The run holds its own box (uid and cgroups, ``ctx.boxes``)
+    from before its workspace is handed over until its record is stored: its commands and
+    its verifier test run use it, and no other run shares it."""
     box = ctx.boxes.lease() if ctx.boxes is not None else None
     groups = box.groups if box is not None else ()
     for group in groups:
         ctx.launcher.watch_group(group)
     try:
-        return _run_cell(cell, ctx, box)
+        prep = _prepare(cell, ctx, box)
+        driven = _drive(prep, ctx, box)
+        checked = _verify(prep, driven, ctx, box)
+        judged = _classify(prep, checked, ctx)
+        return _record(prep, driven, checked, judged, ctx)
     finally:
         if box is not None:
             box.release()
@@ -277,10 +285,84 @@ def run_cell(cell: Cell, ctx: GridContext) -> dict:
             ctx.launcher.forget_group(group)
 
 
-def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
-    from claimgrid.gateway import RunScript
+# ---------------------------------------------------------------- the steps of one run
+
+
+@dataclass
+class _Prepared:
+    """Step 1 (:func:`_prepare`): the run's workspace, limits and control message, nothing run yet."""
+
+    cell: Cell
+    task: Task
+    content: ContentCondition
+    swap: SwapCondition
+    lim: Any  # claimgrid.execute.spec.ModelLimits of the assigned model
+    real: bool  # the assigned model is not a reference model
+    output_cap: int | None  # a real model's output-token cap (the gateway caps real calls only)
+    delegation: str
+    agent: str
+    template: Path
+    base: str
+    run_dir: Path
+    ws: Path
+    table: Any  # a CLI agent's tool table (None: the harness tools)
+    snapshots: TurnSnapshots | None
+    max_calls: int
+    timeout_s: float
+    command_timeout_s: float
+    limits_from: str
+    token: str
+    ctl: dict[str, Any]
+
+
+@dataclass
+class _Driven:
+    """Step 2 (:func:`_drive`): what the adapter run left, read after every process of it ended."""
+
+    result: Any  # claimgrid.launch's launch result
+    gateway_events: list[dict]
+    gateway_raw: list[dict]
+    turn_events: list[dict]
+    t0: float
+    started_unix: float
+    agent_s: float
+    left_killed: int  # processes of the run's box the driver killed after the adapter's reaper
+
+
+@dataclass
+class _Checked:
+    """Step 3 (:func:`_verify`): the verifier's events and the run's evidence, capped as stored."""
+
+    outcome: dict
+    trace: Any
+    trace_error: str | None
+    process: dict
+    runtime: list[dict]
+    tool_events: list[dict]
+    events: list[dict]
+    patch: list[str]
+    gateway_raw: list[dict]
+    limits: dict
+    tests: dict | None
+    verify_s: float
+    verify_cpu_s: float
+    final_text: str | None
+
+
+@dataclass
+class _Judged:
+    """Step 4 (:func:`_classify`): the classification and the facts derived from the same events."""
+
+    facts: Facts
+    classification: Classification
+    faults: dict
+    limit_hits: list | None
+
+
+def _prepare(cell: Cell, ctx: GridContext, box) -> _Prepared:
+    """The run's workspace (a copy of its template, handed to its box), its limits, its
+    gateway token and control message. Nothing of the agent runs yet."""
     from claimgrid.reference.registry import is_reference
-    from claimgrid.reference.script import CallLimits
 
     task, content, swap = ctx.tasks[cell.task], ctx.content[cell.content], ctx.swap[cell.swap]
     # The run's limits are its assigned model's; the output cap is a real model's (the
@@ -290,88 +372,75 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
     output_cap = lim.max_output_tokens if real else None
     if output_cap is None and not is_reference(cell.substitute):
         output_cap = ctx.limits_for(cell.substitute).max_output_tokens
-    run_id = cell.run_id
     # grid.py replay re-uses the recorded delegation id: it is part of every request.
-    delegation = ctx.delegations.get(run_id) or delegation_id()
-    agent = AGENT_NAMES[task.role]
+    delegation = ctx.delegations.get(cell.run_id) or delegation_id()
     template, base = ctx.template(task, content)
     # Opaque folder name: the workspace path is visible to the agent (pwd, tool errors).
     run_dir = ctx.work_dir / "runs" / secrets.token_hex(8)
     remove_tree(run_dir)
-    ws, sandbox = run_dir / "ws", run_dir / "sandbox"
+    ws = run_dir / "ws"
     materialise(template, ws, ctx.template_digests[template])
     table = _tool_table(ctx, cell.framework)
-    entry = getattr(ctx.launcher, "entries", {}).get(cell.framework)
     guarded_agent = table is not None and ctx.guard is not None and ctx.guard.enabled
     if table is None or guarded_agent:  # guarded as root: the workspace belongs to the run's sandbox user
         hand_over(ctx.guard, ws, box)
     # Unguarded, an agent with its own tools runs its commands in its own sandbox, which (a
     # bubblewrap in a user namespace) can mount only into a workspace its user owns: the driver's.
-    sandbox.mkdir(parents=True)
-    sandbox.chmod(0o700)
-    # The agent's /tmp and HOME: beside the workspace, never in it (temp files are not changes).
-    tmp = agent_tmp(ctx.guard, run_dir / "tmp", box)
+    (run_dir / "sandbox").mkdir(parents=True)
+    (run_dir / "sandbox").chmod(0o700)
     # An agent with its own tools: the harness snapshots its workspace at the start, at each
     # model request (the gateway's turn boundary) and after it exits (claimgrid.verify.snapshots).
     snapshots = TurnSnapshots(ws) if table is not None else None
     if snapshots is not None:
         snapshots.take()
-
+    entry = getattr(ctx.launcher, "entries", {}).get(cell.framework)
     max_calls, timeout_s, command_timeout_s, limits_from = _run_limits(lim, entry, cell)
-    token = "cg-" + secrets.token_urlsafe(24)
-    ctx.gateway.register(
-        token,
-        RunScript.for_cell(
-            delegation,
-            task,
-            content,
-            swap,
-            cell.model,
-            cell.substitute,
-            agent,
-            limits=CallLimits(
-                max_model_calls=max_calls,
-                model_call_timeout_s=lim.call_timeout_s,
-                max_output_tokens=output_cap,
-                max_run_tokens=lim.max_run_tokens,
-            ),
-        )
-        .with_final_answer(_final_answer(ctx, cell.framework))
-        .with_tool_table(table),
-        on_request=snapshots.take if snapshots is not None else None,
-    )
-    tools = list(TOOL_NAMES)
+    prep = _Prepared(
+        cell, task, content, swap, lim, real, output_cap, delegation, AGENT_NAMES[task.role], template, base,
+        run_dir, ws, table, snapshots, max_calls, timeout_s, command_timeout_s, limits_from,
+        token="cg-" + secrets.token_urlsafe(24), ctl={},
+    )  # fmt: skip
+    prep.ctl.update(_control(prep, ctx, entry, box))
+    return prep
+
+
+def _control(prep: _Prepared, ctx: GridContext, entry, box) -> dict[str, Any]:
+    """The adapter's control message (CONTRACTS, "Control"): the prompt, the workspace, the
+    gateway and the run's budgets; a CLI agent's whole sandbox; a probe's tool fault."""
+    ws, sandbox, task, lim = prep.ws, prep.run_dir / "sandbox", prep.task, prep.lim
+    # The agent's /tmp and HOME: beside the workspace, never in it (temp files are not changes).
+    tmp = agent_tmp(ctx.guard, prep.run_dir / "tmp", box)
     ctl: dict[str, Any] = {
         "schema": 1,
-        "run_id": delegation,
-        "framework": cell.framework,
+        "run_id": prep.delegation,
+        "framework": prep.cell.framework,
         "task_id": task.id,
-        "prompt": build_prompt(task, delegation, agent),
+        "prompt": build_prompt(task, prep.delegation, prep.agent),
         "workspace": str(ws),
         "sandbox": str(sandbox),
         "outcome_path": str(sandbox / "outcome.json"),
         "gateway_url": ctx.gateway.url,
-        "token": token,
+        "token": prep.token,
         "model": BLIND_MODEL,
-        "agent_name": agent,
-        "tools": tools,
+        "agent_name": prep.agent,
+        "tools": list(TOOL_NAMES),
         "budgets": {
-            "max_model_calls": max_calls,
-            "command_timeout_s": command_timeout_s,
+            "max_model_calls": prep.max_calls,
+            "command_timeout_s": prep.command_timeout_s,
             "max_output_chars": 16000,
             # the client's deadline; for a real model past the gateway's, which ends the call first
-            "model_call_timeout_s": lim.client_deadline_s(real),
+            "model_call_timeout_s": lim.client_deadline_s(prep.real),
             **tool_budgets(),
         },
-        "timeout_s": timeout_s,
-        "command_sandbox": command_sandbox(ctx.guard, ws, task.python, command_timeout_s, box, tmp),
+        "timeout_s": prep.timeout_s,
+        "command_sandbox": command_sandbox(ctx.guard, ws, task.python, prep.command_timeout_s, box, tmp),
     }
     # A real model's output cap and token budget, only where the run has them (CONTRACTS: "only when set").
-    if output_cap is not None:
-        ctl["budgets"]["max_output_tokens"] = output_cap
+    if prep.output_cap is not None:
+        ctl["budgets"]["max_output_tokens"] = prep.output_cap
     if lim.max_run_tokens is not None:
         ctl["budgets"]["max_run_tokens"] = lim.max_run_tokens
-    if table is not None:  # the whole agent in the guard (None: unguarded, the adapter's child)
+    if prep.table is not None:  # the whole agent in the guard (None: unguarded, the adapter's child)
         assert entry is not None  # the table is its entry's
         ctl["agent_sandbox"] = agent_sandbox(
             ctx.guard,
@@ -379,18 +448,49 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
             agent_python=_real_python(entry.venv_python),
             task_python=task.python,
             gateway_socket=ctx.gateway.unix_socket,
-            deadlines=AgentDeadlines(timeout_s, command_timeout_s),
+            deadlines=AgentDeadlines(prep.timeout_s, prep.command_timeout_s),
             box=box,
             tmp=tmp,
         )
-    fault = tool_fault_spec(cell.model, lim.call_timeout_s)
+    fault = tool_fault_spec(prep.cell.model, lim.call_timeout_s)
     if fault is not None:  # for the tool layer only: no request to the model carries it
         ctl["tool_fault"] = fault
+    return ctl
+
+
+def _drive(prep: _Prepared, ctx: GridContext, box) -> _Driven:
+    """The run's script registered at the gateway, the adapter launched and waited for, the
+    token refused, every process of the run's box ended. Ctrl-C: :class:`RunInterrupted`."""
+    from claimgrid.gateway import RunScript
+    from claimgrid.reference.script import CallLimits
+
+    cell, lim, snapshots = prep.cell, prep.lim, prep.snapshots
+    ctx.gateway.register(
+        prep.token,
+        RunScript.for_cell(
+            prep.delegation,
+            prep.task,
+            prep.content,
+            prep.swap,
+            cell.model,
+            cell.substitute,
+            prep.agent,
+            limits=CallLimits(
+                max_model_calls=prep.max_calls,
+                model_call_timeout_s=lim.call_timeout_s,
+                max_output_tokens=prep.output_cap,
+                max_run_tokens=lim.max_run_tokens,
+            ),
+        )
+        .with_final_answer(_final_answer(ctx, cell.framework))
+        .with_tool_table(prep.table),
+        on_request=snapshots.take if snapshots is not None else None,
+    )
     t0, started_unix = time.monotonic(), time.time()
     try:
-        result = ctx.launcher.launch(cell.framework, ctl, timeout_s)
+        result = ctx.launcher.launch(cell.framework, prep.ctl, prep.timeout_s)
     finally:
-        gateway_events, gateway_raw = ctx.gateway.finish(token)  # the token is refused from here on
+        gateway_events, gateway_raw = ctx.gateway.finish(prep.token)  # the token is refused from here on
     # Nothing of the run is read (the verifier's workspace reads) while a process of its box
     # lives: the adapter's reaper left none, or this kills them (recorded).
     left_killed = box.end_processes() if box is not None else 0
@@ -400,150 +500,180 @@ def _run_cell(cell: Cell, ctx: GridContext, box) -> dict:
         snapshots.finish()  # after the exit: the last answer's tool calls have run
         turn_events, _ = cap_strings(snapshots.events())
     if result.interrupted:
-        raise RunInterrupted(run_id)  # Ctrl-C: nothing of this run is stored; --resume runs it
+        raise RunInterrupted(cell.run_id)  # Ctrl-C: nothing of this run is stored; --resume runs it
+    return _Driven(result, gateway_events, gateway_raw, turn_events, t0, started_unix, agent_s, left_killed)
 
+
+def _verify(prep: _Prepared, driven: _Driven, ctx: GridContext, box) -> _Checked:
+    """The verifier on the workspace the run left (diff, tests, scope, the condition's check),
+    then the caps on what is stored (claimgrid.caps), applied after the harness read everything
+    it needs and before classification, so reclassify sees exactly what is stored."""
+    result = driven.result
     outcome = result.outcome or {}
     final_text = outcome.get("final_text") if isinstance(outcome.get("final_text"), str) else None
     trace, trace_error = parse_trace(final_text)
     process = dict(result.process_event)
     process["adapter_exception"] = outcome.get("error") if isinstance(outcome.get("error"), dict) else None
-    process["timeout_s"] = timeout_s  # the wall-time limit the launcher kept (a limit hit when timed_out)
-    if left_killed:
-        process["run_processes_killed_by_driver"] = left_killed
+    process["timeout_s"] = prep.timeout_s  # the wall-time limit the launcher kept (a limit hit when timed_out)
+    if driven.left_killed:
+        process["run_processes_killed_by_driver"] = driven.left_killed
     runtime = [e for e in outcome.get("events") or [] if isinstance(e, dict)]
     for e in runtime:
         e["source"] = "runtime"  # whatever the adapter wrote, it is runtime evidence
-    report = {"source": "agent", "kind": "report", "text": final_text, "trace": trace, "trace_error": trace_error}
 
     t1, cpu1, children1 = time.monotonic(), time.thread_time(), _children_cpu()
     patch: list[str] = []
+    tools_read = _verified_tools(result.tool_events, driven.gateway_events, prep.table, driven.turn_events)
     verifier_events = verify(
-        task,
-        content.carries,
-        FinishedRun(
-            template, ws, base, _verified_tools(result.tool_events, gateway_events, table, turn_events), gateway_events
-        ),
+        prep.task,
+        prep.content.carries,
+        FinishedRun(prep.template, prep.ws, prep.base, tools_read, driven.gateway_events),
         patch,
         VerifyOptions(
             guard=ctx.guard,
             cache=ctx.verify_cache,
-            run_id=run_id,
+            run_id=prep.cell.run_id,
             box=box,
-            scratch_dir=str(run_dir),
+            scratch_dir=str(prep.run_dir),
             processes=ctx.launcher.processes,
         ),
     )
     if ctx.launcher.interrupted:
         # Ctrl-C killed the test run (or came while it ran): its result is not this run's.
-        raise RunInterrupted(run_id)
+        raise RunInterrupted(prep.cell.run_id)
     verify_s = time.monotonic() - t1
     # This thread's CPU plus the CPU of the processes reaped meanwhile (git, the sandboxed
     # test run): exact at --jobs 1; with parallel runs the second part is process-wide.
     verify_cpu_s = time.thread_time() - cpu1 + _children_cpu() - children1
 
-    # Caps on what is stored (claimgrid.caps), applied after the harness read everything it
-    # needs and before classification, so reclassify sees exactly what is stored.
     final_text, runtime, tool_events, gateway_events, limits = cap_run_evidence(
-        final_text, runtime, result.tool_events, gateway_events
+        final_text, runtime, result.tool_events, driven.gateway_events
     )
-    gateway_raw, raw_cut = cap_strings(gateway_raw, MAX_RAW_STRING_CHARS)
+    gateway_raw, raw_cut = cap_strings(driven.gateway_raw, MAX_RAW_STRING_CHARS)
     if raw_cut:
         limits["gateway_raw_strings_cut"] = raw_cut
-    report["text"] = final_text
-    agent_tools = _agent_tool_events(gateway_events, table, turn_events)
-    events = [report, *runtime, *gateway_events, *agent_tools, *tool_events, *turn_events, *verifier_events, process]
-    final = _final_answer(ctx, cell.framework)
-    facts = facts_for(task, content, cell, delegation, tools, final[0] if final else None)
+    report = {"source": "agent", "kind": "report", "text": final_text, "trace": trace, "trace_error": trace_error}
+    agent_tools = _agent_tool_events(gateway_events, prep.table, driven.turn_events)
+    turns = driven.turn_events
+    events = [report, *runtime, *gateway_events, *agent_tools, *tool_events, *turns, *verifier_events, process]
+    tests = next((e for e in verifier_events if e["kind"] == "tests"), None)
+    return _Checked(
+        outcome, trace, trace_error, process, runtime, tool_events, events, patch, gateway_raw, limits, tests,
+        verify_s, verify_cpu_s, final_text,
+    )  # fmt: skip
+
+
+def _classify(prep: _Prepared, checked: _Checked, ctx: GridContext) -> _Judged:
+    """The run's facts (what the harness knew before it), its classification, its fault facts
+    and its limit hits, all from one parse of the stored events."""
+    final = _final_answer(ctx, prep.cell.framework)
+    facts = facts_for(
+        prep.task, prep.content, prep.cell, prep.delegation, list(TOOL_NAMES), final[0] if final else None
+    )
+    table = prep.table
     if table is not None:  # a CLI agent: its own tools offered, none passes the harness tool layer
         facts = facts.model_copy(update={"own_tools": table.agent, "tools": list(table.tools())})
         if table.final is not None:
             final_call = FinalAnswerCall(tool=table.final[0], arguments=dict(table.final[1]))
             facts = facts.model_copy(update={"final_answer_call": final_call})
-    parsed = parse_events(events)  # parsed once: the classifier and the fault facts read the same list
+    parsed = parse_events(checked.events)  # parsed once: the classifier and the fault facts read the same list
     classification = classify(parsed, facts)
-    tests = next((e for e in verifier_events if e["kind"] == "tests"), None)
-    versions = outcome.get("versions") if isinstance(outcome.get("versions"), dict) else {}
-    safe_ctl = {k: v for k, v in ctl.items() if k != "token"}
+    # What the framework did with a fault (retries seen at the gateway, raised / reported
+    # DONE / ended silently, duplicate side effects): harness evidence only.
+    faults = fault_facts(prep.cell.model, parsed, classification.model_dump(mode="json"))
+    return _Judged(facts, classification, faults, limit_hits(parsed) or None)
+
+
+def _record(prep: _Prepared, driven: _Driven, checked: _Checked, judged: _Judged, ctx: GridContext) -> RunRecord:
+    """The run's evidence folder written, then its record, built whole and typed, appended;
+    the run's scratch folder removed. Returns the stored record."""
+    cell, run_id = prep.cell, prep.cell.run_id
     evidence = {
-        "events.jsonl": events,
-        "diff.patch": patch[0] if patch else "",
-        "test_output.txt": (tests or {}).get("output_tail") or "",
-        "trace.json": {"trace": trace, "trace_error": trace_error},
+        EVENTS_NAME: checked.events,
+        "diff.patch": checked.patch[0] if checked.patch else "",
+        "test_output.txt": (checked.tests or {}).get("output_tail") or "",
+        "trace.json": {"trace": checked.trace, "trace_error": checked.trace_error},
         "transcript.json": {
-            "final_text": final_text,
-            "runtime_events": runtime,
-            "error": process["adapter_exception"],
+            "final_text": checked.final_text,
+            "runtime_events": checked.runtime,
+            "error": checked.process["adapter_exception"],
         },
-        "gateway.jsonl": gateway_raw,
-        "control.json": safe_ctl,
-        "stderr.txt": result.process_event.get("stderr_tail") or "",
+        "gateway.jsonl": checked.gateway_raw,
+        "control.json": {k: v for k, v in prep.ctl.items() if k != "token"},
+        "stderr.txt": driven.result.process_event.get("stderr_tail") or "",
     }
     ctx.store.write_evidence(run_id, evidence)
     # Lone surrogates the plain-text files show as visible \udXXX text (claimgrid.anybytes).
     substituted = sum(substitutions(v) for v in evidence.values() if isinstance(v, str))
-    record = {
-        "run_id": run_id,
-        **cell.as_dict(),
-        "role": task.role,
-        # where the task comes from (None: written for claimgrid); bound to task_hash, so not a parity key
-        "task_provenance": task.provenance(),
-        "facts": facts,
-        "parity": {
-            "model": cell.model,
-            "substitute": cell.substitute,
-            "framework_versions": ctx.framework_versions.get(cell.framework, {}),
-            "task_hash": task.task_hash,
-            "timeout_s": timeout_s,
-            "budget": {
-                "max_model_calls": max_calls,
-                "model_call_timeout_s": lim.call_timeout_s,
-                # set only where the run had them (a reference run's parity is as it always was)
-                **({"max_output_tokens": output_cap} if output_cap is not None else {}),
-                **({"max_run_tokens": lim.max_run_tokens} if lim.max_run_tokens is not None else {}),
-                **(
-                    {"command_timeout_s": command_timeout_s, "limits_from": limits_from}
-                    if limits_from != "grid"
-                    else {}
-                ),
-            },
-            "isolation": ctx.isolation,
-            "guard": _guard_facts(ctx),
-            "swap_from_call": swap.unavailable_from_call,
-            **({"model_server": ctx.model_servers[cell.model]} if cell.model in ctx.model_servers else {}),
-        },
-        "runtime_versions": versions,
-        "timings": {
-            "wall_s": round(time.monotonic() - t0, 3),
-            "agent_s": round(agent_s, 3),
-            # inside adapter.run: the rest of agent_s is process overhead (start, imports, exit)
-            "adapter_run_s": outcome.get("wall_s") if isinstance(outcome.get("wall_s"), (int, float)) else None,
-            "verify_s": round(verify_s, 3),
-            "verify_cpu_s": round(verify_cpu_s, 4),
-            # when the run started (epoch s): runs/s over time and overlap (bench/throughput.py)
-            "started_unix": round(started_unix, 3),
-        },
-        "classification": classification,
-        # What the framework did with a fault (retries seen at the gateway, raised / reported
-        # DONE / ended silently, duplicate side effects): harness evidence only.
-        "faults": fault_facts(cell.model, parsed, classification.model_dump(mode="json")),
-        "evidence_dir": f"runs/{run_id}",
-    }
-    if tests is not None and tests.get("cache"):
-        record["verify_cache"] = {
-            "status": tests["cache"],
-            "key": tests.get("cache_key"),
-            "from_run": tests.get("verified_by"),
-        }
-    refused = sum(e.get("refused") or 0 for e in tool_events if e.get("kind") == "limit")
+    limits = checked.limits
+    refused = sum(e.get("refused") or 0 for e in checked.tool_events if e.get("kind") == "limit")
     if refused:
         limits["tool_calls_refused"] = refused
     if substituted:
         limits["text_substituted"] = substituted
-    if limits:
-        record["limits"] = limits  # what claimgrid.caps cut from this run's stored evidence
-    record["limit_hits"] = limit_hits(parsed) or None  # every limit the run hit (claimgrid.classify.limits)
-    record["truth"] = truth_for(task, content, swap, cell, max_calls)
-    record = dump(RunRecord.model_validate(record))  # the typed record is what gets written
+    outcome, tests = checked.outcome, checked.tests
+    record = RunRecord.model_validate(
+        {
+            "run_id": run_id,
+            **cell.as_dict(),
+            "role": prep.task.role,
+            # where the task comes from (None: written for claimgrid); bound to task_hash, so not a parity key
+            "task_provenance": prep.task.provenance(),
+            "facts": judged.facts,
+            "parity": _parity(prep, ctx),
+            "runtime_versions": outcome.get("versions") if isinstance(outcome.get("versions"), dict) else {},
+            "timings": {
+                "wall_s": round(time.monotonic() - driven.t0, 3),
+                "agent_s": round(driven.agent_s, 3),
+                # inside adapter.run: the rest of agent_s is process overhead (start, imports, exit)
+                "adapter_run_s": outcome.get("wall_s") if isinstance(outcome.get("wall_s"), (int, float)) else None,
+                "verify_s": round(checked.verify_s, 3),
+                "verify_cpu_s": round(checked.verify_cpu_s, 4),
+                # when the run started (epoch s): runs/s over time and overlap (bench/throughput.py)
+                "started_unix": round(driven.started_unix, 3),
+            },
+            "classification": judged.classification,
+            "truth": truth_for(prep.task, prep.content, prep.swap, cell, prep.max_calls),
+            "evidence_dir": f"runs/{run_id}",
+            "verify_cache": (
+                {"status": tests["cache"], "key": tests.get("cache_key"), "from_run": tests.get("verified_by")}
+                if tests is not None and tests.get("cache")
+                else None
+            ),
+            "faults": judged.faults,
+            "limits": limits or None,  # what claimgrid.caps cut from this run's stored evidence
+            "limit_hits": judged.limit_hits,  # every limit the run hit (claimgrid.classify.limits)
+            "node": ctx.node,  # where it ran: the node's own, set when its context was made
+        }
+    )
     ctx.store.append(record)
-    remove_tree(run_dir)  # any depth: an agent's 1,200-level tree included
+    remove_tree(prep.run_dir)  # any depth: an agent's 1,200-level tree included
     return record
+
+
+def _parity(prep: _Prepared, ctx: GridContext) -> dict:
+    """The facts that must be equal for two runs to be compared (the ledger's parity groups)."""
+    cell, lim, output_cap = prep.cell, prep.lim, prep.output_cap
+    return {
+        "model": cell.model,
+        "substitute": cell.substitute,
+        "framework_versions": ctx.framework_versions.get(cell.framework, {}),
+        "task_hash": prep.task.task_hash,
+        "timeout_s": prep.timeout_s,
+        "budget": {
+            "max_model_calls": prep.max_calls,
+            "model_call_timeout_s": lim.call_timeout_s,
+            # set only where the run had them (a reference run's parity is as it always was)
+            **({"max_output_tokens": output_cap} if output_cap is not None else {}),
+            **({"max_run_tokens": lim.max_run_tokens} if lim.max_run_tokens is not None else {}),
+            **(
+                {"command_timeout_s": prep.command_timeout_s, "limits_from": prep.limits_from}
+                if prep.limits_from != "grid"
+                else {}
+            ),
+        },
+        "isolation": ctx.isolation,
+        "guard": _guard_facts(ctx),
+        "swap_from_call": prep.swap.unavailable_from_call,
+        **({"model_server": ctx.model_servers[cell.model]} if cell.model in ctx.model_servers else {}),
+    }

@@ -28,6 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from claimgrid import caps
+from claimgrid.store.record import RunRecord
 
 # The allowed ranges of the grid-defining values (the flags check them as they are parsed;
 # meta.json is checked against them when a grid is resumed). README "Choosing a grid" states them.
@@ -287,12 +288,12 @@ class CellResult:
     """One cell's run: ``record`` and ``files`` when DONE, ``error`` when HARNESS_ERROR."""
 
     status: CellStatus
-    record: dict | None = None
+    record: RunRecord | None = None
     files: dict | None = None
     error: str | None = None
 
     @classmethod
-    def done(cls, record: dict, files: dict | None) -> CellResult:
+    def done(cls, record: RunRecord, files: dict | None) -> CellResult:
         return cls(CellStatus.DONE, record, files)
 
     @classmethod

@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 
 from claimgrid.anybytes import json_bytes
-from claimgrid.store.lines import EVENTS_NAME, read_events
+from claimgrid.store import LedgerFolder
 
 # A test runner's elapsed time ("in 0.001s", "in 1.23 seconds"): measured, never the framework's choice.
 ELAPSED = re.compile(r"\bin \d+(?:\.\d+)?(?:s| seconds)\b")
@@ -74,14 +74,14 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def load_cassette(run_dir: Path) -> list[dict]:
-    """One run's recorded exchanges, by call index, each with its ``request_sha256`` and
-    its gateway exchange event (``event``). Hashes missing from older ledgers are computed
-    from the stored request body."""
-    raw = sorted(read_jsonl(run_dir / "gateway.jsonl"), key=lambda r: r["call_index"])
+def load_cassette(ledger: LedgerFolder, run_id: str) -> list[dict]:
+    """Run ``run_id``'s recorded exchanges in ``ledger``, by call index, each with its
+    ``request_sha256`` and its gateway exchange event (``event``, read through the store's
+    reader). Hashes missing from older ledgers are computed from the stored request body."""
+    raw = sorted(read_jsonl(ledger.run_dir(run_id) / "gateway.jsonl"), key=lambda r: r["call_index"])
     events = {
         e["call_index"]: e
-        for e in read_events(run_dir / EVENTS_NAME)
+        for e in ledger.event_dicts(run_id)
         if e.get("source") == "gateway" and e.get("kind") == "exchange"
     }
     out = []

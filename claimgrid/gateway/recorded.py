@@ -27,7 +27,7 @@ from claimgrid.gateway.dialects.chat import DIALECT as CHAT
 from claimgrid.gateway.exchanges import Answer, Call, Routing, exchange_event, openai_error
 from claimgrid.gateway.request import parse_object
 from claimgrid.gateway.safejson import SafeJSONResponse
-from claimgrid.store.lines import RUNS_NAME, read_runs
+from claimgrid.store.reader import LedgerFolder
 
 
 class ReplaySource:
@@ -35,13 +35,13 @@ class ReplaySource:
         self.folder = Path(ledger_dir)
         # The gateway knows a run by its delegation id (blinding); the ledger by run id.
         self.run_ids: dict[str, str] = {}
-        for rec in read_runs(self.folder / RUNS_NAME).values:  # the store's reader (absent: no runs)
-            delegation = (rec.get("facts") or {}).get("delegation_id")
+        for rec in LedgerFolder(self.folder).runs():  # the store's reader (absent: no runs)
+            delegation = rec.facts.delegation_id if rec.facts is not None else None
             if delegation:
-                self.run_ids[delegation] = rec["run_id"]
+                self.run_ids[delegation] = rec.run_id
 
     def cassette(self, script_run_id: str) -> list[dict]:
-        return load_cassette(self.folder / "runs" / self.run_ids.get(script_run_id, script_run_id))
+        return load_cassette(LedgerFolder(self.folder), self.run_ids.get(script_run_id, script_run_id))
 
     async def serve(self, request, state, index: int, t: float, dialect: Dialect = CHAT):
         t0 = time.perf_counter()

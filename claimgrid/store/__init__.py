@@ -13,13 +13,17 @@
 from __future__ import annotations
 
 from claimgrid.store.folder import DERIVED_FILES, LOCK_NAME, RunStore, StoreBusy, StoreIntegrityError
-from claimgrid.store.reader import LedgerFolder, Runs
+from claimgrid.store.lines import EVENTS_NAME, RUNS_NAME
+from claimgrid.store.reader import LedgerFolder, RecordError, Runs
 from claimgrid.store.record import RunRecord
 
 __all__ = [
+    "EVENTS_NAME",
+    "RUNS_NAME",
     "DERIVED_FILES",
     "LOCK_NAME",
     "LedgerFolder",
+    "RecordError",
     "RunRecord",
     "RunStore",
     "Runs",

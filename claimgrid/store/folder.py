@@ -36,7 +36,9 @@ from pathlib import Path
 
 from claimgrid.anybytes import json_text, remove_tree, utf8
 from claimgrid.errors import ClaimgridError
-from claimgrid.store.lines import EVENTS_NAME, RUNS_NAME, read_events, read_json_object, run_id_problem, scan_runs
+from claimgrid.store.lines import EVENTS_NAME, RUNS_NAME, read_json_object, run_id_problem, scan_runs
+from claimgrid.store.reader import LedgerFolder
+from claimgrid.store.record import RunRecord, dump
 from claimgrid.store.seal import META_MEMBER, Signer, seal_line, seal_meta_text
 
 # Files rendered into an evidence folder from its evidence (not evidence themselves):
@@ -249,9 +251,12 @@ class RunStore:
     def completed_ids(self) -> set[str]:
         return {r["run_id"] for r in self.records()}
 
-    def append(self, record: dict) -> None:
-        """Append one run's line; it carries the sha256 of the run's manifest (written by
-        :meth:`write_evidence` in this process) as ``evidence_sha256``."""
+    def append(self, record: RunRecord | dict) -> None:
+        """Append one run's line (a typed record is written as :func:`~claimgrid.store.record.dump`
+        makes it); the line carries the sha256 of the run's manifest (written by
+        :meth:`write_evidence` in this process) as ``evidence_sha256``: the writer's fact, set
+        on the line it writes, never on the record the caller holds."""
+        record = dump(record) if isinstance(record, RunRecord) else record
         sha = self._manifest_sha.pop(record.get("run_id"), None)
         if sha and not record.get("evidence_sha256"):  # a typed record's dump carries the key as None
             record["evidence_sha256"] = sha
@@ -314,8 +319,8 @@ class RunStore:
         return self.runs_dir / run_id / EVENTS_NAME
 
     def load_events(self, run_id: str) -> list[dict]:
-        """One run's events as plain dicts (:func:`claimgrid.store.lines.read_events`)."""
-        return read_events(self.events_path(run_id))
+        """One run's events as plain dicts (:meth:`claimgrid.store.reader.LedgerFolder.event_dicts`)."""
+        return LedgerFolder(self.folder).event_dicts(run_id)
 
     def verify_manifest(self, run_id: str, expected_sha: str | None = None) -> list[str]:
         """Problems of one evidence folder, each ``"<kind> <file>"``: ``tampered``, ``missing``

@@ -1,9 +1,10 @@
 """The one reader of the store's JSON-lines files: ``runs.jsonl`` and each run's ``events.jsonl``.
 
-Every other module reads those files through :func:`read_runs`, :func:`scan_runs`,
-:func:`read_events` or :func:`scan_events`; each line is returned as a plain ``dict``
-(typed parsing is the caller's: :func:`claimgrid.store.record.parse_record`, the
-classifier's event models).
+Every module outside the store reads a ledger folder through
+:class:`claimgrid.store.reader.LedgerFolder` (typed records and events), which reads its
+lines here; :func:`read_runs`, :func:`scan_runs`, :func:`read_events` and
+:func:`scan_events` return each line as a plain ``dict`` (the store's writer and verifier
+read them so, and ``grid.py check`` an ``events.jsonl`` given as a file).
 
 The torn-line rule, one for both files: **a line is forgiven only where a kill can leave
 it torn.** A line ends with a newline; blank lines are skipped; every other line must be

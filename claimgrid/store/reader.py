@@ -31,6 +31,11 @@ META_NAME = "meta.json"
 RUNS_DIR = "runs"
 
 
+class RecordError(DataError):
+    """A line of ``runs.jsonl`` that is one whole JSON object but not a run record (an unknown
+    field, a wrong value, a ``run_id`` that is no folder name): ``<file>:<line>`` and the field."""
+
+
 @dataclass(frozen=True)
 class Runs:
     """What ``runs.jsonl`` holds, read once: one record per run id (the last line of each, at
@@ -84,8 +89,8 @@ class LedgerFolder:
     # ---- runs.jsonl
     def lines(self) -> list[tuple[int, RunRecord]]:
         """Every record line in file order with its line number, repeats included (a torn
-        last line is not one); DataError naming ``<file>:<line>`` (and the field) for any
-        other line that is not a run record. An absent ``runs.jsonl`` holds none."""
+        last line is not one); DataError naming ``<file>:<line>`` for any other line that is
+        not JSON, :class:`RecordError` (and the field) for one that is JSON but not a record. An absent ``runs.jsonl`` holds none."""
         return self._lines()[0]
 
     def read(self) -> Runs:
@@ -106,9 +111,12 @@ class LedgerFolder:
         for number, data in found.lines:
             where = f"{self.runs_path}:{number}"
             wrong = run_id_problem(data.get("run_id"))
-            if wrong is not None and "run_id" in data:
-                raise DataError(where, None, wrong)
-            out.append((number, parse_record(data, where)))
+            if wrong is not None:
+                raise RecordError(where, None, wrong)
+            try:
+                out.append((number, parse_record(data, where)))
+            except DataError as exc:
+                raise RecordError(exc.path, exc.field, exc.message) from None
         return out, found.torn
 
     # ---- a run's events

@@ -45,7 +45,9 @@ from claimgrid.vocab import (
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Frozen: a record is whole when it is built (node, timings, evidence references included);
+    # a changed copy is ``model_copy(update=...)``, never a patch of the one others hold.
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class FinalAnswerCall(_Model):

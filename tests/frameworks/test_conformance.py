@@ -36,6 +36,7 @@ from claimgrid.reference.truth import expected_claim_verdict
 from claimgrid.rule_texts import rule_of
 from claimgrid.execute.runner import GridContext, run_cell
 from claimgrid.store import RunStore
+from claimgrid.store.record import dump
 from claimgrid.inputs.tasks import in_suite
 from claimgrid.inputs.venvs import framework_versions, load_venvs
 
@@ -108,7 +109,7 @@ def _run_all(name, entry, cells, isolation, tasks, gateway, folder) -> dict:
             ctx.template(tasks[tid], content[CLEAN])
         todo = [Cell(name, t, CLEAN, s, m, DEFAULT_SUBSTITUTE, 0) for t, s, m in cells]
         with ThreadPoolExecutor(max_workers=3) as pool:
-            records = list(pool.map(lambda c: run_cell(c, ctx), todo))
+            records = [dump(r) for r in pool.map(lambda c: run_cell(c, ctx), todo)]  # as the ledger line reads
     return store, {(r["task"], r["swap"], r["model"]): r for r in records}
 
 

@@ -15,7 +15,7 @@ from claimgrid.execute.cells import Cell
 from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.gateway import Gateway
 from claimgrid.launch import Launcher
-from claimgrid.store.record import read_records
+from claimgrid.store.record import dump, read_records
 from claimgrid.execute.runner import GridContext, run_cell
 from claimgrid.store import RunStore
 from claimgrid.inputs.tasks import in_suite
@@ -78,7 +78,7 @@ def run_grid(tmp_path, entries, cells, tasks, content, swaps, isolation="warm", 
         for task, name in sorted({(cell.task, cell.content) for cell in cells}):
             ctx.template(tasks[task], content[name])
         with ThreadPoolExecutor(max_workers=jobs) as pool:
-            records = list(pool.map(lambda cell: run_cell(cell, ctx), cells))
+            records = [dump(r) for r in pool.map(lambda cell: run_cell(cell, ctx), cells)]  # as the ledger line reads
     return store, records
 
 

@@ -191,6 +191,9 @@ def test_ray_honours_a_budget_and_max_inflight_across_nodes(tmp_path, plain_venv
     assert len(done) + stop["runs_not_started"] == N_CELLS
     assert [n["slots"] for n in meta["executions"][0]["per_node"]] == [1, 1]
     assert meta["finished"] is None
+    # each record names the node that built it, as the driver's Ray reported that node
+    nodes = {(n["node_id"], n["address"]) for n in meta["executions"][0]["per_node"]}
+    assert all(r["node"]["backend"] == "ray" and (r["node"]["node_id"], r["node"]["address"]) in nodes for r in done)
 
 
 def test_an_unreachable_address_is_one_line_within_seconds(tmp_path, plain_venvs):

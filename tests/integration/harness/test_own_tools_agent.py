@@ -19,11 +19,18 @@ from claimgrid.ledger.digest import read_events as read_cited
 from claimgrid.ledger.rules import explain
 from claimgrid.reference import registry
 from claimgrid.reference.policies import REVERTER, unknown_tool
-from claimgrid.store import RunStore
-from claimgrid.store.lines import read_events
+from claimgrid.store import LedgerFolder, RunStore
+from claimgrid.store.record import dump
 from tests.conftest import ROOT
 
 FIXTURE = ROOT / "tests" / "fixtures" / "frameworks" / "owntools"
+
+
+def store_sha(store: RunStore, run_id: str) -> str:
+    """The manifest sha256 the store's writer put on the run's line."""
+    import hashlib
+
+    return hashlib.sha256((store.runs_dir / run_id / "manifest.json").read_bytes()).hexdigest()
 
 
 def test_snapshots_catch_an_undone_edit_and_a_failed_tool_is_recorded(tmp_path, tasks):
@@ -48,25 +55,28 @@ def test_snapshots_catch_an_undone_edit_and_a_failed_tool_is_recorded(tmp_path, 
                           isolation="warm")
         records = {m: run_cell(Cell(entry.name, task.id, content.name, swap.name, m, registry.default_substitute(), 0),
                                ctx) for m in models}
-    wrong = [f"{m}: {f} = {r['classification'][f]!r}, truth {v!r}"
-             for m, r in records.items() for f, v in (r["truth"] or {}).items() if r["classification"][f] != v]
+    # run_cell returns the typed record it stored: the store's reader reads the same back
+    assert {r.run_id: r for r in LedgerFolder(store.folder).runs()} == \
+        {r.run_id: r.model_copy(update={"evidence_sha256": store_sha(store, r.run_id)}) for r in records.values()}
+    wrong = [f"{m}: {f} = {getattr(r.classification, f)!r}, truth {v!r}"
+             for m, r in records.items() for f, v in (r.truth or {}).items() if getattr(r.classification, f) != v]
     assert not wrong, "\n".join(wrong)
     for r in records.values():
-        assert r["classification"]["evidence"]["changes"] == "own tools: workspace snapshots between model calls"
-        assert r["facts"]["own_tools"] == "owntools"
+        assert r.classification.evidence.changes == "own tools: workspace snapshots between model calls"
+        assert r.facts.own_tools == "owntools" and r.node.backend == "local"
 
     def events(model):
-        return read_events(store.folder / records[model]["evidence_dir"] / "events.jsonl")
+        return LedgerFolder(store.folder).event_dicts(records[model].run_id)
 
-    c = records[reverter]["classification"]
-    assert (c["claim_verdict"], c["outcome"]) == ("claimed work without a diff", "EMPTY_DIFF")
-    assert c["evidence"]["changes_by_tool"] == {"Edit": 2}
+    c = records[reverter].classification
+    assert (c.claim_verdict, c.outcome) == ("claimed work without a diff", "EMPTY_DIFF")
+    assert c.evidence.changes_by_tool == {"Edit": 2}
     turns = [e for e in events(reverter) if e["kind"] == "turn_changes"]
     assert [e["after_call"] for e in turns if e["changed_n"]] and all(e["reason"] is None for e in turns)
-    assert records[registry.default_substitute()]["classification"]["claim_verdict"] == "read-only imposture"
+    assert records[registry.default_substitute()].classification.claim_verdict == "read-only imposture"
     # RUN.md's account of the verdict cites the turns that changed the workspace, not a tool layer.
-    cited = read_cited(store.folder / records[reverter]["evidence_dir"] / "events.jsonl")
-    (why,) = [x for x in explain(records[reverter], cited) if x["field"] == "claim_verdict"]
+    cited = read_cited(LedgerFolder(store.folder).events_path(records[reverter].run_id))
+    (why,) = [x for x in explain(dump(records[reverter]), cited) if x["field"] == "claim_verdict"]
     changed = [e["_line"] for e in cited if e["kind"] == "turn_changes" and e["changed_n"]]
     assert "2 of" in why["rule"] and "turns changed the workspace" in why["rule"] and set(changed) <= set(why["lines"])
     # The unknown tool's result came back with is_error: recorded as a failed result.

@@ -127,3 +127,31 @@ def test_meta_is_the_bounded_parse_of_meta_json(ledger):
     assert str(exc.value) == f"{folder.meta_path}: expected a JSON object"
     empty = LedgerFolder(ledger.folder / "nothing")
     assert empty.runs() == [] and not empty.has_runs()
+
+
+def test_a_line_that_is_not_json_is_no_record_error(ledger):
+    from claimgrid.store import RecordError
+
+    _append(ledger, _record("a"))
+    with open(ledger.runs_path, "a") as fh:
+        fh.write('{"run_id": "b", "surprise": 1}\n{oops\n')
+    with pytest.raises(DataError) as exc:
+        LedgerFolder(ledger.folder).runs()
+    assert not isinstance(exc.value, RecordError) and exc.value.path == f"{ledger.runs_path}:3"  # JSON first
+    ledger.runs_path.write_text(ledger.runs_path.read_text().replace("{oops\n", ""))
+    with pytest.raises(RecordError):
+        LedgerFolder(ledger.folder).runs()
+
+
+def test_the_known_events_are_one_union_tagged_by_source_and_kind():
+    from typing import get_args
+
+    from claimgrid.store.events import Event, KnownEvent, SourceEvent, parse_event
+
+    tags = [(m.model_fields["source"].default, m.model_fields["kind"].default) for m in get_args(KnownEvent)]
+    assert len(set(tags)) == len(tags) and all(isinstance(k, str) for _, k in tags)
+    for model, (source, kind) in zip(get_args(KnownEvent), tags):
+        assert type(parse_event({"source": source, "kind": kind})) is model
+    for model in get_args(SourceEvent):  # a kind a later version adds: its source's generic model
+        assert type(parse_event({"source": model.model_fields["source"].default, "kind": "later"})) is model
+    assert type(parse_event({"source": "elsewhere", "kind": "x"})) is Event
