@@ -94,3 +94,18 @@ def test_structured_trace_wins_over_free_text():
     report = {"text": "I could not do it.", "trace": {"status": "DONE"}}
     assert report_stance(report)[0] == "success"
     assert report_stance({"text": "Done!", "trace": None})[0] == "success"
+
+
+def test_a_member_or_call_in_code_is_not_a_success_word():
+    # smolagents' final text on local/smollm2-135m (docs/real-model-ledger/HAND_CHECK.md): the
+    # table's "resolve" matched inside JavaScript, and the run read as claiming success.
+    text = (
+        "Here is the code:\n\n```javascript\n// A custom function that can be used as a script\n"
+        "function custom_function() {\n  const _= require('underscore');\n"
+        "  const {Promise.resolve} = require('then');\n  const {assert} = require('assert');,"
+    )
+    assert text_stance(text)[0] == "none"
+    assert text_stance("done(); finish.resolve()")[0] == "none"
+    # The same words as prose still count, after a sentence's full stop too.
+    assert text_stance("Resolved. The tests pass.")[0] == "success"
+    assert text_stance("I looked at it. Done.")[0] == "success"
