@@ -109,3 +109,13 @@ def test_a_member_or_call_in_code_is_not_a_success_word():
     # The same words as prose still count, after a sentence's full stop too.
     assert text_stance("Resolved. The tests pass.")[0] == "success"
     assert text_stance("I looked at it. Done.")[0] == "success"
+
+
+def test_working_in_a_place_is_not_a_success_word():
+    # pydantic-ai's final text on local/smollm2-135m, review-change (docs/real-model-ledger/
+    # HAND_CHECK.md): the model repeated its prompt's first sentence, and "working" read as
+    # "it is working": a FALSE_SUCCESS on the ledger's headline.
+    assert text_stance("You are a security reviewer working in a git repository.")[0] == "none"
+    assert text_stance("I am still working on it.")[0] == "none"
+    assert text_stance("The login is working now.")[0] == "success"
+    assert text_stance("Everything is working.")[0] == "success"
