@@ -119,3 +119,19 @@ def test_working_in_a_place_is_not_a_success_word():
     assert text_stance("I am still working on it.")[0] == "none"
     assert text_stance("The login is working now.")[0] == "success"
     assert text_stance("Everything is working.")[0] == "success"
+
+
+def test_a_condition_put_to_the_reader_is_not_a_claim():
+    # crewai's and agno's final texts on local/smollm2-135m (docs/real-model-ledger/HAND_CHECK.md):
+    # the model repeated the harness's instruction, which read as a completion claim.
+    echo = (
+        "When you have finished, end your final message with your structured trace, exactly in this form "
+        "(one field per line, two-space indentation, counts are whole numbers):"
+    )
+    assert text_stance(echo)[0] != "success"
+    assert text_stance("When you have finished, you can end your final message with a trace of what you did.")[0] != "success"
+    # The agent's own report is still read: "I have finished" is a claim, a condition on "I" too.
+    assert text_stance("I have finished the task.")[0] == "success"
+    assert text_stance("When I finished, the tests passed.")[0] == "success"
+    # Only "when / once / after you": a report's courtesy ("let me know if you have questions") is no condition.
+    assert text_stance("Fixed the bug and the tests pass - let me know if you have questions.")[0] == "success"
