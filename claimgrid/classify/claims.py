@@ -192,7 +192,9 @@ def _alt(fragments: list[str], boundaries: bool) -> str | None:
     if not fragments:
         return None
     body = "(?:" + "|".join(f"(?:{f})" for f in fragments) + ")"
-    return f"(?<!{_LETTER}){body}(?!{_LETTER})" if boundaries else body
+    # A whole word is also not a member or a call (``Promise.resolve``, ``done(``): code in the
+    # report, not a word of its prose (a real model's final text in the real-model ledger).
+    return f"(?<!{_LETTER})(?<!\\.){body}(?!{_LETTER})(?!\\()" if boundaries else body
 
 
 def _compile(pattern: str | None) -> re.Pattern | None:

@@ -331,7 +331,7 @@ def _run(store: RunStore, cells: list[Cell], spec: GridSpec, settings: RunSettin
         f"grid {store.folder}\n  {len(cells)} runs ({n_cells} cells × {n_fw} framework{'s' if n_fw != 1 else ''}), "
         f"{len(done)} already done, {todo} to run\n  "
         f"{settings.jobs} jobs (up to {settings.max_inflight} runs in flight), isolation {spec.isolation}\n"
-        + _limits_banner(spec),
+        + _limits_banner(spec, inputs),
         flush=True,
     )
     t0 = time.monotonic()
@@ -360,20 +360,25 @@ def _run(store: RunStore, cells: list[Cell], spec: GridSpec, settings: RunSettin
     return _exit_status(store, meta, report, code, resume_command(store, settings))
 
 
-def _limits_banner(spec: GridSpec) -> str:
+def _limits_banner(spec: GridSpec, inputs: GridInputs) -> str:
     """The limits in force, per model (claimgrid.execute.model_limits): one line for the reference
-    models together when they share them, one line per real model."""
+    models together when they share them, one line per real model; a model the driver serves
+    with its measured deadline and its server's cap, as its runs get them."""
     from claimgrid.execute.model_limits import line
+
+    def in_force(m: str):
+        server = inputs.model_servers.get(m) or {}
+        return spec.limits_for(m).served(inputs.call_deadlines.get(m), server.get("max_output_tokens"))
 
     models = list(dict.fromkeys(spec.selection.all_models))
     reference = [m for m in models if registry.is_reference(m)]
     lines = []
-    shared = {spec.limits_for(m).model_dump_json() for m in reference}
+    shared = {in_force(m).model_dump_json() for m in reference}
     if reference and len(shared) == 1:
-        lines.append(line(f"reference models ({len(reference)})", spec.limits_for(reference[0])))
+        lines.append(line(f"reference models ({len(reference)})", in_force(reference[0])))
     else:
-        lines += [line(m, spec.limits_for(m)) for m in reference]
-    lines += [line(m, spec.limits_for(m)) for m in models if not registry.is_reference(m)]
+        lines += [line(m, in_force(m)) for m in reference]
+    lines += [line(m, in_force(m)) for m in models if not registry.is_reference(m)]
     return "  limits: " + "\n          ".join(lines)
 
 

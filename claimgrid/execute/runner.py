@@ -96,13 +96,8 @@ class GridContext:
         from claimgrid.execute.spec import ModelLimits
 
         if model in self.limits:
-            lim = self.limits[model]
-            derived = self.model_call_timeouts.get(model)
-            if derived is not None and lim.source.get("call_timeout_s", "default") == "default":
-                return lim.model_copy(
-                    update={"call_timeout_s": float(derived), "source": {**lim.source, "call_timeout_s": "measured"}}
-                )
-            return lim
+            server = self.model_servers.get(model) or {}
+            return self.limits[model].served(self.model_call_timeouts.get(model), server.get("max_output_tokens"))
         return ModelLimits(
             call_timeout_s=self.model_call_timeout_s, max_model_calls=self.max_model_calls, timeout_s=self.timeout_s
         )

@@ -130,6 +130,20 @@ class ModelLimits(BaseModel):
         """The values without their sources (parity: runs pool only under equal limits)."""
         return self.model_dump(exclude={"source"})
 
+    def served(self, deadline_s: float | None, server_cap: int | None) -> ModelLimits:
+        """These limits on a model the driver serves itself (claimgrid.localmodel): its measured
+        per-call deadline replaces a default one (a flag or limits file still wins), and its
+        server's output cap, which the server applies whatever it is asked, is the cap in force
+        when it is the lower one. Recorded and shown as in force, so a cut answer is reported
+        at the cap that cut it."""
+        update: dict = {}
+        source = dict(self.source)
+        if deadline_s is not None and source.get("call_timeout_s", "default") == "default":
+            update["call_timeout_s"], source["call_timeout_s"] = float(deadline_s), "measured"
+        if server_cap is not None and (self.max_output_tokens is None or server_cap < self.max_output_tokens):
+            update["max_output_tokens"], source["max_output_tokens"] = int(server_cap), "model server"
+        return self.model_copy(update={**update, "source": source}) if update else self
+
 
 class GridSpec(_Frozen):
     """Everything that defines a grid. Two grids with equal specs run the same cells the same way.

@@ -52,8 +52,13 @@ from claimgrid.localmodel.catalog import GGUF_TEMPLATE, LocalModel
 ENGINE = "llama-cpp-py-sync"
 # KV-cache slots: the prompts of this many recent conversations are kept, so a run's next
 # call (and another run of the same framework and task, whose prompt differs only near its
-# end) evaluates only its new tokens. Memory: SLOTS x context x the model's KV bytes per token.
-SLOTS = 4
+# end) evaluates only its new tokens. Memory: SLOTS x context x the model's KV bytes per token
+# (SmolLM2-135M: ~23 KB, so ~1 GB). 10: the grid plans a cell's frameworks next to each other
+# (claimgrid.execute.cells), so with the default matrix's 8 library frameworks plus 2 runs in
+# flight each framework's prompt is still cached when its next cell comes; with 4 slots the
+# least recently used one was always another framework's and every run's prompt was evaluated
+# whole (~900 tokens at ~36 tokens/s on a loaded 2-core machine: ~25 s of a ~30 s first call).
+SLOTS = 10
 PR_SET_PDEATHSIG = 1
 # A fixed conversation rendered with the template at start: its sha256 pins what the
 # template does to messages (a built-in template's text is code inside llama.cpp).

@@ -94,3 +94,44 @@ def test_structured_trace_wins_over_free_text():
     report = {"text": "I could not do it.", "trace": {"status": "DONE"}}
     assert report_stance(report)[0] == "success"
     assert report_stance({"text": "Done!", "trace": None})[0] == "success"
+
+
+def test_a_member_or_call_in_code_is_not_a_success_word():
+    # smolagents' final text on local/smollm2-135m (docs/real-model-ledger/HAND_CHECK.md): the
+    # table's "resolve" matched inside JavaScript, and the run read as claiming success.
+    text = (
+        "Here is the code:\n\n```javascript\n// A custom function that can be used as a script\n"
+        "function custom_function() {\n  const _= require('underscore');\n"
+        "  const {Promise.resolve} = require('then');\n  const {assert} = require('assert');,"
+    )
+    assert text_stance(text)[0] == "none"
+    assert text_stance("done(); finish.resolve()")[0] == "none"
+    # The same words as prose still count, after a sentence's full stop too.
+    assert text_stance("Resolved. The tests pass.")[0] == "success"
+    assert text_stance("I looked at it. Done.")[0] == "success"
+
+
+def test_working_in_a_place_is_not_a_success_word():
+    # pydantic-ai's final text on local/smollm2-135m, review-change (docs/real-model-ledger/
+    # HAND_CHECK.md): the model repeated its prompt's first sentence, and "working" read as
+    # "it is working": a FALSE_SUCCESS on the ledger's headline.
+    assert text_stance("You are a security reviewer working in a git repository.")[0] == "none"
+    assert text_stance("I am still working on it.")[0] == "none"
+    assert text_stance("The login is working now.")[0] == "success"
+    assert text_stance("Everything is working.")[0] == "success"
+
+
+def test_a_condition_put_to_the_reader_is_not_a_claim():
+    # crewai's and agno's final texts on local/smollm2-135m (docs/real-model-ledger/HAND_CHECK.md):
+    # the model repeated the harness's instruction, which read as a completion claim.
+    echo = (
+        "When you have finished, end your final message with your structured trace, exactly in this form "
+        "(one field per line, two-space indentation, counts are whole numbers):"
+    )
+    assert text_stance(echo)[0] != "success"
+    assert text_stance("When you have finished, you can end your final message with a trace of what you did.")[0] != "success"
+    # The agent's own report is still read: "I have finished" is a claim, a condition on "I" too.
+    assert text_stance("I have finished the task.")[0] == "success"
+    assert text_stance("When I finished, the tests passed.")[0] == "success"
+    # Only "when / once / after you": a report's courtesy ("let me know if you have questions") is no condition.
+    assert text_stance("Fixed the bug and the tests pass - let me know if you have questions.")[0] == "success"

@@ -88,3 +88,22 @@ def test_the_shipped_file_is_valid_and_matches_no_reference_model():
         assert not any(fnmatch.fnmatchcase(name, glob) for glob, _ in entries), name
 
 
+
+
+def test_a_served_models_measured_deadline_and_server_cap_are_the_limits_in_force(tmp_path):
+    # Found in the real-model ledger's pilot (docs/real-model-ledger/HAND_CHECK.md): the local
+    # server cut every answer at its catalog cap (128) while the run's limits, its record and
+    # the ledger's first screen said "output-token cap 1024 tokens hit".
+    default = limits.resolve(["local/tiny"], path=tmp_path / "absent.toml")["local/tiny"]
+    got = default.served(155.0, 128)
+    assert (got.call_timeout_s, got.max_output_tokens) == (155.0, 128)
+    assert got.source["call_timeout_s"] == "measured" and got.source["max_output_tokens"] == "model server"
+    assert got.max_model_calls == default.max_model_calls and got.timeout_s == default.timeout_s
+    # A flag wins over the measured deadline; a flag's cap below the server's stays the cap.
+    flagged = limits.resolve(
+        ["local/tiny"], flags={"call_timeout_s": 30.0, "max_output_tokens": 64}, path=tmp_path / "absent.toml"
+    )["local/tiny"]
+    kept = flagged.served(155.0, 128)
+    assert (kept.call_timeout_s, kept.max_output_tokens) == (30.0, 64) and kept.source == flagged.source
+    # No server facts: nothing changes.
+    assert default.served(None, None) == default
