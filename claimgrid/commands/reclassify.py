@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from claimgrid import ROOT
 from claimgrid.classify.classifier import RunFacts, classify
 from claimgrid.classify.limits import limit_hits
 from claimgrid.classify.reactions import fault_facts
 from claimgrid.commands import validate as V
 from claimgrid.commands.common import finish, open_for_writing
+from claimgrid.commands.options import key_opt, policies_opt
 from claimgrid.inputs.tasks import load_tasks
 from claimgrid.reference import registry
 from claimgrid.store import RunStore
@@ -169,3 +171,13 @@ def cmd_reclassify(args) -> int:
         + f" (see {report})"
     )
     return finish(store)
+
+
+def add_parser(sub) -> None:
+    """``grid.py reclassify DIR``."""
+    rc = sub.add_parser("reclassify", help="re-derive every classification from stored evidence and rewrite the ledger")
+    rc.add_argument("dir", type=Path)
+    rc.add_argument("--tasks-dir", type=Path, default=ROOT / "tasks")
+    rc.add_argument("--conditions-dir", type=Path, default=ROOT / "conditions")
+    policies_opt(rc)
+    key_opt(rc)

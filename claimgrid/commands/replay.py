@@ -25,6 +25,7 @@ from pathlib import Path
 
 from claimgrid import ROOT
 from claimgrid.commands.common import commit, finish, now, read_grid_meta, signer, verify_ledger, write_meta
+from claimgrid.commands.options import data_opts, key_opt, policies_opt
 from claimgrid.errors import ClaimgridError, DataError
 from claimgrid.execute.cells import Cell
 from claimgrid.execute.engine import execute
@@ -348,3 +349,21 @@ def _markdown(s: dict) -> str:
             f"{'same' if r['classification_match'] else 'differs: ' + ', '.join((r['classification_diff'] or {}).keys())} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def add_parser(sub) -> None:
+    """``grid.py replay DIR``."""
+    rp = sub.add_parser(
+        "replay",
+        help="re-execute every run of a ledger offline, serving its recorded model "
+        "responses; report request-hash and classification matches",
+    )
+    rp.add_argument("dir", type=Path, help="the published ledger folder")
+    data_opts(rp)
+    policies_opt(rp)
+    key_opt(rp)
+    rp.add_argument(
+        "--out", type=Path, default=None, help="new ledger folder (default: ledger/<grid id>.replay-<time>)"
+    )
+    rp.add_argument("--jobs", type=int, default=None, help="parallel runs (default: the recorded grid's)")
+    rp.add_argument("--no-progress", action="store_true")

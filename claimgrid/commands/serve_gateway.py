@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import threading
 
 from claimgrid.reference.script import REFERENCE_MODEL_NAMES, CallLimits, RunScript
@@ -65,3 +66,9 @@ def serve_cli(argv: list[str] | None = None) -> int:
     finally:
         gw.stop()
     return 0
+
+
+def add_parser(sub) -> None:
+    """``grid.py gateway ...``: everything after it goes to serve_cli."""
+    gw = sub.add_parser("gateway", help="start the harness model gateway alone and print its URL")
+    gw.add_argument("rest", nargs=argparse.REMAINDER)
