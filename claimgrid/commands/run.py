@@ -15,16 +15,20 @@ import time
 from pathlib import Path
 
 from claimgrid import ROOT, localmodel
+from claimgrid.classify.tables import table_facts
 from claimgrid.commands import flags
 from claimgrid.commands import validate as V
 from claimgrid.commands.common import commit, finish, now, open_for_writing, read_grid_meta, signer, write_meta
 from claimgrid.commands.options import data_opts, key_opt, policies_opt
+from claimgrid.commands.reclassify import rederive
 from claimgrid.errors import ClaimgridError, Interrupted, StorageError
 from claimgrid.execute.cells import Cell, plan
 from claimgrid.execute.engine import execute
+from claimgrid.execute.model_limits import line
 from claimgrid.execute.spec import GridInputs, GridMeta, GridReport, GridSpec, RunSettings
 from claimgrid.execute.spending import note_unpriced, stop_line
 from claimgrid.inputs.tasks import ensure_task_envs
+from claimgrid.inputs.venvs import Builds, build_all, framework_versions
 from claimgrid.reference import registry
 from claimgrid.sandbox.guard import detect
 from claimgrid.store import RunStore
@@ -107,8 +111,6 @@ def _open_resumed(args, spec: GridSpec) -> tuple[RunStore, GridMeta, GridSpec]:
     ``--policies``, each recorded one among them by sha256 (nothing in the folder is
     imported). Every stored run's classification is then derived again from its evidence
     (:func:`claimgrid.commands.reclassify.rederive`): a stored line is not trusted."""
-    from claimgrid.commands.reclassify import rederive
-
     folder = args.resume
     store = RunStore(folder, signer(args, folder))
     if not store.meta_path.exists():
@@ -150,7 +152,6 @@ def _prepare(
     (the Ray backend) every venv is built here and a failure stops the grid before anything is
     written."""
     from claimgrid.gateway import preflight
-    from claimgrid.inputs.venvs import Builds, build_all, framework_versions
 
     preflight(sorted(m for m in set(spec.selection.all_models) if not localmodel.is_local(m)))
     if servers:
@@ -244,7 +245,6 @@ def _swap_facts(names, swap: dict) -> dict:
 
 def _create(store: RunStore, spec: GridSpec, settings: RunSettings, inputs: GridInputs, planned: list[str]) -> GridMeta:
     """A new grid's meta.json (docs/CONTRACTS.md, "Grid meta"), written with the folder."""
-    from claimgrid.classify.tables import table_facts
     from claimgrid.ledger.facts import grid_facts  # the ledger's facts block, at the end of meta
 
     sel, keys = spec.selection, spec.meta()
@@ -364,8 +364,6 @@ def _run(store: RunStore, cells: list[Cell], spec: GridSpec, settings: RunSettin
 def _limits_banner(spec: GridSpec) -> str:
     """The limits in force, per model (claimgrid.execute.model_limits): one line for the reference
     models together when they share them, one line per real model."""
-    from claimgrid.execute.model_limits import line
-
     models = list(dict.fromkeys(spec.selection.all_models))
     reference = [m for m in models if registry.is_reference(m)]
     lines = []

@@ -26,6 +26,7 @@ import copy
 from dataclasses import dataclass
 
 from claimgrid.reference.probe_kinds import GatewayFaultKind, parse
+from claimgrid.reference.registry import get, models
 
 CUT_PREFIX = "call_cut_"
 
@@ -50,16 +51,12 @@ class GatewayFault:
 
 def gateway_fault(model: str) -> GatewayFault | None:
     """The gateway fault registered for ``model`` (None: not a gateway fault model)."""
-    from claimgrid.reference.registry import get
-
     entry = get(model)
     return entry.gateway_fault if entry is not None else None
 
 
 def gateway_faults() -> dict[str, GatewayFault]:
     """name -> GatewayFault of every registered gateway fault model (a view of the registry)."""
-    from claimgrid.reference.registry import models
-
     return {name: m.gateway_fault for name, m in models().items() if m.gateway_fault is not None}
 
 

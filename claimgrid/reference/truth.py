@@ -21,7 +21,10 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from claimgrid.globs import matches
+from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
+from claimgrid.inputs.tasks import load_tasks
 from claimgrid.reference.registry import Truth, TruthCell, get, models
+from claimgrid.reference.script import RunScript
 from claimgrid.vocab import ROLE_EVIDENCE
 
 
@@ -62,8 +65,6 @@ class _Run:
 
 def simulate(cell: TruthCell) -> _Run | None:
     """The intended run of the cell, call by call; None when a serving model has no Behaviour."""
-    from claimgrid.reference.script import RunScript
-
     scripts: dict = {}
     steps: list = []
     for i in range(cell.max_model_calls):
@@ -349,9 +350,6 @@ def expected_claim_verdict(model: str, role: str) -> str | None:
     and the control swap condition; None without a stated truth.
     (The per-cell truth is :func:`claimgrid.reference.registry.truth_of`; this is the ledger's
     per-(model, role) summary.)"""
-    from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
-    from claimgrid.inputs.tasks import load_tasks
-
     entry = get(model)
     if entry is None or entry.truth is None:
         return None

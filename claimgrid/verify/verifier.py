@@ -58,6 +58,7 @@ from claimgrid.sandbox.guard import Guard, PerRun, detect, python_roots
 from claimgrid.sandbox.slots import NOBODY, Box
 from claimgrid.store.events import Event, Events, GatewayExchange, ToolCall, parse_as
 from claimgrid.verify import tamper
+from claimgrid.verify.cache import cache_key, workspace_extras
 from claimgrid.verify.workspace import (
     LimitExceeded,
     cache_dirs,
@@ -1068,8 +1069,6 @@ def _test_run(
     the same key (claimgrid.verify.cache), else a test run. ``cache`` says which:
     ``hit``, ``miss``, ``off`` (no cache), ``opted out`` (the task's ``[verify]
     deterministic = false``), ``not cacheable`` (the workspace holds what the key cannot name)."""
-    from claimgrid.verify.cache import cache_key, workspace_extras
-
     guard = options.guard if options.guard is not None else detect("auto")
     cache = options.cache
     timeout_s = task.spec.expectation.test_timeout_s
