@@ -20,9 +20,10 @@ assert _spec is not None and _spec.loader is not None  # a file of this checkout
 _module = importlib.util.module_from_spec(_spec)
 sys.modules[_spec.name] = _module
 # The file imports its sibling ``probe_kinds`` as the adapter side does (the harness folder on
-# sys.path): here it gets the driver's copy of that file, under that name only while it loads.
+# sys.path): here it gets the driver's identical copy (claimgrid.reference.probe_kinds), under
+# that name only while it loads.
 _saved = sys.modules.get("probe_kinds")
-sys.modules["probe_kinds"] = probe_kinds._module
+sys.modules["probe_kinds"] = probe_kinds
 try:
     _spec.loader.exec_module(_module)
 finally:

@@ -4,8 +4,12 @@ A probe model's entry names a kind (claimgrid.reference: ``GatewayFault``, ``Too
 ``register_shape``); the gateway applies a gateway fault, the tool layer (tool_faults.py) a
 tool fault, the classifier reads a shape's reaction. Each is a member of its enum here, and
 :func:`parse` turns a string into one or refuses it: a misspelt kind is an error where it is
-written, never a run that silently behaves as its ``diligent`` base. claimgrid loads this very
-file (claimgrid.reference.probe_kinds); the adapter side imports it.
+written, never a run that silently behaves as its ``diligent`` base.
+
+This file exists twice, byte for byte: ``claimgrid/reference/probe_kinds.py`` (the driver's)
+and ``frameworks/_harness/probe_kinds.py`` (the adapters'), because the adapter side imports no
+``claimgrid`` and a code-only copy of ``claimgrid`` has no ``frameworks/``;
+tests/unit/reference/test_probe_kinds.py holds the two identical.
 """
 
 from __future__ import annotations
@@ -62,8 +66,7 @@ class UnknownKind(ValueError):
 def parse(kinds: type[StrEnum], value: object, where: str):
     """``value`` as a member of ``kinds``; :class:`UnknownKind` (one line naming ``where``,
     the value and the kinds there are) for anything else."""
-    try:
+    if isinstance(value, str) and value in kinds._value2member_map_:
         return kinds(value)
-    except ValueError:
-        allowed = ", ".join(k.value for k in kinds)
-        raise UnknownKind(f"{where}: unknown {kinds.__name__} {value!r} (one of: {allowed})") from None
+    allowed = ", ".join(k.value for k in kinds)
+    raise UnknownKind(f"{where}: unknown {kinds.__name__} {value!r} (one of: {allowed})")

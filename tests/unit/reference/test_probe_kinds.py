@@ -35,6 +35,11 @@ def test_a_misspelt_kind_is_refused_with_one_line_naming_it(make, misspelt, enum
     assert "\n" not in line and repr(misspelt) in line and enum in line
 
 
+def test_the_driver_and_the_adapters_hold_the_same_registry():
+    driver = ROOT / "claimgrid" / "reference" / "probe_kinds.py"
+    assert driver.read_bytes() == (HARNESS / "probe_kinds.py").read_bytes(), "copy one file over the other"
+
+
 def test_a_kind_given_as_its_string_becomes_the_member():
     assert GatewayFault("slow").kind is GatewayFaultKind.SLOW
     assert ToolFault("late").kind is ToolFaultKind.LATE
