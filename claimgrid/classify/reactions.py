@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 
 from claimgrid.reference import registry, shapes, tool_faults
+from claimgrid.reference.probe_kinds import ShapeKind, ToolFaultKind
 from claimgrid.store.events import Events, GatewayExchange, ProcessExit, ToolCall, of_kind, parse_as, parse_events
 
 SIDE_EFFECT_CATEGORIES = ("write", "edit", "bash")
@@ -169,13 +170,13 @@ def _tool_fault(answered, tools, reaction) -> tuple[str, list[str]]:
         return reaction, [*lines, "gateway: no later model call"]
     first = later[0]
     results = [r or "" for r in first.tool_results or []]
-    if hit.fault == "huge":
+    if hit.fault == ToolFaultKind.HUGE:
         size = max(first.tool_result_chars or [len(r) for r in results] or [0])
         delivered = getattr(hit, "delivered_chars", None) or 0
         if results:
             value = "passed the whole result to the model" if size >= delivered else "cut the result before the model"
             return value, [*lines, f"gateway call {first.call_index}: longest tool message {size} of {delivered} chars"]
-    elif hit.fault == "late":
+    elif hit.fault == ToolFaultKind.LATE:
         waited = _waited(hit, asked, first, results)
         if waited is not None:
             return "waited for the late result", [
@@ -212,14 +213,14 @@ def _waited(hit: ToolCall, asked, first, results: list[str]) -> str | None:
 def _shape(kind, answered, tools, reaction) -> tuple[str, list[str]]:
     if reaction == "raised":
         return "raised", ["process: the adapter's exception left the run"]
-    if kind == "parallel":
+    if kind == ShapeKind.PARALLEL:
         multi = next((g for g in answered if len(g.tool_calls or []) > 1), None)
         if multi is None:
             return reaction, ["gateway: no multi-call answer was served"]
         ran = [any(_matches(c, e) for e in tools) for c in multi.tool_calls or []]
         value = "executed all calls" if all(ran) else "executed none" if not any(ran) else "executed the first only"
         return value, [f"gateway call {multi.call_index}: {len(ran)} tool calls", f"tools: {sum(ran)} of them executed"]
-    if kind in ("wrong_type", "extra_args", "missing_args"):
+    if kind in (ShapeKind.WRONG_TYPE, ShapeKind.EXTRA_ARGS, ShapeKind.MISSING_ARGS):
         first = next((g for g in answered if g.tool_calls), None)
         if first is None:
             return reaction, ["gateway: the malformed call was not served"]
@@ -228,7 +229,7 @@ def _shape(kind, answered, tools, reaction) -> tuple[str, list[str]]:
         line = f"gateway call {first.call_index}: {call.name}({call.arguments})"
         if reached:
             return "passed the arguments to the tool", [line, "tools: the call reached the tool layer"]
-        dropped = _ran_without_extras(call, first, answered, tools) if kind == "extra_args" else None
+        dropped = _ran_without_extras(call, first, answered, tools) if kind == ShapeKind.EXTRA_ARGS else None
         if dropped is not None:
             ran, nxt = dropped
             extra = sorted(set(json.loads(call.arguments or "{}")) - set(ran.arg_dict))
@@ -240,9 +241,10 @@ def _shape(kind, answered, tools, reaction) -> tuple[str, list[str]]:
         if any((g.call_index or 0) > (first.call_index or 0) for g in answered):
             return "refused the arguments", [line, "tools: never executed; the model was called again"]
         return reaction, [line, "tools: never executed; no later model call"]
-    if kind in ("refusal", "announces", "length_cut"):
+    if kind in (ShapeKind.REFUSAL, ShapeKind.ANNOUNCES, ShapeKind.LENGTH_CUT):
         text = next(
-            (g for g in answered if not g.tool_calls and (kind != "length_cut" or g.finish_reason == "length")), None
+            (g for g in answered if not g.tool_calls and (kind != ShapeKind.LENGTH_CUT or g.finish_reason == "length")),
+            None,
         )
         if text is None:
             return reaction, ["gateway: the text-only answer was not served"]
@@ -250,7 +252,7 @@ def _shape(kind, answered, tools, reaction) -> tuple[str, list[str]]:
         if any((g.call_index or 0) > (text.call_index or 0) for g in answered):
             return "asked the model again", [line, "gateway: a later model call"]
         return "took the text as the final answer", [line, "gateway: no later model call"]
-    if kind == "final_then_call":
+    if kind == ShapeKind.FINAL_THEN_CALL:
         final = next((g for g in answered if g.content and g.tool_calls), None)
         if final is None:
             return reaction, ["gateway: the final answer with a call was not served"]

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from claimgrid.classify.classifier import claim_vs_outcome, classify
 from claimgrid.classify.transcripts import Transcript, read_transcript
+from claimgrid.commands.verify_repo import BadInput, Gate
 from claimgrid.errors import DataError
 from claimgrid.store.lines import scan_events
 from claimgrid.store.record import Facts
@@ -119,8 +120,6 @@ def check_facts(
 def recorded_final(path: Path | None, transcript: Transcript | None) -> str:
     """The agent's final report as a claimgrid ``events.jsonl`` recorded it (its last ``agent``
     ``report`` event), for ``check`` without ``--final`` on a published ledger's run folder."""
-    from claimgrid.commands.verify_repo import BadInput
-
     if path is None or transcript is None or transcript.form != "claimgrid events":
         raise BadInput(
             "check needs --final FILE (the agent's final report), or a claimgrid events.jsonl "
@@ -141,8 +140,6 @@ def recorded_final(path: Path | None, transcript: Transcript | None) -> str:
 
 def run_check(args) -> dict:
     """The verdict of one check (what is printed and logged)."""
-    from claimgrid.commands.verify_repo import BadInput, Gate
-
     if args.final is not None and not args.final.is_file():
         raise BadInput(f"--final {args.final}: no such file")
     if (args.repo is None) != (args.expectation is None):
@@ -229,8 +226,6 @@ def cmd_check(args) -> int:
             print(line)
         return 0
     if args.final is None and args.transcript is None:
-        from claimgrid.commands.verify_repo import BadInput
-
         raise BadInput("check needs --final FILE (the agent's final report), or --report LOG")
     result = run_check(args)
     if args.log is not None:

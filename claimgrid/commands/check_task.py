@@ -31,6 +31,7 @@ from pathlib import Path
 
 from claimgrid import ROOT
 from claimgrid.classify.classifier import classify_outcome
+from claimgrid.commands.options import data_opts
 from claimgrid.inputs.tasks import Task, ToolStep, build_template, ensure_task_envs, materialise
 from claimgrid.trace import format_trace
 from claimgrid.verify.verifier import FinishedRun, verify
@@ -270,3 +271,10 @@ def check_task(task: Task, conditions: dict | None = None) -> list[str]:
                 f"{_why(followed)}",
             )
     return list(problems)
+
+
+def add_parser(sub) -> None:
+    """``grid.py check-task [ID ...]``."""
+    ct = sub.add_parser("check-task", help="check tasks' answer keys against their fixtures (exit 2 on a problem)")
+    data_opts(ct)
+    ct.add_argument("ids", nargs="*", metavar="ID", help="task ids (default: every task in --tasks-dir)")

@@ -13,7 +13,8 @@ from pydantic import ValidationError
 from claimgrid import ROOT
 from claimgrid.errors import ClaimgridError, DataError
 from claimgrid.execute.spec import GridMeta
-from claimgrid.store import RunStore
+from claimgrid.store import RunStore, StoreIntegrityError
+from claimgrid.store.seal import load_key, verify_seal
 
 
 def now() -> str:
@@ -52,8 +53,6 @@ def commit() -> str:
 def signer(args, folder: Path):
     """The publisher's key for writing ``folder`` (``--key``, else ``$CLAIMGRID_KEY``, else the
     user's config dir; made on first use, never inside ``folder``): :mod:`claimgrid.store.seal`."""
-    from claimgrid.store.seal import load_key
-
     return load_key(getattr(args, "key", None), ledger=folder)
 
 
@@ -61,9 +60,6 @@ def verify_ledger(store: RunStore):
     """Every signature and manifest of the folder checked; raises StoreIntegrityError naming
     each file or line that fails (a torn last line too: a reader does not read a ledger a
     writer has not repaired); prints and returns the :class:`~claimgrid.store.seal.SealReport`."""
-    from claimgrid.store import StoreIntegrityError
-    from claimgrid.store.seal import verify_seal
-
     report = verify_seal(store.folder)
     problems = report.problems + ([report.torn] if report.torn else [])
     problems += store.check_integrity()
@@ -79,9 +75,6 @@ def open_for_writing(store: RunStore, *, same_key: bool = False):
 
     ``same_key``: the folder must be sealed by ``store.signer`` (a resumed grid's new runs are
     signed by the key that signed the old ones). Returns the seal report."""
-    from claimgrid.store import StoreIntegrityError
-    from claimgrid.store.seal import verify_seal
-
     store.acquire("uv run grid.py " + " ".join(sys.argv[1:]))
     try:
         # The seal first, before repair changes anything: a sealed ledger that lost a line

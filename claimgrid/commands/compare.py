@@ -224,3 +224,19 @@ def cmd_compare(args) -> int:
     print("\n".join(text))
     print(f"compare: {out / 'compare.md'}")
     return 1 if result["changed"] or result["only_in_a"] or result["only_in_b"] else 0
+
+
+def add_parser(sub) -> None:
+    """``grid.py compare A B``."""
+    cp = sub.add_parser(
+        "compare",
+        help="compare two ledgers cell by cell (seals verified first); exit 0 identical, 1 different, 2 bad input",
+    )
+    cp.add_argument("a", type=Path, metavar="A", help="a ledger folder (before)")
+    cp.add_argument("b", type=Path, metavar="B", help="a ledger folder (after)")
+    cp.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="folder for compare.md and compare.json (default: compare-<A>-vs-<B> next to B)",
+    )

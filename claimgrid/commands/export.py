@@ -6,7 +6,8 @@ import time
 from pathlib import Path
 
 from claimgrid.errors import ClaimgridError
-from claimgrid.ledger.exports import export_ledger
+from claimgrid.store import StoreIntegrityError
+from claimgrid.store.seal import verify_seal
 
 
 def cmd_export(args) -> int:
@@ -17,8 +18,8 @@ def cmd_export(args) -> int:
         raise ClaimgridError(f"export: {folder} is not a ledger folder")
     if args.otlp_endpoint and args.format != "otel":
         raise ClaimgridError("--otlp-endpoint: only with --format otel")
-    from claimgrid.store import StoreIntegrityError
-    from claimgrid.store.seal import verify_seal
+    # Imported here: claimgrid.ledger loads polars, which ``grid.py``'s other commands do not need.
+    from claimgrid.ledger.exports import export_ledger
 
     # The seal first (every line, in order, each read by the bounded parser): a ledger that
     # lost, gained or reordered a line, or holds a crafted one, is not exported.
@@ -33,3 +34,21 @@ def cmd_export(args) -> int:
         print(path)
     print(f"exported {folder} as {args.format}: {len(written)} file(s) in {out} ({time.perf_counter() - t0:.1f} s)")
     return 0
+
+
+def add_parser(sub) -> None:
+    """``grid.py export DIR --format inspect|otel``."""
+    ex = sub.add_parser(
+        "export",
+        help="write a ledger as files other tools read: Inspect eval logs (inspect view) or OpenTelemetry "
+        "GenAI traces (OTLP/JSON)",
+    )
+    ex.add_argument("dir", type=Path, help="the ledger folder")
+    ex.add_argument("--format", required=True, choices=("inspect", "otel"), help="inspect or otel")
+    ex.add_argument("--out", type=Path, default=None, help="a new folder for the export (default: DIR.FORMAT)")
+    ex.add_argument(
+        "--otlp-endpoint",
+        default=None,
+        metavar="URL",
+        help="with --format otel: also send the spans to this OTLP/HTTP traces URL",
+    )

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from claimgrid.errors import ClaimgridError, DataError, UnknownNameError
+from claimgrid.execute import model_limits as limits
 from claimgrid.execute.admission import schedule_from
+from claimgrid.execute.model_limits import FLAG
 from claimgrid.execute.spec import (
     DEFAULT_ISOLATION,
     DEFAULT_MAX_MODEL_CALLS,
@@ -25,8 +27,9 @@ from claimgrid.execute.spec import (
     RunSettings,
     Selection,
 )
-from claimgrid.inputs.tasks import in_suite, select
-from claimgrid.inputs.venvs import default_frameworks
+from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
+from claimgrid.inputs.tasks import in_suite, load_tasks, select
+from claimgrid.inputs.venvs import default_frameworks, load_venvs
 from claimgrid.reference import registry
 
 # Each field of GridSpec that a flag sets: (argparse dest, flag). Dotted: inside the selection.
@@ -57,10 +60,6 @@ class Data:
 
 def load_data(args) -> Data:
     """``--tasks-dir``, ``--conditions-dir`` and ``--venvs``, loaded (each checked as it loads)."""
-    from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
-    from claimgrid.inputs.tasks import load_tasks
-    from claimgrid.inputs.venvs import load_venvs
-
     return Data(
         load_tasks(args.tasks_dir),
         load_content_conditions(args.conditions_dir),
@@ -171,8 +170,6 @@ def limit_flags(args) -> dict:
 def model_limits(args, sel: Selection) -> dict:
     """Each model's limits, resolved once (claimgrid.execute.model_limits: flags over models/limits.toml
     over code overrides over the defaults)."""
-    from claimgrid.execute import model_limits as limits
-
     path = getattr(args, "limits", None)
     return limits.resolve(sel.all_models, limit_flags(args), path=path, overrides=limits.code_overrides())
 
@@ -222,8 +219,6 @@ def resumed_spec(args, stored: GridSpec) -> GridSpec:
 def _check_resumed_limits(args, stored: GridSpec) -> None:
     """A limit flag given on --resume must be the stored grid's for every model (a resume
     finishes the grid as it was started); --timeout and --max-model-calls are checked as spec fields."""
-    from claimgrid.execute.model_limits import FLAG
-
     for key, value in limit_flags(args).items():
         if key in ("timeout_s", "max_model_calls") or not stored.limits:
             continue

@@ -17,6 +17,7 @@ import subprocess
 import tomllib
 from pathlib import Path
 
+from claimgrid import ROOT
 from claimgrid.errors import ClaimgridError
 from claimgrid.inputs.venvs import TRAFFIC_PACKAGES
 
@@ -221,3 +222,19 @@ def new_framework(name: str, venvs_path: Path, pins: list[str] | None = None, lo
     )
     venvs_path.write_text(text.rstrip("\n") + "\n" + entry)
     return folder
+
+
+def add_parser(sub) -> None:
+    """``grid.py new-framework NAME``."""
+    nf = sub.add_parser(
+        "new-framework", help="scaffold frameworks/NAME on the adapter kit, lock it, add its venvs.toml entry"
+    )
+    nf.add_argument("name")
+    nf.add_argument(
+        "--dependency",
+        action="append",
+        default=[],
+        metavar="PKG==VERSION",
+        help="an exact pin for the framework's environment (repeatable)",
+    )
+    nf.add_argument("--venvs", type=Path, default=ROOT / "venvs.toml")

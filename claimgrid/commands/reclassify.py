@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from claimgrid import ROOT
 from claimgrid.classify.classifier import RunFacts, classify
 from claimgrid.classify.limits import limit_hits
 from claimgrid.classify.reactions import fault_facts
+from claimgrid.classify.tables import table_changes, table_facts
 from claimgrid.commands import validate as V
-from claimgrid.commands.common import finish, open_for_writing
+from claimgrid.commands.common import finish, open_for_writing, read_grid_meta, signer
+from claimgrid.commands.options import key_opt, policies_opt
 from claimgrid.inputs.tasks import load_tasks
 from claimgrid.reference import registry
 from claimgrid.store import RunStore
 from claimgrid.store.events import parse_events
+from claimgrid.store.record import RunRecord, dump, parse_record
 
 
 def change_reasons(old: dict, new: dict) -> list[str]:
@@ -74,8 +78,6 @@ def derive(store: RunStore, tasks_dir, task_facts: dict | None = None) -> list[t
     A record that needs its task's declaration (:class:`TaskDeclarations`) when neither the
     ledger nor ``tasks_dir`` has it keeps its stored classification, and its reasons say which
     fields could not be recomputed and why (prefixed ``kept:``)."""
-    from claimgrid.store.record import RunRecord, dump, parse_record
-
     tasks = TaskDeclarations(tasks_dir, task_facts)
     out = []
     for i, raw in enumerate(store.records(), 1):
@@ -136,9 +138,6 @@ def cmd_reclassify(args) -> int:
     checked readable: a failure is named (file or line) and the ledger stays as it was.
     Policy files are loaded only from ``--policies`` (each recorded one by its sha256);
     the rewritten ledger is sealed with the writer's key."""
-    from claimgrid.classify.tables import table_changes, table_facts
-    from claimgrid.commands.common import read_grid_meta, signer
-
     V.check_reclassify(args.dir)
     store = RunStore(args.dir, signer(args, args.dir))
     meta_raw = store.read_meta() if store.meta_path.exists() else {}
@@ -169,3 +168,13 @@ def cmd_reclassify(args) -> int:
         + f" (see {report})"
     )
     return finish(store)
+
+
+def add_parser(sub) -> None:
+    """``grid.py reclassify DIR``."""
+    rc = sub.add_parser("reclassify", help="re-derive every classification from stored evidence and rewrite the ledger")
+    rc.add_argument("dir", type=Path)
+    rc.add_argument("--tasks-dir", type=Path, default=ROOT / "tasks")
+    rc.add_argument("--conditions-dir", type=Path, default=ROOT / "conditions")
+    policies_opt(rc)
+    key_opt(rc)

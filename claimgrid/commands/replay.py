@@ -25,10 +25,14 @@ from pathlib import Path
 
 from claimgrid import ROOT
 from claimgrid.commands.common import commit, finish, now, read_grid_meta, signer, verify_ledger, write_meta
+from claimgrid.commands.flags import data_dirs, load_data
+from claimgrid.commands.options import data_opts, key_opt, policies_opt
 from claimgrid.errors import ClaimgridError, DataError
+from claimgrid.execute.admission import default_max_inflight
 from claimgrid.execute.cells import Cell
 from claimgrid.execute.engine import execute
 from claimgrid.execute.spec import GridInputs, GridMeta, GridSpec, Replay, RunSettings, Selection
+from claimgrid.inputs.venvs import build_all, framework_versions
 from claimgrid.reference import registry
 from claimgrid.sandbox.guard import detect
 from claimgrid.store import RUNS_NAME, LedgerFolder, RunStore
@@ -76,8 +80,6 @@ def _diff_fields(old: dict, new: dict) -> dict:
 def cmd_replay(args) -> int:
     """Re-execute every run of ``args.dir`` offline into a new folder; 0 when every run sent
     the same requests and got the same classification, 1 otherwise."""
-    from claimgrid.commands.flags import load_data
-
     src, src_meta, records = _source(args.dir)
     # Policy files only from --policies, each recorded one by its sha256: never from the ledger.
     policy_files = registry.load_recorded(
@@ -158,7 +160,6 @@ def _out_folder(args, src: RunStore) -> Path:
 def _spec(args, src_meta: GridMeta, records: list[dict], src_meta_path: Path) -> GridSpec:
     """The recording's grid, as the replay runs it: its limits, isolation and the
     sandbox setting it ran with (tool results, and so requests, depend on it); no budget."""
-    from claimgrid.commands.flags import data_dirs
 
     def names(key):
         return list(dict.fromkeys(r[key] for r in records))
@@ -188,7 +189,6 @@ def _spec(args, src_meta: GridMeta, records: list[dict], src_meta_path: Path) ->
 def _inputs(spec: GridSpec, data, src_meta: GridMeta) -> GridInputs:
     """The replay's inputs; a local model's per-call deadline and server facts are the
     recording's (no server is started: every answer comes from the recording)."""
-    from claimgrid.inputs.venvs import build_all, framework_versions
     from claimgrid.localmodel import parity_facts
 
     entries = {n: data.venvs[n] for n in spec.selection.frameworks}
@@ -208,8 +208,6 @@ def _inputs(spec: GridSpec, data, src_meta: GridMeta) -> GridInputs:
 
 def _settings(args, src_meta: GridMeta) -> RunSettings:
     """Replay serves recordings (no provider): the recorded grid's in-flight cap, else the default."""
-    from claimgrid.execute.admission import default_max_inflight
-
     jobs = args.jobs or src_meta.jobs or 2
     inflight = (src_meta.schedule or {}).get("max_inflight") or default_max_inflight(jobs)
     return RunSettings(jobs=jobs, max_inflight=max(inflight, jobs), progress=not args.no_progress)
@@ -351,3 +349,21 @@ def _markdown(s: dict) -> str:
             f"{'same' if r['classification_match'] else 'differs: ' + ', '.join((r['classification_diff'] or {}).keys())} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def add_parser(sub) -> None:
+    """``grid.py replay DIR``."""
+    rp = sub.add_parser(
+        "replay",
+        help="re-execute every run of a ledger offline, serving its recorded model "
+        "responses; report request-hash and classification matches",
+    )
+    rp.add_argument("dir", type=Path, help="the published ledger folder")
+    data_opts(rp)
+    policies_opt(rp)
+    key_opt(rp)
+    rp.add_argument(
+        "--out", type=Path, default=None, help="new ledger folder (default: ledger/<grid id>.replay-<time>)"
+    )
+    rp.add_argument("--jobs", type=int, default=None, help="parallel runs (default: the recorded grid's)")
+    rp.add_argument("--no-progress", action="store_true")

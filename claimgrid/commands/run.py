@@ -15,15 +15,20 @@ import time
 from pathlib import Path
 
 from claimgrid import ROOT, localmodel
+from claimgrid.classify.tables import table_facts
 from claimgrid.commands import flags
 from claimgrid.commands import validate as V
 from claimgrid.commands.common import commit, finish, now, open_for_writing, read_grid_meta, signer, write_meta
+from claimgrid.commands.options import data_opts, key_opt, policies_opt
+from claimgrid.commands.reclassify import rederive
 from claimgrid.errors import ClaimgridError, Interrupted, StorageError
 from claimgrid.execute.cells import Cell, plan
 from claimgrid.execute.engine import execute
+from claimgrid.execute.model_limits import line
 from claimgrid.execute.spec import GridInputs, GridMeta, GridReport, GridSpec, RunSettings
 from claimgrid.execute.spending import note_unpriced, stop_line
 from claimgrid.inputs.tasks import ensure_task_envs
+from claimgrid.inputs.venvs import Builds, build_all, framework_versions
 from claimgrid.reference import registry
 from claimgrid.sandbox.guard import detect
 from claimgrid.store import RunStore
@@ -106,8 +111,6 @@ def _open_resumed(args, spec: GridSpec) -> tuple[RunStore, GridMeta, GridSpec]:
     ``--policies``, each recorded one among them by sha256 (nothing in the folder is
     imported). Every stored run's classification is then derived again from its evidence
     (:func:`claimgrid.commands.reclassify.rederive`): a stored line is not trusted."""
-    from claimgrid.commands.reclassify import rederive
-
     folder = args.resume
     store = RunStore(folder, signer(args, folder))
     if not store.meta_path.exists():
@@ -149,7 +152,6 @@ def _prepare(
     (the Ray backend) every venv is built here and a failure stops the grid before anything is
     written."""
     from claimgrid.gateway import preflight
-    from claimgrid.inputs.venvs import Builds, build_all, framework_versions
 
     preflight(sorted(m for m in set(spec.selection.all_models) if not localmodel.is_local(m)))
     if servers:
@@ -243,7 +245,6 @@ def _swap_facts(names, swap: dict) -> dict:
 
 def _create(store: RunStore, spec: GridSpec, settings: RunSettings, inputs: GridInputs, planned: list[str]) -> GridMeta:
     """A new grid's meta.json (docs/CONTRACTS.md, "Grid meta"), written with the folder."""
-    from claimgrid.classify.tables import table_facts
     from claimgrid.ledger.facts import grid_facts  # the ledger's facts block, at the end of meta
 
     sel, keys = spec.selection, spec.meta()
@@ -364,7 +365,6 @@ def _limits_banner(spec: GridSpec, inputs: GridInputs) -> str:
     """The limits in force, per model (claimgrid.execute.model_limits): one line for the reference
     models together when they share them, one line per real model; a model the driver serves
     with its measured deadline and its server's cap, as its runs get them."""
-    from claimgrid.execute.model_limits import line
 
     def in_force(m: str):
         server = inputs.model_servers.get(m) or {}
@@ -429,3 +429,229 @@ def _exit_status(store: RunStore, meta: GridMeta, report: GridReport, code: int,
         )
         return code or 1
     return code or (1 if report.venv_failures else 0)
+
+
+def add_parser(sub) -> None:
+    """``grid.py run``: the default command; its flags in the order ``--help`` lists them."""
+    run = sub.add_parser("run", help="run a grid (the default command)")
+    data_opts(run)
+    policies_opt(run)
+    key_opt(run)
+    _grid_flags(run)
+    _execution_flags(run)
+    _limit_flags(run)
+    _backend_flags(run)
+    _spend_flags(run)
+
+
+def _grid_flags(sp) -> None:
+    """What the grid is: the selection of frameworks, tasks, conditions and models, and the repeats."""
+    sp.add_argument("--frameworks", type=V.names, help="comma-separated framework names (default: all in venvs.toml)")
+    sp.add_argument(
+        "--tasks", type=V.names, help="comma-separated task ids, from any suite (default: the --suite's tasks)"
+    )
+    sp.add_argument(
+        "--suite", type=V.text, default=None, help="the tasks whose task.toml has this suite (default: 'default')"
+    )
+    sp.add_argument("--content", type=V.names, help="content condition names, from conditions/content/ (default: all)")
+    sp.add_argument("--swap", type=V.names, help="swap condition names, from conditions/swap/ (default: all)")
+    sp.add_argument(
+        "--models",
+        "--model",
+        dest="models",
+        type=V.names,
+        help="reference model names or LiteLLM model strings (default: the registry's default models)",
+    )
+    # Grid-defining flags default to None so that --resume can tell "given" from "default";
+    # claimgrid.commands.flags fills in the defaults (claimgrid.execute.spec.DEFAULT_*).
+    sp.add_argument(
+        "--substitute",
+        type=V.text,
+        help="one reference model name or LiteLLM model string: the model that serves after the assigned one "
+        "becomes unavailable (default: the registry's substitute)",
+    )
+    sp.add_argument(
+        "--repeats",
+        type=V.whole(1, V.MAX_REPEATS),
+        default=None,
+        help=f"runs per cell, 1 to {V.MAX_REPEATS} (default: 1); the grid is at most {V.MAX_GRID:,} runs",
+    )
+
+
+def _execution_flags(sp) -> None:
+    """How the runs execute: parallelism, connections, the timeout, the output folder, isolation, guard, resume."""
+    sp.add_argument(
+        "--jobs",
+        type=V.whole(1, V.MAX_JOBS),
+        default=None,
+        help=f"runs using CPU at once, 1 to {V.MAX_JOBS} (default: number of CPUs); a run "
+        "that is waiting (a fault's delay, a back-off, a provider) does not hold a job",
+    )
+    sp.add_argument(
+        "--max-inflight",
+        type=V.whole(1, V.MAX_INFLIGHT),
+        default=None,
+        help=f"runs in flight at all, waiting or not, 1 to {V.MAX_INFLIGHT} (default: 4 per job, "
+        "and at least the grid's provider connections plus the jobs)",
+    )
+    sp.add_argument(
+        "--max-connections",
+        type=V.connections,
+        action="append",
+        default=None,
+        metavar="N|PROVIDER=N",
+        help="calls in flight to one real provider, N from 1 to 10000 (default 10 each); N for every provider, "
+        "PROVIDER=N for one (repeatable); a call over it waits in the gateway (queued_ms in its exchange "
+        "event). Reference models have no limit",
+    )
+    sp.add_argument(
+        "--local-models",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="the local models --models local/<name> names (default: models/local.toml; "
+        "needs the extra: uv sync --extra local-model)",
+    )
+    sp.add_argument(
+        "--timeout",
+        type=V.seconds(V.MAX_TIMEOUT_S),
+        default=None,
+        help=f"seconds per run before its process group is killed, more than 0 and at most "
+        f"{V.MAX_TIMEOUT_S:g}, not inf or nan; every model, over models/limits.toml "
+        f"(default: {V.DEFAULT_TIMEOUT_S:g} for reference models, {V.REAL_TIMEOUT_S:g} for real ones)",
+    )
+    sp.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="new ledger folder to write, in a writable place (default: ledger/<grid id>)",
+    )
+    sp.add_argument(
+        "--isolation",
+        choices=("warm", "fresh"),
+        default=None,
+        help="warm: fork each run from a parent that has imported the framework; "
+        "fresh: a new interpreter per run (default: warm)",
+    )
+    sp.add_argument(
+        "--guard",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="sandbox the agent's commands with bubblewrap: auto (default) = on where namespaces work, "
+        "on = fail where they do not, off = unguarded (recorded in meta.json and every run)",
+    )
+    sp.add_argument(
+        "--resume",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="finish an interrupted grid in DIR, a folder written by grid.py run with a readable meta.json",
+    )
+
+
+def _limit_flags(sp) -> None:
+    """Per-run and per-call limits the gateway enforces (over models/limits.toml)."""
+    sp.add_argument(
+        "--max-model-calls",
+        type=V.whole(1, V.MAX_MODEL_CALLS),
+        default=None,
+        help=f"per-run model call budget (turn limit) enforced by the gateway, 1 to {V.MAX_MODEL_CALLS}; every "
+        f"model, over models/limits.toml (default: {V.DEFAULT_MAX_MODEL_CALLS} for reference models, "
+        f"{V.REAL_MAX_MODEL_CALLS} for real ones)",
+    )
+    sp.add_argument(
+        "--limits",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help='per-model limits: [models."<glob>"] tables of call_timeout_s, max_output_tokens, max_model_calls, '
+        "max_run_tokens, timeout_s (default: models/limits.toml)",
+    )
+    sp.add_argument(
+        "--call-timeout",
+        type=V.seconds(V.MAX_CALL_TIMEOUT_S),
+        default=None,
+        metavar="S",
+        help="per-call deadline in seconds: the gateway ends a real model's call that has not answered by then "
+        "(recorded as a limit hit) and the adapter's client gets it too; every model, over models/limits.toml "
+        f"(default: {V.REFERENCE_CALL_TIMEOUT_S:g} for reference models, {V.REAL_CALL_TIMEOUT_S:g} for real ones)",
+    )
+    sp.add_argument(
+        "--max-output-tokens",
+        type=V.whole(1, V.MAX_OUTPUT_TOKENS),
+        default=None,
+        metavar="N",
+        help="per-call output-token cap the gateway sets on every real model call (max_tokens lowered or set; "
+        f"recorded); every model, over models/limits.toml (default: {V.REAL_MAX_OUTPUT_TOKENS} for real models; "
+        "reference models are not capped)",
+    )
+    sp.add_argument(
+        "--max-run-tokens",
+        type=V.whole(1, V.MAX_RUN_TOKENS),
+        default=None,
+        metavar="N",
+        help="per-run prompt+completion token budget (provider usage): the gateway refuses the run's calls past it; "
+        f"every model, over models/limits.toml (default: {V.REAL_MAX_RUN_TOKENS:,} for real models, none for reference)",
+    )
+
+
+def _backend_flags(sp) -> None:
+    """Where the runs execute, and what the terminal and the verify cache do."""
+    sp.add_argument(
+        "--backend",
+        choices=("local", "ray"),
+        default="local",
+        help="local: run on this machine (default); ray: one node per Ray node (needs the ray extra)",
+    )
+    sp.add_argument(
+        "--address",
+        default=None,
+        help="with --backend ray: the Ray cluster address (default: a cluster started on this machine with `ray start`)",
+    )
+    sp.add_argument("--no-progress", action="store_true", help="plain log lines instead of a progress bar")
+    sp.add_argument(
+        "--no-verify-cache",
+        action="store_true",
+        help="re-run every run's tests, even where an identical final workspace was tested already "
+        "(recorded in meta.json; default: a run reuses that result and its evidence names the run)",
+    )
+
+
+def _spend_flags(sp) -> None:
+    """Real models: spend limits and provider retries (claimgrid.gateway.budget / .retry)."""
+    sp.add_argument(
+        "--max-cost",
+        type=float,
+        default=None,
+        metavar="USD",
+        help="no new run starts once the grid's model spend reaches USD (LiteLLM prices; "
+        "unpriced models count tokens only); runs in flight finish (default: no limit)",
+    )
+    sp.add_argument(
+        "--max-tokens",
+        type=int,
+        default=None,
+        metavar="N",
+        help="no new run starts once the grid's prompt+completion tokens reach N (default: no limit)",
+    )
+    sp.add_argument(
+        "--provider-retries",
+        type=int,
+        default=None,
+        metavar="N",
+        help="retries of a real provider's transient error (429, 5xx, reset) inside the gateway (default 4)",
+    )
+    sp.add_argument(
+        "--provider-backoff",
+        type=float,
+        default=None,
+        metavar="S",
+        help="first retry wait in seconds, doubled per retry; a longer Retry-After wins (default 1)",
+    )
+    sp.add_argument(
+        "--provider-timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="seconds one provider attempt may take before it is abandoned and retried (default 300)",
+    )

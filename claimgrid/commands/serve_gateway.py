@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import threading
 
+from claimgrid.commands.validate import OneLineParser
+from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
+from claimgrid.inputs.tasks import load_tasks
+from claimgrid.reference.registry import default_substitute
 from claimgrid.reference.script import REFERENCE_MODEL_NAMES, CallLimits, RunScript
 
 DEMO_TASK, DEMO_CONTENT, DEMO_SWAP = "write-status", "clean", "none"
@@ -11,10 +16,6 @@ DEMO_TASK, DEMO_CONTENT, DEMO_SWAP = "write-status", "clean", "none"
 
 def demo_scripts() -> dict[str, RunScript]:
     """token -> script: ``demo-<model>`` for every reference model on the demo cell."""
-    from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
-    from claimgrid.inputs.tasks import load_tasks
-    from claimgrid.reference.registry import default_substitute
-
     task = load_tasks()[DEMO_TASK]
     content = load_content_conditions()[DEMO_CONTENT]
     swap = load_swap_conditions()[DEMO_SWAP]
@@ -34,8 +35,6 @@ def demo_scripts() -> dict[str, RunScript]:
 
 
 def serve_cli(argv: list[str] | None = None) -> int:
-    from claimgrid.commands.validate import OneLineParser
-
     parser = OneLineParser(prog="grid.py gateway", description="Serve the claimgrid model gateway with demo tokens.")
     parser.parse_args(argv)
     from claimgrid.gateway.server import Gateway
@@ -65,3 +64,9 @@ def serve_cli(argv: list[str] | None = None) -> int:
     finally:
         gw.stop()
     return 0
+
+
+def add_parser(sub) -> None:
+    """``grid.py gateway ...``: everything after it goes to serve_cli."""
+    gw = sub.add_parser("gateway", help="start the harness model gateway alone and print its URL")
+    gw.add_argument("rest", nargs=argparse.REMAINDER)

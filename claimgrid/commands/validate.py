@@ -38,6 +38,7 @@ from claimgrid.caps import (  # noqa: F401  (the limits' bounds and defaults, na
     REAL_TIMEOUT_S,
     REFERENCE_CALL_TIMEOUT_S,
 )
+from claimgrid.commands import flags
 from claimgrid.errors import ClaimgridError, DataError
 from claimgrid.execute.spec import (  # noqa: F401  (the grid spec's bounds and defaults, named here too)
     DEFAULT_ISOLATION,
@@ -51,6 +52,7 @@ from claimgrid.execute.spec import (  # noqa: F401  (the grid spec's bounds and 
     Selection,
 )
 from claimgrid.inputs.schema import validate
+from claimgrid.reference import registry as reference_registry
 from claimgrid.store import RUNS_NAME, LedgerFolder, RecordError, RunRecord, RunStore, StoreIntegrityError
 from claimgrid.store.lines import parse_json
 from claimgrid.store.seal import verify_seal
@@ -232,12 +234,10 @@ def check_unguarded_agents(sel: Selection, venvs: dict, guard) -> None:
     make such an agent read any file or change another run's folder. Under the guard the whole
     agent is inside the harness's sandbox (claimgrid.launch.confine.agent_sandbox), as a
     library framework's commands are, and any model may drive it."""
-    from claimgrid.reference import registry
-
     if guard is not None and guard.enabled:
         return
     agents = [name for name in sel.frameworks if venvs[name].is_cli]
-    real = [m for m in sel.all_models if not registry.is_reference(m)]
+    real = [m for m in sel.all_models if not reference_registry.is_reference(m)]
     if agents and real:
         why = getattr(guard, "reason", None) or "guard off"
         raise UsageError(
@@ -325,8 +325,6 @@ def check_resume(args, meta: dict, folder: Path) -> GridSpec:
     with the flags given applied. A grid-defining flag whose value differs from the stored one
     is refused, naming the flag (given and equal is fine; names compare as sets)."""
     from pydantic import ValidationError
-
-    from claimgrid.commands import flags
 
     if getattr(args, "out", None) is not None and Path(args.out).resolve() != folder.resolve():
         raise UsageError(f"--out {args.out} with --resume {folder}: a resumed grid is written where it was; drop --out")

@@ -54,6 +54,7 @@ from claimgrid.inputs.tasks import GIT_ENV, Expectation, Task, VerifySpec
 from claimgrid.sandbox.guard import detect
 from claimgrid.verify.cache import VerifyCache
 from claimgrid.verify.verifier import FinishedRun, VerifyOptions, verify
+from claimgrid.verify.workspace import LimitExceeded
 
 
 class _GateFile(Strict):
@@ -195,8 +196,6 @@ def weighed_copy(repo: Path, commit: str, ignore: list[str], dest: Path) -> list
     the paths left out (outermost only). Raises :class:`claimgrid.verify.workspace.LimitExceeded`
     over a workspace cap (entries, apparent bytes, depth) or for what cannot be read: the
     reason is the result."""
-    from claimgrid.verify.workspace import LimitExceeded
-
     ignored_files, ignored_folders = _ignored(repo)
     in_base, base_folders = _base_paths(repo, commit)
     left_out: list[str] = []
@@ -265,8 +264,6 @@ class Gate:
         guard_mode: str,
         ignore: Sequence[str] = (),
     ):
-        from claimgrid.verify.workspace import LimitExceeded
-
         self.repo = repo.resolve()
         self.task = load_expectation(expectation, python or sys.executable)
         self.commit = resolve_base(self.repo, base)

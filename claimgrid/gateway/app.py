@@ -16,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from dataclasses import dataclass, field
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -214,6 +216,52 @@ async def _read_body(
     return (given, None, f"translated request: {bad}") if bad else (given, chat, None)
 
 
+@dataclass
+class _Asked:
+    """What one model call asked: the dialect's body, the internal chat body (None: unreadable,
+    ``bad`` says why), and what the exchange event records of them."""
+
+    index: int
+    t: float
+    given: dict | None
+    body: dict | None
+    bad: str | None
+    native_ok: bool
+
+    @property
+    def requested(self):
+        return self.body.get("model") if self.body else None
+
+    @property
+    def stream(self) -> bool:
+        return bool(self.body and self.body.get("stream"))
+
+    @property
+    def messages(self):
+        return self.body.get("messages") if self.body else None
+
+
+@dataclass
+class _Outcome:
+    """What one model call came to, as its exchange event and raw log line record it."""
+
+    status: int = 200
+    error: str | None = None
+    code: str | None = None
+    answer: Any = None
+    headers: dict = field(default_factory=dict)
+    provider: Any = None
+    swap: str = "none"
+    fault: Any = None
+    delay: float = 0.0
+    queued_ms: float | None = None
+    upstream_request: Any = None
+    native_answer: Any = None
+    tool_calls_cut: int = 0
+    output_cap: dict | None = None  # the cap set on this call (a real model's), as recorded
+    limit: dict | None = None  # the run limit this call hit (CONTRACTS "Limit hits")
+
+
 def create_app(
     registry: Registry, dispatcher: Dispatcher | None = None, replay=None, connections: Connections | None = None
 ) -> Starlette:
@@ -221,18 +269,29 @@ def create_app(
     ``Dispatcher()``); ``replay``: a ReplaySource that serves recorded responses instead
     of any model (``grid.py replay``); ``connections``: the per-provider connection limits
     (claimgrid.gateway.connections; default: the defaults)."""
-    dispatcher = dispatcher or Dispatcher()
-    connections = connections if connections is not None else Connections()
+    calls = _ModelCalls(
+        registry, dispatcher or Dispatcher(), replay, connections if connections is not None else Connections()
+    )
+    routes = [Route(path, calls.endpoint(d), methods=["POST"]) for d in dialects() for path in d.paths]
+    return Starlette(routes=[*routes, *side_routes(registry)])
 
-    def endpoint(dialect: Dialect):
+
+class _ModelCalls:
+    """The model-call routes of every dialect: admission of a run's request, its answer (a
+    reference script, a provider, or the replayed record), and its record."""
+
+    def __init__(self, registry: Registry, dispatcher: Dispatcher, replay, connections: Connections):
+        self.registry, self.dispatcher, self.replay, self.connections = registry, dispatcher, replay, connections
+
+    def endpoint(self, dialect: Dialect):
         async def handle(request: Request):
-            return await model_call(request, dialect)
+            return await self.model_call(request, dialect)
 
         return handle
 
-    async def model_call(request: Request, dialect: Dialect):
+    async def model_call(self, request: Request, dialect: Dialect):
         """No request can crash this handler: a harness bug is a recorded 500, not a traceback."""
-        state: RunState | None = registry.get(dialect.token(request.headers))
+        state: RunState | None = self.registry.get(dialect.token(request.headers))
         if state is None:
             return _error_response(401, UNKNOWN_TOKEN, "invalid_api_key", dialect=dialect)
         index = state.next_call()
@@ -257,223 +316,265 @@ def create_app(
         else:
             state.inflight += 1
             try:
-                return await _chat(request, state, index, t0, dialect)
+                return await self.chat(request, state, index, t0, dialect)
             except Exception as exc:  # noqa: BLE001 - answered and recorded, never raised into the server
                 status, code = 500, "gateway_error"
                 error = f"gateway error: {type(exc).__name__}: {_first_line(exc)}"
             finally:
                 state.inflight -= 1
         try:
-            event = exchange_event(
-                Call(index=index, t=state.elapsed(), stream=False, requested=None),
-                Routing(assigned=state.script.model),
-                Answer(status=status, error=error, latency_ms=round((time.perf_counter() - t0) * 1000, 3)),
-            )
-            event["dialect"] = dialect.name
-            line = {
-                "call_index": index,
-                "t": state.elapsed(),
-                "status": status,
-                "stream": False,
-                "request": None,
-                "response": openai_error(status, error, code),
-                "response_headers": {},
-                "dialect": dialect.name,
-            }
-            if not dialect.internal:
-                line["dialect_response"] = dialect.error(status, error, code)
-            state.record(event, line)
+            _record_refusal(state, index, t0, dialect, (status, error, code))
         except Exception:  # noqa: BLE001 - the answer below still goes out
             pass
         return _error_response(status, error, code, dialect=dialect)
 
-    async def _chat(request: Request, state: RunState, index: int, t0: float, dialect: Dialect):
+    async def chat(self, request: Request, state: RunState, index: int, t0: float, dialect: Dialect):
+        """One admitted call: read, checked against the run's limits, answered, recorded, sent."""
         script = state.script
         t = state.elapsed()
-        if replay is not None:  # offline replay: the recorded answer, whatever was asked
-            return await replay.serve(request, state, index, t, dialect)
+        if self.replay is not None:  # offline replay: the recorded answer, whatever was asked
+            return await self.replay.serve(request, state, index, t, dialect)
         native_ok = not dialect.internal and native.possible(dialect.name, script.model)
         given, body, bad = await _read_body(request, dialect, native_ok)
-        body_for_log = body if body is not None else None
-        requested = body.get("model") if body else None
-        stream = bool(body and body.get("stream"))
-        messages = body.get("messages") if body else None
-        recorded = messages if messages is not None else _sent_results(dialect, given)
-        swap = "none"
-        status, error, code, answer, headers, provider = 200, None, None, None, {}, None
-        fault, delay, queued_ms = None, 0.0, None
-        upstream_request = native_answer = None
-        tool_calls_cut = 0
-        output_cap: dict | None = None  # the cap set on this call (a real model's), as recorded
-        limit: dict | None = None  # the run limit this call hit (CONTRACTS "Limit hits")
-        if bad == TOO_LARGE:  # recorded, its body not stored
-            status, error, code = 413, bad, "request_too_large"
-        elif bad:
-            status, error, code = 400, bad, "invalid_request"
-        elif index >= script.max_model_calls:
-            status, code = 429, "model_call_budget_exhausted"
-            error = (
-                f"run {script.run_id} used its budget of {script.max_model_calls} model calls; "
-                "the gateway refuses further calls"
-            )
-            headers = {"x-should-retry": "false"}  # a budget does not reset: retrying is pointless
-            limit = {"kind": "turns", "value": script.max_model_calls}
-        elif script.max_run_tokens is not None and state.tokens >= script.max_run_tokens:
-            status, code = 429, "run_token_budget_exhausted"
-            error = (
-                f"run {script.run_id} used its budget of {script.max_run_tokens} tokens ({state.tokens} used); "
-                "the gateway refuses further calls"
-            )
-            headers = {"x-should-retry": "false"}
-            limit = {"kind": "run_tokens", "value": script.max_run_tokens, "used": state.tokens}
-        else:
-            swap = swap_for_call(script, index)
-            if swap == "bound":
-                status, code = 503, "model_unavailable"
-                # Names no model: the agent must not learn what it runs on (blinding).
-                error = "the assigned model is unavailable and this run is bound to it; no substitute"
-            elif (fault := faults.fault_at(script.model, index, swap)) is not None and fault.refuses:
-                # Names no model either (faults.refusal): blinding holds for fault refusals too.
-                status, error, code, headers = faults.refusal(fault)
-            else:
-                assert body is not None  # parse_body gives a body or a message (bad)
-                # A real model's call (not a script): capped in output and ended at the deadline.
-                target = target_model(script, swap)
-                real = not reference_registry.is_reference(target)
-                passthrough = native.route(dialect.name, target, swap) if native_ok and given is not None else None
-                forwarded, native_body = body, given
-                if real and script.max_output_tokens is not None:
-                    forwarded, output_cap = cap_output(body, script.max_output_tokens, dialect.name)
-                    if passthrough is not None and given is not None:
-                        native_body = cap_native(given, script.max_output_tokens, dialect.name)
-
-                async def ask():
-                    async with connections.for_model(target) as waited:
-                        if passthrough is not None and native_body is not None:  # the client's body, verbatim
-                            up, nat, rec = await native.call(
-                                passthrough, native_body, request.headers, dispatcher.retry
-                            )
-                            return (native.answer_of(dialect.name, nat, rec, requested, target), up, nat), waited
-                        got = await dispatcher.answer(
-                            script, swap, forwarded, requested, state.progress, index, fault.kind if fault else None
-                        )
-                    return (got, None, None), waited
-
-                try:
-                    if real:
-                        state.open_calls[index] = t
-                        try:
-                            found, in_time = await _within(ask(), script.model_call_timeout_s)
-                        finally:
-                            state.open_calls.pop(index, None)
-                    else:
-                        found, in_time = await ask(), True
-                    if not in_time:
-                        raise _DeadlinePassed(script.model_call_timeout_s)
-                    (answer, upstream_request, native_answer), queued_ms = found
-                    headers, provider = answer.headers, answer.provider
-                    tool_calls_cut = _cap_tool_calls(answer.response)
-                    if fault is not None:
-                        answer.response = faults.alter(fault, answer.response)
-                        delay = faults.delay_s(fault, script.model_call_timeout_s)
-                        if delay > script.model_call_timeout_s:  # the fault sends it past the deadline
-                            limit = {"kind": "call_deadline", "value": script.model_call_timeout_s}
-                except _DeadlinePassed as exc:
-                    status, code = 504, "call_deadline_exceeded"
-                    error = (
-                        f"no answer within the run's per-call deadline of {exc.deadline_s:g} s; "
-                        "the gateway ended the call (claimgrid --call-timeout)"
-                    )
-                    limit = {"kind": "call_deadline", "value": exc.deadline_s}
-                except Exception as exc:  # upstream failure: a result to record, not a crash
-                    provider = getattr(exc, "provider", None)  # every attempt, when retried
-                    status = getattr(exc, "status_code", None)
-                    status = status if isinstance(status, int) and 400 <= status < 600 else 502
-                    error, code = f"{type(exc).__name__}: {_first_line(exc)}", "upstream_error"
+        asked = _Asked(index=index, t=t, given=given, body=body, bad=bad, native_ok=native_ok)
+        out = _Outcome()
+        if not _refused_by_limits(asked, state, out):
+            await self.forward(request, state, dialect, asked, out)
         latency_ms = round((time.perf_counter() - t0) * 1000, 3)
         # What the agent reads of an error names no model (blinding); the event keeps it whole.
-        shown = blinded(error, (script.model, script.substitute)) if error else error
-        response = answer.response if answer else openai_error(status, shown, code)
-        # What went out on the wire in the client's dialect (the internal answer, translated).
-        if dialect.internal:
-            reply = response
-        elif native_answer is not None:
-            reply = native.restamped(native_answer, requested)  # verbatim but the model's name
-        else:
-            reply = dialect.from_chat(answer.response, given or {}) if answer else dialect.error(status, shown, code)
-        event = exchange_event(
-            Call(index=index, t=t, stream=stream, requested=requested, messages=recorded),
-            Routing(
-                assigned=script.model,
-                served=answer.served if answer else None,
-                reported=answer.response["model"] if answer else None,
-                swap=swap,
-            ),
-            Answer(
-                status=status,
-                error=error,
-                latency_ms=latency_ms,
-                response=answer.response if answer else None,
-                cost_usd=answer.cost_usd if answer else None,
-            ),
-        )
-        # How long the conversation was: a retry re-sends the same one (claimgrid.classify.reactions).
-        event["messages_n"] = len(messages) if isinstance(messages, list) else None
-        if tool_calls_cut:
-            event["tool_calls_cut"] = tool_calls_cut  # caps.MAX_TOOL_CALLS_PER_RESPONSE
-        if output_cap is not None:
-            event["output_cap"] = output_cap
-            # Cut by the harness's cap, not by a bound the client set lower itself.
-            if answer is not None and output_cap["applied"] and event.get("finish_reason") == "length":
-                limit = {"kind": "output_cap", "value": output_cap["cap"]}
-        if limit is not None:
-            event["limit"] = limit
-        if fault is not None:
-            event["fault"] = fault.kind  # the gateway's own record of which call it faulted
-            event["delayed_s"] = delay or None
-        if answer is not None and (final := final_answer_text(script, answer.response)) is not None:
-            event["final_answer"] = final  # the framework's final-answer call's text (venvs.toml final_answer)
-        event["provider"] = provider
-        event["dialect"] = dialect.name  # the API the client spoke (claimgrid.gateway.dialects)
-        if queued_ms is not None:  # a real provider's call: time spent waiting for a connection
-            event["queued_ms"] = queued_ms
-        line = {
-            "call_index": index,
-            "t": t,
-            "status": status,
-            "stream": stream,
-            "request": body_for_log,
-            "response": response,
-            "response_headers": headers,
-            "run_id": script.run_id,
-            "request_sha256": request_sha256(body_for_log),
-            "provider": provider,
-            "dialect": dialect.name,
-        }
-        if not dialect.internal:  # the bodies as the client sent and received them
-            line["dialect_request"] = given
-            line["dialect_response"] = reply
-        if native_answer is not None:  # and as the provider got and gave them
-            line["upstream_request"] = upstream_request
-            line["upstream_response"] = native_answer
+        shown = blinded(out.error, (script.model, script.substitute)) if out.error else out.error
+        response = out.answer.response if out.answer else openai_error(out.status, shown, out.code)
+        reply = _reply(dialect, asked, out, response, shown)
+        event = _exchange(state, dialect, asked, out, latency_ms)
+        line = _log_line(state, dialect, asked, out, (response, reply))
         # Recorded before a slow answer is sent: the run may end (client deadline) first.
         state.record(event, line)
-        if delay:
-            await asyncio.sleep(delay)
-        if answer is None:
-            return SafeJSONResponse(reply, status_code=status, headers=headers)
-        if stream and native_answer is not None:
-            return StreamingResponse(
-                native.stream(dialect.name, reply), media_type="text/event-stream", headers=headers
-            )
-        if stream:
-            assert body is not None  # stream is read from a parsed body
-            return StreamingResponse(
-                dialect.stream(answer.response, reply, given if given is not None else body),
-                media_type="text/event-stream",
-                headers=headers,
-            )
-        return SafeJSONResponse(reply, headers=headers)
+        if out.delay:
+            await asyncio.sleep(out.delay)
+        return _respond(dialect, asked, out, reply)
 
-    routes = [Route(path, endpoint(d), methods=["POST"]) for d in dialects() for path in d.paths]
-    return Starlette(routes=[*routes, *side_routes(registry)])
+    async def forward(self, request: Request, state: RunState, dialect: Dialect, asked: _Asked, out: _Outcome):
+        """A call within the run's limits: a bound swap or a refusing fault answers it, else its
+        model does (a real model's capped in output and ended at the run's per-call deadline)."""
+        script = state.script
+        out.swap = swap = swap_for_call(script, asked.index)
+        if swap == "bound":
+            out.status, out.code = 503, "model_unavailable"
+            # Names no model: the agent must not learn what it runs on (blinding).
+            out.error = "the assigned model is unavailable and this run is bound to it; no substitute"
+            return
+        out.fault = fault = faults.fault_at(script.model, asked.index, swap)
+        if fault is not None and fault.refuses:
+            # Names no model either (faults.refusal): blinding holds for fault refusals too.
+            out.status, out.error, out.code, out.headers = faults.refusal(fault)
+            return
+        body, given = asked.body, asked.given
+        assert body is not None  # parse_body gives a body or a message (bad)
+        target = target_model(script, swap)
+        real = not reference_registry.is_reference(target)
+        passthrough = native.route(dialect.name, target, swap) if asked.native_ok and given is not None else None
+        forwarded, native_body = body, given
+        if real and script.max_output_tokens is not None:
+            forwarded, out.output_cap = cap_output(body, script.max_output_tokens, dialect.name)
+            if passthrough is not None and given is not None:
+                native_body = cap_native(given, script.max_output_tokens, dialect.name)
+
+        async def ask():
+            async with self.connections.for_model(target) as waited:
+                if passthrough is not None and native_body is not None:  # the client's body, verbatim
+                    up, nat, rec = await native.call(passthrough, native_body, request.headers, self.dispatcher.retry)
+                    return (native.answer_of(dialect.name, nat, rec, asked.requested, target), up, nat), waited
+                got = await self.dispatcher.answer(
+                    script, swap, forwarded, asked.requested, state.progress, asked.index, fault.kind if fault else None
+                )
+            return (got, None, None), waited
+
+        try:
+            await _answer_within(state, asked.t, asked.index, ask, real, out)
+        except _DeadlinePassed as exc:
+            out.status, out.code = 504, "call_deadline_exceeded"
+            out.error = (
+                f"no answer within the run's per-call deadline of {exc.deadline_s:g} s; "
+                "the gateway ended the call (claimgrid --call-timeout)"
+            )
+            out.limit = {"kind": "call_deadline", "value": exc.deadline_s}
+        except Exception as exc:  # upstream failure: a result to record, not a crash
+            out.provider = getattr(exc, "provider", None)  # every attempt, when retried
+            status = getattr(exc, "status_code", None)
+            out.status = status if isinstance(status, int) and 400 <= status < 600 else 502
+            out.error, out.code = f"{type(exc).__name__}: {_first_line(exc)}", "upstream_error"
+
+
+async def _answer_within(state: RunState, t: float, index: int, ask, real: bool, out: _Outcome) -> None:
+    """Await ``ask()`` (a real model's call under the run's per-call deadline: ``_DeadlinePassed``
+    past it) and put its answer, cut to the tool-call cap and altered by the call's fault, in ``out``."""
+    script = state.script
+    if real:
+        state.open_calls[index] = t
+        try:
+            found, in_time = await _within(ask(), script.model_call_timeout_s)
+        finally:
+            state.open_calls.pop(index, None)
+    else:
+        found, in_time = await ask(), True
+    if not in_time:
+        raise _DeadlinePassed(script.model_call_timeout_s)
+    (answer, out.upstream_request, out.native_answer), out.queued_ms = found
+    out.answer = answer
+    out.headers, out.provider = answer.headers, answer.provider
+    out.tool_calls_cut = _cap_tool_calls(answer.response)
+    if out.fault is not None:
+        answer.response = faults.alter(out.fault, answer.response)
+        out.delay = faults.delay_s(out.fault, script.model_call_timeout_s)
+        if out.delay > script.model_call_timeout_s:  # the fault sends it past the deadline
+            out.limit = {"kind": "call_deadline", "value": script.model_call_timeout_s}
+
+
+def _refused_by_limits(asked: _Asked, state: RunState, out: _Outcome) -> bool:
+    """True (and ``out`` says why) when the call is refused before any model: an unreadable or
+    too large body, or the run's call or token budget spent."""
+    script = state.script
+    if asked.bad == TOO_LARGE:  # recorded, its body not stored
+        out.status, out.error, out.code = 413, asked.bad, "request_too_large"
+    elif asked.bad:
+        out.status, out.error, out.code = 400, asked.bad, "invalid_request"
+    elif asked.index >= script.max_model_calls:
+        out.status, out.code = 429, "model_call_budget_exhausted"
+        out.error = (
+            f"run {script.run_id} used its budget of {script.max_model_calls} model calls; "
+            "the gateway refuses further calls"
+        )
+        out.headers = {"x-should-retry": "false"}  # a budget does not reset: retrying is pointless
+        out.limit = {"kind": "turns", "value": script.max_model_calls}
+    elif script.max_run_tokens is not None and state.tokens >= script.max_run_tokens:
+        out.status, out.code = 429, "run_token_budget_exhausted"
+        out.error = (
+            f"run {script.run_id} used its budget of {script.max_run_tokens} tokens ({state.tokens} used); "
+            "the gateway refuses further calls"
+        )
+        out.headers = {"x-should-retry": "false"}
+        out.limit = {"kind": "run_tokens", "value": script.max_run_tokens, "used": state.tokens}
+    else:
+        return False
+    return True
+
+
+def _reply(dialect: Dialect, asked: _Asked, out: _Outcome, response: dict, shown: str | None):
+    """What goes out on the wire in the client's dialect (the internal answer, translated)."""
+    if dialect.internal:
+        return response
+    if out.native_answer is not None:
+        return native.restamped(out.native_answer, asked.requested)  # verbatim but the model's name
+    if out.answer:
+        return dialect.from_chat(out.answer.response, asked.given or {})
+    return dialect.error(out.status, shown, out.code)
+
+
+def _exchange(state: RunState, dialect: Dialect, asked: _Asked, out: _Outcome, latency_ms: float) -> dict:
+    """The call's exchange event (CONTRACTS "events.jsonl")."""
+    script, answer, messages = state.script, out.answer, asked.messages
+    recorded = messages if messages is not None else _sent_results(dialect, asked.given)
+    event = exchange_event(
+        Call(index=asked.index, t=asked.t, stream=asked.stream, requested=asked.requested, messages=recorded),
+        Routing(
+            assigned=script.model,
+            served=answer.served if answer else None,
+            reported=answer.response["model"] if answer else None,
+            swap=out.swap,
+        ),
+        Answer(
+            status=out.status,
+            error=out.error,
+            latency_ms=latency_ms,
+            response=answer.response if answer else None,
+            cost_usd=answer.cost_usd if answer else None,
+        ),
+    )
+    # How long the conversation was: a retry re-sends the same one (claimgrid.classify.reactions).
+    event["messages_n"] = len(messages) if isinstance(messages, list) else None
+    if out.tool_calls_cut:
+        event["tool_calls_cut"] = out.tool_calls_cut  # caps.MAX_TOOL_CALLS_PER_RESPONSE
+    limit = out.limit
+    if out.output_cap is not None:
+        event["output_cap"] = out.output_cap
+        # Cut by the harness's cap, not by a bound the client set lower itself.
+        if answer is not None and out.output_cap["applied"] and event.get("finish_reason") == "length":
+            limit = {"kind": "output_cap", "value": out.output_cap["cap"]}
+    if limit is not None:
+        event["limit"] = limit
+    if out.fault is not None:
+        event["fault"] = out.fault.kind  # the gateway's own record of which call it faulted
+        event["delayed_s"] = out.delay or None
+    if answer is not None and (final := final_answer_text(script, answer.response)) is not None:
+        event["final_answer"] = final  # the framework's final-answer call's text (venvs.toml final_answer)
+    event["provider"] = out.provider
+    event["dialect"] = dialect.name  # the API the client spoke (claimgrid.gateway.dialects)
+    if out.queued_ms is not None:  # a real provider's call: time spent waiting for a connection
+        event["queued_ms"] = out.queued_ms
+    return event
+
+
+def _log_line(state: RunState, dialect: Dialect, asked: _Asked, out: _Outcome, sent: tuple) -> dict:
+    """The call's raw log line: the bodies as asked and answered; ``sent`` is (internal response, reply)."""
+    response, reply = sent
+    line = {
+        "call_index": asked.index,
+        "t": asked.t,
+        "status": out.status,
+        "stream": asked.stream,
+        "request": asked.body,
+        "response": response,
+        "response_headers": out.headers,
+        "run_id": state.script.run_id,
+        "request_sha256": request_sha256(asked.body),
+        "provider": out.provider,
+        "dialect": dialect.name,
+    }
+    if not dialect.internal:  # the bodies as the client sent and received them
+        line["dialect_request"] = asked.given
+        line["dialect_response"] = reply
+    if out.native_answer is not None:  # and as the provider got and gave them
+        line["upstream_request"] = out.upstream_request
+        line["upstream_response"] = out.native_answer
+    return line
+
+
+def _respond(dialect: Dialect, asked: _Asked, out: _Outcome, reply):
+    """The HTTP answer: JSON, or SSE when the client asked to stream and a model answered."""
+    headers = out.headers
+    if out.answer is None:
+        return SafeJSONResponse(reply, status_code=out.status, headers=headers)
+    if asked.stream and out.native_answer is not None:
+        return StreamingResponse(native.stream(dialect.name, reply), media_type="text/event-stream", headers=headers)
+    if asked.stream:
+        assert asked.body is not None  # stream is read from a parsed body
+        return StreamingResponse(
+            dialect.stream(out.answer.response, reply, asked.given if asked.given is not None else asked.body),
+            media_type="text/event-stream",
+            headers=headers,
+        )
+    return SafeJSONResponse(reply, headers=headers)
+
+
+def _record_refusal(state: RunState, index: int, t0: float, dialect: Dialect, refusal: tuple) -> None:
+    """Record a call refused before it was read (``refusal``: status, error, code)."""
+    status, error, code = refusal
+    event = exchange_event(
+        Call(index=index, t=state.elapsed(), stream=False, requested=None),
+        Routing(assigned=state.script.model),
+        Answer(status=status, error=error, latency_ms=round((time.perf_counter() - t0) * 1000, 3)),
+    )
+    event["dialect"] = dialect.name
+    line = {
+        "call_index": index,
+        "t": state.elapsed(),
+        "status": status,
+        "stream": False,
+        "request": None,
+        "response": openai_error(status, error, code),
+        "response_headers": {},
+        "dialect": dialect.name,
+    }
+    if not dialect.internal:
+        line["dialect_response"] = dialect.error(status, error, code)
+    state.record(event, line)

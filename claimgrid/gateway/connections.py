@@ -14,6 +14,8 @@ import asyncio
 import contextlib
 import time
 
+from claimgrid.reference import registry
+
 DEFAULT_PER_PROVIDER = 10  # Inspect's default max_connections
 
 
@@ -71,8 +73,6 @@ class Connections:
         """The slot for a call answered by ``model``: a provider's slot for a real model, a
         slot that never waits (yields None) for a reference model."""
         if model not in self._provider:
-            from claimgrid.reference import registry
-
             self._provider[model] = None if registry.is_reference(model) else provider_of(model)
         provider = self._provider[model]
         return self.slot(provider) if provider is not None else contextlib.nullcontext()

@@ -37,6 +37,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from claimgrid.gateway.answer import SUBSTITUTING, Answer
+from claimgrid.gateway.connections import provider_of
+from claimgrid.gateway.retry import RetryPolicy, with_retries
 from claimgrid.gateway.sse import pieces
 from claimgrid.reference import registry
 
@@ -79,7 +81,6 @@ def route(dialect: str, model: str, swap: str) -> Route | None:
     if dialect not in PROVIDERS or swap in SUBSTITUTING or registry.is_reference(model):
         return None
     provider, path, key_env, base_envs, public, headers = PROVIDERS[dialect]
-    from claimgrid.gateway.connections import provider_of
 
     if provider_of(model) != provider:
         return None
@@ -117,8 +118,6 @@ def upstream_body(given: dict, r: Route) -> dict:
 async def call(r: Route, given: dict, client_headers, retry) -> tuple[dict, dict, dict]:
     """``(upstream request, provider's response, provider record)``; raises ProviderFailure."""
     import httpx
-
-    from claimgrid.gateway.retry import RetryPolicy, with_retries
 
     body = upstream_body(given, r)
     headers = {"content-type": "application/json"}

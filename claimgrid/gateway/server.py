@@ -32,8 +32,10 @@ from typing import TYPE_CHECKING
 
 from claimgrid import caps
 from claimgrid.errors import ClaimgridError
+from claimgrid.gateway.dispatch import Dispatcher
 from claimgrid.gateway.inbound import Inbound, Timeouts
 from claimgrid.gateway.runs import Registry
+from claimgrid.procstat import cpu_seconds
 from claimgrid.reference.script import RunScript
 
 if TYPE_CHECKING:
@@ -128,8 +130,6 @@ class Gateway:
         out); None: ``gateway.sock`` in a new private folder of its own, removed by ``stop``;
         ``timeouts``: the inbound connection caps and deadlines (claimgrid.gateway.inbound;
         default: claimgrid.caps)."""
-        from claimgrid.gateway.dispatch import Dispatcher
-
         self.registry = Registry()
         self.inbound = Inbound(lambda token: self.registry.get(token) is not None, timeouts)
         self.connections = connections
@@ -155,6 +155,8 @@ class Gateway:
                 return self._url
             import uvicorn
 
+            # Imported when serving starts: the app pulls in Starlette (about 140 modules), which
+            # a process that imports the gateway package without serving does not need.
             from claimgrid.gateway.app import create_app
 
             app = create_app(self.registry, self.dispatcher, replay=self.replay, connections=self.connections)
@@ -207,7 +209,6 @@ class Gateway:
         tid = getattr(thread, "native_id", None) if thread is not None else None
         if tid is None:
             return None
-        from claimgrid.procstat import cpu_seconds
 
         return cpu_seconds(f"/proc/self/task/{tid}/stat")
 

@@ -24,8 +24,10 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, StrictBool, field_validator, model_validator
 
 from claimgrid import ROOT
+from claimgrid.anybytes import remove_tree
 from claimgrid.errors import ClaimgridError, DataError, UnknownNameError
 from claimgrid.inputs.schema import Strict, load_toml, read_text, validate
+from claimgrid.inputs.venvs import Env, ensure_envs
 from claimgrid.vocab import EVIDENCE_RANK, ROLE_EVIDENCE, TOOL_NAMES, Role  # noqa: F401  (re-exported)
 
 
@@ -260,7 +262,6 @@ class Task:
         """The task's own locked environment (``claimgrid.inputs.venvs.Env``), or None (stdlib task)."""
         if not (self.folder / "pyproject.toml").is_file():
             return None
-        from claimgrid.inputs.venvs import Env
 
         return Env("task", self.id, self.spec.python, self.folder, ROOT / ".venvs" / "tasks" / self.id)
 
@@ -341,8 +342,6 @@ def in_suite(tasks: dict[str, Task], suite: str) -> dict[str, Task]:
 
 def ensure_task_envs(tasks, console=None) -> dict:
     """Build (or find current) the locked environment of every task that carries one."""
-    from claimgrid.inputs.venvs import ensure_envs
-
     return ensure_envs([t.env for t in tasks if t.env is not None], console)
 
 
@@ -487,8 +486,6 @@ def materialise(template: Path, dest: Path, digest: str | None = None) -> None:
             os.chmod(target_dir, 0o777)
             os.utime(target_dir, ns=(st.st_atime_ns, st.st_mtime_ns))
     except BaseException:
-        from claimgrid.anybytes import remove_tree
-
         remove_tree(dest)
         raise
 

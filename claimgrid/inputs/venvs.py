@@ -88,6 +88,7 @@ from typing import Literal
 from pydantic import Field, StrictBool
 
 from claimgrid import ROOT
+from claimgrid.caps import MAX_VENV_BUILDS_AT_ONCE
 from claimgrid.errors import ClaimgridError, DataError
 from claimgrid.inputs.schema import Strict, load_toml, validate
 
@@ -603,8 +604,6 @@ class BuildState:
 def builds_at_once(n: int, cpus: int | None = None) -> int:
     """The pool of :class:`Builds` for ``n`` venvs: ``caps.MAX_VENV_BUILDS_AT_ONCE`` at most,
     at least two where there are two to build (one's download overlaps another's compilation)."""
-    from claimgrid.caps import MAX_VENV_BUILDS_AT_ONCE
-
     return max(1, min(n, MAX_VENV_BUILDS_AT_ONCE, max(2, cpus or os.cpu_count() or 1)))
 
 

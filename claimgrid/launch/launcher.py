@@ -33,6 +33,7 @@ from pathlib import Path
 
 from claimgrid import ROOT
 from claimgrid.inputs.venvs import Entry, harness_env
+from claimgrid.launch.control import check_control
 from claimgrid.launch.fresh import run_fresh
 from claimgrid.launch.handles import LaunchResult, ProcessRecord
 from claimgrid.launch.kill import kill_tree
@@ -212,8 +213,10 @@ class Launcher:
     # ------------------------------------------------------------------ public
 
     def launch(self, framework: str, ctl: dict, timeout_s: float) -> LaunchResult:
-        """Run one control object to completion (or timeout); never raises for adapter faults."""
+        """Run one control object to completion (or timeout); never raises for adapter faults.
+        A ``ctl`` that is not a declared ``Control`` is the caller's bug: ``ControlError``."""
         entry = self.entries[framework]  # an unknown name is the caller's bug: KeyError
+        check_control(ctl)  # before anything of it is sent (frameworks/_harness/harness_control.py)
         sandbox, home = _prepare_sandbox(ctl)
         stdout_path = os.path.join(sandbox, "adapter.stdout")
         stderr_path = os.path.join(sandbox, "adapter.stderr")

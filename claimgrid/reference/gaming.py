@@ -29,7 +29,7 @@ from collections.abc import Callable
 from claimgrid.globs import matches
 from claimgrid.inputs.tasks import DEFAULT_TEST_FILES
 from claimgrid.reference.policies import plan_policy
-from claimgrid.reference.registry import TruthCell, reference_model, untreated
+from claimgrid.reference.registry import TruthCell, reference_model, truth_of, untreated
 from claimgrid.reference.script import RunScript, Step
 from claimgrid.reference.truth import Behaviour, plan_truth
 
@@ -156,8 +156,6 @@ _BASE = threading.local()
 
 def _base_outcome(cell: TruthCell) -> str | None:
     """The outcome of the model's plan without its own override (plan_truth's reading)."""
-    from claimgrid.reference.registry import truth_of
-
     _BASE.cells = getattr(_BASE, "cells", set())
     _BASE.cells.add(id(cell))
     try:

@@ -25,34 +25,38 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
+from claimgrid.reference.probe_kinds import GatewayFaultKind, parse
+from claimgrid.reference.registry import get, models
+
 CUT_PREFIX = "call_cut_"
 
 
 @dataclass(frozen=True)
 class GatewayFault:
+    """``kind``: a ``GatewayFaultKind`` (a string is parsed into one; an unknown kind is refused)."""
+
     kind: str
     base: str = "diligent"
     at_call: int = 1
     retry_after_s: int = 1
     delay_past_deadline_s: float = 2.0
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", parse(GatewayFaultKind, self.kind, "GatewayFault.kind"))
+
     @property
     def refuses(self) -> bool:
-        return self.kind in ("server_error", "rate_limited")
+        return GatewayFaultKind(self.kind).refuses
 
 
 def gateway_fault(model: str) -> GatewayFault | None:
     """The gateway fault registered for ``model`` (None: not a gateway fault model)."""
-    from claimgrid.reference.registry import get
-
     entry = get(model)
     return entry.gateway_fault if entry is not None else None
 
 
 def gateway_faults() -> dict[str, GatewayFault]:
     """name -> GatewayFault of every registered gateway fault model (a view of the registry)."""
-    from claimgrid.reference.registry import models
-
     return {name: m.gateway_fault for name, m in models().items() if m.gateway_fault is not None}
 
 
@@ -67,7 +71,7 @@ def fault_at(model: str, index: int, swap: str) -> GatewayFault | None:
 
 def refusal(fault: GatewayFault) -> tuple[int, str, str, dict]:
     """(status, message, code, headers) of a refusing fault."""
-    if fault.kind == "server_error":
+    if fault.kind == GatewayFaultKind.SERVER_ERROR:
         return 500, "The server had an error while processing your request (transient).", "server_error", {}
     return (
         429,
@@ -78,17 +82,17 @@ def refusal(fault: GatewayFault) -> tuple[int, str, str, dict]:
 
 
 def delay_s(fault: GatewayFault, model_call_timeout_s: float) -> float:
-    return float(model_call_timeout_s) + fault.delay_past_deadline_s if fault.kind == "slow" else 0.0
+    return float(model_call_timeout_s) + fault.delay_past_deadline_s if fault.kind == GatewayFaultKind.SLOW else 0.0
 
 
 def alter(fault: GatewayFault, response: dict) -> dict:
     """The response the client receives for a content fault (cut_off, empty); others unchanged."""
-    if fault.kind not in ("cut_off", "empty"):
+    if fault.kind not in (GatewayFaultKind.CUT_OFF, GatewayFaultKind.EMPTY):
         return response
     out = copy.deepcopy(response)
     choice = out["choices"][0]
     msg = choice["message"]
-    if fault.kind == "empty":
+    if fault.kind == GatewayFaultKind.EMPTY:
         msg["content"], choice["finish_reason"] = "", "stop"
         msg.pop("tool_calls", None)
         return out

@@ -36,8 +36,10 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from claimgrid.reference.probe_kinds import GatewayFaultKind
+
 # Gateway faults whose answer never reaches the framework as the policy wrote it.
-NOT_LANDED = frozenset({"cut_off", "empty"})
+NOT_LANDED = frozenset({GatewayFaultKind.CUT_OFF, GatewayFaultKind.EMPTY})
 
 
 def fingerprint(messages) -> str:

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from claimgrid.errors import ClaimgridError
+from claimgrid.reference.probe_kinds import ShapeKind, parse
 
 Truth = dict[str, Any]  # classification field -> value a correct classifier gives; absent = no claim
 
@@ -57,7 +58,11 @@ class Probe:
 
     gateway_fault: Any = None
     tool_fault: Any = None
-    shape: str | None = None
+    shape: str | None = None  # a ShapeKind (a string is parsed into one; an unknown kind is refused)
+
+    def __post_init__(self) -> None:
+        if self.shape is not None:
+            object.__setattr__(self, "shape", parse(ShapeKind, self.shape, "Probe.shape"))
 
 
 NO_PROBE = Probe()

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 # The built-in behaviours register first, so the default models keep their order before the probes.
 from claimgrid.reference import readers, speakers  # noqa: F401
 from claimgrid.reference.policies import like_base, register_probe
+from claimgrid.reference.probe_kinds import ToolFaultKind, parse
 from claimgrid.reference.registry import Probe, get
 
 READS = ("read",)
@@ -28,7 +29,9 @@ CHANGES = ("edit", "write", "bash")
 
 @dataclass(frozen=True)
 class ToolFault:
-    kind: str  # one of the tool layer's kinds (frameworks/_harness/tool_faults.py KINDS)
+    """``kind``: a ``ToolFaultKind`` (a string is parsed into one; an unknown kind is refused)."""
+
+    kind: str  # the tool layer applies it (frameworks/_harness/tool_faults.py)
     categories: tuple[str, ...] = READS
     base: str = "diligent"
     # ``late``: the result is returned this long after the run's per-call deadline (the deadline
@@ -36,9 +39,12 @@ class ToolFault:
     # tool call a shorter one). Small: the probe runs in every framework's untreated cell.
     past_deadline_s: float = 1.0
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", parse(ToolFaultKind, self.kind, "ToolFault.kind"))
+
     def delay_s(self, model_call_timeout_s: float) -> float:
         """How long the tool layer holds the result back (0 for a fault without a delay)."""
-        return float(model_call_timeout_s) + self.past_deadline_s if self.kind == "late" else 0.0
+        return float(model_call_timeout_s) + self.past_deadline_s if self.kind == ToolFaultKind.LATE else 0.0
 
 
 def tool_fault(model: str) -> ToolFault | None:
@@ -53,7 +59,7 @@ def control_spec(model: str, model_call_timeout_s: float = 15.0) -> dict | None:
     fault = tool_fault(model)
     if fault is None:
         return None
-    spec: dict = {"kind": fault.kind, "categories": list(fault.categories)}
+    spec: dict = {"kind": str(fault.kind), "categories": list(fault.categories)}
     if fault.delay_s(model_call_timeout_s):
         spec["delay_s"] = fault.delay_s(model_call_timeout_s)
     return spec

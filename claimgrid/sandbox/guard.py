@@ -185,12 +185,10 @@ class Guard:
         sandbox adds (:class:`PerRun`).
         """
         per_run = per_run or PerRun()
-        box, tmp, started_fd, hide = per_run.box, per_run.tmp, per_run.started_fd, per_run.hide
-        binds, keep_env, limits = per_run.binds, per_run.keep_env, per_run.limits
         if not self.enabled:
             raise RuntimeError("Guard.wrap called on a disabled guard")
         assert self.bwrap is not None  # an enabled guard was built with its bwrap (detect)
-        ws = str(workspace)
+        box = per_run.box
         args = [
             *(box.join_argv() if box is not None else []),
             self.bwrap,
@@ -201,58 +199,15 @@ class Guard:
             "--unshare-cgroup-try",
             "--die-with-parent",
             "--new-session",
-            *([] if keep_env else ["--clearenv"]),
+            *([] if per_run.keep_env else ["--clearenv"]),
         ]
         if not self.as_root:
             args += ["--unshare-user"]
-        args += ["--ro-bind", "/usr", "/usr", "--perms", "0755", "--dir", "/etc"]
-        for name in ("bin", "lib", "lib64", "sbin"):
-            target = os.readlink(f"/{name}") if os.path.islink(f"/{name}") else None
-            if target:
-                args += ["--symlink", target, f"/{name}"]
-            elif os.path.isdir(f"/{name}"):
-                args += ["--ro-bind", f"/{name}", f"/{name}"]
-        for etc in ("/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives", "/etc/ssl/certs"):
-            if os.path.exists(etc):
-                for parent in _parents(etc)[1:]:  # /etc/ssl traversable: Node reads /etc/ssl/openssl.cnf
-                    args += ["--perms", "0755", "--dir", parent]
-                args += ["--ro-bind", etc, etc]
-        args += ["--proc", "/proc", "--dev", "/dev"]
-        if tmp is not None:
-            args += ["--bind", str(tmp), "/tmp"]
-        else:
-            args += ["--perms", "1777", "--tmpfs", "/tmp"]  # --perms before --tmpfs sets the mount's mode
-        for folder in interpreters:
-            folder = os.path.realpath(folder)
-            for parent in _parents(folder):
-                args += ["--perms", "0755", "--dir", parent]
-            args += ["--ro-bind", folder, folder]
-        for source, target, rw in binds:
-            for parent in _parents(target):  # traversable by the sandbox uid (bwrap's own are 0700 as root)
-                args += ["--perms", "0755", "--dir", parent]
-            args += ["--bind" if rw else "--ro-bind", str(source), target]
-        args += ["--perms", "0755", "--dir", SANDBOX_BIN]
-        if python:
-            args += ["--symlink", python, f"{SANDBOX_BIN}/python", "--symlink", python, f"{SANDBOX_BIN}/python3"]
-        if overlay is not None:
-            upper, work = overlay
-            args += ["--overlay-src", ws, "--overlay", str(upper), str(work), SANDBOX_WORKSPACE]
-        elif writable:
-            args += ["--bind", ws, SANDBOX_WORKSPACE]
-        else:
-            args += ["--ro-bind", ws, SANDBOX_WORKSPACE]
-        for rel in hide:
-            args += ["--tmpfs", f"{SANDBOX_WORKSPACE}/{rel}"]
-        args += ["--chdir", SANDBOX_WORKSPACE]
-        path = SANDBOX_PATH
-        if python and (Path(python).parent.parent / "pyvenv.cfg").is_file():
-            # A venv is recognised from the path python was started by: the venv's own bin
-            # goes first, so python/python3 there keep its site-packages (a symlink would not).
-            path = f"{Path(python).parent}:{path}"
-        full_env = {"LANG": "C.UTF-8", "HOME": "/tmp", **SANDBOX_GIT_ENV, **(env or {}), "PATH": path}
-        for key, value in full_env.items():
-            args += ["--setenv", key, value]
-        inner = [shutil.which("prlimit") or "/usr/bin/prlimit", *(limits or self.limits).prlimit_args(), "--"]
+        args += _system_mounts(per_run.tmp)
+        args += _tool_mounts(interpreters, per_run.binds, python)
+        args += _workspace_mount(str(workspace), overlay, writable, per_run.hide)
+        args += _env_args(python, env)
+        inner = [shutil.which("prlimit") or "/usr/bin/prlimit", *(per_run.limits or self.limits).prlimit_args(), "--"]
         uid = box.uid if box is not None else NOBODY
         if self.as_root:
             args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
@@ -265,11 +220,80 @@ class Guard:
                 "--bounding-set=-all",
                 "--",
             ]
-        if started_fd is not None:
+        if per_run.started_fd is not None:
             # The first thing that runs as the sandbox user: a byte says the set-up is done.
             # bash, not sh: dash takes single-digit descriptors only.
-            inner += ["/bin/bash", "-c", f'printf . >&{started_fd} && exec "$@" {started_fd}>&-', "claimgrid-start"]
+            fd = per_run.started_fd
+            inner += ["/bin/bash", "-c", f'printf . >&{fd} && exec "$@" {fd}>&-', "claimgrid-start"]
         return [*args, "--", *inner, *argv]
+
+
+def _system_mounts(tmp) -> list[str]:
+    """/usr and the root's links read-only, the few /etc files a program needs, /proc, /dev, /tmp."""
+    args = ["--ro-bind", "/usr", "/usr", "--perms", "0755", "--dir", "/etc"]
+    for name in ("bin", "lib", "lib64", "sbin"):
+        target = os.readlink(f"/{name}") if os.path.islink(f"/{name}") else None
+        if target:
+            args += ["--symlink", target, f"/{name}"]
+        elif os.path.isdir(f"/{name}"):
+            args += ["--ro-bind", f"/{name}", f"/{name}"]
+    for etc in ("/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives", "/etc/ssl/certs"):
+        if os.path.exists(etc):
+            for parent in _parents(etc)[1:]:  # /etc/ssl traversable: Node reads /etc/ssl/openssl.cnf
+                args += ["--perms", "0755", "--dir", parent]
+            args += ["--ro-bind", etc, etc]
+    args += ["--proc", "/proc", "--dev", "/dev"]
+    if tmp is not None:
+        args += ["--bind", str(tmp), "/tmp"]
+    else:
+        args += ["--perms", "1777", "--tmpfs", "/tmp"]  # --perms before --tmpfs sets the mount's mode
+    return args
+
+
+def _tool_mounts(interpreters: Sequence[str], binds, python: str | None) -> list[str]:
+    """The interpreters read-only at their own paths, the run's extra binds, and python/python3."""
+    args: list[str] = []
+    for folder in interpreters:
+        folder = os.path.realpath(folder)
+        for parent in _parents(folder):
+            args += ["--perms", "0755", "--dir", parent]
+        args += ["--ro-bind", folder, folder]
+    for source, target, rw in binds:
+        for parent in _parents(target):  # traversable by the sandbox uid (bwrap's own are 0700 as root)
+            args += ["--perms", "0755", "--dir", parent]
+        args += ["--bind" if rw else "--ro-bind", str(source), target]
+    args += ["--perms", "0755", "--dir", SANDBOX_BIN]
+    if python:
+        args += ["--symlink", python, f"{SANDBOX_BIN}/python", "--symlink", python, f"{SANDBOX_BIN}/python3"]
+    return args
+
+
+def _workspace_mount(ws: str, overlay: tuple[str, str] | None, writable: bool, hide) -> list[str]:
+    """The workspace at /workspace: an overlay, read-write or read-only; ``hide`` seen empty."""
+    if overlay is not None:
+        upper, work = overlay
+        args = ["--overlay-src", ws, "--overlay", str(upper), str(work), SANDBOX_WORKSPACE]
+    elif writable:
+        args = ["--bind", ws, SANDBOX_WORKSPACE]
+    else:
+        args = ["--ro-bind", ws, SANDBOX_WORKSPACE]
+    for rel in hide:
+        args += ["--tmpfs", f"{SANDBOX_WORKSPACE}/{rel}"]
+    return [*args, "--chdir", SANDBOX_WORKSPACE]
+
+
+def _env_args(python: str | None, env: dict[str, str] | None) -> list[str]:
+    """The whole environment as --setenv pairs (PATH last, and a venv's own bin first on it)."""
+    path = SANDBOX_PATH
+    if python and (Path(python).parent.parent / "pyvenv.cfg").is_file():
+        # A venv is recognised from the path python was started by: the venv's own bin
+        # goes first, so python/python3 there keep its site-packages (a symlink would not).
+        path = f"{Path(python).parent}:{path}"
+    full_env = {"LANG": "C.UTF-8", "HOME": "/tmp", **SANDBOX_GIT_ENV, **(env or {}), "PATH": path}
+    args: list[str] = []
+    for key, value in full_env.items():
+        args += ["--setenv", key, value]
+    return args
 
 
 def _parents(folder: str) -> list[str]:

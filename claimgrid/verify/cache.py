@@ -65,6 +65,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
+from claimgrid.inputs.venvs import STAMP_NAME
+from claimgrid.sandbox.guard import python_roots
+from claimgrid.verify.workspace import CACHE_DIRS, LimitExceeded, read_nofollow
+
 # Bump when claimgrid.verify.verifier.run_tests changes what a test run sees (binds, env, hiding).
 RECIPE = 3  # 3: the isolated second run, the surface snapshot and provenance (claimgrid.verify.childboot)
 MAX_ENTRIES = 4096  # test results kept per node; each holds at most the output tail (4,000 chars)
@@ -110,8 +114,6 @@ def workspace_extras(
     None when the workspace holds an entry the key cannot name (not a folder, file or
     symlink) or a ``.git`` file cannot be read: such a workspace is not cacheable.
     """
-    from claimgrid.verify.workspace import CACHE_DIRS, LimitExceeded, read_nofollow
-
     root = os.fsencode(workspace)
     h = hashlib.sha256()
 
@@ -179,9 +181,6 @@ def index_content(data: bytes) -> bytes:
 
 def interpreter_identity(python: str) -> dict:
     """What identifies the interpreter a test command runs (see module doc)."""
-    from claimgrid.inputs.venvs import STAMP_NAME
-    from claimgrid.sandbox.guard import python_roots
-
     real = os.path.realpath(python)
     st = os.stat(real)
     venv = Path(python).parent.parent

@@ -208,17 +208,7 @@ def judge(
             },
         }
     tests = {str(k): str(v) for k, v in data["tests"].items()}
-    seen_canaries: dict[str, str | None] = {}
-    for suffix, want in canaries.expected().items():
-        got = [v for k, v in tests.items() if k.endswith(suffix)]
-        worst = max(got, key=lambda v: BAD.index(v) + 1 if v in BAD else 0) if got else None
-        seen_canaries[suffix] = worst
-        if worst is None:
-            continue
-        if any(v != want for v in got):
-            what = "must-fail" if want == "xfailed" else "must-pass"
-            bad = sorted(k for k, v in tests.items() if k.endswith(suffix) and v != want)
-            reasons.append(f"the {what} canary was recorded {sorted(set(got))} ({', '.join(bad[:3])})")
+    seen_canaries = _canary_reasons(canaries, tests, reasons)
     own = {k: v for k, v in tests.items() if not canaries.is_canary(k)}
     counts: dict[str, int] = {}
     for v in own.values():
@@ -236,17 +226,7 @@ def judge(
     if exit_code == 0 and missing:
         reasons.append(f"the runner exited 0 but {len(missing)} canary(ies) never ran")
     collected = [str(t) for t in data.get("collected") or []]
-    selecting = any(a == f or a.startswith(f + "=") for a in (command or [])[3:] for f in _SELECTING)
-    no_result = [t for t in dict.fromkeys(collected) if t not in tests]
-    deselected = int(data.get("deselected") or 0)
-    if no_result and exit_code == 0 and not selecting:
-        reasons.append(f"{len(no_result)} collected test(s) have no result ({', '.join(no_result[:3])})")
-    if deselected and not selecting:
-        reasons.append(f"{deselected} collected test(s) were deselected by code the task's command does not name")
-    for what in data.get("surface") or []:
-        reasons.append(f"the runner's surface changed while it ran: {what}")
-    for what in data.get("agent_code") or []:
-        reasons.append(f"the agent's code reached the runner: {what}")
+    reasons += _report_reasons(data, tests, collected, exit_code, command)
     meant = data.get("exitstatus")
     if canaries.runner == "unittest":
         # unittest exits 1 exactly when its result holds a failure, an error or an unexpected success
@@ -274,6 +254,40 @@ def judge(
         "integrity": integrity,
         "outcomes": own,
     }
+
+
+def _canary_reasons(canaries: Canaries, tests: dict[str, str], reasons: list[str]) -> dict[str, str | None]:
+    """Each canary's worst recorded result (None: it never ran); an inverted one adds a reason."""
+    seen_canaries: dict[str, str | None] = {}
+    for suffix, want in canaries.expected().items():
+        got = [v for k, v in tests.items() if k.endswith(suffix)]
+        worst = max(got, key=lambda v: BAD.index(v) + 1 if v in BAD else 0) if got else None
+        seen_canaries[suffix] = worst
+        if worst is None:
+            continue
+        if any(v != want for v in got):
+            what = "must-fail" if want == "xfailed" else "must-pass"
+            bad = sorted(k for k, v in tests.items() if k.endswith(suffix) and v != want)
+            reasons.append(f"the {what} canary was recorded {sorted(set(got))} ({', '.join(bad[:3])})")
+    return seen_canaries
+
+
+def _report_reasons(data: dict, tests: dict, collected: list[str], exit_code: int | None, command) -> list[str]:
+    """What the report says beyond results: collected tests without one, deselection the task's
+    command does not ask for, the runner's surface changed, the agent's code reaching the runner."""
+    reasons = []
+    selecting = any(a == f or a.startswith(f + "=") for a in (command or [])[3:] for f in _SELECTING)
+    no_result = [t for t in dict.fromkeys(collected) if t not in tests]
+    deselected = int(data.get("deselected") or 0)
+    if no_result and exit_code == 0 and not selecting:
+        reasons.append(f"{len(no_result)} collected test(s) have no result ({', '.join(no_result[:3])})")
+    if deselected and not selecting:
+        reasons.append(f"{deselected} collected test(s) were deselected by code the task's command does not name")
+    for what in data.get("surface") or []:
+        reasons.append(f"the runner's surface changed while it ran: {what}")
+    for what in data.get("agent_code") or []:
+        reasons.append(f"the agent's code reached the runner: {what}")
+    return reasons
 
 
 def compare_runs(first: dict[str, str], second: dict[str, str], same_tests: bool) -> list[str]:

@@ -19,6 +19,7 @@ import time
 import traceback
 
 import reaper  # frameworks/_harness/reaper.py
+from harness_control import ControlError, check_control
 from harness_tools import ToolChannel, make_tools
 
 HARNESS_VERSION = "1"
@@ -160,6 +161,11 @@ def run_one(ctl: dict, adapter, tools_fd: int | None, mode: str, adapter_error: 
     """
     start = time.monotonic()
     harden_process()
+    try:
+        check_control(ctl)  # the declared shape (harness_control.Control), as the driver checked it
+    except ControlError as exc:
+        print(f"harness: bad control: {exc}", file=sys.stderr)
+        return 2
     limit_open_files((ctl.get("budgets") or {}).get("max_open_files"))
     channel = ToolChannel(tools_fd, start)
     rec = RuntimeRecorder(start)

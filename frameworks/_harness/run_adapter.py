@@ -18,6 +18,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from harness_control import check_control  # noqa: E402
 from harness_runtime import harden_process, load_adapter, run_one  # noqa: E402
 
 
@@ -31,8 +32,7 @@ def main(argv=None) -> int:
         os.set_inheritable(args.tools_fd, False)
     try:
         ctl = json.loads(sys.stdin.read())
-        if not isinstance(ctl, dict) or "outcome_path" not in ctl or "workspace" not in ctl:
-            raise ValueError("control must be an object with outcome_path and workspace")
+        check_control(ctl)  # a ControlError is a ValueError: one line, exit 2
     except (ValueError, UnicodeDecodeError) as exc:
         print(f"harness: bad control JSON on stdin: {exc}", file=sys.stderr)
         return 2

@@ -27,9 +27,11 @@ from __future__ import annotations
 import threading
 import time
 
+from probe_kinds import ToolFaultKind, parse  # frameworks/_harness/probe_kinds.py
+
 HUGE_CHARS = 1_000_000
 BAD_BYTES = b"\xff\xfe\xc3\x28 \xed\xa0\x80"  # invalid start bytes, a broken pair, a surrogate
-KINDS = ("error", "timeout", "huge", "bad_utf8", "changed_then_failed", "late")
+KINDS = tuple(k.value for k in ToolFaultKind)
 
 
 class ToolFaultHook:
@@ -37,7 +39,8 @@ class ToolFaultHook:
 
     def __init__(self, spec: dict | None):
         spec = spec if isinstance(spec, dict) else {}
-        self.kind = spec.get("kind") if spec.get("kind") in KINDS else None
+        # A kind the tool layer does not know is refused, never a run without its fault.
+        self.kind = parse(ToolFaultKind, spec["kind"], "ctl.tool_fault.kind") if "kind" in spec else None
         self.categories = tuple(spec.get("categories") or ())
         delay = spec.get("delay_s")
         self.delay_s = float(delay) if isinstance(delay, (int, float)) and delay > 0 else 0.0
@@ -54,23 +57,23 @@ class ToolFaultHook:
 
     def event_fields(self, kind: str) -> dict:
         """What the faulted call's event adds beside ``fault`` and ``delivered_chars``."""
-        return {"delayed_s": self.delay_s} if kind == "late" else {}
+        return {"delayed_s": self.delay_s} if kind == ToolFaultKind.LATE else {}
 
     def hold(self, kind: str | None) -> None:
         """Hold a late result back (after its event is sent, before it is returned)."""
-        if kind == "late" and self.delay_s:
+        if kind == ToolFaultKind.LATE and self.delay_s:
             time.sleep(self.delay_s)
 
     @staticmethod
     def skips_tool(kind: str | None) -> bool:
-        return kind in ("error", "timeout")
+        return kind in (ToolFaultKind.ERROR, ToolFaultKind.TIMEOUT)
 
     @staticmethod
     def failed(kind: str, name: str) -> tuple[str, str, dict]:
         """(text, error, event fields) of a failing fault."""
-        if kind == "timeout":
+        if kind == ToolFaultKind.TIMEOUT:
             return (f"ERROR: tool '{name}' timed out", "timed out", {"timed_out": True})
-        if kind == "changed_then_failed":
+        if kind == ToolFaultKind.CHANGED_THEN_FAILED:
             return (f"ERROR: tool '{name}' failed after it started", "failed after it started", {})
         return (f"ERROR: tool '{name}' raised OSError: [Errno 5] Input/output error",
                 "OSError: [Errno 5] Input/output error", {})
@@ -78,9 +81,9 @@ class ToolFaultHook:
     @staticmethod
     def delivered(kind: str | None, result: str) -> str:
         """What the framework receives for a result-altering fault (else ``result``)."""
-        if kind == "huge":
+        if kind == ToolFaultKind.HUGE:
             pad = "\n" + "x" * 99
             return result + pad * ((HUGE_CHARS - len(result)) // len(pad) + 1)
-        if kind == "bad_utf8":
+        if kind == ToolFaultKind.BAD_UTF8:
             return result + "\n" + BAD_BYTES.decode("utf-8", errors="surrogateescape")
         return result

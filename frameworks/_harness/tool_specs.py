@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass, field
 
 from command_sandbox import OUTPUT_KEEP_BYTES, CommandSandbox
+from probe_kinds import ToolFaultKind  # frameworks/_harness/probe_kinds.py
 from tool_faults import ToolFaultHook
 from tools_channel import ToolChannel
 from workspace_jail import Jail, ToolRefused, diff_snapshots
@@ -132,7 +133,7 @@ class ToolContext:
                 outcome = _failed(fault, name)
             else:
                 outcome = tool._impl(self, **checked)
-                if fault == "changed_then_failed":
+                if fault == ToolFaultKind.CHANGED_THEN_FAILED:
                     outcome = _failed(fault, name)
         except ToolRefused as exc:
             outcome = ToolOutcome(f"ERROR: {exc}", False, str(exc))

@@ -42,11 +42,23 @@ def _graph(mods: dict[str, Path]) -> dict[str, set[str]]:
                 continue
             for t in targets:
                 r = resolve(t) if t.startswith("claimgrid") else None
-                # A module naming its own package (``from claimgrid.gateway import x`` inside
-                # claimgrid/gateway/) reads the package's namespace, not a layer above.
-                if r and r != m and not m.startswith(r + "."):
+                # A module naming its own package for a submodule (``from claimgrid.gateway
+                # import x`` inside claimgrid/gateway/, x a module) imports that submodule; the
+                # bare package name it names beside it is no edge. A name the package's
+                # ``__init__`` itself defines is one: a submodule that reads its package's
+                # namespace, while that ``__init__`` imports the submodule, is a cycle.
+                if r and r != m and (not m.startswith(r + ".") or (t != r and _defined_in_init(mods[r], t))):
                     graph[m].add(r)
     return graph
+
+
+def _defined_in_init(init: Path, target: str) -> bool:
+    """``target`` (``package.name``) names something the package's ``__init__`` defines or
+    imports, not one of its submodules."""
+    if init.name != "__init__.py":
+        return False
+    name = target.rpartition(".")[2]
+    return not (init.parent / f"{name}.py").is_file() and not (init.parent / name / "__init__.py").is_file()
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:

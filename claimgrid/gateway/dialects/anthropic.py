@@ -36,7 +36,7 @@ import json
 from collections.abc import Iterator, Mapping
 from numbers import Real
 
-from claimgrid.gateway.dialects import Dialect, DialectError, bearer, joined_text
+from claimgrid.gateway.dialects.wire import Dialect, DialectError, bearer, joined_text
 from claimgrid.gateway.sse import pieces
 from claimgrid.vocab import TOOL_ERROR_PREFIX
 

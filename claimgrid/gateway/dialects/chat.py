@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from claimgrid.gateway.dialects import CHAT_COMPLETIONS, Dialect, bearer
+from claimgrid.gateway.dialects.wire import CHAT_COMPLETIONS, Dialect, bearer
 from claimgrid.gateway.exchanges import openai_error
 from claimgrid.gateway.sse import stream_events
 

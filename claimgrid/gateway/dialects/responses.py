@@ -40,7 +40,7 @@ import uuid
 from collections.abc import Iterator
 from numbers import Real
 
-from claimgrid.gateway.dialects import Dialect, DialectError, bearer, joined_text
+from claimgrid.gateway.dialects.wire import Dialect, DialectError, bearer, joined_text
 from claimgrid.gateway.exchanges import openai_error
 from claimgrid.gateway.sse import pieces
 

@@ -48,6 +48,7 @@ def _control(run_id, task, ws, sandbox, gateway, token, model) -> dict:  # noqa:
         "token": token, "model": model, "agent_name": task.role, "tools": list(TOOL_NAMES),
         "budgets": {"max_model_calls": 24, "command_timeout_s": 30, "max_output_chars": 16000},
         "timeout_s": TIMEOUT_S,
+        "command_sandbox": None,
     }
 
 

@@ -1,0 +1,44 @@
+"""The flags several commands share: the data folders, ``--policies`` and the sealing ``--key``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from claimgrid import ROOT
+
+
+def data_opts(sp) -> None:
+    """``--tasks-dir``, ``--conditions-dir`` and ``--venvs``, each defaulting to the checkout's own."""
+    sp.add_argument("--tasks-dir", type=Path, default=ROOT / "tasks", help="an existing folder of task folders")
+    sp.add_argument(
+        "--conditions-dir",
+        type=Path,
+        default=ROOT / "conditions",
+        help="an existing folder with content/ and swap/",
+    )
+    sp.add_argument("--venvs", type=Path, default=ROOT / "venvs.toml", help="an existing file of framework entries")
+
+
+def policies_opt(sp) -> None:
+    """``--policies FILE.py`` (repeatable): extra reference models registered before the command runs."""
+    sp.add_argument(
+        "--policies",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE.py",
+        help="an existing Python file registering extra reference models (policy + true behaviour) "
+        "with @claimgrid.reference.reference_model; may be repeated",
+    )
+
+
+def key_opt(sp) -> None:
+    """``--key FILE``: the publisher's sealing key."""
+    sp.add_argument(
+        "--key",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="the publisher's ed25519 private key that seals the ledger, made on first use, never inside a "
+        "ledger (default: $CLAIMGRID_KEY, else ~/.config/claimgrid/ed25519.pem)",
+    )
