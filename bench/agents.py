@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from claimgrid.inputs.venvs import load_venvs  # noqa: E402 - venvs.toml's one reader
-from claimgrid.store.lines import read_runs  # noqa: E402 - the store's one reader (torn-line rule)
+from claimgrid.store import LedgerFolder  # noqa: E402 - the store's one reader of a ledger folder
 
 
 def load() -> str:
@@ -66,7 +66,7 @@ def agent_grid(name: str, out: Path, args: argparse.Namespace) -> tuple[float, l
     wall = time.monotonic() - t0
     if proc.returncode != 0:
         sys.exit(f"bench/agents.py: the grid of {name} failed: {(proc.stderr or proc.stdout).strip()[-500:]}")
-    return wall, list(read_runs(out / "runs.jsonl").values)
+    return wall, [r.model_dump(mode="json") for r in LedgerFolder(out).runs()]
 
 
 def main() -> int:

@@ -29,6 +29,10 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from claimgrid.store.lines import RUNS_NAME  # noqa: E402 - the store names its files
+
 DERIVED = ("LEDGER.md", "RUNS.md", "runs.parquet", "ledger.html", "heatmap.svg")
 EXPORTS = ("inspect", "otel")  # grid.py export --format choices (claimgrid.ledger.exports.FORMATS)
 
@@ -100,8 +104,8 @@ def main() -> int:
     ap.add_argument("--head", type=Path, default=ROOT, help="the checkout after the change (default: this one)")
     ap.add_argument("--keep", action="store_true", help="keep the two rendered copies and print where")
     args = ap.parse_args()
-    if not (args.ledger / "runs.jsonl").is_file():
-        sys.exit(f"{args.ledger}: not a ledger folder (no runs.jsonl)")
+    if not (args.ledger / RUNS_NAME).is_file():
+        sys.exit(f"{args.ledger}: not a ledger folder (no {RUNS_NAME})")
     tmp = Path(tempfile.mkdtemp(prefix="rerender-diff."))
     try:
         base, head = tmp / "base" / args.ledger.name, tmp / "head" / args.ledger.name

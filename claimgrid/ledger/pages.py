@@ -20,11 +20,12 @@ from pathlib import Path
 from claimgrid.anybytes import safe_text
 from claimgrid.ledger.load import evidence_dir
 from claimgrid.ledger.rules import explain
+from claimgrid.store.lines import EVENTS_NAME
 from claimgrid.store.record import RunRecord
 
 RUN_MD = "RUN.md"
 EVIDENCE_FILES = (
-    "events.jsonl",
+    EVENTS_NAME,
     "gateway.jsonl",
     "transcript.json",
     "trace.json",

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from claimgrid.errors import ClaimgridError, DataError
-from claimgrid.store.lines import read_json_object
+from claimgrid.store.lines import RUNS_NAME, read_json_object
 
 Writer = Callable[..., list[Path]]
 FORMATS: dict[str, Writer] = {}
@@ -58,8 +58,8 @@ def export_ledger(folder: Path, out: Path, fmt: str, endpoint: str | None = None
     if fmt not in FORMATS:
         raise ClaimgridError(f"--format: {fmt!r} is not an export format (one of: {', '.join(sorted(FORMATS))})")
     meta_path = folder / "meta.json"
-    if not (folder / "runs.jsonl").is_file():
-        raise DataError(folder, None, "not a ledger folder (no runs.jsonl)")
+    if not (folder / RUNS_NAME).is_file():
+        raise DataError(folder, None, f"not a ledger folder (no {RUNS_NAME})")
     meta = read_json_object(meta_path) if meta_path.is_file() else {}  # the store's bounded parser
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ClaimgridError(f"--out: {out} already exists and is not an empty folder")
