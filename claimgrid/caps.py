@@ -306,7 +306,8 @@ LOCAL_MODEL_WARMUP_OUTPUT_TOKENS = 32
 # the verifier and the gateway, which measured ~2x slower generation on this machine kind.
 LOCAL_MODEL_DEADLINE_SAFETY = 2.0
 # The server answers one call at a time (one llama.cpp context); a call can wait behind
-# every other run's call in flight, so the deadline is also multiplied by the runs that
-# share the server at once (--jobs), up to this many (beyond it the deadline would exceed
-# any run's wall time: more jobs only queue at the server).
-LOCAL_MODEL_MAX_QUEUE_FACTOR = 4
+# every other run's call in flight, so the deadline is also multiplied by the runs in flight
+# (--max-inflight, which defaults to --jobs in a grid with a local model: runs waiting on the
+# server are waiting on this machine's CPU, claimgrid.execute.admission). Once capped at 4,
+# it ended calls that were only waiting: CI's lane had 12 runs in flight against a factor of 2
+# and 4 of 16 runs got a 504 at the 97 s deadline.

@@ -62,7 +62,7 @@ def cmd_run(args) -> int:
     cells = plan(spec.selection, data.content, data.swap)
     # Each local model's server runs while the grid does, and is stopped however the grid
     # ends (an error, Ctrl-C); if the driver is killed, the server sees its pipe close.
-    servers = localmodel.serve(list(spec.selection.all_models), settings.jobs, catalog)
+    servers = localmodel.serve(list(spec.selection.all_models), settings.max_inflight, catalog)
     try:
         inputs = _prepare(spec, data, guard, servers, background=settings.backend != "ray")
         if meta is None:
@@ -492,7 +492,7 @@ def _execution_flags(sp) -> None:
         type=V.whole(1, V.MAX_INFLIGHT),
         default=None,
         help=f"runs in flight at all, waiting or not, 1 to {V.MAX_INFLIGHT} (default: 4 per job, "
-        "and at least the grid's provider connections plus the jobs)",
+        "and at least the grid's provider connections plus the jobs; the jobs when a local model is in the grid)",
     )
     sp.add_argument(
         "--max-connections",

@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from claimgrid import procstat
+from claimgrid.localmodel import is_local
 
 WINDOW_S = 0.25  # how far back a run's CPU share is measured
 IDLE_SHARE = 0.10  # under 10% of one core over the window: the run is waiting, not working
@@ -333,8 +334,13 @@ def schedule_from(
     else:
         conn = old.get("max_connections") or {}
         default, per = conn.get("default", 10), dict(conn.get("per_provider") or {})
+    models = list(models)
     connections = provider_connections(models, default, dict(per))
-    inflight = max_inflight or old.get("max_inflight") or default_max_inflight(jobs, connections)
+    # A model the driver serves itself answers on this machine's cores, one call at a time: a
+    # run waiting on it waits on the CPU, so such a grid keeps --jobs runs in flight (each local
+    # model's per-call deadline counts the runs in flight that can queue at its server).
+    local = any(is_local(m) for m in models)
+    inflight = max_inflight or old.get("max_inflight") or (jobs if local else default_max_inflight(jobs, connections))
     return Schedule(
         jobs=jobs, max_inflight=max(inflight, jobs), connections_default=default, connections=tuple(sorted(per.items()))
     )

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from claimgrid import ROOT
-from claimgrid.caps import LOCAL_MODEL_DEADLINE_SAFETY, LOCAL_MODEL_MAX_QUEUE_FACTOR, LOCAL_MODEL_START_TIMEOUT_S
+from claimgrid.caps import LOCAL_MODEL_DEADLINE_SAFETY, LOCAL_MODEL_START_TIMEOUT_S
 from claimgrid.errors import ClaimgridError
 from claimgrid.localmodel.catalog import LocalModel
 
@@ -74,17 +74,20 @@ class Served:
 def call_deadline(speed: dict, entry: LocalModel, jobs: int) -> dict:
     """The per-call deadline from the measured speed: a worst call (a prompt filling the
     context less the output cap, then the output cap generated) at the warm-up's speeds,
-    times the runs that can queue at the one server (``jobs``, at most
-    ``LOCAL_MODEL_MAX_QUEUE_FACTOR``), times ``LOCAL_MODEL_DEADLINE_SAFETY`` (claimgrid.caps)."""
+    times the runs that can wait at the one server at once (``jobs``: the grid's runs in
+    flight, ``--max-inflight``; the gateway's deadline counts a call's wait behind the others),
+    times ``LOCAL_MODEL_DEADLINE_SAFETY`` (claimgrid.caps). Not capped: a queue the deadline
+    left out would end calls that were only waiting their turn (the banner says when the
+    deadline exceeds a run's timeout)."""
     prompt_budget = entry.context - entry.max_output_tokens
     pp, tg = float(speed["prompt_tokens_per_s"]), float(speed["generation_tokens_per_s"])
     one = prompt_budget / max(pp, 1e-3) + entry.max_output_tokens / max(tg, 1e-3)
-    queue = max(1, min(jobs, LOCAL_MODEL_MAX_QUEUE_FACTOR))
+    queue = max(1, int(jobs))
     seconds = math.ceil(LOCAL_MODEL_DEADLINE_SAFETY * queue * one)
     return {
         "seconds": float(seconds),
         "rule": (
-            f"{LOCAL_MODEL_DEADLINE_SAFETY:g} (safety) x {queue} (runs queued at the server) x "
+            f"{LOCAL_MODEL_DEADLINE_SAFETY:g} (safety) x {queue} (runs in flight at the server) x "
             f"({prompt_budget} prompt tokens / {pp:g} tok/s + {entry.max_output_tokens} output tokens / {tg:g} tok/s)"
         ),
         "prompt_budget_tokens": prompt_budget,

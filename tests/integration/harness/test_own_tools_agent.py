@@ -20,7 +20,6 @@ from claimgrid.ledger.rules import explain
 from claimgrid.reference import registry
 from claimgrid.reference.policies import REVERTER, unknown_tool
 from claimgrid.store import LedgerFolder, RunStore
-from claimgrid.store.record import dump
 from tests.conftest import ROOT
 
 FIXTURE = ROOT / "tests" / "fixtures" / "frameworks" / "owntools"
@@ -76,7 +75,7 @@ def test_snapshots_catch_an_undone_edit_and_a_failed_tool_is_recorded(tmp_path, 
     assert records[registry.default_substitute()].classification.claim_verdict == "read-only imposture"
     # RUN.md's account of the verdict cites the turns that changed the workspace, not a tool layer.
     cited = read_cited(LedgerFolder(store.folder).events_path(records[reverter].run_id))
-    (why,) = [x for x in explain(dump(records[reverter]), cited) if x["field"] == "claim_verdict"]
+    (why,) = [x for x in explain(records[reverter], cited) if x["field"] == "claim_verdict"]
     changed = [e["_line"] for e in cited if e["kind"] == "turn_changes" and e["changed_n"]]
     assert "2 of" in why["rule"] and "turns changed the workspace" in why["rule"] and set(changed) <= set(why["lines"])
     # The unknown tool's result came back with is_error: recorded as a failed result.

@@ -166,6 +166,18 @@ def test_a_schedule_is_recorded_and_read_back_on_resume():
     assert again == s
 
 
+
+def test_a_grid_with_a_local_model_keeps_jobs_runs_in_flight():
+    """Runs waiting on a model this machine serves wait on its CPU: the default in flight is
+    --jobs (the local model's deadline counts them), a given --max-inflight still wins."""
+    from claimgrid.execute.admission import schedule_from
+
+    ref = registry.default_models()
+    assert schedule_from(2, None, None, None, ref).max_inflight == 8  # 4 per job
+    local = [*ref, "local/some-model"]
+    assert schedule_from(2, None, None, None, local).max_inflight == 2
+    assert schedule_from(2, 6, None, None, local).max_inflight == 6
+
 def test_a_cell_of_a_framework_still_preloading_waits_for_one_that_is_ready():
     import collections
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from claimgrid.caps import LOCAL_MODEL_DEADLINE_SAFETY, LOCAL_MODEL_MAX_QUEUE_FACTOR
+from claimgrid.caps import LOCAL_MODEL_DEADLINE_SAFETY
 from claimgrid.localmodel import call_deadline
 from claimgrid.localmodel.catalog import LocalModel
 
@@ -19,9 +19,12 @@ def test_deadline_is_worst_call_at_measured_speed_times_factors():
     assert d["prompt_budget_tokens"] == 2000 and "2000 prompt tokens / 100 tok/s" in d["rule"]
 
 
-def test_slower_model_or_more_jobs_get_longer_deadlines_up_to_the_queue_cap():
+def test_slower_model_or_more_runs_in_flight_get_longer_deadlines():
     fast = call_deadline({"prompt_tokens_per_s": 400, "generation_tokens_per_s": 40}, ENTRY, 1)["seconds"]
     slow = call_deadline({"prompt_tokens_per_s": 40, "generation_tokens_per_s": 4}, ENTRY, 1)["seconds"]
     assert slow > 5 * fast
-    capped = call_deadline({"prompt_tokens_per_s": 400, "generation_tokens_per_s": 40}, ENTRY, 99)
-    assert capped["queue_factor"] == LOCAL_MODEL_MAX_QUEUE_FACTOR
+    # Every run in flight can be waiting at the one server: none is left out (a cap at 4 ended
+    # calls that were only waiting their turn behind 11 others).
+    many = call_deadline({"prompt_tokens_per_s": 400, "generation_tokens_per_s": 40}, ENTRY, 12)
+    assert many["queue_factor"] == 12
+    assert many["seconds"] == math.ceil(LOCAL_MODEL_DEADLINE_SAFETY * 12 * (2000 / 400 + 48 / 40))
