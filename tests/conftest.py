@@ -349,6 +349,7 @@ def _longest_groups_first(items) -> None:
     the gaps at the end). A group's items keep their order; pyproject's addopts turn xdist's
     own reordering (by test count) off, so this order is the one the workers get. A group's
     cost is estimated from what the items say: their lane, a session grid they read, a
+    module's declared set-up (``@pytest.mark.setup_s(seconds)``), a
     per-framework module fixture and that framework's documented retry back-off
     (``venvs.toml`` ``retry_backoff_s``: a wait no core spends, best started early). Deep
     and skipped items cost nothing."""
@@ -367,7 +368,10 @@ def _longest_groups_first(items) -> None:
         lane_cost = _LANE_S.get(parts[0] if parts else "", 0.0)
         if group not in cost or cost[group] == 0.0:
             setup = 0.0
-            if group in SHARED_GRIDS:
+            declared = item.get_closest_marker("setup_s")  # a module's own grid, not a shared one
+            if declared is not None:
+                setup = float(declared.args[0])
+            elif group in SHARED_GRIDS:
                 setup = _SESSION_GRID_S
             elif "+" in group:  # a per-framework module fixture's group (pytest_itemcollected)
                 setup = _FRAMEWORK_GRID_S + backoff.get(group.rsplit("+", 1)[1], 0.0)
