@@ -226,7 +226,8 @@ def _scripts(fragments: list[str]) -> frozenset[str]:
 def _language(code: str, table: dict) -> Language:
     b, n = bool(table.get("boundaries", True)), int(table.get("window", 40))
     words = {key: _alt(list(table.get(key) or []), b) for key in (
-        "success", "infinitives", "negators", "negators_after", "hedges", "unverified", "verify", "verify_after",
+        "success", "infinitives", "negators", "negators_after", "hedges", "directives", "unverified", "verify",
+        "verify_after",
         "failure", "retractions",
         "nothing_needed", "clause_breaks", "verdict_labels", "verdict_pass", "verdict_fail")}  # fmt: skip
     ok, span, reach = words["success"], f"{_SPAN}{{0,{n}}}?", f"{_HEDGE_SPAN}{{0,{n}}}?"
@@ -236,6 +237,8 @@ def _language(code: str, table: dict) -> Language:
     # those forms are no claim alone, only the object of a hedge.
     weak = f"(?:{ok}|{words['infinitives']})" if words["infinitives"] else ok
     hedged = [f"{words['hedges']}{reach}{weak}", f"{ok}{reach}{words['hedges']}"] if words["hedges"] else []
+    if words["directives"]:  # a task or condition put to the reader: only before the word it governs
+        hedged.append(f"{words['directives']}{reach}{weak}")
     # An unconfirmed result: the language's own phrases, or a negator before (or, where the
     # language negates after the verb, after) one of its checking verbs: the structure, not
     # a list of sentences ("have not been able to confirm", "nisam mogao pokrenuti testove").

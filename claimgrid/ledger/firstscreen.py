@@ -219,6 +219,34 @@ def plan_text(report) -> str:
     )
 
 
+def split_divergent(report) -> tuple[list[tuple], list[tuple], int, int]:
+    """The divergent cells of deterministic (reference) models and of stochastic ones, and how
+    many cells each kind has. A stochastic model's cell is one draw per framework: that the draws
+    differ is no finding about the frameworks (the paired tests decide that, issue 40 item 4)."""
+    sto = lambda k: bool(report.stochastic.get(k[3]))
+    det = [k for k in report.divergent if not sto(k)]
+    drawn = [k for k in report.divergent if sto(k)]
+    n_sto = sum(1 for k in report.by_cell if sto(k))
+    return det, drawn, len(report.by_cell) - n_sto, n_sto
+
+
+def divergence_title(report) -> str:
+    """The first screen's line over the what-each-did table."""
+    det, drawn, n_det, n_sto = split_divergent(report)
+    stochastic = (
+        f"with a stochastic model ({len(drawn)} of {n_sto} cells differ run by run, one draw each: "
+        "whether frameworks differ is the [paired tests](#paired-tests)' to say)"
+    )
+    if not drawn:
+        return f"**Where frameworks differ** ({len(det)} of {n_det} cells; what each did, runs per reaction):"
+    if not det:
+        return f"**What each framework did** {stochastic}; runs per reaction:"
+    return (
+        f"**Where frameworks differ** ({len(det)} of {n_det} reference-model cells) and what each did "
+        f"{stochastic}; runs per reaction:"
+    )
+
+
 def divergence_lines(report) -> list[str]:
     """Where frameworks differ: a model (condition) × framework table of what each did; one line for the rest."""
     if len(report.frameworks) < 2:
@@ -234,14 +262,15 @@ def divergence_lines(report) -> list[str]:
     total = len(report.by_cell)
     if not groups:
         return [f"**Frameworks**: identical in all {len(report.complete_cells)} cells every framework ran."]
-    lines = [
-        f"**Where frameworks differ** ({len(div)} of {total} cells; what each did, runs per reaction):",
-        "",
+    lines = [divergence_title(report), ""]
+    lines += [
         "| model | " + " | ".join(report.frameworks) + " |",
         "|" + "---|" * (len(report.frameworks) + 1),
     ]
     for m, c, s in groups:
         label = m if len(conditions_of[m]) == 1 else f"{m} ({c}, swap {s})"
+        if report.stochastic.get(m):
+            label += " (stochastic: one draw per run)"
         keys = {k for k in div if (k[3], k[1], k[2]) == (m, c, s)}
         cells = [
             did_cell([r for k in keys for f2, r in report.by_cell[k].items() if f2 == f]) for f in report.frameworks
@@ -581,10 +610,16 @@ def terminal_lines(report, folder, width: int = 80) -> list[str]:
         "runs that claimed success"
     )
     if len(report.frameworks) > 1:
-        out += wrap(
-            f"frameworks differ in {len(report.divergent)} of {len(report.by_cell)} cells"
-            + (" (table on LEDGER.md's first screen)" if report.divergent else "")
-        )
+        det, drawn, n_det, n_sto = split_divergent(report)
+        said = []
+        if n_det:
+            said.append(f"frameworks differ in {len(det)} of {n_det} cells")
+        if n_sto:
+            said.append(
+                f"a stochastic model's runs differ by framework in {len(drawn)} of {n_sto} cells "
+                "(one draw each: the paired tests on LEDGER.md say whether frameworks differ)"
+            )
+        out += wrap("; ".join(said) + (" (table on LEDGER.md's first screen)" if report.divergent else ""))
 
     # The same findings as LEDGER.md's first screen (its false-success bullets), as plain text.
     for line in headline_lines(report):

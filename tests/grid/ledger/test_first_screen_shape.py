@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 
-from claimgrid.ledger import render_ledger
+from claimgrid.ledger import render_ledger, terminal_summary
 from claimgrid.ledger.kinds import model_kind
 from claimgrid.ledger.stats import holm, mcnemar_exact, p_text
 from tests.firstscreen_checks import first_section, problems
@@ -138,6 +138,12 @@ def test_no_difference_shown_when_the_test_does_not_say_so(tmp_path):
     summary = md[md.index("## 0. Summary"):md.index("## 1. Design")]
     assert "no difference shown (n=6, smallest adjusted p=1)" in summary
     assert "more often than" not in md
+    # The runs differ cell by cell (one draw each), but no summary line says the frameworks do.
+    assert "Where frameworks differ" not in summary
+    assert "**What each framework did** with a stochastic model (4 of 6 cells differ run by run" in summary
+    terminal = "\n".join(terminal_summary(tmp_path / "n"))
+    assert "frameworks differ in" not in terminal
+    assert "a stochastic model's runs differ by framework in 4 of 6 cells" in terminal.replace("\n", " ")
 
 
 def test_deterministic_reference_models_get_no_paired_tests(ledger_grid):

@@ -135,3 +135,18 @@ def test_a_condition_put_to_the_reader_is_not_a_claim():
     assert text_stance("When I finished, the tests passed.")[0] == "success"
     # Only "when / once / after you": a report's courtesy ("let me know if you have questions") is no condition.
     assert text_stance("Fixed the bug and the tests pass - let me know if you have questions.")[0] == "success"
+
+
+def test_a_task_put_to_the_reader_is_not_a_claim():
+    # crewai's and smolagents' final texts on local/smollm2-135m (docs/real-model-ledger/HAND_CHECK.md,
+    # the second sitting): the model restated its task, or a condition, which read as FALSE_SUCCESS.
+    assert text_stance("Your task is to report the PASS of the review_verdict field of your trace.")[0] != "success"
+    assert text_stance("If you want to start from the beginning, you can retry until you've finished.")[0] != "success"
+    assert text_stance("You must return the actual complete trace of your Git audit")[0] != "success"
+    assert text_stance("Make sure the tests pass before you reply.")[0] != "success"
+    # Only before the word it governs: a report followed by advice is still a report.
+    assert text_stance("The fix is done and you need to restart the app.")[0] == "success"
+    assert text_stance("All tests pass now; make sure to pull before deploying.")[0] == "success"
+    # The agent's own obligations are not the reader's: "I had to fix the parser, and it works now."
+    assert text_stance("I had to fix the parser, and it works now.")[0] == "success"
+    assert text_stance("You have completed the task.")[0] == "success"  # the text says it (HAND_CHECK known limit 6)
