@@ -217,7 +217,7 @@ def _meta(out: Path, src: RunStore, src_meta: GridMeta, inputs: GridInputs, plan
     """The replay's meta.json: the recording's, less what belongs to its invocations, plus
     where it comes from (``replay_of``); its plan is the recorded runs it replays (a sealed
     ledger's lines are checked against it)."""
-    gone = ("resumed", "budget_stops", "stopped_at_budget", "spend", "finished", "wall_s")
+    gone = ("resumed", "resumed_commits", "budget_stops", "stopped_at_budget", "spend", "finished", "wall_s")
     meta = {k: v for k, v in src_meta.dump().items() if k not in gone}
     meta.update(
         {
@@ -231,6 +231,7 @@ def _meta(out: Path, src: RunStore, src_meta: GridMeta, inputs: GridInputs, plan
             "grid_size": len(planned),
             "plan": planned,
             "resumed": [],
+            "resumed_commits": [],
             "stopped_at_budget": None,
             "replay_of": {
                 "folder": str(src.folder),

@@ -307,6 +307,7 @@ def _reopen(store: RunStore, meta: GridMeta, spec: GridSpec, settings: RunSettin
     An earlier stop at budget becomes history (``budget_stops``); the limits may be new."""
     keys = spec.meta()
     meta.resumed = [*meta.resumed, now()]
+    meta.resumed_commits = [*meta.resumed_commits, commit()]
     known = {f.get("sha256") for f in meta.policy_files}
     more = [f for f in registry.loaded_files() if f["path"] in spec.policies and f["sha256"] not in known]
     if more:  # files named for the first time on this resume: their models may run now

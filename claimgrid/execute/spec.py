@@ -388,6 +388,9 @@ class GridMeta(BaseModel):
     schedule: dict[str, Any] | None = None
     selection: dict[str, Any] | None = None
     resumed: list[str] = Field(default_factory=list)
+    # The claimgrid commit each resume ran on, in the order of ``resumed`` (the runs a resume
+    # adds are that code's, not ``claimgrid_commit``'s). Empty in grids written before it.
+    resumed_commits: list[str | None] = Field(default_factory=list)
     guard: dict[str, Any] | None = None
     verify_cache: Literal["on", "off"] = "on"
     swap_conditions: dict[str, dict] = Field(default_factory=dict)

@@ -8,6 +8,17 @@ from claimgrid.ledger.report import Report, heading, table
 from claimgrid.ledger.stats import DASH
 
 
+def resumed_line(m: dict) -> str:
+    """Each resume's time and the commit its runs ran on ("not recorded" before meta kept it)."""
+    times, commits = m.get("resumed") or [], m.get("resumed_commits") or []
+    if not times:
+        return "never"
+    return "; ".join(
+        f"{t} on {commits[i] or 'an unknown commit'}" if i < len(commits) else f"{t} (commit not recorded)"
+        for i, t in enumerate(times)
+    )
+
+
 def reproducibility(report: Report) -> str:
     m = report.meta
     h = m.get("hashes") or {}
@@ -15,6 +26,7 @@ def reproducibility(report: Report) -> str:
     rows = [
         ["command", f"`{m['command']}`" if m.get("command") else DASH],
         ["claimgrid commit", m.get("claimgrid_commit") or DASH],
+        ["resumed", resumed_line(m)],
         ["started / finished", f"{m.get('started') or DASH} / {m.get('finished') or 'not finished'}"],
         ["Python / platform", f"{m.get('python') or DASH} / {m.get('platform') or DASH}"],
         ["lock hashes", fmt(h.get("lock"))],

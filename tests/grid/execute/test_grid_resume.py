@@ -73,6 +73,11 @@ def test_kill_resume_and_reclassify(tmp_path, plain_venvs):
     assert (out / "LEDGER.md").is_file()
     meta = json.loads((out / "meta.json").read_text())
     assert meta["resumed"] and meta["grid_size"] == N_CELLS
+    # The runs the resume added are that invocation's code: its commit is recorded beside its time.
+    assert len(meta["resumed_commits"]) == len(meta["resumed"]) == 1
+    from claimgrid.commands.common import commit
+    assert meta["resumed_commits"] == [commit()]
+    assert f"{meta['resumed'][0]} on {commit()}" in (out / "LEDGER.md").read_text()
 
     # Every completed run has a complete, untampered evidence folder.
     from claimgrid.store import RunStore
