@@ -9,6 +9,8 @@ A hit ``decided`` the run when the limit ended the agent's work while the harnes
 the model, so the run says nothing about what the agent would have done:
 
 - ``call_deadline``: the gateway ended a call at the deadline and no later call was answered;
+- ``context``: the provider refused a call whose prompt did not fit the model's context window
+  (a local model's is the catalog's ``context``) and no later call was answered;
 - ``output_cap``: the last answered call was cut by the harness's cap (finish_reason length);
 - ``wall_time``: the run was killed while a real provider's call was in flight.
 
@@ -31,8 +33,16 @@ NAMES = {
     "turns": "model-call budget",
     "run_tokens": "run token budget",
     "wall_time": "run wall time",
+    "context": "model context window",
 }
-UNITS = {"call_deadline": "s", "output_cap": "tokens", "turns": "calls", "run_tokens": "tokens", "wall_time": "s"}
+UNITS = {
+    "call_deadline": "s",
+    "output_cap": "tokens",
+    "turns": "calls",
+    "run_tokens": "tokens",
+    "wall_time": "s",
+    "context": "tokens",
+}
 # Outcomes that say the work is not done; a limit that ended the work makes them UNKNOWN. A
 # PASS stays PASS, and what the agent did (a scope violation, tests gamed) stays its own.
 NOT_DONE = ("EMPTY_DIFF", "TESTS_FAIL", "MISSING_ARTIFACT", "UNKNOWN")
@@ -56,7 +66,7 @@ def limit_hits(events: Events) -> list[dict]:
             hit["used"] = e.limit.used
         if e.fault:
             hit["fault"] = e.fault
-        if kind == "call_deadline":
+        if kind in ("call_deadline", "context"):
             later = [i for i in answered if index is not None and i > index]
             hit["decided"] = not e.fault and not later
         elif kind == "output_cap":

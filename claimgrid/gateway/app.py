@@ -35,6 +35,7 @@ from claimgrid.gateway.dispatch import Dispatcher
 from claimgrid.gateway.exchanges import Answer, Call, Routing, blinded, exchange_event, openai_error
 from claimgrid.gateway.inbound import OVER_CAP_HEADER
 from claimgrid.gateway.request import body_error, parse_body, parse_object
+from claimgrid.gateway.retry import context_window_refusal
 from claimgrid.gateway.runs import Registry, RunState
 from claimgrid.gateway.safejson import SafeJSONResponse
 from claimgrid.gateway.side_routes import routes as side_routes
@@ -403,6 +404,8 @@ class _ModelCalls:
             status = getattr(exc, "status_code", None)
             out.status = status if isinstance(status, int) and 400 <= status < 600 else 502
             out.error, out.code = f"{type(exc).__name__}: {_first_line(exc)}", "upstream_error"
+            if (window := context_window_refusal(exc)) is not None:
+                out.limit = {"kind": "context", "value": window or None}
 
 
 async def _answer_within(state: RunState, t: float, index: int, ask, real: bool, out: _Outcome) -> None:

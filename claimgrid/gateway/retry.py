@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import re
 import time
 from dataclasses import dataclass
 
@@ -192,3 +193,20 @@ async def with_retries(call, policy: RetryPolicy, model: str):
             attempt += 1
             continue
         return result, {"model": model, "attempts": attempt + 1, "retries": attempt, "failed": False, "errors": errors}
+
+
+_WINDOW = re.compile(r"maximum context length is (\d+)|context(?: window| length)? (?:is|of) (\d+)", re.I)
+_WINDOW_WORDS = ("context_length_exceeded", "maximum context length", "context window", "context length exceeded")
+
+
+def context_window_refusal(exc: BaseException) -> int | None:
+    """The provider refused the call because the prompt does not fit the model's context
+    window: the window in tokens when the error names it, else 0; None for any other failure.
+    Read from LiteLLM's exception class (``ContextWindowExceededError``, its mapping of every
+    provider's wording) or, failing that, the error's own words."""
+    named = any(c.__name__ == "ContextWindowExceededError" for c in type(exc).__mro__)
+    text = str(exc)
+    if not named and not any(w in text.lower() for w in _WINDOW_WORDS):
+        return None
+    m = _WINDOW.search(text)
+    return int(next(g for g in m.groups() if g)) if m else 0

@@ -324,7 +324,10 @@ class Engine:
         room = self.model.context - len(tokens) - 1
         if room < 1:
             return 400, _error(
-                f"the prompt has {len(tokens)} tokens; this model's context is {self.model.context}",
+                # OpenAI's wording ("maximum context length"), which LiteLLM maps to its
+                # ContextWindowExceededError like any provider's: the gateway records the limit.
+                f"This model's maximum context length is {self.model.context} tokens; "
+                f"the prompt has {len(tokens)} tokens",
                 "context_length_exceeded",
             )
         asked = body.get("max_completion_tokens") or body.get("max_tokens")

@@ -236,7 +236,7 @@ class OutputCap(Payload):
 
 
 class LimitHit(Payload):
-    """A run limit one call hit (``kind``: call_deadline | output_cap | turns | run_tokens)."""
+    """A run limit one call hit (``kind``: call_deadline | output_cap | turns | run_tokens | context)."""
 
     kind: str | None = None
     value: float | None = None

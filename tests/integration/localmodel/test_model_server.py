@@ -90,6 +90,15 @@ def test_stream_and_bad_requests(served):
     huge = {"messages": [{"role": "user", "content": "word " * 20_000}]}
     r = httpx.post(served.api_base + "/chat/completions", json=huge, timeout=300)
     assert r.status_code == 400 and r.json()["error"]["code"] == "context_length_exceeded"
+    # Through LiteLLM, as the gateway calls it: the refusal is read as the context-window limit.
+    import litellm
+
+    from claimgrid.gateway.retry import context_window_refusal
+
+    with pytest.raises(Exception) as caught:
+        litellm.completion(model="openai/local", api_base=served.api_base, api_key="x", messages=huge["messages"],
+                           max_tokens=4, num_retries=0)
+    assert context_window_refusal(caught.value) == served.entry.context
 
 
 @pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM"])

@@ -49,6 +49,9 @@ ERROR = {"type": "APIStatusError", "message": "504"}
     ([ex(0), {"source": "gateway", "kind": "in_flight", "call_index": 1, "t": 3.0, "open_s": 117.0},
       proc(timed_out=True)], True),  # killed while the model was still answering
     ([ex(0), proc(timed_out=True)], False),  # killed in the agent's own loop
+    # the provider refused a prompt longer than the model's context window, nothing answered after
+    ([ex(0, 400, {"kind": "context", "value": 4096}), proc(exc=ERROR)], True),
+    ([ex(0), ex(1, 400, {"kind": "context", "value": 4096}), ex(2), proc()], False),  # the agent went on
 ])
 def test_a_limit_decided_the_run_only_when_it_ended_the_work_waiting_on_the_model(events, decided):
     hits = limit_hits(events)
@@ -73,3 +76,9 @@ def test_hits_in_words():
     wall = limit_hits([{"source": "gateway", "kind": "in_flight", "call_index": 3, "t": 1.0, "open_s": 2.0},
                        proc(timed_out=True, timeout_s=600.0)])
     assert describe(wall[0]) == "run wall time 600 s hit waiting on call 3" and wall[0]["source"] == "process"
+
+
+def test_a_context_window_refusal_is_named_with_its_window():
+    assert describe(limit_hits([ex(0, 400, {"kind": "context", "value": 4096}), proc()])[0]) == (
+        "model context window 4096 tokens hit on call 0"
+    )
