@@ -59,6 +59,13 @@ ENGINE = "llama-cpp-py-sync"
 # least recently used one was always another framework's and every run's prompt was evaluated
 # whole (~900 tokens at ~36 tokens/s on a loaded 2-core machine: ~25 s of a ~30 s first call).
 SLOTS = 10
+# The share of a slot's cached prompt a new prompt must repeat for that slot to be reused (as
+# llama.cpp's server's --slot-prompt-similarity, 0.5 by default). Without it the slot sharing
+# the most tokens always won, even when that was only the chat template's first few tokens
+# every prompt starts with: every call went to one slot, each framework's prompt evicted the
+# last one's, and the other nine slots stayed empty (the CI lane, 2026-12-06: 22 calls, all in
+# slot 2; a repeat's prompt evaluated whole, ~6 s instead of ~1 s).
+SLOT_SIMILARITY = 0.5
 PR_SET_PDEATHSIG = 1
 # A fixed conversation rendered with the template at start: its sha256 pins what the
 # template does to messages (a built-in template's text is code inside llama.cpp).
@@ -93,6 +100,16 @@ def die_with_parent(parent_pid: int) -> None:
         os._exit(0)
 
     threading.Thread(target=lifeline, name="lifeline", daemon=True).start()
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    """How many leading tokens ``a`` and ``b`` share."""
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 class Engine:
@@ -205,19 +222,30 @@ class Engine:
 
     # --- generation
     def _slot_for(self, tokens: list[int]) -> tuple[int, int]:
-        """The KV-cache slot to use for ``tokens`` and how many leading tokens it already
-        holds: the slot with the longest common prefix, else the least recently used."""
-        best, best_common = 0, -1
+        """The KV-cache slot to use for ``tokens`` and how many leading tokens it already holds.
+
+        A slot is reused when the prompt continues what it holds, at least ``SLOT_SIMILARITY``
+        of it (the same conversation's next call; another run of the same framework and task,
+        whose prompt differs only near its end): the longest such match. Otherwise an empty
+        slot, else the least recently used one, so one framework's prompt never evicts
+        another's for the few template tokens every prompt starts with."""
+        match, match_common = None, 0
         for i, cached in enumerate(self.slots):
-            common = 0
-            for a, b in zip(cached, tokens[:-1]):  # at least one token is evaluated: fresh logits
-                if a != b:
-                    break
-                common += 1
-            key = (common, -self.used[i])
-            if key > (best_common, -self.used[best]) or best_common < 0:
-                best, best_common = i, common
-        return best, best_common
+            common = _common_prefix(cached, tokens[:-1])  # at least one token is evaluated: fresh logits
+            if (
+                cached
+                and common >= SLOT_SIMILARITY * len(cached)
+                and (
+                    common > match_common
+                    or (common == match_common and match is not None and self.used[i] < self.used[match])
+                )
+            ):
+                match, match_common = i, common
+        if match is not None:
+            return match, match_common
+        empty = [i for i, cached in enumerate(self.slots) if not cached]
+        slot = empty[0] if empty else min(range(len(self.slots)), key=lambda i: self.used[i])
+        return slot, _common_prefix(self.slots[slot], tokens[:-1])
 
     def _eval(self, tokens: list[int], n_past: int, seq: int) -> int:
         """Evaluate ``tokens`` at positions ``n_past...`` of sequence ``seq`` in batches of
