@@ -10,7 +10,7 @@ response byte.
 The plan is a function ``plan(run_key, n) -> fault | None`` called for the ``n``-th
 request (from 0) of each run. ``run_key`` is the ``delegation_id`` the harness prompt
 asks the agent to report (the run id), found in the request's messages, or ``""``.
-Faults: ``("status", code, headers)``, ``("reset",)``, ``("slow", seconds)`` (a good
+Faults: ``("status", code, headers[, (message, code)])``, ``("reset",)``, ``("slow", seconds)`` (a good
 answer, late) or ``("generate", tokens_per_s)``: a small model that generates without
 stopping, at that speed: it answers only when the request's ``max_tokens`` (or
 ``max_completion_tokens``) is reached, with that many tokens of text, ``finish_reason:
@@ -175,8 +175,10 @@ class FakeUpstream:
                     return
                 if fault and fault[0] == "status":
                     code, headers = fault[1], (fault[2] if len(fault) > 2 else {})
-                    err = {"error": {"message": f"fake upstream fault {code}", "type": "server_error",
-                                     "param": None, "code": str(code)}}
+                    # an optional 4th item: the provider's own error (message, code)
+                    message, err_code = fault[3] if len(fault) > 3 else (f"fake upstream fault {code}", str(code))
+                    err = {"error": {"message": message, "type": "server_error" if code >= 500 else
+                                     "invalid_request_error", "param": None, "code": err_code}}
                     self._send(code, json.dumps(err).encode(), headers)
                     return
                 token = owner.token_for(key, offered_protocol(raw, owner.final_answers))

@@ -546,7 +546,13 @@ def limit_lines(report) -> list[str]:
             "**Harness limits**: "
             + "; ".join(f"{text} in {k} run{'s' if k != 1 else ''}" for text, k in decided.most_common())
             + f": a harness limit, not the agents' result ({n} run{'s' if n != 1 else ''} UNKNOWN, reason limit; "
-            "raise it with the flag or models/limits.toml)."
+            "raise it with the flag or models/limits.toml"
+            + (
+                "; a context window with the model's `context` in models/local.toml, or a model with a larger one"
+                if any(h["limit"] == "context" for r in report.rows for h in r["limit_hits"] or [] if h["decided"])
+                else ""
+            )
+            + ")."
         )
     if budgets:
         lines.append(

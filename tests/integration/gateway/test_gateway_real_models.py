@@ -241,3 +241,19 @@ def test_an_error_the_agent_reads_names_no_model_the_event_keeps_it(tasks, fault
         assert name not in said, said
     assert any(name in events[-1]["error"] for name in (assigned, substitute)), events[-1]["error"]
     assert raw[-1]["response"]["error"]["message"] == said  # the raw log holds what was sent
+
+
+def test_a_prompt_past_the_context_window_is_a_limit_hit_not_the_agents_failure(tasks, faulty):
+    # OpenAI's own refusal of a prompt longer than the model's context window, through the real gateway.
+    refusal = ("This model's maximum context length is 8192 tokens. However, your messages resulted in "
+               "9120 tokens. Please reduce the length of the messages.", "context_length_exceeded")
+    gw, up = faulty(lambda key, n: ("status", 400, {}, refusal), RetryPolicy(retries=2, backoff_s=0.01))
+    _, info, events, _ = _one_call(gw, tasks)
+    assert info["status"] == 400 and len(up.hits) == 1  # not transient: never retried
+    assert events[0]["limit"] == {"kind": "context", "value": 8192}
+    process = {"source": "process", "kind": "exit", "exit_code": 0, "signal": None, "timed_out": False,
+               "outcome_status": "ok"}
+    verifier = [{"source": "verifier", "kind": "diff", "empty": True, "expected": "required", "files": []},
+                {"source": "verifier", "kind": "tests", "passed": False}]
+    c = classify([*events, process, *verifier], RunFacts(role="builder"))
+    assert (c.outcome, c.claim_vs_outcome, c.unknown_reason) == ("UNKNOWN", "UNKNOWN", "limit")
