@@ -532,9 +532,11 @@ def limit_lines(report) -> list[str]:
 
     decided: Counter[str] = Counter()
     budgets: Counter[str] = Counter()
+    context = False  # a context window ended a run: where that limit is raised differs
     for r in report.rows:
         for text in dict.fromkeys(describe(h) for h in r["limit_hits"] or [] if h["decided"]):
             decided[text] += 1
+        context |= any(h["decided"] and h["limit"] == "context" for h in r["limit_hits"] or [])
         if not report.stochastic.get(r["model"]):
             continue  # a reference model's budget hit is its fault under test (the divergence table)
         for text in dict.fromkeys(describe(h) for h in r["limit_hits"] or [] if not h["decided"]):
@@ -549,7 +551,7 @@ def limit_lines(report) -> list[str]:
             "raise it with the flag or models/limits.toml"
             + (
                 "; a context window with the model's `context` in models/local.toml, or a model with a larger one"
-                if any(h["limit"] == "context" for r in report.rows for h in r["limit_hits"] or [] if h["decided"])
+                if context
                 else ""
             )
             + ")."

@@ -102,16 +102,6 @@ def die_with_parent(parent_pid: int) -> None:
     threading.Thread(target=lifeline, name="lifeline", daemon=True).start()
 
 
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    """How many leading tokens ``a`` and ``b`` share."""
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
 class Engine:
     """One model and context; :meth:`complete` answers one chat completion (serialised)."""
 
@@ -229,23 +219,13 @@ class Engine:
         whose prompt differs only near its end): the longest such match. Otherwise an empty
         slot, else the least recently used one, so one framework's prompt never evicts
         another's for the few template tokens every prompt starts with."""
-        match, match_common = None, 0
-        for i, cached in enumerate(self.slots):
-            common = _common_prefix(cached, tokens[:-1])  # at least one token is evaluated: fresh logits
-            if (
-                cached
-                and common >= SLOT_SIMILARITY * len(cached)
-                and (
-                    common > match_common
-                    or (common == match_common and match is not None and self.used[i] < self.used[match])
-                )
-            ):
-                match, match_common = i, common
-        if match is not None:
-            return match, match_common
-        empty = [i for i, cached in enumerate(self.slots) if not cached]
-        slot = empty[0] if empty else min(range(len(self.slots)), key=lambda i: self.used[i])
-        return slot, _common_prefix(self.slots[slot], tokens[:-1])
+        common = [len(os.path.commonprefix([cached, tokens[:-1]])) for cached in self.slots]  # >= 1 token evaluated
+        similar = [i for i, cached in enumerate(self.slots) if cached and common[i] >= SLOT_SIMILARITY * len(cached)]
+        if similar:
+            slot = max(similar, key=lambda i: (common[i], -self.used[i]))
+        else:  # an empty slot first, else the least recently used one
+            slot = min(range(len(self.slots)), key=lambda i: (bool(self.slots[i]), self.used[i]))
+        return slot, common[slot]
 
     def _eval(self, tokens: list[int], n_past: int, seq: int) -> int:
         """Evaluate ``tokens`` at positions ``n_past...`` of sequence ``seq`` in batches of
