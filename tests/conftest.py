@@ -74,6 +74,22 @@ _PROCESS_EVENTS = frozenset({"subprocess.Popen", "os.system", "os.posix_spawn", 
 _in_unit_test = False
 
 
+class LazyModule:
+    """A module imported on its first attribute use. Every xdist worker collects every test file,
+    so a file-level ``import litellm`` (about 4 CPU-s) or ``import anthropic`` cost all four
+    workers what only the one running that file's tests needs."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr: str):
+        import importlib
+
+        if attr.startswith("_"):  # collection's probes of module globals (``__test__``, fixture marks)
+            raise AttributeError(attr)
+        return getattr(importlib.import_module(self._name), attr)
+
+
 def _lane_parts(item) -> tuple[str, ...]:
     """``item``'s path under tests/ as parts: ``("unit", "classify", "test_x.py")``."""
     try:

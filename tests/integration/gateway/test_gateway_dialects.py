@@ -13,16 +13,16 @@ from __future__ import annotations
 import functools
 import json
 
-import anthropic
 import httpx
-import openai
 import pytest
 
 from claimgrid.gateway.dialects import CHAT_COMPLETIONS, dialects
 from claimgrid.gateway.exchanges import BLIND_MODEL
 from claimgrid.reference import registry
+from tests.conftest import LazyModule
 from tests.test_gateway_support import TOOLS, register, run_tool, shared_gateway, workspace
 
+anthropic, openai = LazyModule("anthropic"), LazyModule("openai")  # each client: only on the worker that runs these
 SYSTEM = "You are an agent."
 TIMING = ("t", "latency_ms", "dialect")
 NAMES = {d.name for d in dialects()}

@@ -4,9 +4,10 @@ any other failure (claimgrid.gateway.retry.context_window_refusal): the gateway 
 
 from __future__ import annotations
 
-import litellm
-
 from claimgrid.gateway.retry import context_window_refusal
+from tests.conftest import LazyModule
+
+litellm = LazyModule("litellm")
 
 
 def _litellm(cls, message: str):
