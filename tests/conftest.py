@@ -25,6 +25,7 @@ import os
 import re
 import sys
 import tempfile
+from itertools import zip_longest
 from pathlib import Path
 
 import pytest
@@ -357,6 +358,7 @@ def pytest_collection_modifyitems(config, items):
 _LANE_S = {"unit": 0.04, "integration": 0.7, "grid": 1.0, "frameworks": 1.0}
 _SESSION_GRID_S = 150.0  # a shared session grid, built in its first reader's set-up
 _FRAMEWORK_GRID_S = 30.0  # a module fixture per framework: a small real grid on it
+_WAITING_SHARE = 0.5  # a group whose expected time is at least this share of waits
 
 
 def _longest_groups_first(items) -> None:
@@ -368,11 +370,18 @@ def _longest_groups_first(items) -> None:
     module's declared set-up (``@pytest.mark.setup_s(seconds)``), a
     per-framework module fixture and that framework's documented retry back-off
     (``venvs.toml`` ``retry_backoff_s``: a wait no core spends, best started early). Deep
-    and skipped items cost nothing."""
+    and skipped items cost nothing.
+
+    A group that mostly waits (the back-off, a declared ``@pytest.mark.waits_s(seconds)``) is
+    handed out beside a busy one, costliest of each first, alternately: four workers share two
+    cores, and when the longest groups were all waits started together (Strands' and
+    smolagents' back-offs, the coding agents' hanging runs) the cores stood half idle for
+    tens of seconds while cheaper work queued behind them."""
     from claimgrid.inputs.venvs import load_venvs
 
     backoff = {name: e.retry_backoff_s for name, e in load_venvs().items()}
     cost: dict[str, float] = {}
+    waits: dict[str, float] = {}
     first: dict[str, int] = {}
     for index, item in enumerate(items):
         group = _group_of(item)
@@ -390,10 +399,20 @@ def _longest_groups_first(items) -> None:
             elif group in SHARED_GRIDS:
                 setup = _SESSION_GRID_S
             elif "+" in group:  # a per-framework module fixture's group (pytest_itemcollected)
-                setup = _FRAMEWORK_GRID_S + backoff.get(group.rsplit("+", 1)[1], 0.0)
+                waits[group] = backoff.get(group.rsplit("+", 1)[1], 0.0)
+                setup = _FRAMEWORK_GRID_S + waits[group]
             cost[group] = cost.get(group, 0.0) + setup
         cost[group] += lane_cost
-    order = {group: rank for rank, group in enumerate(sorted(cost, key=lambda g: (-cost[g], first[g])))}
+        declared_wait = item.get_closest_marker("waits_s")
+        if declared_wait is not None:
+            wait = float(declared_wait.args[0])
+            waits[group] = max(waits.get(group, 0.0), wait)
+            cost[group] = max(cost[group], wait)
+    ranked = sorted(cost, key=lambda g: (-cost[g], first[g]))
+    waiting = [g for g in ranked if waits.get(g, 0.0) >= _WAITING_SHARE * cost[g]]
+    busy = [g for g in ranked if g not in set(waiting)]
+    alternated = [g for pair in zip_longest(waiting, busy) for g in pair if g is not None]
+    order = {group: rank for rank, group in enumerate(alternated)}
     groups = {id(item): order.get(_group_of(item), 0) for item in items}
     items.sort(key=lambda item: groups[id(item)])  # stable: a group's items keep their order
 

@@ -92,6 +92,8 @@ def test_runtime_model_name_is_what_responses_said(run_cell, swap):
     assert ("reader" in told) == (swap == "reported")
 
 
+# Most of its wall time is Strands' own back-off against the budget's 429, a wait and not a core.
+@pytest.mark.waits_s(load_venvs()["strands"].retry_backoff_s)
 def test_looper_is_stopped_by_the_gateway_budget_and_the_error_propagates(run_cell):
     """Strands has no cycle limit: the gateway's 429 ends the run, as an error, not a report.
     OpenAIModel raises ModelThrottledException on the 429 and Strands' own retry strategy
