@@ -23,6 +23,7 @@ from pathlib import Path
 from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.inputs.tasks import in_suite, load_tasks
 from claimgrid.reference.registry import default_models
+from claimgrid.store.lines import read_runs
 from tests.conftest import ROOT
 
 COPIED = ["claimgrid", "grid.py", "tasks", "conditions", "frameworks/_harness", "pyproject.toml"]
@@ -49,8 +50,10 @@ def _project(dest: Path) -> Path:
 
 
 def _runs(folder: Path) -> list[dict]:
+    """The runs recorded so far, read while the grid appends (the store's reader: a line being
+    written is a torn last line, not yet a run)."""
     try:
-        return [json.loads(line) for line in (folder / "runs.jsonl").read_text().splitlines() if line.strip()]
+        return read_runs(folder / "runs.jsonl").values
     except OSError:
         return []
 
