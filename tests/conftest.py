@@ -25,7 +25,6 @@ import os
 import re
 import sys
 import tempfile
-from itertools import zip_longest
 from pathlib import Path
 
 import pytest
@@ -143,17 +142,22 @@ def pytest_itemcollected(item):
     _join_xdist_group(item, group)
 
 
-def _join_xdist_group(item, group: str) -> None:
-    """Put ``item`` in its xdist group on a worker. pytest-xdist 3.8 groups by a ``@group``
-    suffix it writes into ``item._nodeid``; pytest 9.2 reads the node id from ``item._id``
-    instead, so that write is lost and ``--dist loadgroup`` silently spread every group over
-    the workers (each worker built its own copy of a shared grid or a module fixture). The
-    suffix is written where this pytest reads it; xdist's own write stays harmless."""
+def _join_xdist_group(item, group: str, leaving: str | None = None) -> None:
+    """Put ``item`` in its xdist group on a worker (moving it out of ``leaving``). pytest-xdist
+    3.8 groups by a ``@group`` suffix it writes into ``item._nodeid``; pytest 9.2 reads the
+    node id from ``item._id`` instead, so that write is lost and ``--dist loadgroup`` silently
+    spread every group over the workers (each worker built its own copy of a shared grid or a
+    module fixture). The suffix is written where this pytest reads it; xdist's own write stays
+    harmless."""
+    if leaving is not None:
+        item.stash[_ORIGINAL_GROUP] = leaving
+        item.add_marker(pytest.mark.xdist_group(group), append=False)  # the closest mark: _group_of
     if not getattr(item.config.option, "loadgroup", False) or not hasattr(item, "_id"):
         return
     from _pytest.nodeid import NodeId
 
-    item._id = NodeId.parse(f"{item.nodeid}@{group}")
+    base = item.nodeid.removesuffix(f"@{leaving}") if leaving is not None else item.nodeid
+    item._id = NodeId.parse(f"{base}@{group}")
 
 
 def _refuse_processes_in_unit_tests(event, args):
@@ -319,7 +323,7 @@ def pytest_collection_modifyitems(config, items):
             if item.get_closest_marker("deep"):
                 item.add_marker(deep)
     if hasattr(config, "workerinput"):
-        _longest_groups_first(items)
+        _longest_groups_first(items, int(config.workerinput.get("workercount", 1)))
     # What will run: a deep check is skipped (above) unless CLAIMGRID_DEEP=1, and then its venvs are built too.
     marked = [item for item in items if item.get_closest_marker("frameworks") and not item.get_closest_marker("skip")]
     if not marked:
@@ -359,9 +363,10 @@ _LANE_S = {"unit": 0.04, "integration": 0.7, "grid": 1.0, "frameworks": 1.0}
 _SESSION_GRID_S = 150.0  # a shared session grid, built in its first reader's set-up
 _FRAMEWORK_GRID_S = 30.0  # a module fixture per framework: a small real grid on it
 _WAITING_SHARE = 0.5  # a group whose expected time is at least this share of waits
+_ORIGINAL_GROUP = pytest.StashKey[str]()  # a waiting group's own name, once it is in a waits-<k> lane
 
 
-def _longest_groups_first(items) -> None:
+def _longest_groups_first(items, workers: int) -> None:
     """Order ``items`` so that xdist hands out the costliest groups first (longest processing
     time first: a long group that starts last is the session's tail, while short ones fill
     the gaps at the end). A group's items keep their order; pyproject's addopts turn xdist's
@@ -372,16 +377,19 @@ def _longest_groups_first(items) -> None:
     (``venvs.toml`` ``retry_backoff_s``: a wait no core spends, best started early). Deep
     and skipped items cost nothing.
 
-    A group that mostly waits (the back-off, a declared ``@pytest.mark.waits_s(seconds)``) is
-    handed out beside a busy one, costliest of each first, alternately: four workers share two
-    cores, and when the longest groups were all waits started together (Strands' and
-    smolagents' back-offs, the coding agents' hanging runs) the cores stood half idle for
-    tens of seconds while cheaper work queued behind them."""
+    Groups that mostly wait (that back-off, a declared ``@pytest.mark.waits_s(seconds)``) are
+    packed into ``workers // 2`` groups of their own (``waits-<k>``, longest first into the
+    least loaded), so at most half the workers wait at once while the others keep the cores
+    busy. Handed out one by one, the waiting groups (Strands' and smolagents' back-offs, the
+    coding agents' hanging runs) landed on every worker at once: the two cores stood idle for
+    tens of seconds while cheaper work queued behind them (xdist gives a worker its next
+    group before its last two tests end)."""
     from claimgrid.inputs.venvs import load_venvs
 
     backoff = {name: e.retry_backoff_s for name, e in load_venvs().items()}
     cost: dict[str, float] = {}
     waits: dict[str, float] = {}
+    declared_waits: dict[str, float] = {}
     first: dict[str, int] = {}
     for index, item in enumerate(items):
         group = _group_of(item)
@@ -403,18 +411,33 @@ def _longest_groups_first(items) -> None:
                 setup = _FRAMEWORK_GRID_S + waits[group]
             cost[group] = cost.get(group, 0.0) + setup
         cost[group] += lane_cost
-        declared_wait = item.get_closest_marker("waits_s")
+        declared_wait = item.get_closest_marker("waits_s")  # a module's mark is on each of its tests: counted once
         if declared_wait is not None:
-            wait = float(declared_wait.args[0])
-            waits[group] = max(waits.get(group, 0.0), wait)
-            cost[group] = max(cost[group], wait)
+            declared_waits[group] = max(declared_waits.get(group, 0.0), float(declared_wait.args[0]))
+    for group, wait in declared_waits.items():
+        cost[group] += wait
+        waits[group] = waits.get(group, 0.0) + wait
     ranked = sorted(cost, key=lambda g: (-cost[g], first[g]))
-    waiting = [g for g in ranked if waits.get(g, 0.0) >= _WAITING_SHARE * cost[g]]
-    busy = [g for g in ranked if g not in set(waiting)]
-    alternated = [g for pair in zip_longest(waiting, busy) for g in pair if g is not None]
-    order = {group: rank for rank, group in enumerate(alternated)}
-    groups = {id(item): order.get(_group_of(item), 0) for item in items}
-    items.sort(key=lambda item: groups[id(item)])  # stable: a group's items keep their order
+    lanes = [f"waits-{k}" for k in range(max(1, workers // 2))]
+    load = dict.fromkeys(lanes, 0.0)
+    lane_of: dict[str, str] = {}
+    for group in ranked:
+        if cost[group] > 0 and waits.get(group, 0.0) >= _WAITING_SHARE * cost[group]:
+            lane = min(lanes, key=lambda k: (load[k], k))
+            lane_of[group], load[lane] = lane, load[lane] + cost[group]
+    for item in items:
+        group = _group_of(item)
+        if group in lane_of:
+            _join_xdist_group(item, lane_of[group], leaving=group)
+            first.setdefault(lane_of[group], first[group])
+    for group, lane in lane_of.items():
+        cost[lane] = load[lane]
+        del cost[group]
+    # Within a waiting lane its groups go longest first (their own ranks, below the lane's).
+    within = {group: rank for rank, group in enumerate(ranked)}
+    order = {group: rank for rank, group in enumerate(sorted(cost, key=lambda g: (-cost[g], first[g])))}
+    keys = {id(item): (order[_group_of(item)], within.get(item.stash.get(_ORIGINAL_GROUP, ""), 0)) for item in items}
+    items.sort(key=lambda item: keys[id(item)])  # stable: a group's items keep their order
 
 
 def _group_of(item) -> str:
