@@ -53,7 +53,9 @@ def test_run_command_cannot_write_the_channel_or_read_the_token(tmp_path, isolat
     if guarded:
         guard = detect("on")
         hand_over(guard, Path(ctl["workspace"]))
-        ctl["command_sandbox"] = command_sandbox(guard, Path(ctl["workspace"]), sys.executable, 10)
+        # The command's own timeout: the attack walks every /proc entry and starts a Python;
+        # 10 s was cut short once beside a suite on five workers (CI, 2026-12-06).
+        ctl["command_sandbox"] = command_sandbox(guard, Path(ctl["workspace"]), sys.executable, 40)
     with Launcher(fake_entries(), isolation, python=sys.executable) as launcher:
         res = launcher.launch("fake", ctl, timeout_s=60)
     assert res.outcome_status == "ok", res.process_event
