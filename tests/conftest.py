@@ -150,7 +150,6 @@ def _join_xdist_group(item, group: str, leaving: str | None = None) -> None:
     module fixture). The suffix is written where this pytest reads it; xdist's own write stays
     harmless."""
     if leaving is not None:
-        item.stash[_ORIGINAL_GROUP] = leaving
         item.add_marker(pytest.mark.xdist_group(group), append=False)  # the closest mark: _group_of
     if not getattr(item.config.option, "loadgroup", False) or not hasattr(item, "_id"):
         return
@@ -366,7 +365,6 @@ _FRAMEWORK_GRID_S = 30.0  # a module fixture per framework: a small real grid on
 # waiting lane. Not a share of its cost: the coding agents' attack groups wait 30 s beside ~30 s
 # of agent runs that are themselves mostly waits (their CPU was a tenth of their wall time).
 _WAITING_S = 20.0
-_ORIGINAL_GROUP = pytest.StashKey[str]()  # a waiting group's own name, once it is in a waits-<k> lane
 
 
 def _longest_groups_first(items, workers: int) -> None:
@@ -380,7 +378,7 @@ def _longest_groups_first(items, workers: int) -> None:
     (``venvs.toml`` ``retry_backoff_s``: a wait no core spends, best started early). Deep
     and skipped items cost nothing.
 
-    Groups that mostly wait (that back-off, a declared ``@pytest.mark.waits_s(seconds)``) are
+    Groups that wait at least ``_WAITING_S`` (that back-off, a declared ``@pytest.mark.waits_s``) are
     packed into ``workers // 2`` groups of their own (``waits-<k>``, longest first into the
     least loaded), so at most half the workers wait at once while the others keep the cores
     busy. Handed out one by one, the waiting groups (Strands' and smolagents' back-offs, the
@@ -428,6 +426,9 @@ def _longest_groups_first(items, workers: int) -> None:
         if cost[group] > 0 and waits.get(group, 0.0) >= _WAITING_S:
             lane = min(lanes, key=lambda k: (load[k], k))
             lane_of[group], load[lane] = lane, load[lane] + cost[group]
+    # Within a waiting lane its groups go longest first (their own ranks, below the lane's).
+    own_rank = {group: rank for rank, group in enumerate(ranked)}
+    within = {id(item): own_rank[_group_of(item)] for item in items}
     for item in items:
         group = _group_of(item)
         if group in lane_of:
@@ -436,10 +437,8 @@ def _longest_groups_first(items, workers: int) -> None:
     for group, lane in lane_of.items():
         cost[lane] = load[lane]
         del cost[group]
-    # Within a waiting lane its groups go longest first (their own ranks, below the lane's).
-    within = {group: rank for rank, group in enumerate(ranked)}
     order = {group: rank for rank, group in enumerate(sorted(cost, key=lambda g: (-cost[g], first[g])))}
-    keys = {id(item): (order[_group_of(item)], within.get(item.stash.get(_ORIGINAL_GROUP, ""), 0)) for item in items}
+    keys = {id(item): (order[_group_of(item)], within[id(item)]) for item in items}
     items.sort(key=lambda item: keys[id(item)])  # stable: a group's items keep their order
 
 
