@@ -142,7 +142,11 @@ class Jail:
                         links += 1
                         if links > MAX_LINKS:
                             raise ToolRefused(f"'{path}': too many symlinks")
-                        target = os.readlink(part, dir_fd=cur)
+                        try:
+                            target = os.readlink(part, dir_fd=cur)
+                        except OSError as exc:
+                            # Removed or replaced between the fstat and the read (a swap race).
+                            raise ToolRefused(f"'{path}' changed while it was resolved ({exc.strerror})") from None
                         todo.extend(reversed(self._link_target(path, target, names, stack)))
                         continue
                     if not todo:

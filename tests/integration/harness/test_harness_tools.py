@@ -156,3 +156,21 @@ def test_channel_writes_json_lines_to_a_pipe(tmp_path):
     os.close(r)
     (ev,) = [json.loads(line) for line in data.splitlines()]
     assert ev["source"] == "tools" and ev["tool"] == "list_dir" and ev["seq"] == 0
+
+
+def test_a_link_removed_while_it_is_resolved_is_a_refusal_not_a_crash(tmp_path, monkeypatch):
+    """The swap race's narrowest window: the walk has seen a symlink and the link is gone
+    before its target is read (once in CI, 2026-12-06: the refusal was a FileNotFoundError)."""
+    import workspace_jail
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "d").symlink_to("real")
+    jail = workspace_jail.Jail(str(ws))
+
+    def gone(*args, **kwargs):
+        raise FileNotFoundError(2, "No such file or directory")
+
+    monkeypatch.setattr(workspace_jail.os, "readlink", gone)
+    with pytest.raises(workspace_jail.ToolRefused, match="changed while it was resolved"):
+        jail.write_bytes("d/x.txt", b"x")
