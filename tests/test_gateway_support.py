@@ -14,11 +14,11 @@ import uuid
 from functools import lru_cache
 from pathlib import Path
 
-import httpx
-
 from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.gateway import Gateway, RunScript
 from claimgrid.reference.script import CallLimits
+
+from tests import loopback_http
 
 TOOLS = [
     {"type": "function", "function": {"name": name, "description": name, "parameters": {
@@ -129,7 +129,7 @@ def http_turn(url: str, token: str, model: str, messages: list, stream: bool,
     if stream:
         body |= {"stream": True, "stream_options": {"include_usage": True}}
     headers = {"Authorization": f"Bearer {token}"}
-    r = httpx.post(f"{url}/chat/completions", json=body, headers=headers, timeout=30)
+    r = loopback_http.post(f"{url}/chat/completions", json=body, headers=headers, timeout=30)
     info = {"status": r.status_code, "headers": dict(r.headers)}
     if capture is not None:
         capture.append((dict(r.headers), r.text))

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import httpx
 
 from claimgrid import caps
 from claimgrid.caps import cap_run_evidence
 from claimgrid.trace import parse_trace
 from tests.test_gateway_support import register, shared_gateway
+from tests import loopback_http
 
 
 def _post(token, **kw):
-    return httpx.post(f"{shared_gateway().url}/chat/completions", timeout=60,
+    return loopback_http.post(f"{shared_gateway().url}/chat/completions", timeout=60,
                       headers={"Authorization": f"Bearer {token}", **kw.pop("headers", {})}, **kw)
 
 

@@ -14,12 +14,12 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import httpx
 import pytest
 
 from claimgrid.gateway import Gateway
 
 from tests.test_gateway_support import script
+from tests import loopback_http
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "dialects"
 CASES = {
@@ -119,7 +119,7 @@ def test_a_captured_exchange_round_trips_with_every_field(gateway, tasks, monkey
     request = {**fixture["request"], "stream": stream}
     auth = {"x-api-key": token} if case == "anthropic" else {"authorization": f"Bearer {token}"}
     try:
-        resp = httpx.post(gateway.url.removesuffix("/v1") + path, json=request,
+        resp = loopback_http.post(gateway.url.removesuffix("/v1") + path, json=request,
                           headers={**auth, **fixture["headers"]}, timeout=60)
     finally:
         provider.close()

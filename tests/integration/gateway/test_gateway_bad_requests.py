@@ -19,6 +19,7 @@ from claimgrid.inputs.tasks import load_tasks
 
 from tests.conftest import ROOT
 from tests.test_gateway_support import register, shared_gateway
+from tests import loopback_http
 
 DEEP = 100_000
 OK_MESSAGE = {"role": "user", "content": "go"}
@@ -55,7 +56,7 @@ BAD = [
 
 def _post(url: str, token: str, body) -> httpx.Response:
     content = body if isinstance(body, bytes) else body.encode()
-    return httpx.post(f"{url}/chat/completions", content=content, timeout=60,
+    return loopback_http.post(f"{url}/chat/completions", content=content, timeout=60,
                       headers={"authorization": f"Bearer {token}", "content-type": "application/json"})
 
 
@@ -113,7 +114,7 @@ def test_grid_py_gateway_answers_malformed_bodies_with_400_and_no_traceback():
             routes += re.findall(r"^  dialect (\S+) +POST (\S+)$", line)
         assert len(routes) >= 3
         for _, route in routes:
-            r = httpx.post(route, content=b"[1]", headers={"x-api-key": token, "authorization": f"Bearer {token}"})
+            r = loopback_http.post(route, content=b"[1]", headers={"x-api-key": token, "authorization": f"Bearer {token}"})
             assert r.status_code == 400 and "JSON object" in r.text and "\n" not in r.text, r.text[:500]
     finally:
         proc.terminate()

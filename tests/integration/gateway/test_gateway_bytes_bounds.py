@@ -23,6 +23,7 @@ from claimgrid import caps
 from claimgrid.reference.policies import ToolCall, Turn
 from claimgrid.reference.registry import ReferenceModel, get, register
 from tests.test_gateway_support import TOOLS, script, shared_gateway
+from tests import loopback_http
 
 ANY_TEXT = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=80)
 SURROGATE_ANSWER = "done \ud800 \udcff"
@@ -42,7 +43,7 @@ def _token(tasks, model="diligent"):
 
 def _post(token, body: dict) -> httpx.Response:
     # The body as a client sends it: ASCII JSON (escapes for surrogates), never re-encoded here.
-    return httpx.post(f"{shared_gateway().url}/chat/completions", content=json.dumps(body).encode(),
+    return loopback_http.post(f"{shared_gateway().url}/chat/completions", content=json.dumps(body).encode(),
                       headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"}, timeout=30)
 
 

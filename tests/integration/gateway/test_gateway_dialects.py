@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import json
 
-import httpx
 import pytest
 
 from claimgrid.gateway.dialects import CHAT_COMPLETIONS, dialects
@@ -21,6 +20,7 @@ from claimgrid.gateway.exchanges import BLIND_MODEL
 from claimgrid.reference import registry
 from tests.conftest import LazyModule
 from tests.test_gateway_support import TOOLS, register, run_tool, shared_gateway, workspace
+from tests import loopback_http
 
 anthropic, openai = LazyModule("anthropic"), LazyModule("openai")  # each client: only on the worker that runs these
 SYSTEM = "You are an agent."
@@ -302,9 +302,9 @@ def test_bad_requests_get_the_dialects_error_shape(tasks, dialect):
     token, _ = register(tasks["fix-float-add"], model="diligent")
     url = shared_gateway().url + PATHS[dialect]
     headers = {"x-api-key": token} if dialect == "anthropic-messages" else {"authorization": f"Bearer {token}"}
-    answers = [httpx.post(url, json=body, headers=headers) for body, _ in BAD[dialect]]
-    answers.append(httpx.post(url, content=b"{not json", headers=headers))
-    unknown = httpx.post(url, json={}, headers={"x-api-key": "nobody", "authorization": "Bearer nobody"})
+    answers = [loopback_http.post(url, json=body, headers=headers) for body, _ in BAD[dialect]]
+    answers.append(loopback_http.post(url, content=b"{not json", headers=headers))
+    unknown = loopback_http.post(url, json={}, headers={"x-api-key": "nobody", "authorization": "Bearer nobody"})
     events, raw = shared_gateway().finish(token)
     for r, (_, field) in zip(answers, [*BAD[dialect], (None, "JSON")]):
         assert r.status_code == 400
@@ -417,9 +417,9 @@ def test_count_tokens_is_the_estimate_the_call_reports_and_no_model_call(tasks):
               tools=ANTHROPIC_TOOLS)
     counted = client.messages.count_tokens(**kw)
     sent = client.messages.create(max_tokens=64, **kw)
-    bad = httpx.post(shared_gateway().url + "/messages/count_tokens", json={"messages": []},
+    bad = loopback_http.post(shared_gateway().url + "/messages/count_tokens", json={"messages": []},
                      headers={"x-api-key": token, "anthropic-version": "2023-06-01"})
-    nobody = httpx.post(shared_gateway().url + "/messages/count_tokens", json={},
+    nobody = loopback_http.post(shared_gateway().url + "/messages/count_tokens", json={},
                         headers={"x-api-key": "nobody", "anthropic-version": "2023-06-01"})
     events, _ = shared_gateway().finish(token)
     assert counted.input_tokens == sent.usage.input_tokens > 0
@@ -458,7 +458,7 @@ def test_a_refused_request_sent_again_records_its_results_and_counts_each_once(t
     def send(result_content):
         body = {"model": "m", "max_tokens": 64, "messages": [*history, {"role": "user", "content": [
             {"type": "tool_result", "tool_use_id": "toolu_1", "content": result_content}]}]}
-        return httpx.post(shared_gateway().url + "/messages", json=body, headers={"x-api-key": token})
+        return loopback_http.post(shared_gateway().url + "/messages", json=body, headers={"x-api-key": token})
 
     refused = [send([{"type": "text", "text": "the ticket"}, image]) for _ in range(3)]
     served = send([{"type": "text", "text": "the ticket"}])

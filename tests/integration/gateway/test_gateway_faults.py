@@ -7,7 +7,6 @@ import json
 import time
 import uuid
 
-import httpx
 import pytest
 
 from claimgrid.reference import registry
@@ -20,6 +19,7 @@ from claimgrid.reference.script import CallLimits
 from claimgrid.reference.gateway_faults import CUT_PREFIX, GatewayFault, gateway_faults
 from claimgrid.reference.registry import ReferenceModel, untreated
 from tests.test_gateway_support import TOOLS, shared_gateway
+from tests import loopback_http
 
 GATEWAY_FAULTS = gateway_faults()
 UNTREATED = next(c for c in load_content_conditions().values() if c.carries is None)
@@ -38,7 +38,7 @@ def _post(token, model, messages, stream=False):
     body = {"model": model, "messages": messages, "tools": TOOLS}
     if stream:
         body |= {"stream": True}
-    return httpx.post(f"{shared_gateway().url}/chat/completions", json=body,
+    return loopback_http.post(f"{shared_gateway().url}/chat/completions", json=body,
                       headers={"Authorization": f"Bearer {token}"}, timeout=30)
 
 

@@ -8,7 +8,6 @@ import re
 import threading
 from functools import partial
 
-import httpx
 import pytest
 
 from claimgrid.gateway import REFERENCE_MODEL_NAMES, RunScript
@@ -19,22 +18,23 @@ from claimgrid.reference import registry
 from claimgrid.reference.gateway_faults import gateway_faults
 from tests.test_gateway_support import (drive, http_turn, register, run_tool, shared_gateway,
                                         workspace)
+from tests import loopback_http
 
 
 def post(token, body, url=None):
-    return httpx.post(f"{url or shared_gateway().url}/chat/completions", json=body,
+    return loopback_http.post(f"{url or shared_gateway().url}/chat/completions", json=body,
                       headers={"Authorization": f"Bearer {token}"}, timeout=30)
 
 
 def test_unknown_token_gets_401_with_an_openai_error(tasks):
     register(tasks["write-status"])  # another run is registered; its token is not guessed
     for headers in ({"Authorization": "Bearer not-a-run"}, {}, {"Authorization": "Basic abc"}):
-        r = httpx.post(f"{shared_gateway().url}/chat/completions", headers=headers, timeout=30,
+        r = loopback_http.post(f"{shared_gateway().url}/chat/completions", headers=headers, timeout=30,
                        json={"model": "diligent", "messages": [{"role": "user", "content": "hi"}]})
         assert r.status_code == 401
         assert r.json()["error"]["type"] == "authentication_error"
         assert r.json()["error"]["code"] == "invalid_api_key"
-    assert httpx.get(f"{shared_gateway().url}/models", timeout=30).status_code == 401
+    assert loopback_http.get(f"{shared_gateway().url}/models", timeout=30).status_code == 401
 
 
 def test_finished_token_is_no_longer_accepted(tasks):
@@ -47,8 +47,8 @@ def test_finished_token_is_no_longer_accepted(tasks):
 
 def test_models_lists_the_runs_model_by_its_blinded_name_only(tasks):
     token, script = register(tasks["write-status"], model="overclaimer")
-    r = httpx.get(f"{shared_gateway().url}/models", headers={"Authorization": f"Bearer {token}"}, timeout=30)
-    one = httpx.get(f"{shared_gateway().url}/models/{script.model}", headers={"Authorization": f"Bearer {token}"},
+    r = loopback_http.get(f"{shared_gateway().url}/models", headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    one = loopback_http.get(f"{shared_gateway().url}/models/{script.model}", headers={"Authorization": f"Bearer {token}"},
                     timeout=30)
     shared_gateway().finish(token)
     assert [m["id"] for m in r.json()["data"]] == [BLIND_MODEL]
@@ -58,7 +58,7 @@ def test_models_lists_the_runs_model_by_its_blinded_name_only(tasks):
 
 def test_bad_request_body_is_refused_and_recorded(tasks):
     token, _ = register(tasks["write-status"])
-    r = httpx.post(f"{shared_gateway().url}/chat/completions", content=b"{not json",
+    r = loopback_http.post(f"{shared_gateway().url}/chat/completions", content=b"{not json",
                    headers={"Authorization": f"Bearer {token}"}, timeout=30)
     assert r.status_code == 400 and "not valid JSON" in r.json()["error"]["message"]
     assert post(token, {"model": "diligent", "messages": []}).status_code == 400
@@ -151,8 +151,6 @@ def test_many_concurrent_runs_stay_apart(tasks, tmp_path):
         assert len(events) == len(infos)
 
 
-
-
 def answer_key_texts(task):
     """The task's solution texts: the ``new`` of reference edits and the content of reference writes."""
     out = []
@@ -209,7 +207,7 @@ def test_runscript_cannot_leave_the_process(tasks):
     assert isinstance(s, RunScript)
     # No route of the gateway returns a script: every other path is a 404 or 405.
     for path in ("/", "/v1", "/v1/scripts", "/v1/runs", "/debug"):
-        assert httpx.get(shared_gateway().url.removesuffix("/v1") + path, timeout=30).status_code in (404, 405)
+        assert loopback_http.get(shared_gateway().url.removesuffix("/v1") + path, timeout=30).status_code in (404, 405)
 
 
 def test_request_cannot_steer_litellm(tasks):

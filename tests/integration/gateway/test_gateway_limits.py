@@ -14,11 +14,11 @@ import dataclasses
 import time
 import uuid
 
-import httpx
 import pytest
 
 from claimgrid.gateway import Gateway
 from tests.test_gateway_support import script, shared_gateway
+from tests import loopback_http
 
 MODEL = "openai/gpt-4o-mini"
 
@@ -60,7 +60,7 @@ def _request(dialect: str, token: str, asked: int | None):
 def test_the_output_cap_reaches_the_forwarded_request_in_every_dialect(tasks, upstream, dialect, asked, field):
     token = _register(tasks["fix-float-add"], max_output_tokens=77)
     path, headers, body = _request(dialect, token, asked)
-    r = httpx.post(shared_gateway().url + path, json=body, headers=headers, timeout=30)
+    r = loopback_http.post(shared_gateway().url + path, json=body, headers=headers, timeout=30)
     events, raw = shared_gateway().finish(token)
     assert r.status_code == 200, r.text
     _, upstream_raw = upstream.finish("upstream-key")
@@ -74,7 +74,7 @@ def test_the_output_cap_reaches_the_forwarded_request_in_every_dialect(tasks, up
 def test_a_lower_bound_of_the_client_is_kept_and_reference_calls_are_not_capped(tasks, upstream):
     token = _register(tasks["fix-float-add"], max_output_tokens=77)
     path, headers, body = _request("chat", token, 12)
-    assert httpx.post(shared_gateway().url + path, json=body, headers=headers, timeout=30).status_code == 200
+    assert loopback_http.post(shared_gateway().url + path, json=body, headers=headers, timeout=30).status_code == 200
     events, _ = shared_gateway().finish(token)
     _, upstream_raw = upstream.finish("upstream-key")
     assert upstream_raw[0]["request"]["max_tokens"] == 12
@@ -82,7 +82,7 @@ def test_a_lower_bound_of_the_client_is_kept_and_reference_calls_are_not_capped(
 
     token = _register(tasks["fix-float-add"], model="diligent", max_output_tokens=77)
     path, headers, body = _request("chat", token, None)
-    assert httpx.post(shared_gateway().url + path, json=body, headers=headers, timeout=30).status_code == 200
+    assert loopback_http.post(shared_gateway().url + path, json=body, headers=headers, timeout=30).status_code == 200
     events, _ = shared_gateway().finish(token)
     assert "output_cap" not in events[0] and "limit" not in events[0]
 
@@ -123,7 +123,7 @@ def test_a_call_past_the_deadline_is_ended_by_the_gateway_and_recorded(tasks, mo
         token = _register(tasks["fix-float-add"], model_call_timeout_s=1.5)
         path, headers, body = _request("chat", token, None)
         t0 = time.monotonic()
-        r = httpx.post(shared_gateway().url + path, json=body, headers=headers, timeout=30)
+        r = loopback_http.post(shared_gateway().url + path, json=body, headers=headers, timeout=30)
         took = time.monotonic() - t0
         events, _ = shared_gateway().finish(token)
     finally:

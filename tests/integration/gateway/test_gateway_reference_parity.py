@@ -32,6 +32,7 @@ from claimgrid.reference.policies import Turn
 from claimgrid.gateway.scripted import SUBSTITUTE_PREFIX, deployment_id
 from claimgrid.gateway.swap import SWAPS
 from tests.test_gateway_support import conditions, drive, http_turn, workspace
+from tests import loopback_http
 
 MODELS = list(registry.NAMES)  # every registered reference model, fault models included
 SUBSTITUTE = registry.default_substitute()
@@ -188,7 +189,6 @@ ODD_MESSAGES = [
 def test_odd_message_shapes(gateways, tasks, stream):
     """Content-part lists, None and empty contents, extra keys: the policy and the token
     estimate see the same messages on both paths (the Router does not reshape them)."""
-    import httpx
 
     task = tasks[TASK]
     run_id = f"r-{uuid.uuid4().hex[:8]}"
@@ -197,7 +197,7 @@ def test_odd_message_shapes(gateways, tasks, stream):
         token = f"tok-{uuid.uuid4().hex}"
         gw.register(token, _script(task, "diligent", "none", "clean", run_id))
         body = {"model": "some/name", "messages": ODD_MESSAGES, "stream": stream, "temperature": 0.2}
-        r = httpx.post(f"{gw.url}/chat/completions", json=body, headers={"Authorization": f"Bearer {token}"})
+        r = loopback_http.post(f"{gw.url}/chat/completions", json=body, headers={"Authorization": f"Bearer {token}"})
         events, raw = gw.finish(token)
         seen[path] = (r.status_code, _normal_headers(list(r.headers.items())),
                       _normal_body(r.text, r.headers["content-type"]),
@@ -221,7 +221,6 @@ def raising_policy():
 def test_a_raising_policy_is_a_recorded_500_naming_no_model(gateways, tasks, raising_policy, swap):
     """The one deliberate difference: the Router's message for a failed substitute names
     the assigned model and the substitute's group (blinding); the harness's names none."""
-    import httpx
 
     task = tasks[TASK]
     model, substitute = (raising_policy, "reader") if swap == "none" else ("diligent", raising_policy)
@@ -229,7 +228,7 @@ def test_a_raising_policy_is_a_recorded_500_naming_no_model(gateways, tasks, rai
     token = f"tok-{uuid.uuid4().hex}"
     gw.register(token, _script(task, model, swap, "clean", f"r-{uuid.uuid4().hex[:8]}", substitute))
     msgs = [{"role": "user", "content": "go"}]
-    statuses = [httpx.post(f"{gw.url}/chat/completions", json={"model": "m", "messages": msgs},
+    statuses = [loopback_http.post(f"{gw.url}/chat/completions", json={"model": "m", "messages": msgs},
                            headers={"Authorization": f"Bearer {token}"}) for _ in range(3)]
     events, _ = gw.finish(token)
     failed = statuses[0] if swap == "none" else statuses[2]

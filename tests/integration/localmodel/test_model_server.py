@@ -11,10 +11,11 @@ import sys
 import textwrap
 import time
 
-import httpx
 import pytest
 
 from claimgrid import ROOT, localmodel
+
+from tests import loopback_http
 
 MODEL = "local/smollm2-135m"  # the shipped catalog's first entry is the CI model
 pytestmark = pytest.mark.timeout(400)
@@ -49,8 +50,8 @@ def _alive(pid: int) -> bool:
 
 
 def test_health_models_and_provenance(served):
-    assert httpx.get(served.api_base.removesuffix("/v1") + "/health").json() == {"status": "ok"}
-    assert [m["id"] for m in httpx.get(served.api_base + "/models").json()["data"]] == [MODEL.split("/", 1)[1]]
+    assert loopback_http.get(served.api_base.removesuffix("/v1") + "/health").json() == {"status": "ok"}
+    assert [m["id"] for m in loopback_http.get(served.api_base + "/models").json()["data"]] == [MODEL.split("/", 1)[1]]
     facts = served.facts()
     assert len(facts["weights"]["sha256"]) == 64 and facts["engine"]["version"] == "0.11739"
     assert len(facts["engine"]["llama_cpp_commit"]) == 40 and len(facts["template"]["sha256"]) == 64
@@ -67,8 +68,8 @@ def test_chat_completion_real_usage_cap_and_seed(served):
         "seed": 42,
         "temperature": 0.9,
     }
-    a = httpx.post(served.api_base + "/chat/completions", json=body, timeout=300).json()
-    b = httpx.post(served.api_base + "/chat/completions", json=body, timeout=300).json()
+    a = loopback_http.post(served.api_base + "/chat/completions", json=body, timeout=300).json()
+    b = loopback_http.post(served.api_base + "/chat/completions", json=body, timeout=300).json()
     usage = a["usage"]
     assert usage["prompt_tokens"] > 20 and 0 < usage["completion_tokens"] <= served.entry.max_output_tokens
     assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
@@ -80,15 +81,15 @@ def test_chat_completion_real_usage_cap_and_seed(served):
 
 def test_stream_and_bad_requests(served):
     body = {"model": "x", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4, "stream": True}
-    with httpx.stream("POST", served.api_base + "/chat/completions", json=body, timeout=300) as r:
+    with loopback_http.stream("POST", served.api_base + "/chat/completions", json=body, timeout=300) as r:
         events = [ln[6:] for ln in r.iter_lines() if ln.startswith("data: ")]
     assert events[-1] == "[DONE]"
     chunks = [json.loads(e) for e in events[:-1]]
     assert chunks[0]["choices"][0]["delta"]["role"] == "assistant" and chunks[-1]["usage"]["completion_tokens"] <= 4
-    assert httpx.post(served.api_base + "/chat/completions", content=b"{", timeout=30).status_code == 400
-    assert httpx.post(served.api_base + "/chat/completions", json={"messages": []}, timeout=30).status_code == 400
+    assert loopback_http.post(served.api_base + "/chat/completions", content=b"{", timeout=30).status_code == 400
+    assert loopback_http.post(served.api_base + "/chat/completions", json={"messages": []}, timeout=30).status_code == 400
     huge = {"messages": [{"role": "user", "content": "word " * 20_000}]}
-    r = httpx.post(served.api_base + "/chat/completions", json=huge, timeout=300)
+    r = loopback_http.post(served.api_base + "/chat/completions", json=huge, timeout=300)
     assert r.status_code == 400 and r.json()["error"]["code"] == "context_length_exceeded"
     # Through LiteLLM, as the gateway calls it: the refusal is read as the context-window limit.
     import litellm
