@@ -35,6 +35,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 
 from claimgrid.gateway.answer import SUBSTITUTING, Answer
 from claimgrid.gateway.connections import provider_of
@@ -133,7 +134,7 @@ async def call(r: Route, given: dict, client_headers, retry) -> tuple[dict, dict
     policy = retry or RetryPolicy()
 
     async def once() -> dict:
-        async with httpx.AsyncClient(timeout=policy.timeout_s) as client:
+        async with httpx.AsyncClient(timeout=policy.timeout_s, verify=_tls()) as client:
             resp = await client.post(r.url, json=body, headers=headers)
         if resp.status_code >= 400:
             raise UpstreamError(resp.status_code, resp.text, dict(resp.headers))
@@ -144,6 +145,15 @@ async def call(r: Route, given: dict, client_headers, retry) -> tuple[dict, dict
 
     answer, provider = await with_retries(once, policy, r.model)
     return body, answer, provider
+
+
+@cache
+def _tls():
+    """One TLS context per process: a new httpx client would load the CA bundle into a new
+    one (~28 ms of CPU) on every forwarded call."""
+    import httpx
+
+    return httpx.create_ssl_context()
 
 
 def restamped(answer: dict, requested: str | None) -> dict:
