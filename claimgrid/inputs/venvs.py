@@ -47,9 +47,10 @@
   variable (``HARNESS_VARS``, the table's), nor a ``pass_env`` name. ``{sandbox}`` in a
   value is the run's sandbox folder (a warm parent's own folder while it preloads), the
   only placeholder; ``Entry.env_for(sandbox)`` substitutes it.
-* ``ensure_venvs(entries)`` runs ``uv sync --locked --compile-bytecode`` into
-  ``<root>/.venvs/<name>`` only when the stamp (sha256 of pyproject, lock, python,
-  harness version and the sync command) differs from the one recorded after the last
+* ``ensure_venvs(entries)`` runs ``uv sync --locked`` into ``<root>/.venvs/<name>``, then
+  compiles its bytecode (:func:`compile_bytecode`, each distinct source once per venvs folder),
+  only when the stamp (sha256 of pyproject, lock, python, harness version, the sync command and
+  the compile script) differs from the one recorded after the last
   successful build; an unchanged env costs a stat and two file hashes.
 * ``Builds(entries).start()`` builds them in the background instead, a bounded pool at a time
   (``caps.MAX_VENV_BUILDS_AT_ONCE``), smallest lock first, each venv ``queued``, ``building``,
@@ -112,7 +113,12 @@ STAMP_NAME = ".claimgrid-stamp"
 NPM_DIR = "npm"  # a CLI entry's npm install, inside its venv
 NPM_FILES = ("package.json", "package-lock.json")
 NPM_CI_ARGS = ("ci", "--ignore-scripts", "--no-audit", "--no-fund", "--no-update-notifier")
-SYNC_ARGS = ("sync", "--locked", "--compile-bytecode", "--no-install-project")
+SYNC_ARGS = ("sync", "--locked", "--no-install-project")
+# Bytecode is compiled after the sync by the venv's own Python (claimgrid/inputs/bytecode.py),
+# each distinct source once per venvs folder: the venvs share ~40% of their source bytes, which
+# `uv sync --compile-bytecode` compiled again in each. Its cache sits beside the venvs.
+BYTECODE_SCRIPT = Path(__file__).with_name("bytecode.py")
+BYTECODE_CACHE = ".pyc-cache"
 
 
 class VenvError(ClaimgridError):
@@ -436,6 +442,7 @@ def stamp_for(target: Env | Entry) -> str:
         (env.project / "uv.lock").read_bytes(),
         env.python.encode(),
         " ".join(SYNC_ARGS).encode(),
+        BYTECODE_SCRIPT.read_bytes(),
     ]
     if env.with_harness:
         parts.insert(3, _harness_digest())
@@ -484,9 +491,23 @@ def build(target: Env | Entry, uv: str, stamp: str) -> None:
         raise VenvError(f"{what}: {_cause(proc.stderr)}")
     if not env.venv_python.exists():
         raise VenvError(f"{what}: {env.venv_python} missing after uv sync")
+    compile_bytecode(env, what)
     if env.npm:
         npm_ci(env, what)
     _stamp_file(env).write_text(stamp + "\n")
+
+
+def compile_bytecode(env: Env, what: str) -> None:
+    """Every module of the venv's site-packages compiled (the sandbox binds the venv read-only:
+    a module without its ``.pyc`` would be compiled again in every run), by the venv's own
+    interpreter, through the shared cache beside the venvs (claimgrid/inputs/bytecode.py)."""
+    cmd = [str(env.venv_python), "-I", str(BYTECODE_SCRIPT), str(env.venv), str(env.venv.parent / BYTECODE_CACHE)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    except OSError as exc:
+        raise VenvError(f"{what}: compiling its bytecode: {exc}") from None
+    if proc.returncode != 0:
+        raise VenvError(f"{what}: compiling its bytecode: {_cause(proc.stderr)}")
 
 
 def node_bin(venv: Path) -> Path:
