@@ -1,0 +1,60 @@
+"""The venv bytecode step (claimgrid/inputs/bytecode.py), run as the build runs it: a real
+interpreter, as a script, on venv-shaped folders sharing one cache."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from claimgrid.inputs.venvs import BYTECODE_SCRIPT
+
+SITE = Path("lib") / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+SHARED = "def where():\n    raise RuntimeError('here')\n"
+
+
+def _venv(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / SITE / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def _compile(venv: Path, cache: Path) -> dict:
+    proc = subprocess.run([sys.executable, "-I", str(BYTECODE_SCRIPT), str(venv), str(cache)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def _run(venv: Path, code: str) -> subprocess.CompletedProcess:
+    """``code`` with the venv's site-packages on the path, never writing bytecode (as in the
+    sandbox, where the venv is read-only), verbose imports on stderr."""
+    return subprocess.run([sys.executable, "-B", "-v", "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(venv / SITE)})
+
+
+def test_a_source_shared_by_two_venvs_is_compiled_once_and_loads_under_its_own_path(tmp_path):
+    cache = tmp_path / "cache"
+    a = _venv(tmp_path / "a", {"shared/__init__.py": SHARED, "only_a.py": "X = 1\n", "py2.py": "print 'no'\n"})
+    b = _venv(tmp_path / "b", {"shared/__init__.py": SHARED, "only_b.py": "Y = 2\n"})
+    assert _compile(a, cache) == {"files": 3, "compiled": 2, "cached": 0, "failed": 1}  # py2.py: a SyntaxError
+    assert _compile(b, cache) == {"files": 2, "compiled": 1, "cached": 1, "failed": 0}
+    p = _run(b, "import traceback, shared\ntry:\n    shared.where()\nexcept RuntimeError as e:\n"
+                "    print(traceback.extract_tb(e.__traceback__)[-1].filename)")
+    assert p.returncode == 0, p.stderr
+    # Loaded from b's own .pyc (the code came from a's compile), and named as b's file.
+    assert p.stdout.strip() == str(b / SITE / "shared" / "__init__.py")
+    assert f"code object from '{b / SITE / 'shared' / '__pycache__'}" in p.stderr
+
+
+def test_an_edited_source_is_not_served_its_old_bytecode(tmp_path):
+    venv = _venv(tmp_path / "v", {"mod.py": "VALUE = 'old'\n"})
+    _compile(venv, tmp_path / "cache")
+    src = venv / SITE / "mod.py"
+    src.write_text("VALUE = 'new, longer'\n")  # another size: the timestamp header no longer matches
+    p = _run(venv, "import mod; print(mod.VALUE)")
+    assert p.returncode == 0 and p.stdout.strip() == "new, longer", p.stderr
