@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from claimgrid.inputs.venvs import BYTECODE_CACHE
+
 from tests.conftest import ROOT
 from tests.integration.commands.test_new_framework import SKIP, _tree
 
@@ -52,5 +54,6 @@ def test_a_copy_of_plain_with_one_entry_passes_the_conformance_suite(tmp_path):
     assert (project / ".venvs" / name / "bin" / "python").exists()
     # Only the new framework's venv was built in the copy (beside the tasks' own environments,
     # which the test session builds for any framework test: .venvs/tasks/). A venv is a folder;
-    # the build lock beside it (claimgrid.inputs.venvs: .NAME.lock) is a file.
-    assert sorted(p.name for p in (project / ".venvs").iterdir() if p.is_dir() and p.name != "tasks") == [name]
+    # the build lock beside it (claimgrid.inputs.venvs: .NAME.lock) is a file; the shared bytecode
+    # cache (BYTECODE_CACHE) is no venv.
+    assert sorted(p.name for p in (project / ".venvs").iterdir() if p.is_dir() and p.name not in ("tasks", BYTECODE_CACHE)) == [name]
