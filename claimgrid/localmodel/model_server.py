@@ -67,6 +67,7 @@ SLOTS = 10
 # slot 2; a repeat's prompt evaluated whole, ~6 s instead of ~1 s).
 SLOT_SIMILARITY = 0.5
 PR_SET_PDEATHSIG = 1
+WARMUP_TOUCH_TOKENS = 16  # the warm-up's first, unmeasured pass
 # A fixed conversation rendered with the template at start: its sha256 pins what the
 # template does to messages (a built-in template's text is code inside llama.cpp).
 PROBE = [
@@ -300,14 +301,16 @@ class Engine:
 
     def warm_up(self) -> dict:
         """Prompt and generation speed (tokens/s), measured on a fixed text at start: a first,
-        unmeasured pass touches the weights and buffers (the first call is several times slower)."""
+        unmeasured pass touches the weights and buffers (the first call is several times slower).
+        Any forward pass reads every weight, so the first pass is a short one (a few tokens in,
+        two out): the measured pass alone is full length."""
         text = WARMUP_TEXT * (1 + LOCAL_MODEL_WARMUP_PROMPT_TOKENS // 16)
         tokens = self.llm.tokenize(text, add_special=True, parse_special=False)[:LOCAL_MODEL_WARMUP_PROMPT_TOKENS]
         with self.lock:
-            for _ in range(2):  # the second pass is the measurement
+            for prompt, n_gen in ((tokens[:WARMUP_TOUCH_TOKENS], 2), (tokens, LOCAL_MODEL_WARMUP_OUTPUT_TOKENS)):
                 self._forget()
                 _, n_out, _, pp_s, tg_s = self._generate(
-                    tokens, LOCAL_MODEL_WARMUP_OUTPUT_TOKENS, 0.7, 0.95, self.model.seed, [], stop_at_eog=False
+                    prompt, n_gen, 0.7, 0.95, self.model.seed, [], stop_at_eog=False
                 )
             self._forget()
         return {
