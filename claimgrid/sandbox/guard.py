@@ -328,6 +328,12 @@ def _probe(bwrap: str, as_root: bool) -> str | None:
     return None
 
 
+@functools.cache
+def _version(bwrap: str) -> str:
+    """``bwrap --version``, asked once per process (the verifier detects the guard per run)."""
+    return subprocess.run([bwrap, "--version"], capture_output=True, text=True).stdout.strip()
+
+
 def detect(mode: str = "auto") -> Guard:
     """The guard for this machine. ``on``: fail (one line) where it cannot work; ``off``:
     unguarded on request; ``auto``: on where it works, else off with the reason."""
@@ -349,8 +355,7 @@ def detect(mode: str = "auto") -> Guard:
             reason = _probe(bwrap, os.geteuid() == 0)
     if reason is None:
         assert bwrap is not None  # no reason: bwrap was found and probed
-        version = subprocess.run([bwrap, "--version"], capture_output=True, text=True).stdout.strip()
-        return Guard(enabled=True, bwrap=bwrap, version=version, source=source, as_root=os.geteuid() == 0)
+        return Guard(enabled=True, bwrap=bwrap, version=_version(bwrap), source=source, as_root=os.geteuid() == 0)
     if mode == "on":
         raise ClaimgridError(f"--guard on: cannot sandbox here: {reason}")
     return Guard(enabled=False, reason=reason)
