@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from claimgrid.reference import registry
 from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.reference.gateway_faults import delay_s, gateway_faults
@@ -49,6 +51,9 @@ def _interval(rec: dict) -> tuple[float, float]:
     return t["started_unix"], t["started_unix"] + t["wall_s"]
 
 
+# Two grids that each sit out a gateway delay (37-40 s of wall, 2.4 CPU-s, CI 2026-12-06): a
+# waiting group, packed with the others (tests/conftest.py) rather than the session's tail.
+@pytest.mark.waits_s(35)
 def test_a_waiting_run_does_not_hold_the_only_job(tmp_path, plain_venvs):
     sel = _untreated_selection()
     meta, records = _grid(tmp_path, plain_venvs, "gated", "--jobs", "1", *sel)

@@ -31,6 +31,9 @@ FLOODER = ROOT / "tests" / "fixtures" / "frameworks" / "flooder"
 # every connection must be closed (still_open 0), so a connection never closed still fails.
 READ_S, AUTH_S, SLACK_S = 3.0, 1.5, 8.0
 TOTAL = 400  # the gateway's connections for all runs, scaled down with the flood (caps: 8,192)
+# The two grids: 17 s of one worker, 10-17 CPU-s (CI, 2026-12-06); unranked they were handed
+# out last and were the session's tail.
+pytestmark = pytest.mark.setup_s(17)
 
 
 def _venvs(folder: Path, flooder: bool) -> Path:
