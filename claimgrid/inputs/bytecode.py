@@ -1,4 +1,4 @@
-"""Compile a venv's site-packages to bytecode, each distinct source compiled once per machine.
+"""Compile a venv's site-packages to bytecode, each distinct source compiled once per venvs folder.
 
 Run by the venv's own interpreter, as a script (``python -I bytecode.py VENV CACHE``), after
 ``uv sync`` installed it (:func:`claimgrid.inputs.venvs.build`); standard library only, since it
