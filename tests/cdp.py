@@ -26,8 +26,34 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--remote-debugging-pipe"]
 
 
+# Set by .ci/run while it installs Chromium in the background: a file that appears holding "ok"
+# (or why not) when apt-get ends. The tests start meanwhile; the browser test waits for it.
+PENDING_ENV = "CLAIMGRID_CHROMIUM_PENDING"
+INSTALL_WAIT_S = 480.0  # apt-get update + install from a slow mirror, inside the grid lane's 600 s test timeout
+
+
 def chromium_path() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def install_pending() -> bool:
+    return bool(os.environ.get(PENDING_ENV))
+
+
+def wait_for_install() -> str | None:
+    """The reason Chromium is not there to use, after waiting for an install in progress
+    (``PENDING_ENV``); None when it is."""
+    marker = os.environ.get(PENDING_ENV)
+    if marker:
+        deadline = time.monotonic() + INSTALL_WAIT_S
+        while not os.path.exists(marker):
+            if time.monotonic() > deadline:
+                return f"the Chromium install did not end within {INSTALL_WAIT_S:.0f} s"
+            time.sleep(0.5)
+        status = Path(marker).read_text().strip()
+        if status != "ok":
+            return f"the Chromium install failed: {status}"
+    return None if chromium_path() else "chromium is not installed"
 
 
 class Browser:

@@ -15,10 +15,12 @@ import pytest
 from claimgrid.ledger import load, render_ledger
 from claimgrid.ledger.report import Report
 from claimgrid.ledger.sections import summary
-from tests.cdp import Browser, chromium_path, search, set_filter
+from tests.cdp import Browser, chromium_path, install_pending, search, set_filter, wait_for_install
 from tests.ledger_support import events, records
 
-pytestmark = pytest.mark.skipif(chromium_path() is None,
+# Skipped where no Chromium is installed and none is being installed; .ci/run installs it while
+# the tests run, and the module waits for that install (a failed one fails the module).
+pytestmark = pytest.mark.skipif(chromium_path() is None and not install_pending(),
                                 reason="chromium is not installed (apt-get install -y chromium chromium-driver)")
 
 SIZES = [(1280, 720), (1920, 1080)]
@@ -28,6 +30,9 @@ VERDICTS = ["claim_vs_outcome", "claim_verdict", "outcome"]
 
 @pytest.fixture(scope="module")
 def browser():
+    missing = wait_for_install()
+    if missing is not None:
+        pytest.fail(missing)
     with Browser(*SIZES[0]) as b:
         yield b
 
