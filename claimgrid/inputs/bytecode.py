@@ -56,14 +56,19 @@ _made: set[str] = set()  # the __pycache__ folders this process made
 
 
 def _write_pyc(path: str, data: bytes) -> None:
-    """``data`` into the venv's ``path`` in place: nothing reads a venv while it builds (its
-    stamp is written last), and a build stopped midway leaves no stamp, so the next one
-    writes every file again."""
+    """``data`` as a new file at the venv's ``path``: nothing reads a venv while it builds (its
+    stamp is written last), and a build stopped midway leaves no stamp, so the next one writes
+    every file again. A file already there is unlinked first, never written through: uv links
+    a wheel's files from its cache, so one a wheel shipped may be that cache's own inode."""
     folder = os.path.dirname(path)
     if folder not in _made:
         os.makedirs(folder, exist_ok=True)
         _made.add(folder)
-    with open(path, "wb") as f:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    with open(path, "xb") as f:
         f.write(data)
 
 

@@ -58,3 +58,17 @@ def test_an_edited_source_is_not_served_its_old_bytecode(tmp_path):
     src.write_text("VALUE = 'new, longer'\n")  # another size: the timestamp header no longer matches
     p = _run(venv, "import mod; print(mod.VALUE)")
     assert p.returncode == 0 and p.stdout.strip() == "new, longer", p.stderr
+
+
+def test_a_bytecode_file_linked_from_elsewhere_is_replaced_not_written_through(tmp_path):
+    """uv links a wheel's files from its cache: a ``.pyc`` a wheel shipped may share its inode
+    with the cache's copy, which the step must never change."""
+    venv = _venv(tmp_path / "v", {"mod.py": "VALUE = 1\n"})
+    outside = tmp_path / "uv-cache-copy.pyc"
+    outside.write_bytes(b"the cache's bytes")
+    pyc = venv / SITE / "__pycache__" / f"mod.cpython-{sys.version_info.major}{sys.version_info.minor}.pyc"
+    pyc.parent.mkdir()
+    os.link(outside, pyc)
+    _compile(venv, tmp_path / "cache")
+    assert outside.read_bytes() == b"the cache's bytes"
+    assert pyc.read_bytes() != b"the cache's bytes" and pyc.stat().st_nlink == 1
