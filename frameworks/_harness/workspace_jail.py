@@ -265,7 +265,11 @@ class Jail:
                 return "dir"
             if not node.exists:
                 return "missing"
-            st = os.stat(node.name, dir_fd=node.dir_fd, follow_symlinks=False)
+            try:
+                st = os.stat(node.name, dir_fd=node.dir_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                # the agent's own process may remove it between the walk and the stat
+                return "missing"
             return "dir" if stat.S_ISDIR(st.st_mode) else "file" if stat.S_ISREG(st.st_mode) else "other"
 
     # ------------------------------------------------------------ ownership

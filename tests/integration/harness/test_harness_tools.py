@@ -174,3 +174,25 @@ def test_a_link_removed_while_it_is_resolved_is_a_refusal_not_a_crash(tmp_path, 
     monkeypatch.setattr(workspace_jail.os, "readlink", gone)
     with pytest.raises(workspace_jail.ToolRefused, match="changed while it was resolved"):
         jail.write_bytes("d/x.txt", b"x")
+
+
+def test_an_entry_removed_between_its_walk_and_its_stat_is_missing(tmp_path, monkeypatch):
+    """``kind`` resolves the path, then stats the last name: the agent's own process may
+    remove it in between. That is "missing", as it would be a moment later, not a crash."""
+    import workspace_jail
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "f.txt").write_text("x")
+    jail = workspace_jail.Jail(str(ws))
+    assert jail.kind("f.txt") == "file"
+    real_stat = workspace_jail.os.stat
+
+    def removed_first(name, *args, **kwargs):
+        if kwargs.get("dir_fd") is not None and name == "f.txt":
+            os.unlink(name, dir_fd=kwargs["dir_fd"])
+        return real_stat(name, *args, **kwargs)
+
+    monkeypatch.setattr(workspace_jail.os, "stat", removed_first)
+    assert jail.kind("f.txt") == "missing"
+    assert not (ws / "f.txt").exists()
