@@ -162,6 +162,14 @@ WORK_TMPFS_MIN_FREE_BYTES = 4 << 30
 # only split the same cores and the registry's bandwidth further, and each uv process holds
 # its own resolution and unpack buffers. The pool is min(this, max(2, cores)).
 MAX_VENV_BUILDS_AT_ONCE = 4
+# The shared bytecode cache beside the venvs (claimgrid/inputs/bytecode.py) keeps a compiled
+# module while some build read it within this many days; older entries are removed after a
+# build, so a machine that moves through lock after lock does not keep every release ever
+# compiled (a few hundred MB per set of eight venvs). Read from the file's access time, which
+# Linux's default relatime updates at most once a day; on a noatime mount an entry is dropped
+# this long after it was written. A venv never reads the cache (its .pyc files are its own),
+# so removing an entry only makes a later build compile that source again.
+BYTECODE_CACHE_KEEP_DAYS = 30
 
 
 def tool_budgets() -> dict:

@@ -89,7 +89,7 @@ from typing import Literal
 from pydantic import Field, StrictBool
 
 from claimgrid import ROOT
-from claimgrid.caps import MAX_VENV_BUILDS_AT_ONCE
+from claimgrid.caps import BYTECODE_CACHE_KEEP_DAYS, MAX_VENV_BUILDS_AT_ONCE
 from claimgrid.errors import ClaimgridError, DataError
 from claimgrid.inputs.schema import Strict, load_toml, validate
 
@@ -508,6 +508,36 @@ def compile_bytecode(env: Env, what: str) -> None:
         raise VenvError(f"{what}: compiling its bytecode: {exc}") from None
     if proc.returncode != 0:
         raise VenvError(f"{what}: compiling its bytecode: {_cause(proc.stderr)}")
+    prune_bytecode_cache(env.venv.parent / BYTECODE_CACHE)
+
+
+def prune_bytecode_cache(cache: Path, keep_days: float = BYTECODE_CACHE_KEEP_DAYS, now: float | None = None) -> int:
+    """Remove the cache's compiled modules no build has read within ``keep_days`` (their
+    access time; ``claimgrid.caps.BYTECODE_CACHE_KEEP_DAYS``); returns how many. Safe beside a
+    build running at the same time: one that finds an entry gone compiles it again, and the
+    script's own temporary files (``.tmp-*``) are never touched."""
+    cutoff = (time.time() if now is None else now) - keep_days * 86400
+    removed = 0
+    try:
+        magics = list(os.scandir(cache))
+    except FileNotFoundError:
+        return 0
+    for magic in magics:
+        if not magic.is_dir(follow_symlinks=False):
+            continue
+        for shard in os.scandir(magic.path):
+            if not shard.is_dir(follow_symlinks=False):
+                continue
+            for entry in os.scandir(shard.path):
+                if entry.name.startswith(".tmp-"):
+                    continue
+                try:
+                    if entry.stat(follow_symlinks=False).st_atime < cutoff:
+                        os.unlink(entry.path)
+                        removed += 1
+                except FileNotFoundError:
+                    continue  # removed by another build's prune meanwhile
+    return removed
 
 
 def node_bin(venv: Path) -> Path:

@@ -3,6 +3,8 @@ interpreter, as a script, on venv-shaped folders sharing one cache."""
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -72,3 +74,37 @@ def test_a_bytecode_file_linked_from_elsewhere_is_replaced_not_written_through(t
     _compile(venv, tmp_path / "cache")
     assert outside.read_bytes() == b"the cache's bytes"
     assert pyc.read_bytes() != b"the cache's bytes" and pyc.stat().st_nlink == 1
+
+
+def test_the_cache_drops_what_no_build_read_for_its_keep_days_and_a_later_build_compiles_it_again(tmp_path):
+    """``prune_bytecode_cache`` (run after each venv's bytecode step): an entry whose access
+    time is older than the keep window goes, a recent one and a build's temporary file stay,
+    and the venv that was compiled from the dropped entry still imports from its own .pyc."""
+    from claimgrid.inputs.venvs import prune_bytecode_cache
+
+    cache = tmp_path / "cache"
+    old = _venv(tmp_path / "old", {"gone.py": "G = 1\n"})
+    new = _venv(tmp_path / "new", {"kept.py": "K = 2\n"})
+    _compile(old, cache)
+    _compile(new, cache)
+    entries = {p.name: p for p in cache.glob("*/*/*")}
+    assert len(entries) == 2
+    day = 86400
+    now = max(p.stat().st_atime for p in entries.values())
+    # The cache's key: sha256 of the interpreter's magic number and the source (bytecode.py).
+    gone_entry = entries[hashlib.sha256(importlib.util.MAGIC_NUMBER + b"G = 1\n").hexdigest()]
+    os.utime(gone_entry, (now - 31 * day, now - 31 * day))
+    tmp_file = gone_entry.parent / ".tmp-abc"
+    tmp_file.write_bytes(b"being written")
+    os.utime(tmp_file, (now - 40 * day, now - 40 * day))
+
+    assert prune_bytecode_cache(cache, keep_days=30, now=now) == 1
+    assert not gone_entry.exists() and tmp_file.exists()
+    assert {p.name for p in cache.glob("*/*/*") if not p.name.startswith(".tmp-")} == set(entries) - {gone_entry.name}
+    p = _run(old, "import gone; print(gone.G)")
+    assert p.returncode == 0 and p.stdout.strip() == "1", p.stderr
+    assert f"code object from '{old / SITE / '__pycache__'}" in p.stderr
+    # The next build that holds the dropped source compiles it again.
+    again = _venv(tmp_path / "again", {"gone.py": "G = 1\n"})
+    assert _compile(again, cache) == {"files": 1, "compiled": 1, "cached": 0, "failed": 0}
+    assert prune_bytecode_cache(tmp_path / "no-cache-yet") == 0
