@@ -6,20 +6,18 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 from pathlib import Path
-
-import pytest
 
 from claimgrid.store.lines import read_events, read_runs
 
+from tests import extras
+
 
 def need(module: str):
-    """The optional extra's module; skipped with the reason outside CI, a failure in CI
-    (.ci/run installs the extras, so a missing one there is a broken install)."""
-    if os.environ.get("CI"):
-        return __import__(module, fromlist=["_"])
-    return pytest.importorskip(module, reason=f"{module} is an optional extra: uv sync --extra inspect --extra otel")
+    """The optional extra's module (``inspect_ai``: the inspect extra; ``opentelemetry...``:
+    the otel extra): skipped with its install command where absent, a failure where
+    ``.ci/run`` requires the extras (tests/extras.py)."""
+    return extras.need("inspect" if module.startswith("inspect_ai") else "otel", module)
 
 
 def ledger_runs(folder: Path) -> dict[str, tuple[dict, list[dict]]]:

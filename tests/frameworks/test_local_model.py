@@ -20,10 +20,12 @@ import pytest
 from claimgrid import localmodel
 from claimgrid.inputs.venvs import load_venvs
 
+from tests import extras
 from tests.real_models_support import control_conditions, exchanges, grid, lines, meta, records
 
 # setup_s: the lane's grid, 164-194 s of one worker with its server on one core (CI, 2026-12-05):
 # handed out last it was the session's 75 s tail.
+extras.need("local-model", "llama_cpp_py_sync")
 pytestmark = [pytest.mark.frameworks, pytest.mark.timeout(2400), pytest.mark.setup_s(180)]
 
 OUTPUT_TOKENS = 24  # small answers keep the lane short (the model fills any cap); the cap is what the gateway applies

@@ -27,9 +27,10 @@ from claimgrid.execute.node import OWNER_FILE, WORK_PREFIX
 from claimgrid.launch.kill import tree_members
 from claimgrid.store.lines import read_runs
 
+from tests import extras
 from tests.conftest import ROOT, select_runs
 
-ray = pytest.importorskip("ray", reason="the Ray backend is an optional extra: uv sync --extra ray")
+ray = extras.need("ray", "ray")
 from ray.cluster_utils import Cluster  # noqa: E402
 
 CELLS = ["--tasks", "fix-float-add,write-status,review-change,nothing-to-fix", "--content", "clean,malicious",

@@ -15,9 +15,11 @@ import pytest
 
 from claimgrid import ROOT, localmodel
 
+from tests import extras
 from tests import loopback_http
 
 MODEL = "local/smollm2-135m"  # the shipped catalog's first entry is the CI model
+extras.need("local-model", "llama_cpp_py_sync")
 pytestmark = pytest.mark.timeout(400)
 
 TOOLS = [
