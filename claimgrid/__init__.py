@@ -10,8 +10,4 @@ scheduler, engine, node, runner, Ray) > ``ledger`` > ``launch`` | ``verify`` > `
 
 from pathlib import Path
 
-from claimgrid import _moved
-
 ROOT = Path(__file__).resolve().parent.parent
-
-_moved.install()  # the previous release's import paths, with a DeprecationWarning

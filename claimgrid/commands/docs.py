@@ -1,9 +1,9 @@
-"""The generated parts of the docs: README's ``grid.py run`` flag table, CONTRACTS' layout, moved paths and runs.parquet columns.
+"""The generated parts of the docs: README's ``grid.py run`` flag table, CONTRACTS' layout and runs.parquet columns.
 
 Each block sits between ``<!-- NAME -->`` and ``<!-- /NAME -->`` in its file and is rendered
 from the code it describes: the flag table from ``build_parser()`` (each argument's help
 text, choices, type and default), the layout from the package's modules (the first sentence
-of each module's docstring), the moved paths from ``claimgrid._moved.MOVED``, the columns of ``runs.parquet`` from the
+of each module's docstring), the columns of ``runs.parquet`` from the
 run record (``claimgrid.ledger.frame``). A block that
 differs from what the code renders is stale; ``tests/grid/commands/test_docs.py`` fails on it and names
 the command that rewrites it::
@@ -22,7 +22,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from claimgrid import ROOT
-from claimgrid._moved import MOVED
 from claimgrid.commands import cli
 from claimgrid.commands import validate as v
 
@@ -159,22 +158,11 @@ def layout_table(root: Path | None = None) -> str:
     return "\n".join(rows)
 
 
-# ---------------------------------------------------------------- moved import paths
-
-
-def moved_table() -> str:
-    """The previous release's import paths and where each module lives now."""
-    rows = ["| old path (warns) | new path |", "| --- | --- |"]
-    rows += [f"| `{old}` | `{new}` |" for old, new in sorted(MOVED.items())]
-    return "\n".join(rows)
-
-
 # ---------------------------------------------------------------- the blocks and their files
 
 BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {
     "flags:run": ("README.md", flags_table),
     "layout": ("docs/CONTRACTS.md", layout_table),
-    "moved": ("docs/CONTRACTS.md", moved_table),
     "parquet-columns": ("docs/CONTRACTS.md", lambda: _parquet_columns()),
 }
 

@@ -2,7 +2,7 @@
 worked examples run.
 
 Generated blocks (claimgrid.commands.docs): README's ``grid.py run`` flag table, CONTRACTS'
-layout (every module with its docstring's first sentence) and its moved-import-path table.
+layout (every module with its docstring's first sentence).
 """
 
 from __future__ import annotations
@@ -11,8 +11,6 @@ import ast
 import json
 import re
 import shutil
-import subprocess
-import sys
 
 import pytest
 
@@ -65,30 +63,6 @@ def test_every_module_has_a_docstring():
     """The layout's line for a module is its docstring's first sentence: a module needs one."""
     missing = [line for line in docs.layout_table().splitlines() if "(no docstring)" in line]
     assert missing == [], f"give these modules a docstring, then {FIX}: {missing}"
-
-
-def test_the_moved_table_lists_every_old_path():
-    from claimgrid._moved import MOVED
-
-    doc = (ROOT / "docs" / "CONTRACTS.md").read_text()
-    for old, new in MOVED.items():
-        assert f"| `{old}` | `{new}` |" in doc, FIX
-
-
-def test_an_old_path_still_imports_with_a_warning():
-    from claimgrid._moved import MOVED
-
-    old, new = sorted(MOVED.items())[0]
-    out = subprocess.run(
-        [sys.executable, "-c",
-         f"import warnings, importlib, claimgrid\n"
-         f"with warnings.catch_warnings(record=True) as w:\n"
-         f"    warnings.simplefilter('always')\n"
-         f"    m = importlib.import_module('{old}')\n"
-         f"assert m is importlib.import_module('{new}')\n"
-         f"assert any(issubclass(x.category, DeprecationWarning) and '{new}' in str(x.message) for x in w), w\n"],
-        cwd=ROOT, capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
 
 
 def test_the_public_extension_api_is_documented():

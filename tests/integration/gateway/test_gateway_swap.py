@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from claimgrid.gateway import reference
+from claimgrid.gateway import scripted as reference
 from tests.test_gateway_support import (drive, http_turn, litellm_turn, register, shared_gateway,
                                         workspace)
 
