@@ -37,7 +37,8 @@ from claimgrid.store.lines import read_runs
 from tests.conftest import ROOT
 from tests.fixtures.hostile_cli_policies import EXTRACTED, NO_TOKEN, TOKEN_FILE, TOKEN_HEX
 
-pytestmark = pytest.mark.frameworks
+# setup_s: the module's own grid (one run per venvs.toml entry) is its set-up: handed out early.
+pytestmark = [pytest.mark.frameworks, pytest.mark.setup_s(100)]
 
 POLICIES = ROOT / "tests" / "fixtures" / "hostile_cli_policies.py"
 VENVS = load_venvs()
