@@ -158,7 +158,7 @@ def _prepare(
         from claimgrid.gateway.providers import register_local
 
         for s in servers:
-            register_local(s.model, s.api_base, s.entry.max_output_tokens)
+            register_local(s.model, s.api_base, s.entry.max_output_tokens, s.api_key)
             _banner(s, spec)
     entries = {name: data.venvs[name] for name in spec.selection.frameworks}
     builds = Builds(entries).start() if background else None

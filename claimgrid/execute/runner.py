@@ -7,6 +7,7 @@ events, which are recorded and compared, never trusted.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import resource
 import secrets
@@ -21,6 +22,7 @@ from claimgrid.classify.classifier import RunFacts, classify
 from claimgrid.classify.limits import limit_hits
 from claimgrid.classify.reactions import fault_facts
 from claimgrid.execute.cells import Cell
+from claimgrid.execute.redact import redact
 from claimgrid.inputs.conditions import ContentCondition, SwapCondition
 from claimgrid.inputs.tasks import Task, build_template, materialise, seal_template
 from claimgrid.launch import RunInterrupted
@@ -496,6 +498,13 @@ def _drive(prep: _Prepared, ctx: GridContext, box) -> _Driven:
         turn_events, _ = cap_strings(snapshots.events())
     if result.interrupted:
         raise RunInterrupted(cell.run_id)  # Ctrl-C: nothing of this run is stored; --resume runs it
+    # The run's token out of everything it left, before anything is read or cut (a cut could
+    # keep half a token): claimgrid.execute.redact.
+    (gateway_events, gateway_raw, turn_events), _ = redact((gateway_events, gateway_raw, turn_events), prep.token)
+    (outcome, tool_events, process_event), _ = redact(
+        (result.outcome, result.tool_events, result.process_event), prep.token
+    )
+    result = dataclasses.replace(result, outcome=outcome, tool_events=tool_events, process_event=process_event)
     return _Driven(result, gateway_events, gateway_raw, turn_events, t0, started_unix, agent_s, left_killed)
 
 
@@ -533,6 +542,8 @@ def _verify(prep: _Prepared, driven: _Driven, ctx: GridContext, box) -> _Checked
             processes=ctx.launcher.processes,
         ),
     )
+    # What the test run printed and the diff: the workspace's, which the agent wrote.
+    (verifier_events, patch), _ = redact((verifier_events, patch), prep.token)
     if ctx.launcher.interrupted:
         # Ctrl-C killed the test run (or came while it ran): its result is not this run's.
         raise RunInterrupted(prep.cell.run_id)
@@ -597,6 +608,9 @@ def _record(prep: _Prepared, driven: _Driven, checked: _Checked, judged: _Judged
         "control.json": {k: v for k, v in prep.ctl.items() if k != "token"},
         "stderr.txt": driven.result.process_event.get("stderr_tail") or "",
     }
+    # Redacted where each part came in (_drive, _verify); once more here, where the run's files
+    # are written, so nothing added to them later can carry the token.
+    evidence, _ = redact(evidence, prep.token)
     ctx.store.write_evidence(run_id, evidence)
     # Lone surrogates the plain-text files show as visible \udXXX text (claimgrid.anybytes).
     substituted = sum(substitutions(v) for v in evidence.values() if isinstance(v, str))

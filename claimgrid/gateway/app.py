@@ -321,13 +321,15 @@ class _ModelCalls:
             except Exception as exc:  # noqa: BLE001 - answered and recorded, never raised into the server
                 status, code = 500, "gateway_error"
                 error = f"gateway error: {type(exc).__name__}: {_first_line(exc)}"
+                # The exception's text may quote the request: recorded, never echoed back.
+                shown = f"gateway error: {type(exc).__name__} (recorded in the run's evidence)"
             finally:
                 state.inflight -= 1
         try:
             _record_refusal(state, index, t0, dialect, (status, error, code))
         except Exception:  # noqa: BLE001 - the answer below still goes out
             pass
-        return _error_response(status, error, code, dialect=dialect)
+        return _error_response(status, shown if status == 500 else error, code, dialect=dialect)
 
     async def chat(self, request: Request, state: RunState, index: int, t0: float, dialect: Dialect):
         """One admitted call: read, checked against the run's limits, answered, recorded, sent."""

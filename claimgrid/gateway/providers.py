@@ -140,11 +140,13 @@ def group_model(group: str) -> str:
 _LOCAL: dict[str, tuple[dict, int]] = {}
 
 
-def register_local(model: str, api_base: str, output_cap: int) -> None:
+def register_local(model: str, api_base: str, output_cap: int, api_key: str) -> None:
     """Serve ``model`` (e.g. ``local/smollm2-135m``) through the Router as the OpenAI-compatible
-    server at ``api_base``; every call forwarded to it asks for at most ``output_cap`` tokens."""
+    server at ``api_base``; every call forwarded to it asks for at most ``output_cap`` tokens
+    and carries ``api_key``, the server's key (a bearer token, as llama-server's ``--api-key``
+    takes it), which only this deployment holds: the server refuses a request without it."""
     name = model.split("/", 1)[1]
-    _LOCAL[model] = ({"model": f"openai/{name}", "api_base": api_base, "api_key": "local"}, int(output_cap))
+    _LOCAL[model] = ({"model": f"openai/{name}", "api_base": api_base, "api_key": api_key}, int(output_cap))
 
 
 def output_cap(model: str) -> int | None:

@@ -5,7 +5,8 @@
   name, which the request side never shows either), in one body both clients read: OpenAI's list (``object``, ``data[].id`` / ``object`` / ``created`` /
   ``owned_by``) and Anthropic's (``data[].type`` / ``display_name`` / ``created_at``,
   ``has_more``, ``first_id``, ``last_id``). The key is taken where either dialect's clients
-  send it (``x-api-key`` or a bearer token). Another id is a 404 in the asking client's shape.
+  send it (``x-api-key`` or a bearer token). Another id is a 404 in the asking client's shape,
+  which does not quote the id (no error answer of the gateway echoes request data).
 * ``POST /v1/messages/count_tokens`` (Anthropic; Claude Code asks it to size its context): the
   body is a Messages request without ``max_tokens``, translated as a model call's is, and the
   answer is ``{"input_tokens": N}``: for a run whose models are all reference models, the
@@ -83,7 +84,8 @@ def routes(registry: Registry) -> list[Route]:
         wanted = request.path_params.get("model_id")
         if wanted is not None:
             if wanted != name:
-                return _error(request, 404, f"model {wanted!r} is not this run's model", "model_not_found")
+                # The asked id is never quoted: no error answer echoes request data.
+                return _error(request, 404, "not this run's model (GET /v1/models lists it)", "model_not_found")
             return SafeJSONResponse(_model(name))
         return SafeJSONResponse(
             {"object": "list", "data": [_model(name)], "has_more": False, "first_id": name, "last_id": name}

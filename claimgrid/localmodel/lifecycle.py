@@ -1,8 +1,12 @@
 """The driver's side of a local model: start its server process, wait for it, stop it.
 
 :func:`start` runs ``python -m claimgrid.localmodel.model_server`` (never in the driver process)
-in its own session, with a pipe on its stdin that only the driver holds: the server exits
-on that pipe's EOF, so however the driver ends (normal end, error, Ctrl-C, SIGTERM, or
+in its own session, with a pipe on its stdin that only the driver holds. The pipe's first
+line is the server's key (fresh per server, :attr:`Served.api_key`): the server answers only
+requests that carry it, and only the gateway's deployment of the model holds it
+(claimgrid.gateway.providers.register_local), so a run's agent on the same loopback (its
+commands unguarded, ``--guard off``) cannot call the model behind the gateway's back. The
+server exits on that pipe's EOF, so however the driver ends (normal end, error, Ctrl-C, SIGTERM, or
 SIGKILL, when the kernel closes the pipe) the server ends too, and ``PR_SET_PDEATHSIG``
 kills it as well when the driver dies. :meth:`Served.stop` closes the pipe, waits, kills.
 """
@@ -12,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import secrets
 import select
 import subprocess
 import sys
@@ -40,6 +45,8 @@ class Served:
     log_path: Path
     jobs: int = 1
     deadline: dict = field(default_factory=dict)
+    # The server's key (module docstring): for the gateway's deployment only, never recorded.
+    api_key: str = field(default="", repr=False)
 
     @property
     def api_base(self) -> str:
@@ -127,7 +134,14 @@ def start(model: str, name: str, entry: LocalModel, catalog: Path, jobs: int, ca
             start_new_session=True,  # Ctrl-C reaches the driver, which stops the server in order
         )
     log_path = Path(log)
-    assert proc.stdout is not None
+    assert proc.stdout is not None and proc.stdin is not None
+    api_key = "cg-local-" + secrets.token_urlsafe(32)
+    try:
+        proc.stdin.write(api_key.encode() + b"\n")
+        proc.stdin.flush()
+    except OSError:
+        pass  # the server already exited: the wait below reports how
+
     deadline = time.monotonic() + LOCAL_MODEL_START_TIMEOUT_S
     line = b""
     while not line.endswith(b"\n"):
@@ -148,6 +162,6 @@ def start(model: str, name: str, entry: LocalModel, catalog: Path, jobs: int, ca
     if "error" in msg:
         Served(model, entry, 0, {}, proc, log_path).stop()
         raise ClaimgridError(f"local model '{model}': {msg['error']}")
-    served = Served(model, entry, int(msg["port"]), msg["provenance"], proc, log_path, jobs)
+    served = Served(model, entry, int(msg["port"]), msg["provenance"], proc, log_path, jobs, api_key=api_key)
     served.deadline = call_deadline(served.provenance["speed"], entry, jobs)
     return served

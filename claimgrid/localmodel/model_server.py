@@ -7,6 +7,12 @@ by :mod:`claimgrid.localmodel.lifecycle`): the driver never loads a model. It
   started it ends, the driver killed by SIGKILL included), and a thread that reads its
   stdin, a pipe only the driver holds, and exits the process on EOF (the driver gone by
   any means);
+* answers only its driver's gateway: the pipe's first line is the server's key (never on a
+  command line or in an environment, which other processes of the machine may read), and
+  every request but ``GET /health`` must carry it as ``Authorization: Bearer KEY``, as
+  llama.cpp's ``llama-server --api-key`` asks; any other is a 401 (the gateway's LiteLLM
+  deployment holds the key: claimgrid.gateway.providers.register_local). No error answer
+  quotes the request;
 * loads the engine (``llama-cpp-py-sync``'s prebuilt llama.cpp, :mod:`.native`) and the
   weights (:mod:`.weights`), checks the chat template, measures its speed with a warm-up
   (prompt processing and generation, tokens/s; ``claimgrid.caps``), binds a free port on
@@ -33,6 +39,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import hmac
 import json
 import os
 import signal
@@ -82,15 +89,25 @@ WARMUP_TEXT = (
 )
 
 
-def die_with_parent(parent_pid: int) -> None:
-    """PR_SET_PDEATHSIG(SIGKILL), then exit at once if the parent is already gone; a thread
-    exits the process when stdin (the driver's pipe) reaches EOF."""
+def die_with_parent(parent_pid: int) -> str:
+    """PR_SET_PDEATHSIG(SIGKILL), then exit at once if the parent is already gone; read the
+    server's key, the first line of stdin (the driver's pipe; none: exit); then a thread exits
+    the process when that pipe reaches EOF. Returns the key."""
     try:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except (OSError, AttributeError):
         pass  # not Linux: the pipe below still ends the server
     if os.getppid() != parent_pid:
         os._exit(0)
+    line = b""
+    while not line.endswith(b"\n") and len(line) < 4096:
+        byte = os.read(0, 1)  # a byte at a time: nothing after the line is taken from the pipe
+        if not byte:
+            break
+        line += byte
+    key = line.decode("ascii", "replace").strip()
+    if not key:
+        os._exit(0)  # the driver closed the pipe before it gave the key: it is gone
 
     def lifeline() -> None:
         try:
@@ -101,6 +118,7 @@ def die_with_parent(parent_pid: int) -> None:
         os._exit(0)
 
     threading.Thread(target=lifeline, name="lifeline", daemon=True).start()
+    return key
 
 
 class Engine:
@@ -389,12 +407,24 @@ def _chunks(resp: dict) -> list[dict]:
     return out
 
 
-def handler(engine: Engine):
+def handler(engine: Engine, key: str):
+    """The request handler: ``key`` is the server's (module docstring)."""
+    expected = f"Bearer {key}".encode()
+
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
         def log_message(self, *args):  # the gateway records every exchange
             pass
+
+        def _refused(self) -> bool:
+            """True (a 401 sent) unless the request carries the server's key."""
+            given = (self.headers.get("Authorization") or "").encode("latin-1", "replace")
+            if hmac.compare_digest(given, expected):
+                return False
+            self.close_connection = True  # its body, if any, is not read
+            self._send(401, _error("this server answers its grid's gateway only", "invalid_api_key"))
+            return True
 
         def _send(self, status: int, body: dict) -> None:
             data = json.dumps(body).encode()
@@ -408,22 +438,26 @@ def handler(engine: Engine):
             path = self.path.split("?")[0].rstrip("/")
             if path == "/health":
                 self._send(200, {"status": "ok"})
+            elif self._refused():
+                return
             elif path in ("/v1/models", "/models"):
                 self._send(
                     200, {"object": "list", "data": [{"id": engine.name, "object": "model", "owned_by": "local"}]}
                 )
             else:
-                self._send(404, _error(f"no route {self.path}", "not_found"))
+                self._send(404, _error("no such route", "not_found"))
 
         def do_POST(self):
             path = self.path.split("?")[0].rstrip("/")
+            if self._refused():
+                return
             try:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
             except ValueError:
                 return self._send(400, _error("the body is not JSON", "invalid_request_error"))
             if path not in ("/v1/chat/completions", "/chat/completions"):
-                return self._send(404, _error(f"no route {self.path}", "not_found"))
+                return self._send(404, _error("no such route", "not_found"))
             if not isinstance(body, dict):
                 return self._send(400, _error("the body is not a JSON object", "invalid_request_error"))
             try:
@@ -447,14 +481,14 @@ def handler(engine: Engine):
 
 def main(argv: list[str]) -> int:
     config = json.loads(argv[0])
-    die_with_parent(int(config["parent_pid"]))
+    key = die_with_parent(int(config["parent_pid"]))
     out = sys.stdout
     try:
         engine = Engine(
             config["name"], LocalModel.model_validate(config["entry"]), Path(config["catalog"]), Path(config["cache"])
         )
         speed = engine.warm_up()
-        server = ThreadingHTTPServer(("127.0.0.1", 0), handler(engine))
+        server = ThreadingHTTPServer(("127.0.0.1", 0), handler(engine, key))
     except Exception as exc:  # noqa: BLE001 - reported to the driver as one line
         msg = str(exc) if isinstance(exc, ClaimgridError) else f"{type(exc).__name__}: {exc}"
         out.write(json.dumps({"error": msg}) + "\n")

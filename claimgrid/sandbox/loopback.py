@@ -17,11 +17,20 @@ exited; the sandbox's pid namespace ends with it, and with it anything the agent
 
 **The credential.** With ``--inject PLACEHOLDER`` the agent never holds the run token: its
 configuration and environment carry ``PLACEHOLDER`` (a fixed, worthless string), and this
-script, the one process of the sandbox that knows the token, puts the token in its place in
-each request's header block (``Authorization``, ``x-api-key``: wherever the placeholder is)
-on its way to the gateway; bodies and responses are copied byte for byte (a request's body
-by its ``Content-Length`` or its chunks, an ``Upgrade`` connection raw after its first
-request). The token arrives as the first line of the lifeline (below), read before the
+script, the one process of the sandbox that knows the token, puts the token in its place on
+the request's way to the gateway, and only where a credential belongs: the whole value of an
+``x-api-key`` header (the placeholder alone) or of an ``Authorization`` header
+(``Bearer`` and the placeholder alone). Nowhere else: a placeholder in the request line (a
+path such as ``/v1/models/PLACEHOLDER``), in any other header, in a header that merely holds
+it among other text, or in a body goes on as the placeholder, so no request can make the
+gateway (or a provider behind it) echo the token back. Bodies and responses are copied byte
+for byte (a request's body by its ``Content-Length`` or its chunks, an ``Upgrade``
+connection raw after its first request). A header block whose framing the gateway could
+read otherwise than this script does (a line with no ``name:``, a folded line, a bare CR or
+LF, more than one ``Content-Length`` or ``Transfer-Encoding``, both, a ``Transfer-Encoding``
+other than ``chunked``, a length that is not digits) is not passed on: the connection is
+closed, so bytes this script took for a body are never a header block at the gateway, nor
+the reverse. The token arrives as the first line of the lifeline (below), read before the
 agent starts, after this process made itself non-dumpable (``PR_SET_DUMPABLE`` 0: its
 ``/proc`` files, memory and descriptors are root's, and no process of the run's uid may
 ptrace it); it is never in an environment or on a command line in the sandbox. So ``env``,
@@ -106,9 +115,56 @@ class _Reader:
         return out
 
 
+# The headers a credential is sent in (the gateway reads the run token from these only:
+# claimgrid.gateway.inbound), with the value's form before the credential.
+_CREDENTIAL_HEADERS = {b"x-api-key": b"", b"authorization": b"bearer "}
+# Header names a request's framing depends on: at most one of them, once.
+_FRAMING = (b"content-length", b"transfer-encoding")
+_TOKEN_CHARS = frozenset(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def credential_header(line: bytes, placeholder: bytes, token: bytes) -> bytes:
+    """One header line with the token in place of the placeholder when the line is a credential
+    header whose whole value is the placeholder (``x-api-key: P``, ``Authorization: Bearer P``,
+    the scheme in any case); any other line unchanged (module docstring)."""
+    name, sep, value = line.partition(b":")
+    form = _CREDENTIAL_HEADERS.get(name.lower())
+    if not sep or form is None:
+        return line
+    value = value.strip(b" \t")
+    if value.lower()[: len(form)] != form or value[len(form) :] != placeholder:
+        return line
+    return name + b": " + value[: len(form)] + token
+
+
+def _framing(lines: list[bytes]) -> dict[bytes, bytes] | None:
+    """The framing fields (lowercased values) of a header block's ``lines`` (the request line
+    first), or None when the gateway could frame it otherwise than this script does (module
+    docstring)."""
+    fields: dict[bytes, bytes] = {}
+    if any(b"\r" in line or b"\n" in line for line in lines):
+        return None  # a bare CR or LF: a line break for the gateway's parser, not for this script
+    for line in lines[1:]:
+        name, sep, value = line.partition(b":")
+        if not sep or not name or not set(name) <= _TOKEN_CHARS:
+            return None  # no name, a folded line (leading space), a space before the colon
+        key = name.lower()
+        if key in _FRAMING and key in fields:
+            return None
+        fields[key] = value.strip(b" \t").lower()
+    if all(k in fields for k in _FRAMING):
+        return None
+    if b"transfer-encoding" in fields and fields[b"transfer-encoding"] != b"chunked":
+        return None
+    if b"content-length" in fields and not fields[b"content-length"].isdigit():
+        return None
+    return fields
+
+
 def _inject_pump(src: socket.socket, dst: socket.socket, placeholder: bytes, token: bytes) -> None:
     """Copy requests from ``src`` to ``dst``, the placeholder replaced by the token in each
-    header block (module docstring); ``dst``'s writing side ends when ``src`` does."""
+    request's credential headers only (module docstring); ``dst``'s writing side ends when
+    ``src`` does, or when a request's framing is ambiguous."""
     r = _Reader(src)
     try:
         while True:
@@ -118,11 +174,12 @@ def _inject_pump(src: socket.socket, dst: socket.socket, placeholder: bytes, tok
                         dst.sendall(r.buf)  # a torn request: the gateway answers it as one
                     return
             head, _, r.buf = r.buf.partition(b"\r\n\r\n")
-            dst.sendall(head.replace(placeholder, token) + b"\r\n\r\n")
-            fields = {}
-            for line in head.split(b"\r\n")[1:]:
-                name, _, value = line.partition(b":")
-                fields[name.strip().lower()] = value.strip().lower()
+            request_line, *lines = head.split(b"\r\n")
+            fields = _framing([request_line, *lines])
+            if fields is None:
+                return
+            lines = [credential_header(line, placeholder, token) for line in lines]
+            dst.sendall(b"\r\n".join([request_line, *lines]) + b"\r\n\r\n")
             if b"upgrade" in fields.get(b"connection", b""):
                 dst.sendall(r.take(len(r.buf)))
                 _pump(src, dst)
@@ -207,7 +264,7 @@ def listen(port: int) -> socket.socket:
 
 def forward(listener: socket.socket, path: str, inject: tuple[bytes, bytes] | None = None) -> threading.Thread:
     """Forward every connection of ``listener`` to the Unix socket ``path`` (a daemon thread);
-    ``inject``: ``(placeholder, token)``, the placeholder replaced in each request's headers."""
+    ``inject``: ``(placeholder, token)``, the placeholder replaced in each request's credential headers."""
     thread = threading.Thread(target=_accept, args=(listener, path, inject), name="loopback", daemon=True)
     thread.start()
     return thread

@@ -1,5 +1,6 @@
 """The local model server for real (the local-model extra's engine and weights): its HTTP
-face, real token counts, the seed rule, and no orphan however the driver ends."""
+face, its key (only the gateway's deployment holds it: anything else is refused), real token
+counts, the seed rule, and no orphan however the driver ends."""
 
 from __future__ import annotations
 
@@ -42,6 +43,10 @@ def served():
     assert server.proc.poll() is not None
 
 
+def _key(served) -> dict:
+    return {"authorization": f"Bearer {served.api_key}"}
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -53,7 +58,8 @@ def _alive(pid: int) -> bool:
 
 def test_health_models_and_provenance(served):
     assert loopback_http.get(served.api_base.removesuffix("/v1") + "/health").json() == {"status": "ok"}
-    assert [m["id"] for m in loopback_http.get(served.api_base + "/models").json()["data"]] == [MODEL.split("/", 1)[1]]
+    listed = loopback_http.get(served.api_base + "/models", headers=_key(served)).json()["data"]
+    assert [m["id"] for m in listed] == [MODEL.split("/", 1)[1]]
     facts = served.facts()
     assert len(facts["weights"]["sha256"]) == 64 and facts["engine"]["version"] == "0.11739"
     assert len(facts["engine"]["llama_cpp_commit"]) == 40 and len(facts["template"]["sha256"]) == 64
@@ -70,8 +76,8 @@ def test_chat_completion_real_usage_cap_and_seed(served):
         "seed": 42,
         "temperature": 0.9,
     }
-    a = loopback_http.post(served.api_base + "/chat/completions", json=body, timeout=300).json()
-    b = loopback_http.post(served.api_base + "/chat/completions", json=body, timeout=300).json()
+    a = loopback_http.post(served.api_base + "/chat/completions", json=body, headers=_key(served), timeout=300).json()
+    b = loopback_http.post(served.api_base + "/chat/completions", json=body, headers=_key(served), timeout=300).json()
     usage = a["usage"]
     assert usage["prompt_tokens"] > 20 and 0 < usage["completion_tokens"] <= served.entry.max_output_tokens
     assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
@@ -83,15 +89,17 @@ def test_chat_completion_real_usage_cap_and_seed(served):
 
 def test_stream_and_bad_requests(served):
     body = {"model": "x", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4, "stream": True}
-    with loopback_http.stream("POST", served.api_base + "/chat/completions", json=body, timeout=300) as r:
+    with loopback_http.stream("POST", served.api_base + "/chat/completions", json=body, headers=_key(served),
+                              timeout=300) as r:
         events = [ln[6:] for ln in r.iter_lines() if ln.startswith("data: ")]
     assert events[-1] == "[DONE]"
     chunks = [json.loads(e) for e in events[:-1]]
     assert chunks[0]["choices"][0]["delta"]["role"] == "assistant" and chunks[-1]["usage"]["completion_tokens"] <= 4
-    assert loopback_http.post(served.api_base + "/chat/completions", content=b"{", timeout=30).status_code == 400
-    assert loopback_http.post(served.api_base + "/chat/completions", json={"messages": []}, timeout=30).status_code == 400
+    url = served.api_base + "/chat/completions"
+    assert loopback_http.post(url, content=b"{", headers=_key(served), timeout=30).status_code == 400
+    assert loopback_http.post(url, json={"messages": []}, headers=_key(served), timeout=30).status_code == 400
     huge = {"messages": [{"role": "user", "content": "word " * 20_000}]}
-    r = loopback_http.post(served.api_base + "/chat/completions", json=huge, timeout=300)
+    r = loopback_http.post(url, json=huge, headers=_key(served), timeout=300)
     assert r.status_code == 400 and r.json()["error"]["code"] == "context_length_exceeded"
     # Through LiteLLM, as the gateway calls it: the refusal is read as the context-window limit.
     import litellm
@@ -99,9 +107,29 @@ def test_stream_and_bad_requests(served):
     from claimgrid.gateway.retry import context_window_refusal
 
     with pytest.raises(Exception) as caught:
-        litellm.completion(model="openai/local", api_base=served.api_base, api_key="x", messages=huge["messages"],
+        litellm.completion(model="openai/local", api_base=served.api_base, api_key=served.api_key, messages=huge["messages"],
                            max_tokens=4, num_retries=0)
     assert context_window_refusal(caught.value) == served.entry.context
+
+
+def test_a_request_without_the_servers_key_is_refused(served):
+    """Anyone else on loopback (a run's agent whose commands are unguarded) gets a 401 on
+    every route but /health, before the engine is reached; the key is on no command line."""
+    body = {"model": "x", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}
+    wrong = [{}, {"authorization": "Bearer local"}, {"authorization": f"Bearer {served.api_key}x"},
+             {"authorization": served.api_key}, {"x-api-key": served.api_key}]
+    for headers in wrong:
+        for r in (loopback_http.post(served.api_base + "/chat/completions", json=body, headers=headers, timeout=30),
+                  loopback_http.get(served.api_base + "/models", headers=headers, timeout=30),
+                  loopback_http.get(served.api_base + "/nowhere", headers=headers, timeout=30)):
+            assert r.status_code == 401 and r.json()["error"]["code"] == "invalid_api_key", (headers, r.text)
+            assert served.api_key not in r.text
+    assert loopback_http.get(served.api_base.removesuffix("/v1") + "/health", timeout=30).status_code == 200
+    ok = loopback_http.post(served.api_base + "/chat/completions", json=body, headers=_key(served), timeout=300)
+    assert ok.status_code == 200, ok.text
+    cmdline = open(f"/proc/{served.proc.pid}/cmdline", "rb").read()
+    assert len(served.api_key) > 32 and served.api_key.encode() not in cmdline
+    assert served.api_key not in repr(served) and served.api_key not in json.dumps(served.facts())
 
 
 @pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM"])
