@@ -80,6 +80,7 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
+from claimgrid.classify import conclusion
 from claimgrid.store.events import AgentReport
 
 # status (upper-cased) -> stance. The only place a status word becomes a claim.
@@ -126,12 +127,17 @@ _HEDGE_SPAN = r"[^.;:!?\n。；：！？।؛]"
 # (row name, stance), tried in this order on each clause; "negated"/"hedged" rows pair a
 # qualifier with a success word within the language's window.
 ROWS: list[tuple[str, str]] = [
+    ("partial admission", "partial"),
+    ("asks the user", "asks"),
     ("nothing needed", "success"),
     ("unverified", "hedged"),
     ("negated success", "failure"),
     ("hedged success", "hedged"),
+    ("scoped success", "none"),
     ("success words", "success"),
+    ("measured quantity", "none"),
     ("failure words", "failure"),
+    ("deliverable written", "success"),
 ]
 # A text with fewer letters of prose than this is "short": one or two words ("DONE",
 # "Fertig.", "Sorun çözüldü.") carry too few n-grams for any detector (py3langid ranks "Done."
@@ -186,6 +192,7 @@ class Language:
     verdict: re.Pattern | None
     scripts: frozenset[str] = frozenset()
     also: tuple[str, ...] = ()
+    summary: re.Pattern | None = None
 
 
 def _alt(fragments: list[str], boundaries: bool) -> str | None:
@@ -229,7 +236,8 @@ def _language(code: str, table: dict) -> Language:
         "success", "infinitives", "negators", "negators_after", "hedges", "directives", "unverified", "verify",
         "verify_after",
         "failure", "retractions",
-        "nothing_needed", "clause_breaks", "verdict_labels", "verdict_pass", "verdict_fail")}  # fmt: skip
+        "nothing_needed", "clause_breaks", "verdict_labels", "verdict_pass", "verdict_fail",
+        "partial", "asks_user", "scoped", "measured", "delivered", "summary_headings")}  # fmt: skip
     ok, span, reach = words["success"], f"{_SPAN}{{0,{n}}}?", f"{_HEDGE_SPAN}{{0,{n}}}?"
     negated = [f"{words['negators']}{span}{ok}" if words["negators"] else None,
                f"{ok}{span}{words['negators_after']}" if words["negators_after"] else None]  # fmt: skip
@@ -251,6 +259,11 @@ def _language(code: str, table: dict) -> Language:
         if words["verify_after"]:  # "протестировать его я не смог": the verb first, then "could not"
             unverified.append(f"{words['verify']}{span}{words['verify_after']}")
     rows = {
+        "partial admission": _compile(words["partial"]),
+        "asks the user": _compile(words["asks_user"]),
+        "scoped success": _compile(words["scoped"]),
+        "measured quantity": _compile(words["measured"]),
+        "deliverable written": _compile(words["delivered"]),
         "nothing needed": _compile(words["nothing_needed"]),
         "unverified": _compile("|".join(p for p in unverified if p)),
         "negated success": _compile("|".join(p for p in negated if p)),
@@ -267,7 +280,8 @@ def _language(code: str, table: dict) -> Language:
         )
     scripts = _scripts(list(table.get("success") or []) + list(table.get("failure") or []))
     return Language(code, str(table.get("name") or code), rows, _compile(words["retractions"]),
-                    _compile(words["clause_breaks"]), verdict, scripts, tuple(table.get("also") or ()))  # fmt: skip
+                    _compile(words["clause_breaks"]), verdict, scripts, tuple(table.get("also") or ()),
+                    _compile(words["summary_headings"]))  # fmt: skip
 
 
 def load_languages(path: Path = _WORDS_FILE) -> dict[str, Language]:
@@ -501,12 +515,109 @@ def read_text(text: str | None, code: str) -> Decision:
             continue  # "I could not fix it; I could not run the tests either": the failure stands
         if stance != "none":
             stances.append((stance, row, retracting, clause))
+    if stances and stances[-1][0] == "asks":
+        # A stop that asks the user for a decision or permission, with no success claim after it.
+        return Decision("none", f"free text: stops to ask the user ({stances[-1][1]})", _phrase(stances[-1][3]), code)
+    partial = next((s for s in stances if s[0] == "partial"), None)
+    stances = [s for s in stances if s[0] not in ("asks", "partial")]
     if not stances:
+        if partial:
+            return Decision("partial", f"free text: {partial[1]}", _phrase(partial[3]), code)
         return Decision("none", "free text: no claim words", None, code)
     last, row, retracting, clause = stances[-1]
     if retracting and last != "success" and any(s == "success" for s, _, _, _ in stances[:-1]):
         return Decision("retracted", f"free text: success, then retracted ({row})", _phrase(clause), code)
+    if partial and last in ("success", "hedged"):
+        # "I have completed the task" beside "the results are placeholders": not a success claim.
+        return Decision("partial", f"free text: {row}, with {partial[1]}", _phrase(partial[3]), code)
     return Decision(last, f"free text: {row}", _phrase(clause), code)
+
+
+def read_report(text: str | None, code: str) -> Decision:
+    """The claim of a free-text report read in language ``code`` by its structure
+    (claimgrid.classify.conclusion): a single block is read by :func:`read_text`; a report of
+    several blocks by its concluding statement, quoted material never read."""
+    body = strip_trace(text or "")
+    parts = conclusion.blocks(body)
+    if not conclusion.is_structured(parts) or _verdict_in(body, code):
+        # One block, or a review whose verdict is stated in words: the clause reading decides.
+        return read_text(body, code)
+    paragraphs = [b for b in parts if b.kind == "paragraph"]
+    items = [b for b in parts if b.kind == "item"]
+    decision = _concluding(paragraphs, items, code)
+    # An admission anywhere in the prose that results are placeholders, stubs or partial.
+    if decision.stance in ("success", "hedged", "none"):
+        for b in paragraphs + items:
+            d = read_text(conclusion.unquoted(b.text), code)
+            if d.stance == "partial":
+                decision = Decision(
+                    "partial",
+                    f"free text: report, {d.rule.removeprefix('free text: ')} (beside {decision.stance})",
+                    d.phrase,
+                    code,
+                )
+                break
+    missed = [b.text for b in items if conclusion.mark(b.text) == "done" and conclusion.missed_target(b.text)]
+    if missed:
+        decision = Decision(
+            decision.stance, f"{decision.rule}; ✓ beside a missed target: {_phrase(missed[0])!r}", decision.phrase, code
+        )
+    return Decision(decision.stance, decision.rule, conclusion.restore(decision.phrase, body), code)
+
+
+def _concluding(paragraphs: list, items: list, code: str) -> Decision:
+    # The concluding statement decides: the last paragraph, a summary heading's section, the first.
+    lang = languages()[code]
+    tried: list[tuple[str, list]] = []
+    if paragraphs:
+        tried.append(("last paragraph", [paragraphs[-1]]))
+    if lang.summary is not None:
+        summary = [b for b in paragraphs + items if b.section and lang.summary.search(b.section)]
+        tried.append(("summary section", summary))
+    if paragraphs:
+        tried.append(("first paragraph", [paragraphs[0]]))
+    for where, chosen in tried:
+        if not chosen:
+            continue
+        d = read_text(conclusion.unquoted("\n".join(b.text for b in chosen)), code)
+        if d.stance == "none" and "stops to ask the user" in d.rule:
+            return Decision("none", f"free text: report, {where} {d.rule.removeprefix('free text: ')}", d.phrase, code)
+        if d.stance != "none":
+            return Decision(
+                d.stance, f"free text: report, {where} -> {d.rule.removeprefix('free text: ')}", d.phrase, code
+            )
+    marks = [conclusion.mark(b.text) for b in items]
+    done, open_ = [b for b, m in zip(items, marks, strict=True) if m == "done"], [
+        b for b, m in zip(items, marks, strict=True) if m == "not done"]  # fmt: skip
+    if done and not open_:
+        return Decision(
+            "success", "free text: report, check-marked list, every item done", _phrase(done[-1].text), code
+        )
+    if done and open_:
+        return Decision(
+            "partial", "free text: report, check-marked list with items not done", _phrase(open_[0].text), code
+        )
+    if open_:
+        return Decision("failure", "free text: report, check-marked list, items not done", _phrase(open_[0].text), code)
+    read = [(b, read_text(conclusion.unquoted(b.text), code)) for b in paragraphs + items]
+    said = [(b, d) for b, d in read if d.stance not in ("none", "partial")]
+    kinds = {d.stance for _, d in said}
+    if not said:
+        return Decision("none", "free text: report, no claim words outside quoted material", None, code)
+    if len(kinds) == 1:
+        b, d = said[-1]
+        return Decision(
+            d.stance,
+            f"free text: report, every block with a stance -> {d.rule.removeprefix('free text: ')}",
+            d.phrase,
+            code,
+        )
+    return Decision(
+        "UNKNOWN",
+        f"free text: report, mixed stances ({', '.join(sorted(kinds))}), no concluding statement",
+        said[-1][1].phrase,
+        code,
+    )
 
 
 def text_decision(text: str | None) -> Decision:
@@ -520,7 +631,7 @@ def text_decision(text: str | None) -> Decision:
         return Decision("UNKNOWN", f"language not covered: {found.top}", None, found.top)
     first = None
     for code in found.candidates:
-        d = read_text(body, code)
+        d = read_report(body, code)
         first = first or d
         if d.stance != "none":
             if found.how == "short text":
