@@ -155,6 +155,9 @@ UNSURE = 0.2
 # in Norwegian or Malay leaves Danish or Indonesian at 2:3 or less, and one in a language the
 # detector is sure of (Swahili, Tagalog, Amharic, ...) leaves every other below 1%.
 NEAR_TIE = 0.75
+# The detector reads at most this much of a report's prose: a few paragraphs name the language
+# as surely as the whole, and a long report (real agents write 10 kB and more) is read in time.
+DETECT_CHARS = 3000
 # Taken out of the prose before the detector reads it: a fenced block, a `code span`, a quoted
 # string, a URL or path, a token with code punctuation or digits (``add()``, ``test_add``,
 # ``app/auth.py``, ``3``). An apostrophe inside a word ("don't", "l'erreur") is no quote.
@@ -209,6 +212,7 @@ def _compile(pattern: str | None) -> re.Pattern | None:
     return re.compile(pattern, re.I) if pattern else None
 
 
+@functools.lru_cache(maxsize=4096)
 def script_of(ch: str) -> str | None:
     """The script of one letter by its Unicode name ("LATIN", "CYRILLIC", "CJK", "HANGUL", ...);
     None for a character that is no letter. Hiragana, katakana and han count as one script
@@ -363,7 +367,8 @@ class Detected:
 
 def detect(text: str) -> Detected:
     """The table languages that may read ``text`` (see the module docstring)."""
-    words = prose(text)
+    # The language of a long report is plain from its first DETECT_CHARS of prose.
+    words = prose(text)[:DETECT_CHARS]
     letters = sum(ch.isalpha() for ch in words)
     if not letters:
         return Detected((), None, "no prose")
@@ -473,6 +478,9 @@ def _clause_languages(clauses: list[str], code: str, text_script: str | None) ->
     out: list[str | None] = []
     own = languages()[code].scripts | ({text_script} if text_script else set())
     for clause in clauses:
+        if "LATIN" in own and clause.isascii():
+            out.append(code)  # a clause of ASCII letters is in a Latin-script text's own script
+            continue
         words = prose(clause)
         script = dominant_script(words)
         if script is None or any(script_of(ch) in own for ch in words):
@@ -547,17 +555,18 @@ def read_report(text: str | None, code: str) -> Decision:
     paragraphs = [b for b in parts if b.kind == "paragraph"]
     items = [b for b in parts if b.kind == "item"]
     decision = _concluding(paragraphs, items, code)
-    # An admission anywhere in the prose that results are placeholders, stubs or partial.
-    if decision.stance in ("success", "hedged", "none"):
+    # An admission anywhere in the prose that results are placeholders, stubs or partial: the
+    # language's partial row over every paragraph and item (one search, not a reading per block).
+    partial = languages()[code].rows["partial admission"]
+    if decision.stance in ("success", "hedged", "none") and partial is not None:
         for b in paragraphs + items:
-            d = read_text(conclusion.unquoted(b.text), code)
-            if d.stance == "partial":
-                decision = Decision(
-                    "partial",
-                    f"free text: report, {d.rule.removeprefix('free text: ')} (beside {decision.stance})",
-                    d.phrase,
-                    code,
+            m = partial.search(_fold(conclusion.unquoted(b.text)))
+            if m:
+                clause = next(
+                    c for c in _splitter(code).split(conclusion.unquoted(b.text)) if c and partial.search(_fold(c))
                 )
+                rule = f"free text: report, partial admission [{code}] (beside {decision.stance})"
+                decision = Decision("partial", rule, _phrase(clause), code)
                 break
     missed = [b.text for b in items if conclusion.mark(b.text) == "done" and conclusion.missed_target(b.text)]
     if missed:
