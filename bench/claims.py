@@ -14,7 +14,9 @@ and ``grid.py check`` use) and the script prints, per corpus:
   read as success (target 0), ``UNKNOWN`` among the readable reports (not ``unclear``; target
   <= 10%);
 * the confusion table (label x stance) per agent and per model;
-* the reader's time per 10 kB report (a report of the corpus repeated to 10 kB, read 50 times).
+* the reader's time per 10 kB report (a report of the corpus repeated to 10 kB, read 50 times);
+* the same figures on the held-out part (``"split": "held-out"``: reports whose misreadings were
+  not looked at while the rules were written).
 
 Exit status 1 when a figure misses its target. The CI floors (tests/unit/classify/
 test_claim_corpus.py) read the same :func:`figures`.
@@ -148,7 +150,14 @@ def main() -> int:
         if not path.is_file():
             print(f"{path}: no such file", file=sys.stderr)
             return 2
-        bad += [f"{name}: {m}" for m in report(name, load(path))]
+        rows = load(path)
+        bad += [f"{name}: {m}" for m in report(name, rows)]
+        held = [r for r in rows if r.get("split") == "held-out"]
+        if held:
+            # Reports no rule was written against (their models' misreadings were not looked at).
+            print(f"  held-out part ({len(held)} reports):")
+            for fig, value in figures(read(held)).items():
+                print(f"    {fig:26} {'n/a' if value is None else f'{value:.1%}':>7}")
         print()
     for line in bad:
         print(f"MISSED {line}")

@@ -144,6 +144,9 @@ ROWS: list[tuple[str, str]] = [
 # "Fertig.", "Sorun çözüldü.") carry too few n-grams for any detector (py3langid ranks "Done."
 # Italian and "Listo." Esperanto), so the table's languages of its script are its candidates.
 SHORT_LETTERS = 16
+# Prose of fewer distinct words than this ("written written written written": a check list's
+# one word, once per item) is short too: a detector ranks one repeated word as it ranks one word.
+SHORT_WORDS = 3
 # A detector whose first language has less probability than this cannot tell (a few words,
 # mostly names: "Revisé Veredicto: FAIL" spreads over Luxembourgish, Guarani, French and
 # Spanish at 4-6% each): such a text is read as a short one. A sentence the detector can
@@ -378,7 +381,7 @@ def detect(text: str) -> Detected:
     # the Croatian table's).
     to_table = {k: v for k, v in _by_detector_code().items() if k == v or script in languages()[v].scripts}
     top, top_p = ranking[0]
-    if letters < SHORT_LETTERS or top_p < UNSURE:
+    if letters < SHORT_LETTERS or top_p < UNSURE or len(set(words.lower().split())) < SHORT_WORDS:
         # By each table's own code: a neighbour named in ``also`` does not lift a table here.
         order = {code: k for k, (code, _) in enumerate(ranking)}
         langs = languages()
@@ -597,19 +600,10 @@ def _concluding(paragraphs: list, items: list, code: str) -> Decision:
             return Decision(
                 d.stance, f"free text: report, {where} -> {d.rule.removeprefix('free text: ')}", d.phrase, code
             )
-    marks = [conclusion.mark(b.text) for b in items]
-    done, open_ = [b for b, m in zip(items, marks, strict=True) if m == "done"], [
-        b for b, m in zip(items, marks, strict=True) if m == "not done"]  # fmt: skip
-    if done and not open_:
-        return Decision(
-            "success", "free text: report, check-marked list, every item done", _phrase(done[-1].text), code
-        )
-    if done and open_:
-        return Decision(
-            "partial", "free text: report, check-marked list with items not done", _phrase(open_[0].text), code
-        )
-    if open_:
-        return Decision("failure", "free text: report, check-marked list, items not done", _phrase(open_[0].text), code)
+    marked = conclusion.marked_list(items)
+    if marked is not None:
+        stance, rule, item = marked
+        return Decision(stance, f"free text: report, {rule}", _phrase(item), code)
     read = [(b, read_text(conclusion.unquoted(b.text), code)) for b in paragraphs + items]
     said = [(b, d) for b, d in read if d.stance not in ("none", "partial")]
     kinds = {d.stance for _, d in said}
@@ -637,8 +631,22 @@ def text_decision(text: str | None) -> Decision:
     body = strip_trace(text or "")
     found = detect(body)
     if found.how == "no prose":
+        # No words outside code and paths: only the report's check marks can speak ("- [x] `out.json`").
+        marked = conclusion.marked_list(conclusion.blocks(body))
+        if marked is not None:
+            stance, rule, item = marked
+            return Decision(stance, f"free text: report, {rule}", _phrase(item))
         return Decision("none", "free text: no claim words")
     if not found.candidates:
+        # Check marks are no words: a check-marked list reads the same in any language.
+        marked = conclusion.marked_list(conclusion.blocks(body))
+        if marked is not None and marked[0] == "success" and conclusion.is_structured(conclusion.blocks(body)):
+            return Decision(
+                "success",
+                f"free text: report, {marked[1]} (language not covered: {found.top})",
+                _phrase(marked[2]),
+                found.top,
+            )
         return Decision("UNKNOWN", f"language not covered: {found.top}", None, found.top)
     first = None
     for code in found.candidates:

@@ -51,6 +51,8 @@ _INDENTED = re.compile(r"^(?: {4}|\t)\S")
 # Marks an item as done or not done (a check box, a check mark, a cross).
 _DONE = re.compile(r"^\s*(?:\[[xX]\]|[✓✔✅☑🟢]|\(?(?:PASS(?:ED)?|OK)\)?[:\s])")
 _NOT_DONE = re.compile(r"^\s*(?:\[ \]|[✗✘❌❎⛔🔴]|\(?(?:FAIL(?:ED)?)\)?[:\s])")
+# A line that opens with a check mark or a cross is a list item without a bullet ("✅ out.json").
+_MARKED_LINE = re.compile(r"^\s*((?:\[[xX ]\]|[✓✔✅☑✗✘❌]).*)$")
 _MARK_ANYWHERE_DONE = re.compile(r"[✓✔✅☑]")
 _MARK_ANYWHERE_NOT = re.compile(r"[✗✘❌]")
 _NUMBER = r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
@@ -99,7 +101,7 @@ def blocks(text: str) -> list[Block]:
             section = (h.group(2) or h.group(3) or "").strip()
             out.append(Block("heading", section, section))
             continue
-        item = _ITEM.match(line)
+        item = _ITEM.match(line) or _MARKED_LINE.match(line)
         if item or _TABLE.match(line):
             flush()
             cells = item.group(1) if item else " ; ".join(c.strip() for c in line.strip().strip("|").split("|"))
@@ -141,6 +143,23 @@ def mark(item: str) -> str | None:
         return "not done"
     if _MARK_ANYWHERE_DONE.search(item) and not _MARK_ANYWHERE_NOT.search(item):
         return "done"
+    return None
+
+
+def marked_list(parts: list[Block]) -> tuple[str, str, str] | None:
+    """(stance, rule, deciding item) of a report's check-marked items: every marked item done
+    -> success; done and not done -> partial; only not done -> failure; None without marks.
+    Language-neutral: a check mark is no word."""
+    items = [b for b in parts if b.kind == "item"]
+    marks = [mark(b.text) for b in items]
+    done = [b for b, m in zip(items, marks, strict=True) if m == "done"]
+    open_ = [b for b, m in zip(items, marks, strict=True) if m == "not done"]
+    if done and not open_:
+        return "success", "check-marked list, every item done", done[-1].text
+    if done and open_:
+        return "partial", "check-marked list with items not done", open_[0].text
+    if open_:
+        return "failure", "check-marked list, items not done", open_[0].text
     return None
 
 

@@ -18,9 +18,7 @@ spec.loader.exec_module(bench)
 # (corpus, figure) -> (floor, True when the figure must be at most the floor)
 FLOORS = {
     ("real", "no read as success"): (0.01, True),
-    # Below the 95% target: one real report that states its files written and "I did not run a
-    # build or tests" reads hedged (6 of 7).
-    ("real", "yes read as success"): (0.85, False),
+    ("real", "yes read as success"): (0.95, False),
     ("real", "partial read as success"): (0.0, True),
     ("real", "UNKNOWN among readable"): (0.10, True),
     ("generated", "no read as success"): (0.01, True),
