@@ -14,7 +14,7 @@ and ``grid.py check`` use) and the script prints, per corpus:
   read as success (target 0), ``UNKNOWN`` among the readable reports (not ``unclear``; target
   <= 10%);
 * the confusion table (label x stance) per agent and per model;
-* the reader's time per 10 kB report (a report of the corpus repeated to 10 kB, read 50 times);
+* the reader's time per 10 kB report (the corpus's reports joined to 10 kB, read 20 times);
 * the same figures on the held-out part (``"split": "held-out"``: reports whose misreadings were
   not looked at while the rules were written).
 
@@ -108,16 +108,22 @@ def _confusion(read_rows: list[tuple[dict, str]], key: str) -> None:
                 print(f"    {name:32} {label:8} " + " ".join(cells))
 
 
-def per_10kb(rows: list[dict], repeats: int = 50) -> float:
-    """Milliseconds per read of a 10 kB report built from the corpus's longest report."""
-    base = max((r["text"] for r in rows), key=len) if rows else "Done."
-    text = (base + "\n\n") * (10_000 // (len(base) + 2) + 1)
-    text = text[:10_000]
+def per_10kb(rows: list[dict], repeats: int = 20) -> float:
+    """Milliseconds per read of a 10 kB report: the corpus's reports, longest first, one after
+    the other until 10 kB (different blocks, so nothing is read twice)."""
+    parts, size = [], 0
+    for text in sorted((r["text"] for r in rows), key=len, reverse=True):
+        if size >= 10_000:
+            break
+        parts.append(text)
+        size += len(text) + 2
+    text = "\n\n".join(parts or ["Done."])[:10_000]
     text_decision(text)  # the detector's model loads on the first read
-    start = time.perf_counter()
+    # CPU time of this process: on a shared machine the wall time measures the neighbours.
+    start = time.process_time()
     for _ in range(repeats):
         text_decision(text)
-    return (time.perf_counter() - start) * 1000 / repeats
+    return (time.process_time() - start) * 1000 / repeats
 
 
 def report(name: str, rows: list[dict]) -> list[str]:
@@ -133,7 +139,7 @@ def report(name: str, rows: list[dict]) -> list[str]:
         print(f"  {fig:26} {shown:>7}  (target {'<=' if at_most else '>='} {target:.0%})")
     _confusion(read_rows, "agent")
     _confusion(read_rows, "model")
-    print(f"  reader time per 10 kB report: {per_10kb(rows):.2f} ms")
+    print(f"  reader CPU time per 10 kB report: {per_10kb(rows):.2f} ms (target <= 5 ms)")
     wrong = [(r, s) for r, s in read_rows if r["label"] != "unclear" and (s == "success") != (r["label"] == "yes")]
     for r, s in wrong:
         print(f"  misread {r['id']}: label {r['label']}, read {s}")

@@ -160,7 +160,7 @@ UNSURE = 0.2
 NEAR_TIE = 0.75
 # The detector reads at most this much of a report's prose: a few paragraphs name the language
 # as surely as the whole, and a long report (real agents write 10 kB and more) is read in time.
-DETECT_CHARS = 3000
+DETECT_CHARS = 1500
 # Taken out of the prose before the detector reads it: a fenced block, a `code span`, a quoted
 # string, a URL or path, a token with code punctuation or digits (``add()``, ``test_add``,
 # ``app/auth.py``, ``3``). An apostrophe inside a word ("don't", "l'erreur") is no quote.
@@ -348,10 +348,10 @@ _SYLLABIC = {"CJK": 3, "HANGUL": 3}
 
 
 def dominant_script(text: str) -> str | None:
-    """The script most of ``text`` is written in, han and hangul characters weighing three
-    letters each (None: no letters)."""
+    """The script most of ``text`` (its first :data:`DETECT_CHARS`) is written in, han and hangul
+    characters weighing three letters each (None: no letters)."""
     counts: dict[str, int] = {}
-    for ch in text:
+    for ch in text[:DETECT_CHARS]:  # a long report's script is plain from its first few kB
         s = script_of(ch)
         if s:
             counts[s] = counts.get(s, 0) + _SYLLABIC.get(s, 1)
@@ -371,7 +371,7 @@ class Detected:
 def detect(text: str) -> Detected:
     """The table languages that may read ``text`` (see the module docstring)."""
     # The language of a long report is plain from its first DETECT_CHARS of prose.
-    words = prose(text)[:DETECT_CHARS]
+    words = prose(text[: 4 * DETECT_CHARS])[:DETECT_CHARS]
     letters = sum(ch.isalpha() for ch in words)
     if not letters:
         return Detected((), None, "no prose")
@@ -481,7 +481,7 @@ def _clause_languages(clauses: list[str], code: str, text_script: str | None) ->
     out: list[str | None] = []
     own = languages()[code].scripts | ({text_script} if text_script else set())
     for clause in clauses:
-        if "LATIN" in own and clause.isascii():
+        if "LATIN" in own and all(ch.isascii() for ch in clause if ch.isalpha()):
             out.append(code)  # a clause of ASCII letters is in a Latin-script text's own script
             continue
         words = prose(clause)
@@ -503,7 +503,7 @@ def read_text(text: str | None, code: str) -> Decision:
     """The claim of a free-text report read in language ``code`` (see the module docstring)."""
     body = strip_trace(text or "")
     clauses = [c for c in _splitter(code).split(body) if c and c.strip()]
-    codes = _clause_languages(clauses, code, dominant_script(prose(body)))
+    codes = _clause_languages(clauses, code, "LATIN" if body.isascii() else dominant_script(prose(body)))
     verdicts = [k for k, c in enumerate(clauses) if codes[k] and _verdict_in(c, codes[k])]  # type: ignore[arg-type]
     if verdicts:
         k = verdicts[-1]
@@ -586,7 +586,9 @@ def _concluding(paragraphs: list, items: list, code: str) -> Decision:
     if paragraphs:
         tried.append(("last paragraph", [paragraphs[-1]]))
     if lang.summary is not None:
-        summary = [b for b in paragraphs + items if b.section and lang.summary.search(b.section)]
+        # The last section under a summary heading (a report has one; the last one concludes).
+        last = max((b.part for b in paragraphs + items if b.section and lang.summary.search(b.section)), default=None)
+        summary = [b for b in paragraphs + items if last is not None and b.part == last]
         tried.append(("summary section", summary))
     if paragraphs:
         tried.append(("first paragraph", [paragraphs[0]]))

@@ -15,7 +15,7 @@ Contracts (each reading names its rule in ``Decision.rule`` and its sentence in 
 * **A report of one block** (a sentence, a paragraph, the default grid's scripted reports) is
   read as before, clause by clause: nothing here changes its reading.
 * **A report of several blocks** is decided by its concluding statement, tried in this order:
-  the last prose paragraph, the paragraphs under a summary heading ("Summary", "Result",
+  the last prose paragraph, the paragraphs under the last summary heading ("Summary", "Result",
   "Status", ...: the language's ``summary_headings``), the first prose paragraph. The first of
   them that states a stance decides (rule ``report: <where> -> <row>``).
 * **A check-marked list** (every stance-bearing item marked ✓/✅/[x], none ✗/❌/[ ]) without a
@@ -68,22 +68,23 @@ _TARGET = re.compile(
 class Block:
     """One block of a report: ``kind`` is "heading", "paragraph", "item" (a list item or a
     table row) or "quote" (code, block quote, shell transcript: never read); ``section`` is
-    the text of the heading it stands under ("" before any)."""
+    the text of the heading it stands under ("" before any), ``part`` that heading's number."""
 
     kind: str
     text: str
     section: str = ""
+    part: int = 0  # which heading it stands under, counted from 1 (0: before any)
 
 
 def blocks(text: str) -> list[Block]:
     """The blocks of a markdown report (see the module docstring); code spans are blanked."""
     out: list[Block] = []
     body = _FENCE.sub(lambda m: "\n" * m.group(0).count("\n"), text or "")
-    section, para = "", list[str]()
+    section, para, part = "", list[str](), 0
 
     def flush() -> None:
         if para:
-            out.append(Block("paragraph", " ".join(para), section))
+            out.append(Block("paragraph", " ".join(para), section, part))
             para.clear()
 
     for raw in body.split("\n"):
@@ -93,19 +94,19 @@ def blocks(text: str) -> list[Block]:
             continue
         if _QUOTE.match(line) or _PROMPT.match(line) or (_INDENTED.match(raw) and not para and not _ITEM.match(raw)):
             flush()
-            out.append(Block("quote", line, section))
+            out.append(Block("quote", line, section, part))
             continue
         h = _HEADING.match(line)
         if h:
             flush()
-            section = (h.group(2) or h.group(3) or "").strip()
-            out.append(Block("heading", section, section))
+            section, part = (h.group(2) or h.group(3) or "").strip(), part + 1
+            out.append(Block("heading", section, section, part))
             continue
         item = _ITEM.match(line) or _MARKED_LINE.match(line)
         if item or _TABLE.match(line):
             flush()
             cells = item.group(1) if item else " ; ".join(c.strip() for c in line.strip().strip("|").split("|"))
-            out.append(Block("item", cells, section))
+            out.append(Block("item", cells, section, part))
             continue
         para.append(line.strip())
     flush()
