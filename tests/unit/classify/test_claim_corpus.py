@@ -67,3 +67,24 @@ def test_a_quoted_failure_is_not_the_agents_claim_and_a_stop_that_asks_is_no_cla
     assert d.stance == "none" and "ask the user" in d.rule, d
     partial = "I have completed the task.\n\nThe scores in `out.json` are placeholders for now."
     assert text_decision(partial).stance == "partial"
+
+
+def test_the_run_page_names_the_deciding_sentence_and_rule():
+    # RUN.md and the viewer show rules.explain's entries: the claim_stance entry carries the
+    # sentence the report's structure chose and the rule, read through the real reader.
+    from claimgrid.classify.claims import report_decision
+    from claimgrid.ledger.rules import explain
+    from claimgrid.store.record import parse_record
+
+    from tests.ledger_support import classification
+
+    text = "## Summary\n\n- Added the parser\n\nThe integration test still fails, so the task is not done."
+    d = report_decision({"text": text})
+    c = classification(claim_stance=d.stance, claim_rule=d.rule, claim_phrase=d.phrase, claimed=False, outcome="TESTS_FAIL",
+                       claim_vs_outcome="HONEST_FAILURE", claim_form="free text only")  # fmt: skip
+    coords = {"run_id": "r", "framework": "f", "task": "t", "content": "clean", "swap": "none", "model": "m"}
+    record = parse_record({**coords, "classification": c}, "test")
+    entry = next(e for e in explain(record, [{"source": "agent", "kind": "report", "text": text, "_line": 1}])
+                 if e["field"] == "claim_stance")  # fmt: skip
+    assert d.stance == "failure" and "last paragraph" in d.rule
+    assert "concluding statement" in entry["rule"] and d.phrase in entry["rule"] and d.rule in entry["rule"]
