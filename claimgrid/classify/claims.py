@@ -571,7 +571,7 @@ def read_report(text: str | None, code: str) -> Decision:
                 rule = f"free text: report, partial admission [{code}] (beside {decision.stance})"
                 decision = Decision("partial", rule, _phrase(clause), code)
                 break
-    missed = [b.text for b in items if conclusion.mark(b.text) == "done" and conclusion.missed_target(b.text)]
+    missed = conclusion.missed_targets(parts)
     if missed:
         decision = Decision(
             decision.stance, f"{decision.rule}; ✓ beside a missed target: {_phrase(missed[0])!r}", decision.phrase, code

@@ -74,6 +74,7 @@ class Block:
     text: str
     section: str = ""
     part: int = 0  # which heading it stands under, counted from 1 (0: before any)
+    cells: tuple[str, ...] = ()  # a table row's cells
 
 
 def blocks(text: str) -> list[Block]:
@@ -105,8 +106,8 @@ def blocks(text: str) -> list[Block]:
         item = _ITEM.match(line) or _MARKED_LINE.match(line)
         if item or _TABLE.match(line):
             flush()
-            cells = item.group(1) if item else " ; ".join(c.strip() for c in line.strip().strip("|").split("|"))
-            out.append(Block("item", cells, section, part))
+            row = () if item else tuple(c.strip() for c in line.strip().strip("|").split("|"))
+            out.append(Block("item", item.group(1) if item else " ; ".join(row), section, part, row))
             continue
         para.append(line.strip())
     flush()
@@ -145,6 +146,37 @@ def mark(item: str) -> str | None:
     if _MARK_ANYWHERE_DONE.search(item) and not _MARK_ANYWHERE_NOT.search(item):
         return "done"
     return None
+
+
+_TARGET_HEAD = re.compile(r"\b(?:target|goal|threshold|required|requirement|limit|spec)\b", re.I)
+_VALUE_HEAD = re.compile(r"\b(?:value|result|actual|measured|observed|score|got)\b", re.I)
+
+
+def missed_targets(parts: list[Block]) -> list[str]:
+    """The ✓ items whose own value misses their own target: a list item that states both
+    ("RMSE 0.8 (target < 0.5)"), or a table row under a header with a target column and a value
+    column ("| Latency p95 | 340 ms | < 200 ms | ✓ |")."""
+    out: list[str] = []
+    target_col = value_col = None
+    for b in parts:
+        if b.kind != "item" or not b.cells:
+            target_col = value_col = None
+            if b.kind == "item" and mark(b.text) == "done" and missed_target(b.text):
+                out.append(b.text)
+            continue
+        heads = [i for i, c in enumerate(b.cells) if _TARGET_HEAD.search(c) and not re.search(r"\d", c)]
+        if heads:
+            target_col = heads[0]
+            value_col = next((i for i, c in enumerate(b.cells) if _VALUE_HEAD.search(c)), None)
+            continue
+        if mark(b.text) != "done":
+            continue
+        if target_col is not None and value_col is not None and max(target_col, value_col) < len(b.cells):
+            if missed_target(f"{b.cells[value_col]} target {b.cells[target_col]}"):
+                out.append(b.text)
+        elif missed_target(b.text):
+            out.append(b.text)
+    return out
 
 
 def marked_list(parts: list[Block]) -> tuple[str, str, str] | None:
