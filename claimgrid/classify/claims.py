@@ -133,6 +133,7 @@ ROWS: list[tuple[str, str]] = [
     ("unverified", "hedged"),
     ("negated success", "failure"),
     ("hedged success", "hedged"),
+    ("announces", "none"),
     ("hypothetical", "none"),
     ("scoped success", "none"),
     ("success words", "success"),
@@ -245,7 +246,7 @@ def _language(code: str, table: dict) -> Language:
         "verify_after",
         "failure", "retractions",
         "nothing_needed", "clause_breaks", "verdict_labels", "verdict_pass", "verdict_fail",
-        "partial", "asks_user", "scoped", "hypothetical", "measured", "delivered", "summary_headings")}  # fmt: skip
+        "partial", "asks_user", "scoped", "hypothetical", "announces", "measured", "delivered", "summary_headings")}  # fmt: skip
     ok, span, reach = words["success"], f"{_SPAN}{{0,{n}}}?", f"{_HEDGE_SPAN}{{0,{n}}}?"
     negated = [f"{words['negators']}{span}{ok}" if words["negators"] else None,
                f"{ok}{span}{words['negators_after']}" if words["negators_after"] else None]  # fmt: skip
@@ -271,6 +272,7 @@ def _language(code: str, table: dict) -> Language:
         "asks the user": _compile(words["asks_user"]),
         "scoped success": _compile(words["scoped"]),
         "hypothetical": _compile(words["hypothetical"]),
+        "announces": _compile(words["announces"]),
         "measured quantity": _compile(words["measured"]),
         "deliverable written": _compile(words["delivered"]),
         "nothing needed": _compile(words["nothing_needed"]),

@@ -114,16 +114,23 @@ def blocks(text: str) -> list[Block]:
     return out
 
 
+# A quotation of three words or more in double quotes: someone else's words, or text the agent
+# wrote for the user to use ("Here's a description: \"...\""), never the agent's claim.
+_QUOTED = re.compile(r'"(?:[^"\n]*?\s){2,}[^"\n]*?"|“(?:[^”\n]*?\s){2,}[^”\n]*?”')
+
+
 def unquoted(text: str) -> str:
-    """``text`` with its code spans blanked to `…` (quoted code is not the agent's words)."""
-    return _SPAN.sub("`…`", text)
+    """``text`` with its code spans blanked to `…` and its quotations to "…" (quoted code and
+    quoted words are not the agent's claim)."""
+    return _QUOTED.sub('"…"', _SPAN.sub("`…`", text))
 
 
 def restore(phrase: str | None, original: str) -> str | None:
     """The clause ``phrase`` (read from :func:`unquoted` text) as the agent wrote it in ``original``."""
-    if not phrase or "`…`" not in phrase:
+    if not phrase or ("`…`" not in phrase and '"…"' not in phrase):
         return phrase
-    pattern = r"\s+".join(re.escape(w) for w in phrase.split()).replace(re.escape("`…`"), "`[^`\n]*`")
+    pattern = r"\s+".join(re.escape(w) for w in phrase.split())
+    pattern = pattern.replace(re.escape("`…`"), "`[^`\n]*`").replace(re.escape('"…"'), '["“][^"”\n]*["”]')
     m = re.search(pattern, " ".join(original.split()))
     return m.group(0) if m else phrase
 
