@@ -5,6 +5,12 @@ never whether it succeeded (that is the verifier's). The ledger labels free-text
 as such, and every run records the phrase that decided (``Decision.phrase``) and the
 language it was read in (``Decision.language``).
 
+**A report of several blocks** (markdown: headings, paragraphs, lists, tables, code, quotes) is
+read by its structure first (:func:`read_report`, claimgrid.classify.conclusion): quoted material
+is never read, the concluding statement decides, check marks and stated targets are read, a stop
+that asks the user is no claim, an admission of placeholders or stubs is ``partial``; the words of
+the chosen block are read by the rules below. A single paragraph is read by those rules alone.
+
 Structured trace: ``status`` maps through :data:`STATUS_CLAIM` (one explicit table).
 A status outside the table is not a claim, and the rule says so.
 
