@@ -44,6 +44,7 @@ FIELDS = (
     "claim_form",
     "claim_stance",
     "claim_rule",
+    "claim_phrase",
     "outcome",
     "claim_vs_outcome",
     "agent",
