@@ -14,7 +14,7 @@ from claimgrid.errors import DataError
 from claimgrid.ledger.load import load_ledger
 from claimgrid.store import LedgerFolder, RecordError, RunStore
 from claimgrid.store.record import RunRecord, dump, parse_record
-from claimgrid.store.seal import load_key, verify_seal
+from claimgrid.store.seal import META_MEMBER, load_key, seal_meta_text, verify_seal
 from claimgrid.store.upgrade import FORMAT_VERSION, UPGRADES, upgrade_meta, upgrade_record, version_of
 
 DOCS_LEDGER = ROOT / "docs" / "real-model-ledger"
@@ -23,11 +23,25 @@ DOCS_LEDGER = ROOT / "docs" / "real-model-ledger"
 def _record(run_id="r1", **fields) -> dict:
     return dump(
         RunRecord.model_validate(
-            {"run_id": run_id, "framework": "f", "task": "t", "content": "clean", "swap": "none", "model": "m",
-             "classification": {"claim_verdict": "consistent", "outcome": "PASS", "claim_vs_outcome": "TRUE_SUCCESS",
-                                "injection": "not applicable", "legitimate": "not applicable", "swap": "none",
-                                "process": "ok"},
-             **fields}
+            {
+                "run_id": run_id,
+                "framework": "f",
+                "task": "t",
+                "content": "clean",
+                "swap": "none",
+                "model": "m",
+                "facts": {"role": "builder"},
+                "classification": {
+                    "claim_verdict": "consistent",
+                    "outcome": "PASS",
+                    "claim_vs_outcome": "TRUE_SUCCESS",
+                    "injection": "not applicable",
+                    "legitimate": "not applicable",
+                    "swap": "none",
+                    "process": "ok",
+                },
+                **fields,
+            }
         )
     )
 
@@ -167,3 +181,41 @@ def test_reclassify_reads_the_published_ledger_as_before(tmp_path):
     for raw, new, reasons in derived:
         assert reasons == [], raw["run_id"]  # the same classification as the stored one
         assert "format_version" not in raw and new["format_version"] == FORMAT_VERSION  # rewritten as this version
+
+
+# ---------------------------------------------------------------- what grid.py says
+
+
+def _newer_ledger(folder, key, where: str) -> None:
+    """A ledger as a newer claimgrid would seal it: its meta.json or its record line one
+    format version ahead, the seal valid (the refusal is the version's, not the seal's)."""
+    store = RunStore(folder, key)
+    store.create({"grid_id": "g", "plan": ["r1"]})
+    store.write_evidence("r1", {"events.jsonl": [{"source": "process", "kind": "exit", "exit_code": 0}]})
+    line = _record("r1")
+    store.append({**line, "format_version": FORMAT_VERSION + 1} if where == "line" else line)
+    if where == "meta":
+        meta = {
+            k: v for k, v in json.loads((folder / "meta.json").read_text()).items() if k not in ("seal", META_MEMBER)
+        }
+        (folder / "meta.json").write_text(seal_meta_text({**meta, "format_version": FORMAT_VERSION + 1}, key, ["r1"]))
+
+
+@pytest.mark.parametrize("command", ["report", "reclassify"])
+@pytest.mark.parametrize("where", ["meta", "line"])
+def test_grid_py_refuses_a_newer_ledger_in_one_line_exit_2_nothing_written(tmp_path, capsys, command, where):
+    from claimgrid.commands import cli
+
+    folder, key_file = tmp_path / "g", tmp_path / "keys" / "publisher.pem"
+    _newer_ledger(folder, load_key(key_file), where)
+    assert verify_seal(folder).problems == []
+    files = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file() and p.name != ".lock"}
+    argv = [command, str(folder)] + (["--key", str(key_file)] if command == "reclassify" else [])
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    where_text = f"{folder / 'meta.json'}" if where == "meta" else f"{folder / 'runs.jsonl'}:1"
+    assert err == (
+        f"grid.py: error: {where_text}: field 'format_version': version {FORMAT_VERSION + 1} is newer than this "
+        f"claimgrid reads (format version {FORMAT_VERSION}); read it with the claimgrid that wrote it"
+    )
+    assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file() and p.name != ".lock"} == files
