@@ -106,6 +106,23 @@ class RunStore:
         os.write(fd, json.dumps({"pid": os.getpid(), "command": command}).encode() + b"\n")
         self._lock_fd = fd
 
+    def probe(self) -> None:
+        """:class:`StoreBusy` when another process holds the lock; changes nothing in the folder."""
+        if self._lock_fd is not None:  # this store holds it
+            return
+        try:
+            fd = os.open(self.lock_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise StoreBusy(
+                f"{self.folder}: in use by {self.holder() or 'another process'}; one writer per ledger folder"
+            ) from None
+        finally:
+            os.close(fd)
+
     def holder(self) -> str | None:
         """``pid N (command)`` of the lock's holder, as it wrote it."""
         try:
@@ -129,9 +146,8 @@ class RunStore:
         try:
             self.folder.mkdir(parents=True, exist_ok=False)
         except FileExistsError:
-            if self.lock_path.exists():
-                self.acquire(command)  # raises StoreBusy when a writer holds it
-                self.release()
+            if self.lock_path.is_file() and not self.lock_path.is_symlink():
+                self.probe()  # raises StoreBusy when a writer holds it; writes nothing
             raise ClaimgridError(f"{self.folder}: already exists; finish it with --resume {self.folder}") from None
         self.acquire(command or meta.get("command", ""))
         self.runs_dir.mkdir()
