@@ -253,10 +253,10 @@ def output_folder(folder: Path) -> Path:
 
 def slug(text: str, limit: int = SLUG_MAX) -> str:
     """A file-name part from ledger data: letters, digits, ``.``, ``_`` and ``-`` kept, anything
-    else ``-``; no leading dot (so never ``.`` or ``..``); at most ``limit`` characters; and,
+    else ``-``; no ``..`` and no leading dot (so never ``.`` or ``..``); at most ``limit`` characters; and,
     so two values never share a name, a hash suffix when anything was changed or cut."""
     text = str(text)
-    kept = re.sub(r"[^A-Za-z0-9._-]", "-", text).lstrip(".")[:limit]
+    kept = re.sub(r"\.{2,}", ".", re.sub(r"[^A-Za-z0-9._-]", "-", text)).lstrip(".")[:limit]
     if kept and kept == text:
         return kept
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:10]

@@ -306,3 +306,26 @@ def test_reclassify_lands_whole_or_not_at_all(sealed, tmp_path, capsys, monkeypa
     with pytest.raises(OSError):
         main(["reclassify", str(where["ledger"])])
     assert _snapshot(where["ledger"]) == before
+
+
+def test_an_export_names_no_file_from_a_path_in_the_ledger(sealed, tmp_path, capsys):
+    """A model name that is a path (sealed by its own publisher: it verifies) becomes a slug:
+    every exported file is inside --out."""
+    from claimgrid.store.seal import load_key
+
+    from tests.grid.commands.test_trust import _reseal
+
+    where = _fresh(sealed, tmp_path, "pathname")
+    hostile = "../../escaped/../" + "x" * 300
+
+    def rename(recs):
+        for r in recs:
+            r["model"] = hostile
+
+    _reseal(where["ledger"], load_key(), edit_records=rename)
+    capsys.readouterr()
+    assert main(["export", str(where["ledger"]), "--format", "inspect", "--out", str(where["out"])]) == 0
+    written = [p for p in tmp_path.rglob("*.json") if not p.is_relative_to(where["ledger"])
+               and not p.is_relative_to(where["clean"])]
+    assert written and all(p.parent == where["out"] for p in written), written
+    assert all(len(p.name) < 200 and ".." not in p.name for p in written)

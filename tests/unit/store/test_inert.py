@@ -107,7 +107,7 @@ def test_an_output_folder_that_is_a_symlink_is_refused(tmp_path):
 @pytest.mark.parametrize("text", ["../../x", "a/b", "..", ".", "", "\0", "é" * 300, "ok/../..", ".hidden"])
 def test_a_slug_is_one_bounded_plain_name(text):
     name = slug(text)
-    assert "/" not in name and "\0" not in name and not name.startswith(".") and len(name) <= 80
+    assert "/" not in name and "\0" not in name and ".." not in name and not name.startswith(".") and len(name) <= 80
     assert name == slug(text)  # stable
 
 
