@@ -39,6 +39,7 @@ from contextvars import ContextVar
 from pathlib import Path
 
 from claimgrid.anybytes import utf8
+from claimgrid.caps import SLUG_MAX_CHARS
 from claimgrid.errors import ClaimgridError
 
 # The regular files claimgrid writes at a ledger's top level (a replay's folder is a ledger too).
@@ -62,7 +63,6 @@ QUARANTINE = "quarantine"
 LEDGER_DIRS = frozenset({"runs", QUARANTINE})
 # claimgrid's own temporaries (mkstemp: ``.<name>.<random>.tmp``), left by a kill mid-write.
 _TEMPORARY = re.compile(r"^\.[^/\0]+\.tmp$")
-SLUG_MAX = 64  # characters of a slug before its hash suffix: file names stay far below NAME_MAX
 
 
 class UnsafeFolder(ClaimgridError):
@@ -251,7 +251,7 @@ def output_folder(folder: Path) -> Path:
     return folder
 
 
-def slug(text: str, limit: int = SLUG_MAX) -> str:
+def slug(text: str, limit: int = SLUG_MAX_CHARS) -> str:
     """A file-name part from ledger data: letters, digits, ``.``, ``_`` and ``-`` kept, anything
     else ``-``; no ``..`` and no leading dot (so never ``.`` or ``..``); at most ``limit`` characters; and,
     so two values never share a name, a hash suffix when anything was changed or cut."""
