@@ -3,7 +3,13 @@ grid, against every crafted line: a huge line (a 60 MB run id), a deep one (a mi
 a NUL byte, a torn last line, an unsigned appended line, and, for ``runs.jsonl``, a line
 removed, added or moved. Each is one line on stderr naming the file and the line, exit 2,
 no traceback, nothing written, no evidence deleted (a writer repairs a torn last line: the
-leftover of a kill, said so)."""
+leftover of a kill, said so).
+
+Then, for every command that reads a ledger folder (docs/CONTRACTS.md, "Ledger folders are
+data"): a symlink planted at each name the command writes (found by an audit hook on a clean
+run) is refused and never followed; a stripped seal is refused, and with ``--allow-unsealed``
+a removed line is named against the plan and its evidence stays; one edited evidence byte is
+named; reclassify lands whole or not at all; an export's file names are slugs."""
 
 from __future__ import annotations
 
