@@ -16,6 +16,7 @@ this module (docs/CONTRACTS.md, "Ledger folders are data"):
 * :func:`open_lock` - the writer's ``.lock``: ``O_NOFOLLOW``, a regular file the reader owns.
 * :func:`output_folder` - a folder a command writes its output into (``compare``'s): a real
   folder, made when absent, whose files are written by :func:`write_file`.
+* :func:`outside_ledgers` - an output folder is never inside a ledger folder.
 * :func:`slug` - a file name from ledger data: no separator, no ``..``, bounded, with a hash
   suffix so two values never share a name.
 * :func:`quarantine` - what a writer used to delete ("repair") is moved aside into
@@ -249,6 +250,16 @@ def output_folder(folder: Path) -> Path:
         raise UnsafeFolder(f"{folder}: cannot be made ({exc.strerror or exc})") from None
     _real_folder(folder)
     return folder
+
+
+def outside_ledgers(out: Path, flag: str, *ledgers: Path) -> Path:
+    """``out`` when it is outside every folder of ``ledgers``; else :class:`UnsafeFolder` naming
+    ``flag`` (an output inside a ledger would be an unknown name there, and the ledger is data)."""
+    where = Path(out).resolve()
+    for ledger in ledgers:
+        if where.is_relative_to(Path(ledger).resolve()):
+            raise UnsafeFolder(f"{flag} {out}: inside the ledger folder {ledger}; write it beside the ledger")
+    return Path(out)
 
 
 def slug(text: str, limit: int = SLUG_MAX_CHARS) -> str:
