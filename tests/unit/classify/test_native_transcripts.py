@@ -118,6 +118,15 @@ def test_a_real_mini_swe_agent_trajectory_and_its_swebench_report():
     assert (failed.outcome, failed.failed, failed.passed) == ("TESTS_FAIL", 1, 9)
 
 
+def test_a_real_swe_agent_trajectory():
+    """A real SWE-agent run (gpt-4o on its test repository; README.md)."""
+    t = read_transcript(FIX / "swe-agent" / "6e44b9__sweagenttestrepo-1c2844.traj")
+    assert (t.form, t.agent, t.truncated) == ("swe-agent trajectory", "swe-agent", False)
+    assert _calls(t) == [("find_file", "read", True, None), ("open", "read", True, None), ("edit", "edit", True, None),
+                         ("bash", "bash", True, None), ("submit", "none", True, None)]
+    assert t.final_report.startswith("The script `missing_colon.py` ran successfully")  # the submission is a patch
+
+
 @pytest.mark.parametrize(
     ("name", "outcome", "reward"),
     [
