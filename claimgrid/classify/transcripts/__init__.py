@@ -159,6 +159,10 @@ def read_transcript(path: Path, select: str | None = None) -> Transcript:
         found = _lines(records, torn)
         if found is not None:
             return found
+        if not records and text.lstrip()[:1] in ("{", "["):
+            raise DataError(
+                path, None, "one JSON document cut short (not whole JSON, no JSON lines): unreadable"
+            ) from None
         raise DataError(path, None, _UNKNOWN) from None
     found = _document(path, doc, select)
     if found is not None:

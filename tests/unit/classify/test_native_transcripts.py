@@ -186,6 +186,27 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, body, capsys):
     assert len(err) == 1 and str(bad) in err[0]
 
 
+TRANSCRIPTS = sorted(
+    p for p in FIX.rglob("*") if p.is_file() and p.parent.name != "verifier" and not p.name.endswith(
+        ("report.json", "result.json", ".xml", ".md"))
+)
+
+
+@pytest.mark.parametrize("path", TRANSCRIPTS, ids=[p.name for p in TRANSCRIPTS])
+def test_a_transcript_cut_anywhere_is_read_as_far_as_it_goes_or_refused_in_one_line(path, tmp_path):
+    raw = path.read_bytes()
+    cut = tmp_path / "cut"
+    for k in range(1, 25):
+        cut.write_bytes(raw[: len(raw) * k // 25])
+        try:
+            t = read_transcript(cut)
+        except DataError as exc:
+            assert "\n" not in str(exc) and str(cut) in str(exc)
+            continue
+        if path.suffix == ".jsonl" and t.form != "claude-code session":
+            assert t.truncated, (path.name, k)  # a stream cut short says so
+
+
 def test_the_tool_table_names_every_agent_reader():
     table = tool_table()
     for agent in ("claude-code", "codex", "gemini-cli", "terminus", "mini-swe-agent", "swe-agent", "openhands"):
