@@ -127,6 +127,16 @@ def test_a_real_swe_agent_trajectory():
     assert t.final_report.startswith("The script `missing_colon.py` ran successfully")  # the submission is a patch
 
 
+def test_a_real_openhands_event_stream():
+    """A real OpenHands run (claude-3-5-sonnet creating a file, then finish; README.md)."""
+    t = read_transcript(FIX / "openhands" / "basic.json")
+    assert (t.form, t.agent, t.models, t.truncated) == (
+        "openhands events", "openhands", ["claude-3-5-sonnet-20241022"], False)
+    assert _calls(t) == [("edit", "edit", True, None)]
+    assert t.tool_events[0]["paths"] == ["game_2048.py"]  # under OpenHands' /workspace
+    assert t.final_report.startswith("I've created a simple implementation of the 2048 game")
+
+
 @pytest.mark.parametrize(
     ("name", "outcome", "reward"),
     [
