@@ -24,8 +24,9 @@ it goes and says why in ``Transcript.truncated_reason`` (``transcript_truncated`
 traceback.
 
 A file holding several runs (an OTLP file with several traces, an Inspect log with several
-samples) needs ``select``: a trace id, or the ``gen_ai.conversation.id`` / ``claimgrid.run_id``
-of its spans; an Inspect sample's id. Anything else is :class:`claimgrid.errors.DataError`
+samples, an OpenHands ``output.jsonl``) needs ``select``: a trace id, or the
+``gen_ai.conversation.id`` / ``claimgrid.run_id`` of its spans; an Inspect sample's id; an
+OpenHands ``instance_id``. Anything else is :class:`claimgrid.errors.DataError`
 naming the file and what is wrong, one line.
 
 What a transcript cannot say is left unknown, never guessed: a tool call's workspace change
@@ -117,10 +118,19 @@ def _document(path: Path, doc, select: str | None) -> Transcript | None:
     return None
 
 
-def _lines(records: list[dict], torn: str | None) -> Transcript | None:
+def _lines(path: Path, records: list[dict], torn: str | None, select: str | None = None) -> Transcript | None:
     """A transcript that is JSON lines (read up to a torn line), or None."""
     if not records:
         return None
+    if all(isinstance(r.get("history"), list) for r in records):  # an OpenHands output.jsonl: one run a line
+        runs = [r for r in records if select is None or str(r.get("instance_id")) == select]
+        if len(runs) != 1:
+            what = f"no instance {select!r}" if select is not None else f"{len(runs)} instances: name one with --run"
+            raise DataError(path, "--run", f"the OpenHands output holds {what}")
+        found = _swe.read_openhands(runs[0])
+        if torn:
+            found.truncated_reason = found.truncated_reason or torn
+        return found
     if _claude_code.is_stream(records):
         return _claude_code.read(records, torn, stream=True)
     if _claude_code.is_session(records):
@@ -156,7 +166,7 @@ def read_transcript(path: Path, select: str | None = None) -> Transcript:
         if found is not None:
             return found
         records, torn = json_lines(raw)
-        found = _lines(records, torn)
+        found = _lines(path, records, torn, select)
         if found is not None:
             return found
         if not records and text.lstrip()[:1] in ("{", "["):
@@ -172,7 +182,7 @@ def read_transcript(path: Path, select: str | None = None) -> Transcript:
         if events is not None:
             return events
     if isinstance(doc, dict):  # one line of a JSON-lines form
-        found = _lines([doc], None)
+        found = _lines(path, [doc], None, select)
         if found is not None:
             return found
     raise DataError(path, None, _UNKNOWN)

@@ -137,6 +137,19 @@ def test_a_real_openhands_event_stream():
     assert t.final_report.startswith("I've created a simple implementation of the 2048 game")
 
 
+def test_an_openhands_output_jsonl_holds_one_run_a_line(tmp_path):
+    one = json.loads((MIN / "openhands.output.json").read_text())
+    two = {**one, "instance_id": "fix-sub"}
+    path = tmp_path / "output.jsonl"
+    path.write_text(json.dumps(one) + "\n" + json.dumps(two) + "\n")
+    with pytest.raises(DataError, match="2 instances: name one with --run"):
+        read_transcript(path)
+    with pytest.raises(DataError, match="no instance 'nope'"):
+        read_transcript(path, "nope")
+    t = read_transcript(path, "fix-sub")
+    assert t.form == "openhands events" and t.final_report.startswith("I could not apply the fix")
+
+
 @pytest.mark.parametrize(
     ("name", "outcome", "reward"),
     [
