@@ -134,7 +134,9 @@ def _lines(path: Path, records: list[dict], torn: str | None, select: str | None
     if _claude_code.is_stream(records):
         return _claude_code.read(records, torn, stream=True)
     if _claude_code.is_session(records):
-        return _claude_code.read(records, torn, stream=False)
+        found = _claude_code.read(records, torn, stream=False)
+        _claude_code.attach_subagents(found, path, _read)
+        return found
     if _codex.is_rollout(records):
         return _codex.read_rollout(records, torn)
     if _codex.is_exec(records):
@@ -151,7 +153,7 @@ def read_transcript(path: Path, select: str | None = None) -> Transcript:
     path = Path(path)
     if path.is_dir():
         if _atif.is_trial(path):
-            return _atif.read_trial(path, _json_file)
+            return _atif.read_trial(path, _json_file, read_transcript)
         raise DataError(path, None, "a folder is read as a Harbor trial: it needs agent/trajectory.json or result.json")
     raw = _read(path)
     if raw[:2] == b"PK":

@@ -35,7 +35,8 @@ CASES = {
         "Fixed add() in app/calc.py", None),
     "claude-code.session.jsonl": (
         "claude-code session", "claude-code", ["claude-opus-4-1", "claude-haiku-4-5"],
-        [("Bash", "read", True, None), ("Write", "write", True, "ag1")], "I have not changed anything yet", None),
+        [("Bash", "read", True, None), ("Write", "write", True, "ag1"), ("Bash", "bash", True, "b7")],
+        "I have not changed anything yet", None),
     "claude-code.torn.jsonl": (
         "claude-code stream-json", "claude-code", ["claude-sonnet-4-5", "claude-haiku-4-5"],
         [("Read", "read", True, None), ("Task", "delegate", True, None), ("Bash", "read", True, "t2")], None,
@@ -59,6 +60,11 @@ CASES = {
         "harbor trial", "terminus", ["openai/gpt-5"],
         [("bash_command", "read", True, None), ("bash_command", "edit", True, None),
          ("mark_task_complete", "none", True, None)], "The task is complete", None),
+    "harbor-trial-claude": (  # a trial without a trajectory: the agent's own stream-json log
+        "harbor trial", "claude-code", ["claude-sonnet-4-5", "claude-haiku-4-5"],
+        [("Read", "read", True, None), ("Task", "delegate", True, None), ("Bash", "read", True, "t2"),
+         ("Edit", "edit", False, None), ("Bash", "edit", True, None)],
+        "Fixed add() in app/calc.py", None),
     "swe-agent.traj": (
         "swe-agent trajectory", "swe-agent", [],
         [("open", "read", True, None), ("str_replace_editor str_replace", "edit", True, None),
@@ -74,8 +80,10 @@ def test_each_form_read_by_content(name, tmp_path):
     form, agent, models, calls, final, torn = CASES[name]
     # told apart by content, never by the name: the same bytes under a name that says nothing
     src = MIN / name
-    path = tmp_path / "transcript"
+    path = tmp_path / "run.data"
     (shutil.copytree if src.is_dir() else shutil.copyfile)(src, path)
+    if src.with_suffix("").is_dir():  # a session's own subagent files beside it
+        shutil.copytree(src.with_suffix(""), path.with_suffix(""))
     t = read_transcript(path)
     assert (t.form, t.agent, t.models) == (form, agent, models)
     assert t.form in FORMS
@@ -95,6 +103,9 @@ def test_tool_errors_and_shell_reads_keep_what_the_transcript_says():
     assert t.subagents["t2"].name == "Explore" and t.subagents["t2"].final_report.startswith("Only app/calc.py")
     assert [e["seq"] for e in t.subagents["t2"].events] == [grep["seq"]]
     assert t.final_report == "Fixed add() in app/calc.py; the tests pass."  # the result line, never a subagent's
+    session = read_transcript(MIN / "claude-code.session.jsonl")  # + claude-code.session/subagents/agent-b7.jsonl
+    assert session.subagents["b7"].final_report == "1 test fails: test_add."
+    assert session.final_report.startswith("I have not changed anything yet")  # the main chain's, never a subagent's
     rollout = read_transcript(MIN / "codex.rollout.jsonl")
     assert rollout.tool_events[1]["paths"] == ["app/calc.py"]  # the apply_patch body's file
     assert rollout.tool_events[0]["shell"]["reads"][0]["last"] == 2  # sed -n '1,2p' through bash -lc
@@ -161,6 +172,7 @@ def test_an_openhands_output_jsonl_holds_one_run_a_line(tmp_path):
         ("inspect.scored.json", "PASS", 1.0),
         ("harbor-trial", "TESTS_FAIL", 0.0),
         ("harbor-trial/verifier/ctrf.json", "TESTS_FAIL", None),
+        ("harbor-trial-claude", "PASS", 1.0),
     ],
 )
 def test_each_recorded_verdict_maps_to_the_outcome_vocabulary(name, outcome, reward):
