@@ -187,7 +187,7 @@ def run_check(args) -> dict:
         if not args.outcome_from.exists():
             raise BadInput(f"--outcome-from {args.outcome_from}: no such file")
         external = read_outcome(args.outcome_from, args.run)
-    elif transcript is not None and isinstance(transcript.outcome, ExternalOutcome):
+    elif transcript is not None and transcript.outcome is not None:
         external = transcript.outcome  # a Harbor trial folder's own result.json
     verification = None
     expected = required = None
