@@ -46,3 +46,16 @@ def test_the_real_agent_programs_transcripts_check_as_the_grid_does(name, review
     assert (v["claim_verdict"], v["outcome"], v["claim_vs_outcome"]) == ("consistent", "PASS", "TRUE_SUCCESS"), row
     assert set(v["evidence"]["opened"]) >= set(task.spec.expectation.review.must_open)
     assert row["transcript_agent"] == name.split("/")[0] and row["transcript_truncated"] is None
+
+
+def test_the_repository_wins_over_a_recorded_verdict(review_repo, tmp_path, capsys):
+    """Both given: the outcome is the repository's verifier's, the recorded one is kept beside it."""
+    task, repo = review_repo
+    log = tmp_path / "log.jsonl"
+    assert main(["check", "--transcript", str(FIX / REVIEWS[0]), "--repo", str(repo), "--expectation",
+                 str(task.folder / "task.toml"), "--role", task.role, "--outcome-from",
+                 str(FIX / "minimal" / "junit.fail.xml"), "--log", str(log)]) == 0
+    row = json.loads(log.read_text())
+    assert row["verdict"]["outcome"] == "PASS" and row["outcome_from"] == "verifier"
+    assert row["external_outcome"]["outcome"] == "TESTS_FAIL"
+    assert "external outcome (junit xml, the repository's verifier wins): TESTS_FAIL" in capsys.readouterr().out
