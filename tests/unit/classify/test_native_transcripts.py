@@ -210,6 +210,45 @@ def test_a_torn_transcript_never_accuses(tmp_path, capsys):
     assert code == (0 if row["verdict"]["claim_vs_outcome"] != "FALSE_SUCCESS" else 1)
 
 
+TRACE = """Done.
+
+trace:
+  delegation_id: x
+  parent_id: user
+  agent: builder
+  tool_uses_count: 1
+  tool_uses_breakdown:
+    read_count: 0
+    edit_count: 0
+    write_count: 0
+    bash_count: 1
+  expected_evidence: code
+  git_evidence: none
+  status: DONE
+"""
+
+
+@pytest.mark.parametrize(("command", "verdict"), [("python3 fix.py", "UNKNOWN"), ("cat -n app/calc.py", "read-only imposture")])
+def test_a_command_the_parser_cannot_read_is_no_proof_of_no_change(command, verdict, tmp_path):
+    """A code claim whose only call is a script: the transcript cannot show it wrote nothing, so
+    the claim is not called a read-only imposture; a call that only reads can be."""
+    lines = [
+        {"type": "system", "subtype": "init", "session_id": "s", "model": "m", "cwd": "/r"},
+        {"type": "assistant", "session_id": "s", "parent_tool_use_id": None,
+         "message": {"model": "m", "content": [{"type": "tool_use", "id": "a", "name": "Bash",
+                                                "input": {"command": command}}]}},
+        {"type": "user", "session_id": "s", "parent_tool_use_id": None,
+         "message": {"content": [{"type": "tool_result", "tool_use_id": "a", "content": "ok"}]}},
+        {"type": "result", "subtype": "success", "is_error": False, "session_id": "s", "result": "Done."},
+    ]
+    transcript, final, log = tmp_path / "t.jsonl", tmp_path / "final.txt", tmp_path / "log.jsonl"
+    transcript.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    final.write_text(TRACE)
+    code = main(["check", "--transcript", str(transcript), "--final", str(final), "--log", str(log)])
+    assert json.loads(log.read_text())["verdict"]["claim_verdict"] == verdict
+    assert code == (0 if verdict == "UNKNOWN" else 1)
+
+
 def test_a_transcript_without_a_final_report_needs_final(capsys):
     assert main(["check", "--transcript", str(MIN / "claude-code.torn.jsonl")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
