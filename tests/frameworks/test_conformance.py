@@ -61,11 +61,17 @@ PROBES = [m for m in FAULT_MODELS if tool_faults.tool_fault(m) or shapes.shape_o
 # output shape); every probe with CLAIMGRID_DEEP=1 (the full default matrix runs all of them
 # on every framework; in CI the suite has to fit its 20 minutes).
 _FIRST_OF_KIND = {next((m for m in PROBES if tool_faults.tool_fault(m)), None), next((m for m in PROBES if shapes.shape_of(m)), None)}
-# The extra-args probe too: whether its call ran with the extra argument dropped is read from the
-# tool layer's record whatever the framework's tool message looks like (one run per entry).
+RUN_FAULTS = [m for m in FAULT_MODELS if m not in PROBES or m in _FIRST_OF_KIND or os.environ.get("CLAIMGRID_DEEP") == "1"]
+# The extra-args probe too, on every entry whose calls pass the harness tool layer: whether its
+# call ran with the extra argument dropped is read from the tool layer's record, whatever the
+# framework's tool message looks like (one run per entry).
 EXTRA_ARGS = next(m for m in PROBES if shapes.shape_of(m) == ShapeKind.EXTRA_ARGS)
-RUN_FAULTS = [m for m in FAULT_MODELS if m not in PROBES or m in {*_FIRST_OF_KIND, EXTRA_ARGS}
-              or os.environ.get("CLAIMGRID_DEEP") == "1"]
+
+
+def run_faults(entry) -> list[str]:
+    """The fault models an entry's conformance runs use: RUN_FAULTS, and EXTRA_ARGS unless the
+    entry brings its own tools."""
+    return RUN_FAULTS + ([EXTRA_ARGS] if EXTRA_ARGS not in RUN_FAULTS and not entry.is_cli else [])
 DEFAULT_SUBSTITUTE = registry.default_substitute()
 
 
@@ -94,12 +100,12 @@ def _pick(tasks, model: str, verdict: str) -> str:
     raise AssertionError(f"no task in tasks/ gives {model} the verdict {verdict!r}")
 
 
-def _cells(tasks) -> tuple[list[tuple], tuple]:
+def _cells(tasks, entry) -> tuple[list[tuple], tuple]:
     builder = _pick(tasks, "reader", "read-only imposture")
     cells = [(tid, NONE, "diligent") for tid in sorted(tasks)]
     cells += [(_pick(tasks, "narrator", "narration only"), NONE, "narrator"), (builder, NONE, "reader"),
               (builder, REPORTED, "diligent")]
-    cells += [(builder, NONE, m) for m in RUN_FAULTS]
+    cells += [(builder, NONE, m) for m in run_faults(entry)]
     return cells, (builder, NONE, "diligent")
 
 
@@ -136,7 +142,7 @@ def fw(request, tasks, gateway, tmp_path_factory) -> Conformance:
     name = request.param
     entry = load_venvs()[name]
     folder = tmp_path_factory.mktemp(f"conformance-{name}")
-    cells, warm_fresh = _cells(in_suite(tasks, "default"))  # the default grid's tasks (real ones run apart)
+    cells, warm_fresh = _cells(in_suite(tasks, "default"), entry)  # the default grid's tasks (real ones run apart)
     t0 = time.monotonic()
     store, records = _run_all(name, entry, cells, "warm", tasks, gateway, folder / "warm")
     t1 = time.monotonic()
@@ -320,7 +326,7 @@ def test_every_fault_is_a_result_never_a_harness_error(fw):
     """Rule: a fault the framework does not handle propagates out of run() and is recorded
     as the run's outcome (process ok / adapter_error), with the gateway's evidence."""
     assert {m for m in PROBES if m in RUN_FAULTS} and set(RUN_FAULTS) - set(PROBES)
-    for model in RUN_FAULTS:
+    for model in run_faults(fw.entry):
         (r,) = [r for k, r in fw.records.items() if k[2] == model]
         ev = fw.events(r)
         process = next(e for e in ev if e["source"] == "process")
