@@ -13,7 +13,7 @@ A run, on the kit (each an adapter correctness rule of docs/CONTRACTS.md)::
         _build(kit.preload_ctl(), [])  # a throwaway agent (no model call) imports the rest
     def run(ctl, tools, rec):
         kit.start_run(rec, ctl, kit.turn_limit(ctl), "model calls (max_turns)", "framework")
-        with kit.recording_errors(rec, ctl["agent_name"]):  # unless the framework reports its own
+        with kit.recording_errors(rec, ctl["agent_name"]) as errors:  # errors.report(...): its own reports
             text = ...                  # the framework's agent; runtime events on ``rec``
         return kit.final_message(rec, ctl["agent_name"], text)  # or the framework's agent name
 
