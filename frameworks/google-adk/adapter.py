@@ -106,16 +106,18 @@ def run(ctl: dict, tools: list, rec) -> str | None:
         session = await runner.session_service.create_session(app_name=APP, user_id=USER)
         text, author = None, name
         message = types.Content(role="user", parts=[types.Part(text=ctl["prompt"])])
-        async for event in runner.run_async(user_id=USER, session_id=session.id, new_message=message,
-                                            run_config=RunConfig(max_llm_calls=limit)):
-            if event.error_code or event.error_message:
-                errors.report(event.error_message or event.error_code, kind=str(event.error_code or "error"),
-                              agent=event.author or name)
-            if event.is_final_response() and event.content and not event.partial:
-                got = kit.content_text([{"text": p.text} for p in event.content.parts or [] if p.text], sep="")
-                if got is not None:
-                    text, author = got, event.author or name
-        await runner.close()
+        try:
+            async for event in runner.run_async(user_id=USER, session_id=session.id, new_message=message,
+                                                run_config=RunConfig(max_llm_calls=limit)):
+                if event.error_code or event.error_message:
+                    errors.report(event.error_message or event.error_code, kind=str(event.error_code or "error"),
+                                  agent=event.author or name)
+                if event.is_final_response() and event.content and not event.partial:
+                    got = kit.content_text([{"text": p.text} for p in event.content.parts or [] if p.text], sep="")
+                    if got is not None:
+                        text, author = got, event.author or name
+        finally:
+            await runner.close()
         return text, author
 
     with kit.recording_errors(rec, name) as errors:
