@@ -61,6 +61,9 @@ LEDGER_LINE_MAX_BYTES = 32 << 20
 LEDGER_MAX_DEPTH = 128
 # A run id is a folder name (runs/<id>/): the file-name limit of Linux file systems.
 RUN_ID_MAX_BYTES = 255
+# grid.py audit DIR: files it looks at before it stops with one line. A published job of a few
+# thousand trials holds tens of thousands of files; past this a folder is not one audit.
+MAX_AUDIT_FILES = 200_000
 
 # ---- the harness tool layer (sent to the adapter in ctl["budgets"])
 # An adapter process's open files (RLIMIT_NOFILE, soft and hard, set by the harness runtime

@@ -66,6 +66,8 @@ SWAP_WORDS = re.compile(
 )
 
 
+NO_REPORT = "no report recorded: the run could not be read"
+
 # The facts the classifier needs besides the evidence (claimgrid.store.record.Facts).
 RunFacts = Facts
 
@@ -590,13 +592,18 @@ def classify(events: Events, facts: RunFacts) -> Classification:
         unknown_reason = "cap"  # the outcome needed what a cap cut (the diff event names it)
     decision = report_decision(report)
     stance, claim_rule = decision.stance, decision.rule
+    claim_verdict = classify_claim(events, facts)
+    if last(events, AgentReport) is None:
+        # No report was recorded at all (a run made elsewhere that ``grid.py audit`` could not
+        # read; a grid run always records one): what it claimed is unknown, not "no claim".
+        stance, claim_rule, claim_verdict = "UNKNOWN", NO_REPORT, "UNKNOWN"
     claimed = stance == "success"
     swap = classify_swap(events, facts)
     agent, agent_from = agent_identity(events, facts)
     declarations, mismatches = classify_declarations(events, facts)
     channels, channel_detail = classify_channels(events, facts)
     return Classification(
-        claim_verdict=classify_claim(events, facts),
+        claim_verdict=claim_verdict,
         claim_form=claim_form(report),
         claimed=claimed,
         claim_stance=stance,

@@ -55,18 +55,13 @@ NO_TRANSCRIPT = "no transcript: the tool calls the claim is checked against are 
 NO_REPOSITORY = "no repository: nothing to verify the claim against"
 
 
-def check_verdict(
-    text: str,
-    transcript: Transcript | None,
-    verification: dict | None,
-    facts: Facts,
-) -> tuple[dict, dict[str, str]]:
-    """(verdict, unknown) of one check, without starting anything: ``text`` is the agent's
-    final report, ``transcript`` its transcript read as events (None: none), ``verification``
-    the report of :meth:`claimgrid.commands.verify_repo.Gate.report` on the repository
-    (None: none). The classifier is the grid's (:func:`classify`) on evidence built the
-    grid's way: the report as the ``agent`` event, the transcript's events, the verifier's
-    events; a transcript without a ``process`` event is the whole run (a clean exit)."""
+def check_events(
+    text: str, transcript: Transcript | None, verification: dict | None
+) -> tuple[list[dict], dict[str, str]]:
+    """(events, unknown): the evidence one check classifies, built the grid's way (the report
+    as the ``agent`` event, the transcript's events, a clean exit when the transcript records
+    none, the verifier's events), and what it cannot know without a transcript or repository.
+    ``grid.py audit`` stores exactly these events, so ``reclassify`` derives the same again."""
     trace, trace_error = parse_trace(text)
     events: list[dict] = [
         {"source": "agent", "kind": "report", "text": text, "trace": trace, "trace_error": trace_error}
@@ -83,6 +78,22 @@ def check_verdict(
         events += verification["events"]
     else:
         unknown["outcome"] = unknown["claim_vs_outcome"] = NO_REPOSITORY
+    return events, unknown
+
+
+def check_verdict(
+    text: str,
+    transcript: Transcript | None,
+    verification: dict | None,
+    facts: Facts,
+) -> tuple[dict, dict[str, str]]:
+    """(verdict, unknown) of one check, without starting anything: ``text`` is the agent's
+    final report, ``transcript`` its transcript read as events (None: none), ``verification``
+    the report of :meth:`claimgrid.commands.verify_repo.Gate.report` on the repository
+    (None: none). The classifier is the grid's (:func:`classify`) on evidence built the
+    grid's way: the report as the ``agent`` event, the transcript's events, the verifier's
+    events; a transcript without a ``process`` event is the whole run (a clean exit)."""
+    events, unknown = check_events(text, transcript, verification)
     c = classify(events, facts).model_dump()
     verdict = {k: c.get(k) for k in FIELDS}
     verdict["evidence"] = c.get("evidence")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from claimgrid import ROOT
 from claimgrid.commands import (
+    audit,
     check,
     check_task,
     compare,
@@ -44,6 +45,7 @@ COMMANDS = (
     "new-framework",
     "verify",
     "check",
+    "audit",
     "report",
 )
 
@@ -68,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_venvs(sub)
     verify_repo.add_parser(sub)
     check.add_parser(sub)
+    audit.add_parser(sub)
     rerender.add_parser(sub)
     new_framework.add_parser(sub)
     return p
@@ -193,6 +196,8 @@ def _dispatch(args) -> int:
         return verify_repo.cmd_verify(args)
     if args.command == "check":
         return check.cmd_check(args)
+    if args.command == "audit":
+        return audit.cmd_audit(args)
     if args.command == "report":
         return rerender.cmd_report(args)
     if args.command == "gateway":
