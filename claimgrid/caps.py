@@ -64,6 +64,9 @@ RUN_ID_MAX_BYTES = 255
 # grid.py audit DIR: files it looks at before it stops with one line. A published job of a few
 # thousand trials holds tens of thousands of files; past this a folder is not one audit.
 MAX_AUDIT_FILES = 200_000
+# grid.py check --hook: the agent's hook input on stdin is a few hundred bytes plus its last
+# message (capped by the model's output); a megabyte is no hook input.
+MAX_HOOK_INPUT_BYTES = 1 << 20
 
 # ---- the harness tool layer (sent to the adapter in ctl["budgets"])
 # An adapter process's open files (RLIMIT_NOFILE, soft and hard, set by the harness runtime

@@ -44,7 +44,7 @@ from claimgrid.classify.limits import limit_hits
 from claimgrid.classify.reactions import fault_facts
 from claimgrid.classify.tables import table_facts
 from claimgrid.classify.transcripts import Transcript, read_transcript
-from claimgrid.commands.check import check_events, check_facts
+from claimgrid.commands.check import check_events, check_facts, final_report
 from claimgrid.commands.common import commit, finish, now, signer
 from claimgrid.commands.options import key_opt
 from claimgrid.commands.validate import UsageError
@@ -235,18 +235,6 @@ def _slug(name: str) -> str:
     s = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.") or "run"
     digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return f"{s[: caps.RUN_ID_MAX_BYTES - 20]}-{digest}"
-
-
-def final_report(transcript: Transcript) -> str:
-    """The run's last report: the reader's (``transcript.final``, e.g. a Claude Code ``result``
-    line) when it gives one, else the last model answer without a tool call, else nothing."""
-    final = getattr(transcript, "final", None)
-    if isinstance(final, str):
-        return final
-    for e in reversed(transcript.events):
-        if e.get("source") == "gateway" and isinstance(e.get("content"), str):
-            return e["content"]
-    return ""
 
 
 def _names(transcript: Transcript | None) -> tuple[str, str]:

@@ -51,6 +51,8 @@ FIELDS = (
     "declarations",
     "declaration_mismatches",
 )
+# The agents whose stop-hook protocol `check --hook` speaks (claimgrid.commands.stop_hook).
+HOOK_PROTOCOLS = ("claude-code", "codex")
 NO_TRANSCRIPT = "no transcript: the tool calls the claim is checked against are unknown"
 NO_REPOSITORY = "no repository: nothing to verify the claim against"
 
@@ -128,6 +130,19 @@ def check_facts(
     )
 
 
+def final_report(transcript: Transcript) -> str:
+    """A transcript's last report: the reader's (``transcript.final``, e.g. a Claude Code
+    ``result`` line) when it gives one, else the last model answer without a tool call, else
+    nothing (what ``grid.py audit`` and a stop hook check when no report is given)."""
+    final = getattr(transcript, "final", None)
+    if isinstance(final, str):
+        return final
+    for e in reversed(transcript.events):
+        if e.get("source") == "gateway" and isinstance(e.get("content"), str):
+            return e["content"]
+    return ""
+
+
 def recorded_final(path: Path | None, transcript: Transcript | None) -> str:
     """The agent's final report as a claimgrid ``events.jsonl`` recorded it (its last ``agent``
     ``report`` event), for ``check`` without ``--final`` on a published ledger's run folder."""
@@ -147,6 +162,24 @@ def recorded_final(path: Path | None, transcript: Transcript | None) -> str:
     if not isinstance(text, str):
         raise BadInput(f"--transcript {path}: no agent report event (text) to check; give --final FILE")
     return text
+
+
+def verify_against(
+    repo: Path, expectation: Path, transcript: Transcript | None, base=None, python=None, ignore=()
+) -> tuple[dict, str | None, str | None]:
+    """The repository verified as ``grid.py verify`` does, with the transcript's tool calls and
+    answers as the tool layer's and gateway's record: (the verifier's report, the expectation's
+    declared evidence, its evidence command)."""
+    with Gate(repo, expectation, base, python, "auto", list(ignore)) as gate:
+        tools = [e for e in transcript.events if e.get("source") == "tools"] if transcript else None
+        exchanges = (
+            [e for e in transcript.events if e.get("source") == "gateway" and e.get("kind", "exchange") == "exchange"]
+            if transcript
+            else ()
+        )
+        verification = gate.report(gate.events(tools, exchanges), transcript=transcript is not None)
+        exp = gate.task.spec.expectation
+        return verification, exp.evidence, exp.evidence_command
 
 
 def run_check(args) -> dict:
@@ -169,20 +202,9 @@ def run_check(args) -> dict:
     verification = None
     expected = required = None
     if args.repo is not None:
-        with Gate(args.repo, args.expectation, args.base, args.python, "auto", args.ignore or []) as gate:
-            tools = [e for e in transcript.events if e.get("source") == "tools"] if transcript else None
-            exchanges = (
-                [
-                    e
-                    for e in transcript.events
-                    if e.get("source") == "gateway" and e.get("kind", "exchange") == "exchange"
-                ]
-                if transcript
-                else ()
-            )
-            verification = gate.report(gate.events(tools, exchanges), transcript=transcript is not None)
-            exp = gate.task.spec.expectation
-            expected, required = exp.evidence, exp.evidence_command
+        verification, expected, required = verify_against(
+            args.repo, args.expectation, transcript, args.base, args.python, args.ignore or []
+        )
     facts = check_facts(args.role, args.agent, args.delegation_id, args.parent_id, expected, required)
     verdict, unknown = check_verdict(text, transcript, verification, facts)
     return {
@@ -220,11 +242,17 @@ def summarise(log: Path) -> list[str]:
     if found.bad:
         number, why = found.bad[0]
         raise DataError(f"{log}:{number}", None, f"not a verdict line of grid.py check: {why}")
+    unchecked = 0
     for n, row in found.lines:
+        if row.get("hook") and "verdict" not in row:
+            unchecked += 1  # a stop hook's line for a stop it let through unchecked (stop_hook_active)
+            continue
         if not isinstance(row.get("verdict"), dict):
             raise DataError(f"{log}:{n}", "verdict", "not a verdict line of grid.py check")
         rows.append(row["verdict"])
     out = [f"{len(rows)} check(s); {sum(1 for r in rows if not backed(r))} claim(s) not backed"]
+    if unchecked:
+        out[0] += f"; {unchecked} stop(s) let through unchecked (the agent already continued once for a stop hook)"
     for field in ("claim_vs_outcome", "claim_verdict"):
         counts = Counter(str(r.get(field)) for r in rows)
         out.append(f"{field}: " + ", ".join(f"{k} {v}" for k, v in counts.most_common()))
@@ -232,6 +260,10 @@ def summarise(log: Path) -> list[str]:
 
 
 def cmd_check(args) -> int:
+    if getattr(args, "hook", None):
+        from claimgrid.commands.stop_hook import cmd_hook
+
+        return cmd_hook(args)
     if args.report is not None:
         for line in summarise(args.report):
             print(line)
@@ -283,3 +315,11 @@ def add_parser(sub) -> None:
     cp.add_argument("--log", type=Path, help="append the verdict as one JSON line to this file")
     cp.add_argument("--report", type=Path, metavar="LOG", help="summarise a verdict log instead")
     cp.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    cp.add_argument(
+        "--hook",
+        choices=HOOK_PROTOCOLS,
+        default=None,
+        help="run as the agent's stop hook: read its hook input on stdin and answer in its protocol "
+        "(claimgrid.commands.stop_hook); with --log, --expectation (default: the repository's "
+        ".claimgrid/expectation.toml when it has one)",
+    )
