@@ -31,13 +31,14 @@ from collections import Counter
 from pathlib import Path
 
 from claimgrid.classify.classifier import claim_vs_outcome, classify
+from claimgrid.classify.outcomes import ExternalOutcome, read_outcome
 from claimgrid.classify.transcripts import Transcript, read_transcript
 from claimgrid.commands.verify_repo import BadInput, Gate
 from claimgrid.errors import DataError
 from claimgrid.store.lines import scan_events
 from claimgrid.store.record import Facts
 from claimgrid.trace import parse_trace
-from claimgrid.vocab import ROLE_EVIDENCE
+from claimgrid.vocab import EXTERNAL_SOURCE, ROLE_EVIDENCE
 
 FIELDS = (
     "claim_verdict",
@@ -55,15 +56,21 @@ FIELDS = (
 HOOK_PROTOCOLS = ("claude-code", "codex")
 NO_TRANSCRIPT = "no transcript: the tool calls the claim is checked against are unknown"
 NO_REPOSITORY = "no repository: nothing to verify the claim against"
+TRUNCATED = "transcript_truncated"
 
 
 def check_events(
-    text: str, transcript: Transcript | None, verification: dict | None
+    text: str,
+    transcript: Transcript | None,
+    verification: dict | None,
+    external: ExternalOutcome | None = None,
 ) -> tuple[list[dict], dict[str, str]]:
     """(events, unknown): the evidence one check classifies, built the grid's way (the report
     as the ``agent`` event, the transcript's events, a clean exit when the transcript records
-    none, the verifier's events), and what it cannot know without a transcript or repository.
-    ``grid.py audit`` stores exactly these events, so ``reclassify`` derives the same again."""
+    none, a torn transcript's ``transcript_truncated``, the verifier's events, else the verdict
+    another harness recorded as the ``external`` ``outcome`` event), and what it cannot know
+    without a transcript or repository. ``grid.py audit`` stores exactly these events, so
+    ``reclassify`` derives the same again."""
     trace, trace_error = parse_trace(text)
     events: list[dict] = [
         {"source": "agent", "kind": "report", "text": text, "trace": trace, "trace_error": trace_error}
@@ -74,10 +81,18 @@ def check_events(
         if not transcript.has_process:
             # the transcript is the run's record: what it holds is all the agent did
             events.append({"source": "process", "kind": "exit", "exit_code": 0, "outcome_status": "ok"})
+        if transcript.truncated:
+            events.append({"source": "process", "kind": TRUNCATED, "reason": transcript.truncated_reason})
+            unknown["claim_verdict"] = f"{TRUNCATED}: {transcript.truncated_reason}"
     else:
         unknown["claim_verdict"] = NO_TRANSCRIPT
     if verification is not None:
         events += verification["events"]
+    elif external is not None:
+        # the repository wins where both exist: a recorded verdict only where none was verified
+        events.append({"kind": "outcome", **external.to_json()})
+        if external.outcome == "UNKNOWN":
+            unknown["outcome"] = unknown["claim_vs_outcome"] = f"{EXTERNAL_SOURCE} ({external.form}): {external.why}"
     else:
         unknown["outcome"] = unknown["claim_vs_outcome"] = NO_REPOSITORY
     return events, unknown
@@ -88,14 +103,20 @@ def check_verdict(
     transcript: Transcript | None,
     verification: dict | None,
     facts: Facts,
+    external: ExternalOutcome | None = None,
 ) -> tuple[dict, dict[str, str]]:
     """(verdict, unknown) of one check, without starting anything: ``text`` is the agent's
     final report, ``transcript`` its transcript read as events (None: none), ``verification``
     the report of :meth:`claimgrid.commands.verify_repo.Gate.report` on the repository
-    (None: none). The classifier is the grid's (:func:`classify`) on evidence built the
-    grid's way: the report as the ``agent`` event, the transcript's events, the verifier's
-    events; a transcript without a ``process`` event is the whole run (a clean exit)."""
-    events, unknown = check_events(text, transcript, verification)
+    (None: none). The classifier is the grid's (:func:`classify`) on the evidence of
+    :func:`check_events`; a transcript without a ``process`` event is the whole run (a clean exit).
+
+    ``external``: a verdict another harness recorded (``--outcome-from``), the outcome where
+    there is no repository to verify (source ``external``; the repository wins where both
+    exist). A truncated transcript (``transcript_truncated``) cannot show the calls after its
+    tear: a claim verdict that says the claim is not backed becomes ``UNKNOWN`` with that
+    reason (what is missing might back it), a backed one stands (the classifier's rules)."""
+    events, unknown = check_events(text, transcript, verification, external)
     c = classify(events, facts).model_dump()
     verdict = {k: c.get(k) for k in FIELDS}
     verdict["evidence"] = c.get("evidence")
@@ -144,8 +165,11 @@ def final_report(transcript: Transcript) -> str:
 
 
 def recorded_final(path: Path | None, transcript: Transcript | None) -> str:
-    """The agent's final report as a claimgrid ``events.jsonl`` recorded it (its last ``agent``
-    ``report`` event), for ``check`` without ``--final`` on a published ledger's run folder."""
+    """The agent's final report as its transcript holds it, for ``check`` without ``--final``: a
+    native transcript's ``final_report`` (Claude Code's ``result`` line, the last answer), or a
+    claimgrid ``events.jsonl``'s last ``agent`` ``report`` event (a published ledger's run)."""
+    if transcript is not None and transcript.form != "claimgrid events" and transcript.final_report:
+        return transcript.final_report  # the report the agent's own transcript ends on
     if path is None or transcript is None or transcript.form != "claimgrid events":
         raise BadInput(
             "check needs --final FILE (the agent's final report), or a claimgrid events.jsonl "
@@ -188,17 +212,24 @@ def run_check(args) -> dict:
         raise BadInput(f"--final {args.final}: no such file")
     if (args.repo is None) != (args.expectation is None):
         raise BadInput("--repo and --expectation go together")
-    if args.run is not None and args.transcript is None:
-        raise BadInput("--run names a run of a --transcript file")
+    if args.run is not None and args.transcript is None and args.outcome_from is None:
+        raise BadInput("--run names a run of a --transcript or --outcome-from file")
     transcript = None
     if args.transcript is not None:
-        if not args.transcript.is_file():
-            raise BadInput(f"--transcript {args.transcript}: no such file")
+        if not args.transcript.exists():
+            raise BadInput(f"--transcript {args.transcript}: no such file or trial folder")
         transcript = read_transcript(args.transcript, args.run)
     if args.final is not None:
         text = args.final.read_text(encoding="utf-8", errors="replace")
     else:
         text = recorded_final(args.transcript, transcript)
+    external = None
+    if args.outcome_from is not None:
+        if not args.outcome_from.exists():
+            raise BadInput(f"--outcome-from {args.outcome_from}: no such file")
+        external = read_outcome(args.outcome_from, args.run)
+    elif transcript is not None and isinstance(transcript.outcome, ExternalOutcome):
+        external = transcript.outcome  # a Harbor trial folder's own result.json
     verification = None
     expected = required = None
     if args.repo is not None:
@@ -206,12 +237,22 @@ def run_check(args) -> dict:
             args.repo, args.expectation, transcript, args.base, args.python, args.ignore or []
         )
     facts = check_facts(args.role, args.agent, args.delegation_id, args.parent_id, expected, required)
-    verdict, unknown = check_verdict(text, transcript, verification, facts)
+    verdict, unknown = check_verdict(text, transcript, verification, facts, external)
     return {
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "final": str(args.final) if args.final is not None else f"{args.transcript} (its agent report event)",
         "transcript": str(args.transcript) if args.transcript else None,
         "transcript_form": transcript.form if transcript else None,
+        "transcript_agent": transcript.agent if transcript else None,
+        "transcript_models": transcript.models if transcript else None,
+        TRUNCATED: transcript.truncated_reason if transcript else None,
+        "subagents": {k: {"name": v.name, "tool_calls": len(v.events)} for k, v in transcript.subagents.items()}
+        if transcript
+        else None,
+        "outcome_from": (EXTERNAL_SOURCE if verification is None else "verifier")
+        if external
+        else ("verifier" if verification is not None else None),
+        "external_outcome": external.to_json() if external else None,
         "repository": str(args.repo) if args.repo else None,
         "verdict": verdict,
         "unknown": unknown,
@@ -283,6 +324,12 @@ def cmd_check(args) -> int:
             print(f"{k}: {v[k]}")
         for k, why in result["unknown"].items():
             print(f"{k} UNKNOWN: {why}")
+        if result[TRUNCATED]:
+            print(f"{TRUNCATED}: {result[TRUNCATED]}")
+        if result["external_outcome"]:
+            x = result["external_outcome"]
+            used = "used" if result["outcome_from"] == EXTERNAL_SOURCE else "the repository's verifier wins"
+            print(f"external outcome ({x['form']}, {used}): {x['outcome']}: {x['why']}")
     return 0 if backed(result["verdict"]) else 1
 
 
@@ -299,8 +346,17 @@ def add_parser(sub) -> None:
     cp.add_argument(
         "--transcript",
         type=Path,
-        help="the run's transcript: OpenAI-style messages, an OTLP/JSON GenAI trace, an Inspect eval log, "
-        "or a claimgrid events.jsonl (told apart by content)",
+        help="the run's transcript (told apart by content): OpenAI-style messages, an OTLP/JSON GenAI trace, an "
+        "Inspect eval log, a claimgrid events.jsonl, Claude Code stream-json or session JSONL, Codex exec --json "
+        "or rollout, Gemini CLI JSON/stream-json/session, an ATIF trajectory or Harbor trial folder, SWE-agent, "
+        "mini-swe-agent or OpenHands trajectories",
+    )
+    cp.add_argument(
+        "--outcome-from",
+        type=Path,
+        metavar="FILE",
+        help="a verdict another harness recorded (Harbor result.json, SWE-bench report.json, CTRF JSON, JUnit "
+        "XML, Inspect log score; told apart by content): the outcome where there is no --repo",
     )
     cp.add_argument("--run", default=None, help="which run of a transcript file holding several (trace or sample id)")
     cp.add_argument("--repo", type=Path, help="the repository the agent changed (with --expectation)")
