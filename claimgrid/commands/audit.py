@@ -4,8 +4,10 @@ DIR holds runs other harnesses made: a Harbor job (trial folders), a folder of t
 with or without the verdicts another harness recorded, an Inspect log directory. Each run is
 found by content (:func:`find_runs`): a file or folder :func:`claimgrid.classify.transcripts.read_transcript`
 reads is a run (a file holding several runs, an Inspect log's samples or an OTLP file's traces,
-is one run each); a verdict file :func:`claimgrid.classify.transcripts.read_outcome` reads, when
-the readers offer one, gives its verdict to the run beside it. Every other file that is not
+is one run each; a Harbor trial folder is one run with its own ``result.json``); a verdict file
+:func:`claimgrid.classify.outcomes.read_outcome` reads gives its verdict to its run
+(:func:`_pair`: a SWE-bench report to the run its instance id names, any other to the one run
+of its folder); an Inspect log's samples carry their own scores. Every other file that is not
 plainly documentation or a log (:data:`NOT_RUNS`) is a run the audit cannot read: recorded,
 ``UNKNOWN``, with the reader's reason, never a stop.
 
@@ -38,9 +40,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from claimgrid import ROOT, caps
-from claimgrid.classify import transcripts as readers
 from claimgrid.classify.classifier import classify
 from claimgrid.classify.limits import limit_hits
+from claimgrid.classify.outcomes import ExternalOutcome, read_outcome
 from claimgrid.classify.reactions import fault_facts
 from claimgrid.classify.tables import table_facts
 from claimgrid.classify.transcripts import Transcript, read_transcript
@@ -81,6 +83,7 @@ class Found:
     result: Path | None = None
     unreadable: str | None = None
     transcript: Transcript | None = field(default=None, repr=False)
+    result_select: str | None = None  # the instance of a verdict file naming several
 
 
 def _several(path: Path) -> list[str] | None:
@@ -120,10 +123,13 @@ def _several(path: Path) -> list[str] | None:
     return None
 
 
-def _outcome_reader():
-    """The readers' verdict reader (``read_outcome(path)``: the ``external`` events of a verdict
-    another harness recorded, DataError when the file is none), or None when they offer none."""
-    return getattr(readers, "read_outcome", None)
+def _reads(path: Path, top: Path | None = None) -> tuple[Transcript | None, str | None]:
+    try:
+        return read_transcript(path), None
+    except DataError as exc:
+        return None, _why(exc, path, top)
+    except (OSError, ValueError, RecursionError) as exc:  # a reader's fault on odd bytes: the run's, not the audit's
+        return None, f"{path.name}: not readable ({type(exc).__name__}: {exc})"
 
 
 def _why(exc: Exception, path: Path, top: Path | None = None) -> str:
@@ -137,13 +143,40 @@ def _why(exc: Exception, path: Path, top: Path | None = None) -> str:
     return text.replace(str(path), name)
 
 
-def _reads(path: Path, top: Path | None = None) -> tuple[Transcript | None, str | None]:
+@dataclass
+class Verdict:
+    """A verdict file found in DIR: its path, and the instance ids it names (a SWE-bench report's
+    keys; empty when it names none: a Harbor result, a CTRF or JUnit report)."""
+
+    path: Path
+    instances: tuple[str, ...] = ()
+
+
+def _verdict(path: Path) -> Verdict | None:
+    """``path`` as a recorded verdict (:func:`claimgrid.classify.outcomes.read_outcome`), or None."""
     try:
-        return read_transcript(path), None
+        read_outcome(path)
     except DataError as exc:
-        return None, _why(exc, path, top)
-    except (OSError, ValueError, RecursionError) as exc:  # a reader's fault on odd bytes: the run's, not the audit's
-        return None, f"{path.name}: not readable ({type(exc).__name__}: {exc})"
+        if getattr(exc, "field", None) != "--run" and "--run" not in str(exc):
+            return None
+    except (OSError, ValueError, RecursionError):
+        return None
+    try:
+        doc = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return Verdict(path)
+    if isinstance(doc, dict) and "resolved" not in doc:
+        keys = tuple(k for k, v in doc.items() if isinstance(v, dict) and "resolved" in v)
+        return Verdict(path, keys)
+    return Verdict(path)
+
+
+def run_stem(found: Found) -> str:
+    """The instance id a run's name carries: a folder's name, a file's name up to its first dot
+    (``django__django-16255.traj.json``), a selected sample's id."""
+    if found.select is not None:
+        return found.select
+    return found.path.name if found.path.is_dir() else found.path.name.split(".", 1)[0]
 
 
 def find_runs(top: Path) -> tuple[list[Found], int]:
@@ -151,19 +184,16 @@ def find_runs(top: Path) -> tuple[list[Found], int]:
     as documentation or logs (:data:`NOT_RUNS`) or as hidden. A folder a reader reads whole
     (a Harbor trial) is one run and is not walked into."""
     found: list[Found] = []
-    results: dict[Path, list[Path]] = {}
+    verdicts: list[Verdict] = []
     skipped = 0
-    outcome = _outcome_reader()
     seen = 0
     for here, dirs, files in os.walk(top):
         dirs.sort()
         here_p = Path(here)
         keep = []
         for d in dirs:
-            if d.startswith("."):
-                continue
             sub = here_p / d
-            if sub.is_symlink():
+            if d.startswith(".") or sub.is_symlink():
                 continue  # the audit reads DIR, never where a link points
             transcript, _ = _reads(sub)
             if transcript is not None:
@@ -183,49 +213,65 @@ def find_runs(top: Path) -> tuple[list[Found], int]:
                 skipped += 1
                 continue
             name = str(path.relative_to(top))
-            if outcome is not None:
-                try:
-                    outcome(path)
-                    results.setdefault(here_p, []).append(path)
-                    continue
-                except (DataError, OSError, ValueError):
-                    pass
             several = _several(path)
             if several:
                 for sel in several:
-                    found.append(Found(path, f"{name}#{sel}", select=sel))
+                    found.append(Found(path, f"{name}#{sel}", select=sel, result=path))
                 continue
             transcript, why = _reads(path, top)
             if transcript is not None:
-                found.append(Found(path, name, transcript=transcript))
+                inspect = transcript.form == "inspect log"  # its samples carry their scores
+                found.append(Found(path, name, transcript=transcript, result=path if inspect else None))
+                continue
+            verdict = _verdict(path)
+            if verdict is not None:
+                verdicts.append(verdict)
             elif path.suffix.lower() in NOT_RUNS:
                 skipped += 1
             else:
                 found.append(Found(path, name, unreadable=why))
-    _pair(found, results, top)
+    _pair(found, verdicts, top)
     return found, skipped
 
 
-def _pair(found: list[Found], results: dict[Path, list[Path]], top: Path) -> None:
-    """Each verdict file to the one run in its folder (or, when its folder holds none, the
-    one run of the folder it sits in): a folder with several runs and one verdict pairs none,
-    never guessing which run the verdict is of."""
+def _pair(found: list[Found], verdicts: list[Verdict], top: Path) -> None:
+    """Each verdict file to its run, never guessing: a report naming instance ids to the run
+    whose name carries that id (``result_select`` the id); else the run in its folder whose
+    name's stem is the verdict file's (``django__django-16255.report.json`` to
+    ``django__django-16255.traj.json``); else, when its folder holds one verdict file, the one
+    run of that folder (or, when the folder holds none, of the nearest folder above that holds
+    runs). A verdict that fits no run or several pairs none."""
+    readable = [f for f in found if f.unreadable is None and f.result is None]
+    by_stem: dict[str, list[Found]] = {}
     by_dir: dict[Path, list[Found]] = {}
-    for f in found:
-        if f.unreadable is None:
-            key = f.path if f.path.is_dir() else f.path.parent
-            by_dir.setdefault(key, []).append(f)
-    for folder, paths in results.items():
-        if len(paths) != 1:
+    for f in readable:
+        by_stem.setdefault(run_stem(f), []).append(f)
+        by_dir.setdefault(f.path if f.path.is_dir() else f.path.parent, []).append(f)
+    per_dir = Counter(v.path.parent for v in verdicts)
+
+    def give(runs: list[Found], v: Verdict, key: str | None = None) -> bool:
+        if len(runs) == 1 and runs[0].result is None:
+            runs[0].result, runs[0].result_select = v.path, key
+            return True
+        return False
+
+    for v in verdicts:
+        if v.instances:
+            for key in v.instances:
+                give(by_stem.get(key, []), v, key)
             continue
-        here = folder
+        stem = v.path.name.split(".", 1)[0]
+        if give([f for f in by_dir.get(v.path.parent, []) if run_stem(f) == stem], v):
+            continue
+        if per_dir[v.path.parent] != 1:
+            continue
+        here = v.path.parent
         while True:
             runs = by_dir.get(here, [])
             if runs or here == top or top not in here.parents:
                 break
             here = here.parent
-        if len(runs) == 1 and runs[0].result is None:
-            runs[0].result = paths[0]
+        give(runs, v)
 
 
 # ---------------------------------------------------------------- one run
@@ -238,12 +284,13 @@ def _slug(name: str) -> str:
 
 
 def _names(transcript: Transcript | None) -> tuple[str, str]:
-    """(agent, model) as the transcript names them: the reader's ``agent``/``model`` when it
-    gives them, else the runtime's attribution and the gateway's served model, else its form."""
+    """(agent, model) as the transcript names them: the agent program its reader names, else
+    the runtime's attribution, else its form; the first model its answers carried, else the
+    gateway's served model, else :data:`UNKNOWN_MODEL`."""
     if transcript is None:
         return UNREADABLE, UNKNOWN_MODEL
-    agent = getattr(transcript, "agent", None)
-    model = getattr(transcript, "model", None)
+    agent = transcript.agent
+    model = transcript.models[0] if transcript.models else None
     for e in transcript.events:
         agent = agent or (e.get("agent") if e.get("source") == "runtime" else None)
         model = (
@@ -261,20 +308,18 @@ def audit_run(f: Found, top: Path, role: str) -> tuple[RunRecord, dict]:
         except DataError as exc:
             f.unreadable = _why(exc, f.path, top)
     text = final_report(transcript) if transcript is not None else ""
-    external: list[dict] = []
+    external: ExternalOutcome | None = getattr(transcript, "outcome", None)  # a Harbor trial's own result.json
     result_why = None
-    read_outcome = _outcome_reader()
-    if f.result is not None and read_outcome is not None:
+    if external is None and f.result is not None and f.unreadable is None:
         try:
-            external = list(read_outcome(f.result))
+            external = read_outcome(f.result, f.result_select or f.select)
         except (DataError, OSError, ValueError) as exc:
             result_why = _why(exc, f.result, top)
     facts = check_facts(role, None, None, None)
-    if transcript is not None and external:
-        # The verdict another harness recorded joins the transcript's events; the classifier weighs it.
-        transcript = Transcript(transcript.form, [*transcript.events, *external])
     if f.unreadable is None:
-        events, unknown = check_events(text, transcript, None)
+        events, unknown = check_events(text, transcript, None, external)
+        if external is None:
+            unknown["outcome"] = unknown["claim_vs_outcome"] = result_why or NO_RESULT
     else:
         events, unknown = [], {}  # nothing was read: no report, so the classifier says its claim is unknown
     classification = classify(events, facts).model_dump(mode="json")
@@ -282,17 +327,15 @@ def audit_run(f: Found, top: Path, role: str) -> tuple[RunRecord, dict]:
         unknown = {
             k: f"the run cannot be read: {f.unreadable}" for k in ("claim_verdict", "outcome", "claim_vs_outcome")
         }
-    elif external:
-        unknown.pop("outcome", None)
-        unknown.pop("claim_vs_outcome", None)
-    else:
-        unknown["outcome"] = unknown["claim_vs_outcome"] = result_why or NO_RESULT
     agent, model = _names(transcript)
     run_id = _slug(f.name)
     source = {
         "name": f.name,
         "select": f.select,
         "result": str(f.result.relative_to(top)) if f.result is not None else None,
+        "outcome_from": (
+            {k: v for k, v in external.to_json().items() if k != "path"} if external is not None else None
+        ),
         "form": transcript.form if transcript is not None else None,
         "unreadable": f.unreadable,
         "unknown": {k: v for k, v in unknown.items() if classification.get(k) == "UNKNOWN"},

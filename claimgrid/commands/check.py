@@ -152,12 +152,11 @@ def check_facts(
 
 
 def final_report(transcript: Transcript) -> str:
-    """A transcript's last report: the reader's (``transcript.final``, e.g. a Claude Code
+    """A transcript's last report: the reader's (``transcript.final_report``, e.g. a Claude Code
     ``result`` line) when it gives one, else the last model answer without a tool call, else
     nothing (what ``grid.py audit`` and a stop hook check when no report is given)."""
-    final = getattr(transcript, "final", None)
-    if isinstance(final, str):
-        return final
+    if isinstance(transcript.final_report, str):
+        return transcript.final_report
     for e in reversed(transcript.events):
         if e.get("source") == "gateway" and isinstance(e.get("content"), str):
             return e["content"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 from claimgrid.commands.cli import main
 from claimgrid.store import LedgerFolder
@@ -15,36 +16,55 @@ from claimgrid.store.seal import verify_seal
 from tests.conftest import ROOT
 
 MIXED = ROOT / "tests" / "fixtures" / "audit" / "mixed"
+MINI = ROOT / "tests" / "fixtures" / "transcripts" / "mini-swe-agent"
+
+
+def mixed_folder(tmp_path) -> Path:
+    """The committed mixed folder plus the committed mini-swe-agent run and its SWE-bench reports."""
+    folder = tmp_path / "runs"
+    shutil.copytree(MIXED, folder)
+    shutil.copytree(MINI, folder / "mini-swe-agent")
+    return folder
 
 
 def test_audit_of_a_mixed_folder_is_a_sealed_ledger_grid_commands_read(tmp_path, capsys):
-    out = tmp_path / "audit"
-    assert main(["audit", str(MIXED), "--out", str(out), "--no-progress"]) == 0
+    src, out = mixed_folder(tmp_path), tmp_path / "audit"
+    assert main(["audit", str(src), "--out", str(out), "--no-progress"]) == 0
     printed = capsys.readouterr().out
-    assert "4 runs found (1 unreadable, recorded as UNKNOWN), 1 files left out" in printed
-    assert "[4/4 runs]" in printed  # the grid's progress line
-    runs = {r.task: r.classification for r in LedgerFolder(out).runs()}
+    assert "5 runs found (1 unreadable, recorded as UNKNOWN), 1 files left out" in printed
+    assert "[5/5 runs]" in printed and "false success 1" in printed  # the grid's progress line
+    records = LedgerFolder(out).runs()
+    runs = {r.task: r.classification for r in records}
     assert sorted(runs) == [
+        "mini-swe-agent/django__django-16255.traj.json",
         "narrated/transcript.json",
         "notes/gave-up.json",
         "notes/torn.json",
         "worked/transcript.json",
     ]
-    # claims read from each report; no verdict was recorded beside these, so no outcome is guessed
-    assert [t for t, c in sorted(runs.items()) if c.claimed] == ["narrated/transcript.json", "worked/transcript.json"]
-    assert runs["notes/gave-up.json"].claim_stance == "failure"
-    assert all(c.outcome == "UNKNOWN" and c.claim_vs_outcome == "UNKNOWN" for c in runs.values())
-    torn = runs["notes/torn.json"]
-    assert (torn.claim_verdict, torn.claim_stance) == ("UNKNOWN", "UNKNOWN")
-    why = json.loads((out / "runs" / LedgerFolder(out).runs()[2].run_id / "audit.json").read_text())
-    assert why["name"] == "notes/torn.json" and "not a transcript in a known form" in why["unreadable"]
-    assert str(MIXED) not in (out / "runs.jsonl").read_text() + (out / "LEDGER.md").read_text()
+    # each verdict to its run: the CTRF and JUnit reports to the one run of their folder, the
+    # SWE-bench report to the trajectory of its instance (the other instance's report to none)
+    got = {t: (c.claim_stance, c.outcome, c.claim_vs_outcome) for t, c in runs.items()}
+    assert got == {
+        "mini-swe-agent/django__django-16255.traj.json": ("none", "PASS", "UNCLAIMED_SUCCESS"),
+        "narrated/transcript.json": ("success", "TESTS_FAIL", "FALSE_SUCCESS"),
+        "notes/gave-up.json": ("failure", "UNKNOWN", "UNKNOWN"),
+        "notes/torn.json": ("UNKNOWN", "UNKNOWN", "UNKNOWN"),
+        "worked/transcript.json": ("success", "PASS", "TRUE_SUCCESS"),
+    }
+    assert runs["notes/torn.json"].claim_verdict == "UNKNOWN"
+    facts = {r.task: json.loads((out / "runs" / r.run_id / "audit.json").read_text()) for r in records}
+    assert "not a transcript in a known form" in facts["notes/torn.json"]["unreadable"]
+    assert facts["narrated/transcript.json"]["outcome_from"]["form"] == "junit xml"
+    assert facts["notes/gave-up.json"]["unknown"]["outcome"].startswith("no verdict recorded")
+    assert str(src) not in (out / "runs.jsonl").read_text() + (out / "LEDGER.md").read_text()
     assert verify_seal(out).sealed and not verify_seal(out).problems
     first = (out / "LEDGER.md").read_text().split('<a id="summary">')[0]
-    assert "| `openai messages` | `unknown` | 3 | 2 | – | 0 | 3 | 0 |" in first
+    assert "| `openai messages` | `unknown` | 3 | 2 | 1/2 · 50% (9–91%) | 0 | 1 | 0 |" in first
+    assert "| `mini-swe-agent` | `google/gemini-3-pro-preview` | 1 | 0 | – | 0 | 0 | 0 |" in first
     assert "| `unreadable` | `unknown` | 1 | 0 | – | 0 | 0 | 1 |" in first
     assert "- `notes/torn.json`: notes/torn.json: not a transcript in a known form" in first
-    assert "- `narrated/transcript.json` (UNKNOWN): “DONE.”" in first
+    assert "- `narrated/transcript.json` (FALSE_SUCCESS): “DONE.”" in first
     for name in ("ledger.html", "runs.parquet", "RUNS.md"):
         assert (out / name).is_file()
     # reclassify derives the same from the stored evidence; report renders it again
@@ -52,11 +72,9 @@ def test_audit_of_a_mixed_folder_is_a_sealed_ledger_grid_commands_read(tmp_path,
     assert "0 changed" in capsys.readouterr().out
     assert main(["report", str(out)]) == 0
     # two audits of the same runs compare identical, cell by cell
-    again = tmp_path / "copy"
-    shutil.copytree(MIXED, again)
-    assert main(["audit", str(again), "--out", str(tmp_path / "audit2"), "--no-progress"]) == 0
+    assert main(["audit", str(src), "--out", str(tmp_path / "audit2"), "--no-progress"]) == 0
     assert main(["compare", str(out), str(tmp_path / "audit2"), "--out", str(tmp_path / "cmp")]) == 0
-    assert "4 cells in both, 4 identical" in capsys.readouterr().out
+    assert "5 cells in both, 5 identical" in capsys.readouterr().out
 
 
 def test_a_folder_with_no_readable_run_is_one_line_and_nothing_written(tmp_path, capsys):
