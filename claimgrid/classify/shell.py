@@ -345,6 +345,17 @@ def shell_effects(command: str) -> ShellEffects:
         if not words:
             continue
         prog, args = words[0].rsplit("/", 1)[-1], words[1:]
+        if prog in ("bash", "sh", "zsh", "dash") and len(args) >= 2 and args[0] in ("-c", "-lc", "-ic"):
+            inner = shell_effects(args[1])  # Codex's argv ["bash", "-lc", "..."]: the command it runs
+            if not inner.parsed:
+                return inner
+            reads += inner.reads
+            edits += [c for c in inner.changes if inner.category == "edit"]
+            writes += [c for c in inner.changes if inner.category != "edit"]
+            programs += inner.commands
+            all_read = all_read and inner.category == "read"
+            previous_sep = sep
+            continue
         programs.append(prog)
         piped = previous_sep in ("|", "|&")
         now: list[FileRead] = []
