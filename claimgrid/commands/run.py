@@ -19,7 +19,7 @@ from claimgrid.classify.tables import table_facts
 from claimgrid.commands import flags
 from claimgrid.commands import validate as V
 from claimgrid.commands.common import commit, finish, now, open_for_writing, read_grid_meta, signer, write_meta
-from claimgrid.commands.options import data_opts, key_opt, policies_opt
+from claimgrid.commands.options import allow_unsealed_opt, data_opts, key_opt, policies_opt
 from claimgrid.commands.reclassify import rederive
 from claimgrid.errors import ClaimgridError, Interrupted, StorageError
 from claimgrid.execute.cells import Cell, plan
@@ -32,6 +32,7 @@ from claimgrid.inputs.venvs import Builds, build_all, framework_versions
 from claimgrid.reference import registry
 from claimgrid.sandbox.guard import detect
 from claimgrid.store import RunStore
+from claimgrid.store.inert import check_folder
 
 
 def cmd_run(args) -> int:
@@ -97,6 +98,7 @@ def _guard(mode: str):
 
 def _check_resumed(args, data: flags.Data) -> GridSpec:
     """The resumed folder's checks (before its lock is taken); the spec it runs with."""
+    check_folder(args.resume)  # a FIFO or symlink at meta.json is refused before it is read
     stored = V.read_meta(args.resume)
     spec = V.check_resume(args, stored, args.resume)
     registries = {"frameworks": data.venvs, "tasks": data.tasks, "content": data.content, "swap": data.swap}
@@ -117,7 +119,7 @@ def _open_resumed(args, spec: GridSpec) -> tuple[RunStore, GridMeta, GridSpec]:
         raise ClaimgridError(f"{folder}: not a grid folder (no meta.json)")
     meta = read_grid_meta(store)
     files = registry.load_recorded(meta.policy_files, meta.policies, args.policies, store.meta_path, store.folder)
-    open_for_writing(store, same_key=True)
+    open_for_writing(store, same_key=True, allow_unsealed=args.allow_unsealed)
     changed = rederive(store, args.tasks_dir)
     if changed:
         print(
@@ -438,6 +440,7 @@ def add_parser(sub) -> None:
     data_opts(run)
     policies_opt(run)
     key_opt(run)
+    allow_unsealed_opt(run)
     _grid_flags(run)
     _execution_flags(run)
     _limit_flags(run)
