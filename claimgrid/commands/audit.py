@@ -238,7 +238,9 @@ def _pair(found: list[Found], verdicts: list[Verdict], top: Path) -> None:
     """Each verdict file to its run, never guessing: a report naming instance ids to the run
     whose name carries that id (``result_select`` the id); else the run in its folder whose
     name's stem is the verdict file's (``django__django-16255.report.json`` to
-    ``django__django-16255.traj.json``); else, when its folder holds one verdict file, the one
+    ``django__django-16255.traj.json``); else, when it is the one verdict of a folder holding no
+    run, the run whose stem is that folder's name (SWE-bench's ``<instance id>/report.json``);
+    else, when its folder holds one verdict file, the one
     run of that folder (or, when the folder holds none, of the nearest folder above that holds
     runs). A verdict that fits no run or several pairs none."""
     readable = [f for f in found if f.unreadable is None and f.result is None]
@@ -263,6 +265,12 @@ def _pair(found: list[Found], verdicts: list[Verdict], top: Path) -> None:
         stem = v.path.name.split(".", 1)[0]
         if give([f for f in by_dir.get(v.path.parent, []) if run_stem(f) == stem], v):
             continue
+        if (
+            per_dir[v.path.parent] == 1
+            and not by_dir.get(v.path.parent)
+            and give(by_stem.get(v.path.parent.name, []), v)
+        ):
+            continue  # the SWE-bench harness's layout: <instance id>/report.json beside no run
         if per_dir[v.path.parent] != 1:
             continue
         here = v.path.parent

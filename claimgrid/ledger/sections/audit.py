@@ -97,7 +97,7 @@ def audit_first_screen(report: Report) -> str:
         parts.append(
             f"**Unreadable runs** ({len(unreadable)}): recorded as `UNKNOWN`, never dropped.\n\n"
             + "\n".join(items)
-            + (f"\n- … {more} more in RUNS.md" if more > 0 else "")
+            + (f"\n- … {more} more: each run's audit.json" if more > 0 else "")
         )
     order = {"FALSE_SUCCESS": 0, "TRUE_SUCCESS": 1, "UNKNOWN": 2}
     claims = sorted(
@@ -117,6 +117,6 @@ def audit_first_screen(report: Report) -> str:
         parts.append(
             f"**The sentence that decided each claim** ({len(claims)}; false successes first):\n\n"
             + "\n".join(items)
-            + (f"\n- … {more} more in RUNS.md" if more > 0 else "")
+            + (f"\n- … {more} more: each run's `claim_phrase` in runs.jsonl" if more > 0 else "")
         )
     return "\n\n".join(parts)
