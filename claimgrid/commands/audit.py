@@ -29,6 +29,7 @@ exit 2, nothing written. Exit 0 otherwise (the findings are in the ledger).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -323,6 +324,12 @@ def audit_run(f: Found, top: Path, role: str) -> tuple[RunRecord, dict]:
             external = read_outcome(f.result, f.result_select or f.select)
         except (DataError, OSError, ValueError) as exc:
             result_why = _why(exc, f.result, top)
+    if external is not None:
+        # the verdict file by its name in DIR: the ledger holds no path of this machine
+        where = Path(external.path)
+        external = dataclasses.replace(
+            external, path=str(where.relative_to(top)) if where.is_relative_to(top) else where.name
+        )
     facts = check_facts(role, None, None, None)
     if f.unreadable is None:
         events, unknown = check_events(text, transcript, None, external)
