@@ -300,10 +300,6 @@ def summarise(log: Path) -> list[str]:
 
 
 def cmd_check(args) -> int:
-    if getattr(args, "hook", None):
-        from claimgrid.commands.stop_hook import cmd_hook
-
-        return cmd_hook(args)
     if args.report is not None:
         for line in summarise(args.report):
             print(line)

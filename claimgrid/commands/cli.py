@@ -22,6 +22,7 @@ from claimgrid.commands import (
     rerender,
     run,
     serve_gateway,
+    stop_hook,
     verify_repo,
 )
 from claimgrid.commands import validate as v
@@ -195,7 +196,8 @@ def _dispatch(args) -> int:
     if args.command == "verify":
         return verify_repo.cmd_verify(args)
     if args.command == "check":
-        return check.cmd_check(args)
+        # --hook: the same check in the agent's own stop-hook protocol (claimgrid.commands.stop_hook)
+        return stop_hook.cmd_hook(args) if args.hook else check.cmd_check(args)
     if args.command == "audit":
         return audit.cmd_audit(args)
     if args.command == "report":

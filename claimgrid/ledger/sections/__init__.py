@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from claimgrid.ledger.report import Report, cell
 from claimgrid.ledger.sections.appendix import appendix
-from claimgrid.ledger.sections.audit import audit_first_screen
+from claimgrid.ledger.sections.audit_screen import audit_first_screen
 from claimgrid.ledger.sections.calibration import calibration
 from claimgrid.ledger.sections.design import design
 from claimgrid.ledger.sections.detection import detector_section
