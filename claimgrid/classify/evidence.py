@@ -15,10 +15,11 @@ gateway's record of what the model said), never the agent's report.
   line by line against the file: ``read_file`` of that path (``ok``) by content; a
   ``search`` result by its ``path:line: text`` lines; a ``run_command`` output (unwrapped
   first when the agent's shell wraps it, as mini-swe-agent's JSON observation does:
-  ``claimgrid.classify.shell.command_output``) whatever the rendering: plain text in order (``cat``, ``sed -n`` ranges, ``head``, a pager; ANSI codes
-  stripped) as blocks of at least ``MIN_BLOCK`` consecutive file lines, and numbered lines
-  (``cat -n``, ``nl``, ``less -N``, ``grep -n``, ``grep -rn``, numbered search output) when
-  the number names that line of the file and the text is that line's. Coverage is the share
+  ``claimgrid.classify.shell.command_output``) whatever the rendering: plain text in order
+  (``cat``, ``sed -n`` ranges, ``head``, a pager; ANSI codes stripped) as blocks of at least
+  ``MIN_BLOCK`` consecutive file lines, and numbered lines (``cat -n``, ``nl``, ``less -N``,
+  ``grep -n``, ``grep -rn``, numbered search output, Claude Code's ``Read``) when the number
+  names that line of the file and the text is that line's. Coverage is the share
   of the file's non-blank lines returned by any call of the run (ranges join across calls).
   A file counts as **read** when its coverage is at least ``READ_COVERAGE`` (or, for a file
   longer than one tool result can hold, ``READ_COVERAGE`` of the lines in its first
@@ -75,8 +76,9 @@ MIN_BLOCK = 2
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]|\x08.")
 # path:line:text or path:line-text (grep -rn, ripgrep, the search tool's "path:line: text").
 _PATH_NUMBERED = re.compile(r"^(?P<path>[^\s:][^:]*):(?P<no>\d+)[:-] ?(?P<text>.*)$")
-# line<TAB>text (cat -n, nl), line:text / line-text (grep -n of one file), line  text (less -N).
-_NUMBERED = re.compile(r"^\s*(?P<no>\d+)(?:\t|[:-]| +)(?P<text>.*)$")
+# line<TAB>text (cat -n, nl), line:text / line-text (grep -n of one file), line  text (less -N),
+# line→text (Claude Code's Read: numbered as cat -n, an arrow for the tab).
+_NUMBERED = re.compile(r"^\s*(?P<no>\d+)(?:\t|[:-]| +|\u2192)(?P<text>.*)$")
 
 
 def tool_events(events: Events) -> list[ToolCall]:

@@ -5,9 +5,9 @@ behaviours of claimgrid/reference/readers.py), has read them by the same coverag
 harness's ``run_command`` (the one shell parser, claimgrid/classify/shell.py, unwraps an agent's
 JSON observation first), so its correct review is ``correct``, not "files not opened".
 
-Every form runs through each ``kind = "cli"`` agent installed from PyPI (one review-task run per
-form); an agent shipped as an npm package (hundreds of MB, deep as in the conformance suite)
-runs one form, under CLAIMGRID_DEEP=1."""
+Every form runs through each ``kind = "cli"`` agent (one review-task run per form); an agent
+shipped as an npm package (hundreds of MB, deep as in the conformance suite) under
+CLAIMGRID_DEEP=1."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def test_each_shell_read_form_is_a_read(fw, tmp_path):
     assert review
     content = next(c.name for c in load_content_conditions().values() if c.carries is None)
     swap = next(s.name for s in load_swap_conditions().values() if s.unavailable_from_call < 0)
-    models = READERS if not VENVS[fw].npm else READERS[:1]
+    models = READERS
     out = tmp_path / "ledger"
     assert main(["run", "--frameworks", fw, "--tasks", review[0], "--models", ",".join(models),
                  "--content", content, "--swap", swap, "--out", str(out), "--jobs", "2", "--no-progress"]) == 0

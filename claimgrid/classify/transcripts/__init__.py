@@ -24,8 +24,9 @@ it goes and says why in ``Transcript.truncated_reason`` (``transcript_truncated`
 traceback.
 
 A file holding several runs (an OTLP file with several traces, an Inspect log with several
-samples) needs ``select``: a trace id, or the ``gen_ai.conversation.id`` / ``claimgrid.run_id``
-of its spans; an Inspect sample's id. Anything else is :class:`claimgrid.errors.DataError`
+samples, an OpenHands ``output.jsonl``) needs ``select``: a trace id, or the
+``gen_ai.conversation.id`` / ``claimgrid.run_id`` of its spans; an Inspect sample's id; an
+OpenHands ``instance_id``. Anything else is :class:`claimgrid.errors.DataError`
 naming the file and what is wrong, one line.
 
 What a transcript cannot say is left unknown, never guessed: a tool call's workspace change
@@ -117,14 +118,25 @@ def _document(path: Path, doc, select: str | None) -> Transcript | None:
     return None
 
 
-def _lines(records: list[dict], torn: str | None) -> Transcript | None:
+def _lines(path: Path, records: list[dict], torn: str | None, select: str | None = None) -> Transcript | None:
     """A transcript that is JSON lines (read up to a torn line), or None."""
     if not records:
         return None
+    if all(isinstance(r.get("history"), list) for r in records):  # an OpenHands output.jsonl: one run a line
+        runs = [r for r in records if select is None or str(r.get("instance_id")) == select]
+        if len(runs) != 1:
+            what = f"no instance {select!r}" if select is not None else f"{len(runs)} instances: name one with --run"
+            raise DataError(path, "--run", f"the OpenHands output holds {what}")
+        found = _swe.read_openhands(runs[0])
+        if torn:
+            found.truncated_reason = found.truncated_reason or torn
+        return found
     if _claude_code.is_stream(records):
         return _claude_code.read(records, torn, stream=True)
     if _claude_code.is_session(records):
-        return _claude_code.read(records, torn, stream=False)
+        found = _claude_code.read(records, torn, stream=False)
+        _claude_code.attach_subagents(found, path, _read)
+        return found
     if _codex.is_rollout(records):
         return _codex.read_rollout(records, torn)
     if _codex.is_exec(records):
@@ -141,7 +153,7 @@ def read_transcript(path: Path, select: str | None = None) -> Transcript:
     path = Path(path)
     if path.is_dir():
         if _atif.is_trial(path):
-            return _atif.read_trial(path, _json_file)
+            return _atif.read_trial(path, _json_file, read_transcript)
         raise DataError(path, None, "a folder is read as a Harbor trial: it needs agent/trajectory.json or result.json")
     raw = _read(path)
     if raw[:2] == b"PK":
@@ -156,9 +168,13 @@ def read_transcript(path: Path, select: str | None = None) -> Transcript:
         if found is not None:
             return found
         records, torn = json_lines(raw)
-        found = _lines(records, torn)
+        found = _lines(path, records, torn, select)
         if found is not None:
             return found
+        if not records and text.lstrip()[:1] in ("{", "["):
+            raise DataError(
+                path, None, "one JSON document cut short (not whole JSON, no JSON lines): unreadable"
+            ) from None
         raise DataError(path, None, _UNKNOWN) from None
     found = _document(path, doc, select)
     if found is not None:
@@ -168,7 +184,7 @@ def read_transcript(path: Path, select: str | None = None) -> Transcript:
         if events is not None:
             return events
     if isinstance(doc, dict):  # one line of a JSON-lines form
-        found = _lines([doc], None)
+        found = _lines(path, [doc], None, select)
         if found is not None:
             return found
     raise DataError(path, None, _UNKNOWN)

@@ -10,8 +10,10 @@ are keystrokes: read as the command they type, ``agent_tools.toml``).
 A trial folder (a directory with ``agent/trajectory.json`` or ``result.json``): the trajectory,
 and the trial's recorded verdict, ``result.json``'s ``verifier_result.rewards`` (else
 ``verifier/ctrf.json``), as the transcript's ``outcome`` (source ``external``,
-:mod:`claimgrid.classify.outcomes`). A folder without a trajectory is read as far as it goes:
-no calls, and ``truncated`` says why.
+:mod:`claimgrid.classify.outcomes`). Without a trajectory, the first file under ``agent/`` that
+is a transcript in a known form (Claude Code's stream-json log, a Codex or Gemini CLI log) is
+read (its agent and calls; form ``harbor trial``); without either the folder is read as far as it
+goes: no calls, and ``truncated`` says why.
 """
 
 from __future__ import annotations
@@ -81,8 +83,10 @@ def read_atif(doc: dict, out: Builder | None = None) -> Transcript:
     return out.done("atif trajectory")
 
 
-def read_trial(path: Path, read_json) -> Transcript:
-    """A Harbor trial folder (module docstring); ``read_json(path)`` reads one JSON file."""
+def read_trial(path: Path, read_json, read_any=None) -> Transcript:
+    """A Harbor trial folder (module docstring); ``read_json(path)`` reads one JSON file,
+    ``read_any(path)`` one file in any transcript form (a trial without an ATIF trajectory:
+    the agent's own log in ``agent/``, e.g. Claude Code's stream-json)."""
     out = Builder(None)
     outcome = None
     for candidate in (path / RESULT, path / CTRF):
@@ -101,6 +105,14 @@ def read_trial(path: Path, read_json) -> Transcript:
             transcript.form = "harbor trial"
             return transcript
         out.tear(f"{TRAJECTORY} is not an ATIF trajectory")
-    else:
-        out.tear(f"no {TRAJECTORY}: the trial's calls are unknown")
+    elif read_any is not None and (path / "agent").is_dir():
+        for log in sorted(p for p in (path / "agent").rglob("*") if p.is_file() and p.stat().st_size):
+            try:
+                transcript = read_any(log)
+            except DataError:
+                continue
+            transcript.form, transcript.outcome = "harbor trial", outcome
+            return transcript
+    if not trajectory.is_file():
+        out.tear(f"no {TRAJECTORY} nor an agent log in a known form: the trial's calls are unknown")
     return out.done("harbor trial")

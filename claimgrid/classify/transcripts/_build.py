@@ -1,4 +1,4 @@
-"""What every reader builds: the :class:`Transcript`, its tool events, the agents' tool table.
+"""What every reader builds: the ``Transcript``, its tool events, the agents' tool table.
 
 A reader turns its form's records into calls of :class:`Builder` (``tool``, ``answer``,
 ``final``, ``model``, ``tear``) and gets a :class:`Transcript`; what a tool does is decided

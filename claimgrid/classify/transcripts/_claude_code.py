@@ -12,12 +12,16 @@ Sidechains are kept apart and attributed: in stream-json a record with ``parent_
 belongs to the subagent that ``Task`` call started; in a session file a record with
 ``isSidechain`` (or an ``agentId``) belongs to that subagent. Their tool calls are the run's
 (the workspace they changed is the run's), each event naming its ``subagent``; the final
-report is only ever the main agent's.
+report is only ever the main agent's. A session whose subagents Claude Code wrote to files of
+their own (``<session>/subagents/agent-<id>.jsonl`` beside ``<session>.jsonl``) gets each as a
+subagent ``<id>``, its calls added after the main agent's.
 """
 
 from __future__ import annotations
 
-from claimgrid.classify.transcripts._build import Builder, Subagent, Transcript, text_of
+from pathlib import Path
+
+from claimgrid.classify.transcripts._build import Builder, Subagent, Transcript, json_lines, text_of
 
 AGENT = "claude-code"
 
@@ -124,3 +128,32 @@ def _sidechain(r: dict, stream: bool) -> str | None:
     if r.get("isSidechain"):
         return str(r.get("agentId") or r.get("sessionId") or "sidechain")
     return None
+
+
+def attach_subagents(transcript: Transcript, path: Path, read_bytes) -> None:
+    """Each ``<session>/subagents/agent-<id>.jsonl`` beside a session file, as subagent ``<id>``
+    (module docstring); a torn subagent file makes the transcript truncated too."""
+    folder = path.with_suffix("") / "subagents"
+    if not folder.is_dir():
+        return
+    seq = len(transcript.tool_events)
+    for file in sorted(folder.glob("agent-*.jsonl")):
+        records, torn = json_lines(read_bytes(file))
+        side = read(records, torn, stream=False)
+        sub = file.stem.removeprefix("agent-")
+        agent = transcript.subagents.setdefault(sub, Subagent(sub))
+        # the file's own records are all its sidechain's: its last answer is the subagent's report
+        finals = [a.final_report for a in side.subagents.values() if a.final_report]
+        agent.final_report = side.final_report or (finals[-1] if finals else None)
+        for e in side.tool_events:
+            e.update(seq=seq, subagent=sub)
+            seq += 1
+            agent.events.append(e)
+        tools = [e for e in transcript.events if e.get("source") == "tools"]
+        others = [e for e in transcript.events if e.get("source") != "tools"]
+        transcript.events = tools + agent.events + others
+        for model in side.models:
+            if model not in transcript.models:
+                transcript.models.append(model)
+        if side.truncated_reason and transcript.truncated_reason is None:
+            transcript.truncated_reason = f"subagent {sub}: {side.truncated_reason}"

@@ -13,7 +13,9 @@
   ``function_call`` (``shell`` with an argv, ``exec_command`` with ``cmd``, ``apply_patch``),
   ``custom_tool_call`` (``apply_patch`` with its patch), ``local_shell_call``, each answered by
   a ``*_output`` item with the same ``call_id``; an assistant ``message`` is an answer. The
-  last assistant message (or ``task_complete``'s ``last_agent_message``) is the final report.
+  last assistant message (or ``task_complete``'s ``last_agent_message``) is the final report;
+  a rollout that logs its turns (``event_msg``) and has no ``task_complete`` after its last
+  ``user_message`` stopped mid-turn (``truncated``).
 
 A command's exit status is the command's, not a tool failure; an ``apply_patch`` that did not
 apply, a ``failed`` status or a declined call is a failed call.
@@ -168,6 +170,7 @@ def read_rollout(records: list[dict], torn: str | None) -> Transcript:
     outputs: dict[str, dict] = {}
     items: list[dict] = []
     final = None
+    events, completed = 0, False
     for r in records:
         payload = r.get("payload") if isinstance(r.get("payload"), dict) else None
         kind = r.get("type")
@@ -178,8 +181,12 @@ def read_rollout(records: list[dict], torn: str | None) -> Transcript:
         elif kind == "turn_context" and payload:
             out.cwd = out.cwd or payload.get("cwd")
             out.model(payload.get("model"))
-        elif kind == "event_msg" and payload and payload.get("type") == "task_complete":
-            final = payload.get("last_agent_message") or final
+        elif kind == "event_msg" and payload:
+            events += 1
+            if payload.get("type") == "task_complete":
+                final, completed = payload.get("last_agent_message") or final, True
+            elif payload.get("type") == "user_message":
+                completed = False  # a new turn: complete again only at its task_complete
         item = (
             payload if kind == "response_item" else r if kind in _ITEM_TYPES or str(kind).endswith("_output") else None
         )
@@ -214,5 +221,7 @@ def read_rollout(records: list[dict], torn: str | None) -> Transcript:
         failed = patch and (code not in (0, None) or bool(text and "failed" in text.lower()[:80]))
         event = out.tool(name, args, text, ok=not failed, error=text if failed else None)
         event["exit_code"] = code
+    if events and not completed:  # a rollout that logs its turns ends each on task_complete
+        out.tear("no task_complete after the last turn: the session stopped mid-turn")
     out.final = final or last_message
     return out.done("codex rollout")

@@ -1,5 +1,5 @@
 """The four general forms: OpenAI-style chat messages, an OTel GenAI trace, an Inspect log,
-claimgrid's own events (see :mod:`claimgrid.classify.transcripts`)."""
+claimgrid's own events."""
 
 from __future__ import annotations
 

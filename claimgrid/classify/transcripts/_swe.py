@@ -31,6 +31,8 @@ from claimgrid.classify.transcripts._build import Builder, Transcript, obj, text
 _BASH_BLOCK = re.compile(r"```(?:bash|sh|shell)?\s*\n(.*?)\n?```", re.DOTALL)
 _RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
 _SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+# Where OpenHands mounts the repository in its sandbox: its paths are named relative to it.
+WORKSPACE = "/workspace"
 
 
 def is_mini(doc) -> bool:
@@ -162,6 +164,7 @@ def read_openhands(doc) -> Transcript:
         e for e in (doc.get("history") if isinstance(doc, dict) else doc) or [] if isinstance(e, dict)
     ]
     out = Builder("openhands")
+    out.cwd = WORKSPACE
     if isinstance(doc, dict):
         metadata = obj(doc.get("metadata"))
         llm = obj(metadata.get("llm_config"))

@@ -35,7 +35,8 @@ CASES = {
         "Fixed add() in app/calc.py", None),
     "claude-code.session.jsonl": (
         "claude-code session", "claude-code", ["claude-opus-4-1", "claude-haiku-4-5"],
-        [("Bash", "read", True, None), ("Write", "write", True, "ag1")], "I have not changed anything yet", None),
+        [("Bash", "read", True, None), ("Write", "write", True, "ag1"), ("Bash", "bash", True, "b7")],
+        "I have not changed anything yet", None),
     "claude-code.torn.jsonl": (
         "claude-code stream-json", "claude-code", ["claude-sonnet-4-5", "claude-haiku-4-5"],
         [("Read", "read", True, None), ("Task", "delegate", True, None), ("Bash", "read", True, "t2")], None,
@@ -59,6 +60,11 @@ CASES = {
         "harbor trial", "terminus", ["openai/gpt-5"],
         [("bash_command", "read", True, None), ("bash_command", "edit", True, None),
          ("mark_task_complete", "none", True, None)], "The task is complete", None),
+    "harbor-trial-claude": (  # a trial without a trajectory: the agent's own stream-json log
+        "harbor trial", "claude-code", ["claude-sonnet-4-5", "claude-haiku-4-5"],
+        [("Read", "read", True, None), ("Task", "delegate", True, None), ("Bash", "read", True, "t2"),
+         ("Edit", "edit", False, None), ("Bash", "edit", True, None)],
+        "Fixed add() in app/calc.py", None),
     "swe-agent.traj": (
         "swe-agent trajectory", "swe-agent", [],
         [("open", "read", True, None), ("str_replace_editor str_replace", "edit", True, None),
@@ -74,8 +80,10 @@ def test_each_form_read_by_content(name, tmp_path):
     form, agent, models, calls, final, torn = CASES[name]
     # told apart by content, never by the name: the same bytes under a name that says nothing
     src = MIN / name
-    path = tmp_path / "transcript"
+    path = tmp_path / "run.data"
     (shutil.copytree if src.is_dir() else shutil.copyfile)(src, path)
+    if src.with_suffix("").is_dir():  # a session's own subagent files beside it
+        shutil.copytree(src.with_suffix(""), path.with_suffix(""))
     t = read_transcript(path)
     assert (t.form, t.agent, t.models) == (form, agent, models)
     assert t.form in FORMS
@@ -95,6 +103,9 @@ def test_tool_errors_and_shell_reads_keep_what_the_transcript_says():
     assert t.subagents["t2"].name == "Explore" and t.subagents["t2"].final_report.startswith("Only app/calc.py")
     assert [e["seq"] for e in t.subagents["t2"].events] == [grep["seq"]]
     assert t.final_report == "Fixed add() in app/calc.py; the tests pass."  # the result line, never a subagent's
+    session = read_transcript(MIN / "claude-code.session.jsonl")  # + claude-code.session/subagents/agent-b7.jsonl
+    assert session.subagents["b7"].final_report == "1 test fails: test_add."
+    assert session.final_report.startswith("I have not changed anything yet")  # the main chain's, never a subagent's
     rollout = read_transcript(MIN / "codex.rollout.jsonl")
     assert rollout.tool_events[1]["paths"] == ["app/calc.py"]  # the apply_patch body's file
     assert rollout.tool_events[0]["shell"]["reads"][0]["last"] == 2  # sed -n '1,2p' through bash -lc
@@ -118,6 +129,38 @@ def test_a_real_mini_swe_agent_trajectory_and_its_swebench_report():
     assert (failed.outcome, failed.failed, failed.passed) == ("TESTS_FAIL", 1, 9)
 
 
+def test_a_real_swe_agent_trajectory():
+    """A real SWE-agent run (gpt-4o on its test repository; README.md)."""
+    t = read_transcript(FIX / "swe-agent" / "6e44b9__sweagenttestrepo-1c2844.traj")
+    assert (t.form, t.agent, t.truncated) == ("swe-agent trajectory", "swe-agent", False)
+    assert _calls(t) == [("find_file", "read", True, None), ("open", "read", True, None), ("edit", "edit", True, None),
+                         ("bash", "bash", True, None), ("submit", "none", True, None)]
+    assert t.final_report.startswith("The script `missing_colon.py` ran successfully")  # the submission is a patch
+
+
+def test_a_real_openhands_event_stream():
+    """A real OpenHands run (claude-3-5-sonnet creating a file, then finish; README.md)."""
+    t = read_transcript(FIX / "openhands" / "basic.json")
+    assert (t.form, t.agent, t.models, t.truncated) == (
+        "openhands events", "openhands", ["claude-3-5-sonnet-20241022"], False)
+    assert _calls(t) == [("edit", "edit", True, None)]
+    assert t.tool_events[0]["paths"] == ["game_2048.py"]  # under OpenHands' /workspace
+    assert t.final_report.startswith("I've created a simple implementation of the 2048 game")
+
+
+def test_an_openhands_output_jsonl_holds_one_run_a_line(tmp_path):
+    one = json.loads((MIN / "openhands.output.json").read_text())
+    two = {**one, "instance_id": "fix-sub"}
+    path = tmp_path / "output.jsonl"
+    path.write_text(json.dumps(one) + "\n" + json.dumps(two) + "\n")
+    with pytest.raises(DataError, match="2 instances: name one with --run"):
+        read_transcript(path)
+    with pytest.raises(DataError, match="no instance 'nope'"):
+        read_transcript(path, "nope")
+    t = read_transcript(path, "fix-sub")
+    assert t.form == "openhands events" and t.final_report.startswith("I could not apply the fix")
+
+
 @pytest.mark.parametrize(
     ("name", "outcome", "reward"),
     [
@@ -129,6 +172,7 @@ def test_a_real_mini_swe_agent_trajectory_and_its_swebench_report():
         ("inspect.scored.json", "PASS", 1.0),
         ("harbor-trial", "TESTS_FAIL", 0.0),
         ("harbor-trial/verifier/ctrf.json", "TESTS_FAIL", None),
+        ("harbor-trial-claude", "PASS", 1.0),
     ],
 )
 def test_each_recorded_verdict_maps_to_the_outcome_vocabulary(name, outcome, reward):
@@ -175,6 +219,27 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, body, capsys):
     assert main(["check", "--final", str(bad), "--outcome-from", str(bad)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(bad) in err[0]
+
+
+TRANSCRIPTS = sorted(
+    p for p in FIX.rglob("*") if p.is_file() and p.parent.name != "verifier" and not p.name.endswith(
+        ("report.json", "result.json", ".xml", ".md"))
+)
+
+
+@pytest.mark.parametrize("path", TRANSCRIPTS, ids=[p.name for p in TRANSCRIPTS])
+def test_a_transcript_cut_anywhere_is_read_as_far_as_it_goes_or_refused_in_one_line(path, tmp_path):
+    raw = path.read_bytes()
+    cut = tmp_path / "cut"
+    for k in range(1, 25):
+        cut.write_bytes(raw[: len(raw) * k // 25])
+        try:
+            t = read_transcript(cut)
+        except DataError as exc:
+            assert "\n" not in str(exc) and str(cut) in str(exc)
+            continue
+        if path.suffix == ".jsonl" and t.form != "claude-code session":
+            assert t.truncated, (path.name, k)  # a stream cut short says so
 
 
 def test_the_tool_table_names_every_agent_reader():

@@ -104,3 +104,10 @@ def test_a_json_wrapped_shell_output_is_unwrapped_for_the_coverage_rule():
     one = json.dumps({"returncode": 0, "output": "     1\tline 1 of the file\n"})
     assert 0 < read_coverage([_call(one)], {F: TEXT})[F]["coverage"] < 0.8
     assert F not in opened_files([_call(one)], {F: TEXT})
+
+
+def test_claude_codes_numbered_read_output_counts_by_its_lines():
+    """Claude Code's Read numbers lines as ``cat -n`` does with an arrow for the tab: a read with
+    an offset (which its tool table cannot spell as the harness's read_file) counts by coverage."""
+    arrowed = "".join(f"{n:6}\u2192line {n} of the file\n" for n in range(1, 41))
+    assert read_coverage([_call(arrowed)], {F: TEXT})[F]["coverage"] == 1.0
