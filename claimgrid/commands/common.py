@@ -102,10 +102,17 @@ def open_for_writing(store: RunStore, *, same_key: bool = False, allow_unsealed:
     # Nothing is written (the lock included) before the folder is checked: a refused ledger
     # is left as it was. A sealed ledger that lost a line is refused as it is.
     check_folder(store.folder)
+    store.probe()  # a folder another writer holds is named first (StoreBusy), read-only
     before = verify_seal(store.folder)
     problems = _seal_problems(store, before, allow_unsealed) + store.check_integrity()
     if problems:
         raise StoreIntegrityError(store.folder, problems)
+    mine = store.signer
+    if same_key and mine is not None and before.sealed and before.public_key != mine.public_key:
+        raise KeyMismatch(
+            f"{store.meta_path}: sealed by key {before.fingerprint}, not by yours ({mine.fingerprint}, "
+            f"{mine.path}); resume it with the publisher's key (--key FILE)"
+        )
     store.acquire("uv run grid.py " + " ".join(sys.argv[1:]))
     try:
         note = store.repair() if store.meta_path.exists() else None
@@ -115,13 +122,11 @@ def open_for_writing(store: RunStore, *, same_key: bool = False, allow_unsealed:
     except BaseException:
         store.release()  # refused: the folder is left as it was, unlocked
         raise
-    mine = store.signer
     if mine is not None and report.sealed and report.public_key != mine.public_key:
-        if same_key:
+        if same_key:  # the key changed between the two checks: another writer re-sealed it
             store.release()
             raise KeyMismatch(
-                f"{store.meta_path}: sealed by key {report.fingerprint}, not by yours ({mine.fingerprint}, "
-                f"{mine.path}); resume it with the publisher's key (--key FILE)"
+                f"{store.meta_path}: sealed by key {report.fingerprint}, not by yours ({mine.fingerprint})"
             )
         print(f"{store.folder}: re-sealed with your key {mine.fingerprint} (it was sealed by {report.fingerprint})")
     return report

@@ -8,6 +8,8 @@
 * ``record`` - the typed run record, one line of ``runs.jsonl``;
 * ``reader`` - :class:`LedgerFolder`, how every other module reads a ledger folder: typed
   records (last wins per run id), a run's typed events, ``meta.json``.
+* ``inert`` - how every command writes in or beside a ledger folder (its shape checked, each
+  file through a new temporary, slugs for names from ledger data, quarantine, all or nothing);
 """
 
 from __future__ import annotations

@@ -5,7 +5,9 @@ renamed) *before* its line is appended to ``runs.jsonl`` and fsynced. A line in
 ``runs.jsonl`` therefore always has its evidence; a kill at any moment loses at most the
 runs in flight, and ``--resume`` re-runs exactly the cells without a line.
 
-Integrity (see docs/CONTRACTS.md, "Store integrity"):
+Integrity (see docs/CONTRACTS.md, "Store integrity"); every file is written through
+:mod:`claimgrid.store.inert` (a new temporary renamed into place, never a planted symlink),
+and nothing is deleted (what a repair sets aside goes to ``quarantine/``):
 
 * **One writer per folder.** A writer holds an ``flock`` on ``<folder>/.lock`` (which
   names its pid and command) for as long as it lives; a second writer stops with one
@@ -21,7 +23,8 @@ Integrity (see docs/CONTRACTS.md, "Store integrity"):
   run's manifest (in the run's line); :func:`claimgrid.store.seal.verify_seal` checks them.
 * **Torn lines.** One rule, in :mod:`claimgrid.store.lines` (the only reader of
   ``runs.jsonl`` and ``events.jsonl``): a torn *last* line of ``runs.jsonl`` (a kill
-  mid-append) is not a record and is dropped by :meth:`repair`, which says so; an
+  mid-append) is not a record and is set aside by :meth:`repair` (into ``quarantine/``),
+  which says so; an
   unreadable line anywhere else is an error naming its line number.
 """
 
@@ -37,7 +40,7 @@ from pathlib import Path
 
 from claimgrid.anybytes import json_text, utf8
 from claimgrid.errors import ClaimgridError
-from claimgrid.store.inert import open_append, open_lock, quarantine, quarantine_bytes, write_file
+from claimgrid.store.inert import open_append, open_lock, plain_name, quarantine, quarantine_bytes, write_file
 from claimgrid.store.lines import EVENTS_NAME, RUNS_NAME, read_json_object, run_id_problem, scan_runs
 from claimgrid.store.reader import LedgerFolder
 from claimgrid.store.record import RunRecord, dump
@@ -103,6 +106,23 @@ class RunStore:
         os.write(fd, json.dumps({"pid": os.getpid(), "command": command}).encode() + b"\n")
         self._lock_fd = fd
 
+    def probe(self) -> None:
+        """:class:`StoreBusy` when another process holds the lock; changes nothing in the folder."""
+        if self._lock_fd is not None:  # this store holds it
+            return
+        try:
+            fd = os.open(self.lock_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise StoreBusy(
+                f"{self.folder}: in use by {self.holder() or 'another process'}; one writer per ledger folder"
+            ) from None
+        finally:
+            os.close(fd)
+
     def holder(self) -> str | None:
         """``pid N (command)`` of the lock's holder, as it wrote it."""
         try:
@@ -126,9 +146,8 @@ class RunStore:
         try:
             self.folder.mkdir(parents=True, exist_ok=False)
         except FileExistsError:
-            if self.lock_path.exists():
-                self.acquire(command)  # raises StoreBusy when a writer holds it
-                self.release()
+            if self.lock_path.is_file() and not self.lock_path.is_symlink():
+                self.probe()  # raises StoreBusy when a writer holds it; writes nothing
             raise ClaimgridError(f"{self.folder}: already exists; finish it with --resume {self.folder}") from None
         self.acquire(command or meta.get("command", ""))
         self.runs_dir.mkdir()
@@ -304,7 +323,7 @@ class RunStore:
                 data = utf8(content)
             else:
                 data = content or b""
-            (tmp / name).write_bytes(data)
+            (tmp / plain_name(name)).write_bytes(data)  # a new private folder: flat, fresh names
             manifest[name] = hashlib.sha256(data).hexdigest()
         manifest_bytes = (json.dumps({"sha256": manifest}, indent=2) + "\n").encode()
         (tmp / "manifest.json").write_bytes(manifest_bytes)

@@ -7,8 +7,7 @@ this module (docs/CONTRACTS.md, "Ledger folders are data"):
 
 * :func:`check_folder` - the folder's top level holds only regular files of known names
   (:data:`LEDGER_FILES`, claimgrid's own temporaries) and the real folders
-  :data:`LEDGER_DIRS`; each ``runs/<id>`` is a real folder whose derived files are regular
-  files. Anything else (a symlink, a FIFO, a device, an unknown name) is refused with one
+  :data:`LEDGER_DIRS`; each ``runs/<id>`` is a real folder of regular files. Anything else (a symlink, a FIFO, a device, an unknown name) is refused with one
   line (:class:`UnsafeFolder`, exit 2) before anything is written.
 * :func:`write_file` - a new file is made with ``O_CREAT|O_EXCL|O_NOFOLLOW`` (``mkstemp``)
   in the target's folder, written, fsynced and renamed over the name: a symlink planted at
@@ -61,8 +60,6 @@ LEDGER_FILES = frozenset(
 )
 QUARANTINE = "quarantine"
 LEDGER_DIRS = frozenset({"runs", QUARANTINE})
-# Files rendered into a run's evidence folder (not evidence): written by :func:`write_file`.
-RUN_DERIVED = frozenset({"RUN.md"})
 # claimgrid's own temporaries (mkstemp: ``.<name>.<random>.tmp``), left by a kill mid-write.
 _TEMPORARY = re.compile(r"^\.[^/\0]+\.tmp$")
 SLUG_MAX = 64  # characters of a slug before its hash suffix: file names stay far below NAME_MAX
@@ -94,7 +91,7 @@ def check_folder(folder: Path) -> None:
     """Refuse (:class:`UnsafeFolder`, one line naming the entry) a ledger folder whose top level
     holds anything but regular files of :data:`LEDGER_FILES` (or claimgrid's temporaries) and
     the real folders :data:`LEDGER_DIRS`, or whose ``runs/`` holds anything but real folders
-    with regular derived files. Reads only."""
+    of regular files. Reads only."""
     folder = Path(folder)
     try:
         st = os.lstat(folder)
@@ -119,8 +116,12 @@ def check_folder(folder: Path) -> None:
             mode = entry.stat(follow_symlinks=False).st_mode
             if not stat.S_ISDIR(mode):
                 raise _refuse(runs / entry.name, f"is {_kind(mode)}, not an evidence folder")
-            for name in RUN_DERIVED:
-                _must_be_regular(runs / entry.name / name)
+            # Evidence and RUN.md are regular files, written flat: a FIFO would hang a reader,
+            # a symlink would lead it (or a write of RUN.md) out of the folder.
+            for item in os.scandir(runs / entry.name):
+                mode = item.stat(follow_symlinks=False).st_mode
+                if not stat.S_ISREG(mode):
+                    raise _refuse(runs / entry.name / item.name, f"is {_kind(mode)}, not a regular file")
 
 
 def _must_be_regular(path: Path) -> bool:

@@ -64,6 +64,10 @@ def test_a_fifo_a_device_an_unknown_name_or_a_linked_run_folder_is_refused(ledge
     with pytest.raises(UnsafeFolder, match="RUN.md: is a symlink"):
         check_folder(ledger)
     (ledger / "runs" / "r1" / "RUN.md").unlink()
+    os.mkfifo(ledger / "runs" / "r1" / "stderr.txt")  # a reader would hang on it
+    with pytest.raises(UnsafeFolder, match="stderr.txt: is a FIFO"):
+        check_folder(ledger)
+    (ledger / "runs" / "r1" / "stderr.txt").unlink()
     check_folder(ledger)  # the clean folder passes
 
 
