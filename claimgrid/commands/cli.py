@@ -11,6 +11,7 @@ from pathlib import Path
 from claimgrid import ROOT
 from claimgrid.commands import (
     check,
+    check_ledger,
     check_task,
     compare,
     export,
@@ -45,6 +46,7 @@ COMMANDS = (
     "verify",
     "check",
     "report",
+    "check-ledger",
 )
 
 
@@ -69,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify_repo.add_parser(sub)
     check.add_parser(sub)
     rerender.add_parser(sub)
+    check_ledger.add_parser(sub)
     new_framework.add_parser(sub)
     return p
 
@@ -195,6 +198,8 @@ def _dispatch(args) -> int:
         return check.cmd_check(args)
     if args.command == "report":
         return rerender.cmd_report(args)
+    if args.command == "check-ledger":
+        return check_ledger.cmd_check_ledger(args)
     if args.command == "gateway":
         return serve_gateway.serve_cli(args.rest) or 0
     if args.command == "new-framework":
