@@ -17,6 +17,7 @@ user-site interpreter) as well as this machine's own checkout and home.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import tempfile
@@ -68,9 +69,13 @@ def scrub_text(text: str) -> str:
         return text
     text = _RUN_SCRATCH.sub("<run>", text)
     for pattern, repl in _roots():
-        # "<checkout>/tasks/x" -> "tasks/x"; the checkout alone -> "."
-        text = pattern.sub(lambda m, r=repl: "" if r == "." and m.group(1) else r + m.group(1), text)
+        text = pattern.sub(functools.partial(_replace, repl), text)
     return text
+
+
+def _replace(repl: str, m: re.Match[str]) -> str:
+    # "<checkout>/tasks/x" -> "tasks/x"; the checkout alone -> "."
+    return "" if repl == "." and m.group(1) else repl + m.group(1)
 
 
 def scrub(value):

@@ -71,7 +71,7 @@ def parity_value(fact: str, value: str, reached: frozenset[str] | None = None) -
     """``value`` (a parity column's string) with its provenance left out (module docstring).
 
     ``reached``: the limit kinds some run of the ledger hit; ``None`` keeps every budget key."""
-    if not value.startswith("{"):
+    if not isinstance(value, str) or not value.startswith("{"):
         return value
     try:
         parsed = json.loads(value)
@@ -213,12 +213,10 @@ class Parity:
         cols = [f"parity.{f}" for f in self.facts if f"parity.{f}" in runs.columns]
         if not cols or runs.is_empty():
             return runs
-        return runs.with_columns(
-            pl.col(c).map_elements(
-                lambda v, f=c.removeprefix("parity."): parity_value(f, v, self.reached), return_dtype=pl.String
-            )
-            for c in cols
-        )
+        values = {
+            c: [parity_value(c.removeprefix("parity."), v, self.reached) for v in runs[c].to_list()] for c in cols
+        }
+        return runs.with_columns(pl.Series(c, v, dtype=pl.String) for c, v in values.items())
 
     @staticmethod
     def labels(keys: list[dict[str, str]]) -> list[str]:
