@@ -12,6 +12,7 @@ from claimgrid import ROOT
 from claimgrid.commands import (
     audit,
     check,
+    check_ledger,
     check_task,
     compare,
     export,
@@ -48,6 +49,7 @@ COMMANDS = (
     "check",
     "audit",
     "report",
+    "check-ledger",
 )
 
 
@@ -73,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_parser(sub)
     audit.add_parser(sub)
     rerender.add_parser(sub)
+    check_ledger.add_parser(sub)
     new_framework.add_parser(sub)
     return p
 
@@ -202,6 +205,8 @@ def _dispatch(args) -> int:
         return audit.cmd_audit(args)
     if args.command == "report":
         return rerender.cmd_report(args)
+    if args.command == "check-ledger":
+        return check_ledger.cmd_check_ledger(args)
     if args.command == "gateway":
         return serve_gateway.serve_cli(args.rest) or 0
     if args.command == "new-framework":
