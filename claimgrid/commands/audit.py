@@ -87,9 +87,10 @@ class Found:
     result_select: str | None = None  # the instance of a verdict file naming several
 
 
-def _several(path: Path) -> list[str] | None:
-    """The runs of a file holding several (an Inspect log's sample ids, an OTLP file's trace
-    ids), or None when it holds one or is no such file. Never raises: the reader names the fault."""
+def _several(path: Path) -> tuple[bool, list[str]] | None:
+    """The runs of a file holding several, and whether they carry their own scores: an Inspect
+    log's sample ids (True), an OTLP file's trace ids (False); None when it holds one or is no
+    such file. Never raises: the reader names the fault."""
     try:
         raw = path.read_bytes()
     except OSError:
@@ -102,7 +103,7 @@ def _several(path: Path) -> list[str] | None:
                     if n.startswith("samples/") and n.endswith(".json"):
                         sample = json.loads(z.read(n))
                         ids.append(str(sample.get("id")) if isinstance(sample, dict) else n)
-                return ids if len(ids) > 1 else None
+                return (True, ids) if len(ids) > 1 else None
         except (zipfile.BadZipFile, ValueError, KeyError, OSError):
             return None
     try:
@@ -111,7 +112,7 @@ def _several(path: Path) -> list[str] | None:
         return None
     if isinstance(doc, dict) and isinstance(doc.get("eval"), dict) and isinstance(doc.get("samples"), list):
         ids = [str(s.get("id")) for s in doc["samples"] if isinstance(s, dict)]
-        return ids if len(ids) > 1 else None
+        return (True, ids) if len(ids) > 1 else None
     if isinstance(doc, dict) and isinstance(doc.get("resourceSpans"), list):
         traces = {
             str(s.get("traceId"))
@@ -120,7 +121,7 @@ def _several(path: Path) -> list[str] | None:
             for s in (ss or {}).get("spans") or []
             if isinstance(s, dict)
         }
-        return sorted(traces) if len(traces) > 1 else None
+        return (False, sorted(traces)) if len(traces) > 1 else None
     return None
 
 
@@ -216,8 +217,9 @@ def find_runs(top: Path) -> tuple[list[Found], int]:
             name = str(path.relative_to(top))
             several = _several(path)
             if several:
-                for sel in several:
-                    found.append(Found(path, f"{name}#{sel}", select=sel, result=path))
+                scored, ids = several
+                for sel in ids:
+                    found.append(Found(path, f"{name}#{sel}", select=sel, result=path if scored else None))
                 continue
             transcript, why = _reads(path, top)
             if transcript is not None:
