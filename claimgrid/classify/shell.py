@@ -95,6 +95,17 @@ _AWK_RANGES = (
     (re.compile(r"^\s*NR\s*==\s*(\d+)\s*,\s*NR\s*==\s*(\d+)\s*$"), lambda m, lt: (int(m.group(1)), int(m.group(2)))),
 )
 _AWK_WHOLE = re.compile(r"^\s*(?:1|\{\s*print\s*(?:\$0)?\s*;?\s*\}|NR\s*>=?\s*[01]\s*)\s*$")
+# The keys of a shell tool's JSON-wrapped result: mini-swe-agent's observation, Codex's output.
+_WRAPPER_KEYS = {
+    "returncode",
+    "output",
+    "output_head",
+    "output_tail",
+    "elided_chars",
+    "warning",
+    "exception_info",
+    "metadata",
+}
 _PATCH_PATH = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$|^\+\+\+ b/(.+?)\s*$", re.MULTILINE)
 
 
@@ -473,7 +484,8 @@ def command_output(result: str | None) -> str:
     """A shell tool's result as the text the command printed: an agent that wraps its output in
     JSON (mini-swe-agent's observation ``{"returncode": 0, "output": "..."}``, or its long-output
     form with ``output_head`` / ``output_tail``; Codex's ``{"output": "...", "metadata": ...}``)
-    is unwrapped, any other result is taken as it is."""
+    is unwrapped (an object of those keys only, with ``returncode`` or ``metadata``); any other
+    result is taken as it is."""
     if not result:
         return ""
     text = result.strip()
@@ -482,7 +494,9 @@ def command_output(result: str | None) -> str:
             doc = json.loads(text)
         except ValueError:
             return result
-        if isinstance(doc, dict):
+        # Only a wrapper's own keys: a file that happens to be a JSON object with an "output"
+        # field, printed by cat, is left as it is.
+        if isinstance(doc, dict) and set(doc) <= _WRAPPER_KEYS and ("returncode" in doc or "metadata" in doc):
             if isinstance(doc.get("output"), str):
                 return doc["output"]
             head, tail = doc.get("output_head"), doc.get("output_tail")

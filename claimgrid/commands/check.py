@@ -167,8 +167,11 @@ def recorded_final(path: Path | None, transcript: Transcript | None) -> str:
     """The agent's final report as its transcript holds it, for ``check`` without ``--final``: a
     native transcript's ``final_report`` (Claude Code's ``result`` line, the last answer), or a
     claimgrid ``events.jsonl``'s last ``agent`` ``report`` event (a published ledger's run)."""
-    if transcript is not None and transcript.form != "claimgrid events" and transcript.final_report:
-        return transcript.final_report  # the report the agent's own transcript ends on
+    if transcript is not None and transcript.form != "claimgrid events":
+        if transcript.final_report:
+            return transcript.final_report  # the report the agent's own transcript ends on
+        why = transcript.truncated_reason or "no answer of the agent in it"
+        raise BadInput(f"--transcript {path}: no final report ({why}); give --final FILE")
     if path is None or transcript is None or transcript.form != "claimgrid events":
         raise BadInput(
             "check needs --final FILE (the agent's final report), or a claimgrid events.jsonl "
@@ -227,7 +230,7 @@ def run_check(args) -> dict:
         if not args.outcome_from.exists():
             raise BadInput(f"--outcome-from {args.outcome_from}: no such file")
         external = read_outcome(args.outcome_from, args.run)
-    elif transcript is not None and isinstance(transcript.outcome, ExternalOutcome):
+    elif transcript is not None and transcript.outcome is not None:
         external = transcript.outcome  # a Harbor trial folder's own result.json
     verification = None
     expected = required = None

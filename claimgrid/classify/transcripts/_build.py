@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+from claimgrid.classify.outcomes import ExternalOutcome
 from claimgrid.classify.shell import patch_paths, shell_effects
 from claimgrid.errors import DataError
 from claimgrid.inputs.schema import load_toml
@@ -151,7 +152,7 @@ class Transcript:
     truncated_reason: str | None = None
     subagents: dict[str, Subagent] = field(default_factory=dict)
     session_id: str | None = None
-    outcome: object | None = None  # claimgrid.classify.outcomes.ExternalOutcome
+    outcome: ExternalOutcome | None = None
 
     @property
     def truncated(self) -> bool:
@@ -190,7 +191,7 @@ class Builder:
         self.session_id: str | None = None
         self.cwd: str | None = None
         self.subagents: dict[str, Subagent] = {}
-        self.outcome: object | None = None
+        self.outcome: ExternalOutcome | None = None
 
     def model(self, name) -> None:
         if isinstance(name, str) and name and name not in self.models:

@@ -210,6 +210,12 @@ def test_a_torn_transcript_never_accuses(tmp_path, capsys):
     assert code == (0 if row["verdict"]["claim_vs_outcome"] != "FALSE_SUCCESS" else 1)
 
 
+def test_a_transcript_without_a_final_report_needs_final(capsys):
+    assert main(["check", "--transcript", str(MIN / "claude-code.torn.jsonl")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no final report (line 10 is torn: read up to it); give --final FILE" in err[0]
+
+
 @pytest.mark.parametrize("body", [b'{"type":"result","subtype":"succ', b"<testsuite><testcase", b'{"resolved": 3'])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, body, capsys):
     bad = tmp_path / "x"

@@ -98,6 +98,8 @@ def test_a_json_wrapped_shell_output_is_unwrapped_for_the_coverage_rule():
     assert command_output(json.dumps({"returncode": 0, "output_head": "a", "output_tail": "b"})) == "a\nb"
     assert command_output("plain text") == "plain text"
     assert command_output('{"not": "an output"}') == '{"not": "an output"}'
+    printed = json.dumps({"output": "a file's own field", "returncode": 0, "name": "x"})  # cat of a JSON file
+    assert command_output(printed) == printed
     assert read_coverage([_call(mini)], {F: TEXT})[F]["coverage"] == 1.0
     assert F in opened_files([_call(mini)], {F: TEXT})
     # one numbered line of forty: a partial read, recorded, not a read
