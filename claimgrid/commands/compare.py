@@ -29,7 +29,7 @@ from claimgrid.commands.options import allow_unsealed_opt
 from claimgrid.commands.validate import UsageError
 from claimgrid.errors import ClaimgridError
 from claimgrid.store import RUNS_NAME, LedgerFolder, RunStore
-from claimgrid.store.inert import check_folder, output_folder, write_file
+from claimgrid.store.inert import check_folder, output_folder, outside_ledgers, write_file
 from claimgrid.store.record import dump
 from claimgrid.store.seal import SealReport
 
@@ -217,6 +217,7 @@ def cmd_compare(args) -> int:
     """Compare ledgers ``args.a`` and ``args.b``; print, write compare.md and compare.json; 0/1/2."""
     result = compare(args.a, args.b, args.allow_unsealed)
     out = Path(args.out) if args.out else Path(args.b).resolve().parent / f"compare-{args.a.name}-vs-{args.b.name}"
+    outside_ledgers(out, "--out", args.a, args.b)
     text = lines(result)
     try:
         output_folder(out)  # a real folder; each file through a new temporary, never a planted symlink

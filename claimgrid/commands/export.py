@@ -9,7 +9,7 @@ from claimgrid.commands.common import verify_ledger
 from claimgrid.commands.options import allow_unsealed_opt
 from claimgrid.errors import ClaimgridError
 from claimgrid.store import RunStore
-from claimgrid.store.inert import check_folder
+from claimgrid.store.inert import check_folder, outside_ledgers
 
 
 def cmd_export(args) -> int:
@@ -29,7 +29,7 @@ def cmd_export(args) -> int:
     # one, or one edited byte of evidence, is not exported.
     check_folder(folder)
     verify_ledger(RunStore(folder), allow_unsealed=args.allow_unsealed)
-    out = args.out or folder.with_name(f"{folder.name}.{args.format}")
+    out = outside_ledgers(args.out or folder.with_name(f"{folder.name}.{args.format}"), "--out", folder)
     t0 = time.perf_counter()
     written = export_ledger(folder, out, args.format, endpoint=args.otlp_endpoint)
     for path in written:

@@ -37,7 +37,7 @@ from claimgrid.machinepaths import scrub_text
 from claimgrid.reference import registry
 from claimgrid.sandbox.guard import detect
 from claimgrid.store import RUNS_NAME, LedgerFolder, RunStore
-from claimgrid.store.inert import check_folder, write_file
+from claimgrid.store.inert import check_folder, outside_ledgers, write_file
 from claimgrid.store.record import dump
 
 CELL_FIELDS = ("framework", "task", "content", "swap", "model", "substitute", "repeat")
@@ -157,6 +157,7 @@ def _out_folder(args, src: RunStore) -> Path:
     )
     if out.resolve() == src.folder.resolve():
         raise ClaimgridError("--out: a replay never writes into the published ledger; choose another folder")
+    outside_ledgers(out, "--out", src.folder)
     if out.exists():
         raise ClaimgridError(f"--out: {out} already exists")
     return out

@@ -16,6 +16,7 @@ this module (docs/CONTRACTS.md, "Ledger folders are data"):
 * :func:`open_lock` - the writer's ``.lock``: ``O_NOFOLLOW``, a regular file the reader owns.
 * :func:`output_folder` - a folder a command writes its output into (``compare``'s): a real
   folder, made when absent, whose files are written by :func:`write_file`.
+* :func:`outside_ledgers` - an output folder is never inside a ledger folder.
 * :func:`slug` - a file name from ledger data: no separator, no ``..``, bounded, with a hash
   suffix so two values never share a name.
 * :func:`quarantine` - what a writer used to delete ("repair") is moved aside into
@@ -39,6 +40,7 @@ from contextvars import ContextVar
 from pathlib import Path
 
 from claimgrid.anybytes import utf8
+from claimgrid.caps import SLUG_MAX_CHARS
 from claimgrid.errors import ClaimgridError
 
 # The regular files claimgrid writes at a ledger's top level (a replay's folder is a ledger too).
@@ -62,7 +64,6 @@ QUARANTINE = "quarantine"
 LEDGER_DIRS = frozenset({"runs", QUARANTINE})
 # claimgrid's own temporaries (mkstemp: ``.<name>.<random>.tmp``), left by a kill mid-write.
 _TEMPORARY = re.compile(r"^\.[^/\0]+\.tmp$")
-SLUG_MAX = 64  # characters of a slug before its hash suffix: file names stay far below NAME_MAX
 
 
 class UnsafeFolder(ClaimgridError):
@@ -251,12 +252,22 @@ def output_folder(folder: Path) -> Path:
     return folder
 
 
-def slug(text: str, limit: int = SLUG_MAX) -> str:
+def outside_ledgers(out: Path, flag: str, *ledgers: Path) -> Path:
+    """``out`` when it is outside every folder of ``ledgers``; else :class:`UnsafeFolder` naming
+    ``flag`` (an output inside a ledger would be an unknown name there, and the ledger is data)."""
+    where = Path(out).resolve()
+    for ledger in ledgers:
+        if where.is_relative_to(Path(ledger).resolve()):
+            raise UnsafeFolder(f"{flag} {out}: inside the ledger folder {ledger}; write it beside the ledger")
+    return Path(out)
+
+
+def slug(text: str, limit: int = SLUG_MAX_CHARS) -> str:
     """A file-name part from ledger data: letters, digits, ``.``, ``_`` and ``-`` kept, anything
-    else ``-``; no leading dot (so never ``.`` or ``..``); at most ``limit`` characters; and,
+    else ``-``; no ``..`` and no leading dot (so never ``.`` or ``..``); at most ``limit`` characters; and,
     so two values never share a name, a hash suffix when anything was changed or cut."""
     text = str(text)
-    kept = re.sub(r"[^A-Za-z0-9._-]", "-", text).lstrip(".")[:limit]
+    kept = re.sub(r"\.{2,}", ".", re.sub(r"[^A-Za-z0-9._-]", "-", text)).lstrip(".")[:limit]
     if kept and kept == text:
         return kept
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:10]

@@ -3,7 +3,13 @@ grid, against every crafted line: a huge line (a 60 MB run id), a deep one (a mi
 a NUL byte, a torn last line, an unsigned appended line, and, for ``runs.jsonl``, a line
 removed, added or moved. Each is one line on stderr naming the file and the line, exit 2,
 no traceback, nothing written, no evidence deleted (a writer repairs a torn last line: the
-leftover of a kill, said so)."""
+leftover of a kill, said so).
+
+Then, for every command that reads a ledger folder (docs/CONTRACTS.md, "Ledger folders are
+data"): a symlink planted at each name the command writes (found by an audit hook on a clean
+run) is refused and never followed; a stripped seal is refused, and with ``--allow-unsealed``
+a removed line is named against the plan and its evidence stays; one edited evidence byte is
+named; reclassify lands whole or not at all; an export's file names are slugs."""
 
 from __future__ import annotations
 
@@ -209,7 +215,10 @@ def test_a_symlink_at_any_name_a_command_writes_is_refused(sealed, reader, tmp_p
         page.unlink()
     code, written = _recorded(_argv(reader, sealed, where))
     assert code in (0, 1), capsys.readouterr()
-    names = sorted({w for w in (_where(p, where["ledger"], where["out"]) for p in written) if w})
+    # A name inside a folder made with a random name (mkdtemp: ".<name>.<random>.tmp") cannot be
+    # planted in advance: the folder is new, private, and its name unknown.
+    found = {w for w in (_where(p, where["ledger"], where["out"]) for p in written) if w}
+    names = sorted((root, name) for root, name in found if not any(part.startswith(".") for part in Path(name).parts[:-1]))
     assert names, written  # every one of these commands writes something
     outside = tmp_path / "outside.txt"
     for n, (root, name) in enumerate(names):
@@ -306,3 +315,26 @@ def test_reclassify_lands_whole_or_not_at_all(sealed, tmp_path, capsys, monkeypa
     with pytest.raises(OSError):
         main(["reclassify", str(where["ledger"])])
     assert _snapshot(where["ledger"]) == before
+
+
+def test_an_export_names_no_file_from_a_path_in_the_ledger(sealed, tmp_path, capsys):
+    """A model name that is a path (sealed by its own publisher: it verifies) becomes a slug:
+    every exported file is inside --out."""
+    from claimgrid.store.seal import load_key
+
+    from tests.grid.commands.test_trust import _reseal
+
+    where = _fresh(sealed, tmp_path, "pathname")
+    hostile = "../../escaped/../" + "x" * 300
+
+    def rename(recs):
+        for r in recs:
+            r["model"] = hostile
+
+    _reseal(where["ledger"], load_key(), edit_records=rename)
+    capsys.readouterr()
+    assert main(["export", str(where["ledger"]), "--format", "inspect", "--out", str(where["out"])]) == 0
+    written = [p for p in tmp_path.rglob("*.json") if not p.is_relative_to(where["ledger"])
+               and not p.is_relative_to(where["clean"])]
+    assert written and all(p.parent == where["out"] for p in written), written
+    assert all(len(p.name) < 200 and ".." not in p.name for p in written)

@@ -13,6 +13,7 @@ from claimgrid.store.inert import (
     check_folder,
     open_lock,
     output_folder,
+    outside_ledgers,
     quarantine,
     slug,
     write_file,
@@ -107,7 +108,7 @@ def test_an_output_folder_that_is_a_symlink_is_refused(tmp_path):
 @pytest.mark.parametrize("text", ["../../x", "a/b", "..", ".", "", "\0", "é" * 300, "ok/../..", ".hidden"])
 def test_a_slug_is_one_bounded_plain_name(text):
     name = slug(text)
-    assert "/" not in name and "\0" not in name and not name.startswith(".") and len(name) <= 80
+    assert "/" not in name and "\0" not in name and ".." not in name and not name.startswith(".") and len(name) <= 80
     assert name == slug(text)  # stable
 
 
@@ -131,3 +132,9 @@ def test_quarantine_moves_and_names(ledger):
     assert moved == ledger / "quarantine" / "s" and (moved / "runs" / "r1" / "events.jsonl").is_file()
     assert not (ledger / "runs" / "r1").exists()
     check_folder(ledger)  # quarantine/ is one of the folder's own folders
+
+
+def test_an_output_inside_a_ledger_is_refused(ledger, tmp_path):
+    with pytest.raises(UnsafeFolder, match="inside the ledger folder"):
+        outside_ledgers(ledger / "runs" / "x", "--out", tmp_path / "other", ledger)
+    assert outside_ledgers(tmp_path / "beside", "--out", ledger) == tmp_path / "beside"
