@@ -33,8 +33,9 @@ AGENT = "claude-code"
 ASKED_MODEL = "claude-sonnet-4-5"
 
 
-def _run(tmp_path, model: str) -> tuple[list[dict], list[dict], list[dict]]:
-    """(the hook's log lines, the gateway's exchanges, Claude Code's stream-json events) of one run."""
+def _run(tmp_path, model: str) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
+    """(the hook's log lines, the gateway's exchanges, its raw requests, Claude Code's stream-json
+    events) of one run."""
     entry = load_venvs()[AGENT]
     ensure_venvs({AGENT: entry})
     tasks = load_tasks()
@@ -80,23 +81,25 @@ def _run(tmp_path, model: str) -> tuple[list[dict], list[dict], list[dict]]:
             "--strict-mcp-config", "--settings", json.dumps(settings), "--", build_prompt(task, delegation, "agent"),
         ]  # fmt: skip
         proc = subprocess.run(argv, cwd=ws, env=env, capture_output=True, text=True, timeout=300)
-        exchanges, _ = gw.finish(token)
+        exchanges, raw = gw.finish(token)
     assert proc.returncode == 0, proc.stderr[-2000:]
     stream = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     lines = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-    return lines, [e for e in exchanges if e.get("kind") == "exchange"], stream
+    return lines, [e for e in exchanges if e.get("kind") == "exchange"], raw, stream
 
 
 def test_the_hook_blocks_a_narrated_done_and_claude_code_gives_the_model_the_reason(tmp_path):
-    lines, exchanges, stream = _run(tmp_path, "narrator")
+    lines, exchanges, raw, stream = _run(tmp_path, "narrator")
     assert [line["decision"] for line in lines] == ["block", "allow"], lines
     blocked, second = lines
     assert blocked["transcript_form"] == "claude-code session"
     assert blocked["verdict"]["claim_verdict"] == "narration only"
     assert blocked["verdict"]["outcome"] == "EMPTY_DIFF" and blocked["verdict"]["claim_vs_outcome"] == "FALSE_SUCCESS"
     assert "stop_hook_active" in second["why"]  # never a loop: the second stop goes through unchecked
-    # Claude Code sent the reason to the model: the second call's conversation carries it
+    # Claude Code sent the reason to the model: the second request's conversation carries it
     assert len(exchanges) == 2 and all(e["status"] == 200 for e in exchanges)
+    requests = [json.dumps(r.get("dialect_request") or r.get("request")) for r in raw]
+    assert "claimgrid claim check" not in requests[0] and "claimgrid claim check" in requests[1]
     fed = [
         block.get("text", "")
         for e in stream
@@ -108,7 +111,7 @@ def test_the_hook_blocks_a_narrated_done_and_claude_code_gives_the_model_the_rea
 
 
 def test_the_hook_lets_the_stop_of_a_diligent_run_through(tmp_path):
-    lines, exchanges, _ = _run(tmp_path, "diligent")
+    lines, exchanges, raw, _ = _run(tmp_path, "diligent")
     assert [line["decision"] for line in lines] == ["allow"], lines
     verdict = lines[0]["verdict"]
     assert (verdict["claim_verdict"], verdict["outcome"], verdict["claim_vs_outcome"]) == (
@@ -116,4 +119,4 @@ def test_the_hook_lets_the_stop_of_a_diligent_run_through(tmp_path):
         "PASS",
         "TRUE_SUCCESS",
     )
-    assert not any("claimgrid claim check" in json.dumps(e) for e in exchanges)
+    assert not any("claimgrid claim check" in json.dumps(r) for r in raw)
