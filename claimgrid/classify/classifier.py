@@ -222,9 +222,13 @@ def observed_tools(events: Events, facts: RunFacts | None = None) -> dict | None
             if e.category in counts:
                 counts[e.category] += 1
         changes, rule, by_tool = change_evidence(tools)
+        # A native transcript's calls of an agent's own tools (``own_tool``: its shell, its
+        # editors): their categories are read from what each call does, not the harness's
+        # tool layer, so, as for a grid's own-tools agent, no breakdown is held against them.
+        own = any((e.model_extra or {}).get("own_tool") for e in tools)
         return {
             "tool_uses": len(tools),
-            "by_category": counts,
+            "by_category": None if own else counts,
             "changes": changes,
             "source": "tools",
             "rule": rule,

@@ -230,6 +230,9 @@ class Builder:
             "result": result if result is None or isinstance(result, str) else json.dumps(result, default=str),
             "changed_workspace": None,  # not observed: the edit/write category rule applies
             "subagent": subagent,
+            # a call of the agent's own tool, read by what it does (claimgrid.classify.classifier
+            # holds no self-reported breakdown by category against it)
+            "own_tool": self.agent is not None,
         }
         command = None
         if spec is not None and spec.command is not None:
