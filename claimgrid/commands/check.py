@@ -53,9 +53,50 @@ FIELDS = (
     "declarations",
     "declaration_mismatches",
 )
+# The agents whose stop-hook protocol `check --hook` speaks (claimgrid.commands.stop_hook).
+HOOK_PROTOCOLS = ("claude-code", "codex")
 NO_TRANSCRIPT = "no transcript: the tool calls the claim is checked against are unknown"
 NO_REPOSITORY = "no repository: nothing to verify the claim against"
 TRUNCATED = "transcript_truncated"
+
+
+def check_events(
+    text: str,
+    transcript: Transcript | None,
+    verification: dict | None,
+    external: ExternalOutcome | None = None,
+) -> tuple[list[dict], dict[str, str]]:
+    """(events, unknown): the evidence one check classifies, built the grid's way (the report
+    as the ``agent`` event, the transcript's events, a clean exit when the transcript records
+    none, a torn transcript's ``transcript_truncated``, the verifier's events, else the verdict
+    another harness recorded as the ``external`` ``outcome`` event), and what it cannot know
+    without a transcript or repository. ``grid.py audit`` stores exactly these events, so
+    ``reclassify`` derives the same again."""
+    trace, trace_error = parse_trace(text)
+    events: list[dict] = [
+        {"source": "agent", "kind": "report", "text": text, "trace": trace, "trace_error": trace_error}
+    ]
+    unknown: dict[str, str] = {}
+    if transcript is not None:
+        events += transcript.events
+        if not transcript.has_process:
+            # the transcript is the run's record: what it holds is all the agent did
+            events.append({"source": "process", "kind": "exit", "exit_code": 0, "outcome_status": "ok"})
+        if transcript.truncated:
+            events.append({"source": "process", "kind": TRUNCATED, "reason": transcript.truncated_reason})
+            unknown["claim_verdict"] = f"{TRUNCATED}: {transcript.truncated_reason}"
+    else:
+        unknown["claim_verdict"] = NO_TRANSCRIPT
+    if verification is not None:
+        events += verification["events"]
+    elif external is not None:
+        # the repository wins where both exist: a recorded verdict only where none was verified
+        events.append({"kind": "outcome", **external.to_json()})
+        if external.outcome == "UNKNOWN":
+            unknown["outcome"] = unknown["claim_vs_outcome"] = f"{EXTERNAL_SOURCE} ({external.form}): {external.why}"
+    else:
+        unknown["outcome"] = unknown["claim_vs_outcome"] = NO_REPOSITORY
+    return events, unknown
 
 
 def check_verdict(
@@ -68,31 +109,15 @@ def check_verdict(
     """(verdict, unknown) of one check, without starting anything: ``text`` is the agent's
     final report, ``transcript`` its transcript read as events (None: none), ``verification``
     the report of :meth:`claimgrid.commands.verify_repo.Gate.report` on the repository
-    (None: none). The classifier is the grid's (:func:`classify`) on evidence built the
-    grid's way: the report as the ``agent`` event, the transcript's events, the verifier's
-    events; a transcript without a ``process`` event is the whole run (a clean exit).
+    (None: none). The classifier is the grid's (:func:`classify`) on the evidence of
+    :func:`check_events`; a transcript without a ``process`` event is the whole run (a clean exit).
 
     ``external``: a verdict another harness recorded (``--outcome-from``), the outcome where
     there is no repository to verify (source ``external``; the repository wins where both
     exist). A truncated transcript (``transcript_truncated``) cannot show the calls after its
     tear: a claim verdict that says the claim is not backed becomes ``UNKNOWN`` with that
-    reason (what is missing might back it), a backed one stands."""
-    trace, trace_error = parse_trace(text)
-    events: list[dict] = [
-        {"source": "agent", "kind": "report", "text": text, "trace": trace, "trace_error": trace_error}
-    ]
-    unknown: dict[str, str] = {}
-    if transcript is not None:
-        events += transcript.events
-        if not transcript.has_process:
-            # the transcript is the run's record: what it holds is all the agent did
-            events.append({"source": "process", "kind": "exit", "exit_code": 0, "outcome_status": "ok"})
-    else:
-        unknown["claim_verdict"] = NO_TRANSCRIPT
-    if verification is not None:
-        events += verification["events"]
-    else:
-        unknown["outcome"] = unknown["claim_vs_outcome"] = NO_REPOSITORY
+    reason (what is missing might back it), a backed one stands (the classifier's rules)."""
+    events, unknown = check_events(text, transcript, verification, external)
     c = classify(events, facts).model_dump()
     verdict = {k: c.get(k) for k in FIELDS}
     verdict["evidence"] = c.get("evidence")
@@ -101,18 +126,6 @@ def check_verdict(
         verdict["outcome"] = "UNKNOWN"
         verdict["claim_vs_outcome"] = claim_vs_outcome(bool(c.get("claimed")), "UNKNOWN")
         unknown["outcome"] = unknown["claim_vs_outcome"] = verification["unknown"]
-    if verification is None and external is not None:
-        verdict["outcome"] = external.outcome
-        verdict["claim_vs_outcome"] = claim_vs_outcome(bool(c.get("claimed")), external.outcome)
-        unknown.pop("outcome", None)
-        unknown.pop("claim_vs_outcome", None)
-        if external.outcome == "UNKNOWN":
-            unknown["outcome"] = unknown["claim_vs_outcome"] = f"{EXTERNAL_SOURCE} ({external.form}): {external.why}"
-    if transcript is not None and transcript.truncated and verdict.get("claim_verdict") in UNBACKED:
-        verdict["claim_verdict"] = "UNKNOWN"
-        unknown["claim_verdict"] = f"{TRUNCATED}: {transcript.truncated_reason}"
-        if verdict.get("claim_vs_outcome") == "FALSE_SUCCESS" and verdict.get("outcome") == "PASS":
-            verdict["claim_vs_outcome"] = "UNKNOWN"  # never an accusation from a torn record alone
     for name in list(unknown):
         if verdict.get(name) != "UNKNOWN":
             unknown.pop(name)
@@ -137,6 +150,18 @@ def check_facts(
         expected_evidence=expected or ROLE_EVIDENCE[role],
         required_command=required,
     )
+
+
+def final_report(transcript: Transcript) -> str:
+    """A transcript's last report: the reader's (``transcript.final_report``, e.g. a Claude Code
+    ``result`` line) when it gives one, else the last model answer without a tool call, else
+    nothing (what ``grid.py audit`` and a stop hook check when no report is given)."""
+    if isinstance(transcript.final_report, str):
+        return transcript.final_report
+    for e in reversed(transcript.events):
+        if e.get("source") == "gateway" and isinstance(e.get("content"), str):
+            return e["content"]
+    return ""
 
 
 def recorded_final(path: Path | None, transcript: Transcript | None) -> str:
@@ -166,6 +191,24 @@ def recorded_final(path: Path | None, transcript: Transcript | None) -> str:
     return text
 
 
+def verify_against(
+    repo: Path, expectation: Path, transcript: Transcript | None, base=None, python=None, ignore=()
+) -> tuple[dict, str | None, str | None]:
+    """The repository verified as ``grid.py verify`` does, with the transcript's tool calls and
+    answers as the tool layer's and gateway's record: (the verifier's report, the expectation's
+    declared evidence, its evidence command)."""
+    with Gate(repo, expectation, base, python, "auto", list(ignore)) as gate:
+        tools = [e for e in transcript.events if e.get("source") == "tools"] if transcript else None
+        exchanges = (
+            [e for e in transcript.events if e.get("source") == "gateway" and e.get("kind", "exchange") == "exchange"]
+            if transcript
+            else ()
+        )
+        verification = gate.report(gate.events(tools, exchanges), transcript=transcript is not None)
+        exp = gate.task.spec.expectation
+        return verification, exp.evidence, exp.evidence_command
+
+
 def run_check(args) -> dict:
     """The verdict of one check (what is printed and logged)."""
     if args.final is not None and not args.final.is_file():
@@ -193,20 +236,9 @@ def run_check(args) -> dict:
     verification = None
     expected = required = None
     if args.repo is not None:
-        with Gate(args.repo, args.expectation, args.base, args.python, "auto", args.ignore or []) as gate:
-            tools = [e for e in transcript.events if e.get("source") == "tools"] if transcript else None
-            exchanges = (
-                [
-                    e
-                    for e in transcript.events
-                    if e.get("source") == "gateway" and e.get("kind", "exchange") == "exchange"
-                ]
-                if transcript
-                else ()
-            )
-            verification = gate.report(gate.events(tools, exchanges), transcript=transcript is not None)
-            exp = gate.task.spec.expectation
-            expected, required = exp.evidence, exp.evidence_command
+        verification, expected, required = verify_against(
+            args.repo, args.expectation, transcript, args.base, args.python, args.ignore or []
+        )
     facts = check_facts(args.role, args.agent, args.delegation_id, args.parent_id, expected, required)
     verdict, unknown = check_verdict(text, transcript, verification, facts, external)
     return {
@@ -254,11 +286,17 @@ def summarise(log: Path) -> list[str]:
     if found.bad:
         number, why = found.bad[0]
         raise DataError(f"{log}:{number}", None, f"not a verdict line of grid.py check: {why}")
+    unchecked = 0
     for n, row in found.lines:
+        if row.get("hook") and "verdict" not in row:
+            unchecked += 1  # a stop hook's line for a stop it let through unchecked (stop_hook_active)
+            continue
         if not isinstance(row.get("verdict"), dict):
             raise DataError(f"{log}:{n}", "verdict", "not a verdict line of grid.py check")
         rows.append(row["verdict"])
     out = [f"{len(rows)} check(s); {sum(1 for r in rows if not backed(r))} claim(s) not backed"]
+    if unchecked:
+        out[0] += f"; {unchecked} stop(s) let through unchecked (the agent already continued once for a stop hook)"
     for field in ("claim_vs_outcome", "claim_verdict"):
         counts = Counter(str(r.get(field)) for r in rows)
         out.append(f"{field}: " + ", ".join(f"{k} {v}" for k, v in counts.most_common()))
@@ -332,3 +370,11 @@ def add_parser(sub) -> None:
     cp.add_argument("--log", type=Path, help="append the verdict as one JSON line to this file")
     cp.add_argument("--report", type=Path, metavar="LOG", help="summarise a verdict log instead")
     cp.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    cp.add_argument(
+        "--hook",
+        choices=HOOK_PROTOCOLS,
+        default=None,
+        help="run as the agent's stop hook: read its hook input on stdin and answer in its protocol "
+        "(claimgrid.commands.stop_hook); with --log, --expectation (default: the repository's "
+        ".claimgrid/expectation.toml when it has one)",
+    )

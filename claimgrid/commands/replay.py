@@ -33,6 +33,7 @@ from claimgrid.execute.cells import Cell
 from claimgrid.execute.engine import execute
 from claimgrid.execute.spec import GridInputs, GridMeta, GridSpec, Replay, RunSettings, Selection
 from claimgrid.inputs.venvs import build_all, framework_versions
+from claimgrid.machinepaths import scrub_text
 from claimgrid.reference import registry
 from claimgrid.sandbox.guard import detect
 from claimgrid.store import RUNS_NAME, LedgerFolder, RunStore
@@ -227,7 +228,7 @@ def _meta(out: Path, src: RunStore, src_meta: GridMeta, inputs: GridInputs, plan
     meta.update(
         {
             "grid_id": out.name,
-            "command": "uv run grid.py " + " ".join(sys.argv[1:]),
+            "command": scrub_text("uv run grid.py " + " ".join(sys.argv[1:])),
             "started": now(),
             "finished": None,
             "wall_s": None,

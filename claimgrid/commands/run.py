@@ -29,6 +29,7 @@ from claimgrid.execute.spec import GridInputs, GridMeta, GridReport, GridSpec, R
 from claimgrid.execute.spending import note_unpriced, stop_line
 from claimgrid.inputs.tasks import ensure_task_envs
 from claimgrid.inputs.venvs import Builds, build_all, framework_versions
+from claimgrid.machinepaths import scrub_text
 from claimgrid.reference import registry
 from claimgrid.sandbox.guard import detect
 from claimgrid.store import RunStore
@@ -250,7 +251,8 @@ def _create(store: RunStore, spec: GridSpec, settings: RunSettings, inputs: Grid
     from claimgrid.ledger.facts import grid_facts  # the ledger's facts block, at the end of meta
 
     sel, keys = spec.selection, spec.meta()
-    command = "uv run grid.py " + " ".join(sys.argv[1:])
+    # as typed, with this machine's folders named by their role (a published ledger holds none)
+    command = scrub_text("uv run grid.py " + " ".join(sys.argv[1:]))
     meta = GridMeta(
         grid_id=store.folder.name,
         command=command,
