@@ -61,6 +61,16 @@ LEDGER_LINE_MAX_BYTES = 32 << 20
 LEDGER_MAX_DEPTH = 128
 # A run id is a folder name (runs/<id>/): the file-name limit of Linux file systems.
 RUN_ID_MAX_BYTES = 255
+# grid.py audit DIR: files it looks at before it stops with one line. A published job of a few
+# thousand trials holds tens of thousands of files; past this a folder is not one audit.
+MAX_AUDIT_FILES = 200_000
+# grid.py check --hook: the agent's hook input on stdin is a few hundred bytes plus its last
+# message (capped by the model's output); a megabyte is no hook input.
+MAX_HOOK_INPUT_BYTES = 1 << 20
+# A file name an export builds from ledger data (a model or framework name, claimgrid.store.inert.slug):
+# characters kept before the 10-hex hash suffix; two such parts and a time stamp stay far below
+# the 255-byte file-name limit.
+SLUG_MAX_CHARS = 64
 
 # ---- the harness tool layer (sent to the adapter in ctl["budgets"])
 # An adapter process's open files (RLIMIT_NOFILE, soft and hard, set by the harness runtime

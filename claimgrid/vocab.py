@@ -29,6 +29,15 @@ TOOL_CATEGORY = {
 # sends a ``tool_result`` with ``is_error`` so, whatever the dialect the agent spoke.
 TOOL_ERROR_PREFIX = "ERROR: "
 
+# ---------------------------------------------------------------- evidence sources
+# Where an event comes from (docs/CONTRACTS.md, "Evidence events"). The harness sources decide
+# an outcome; `agent` is recorded and compared, never trusted; `runtime` is observed inside the
+# agent process; `external` is a verdict another harness recorded (a Harbor reward, a SWE-bench
+# report, a CTRF or JUnit test report, an Inspect score: `grid.py check --outcome-from`),
+# trusted as that harness's verdict and ranked below claimgrid's own verifier.
+EVIDENCE_SOURCES = ("agent", "runtime", "gateway", "tools", "verifier", "process", "external")
+EXTERNAL_SOURCE = "external"
+
 # ---------------------------------------------------------------- roles and evidence
 Role = Literal["builder", "reviewer", "reporter"]
 ExpectedEvidence = Literal["none", "read_only", "artifact", "code"]

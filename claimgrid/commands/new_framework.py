@@ -119,12 +119,16 @@ def run(ctl: dict, tools: list, rec) -> str | None:
     and model calls attributed to the framework's agent name, the model name from the
     response: ``kit.probe.served()``, usage via ``kit.usage``, arguments via
     ``kit.tool_args``); return the agent's final text. Never catch an exception to turn
-    it into a result.
+    it into a result. A framework that builds a tool's schema from a function's signature:
+    ``kit.tool_function(tool, before)``.
     """
     limit = kit.turn_limit(ctl)  # pass it to the framework's own turn limit, named here:
     kit.start_run(rec, ctl, limit, "model calls (max_turns)", "framework")
     agent = ctl["agent_name"]  # or the name the framework attributes the final answer to
-    with kit.recording_errors(rec, agent):  # drop it where the framework reports its own errors
+    # A failure the framework also reports (an event, a callback): `... as errors:` and
+    # errors.report(error, kind); the same failure raised out of the block is then not
+    # recorded again (each failure once).
+    with kit.recording_errors(rec, agent):
         text: str | None = None
         raise NotImplementedError("fill in run() in frameworks/{name}/adapter.py: build and run the agent")
     return kit.final_message(rec, agent, text)

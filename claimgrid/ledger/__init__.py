@@ -22,6 +22,7 @@ from pathlib import Path
 from claimgrid.anybytes import safe_text
 from claimgrid.ledger.load import Ledger, load_ledger
 from claimgrid.ledger.stats import format_rate, wilson
+from claimgrid.store.inert import remove_file, write_file
 
 __all__ = ["render_ledger", "headline_table", "terminal_summary", "wilson", "format_rate", "load"]
 
@@ -64,10 +65,10 @@ def render_ledger(ledger_dir: Path, summary: list[str] | None = None) -> Path:
     heatmap_path = ledger_dir / HEATMAP
     # An older claimgrid drew the picture as heatmap.png: a re-render leaves no stale picture of
     # other code beside this one (derived files are never sealed: docs/CONTRACTS.md).
-    (ledger_dir / "heatmap.png").unlink(missing_ok=True)
+    remove_file(ledger_dir / "heatmap.png")
     if write_heatmap(report, heatmap_path) is None:
         report.heatmap_name = None
-        heatmap_path.unlink(missing_ok=True)
+        remove_file(heatmap_path)
     write_frame(ledger, {r["run_id"]: r[treatment().name] for r in report.rows}, ledger_dir / PARQUET_NAME)
     out = ledger_dir / "LEDGER.md"
     # Write-then-rename: a reader (or a crash) never sees half a ledger.
@@ -76,11 +77,10 @@ def render_ledger(ledger_dir: Path, summary: list[str] | None = None) -> Path:
         ("ledger.html", render_html(report, pages)),
         ("LEDGER.md", ledger_md(report)),
     ):
-        tmp = ledger_dir / f".{name}.tmp"
         # Agent text may hold lone surrogates (kept losslessly in the evidence): a page
-        # shows each as visible \udXXX text instead of failing to encode.
-        tmp.write_text(safe_text(text), encoding="utf-8")
-        tmp.replace(ledger_dir / name)
+        # shows each as visible \udXXX text instead of failing to encode. Each file through a
+        # new temporary (claimgrid.store.inert): a symlink planted at the name is refused.
+        write_file(ledger_dir / name, safe_text(text))
     if summary is not None:  # the end-of-grid summary, from the same tables (no second load)
         summary += terminal_lines(report, ledger_dir)
     return out

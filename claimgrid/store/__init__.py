@@ -10,6 +10,8 @@
   line or ``meta.json`` is read at this code's version in memory, a newer one is refused;
 * ``reader`` - :class:`LedgerFolder`, how every other module reads a ledger folder: typed
   records (last wins per run id), a run's typed events, ``meta.json``.
+* ``inert`` - how every command writes in or beside a ledger folder (its shape checked, each
+  file through a new temporary, slugs for names from ledger data, quarantine, all or nothing);
 """
 
 from __future__ import annotations

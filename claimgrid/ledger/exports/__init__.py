@@ -62,9 +62,11 @@ def export_ledger(folder: Path, out: Path, fmt: str, endpoint: str | None = None
     if not (folder / RUNS_NAME).is_file():
         raise DataError(folder, None, f"not a ledger folder (no {RUNS_NAME})")
     meta = LedgerFolder(folder).meta() if meta_path.is_file() else {}  # the store's bounded parser and upgrades
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+    if out.is_symlink() or (out.exists() and (not out.is_dir() or any(out.iterdir()))):
         raise ClaimgridError(f"--out: {out} already exists and is not an empty folder")
     out.parent.mkdir(parents=True, exist_ok=True)
+    # The files are made in a new private folder (mkdtemp: 0700, no name planted in it) and
+    # the folder renamed into place; their names are slugs of ledger data (claimgrid.store.inert).
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         written = FORMATS[fmt](folder, tmp, meta if isinstance(meta, dict) else {}, endpoint=endpoint)

@@ -28,10 +28,12 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 
+from claimgrid.anybytes import utf8
 from claimgrid.errors import ClaimgridError
 from claimgrid.ledger.exports._runs import RunView, runs
 from claimgrid.ledger.load import evidence_dir, stored
 from claimgrid.ledger.rules import explain
+from claimgrid.store.inert import write_file
 
 TRACES_FILE = "traces.otlp.json"
 PROVIDER = "claimgrid"
@@ -208,7 +210,7 @@ def export_otel(folder: Path, out: Path, meta: dict, endpoint: str | None = None
     path = out / TRACES_FILE
     # compact: the C encoder (an indent would run the pure-Python one, ~10x slower here)
     text = json.dumps(doc, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    path.write_text(text + "\n", encoding="utf-8", errors="surrogateescape")
+    write_file(path, utf8(text + "\n"))
     if endpoint:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from claimgrid.ledger.report import Report, cell
 from claimgrid.ledger.sections.appendix import appendix
+from claimgrid.ledger.sections.audit_screen import audit_first_screen
 from claimgrid.ledger.sections.calibration import calibration
 from claimgrid.ledger.sections.design import design
 from claimgrid.ledger.sections.detection import detector_section
@@ -43,6 +44,8 @@ def ledger_md(report: Report) -> str:
         )
     parts = [
         title,
+        # An audit of runs made elsewhere (grid.py audit) opens with its own first screen.
+        *([audit_first_screen(report)] if report.meta.get("audit") else []),
         summary(report),
         design(report),
         headline(report),

@@ -34,9 +34,7 @@ def appendix(report: Report) -> str:
 def parity_md(report: Report) -> str:
     """Every parity group with all its facts; facts bound to a framework / task / swap
     condition are listed per value of that dimension."""
-    from claimgrid.ledger.parity import Parity
-
-    parity = Parity(report.L.runs, report.L.parity_facts)
+    parity = report.parity
     groups = parity.groups()
     out = [
         "### Parity groups\n",

@@ -177,7 +177,7 @@ def test_a_field_reclassify_cannot_recompute_is_named_and_kept(standalone, tmp_p
         r["facts"].pop("required_command", None)
         r["classification"]["claim_verdict"] = "consistent"  # what an older classifier said: kept
     (folder / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
-    proc = run("reclassify", str(folder))
+    proc = run("reclassify", str(folder), "--allow-unsealed")
     assert proc.returncode == 0, proc.stderr
     assert "meta.json records no classification tables" in proc.stdout
     assert proc.stdout.count("kept: claim_verdict") == len(recs)

@@ -336,6 +336,9 @@ def test_reclassify_of_an_older_ledger_renders_the_new_structure(grid, tmp_path)
         (folder / r["evidence_dir"] / "RUN.md").unlink()
     proc = subprocess.run([sys.executable, str(ROOT / "grid.py"), "reclassify", str(folder)], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "not sealed" in proc.stderr, proc.stderr  # a reader refuses a downgrade
+    proc = subprocess.run([sys.executable, str(ROOT / "grid.py"), "reclassify", str(folder), "--allow-unsealed"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     md = (folder / "LEDGER.md").read_text()
     assert all(f"## {s}" in md for s in SECTIONS)
