@@ -186,19 +186,45 @@ def test_reclassify_reads_the_published_ledger_as_before(tmp_path):
 # ---------------------------------------------------------------- what grid.py says
 
 
-def _newer_ledger(folder, key, where: str) -> None:
-    """A ledger as a newer claimgrid would seal it: its meta.json or its record line one
-    format version ahead, the seal valid (the refusal is the version's, not the seal's)."""
+def _sealed_ledger(folder, key, meta_version, line_version) -> None:
+    """A one-run ledger as the claimgrid of each version seals it: ``format_version`` of its
+    meta.json and of its record line (None: absent, version 1); the seal valid, so what a
+    reader does is the version's doing, not the seal's."""
     store = RunStore(folder, key)
     store.create({"grid_id": "g", "plan": ["r1"]})
     store.write_evidence("r1", {"events.jsonl": [{"source": "process", "kind": "exit", "exit_code": 0}]})
-    line = _record("r1")
-    store.append({**line, "format_version": FORMAT_VERSION + 1} if where == "line" else line)
-    if where == "meta":
-        meta = {
-            k: v for k, v in json.loads((folder / "meta.json").read_text()).items() if k not in ("seal", META_MEMBER)
-        }
-        (folder / "meta.json").write_text(seal_meta_text({**meta, "format_version": FORMAT_VERSION + 1}, key, ["r1"]))
+    line = {k: v for k, v in _record("r1").items() if k != "format_version"}
+    store.append(line if line_version is None else {"format_version": line_version, **line})  # a dict: as given
+    meta = json.loads((folder / "meta.json").read_text())
+    meta = {k: v for k, v in meta.items() if k not in ("seal", META_MEMBER, "format_version")}
+    if meta_version is not None:
+        meta = {"format_version": meta_version, **meta}
+    (folder / "meta.json").write_text(seal_meta_text(meta, key, ["r1"]))
+    store.release()
+    assert verify_seal(folder).problems == []
+
+
+def _newer_ledger(folder, key, where: str) -> None:
+    """A ledger as a newer claimgrid would seal it: its meta.json or its record line one
+    format version ahead."""
+    newer = FORMAT_VERSION + 1
+    _sealed_ledger(
+        folder, key, newer if where == "meta" else FORMAT_VERSION, newer if where == "line" else FORMAT_VERSION
+    )
+
+
+def test_grid_py_reads_a_sealed_version_1_ledger_and_a_writer_writes_it_at_the_current_version(tmp_path, capsys):
+    from claimgrid.commands import cli
+
+    folder, key_file = tmp_path / "g", tmp_path / "keys" / "publisher.pem"
+    _sealed_ledger(folder, load_key(key_file), None, None)
+    before = _sha(folder)
+    assert cli.main(["report", str(folder)]) == 0, capsys.readouterr().err
+    assert _sha(folder) == before and (folder / "LEDGER.md").is_file()  # read in memory, never rewritten
+    assert cli.main(["reclassify", str(folder), "--key", str(key_file)]) == 0, capsys.readouterr().err
+    written = [json.loads((folder / "meta.json").read_text()), json.loads((folder / "runs.jsonl").read_text())]
+    assert [item["format_version"] for item in written] == [FORMAT_VERSION, FORMAT_VERSION]
+    assert verify_seal(folder).problems == []
 
 
 @pytest.mark.parametrize("command", ["report", "reclassify"])
