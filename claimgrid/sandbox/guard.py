@@ -16,6 +16,9 @@ into a ``bwrap`` command line whose process sees
 * ``git`` that reads no host configuration (``GIT_CONFIG_NOSYSTEM``; the global file is
   ``$HOME/.gitconfig``, the harness's when it wrote one) and trusts ``/workspace``
   (``safe.directory`` in the protected, environment-given scope),
+* no kernel key API (``add_key``, ``request_key``, ``keyctl`` denied by a seccomp filter:
+  :mod:`claimgrid.sandbox.keyfilter`; the key rings are per uid and a run's uid is leased
+  again by later runs),
 * an unprivileged uid with no capabilities and resource limits (file size, address
   space, processes, open files, CPU seconds), with ``--die-with-parent``; with a
   :class:`claimgrid.sandbox.slots.Box`, the run's own uid and cgroup (process, pid and
@@ -50,6 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from claimgrid.errors import ClaimgridError
+from claimgrid.sandbox import keyfilter
 from claimgrid.sandbox.slots import NOBODY, Box, Boxes
 
 SANDBOX_WORKSPACE = "/workspace"
@@ -66,6 +70,16 @@ SANDBOX_GIT_ENV = {
 }
 # What the harness puts in a run's own HOME: an identity, so commit and stash work.
 GITCONFIG = "[user]\n\tname = agent\n\temail = agent@sandbox.invalid\n"
+
+
+# The seccomp program every sandbox gets (claimgrid.sandbox.keyfilter): no kernel key is created,
+# found or read inside, so the rings of a leased uid carry nothing from one run to the next.
+_KEY_FILTER = keyfilter.program()
+_KEYS_FACT = (
+    "add_key, request_key and keyctl denied (EPERM, seccomp); /proc/keys and /proc/key-users empty"
+    if _KEY_FILTER is not None
+    else f"not filtered: no seccomp table for machine {platform.machine()!r} (claimgrid.sandbox.keyfilter)"
+)
 
 
 @dataclass(frozen=True)
@@ -151,6 +165,7 @@ class Guard:
             if self.as_root
             else "invoking user (user namespace)",
             "network": "none (empty network namespace)",
+            "kernel_keys": _KEYS_FACT,
             "limits": vars(self.limits),
             # venvs.toml kind = "cli" (claimgrid.launch.confine.agent_sandbox): unguarded, such an
             # agent runs as the adapter's child, under its own sandbox if it has one.
@@ -191,6 +206,7 @@ class Guard:
         box = per_run.box
         args = [
             *(box.join_argv() if box is not None else []),
+            *(keyfilter.argv_prefix(_KEY_FILTER) if _KEY_FILTER is not None else []),
             self.bwrap,
             "--unshare-pid",
             "--unshare-net",
@@ -243,6 +259,9 @@ def _system_mounts(tmp) -> list[str]:
                 args += ["--perms", "0755", "--dir", parent]
             args += ["--ro-bind", etc, etc]
     args += ["--proc", "/proc", "--dev", "/dev"]
+    for masked in keyfilter.MASKED_PROC:  # which keys exist and whose: seen empty (keyfilter)
+        if _KEY_FILTER is not None and os.path.exists(masked):
+            args += ["--dev-bind", "/dev/null", masked]  # a device: a plain bind would be nodev
     if tmp is not None:
         args += ["--bind", str(tmp), "/tmp"]
     else:
