@@ -127,6 +127,10 @@ class PerRun:
     coding agent's, with its run token, which then stays off every command line).
     ``limits``: these instead of the guard's own. The three are what a whole coding agent's
     sandbox adds (claimgrid.launch.confine.agent_sandbox).
+    ``fixed_uid``: the uid the command sees, whatever uid it really runs as (root harness only:
+    two nested user namespaces map it to the run's uid; from the inner one the outer map is
+    not visible): what a verifier test run gets, so its result cannot depend on the uid the
+    run leased (claimgrid.sandbox.sameview). None: the real uid.
     """
 
     box: Box | None = None
@@ -136,6 +140,7 @@ class PerRun:
     binds: Sequence[tuple[str, str, bool]] = ()
     keep_env: bool = False
     limits: Limits | None = None
+    fixed_uid: int | None = None
 
 
 @dataclass(frozen=True)
@@ -236,6 +241,11 @@ class Guard:
                 "--bounding-set=-all",
                 "--",
             ]
+            if per_run.fixed_uid is not None:
+                unshare = shutil.which("unshare") or "/usr/bin/unshare"
+                fixed = per_run.fixed_uid
+                inner += [unshare, "--user", f"--map-user={fixed}", f"--map-group={fixed}", "--"]
+                inner += [unshare, "--user", "--map-current-user", "--"]
         if per_run.started_fd is not None:
             # The first thing that runs as the sandbox user: a byte says the set-up is done.
             # bash, not sh: dash takes single-digit descriptors only.

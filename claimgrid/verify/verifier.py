@@ -55,6 +55,7 @@ from claimgrid.classify import evidence
 from claimgrid.globs import matches
 from claimgrid.inputs.tasks import GIT_ENV, Check, Task
 from claimgrid.sandbox.guard import Guard, PerRun, detect, python_roots
+from claimgrid.sandbox.sameview import TEST_UID, fixed_uid_works, fixed_view, seen_by_test_run
 from claimgrid.sandbox.slots import NOBODY, Box
 from claimgrid.store.events import Event, Events, GatewayExchange, ToolCall, parse_as
 from claimgrid.verify import tamper
@@ -643,15 +644,27 @@ class _TestRun:
         _lay(upper, layer, self.uid if guard.as_root else None)
         interpreters = python_roots(python) if python else []
         self.ready_r, self.ready_w = os.pipe()
+        # Root: the sandbox is built on fixed folders bound (in a private mount namespace) to the
+        # workspace and scratch, so every test run reads the same overlay paths in
+        # /proc/self/mountinfo (claimgrid.sandbox.sameview; the verify cache relies on it).
+        view = fixed_view() if guard.as_root else None
+        seen_ws, seen_scratch = (view.workspace, view.scratch) if view else (str(self.workspace), scratch)
         argv = guard.wrap(
             self.argv_cmd,
-            workspace=self.workspace,
+            workspace=seen_ws,
             interpreters=interpreters,
             python=python,
-            overlay=(upper, work),
+            overlay=(os.path.join(seen_scratch, "upper"), os.path.join(seen_scratch, "work")),
             env=self.env,
-            per_run=PerRun(box=self.placement.box, started_fd=self.ready_w, hide=hidden),
+            per_run=PerRun(
+                box=self.placement.box,
+                started_fd=self.ready_w,
+                hide=hidden,
+                fixed_uid=TEST_UID if guard.as_root and fixed_uid_works(guard) else None,
+            ),
         )
+        if view is not None:
+            argv = view.argv(str(self.workspace), scratch, argv)
         return argv, scratch, {"PATH": "/usr/bin:/bin"}
 
     def copied_view(self, layer: dict[str, bytes]) -> tuple[list[str], str, dict]:
@@ -1082,7 +1095,10 @@ def _test_run(
         return {**compute(), "cache": "opted out", "cached": False}
     sandbox_uid = options.box.uid if options.box is not None else None
     extras = workspace_extras(run.workspace, view["seen"], sandbox_uid) if view and view.get("tree") else None
-    if extras is None:
+    # The uid and paths the test run sees (claimgrid.sandbox.sameview): in the key, and the
+    # same in every run where the harness can make them so.
+    seen = seen_by_test_run(guard, options.box)
+    if extras is None or seen is None:
         return {**compute(), "cache": "not cacheable", "cached": False}
     assert view is not None  # extras come from the view
     layer, _ = tamper.restored_layer(run.template, files, task.test_globs, task.hidden_tests)
@@ -1093,6 +1109,7 @@ def _test_run(
         # the agent's changed files are the provenance the bootstrap checks (claimgrid.verify.childboot)
         "agent_code": sorted(str(f["path"]) for f in files if not matches(f["path"], task.test_globs)),
         "impossible": task.spec.expectation.impossible,
+        "seen": seen,
     }
     key = cache_key(
         command=command,
