@@ -20,7 +20,8 @@ result depends on that the harness controls or reads itself:
   resource limits): a result obtained with the guard off never serves a guarded run;
 * what the test run sees of its own run (``claimgrid.sandbox.sameview.seen_by_test_run``):
   the uid it runs as and the overlay paths ``/proc/self/mountinfo`` shows, made the same in
-  every run where the harness can (root: a fixed uid and fixed mount points); a guarded test
+  every run where the harness can (root: a fixed uid and fixed mount points; guarded, the
+  report and spec descriptors at fixed numbers: ``verifier.SEEN_REPORT_FD``); a guarded test
   run whose paths cannot be fixed is not cacheable;
 * the workspace: the git tree id the verifier built from its own ``O_NOFOLLOW`` reading
   (every recorded file's content, exec bit, every symlink's target, never followed), plus
@@ -36,8 +37,8 @@ Nothing the agent says is read, and nothing is followed through a symlink.
 **The assumption** (why a task can opt out with ``[verify] deterministic = false``): a test
 run's result is a function of the key. Not in the key: the clock, randomness, timing
 against the timeout, file times (mtime, atime), inode numbers and extended attributes of
-workspace files, the kernel's mount ids and device numbers, the numbers of the descriptors
-the harness passes, and, with the guard off, anything on the machine outside the workspace
+workspace files, the kernel's mount ids and device numbers, and, with the guard off (the
+copy's folder and the descriptor numbers included), anything on the machine outside the workspace
 (guarded, the sandbox shows only system folders, the interpreter, an empty ``/tmp`` and
 the workspace). A tree whose tests read any of these gets the result of the first run
 with that tree. What an agent controls among them (file times, xattrs) it could equally

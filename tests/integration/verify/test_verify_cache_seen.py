@@ -18,17 +18,20 @@ import pytest
 from claimgrid.sandbox.guard import detect
 from claimgrid.sandbox.sameview import TEST_UID, fixed_uid_works, fixed_view, seen_by_test_run
 from claimgrid.verify.cache import VerifyCache
-from claimgrid.verify.verifier import FinishedRun, VerifyOptions, verify
+from claimgrid.verify.verifier import SEEN_REPORT_FD, FinishedRun, VerifyOptions, verify
 
 GUARD = detect("auto")
 
-# A "fix" correct only when a hash of the uid and the workspace mount's line (its fs type,
-# source and options: lowerdir, upperdir, workdir) is even; it prints what it saw.
+# A "fix" correct only when a hash of the uid, the open descriptors' numbers, the end of the
+# command line and the workspace mount's line (its fs type, source and options: lowerdir,
+# upperdir, workdir) is even; it prints what it saw.
 DEPENDENT = """import hashlib, os, sys
 
 _line = [l for l in open("/proc/self/mountinfo") if " /workspace " in l][0].split(" - ", 1)[1].strip()
-SEEN = f"uid={os.getuid()} mount={_line}"
-print(f"SEEN[{SEEN}]", file=sys.stderr)
+_fds = sorted(int(n) for n in os.listdir("/proc/self/fd"))
+_argv = hashlib.sha256(open("/proc/self/cmdline", "rb").read()).hexdigest()[:16]
+SEEN = f"uid={os.getuid()} fds={_fds} cmdline={_argv} mount={_line}"
+print(f"SEEN<<{SEEN}>>", file=sys.stderr)
 _EVEN = int(hashlib.sha256(SEEN.encode()).hexdigest(), 16) % 2 == 0
 
 
@@ -38,7 +41,7 @@ def add(a, b):
 
 
 def _seen(event: dict) -> set[str]:
-    return set(re.findall(r"SEEN\[(.*?)\]", event.get("output_tail") or ""))
+    return set(re.findall(r"SEEN<<(.*?)>>", event.get("output_tail") or ""))
 
 
 @pytest.mark.skipif(not (GUARD.enabled and GUARD.as_root), reason="per-run uids and fixed paths need a root harness")
@@ -76,6 +79,7 @@ def test_a_uid_and_path_dependent_fix_gets_one_outcome_with_and_without_the_cach
     uid = TEST_UID if fixed_uid_works(GUARD) else None
     if uid is not None:
         assert line.startswith(f"uid={uid} ")
+    assert f"fds=[0, 1, 2, 3, {SEEN_REPORT_FD}]" in line  # the report at its fixed number; nothing else
     view = fixed_view()
     assert view is not None and f"lowerdir=/oldroot{view.workspace}," in line and str(ws) not in line
     assert f"upperdir=/oldroot{view.scratch}/upper" in line
