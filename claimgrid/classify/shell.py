@@ -322,6 +322,23 @@ def _redirect_targets(words: list[str]) -> tuple[list[str], list[tuple[str, str]
     return rest, targets
 
 
+@dataclass
+class _Walk:
+    """What the simple commands of one command line have read and changed so far."""
+
+    command: str  # the whole line: patch paths are read from it
+    reads: list[FileRead] = field(default_factory=list)
+    pipe: list[FileRead] = field(default_factory=list)  # what the command before ``|`` printed
+    edits: list[str] = field(default_factory=list)
+    writes: list[str] = field(default_factory=list)
+    programs: list[str] = field(default_factory=list)
+    all_read: bool = True
+
+    def changed(self, paths: list[str], *, edit: bool = True) -> None:
+        (self.edits if edit else self.writes).extend(paths)
+        self.all_read = False
+
+
 def shell_effects(command: str) -> ShellEffects:
     """What ``command`` (one shell command line) reads and changes (module docstring)."""
     if not isinstance(command, str) or not command.strip():
@@ -337,18 +354,13 @@ def shell_effects(command: str) -> ShellEffects:
     simple = _split(head)
     if simple is None:
         return ShellEffects(parsed=False)
-    reads: list[FileRead] = []
-    pipe: list[FileRead] = []
-    edits: list[str] = []
-    writes: list[str] = []
-    programs: list[str] = []
-    all_read = True
+    walk = _Walk(command)
     previous_sep = ""
     for words, sep in simple:
         words, redirects = _redirect_targets(words)
         for op, target in redirects:
             if ">" in op and not target.startswith("/dev/") and not target.startswith("&"):
-                (edits if ">>" in op else writes).append(target)
+                (walk.edits if ">>" in op else walk.writes).append(target)
         while words and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0]):  # VAR=value prefixes
             words = words[1:]
         if words and words[0] in ("sudo", "command", "time", "nohup", "env"):
@@ -360,115 +372,118 @@ def shell_effects(command: str) -> ShellEffects:
             inner = shell_effects(args[1])  # Codex's argv ["bash", "-lc", "..."]: the command it runs
             if not inner.parsed:
                 return inner
-            reads += inner.reads
-            edits += [c for c in inner.changes if inner.category == "edit"]
-            writes += [c for c in inner.changes if inner.category != "edit"]
-            programs += inner.commands
-            all_read = all_read and inner.category == "read"
+            walk.reads += inner.reads
+            walk.edits += [c for c in inner.changes if inner.category == "edit"]
+            walk.writes += [c for c in inner.changes if inner.category != "edit"]
+            walk.programs += inner.commands
+            walk.all_read = walk.all_read and inner.category == "read"
             previous_sep = sep
             continue
-        programs.append(prog)
+        walk.programs.append(prog)
         piped = previous_sep in ("|", "|&")
-        now: list[FileRead] = []
-        if prog in ("cat", "nl", "less", "more", "bat", "batcat"):
-            valued = {"-b", "-v", "-w", "-s", "-i", "-n", "-l", "-d"} if prog == "nl" else set()
-            now = [FileRead(p) for p in _files(args, valued)]
-        elif prog == "head":
-            n, files = _head(args)
-            if piped:
-                pipe = _narrow(pipe, (1, n) if n > 0 else None)
-            now = [FileRead(p, 1, n, partial=n < 0) for p in files]
-        elif prog == "tail":
-            first, files = _tail(args)
-            if piped:
-                pipe = _narrow(pipe, (first, None) if first else None)
-            now = [FileRead(p, first) if first else FileRead(p, partial=True) for p in files]
-        elif prog == "sed":
-            in_place, span, files = _sed(args)
-            if in_place:
-                edits += files
-                all_read = False
-            elif piped and not files:
-                pipe = _narrow(pipe, span)
-            else:
-                now = [FileRead(p, span[0], span[1]) if span else FileRead(p, partial=True) for p in files]
-        elif prog in ("awk", "gawk", "mawk"):
-            span, files = _awk(args)
-            if piped and not files:
-                pipe = _narrow(pipe, span)
-            else:
-                now = [FileRead(p, span[0], span[1]) if span else FileRead(p, partial=True) for p in files]
-        elif prog in ("grep", "egrep", "fgrep", "rg"):
-            ops = _files(args, {"-e", "-f", "-m", "-A", "-B", "-C", "--include", "--exclude", "-g", "-t"})
-            pattern, files = (ops[0], ops[1:]) if ops and "-e" not in args else ("", ops)
-            everything = pattern in ("", ".", "^", "$") and "-v" not in args and "-c" not in args
-            if piped and not files:
-                pipe = _narrow(pipe, (1, None) if everything else None)
-            now = [FileRead(p, partial=not everything or p.endswith("/")) for p in files]
-        elif prog == "git" and args:
-            sub, rest = args[0], args[1:]
-            if sub == "show":
-                for w in _files(rest):
-                    if ":" in w:
-                        now.append(FileRead(w.split(":", 1)[1]))
-                if "--" in rest:
-                    now += [FileRead(p, partial=True) for p in rest[rest.index("--") + 1 :]]
-            elif sub == "diff":
-                paths = (
-                    rest[rest.index("--") + 1 :] if "--" in rest else [p for p in _files(rest) if "/" in p or "." in p]
-                )
-                now = [FileRead(p, partial=True) for p in paths if ".." not in p]
-            elif sub in ("checkout", "restore"):
-                paths = (
-                    rest[rest.index("--") + 1 :] if "--" in rest else _files(rest, {"-b", "-B", "--source", "-s"})[1:]
-                )
-                if sub == "restore":
-                    paths = _files(rest, {"--source", "-s"})
-                edits += paths or ["?"]
-                all_read = False
-            elif sub in ("apply", "am"):
-                edits += _patch_paths(command) or ["?"]
-                all_read = False
-            elif sub in ("rm", "mv"):
-                edits += _files(rest) or ["?"]
-                all_read = False
-            elif sub not in _GIT_READ_ONLY:
-                all_read = False
-        elif prog in ("patch", "apply_patch", "applypatch"):
-            edits += _patch_paths(command) or ["?"]
-            all_read = False
-        elif prog == "rm":
-            edits += _files(args)
-            all_read = False
-        elif prog == "mv":
-            edits += _files(args, {"-t", "-S"})
-            all_read = False
-        elif prog in ("cp", "touch", "truncate", "install"):
-            ops = _files(args, {"-t", "-S", "-s", "--size", "-m"})
-            writes += ops[-1:] if prog in ("cp", "install") else ops
-            all_read = False
-        elif prog == "tee":
-            (edits if "-a" in args else writes).extend(_files(args))
-        elif prog not in _READ_ONLY:
-            all_read = False
+        now = _program(walk, prog, args, piped)
         if piped:
-            reads += pipe
-            pipe = []
-        pipe = now if sep in ("|", "|&") else []
+            walk.reads += walk.pipe
+            walk.pipe = []
+        walk.pipe = now if sep in ("|", "|&") else []
         if sep not in ("|", "|&"):
-            reads += now
+            walk.reads += now
         previous_sep = sep
-    reads += pipe
-    changes = tuple(dict.fromkeys(edits + writes))
-    if edits:
+    walk.reads += walk.pipe
+    changes = tuple(dict.fromkeys(walk.edits + walk.writes))
+    if walk.edits:
         category = "edit"
-    elif writes:
+    elif walk.writes:
         category = "write"
-    elif all_read:
+    elif walk.all_read:
         category = "read"
     else:
         category = "bash"
-    return ShellEffects(category, tuple(dict.fromkeys(reads)), changes, True, tuple(programs))
+    return ShellEffects(category, tuple(dict.fromkeys(walk.reads)), changes, True, tuple(walk.programs))
+
+
+def _program(walk: _Walk, prog: str, args: list[str], piped: bool) -> list[FileRead]:
+    """One simple command: the files it prints (returned), its changes and reads of the pipe
+    recorded on ``walk``."""
+    if prog in ("cat", "nl", "less", "more", "bat", "batcat"):
+        valued = {"-b", "-v", "-w", "-s", "-i", "-n", "-l", "-d"} if prog == "nl" else set()
+        return [FileRead(p) for p in _files(args, valued)]
+    if prog == "head":
+        n, files = _head(args)
+        if piped:
+            walk.pipe = _narrow(walk.pipe, (1, n) if n > 0 else None)
+        return [FileRead(p, 1, n, partial=n < 0) for p in files]
+    if prog == "tail":
+        first, files = _tail(args)
+        if piped:
+            walk.pipe = _narrow(walk.pipe, (first, None) if first else None)
+        return [FileRead(p, first) if first else FileRead(p, partial=True) for p in files]
+    if prog in ("sed", "awk", "gawk", "mawk"):
+        if prog == "sed":
+            in_place, span, files = _sed(args)
+            if in_place:
+                walk.changed(files)
+                return []
+        else:
+            span, files = _awk(args)
+        if piped and not files:
+            walk.pipe = _narrow(walk.pipe, span)
+            return []
+        return [FileRead(p, span[0], span[1]) if span else FileRead(p, partial=True) for p in files]
+    if prog in ("grep", "egrep", "fgrep", "rg"):
+        ops = _files(args, {"-e", "-f", "-m", "-A", "-B", "-C", "--include", "--exclude", "-g", "-t"})
+        pattern, files = (ops[0], ops[1:]) if ops and "-e" not in args else ("", ops)
+        everything = pattern in ("", ".", "^", "$") and "-v" not in args and "-c" not in args
+        if piped and not files:
+            walk.pipe = _narrow(walk.pipe, (1, None) if everything else None)
+        return [FileRead(p, partial=not everything or p.endswith("/")) for p in files]
+    if prog == "git" and args:
+        return _git(walk, args[0], args[1:])
+    _changer(walk, prog, args)
+    return []
+
+
+def _git(walk: _Walk, sub: str, rest: list[str]) -> list[FileRead]:
+    """``git SUB REST``: what it prints of the files (show, diff) or what it changes."""
+    now: list[FileRead] = []
+    if sub == "show":
+        for w in _files(rest):
+            if ":" in w:
+                now.append(FileRead(w.split(":", 1)[1]))
+        if "--" in rest:
+            now += [FileRead(p, partial=True) for p in rest[rest.index("--") + 1 :]]
+    elif sub == "diff":
+        paths = rest[rest.index("--") + 1 :] if "--" in rest else [p for p in _files(rest) if "/" in p or "." in p]
+        now = [FileRead(p, partial=True) for p in paths if ".." not in p]
+    elif sub in ("checkout", "restore"):
+        paths = rest[rest.index("--") + 1 :] if "--" in rest else _files(rest, {"-b", "-B", "--source", "-s"})[1:]
+        if sub == "restore":
+            paths = _files(rest, {"--source", "-s"})
+        walk.changed(paths or ["?"])
+    elif sub in ("apply", "am"):
+        walk.changed(_patch_paths(walk.command) or ["?"])
+    elif sub in ("rm", "mv"):
+        walk.changed(_files(rest) or ["?"])
+    elif sub not in _GIT_READ_ONLY:
+        walk.all_read = False
+    return now
+
+
+def _changer(walk: _Walk, prog: str, args: list[str]) -> None:
+    """A program that is not a reader: what it changes, or that it is not read-only."""
+    if prog in ("patch", "apply_patch", "applypatch"):
+        walk.changed(_patch_paths(walk.command) or ["?"])
+    elif prog == "rm":
+        walk.changed(_files(args))
+    elif prog == "mv":
+        walk.changed(_files(args, {"-t", "-S"}))
+    elif prog in ("cp", "touch", "truncate", "install"):
+        ops = _files(args, {"-t", "-S", "-s", "--size", "-m"})
+        walk.changed(ops[-1:] if prog in ("cp", "install") else ops, edit=False)
+    elif prog == "tee":
+        (walk.edits if "-a" in args else walk.writes).extend(_files(args))
+    elif prog not in _READ_ONLY:
+        walk.all_read = False
 
 
 def _patch_paths(text: str) -> list[str]:
