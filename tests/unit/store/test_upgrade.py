@@ -245,3 +245,16 @@ def test_grid_py_refuses_a_newer_ledger_in_one_line_exit_2_nothing_written(tmp_p
         f"claimgrid reads (format version {FORMAT_VERSION}); read it with the claimgrid that wrote it"
     )
     assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file() and p.name != ".lock"} == files
+
+
+def test_a_resume_of_a_newer_ledger_is_refused_before_anything_is_written(tmp_path, capsys):
+    from claimgrid.commands import cli
+
+    folder, key_file = tmp_path / "g", tmp_path / "keys" / "publisher.pem"
+    _newer_ledger(folder, load_key(key_file), "meta")
+    files = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file() and p.name != ".lock"}
+    assert cli.main(["run", "--resume", str(folder), "--key", str(key_file), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"grid.py: error: {folder / 'meta.json'}: field 'format_version': version ")
+    assert "\n" not in err
+    assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file() and p.name != ".lock"} == files
