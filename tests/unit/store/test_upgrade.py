@@ -227,7 +227,7 @@ def test_grid_py_reads_a_sealed_version_1_ledger_and_a_writer_writes_it_at_the_c
     assert verify_seal(folder).problems == []
 
 
-@pytest.mark.parametrize("command", ["report", "reclassify"])
+@pytest.mark.parametrize("command", ["report", "reclassify", "export", "compare"])
 @pytest.mark.parametrize("where", ["meta", "line"])
 def test_grid_py_refuses_a_newer_ledger_in_one_line_exit_2_nothing_written(tmp_path, capsys, command, where):
     from claimgrid.commands import cli
@@ -236,8 +236,13 @@ def test_grid_py_refuses_a_newer_ledger_in_one_line_exit_2_nothing_written(tmp_p
     _newer_ledger(folder, load_key(key_file), where)
     assert verify_seal(folder).problems == []
     files = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file() and p.name != ".lock"}
-    argv = [command, str(folder)] + (["--key", str(key_file)] if command == "reclassify" else [])
-    assert cli.main(argv) == 2
+    more = {
+        "reclassify": ["--key", str(key_file)],
+        "export": ["--format", "otel", "--out", str(tmp_path / "out")],
+        "compare": [str(folder), "--out", str(tmp_path / "out")],
+    }
+    assert cli.main([command, str(folder), *more.get(command, [])]) == 2
+    assert not (tmp_path / "out").exists()
     err = capsys.readouterr().err.strip()
     where_text = f"{folder / 'meta.json'}" if where == "meta" else f"{folder / 'runs.jsonl'}:1"
     assert err == (
