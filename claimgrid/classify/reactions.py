@@ -28,8 +28,8 @@ from __future__ import annotations
 import json
 
 from claimgrid.reference import registry, shapes, tool_faults
-from claimgrid.reference.probe_kinds import ShapeKind, ToolFaultKind
 from claimgrid.store.events import Events, GatewayExchange, ProcessExit, ToolCall, of_kind, parse_as, parse_events
+from frameworks._harness.harness_shared.probe_kinds import ShapeKind, ToolFaultKind
 
 SIDE_EFFECT_CATEGORIES = ("write", "edit", "bash")
 # How much of a late tool result a later tool message must hold to show it was passed on

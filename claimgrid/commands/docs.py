@@ -153,7 +153,7 @@ def layout_table(root: Path | None = None) -> str:
         row(stage / "__init__.py")
         for module in sorted(p for p in stage.rglob("*.py") if p.name != "__init__.py"):
             row(module)
-    for module in sorted((root / "frameworks" / "_harness").glob("*.py")):
+    for module in sorted((root / "frameworks" / "_harness").rglob("*.py")):
         row(module)
     return "\n".join(rows)
 

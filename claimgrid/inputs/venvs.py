@@ -426,8 +426,8 @@ def harness_env() -> dict[str, str]:
 
 def _harness_digest() -> bytes:
     h = hashlib.sha256()
-    for p in sorted(HARNESS_DIR.glob("*.py")):
-        h.update(p.name.encode() + b"\0" + p.read_bytes())
+    for p in sorted(HARNESS_DIR.rglob("*.py")):
+        h.update(p.relative_to(HARNESS_DIR).as_posix().encode() + b"\0" + p.read_bytes())
     return h.digest()
 
 

@@ -33,7 +33,6 @@ from pathlib import Path
 
 from claimgrid import ROOT
 from claimgrid.inputs.venvs import Entry, harness_env
-from claimgrid.launch.control import check_control
 from claimgrid.launch.fresh import run_fresh
 from claimgrid.launch.handles import LaunchResult, ProcessRecord
 from claimgrid.launch.kill import kill_tree
@@ -41,6 +40,7 @@ from claimgrid.launch.outcome import read_outcome, tail
 from claimgrid.launch.pipe import PipeReader, WriteEnd
 from claimgrid.launch.warm import WarmPool, WarmStartError, run_warm
 from claimgrid.launch.watchdog import Watchdog
+from frameworks._harness.harness_shared.harness_control import check_control
 
 HARNESS_DIR = ROOT / "frameworks" / "_harness"
 RUN_ADAPTER = HARNESS_DIR / "run_adapter.py"
@@ -216,7 +216,7 @@ class Launcher:
         """Run one control object to completion (or timeout); never raises for adapter faults.
         A ``ctl`` that is not a declared ``Control`` is the caller's bug: ``ControlError``."""
         entry = self.entries[framework]  # an unknown name is the caller's bug: KeyError
-        check_control(ctl)  # before anything of it is sent (frameworks/_harness/harness_control.py)
+        check_control(ctl)  # before anything of it is sent (frameworks/_harness/harness_shared/harness_control.py)
         sandbox, home = _prepare_sandbox(ctl)
         stdout_path = os.path.join(sandbox, "adapter.stdout")
         stderr_path = os.path.join(sandbox, "adapter.stderr")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 
-from claimgrid.sandbox.readback import Refusal, read_back_path
+from frameworks._harness.harness_shared.readback import Refusal, read_back_path
 
 
 def _valid(outcome, ctl: dict) -> str | None:

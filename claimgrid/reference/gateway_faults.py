@@ -25,8 +25,8 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
-from claimgrid.reference.probe_kinds import GatewayFaultKind, parse
 from claimgrid.reference.registry import get, models
+from frameworks._harness.harness_shared.probe_kinds import GatewayFaultKind, parse
 
 CUT_PREFIX = "call_cut_"
 

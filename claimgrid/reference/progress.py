@@ -36,7 +36,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from claimgrid.reference.probe_kinds import GatewayFaultKind
+from frameworks._harness.harness_shared.probe_kinds import GatewayFaultKind
 
 # Gateway faults whose answer never reaches the framework as the policy wrote it.
 NOT_LANDED = frozenset({GatewayFaultKind.CUT_OFF, GatewayFaultKind.EMPTY})

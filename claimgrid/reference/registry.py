@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from claimgrid.errors import ClaimgridError
-from claimgrid.reference.probe_kinds import ShapeKind, parse
+from frameworks._harness.harness_shared.probe_kinds import ShapeKind, parse
 
 Truth = dict[str, Any]  # classification field -> value a correct classifier gives; absent = no claim
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 # The built-in behaviours register first, so the default models keep their order before the probes.
 from claimgrid.reference import readers, speakers  # noqa: F401
 from claimgrid.reference.policies import like_base, register_probe
-from claimgrid.reference.probe_kinds import ToolFaultKind, parse
 from claimgrid.reference.registry import Probe, get
+from frameworks._harness.harness_shared.probe_kinds import ToolFaultKind, parse
 
 READS = ("read",)
 CHANGES = ("edit", "write", "bash")

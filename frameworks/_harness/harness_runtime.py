@@ -19,7 +19,7 @@ import time
 import traceback
 
 import reaper  # frameworks/_harness/reaper.py
-from harness_control import ControlError, check_control
+from harness_shared.harness_control import ControlError, check_control
 from harness_tools import ToolChannel, make_tools
 
 HARNESS_VERSION = "1"

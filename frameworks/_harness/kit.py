@@ -101,7 +101,7 @@ import threading
 import tomllib
 from importlib import metadata
 
-import readback  # frameworks/_harness/readback.py
+from harness_shared import readback  # frameworks/_harness/harness_shared/readback.py
 import reaper  # frameworks/_harness/reaper.py
 
 # The harness's one offline / telemetry-off table (env.toml beside this file; the driver

@@ -27,7 +27,7 @@ from __future__ import annotations
 import threading
 import time
 
-from probe_kinds import ToolFaultKind, parse  # frameworks/_harness/probe_kinds.py
+from harness_shared.probe_kinds import ToolFaultKind, parse
 
 HUGE_CHARS = 1_000_000
 BAD_BYTES = b"\xff\xfe\xc3\x28 \xed\xa0\x80"  # invalid start bytes, a broken pair, a surrogate

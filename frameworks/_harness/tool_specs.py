@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass, field
 
 from command_sandbox import OUTPUT_KEEP_BYTES, CommandSandbox
-from probe_kinds import ToolFaultKind  # frameworks/_harness/probe_kinds.py
+from harness_shared.probe_kinds import ToolFaultKind
 from tool_faults import ToolFaultHook
 from tools_channel import ToolChannel
 from workspace_jail import Jail, ToolRefused, diff_snapshots

@@ -32,7 +32,7 @@ from claimgrid.execute.cells import Cell
 from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.launch import Launcher, adapter_env
 from claimgrid.reference import registry, shapes, tool_faults
-from claimgrid.reference.probe_kinds import ShapeKind
+from frameworks._harness.harness_shared.probe_kinds import ShapeKind
 from claimgrid.vocab import HANDLING
 from claimgrid.reference.truth import expected_claim_verdict
 from claimgrid.rule_texts import rule_of

@@ -1,5 +1,5 @@
-"""The one read-back helper (frameworks/_harness/readback.py, also the driver's through
-claimgrid.sandbox.readback): a file an agent could have replaced is read only as itself.
+"""The one read-back helper (frameworks/_harness/harness_shared/readback.py, which the driver
+imports too): a file an agent could have replaced is read only as itself.
 
 Each way of pointing the read elsewhere is tried with openat2 and with the per-component
 fallback (the kernel without openat2): a symlink as the file or as any folder on the way, a
@@ -16,7 +16,7 @@ import threading
 
 import pytest
 
-from claimgrid.sandbox import readback
+from frameworks._harness.harness_shared import readback
 
 SECRET = b"HOST-ONLY-SECRET"
 
@@ -24,9 +24,9 @@ SECRET = b"HOST-ONLY-SECRET"
 @pytest.fixture(params=["openat2", "per-component"])
 def mode(request, monkeypatch):
     if request.param == "per-component":
-        monkeypatch.setattr(readback._module, "_has_openat2", False)
+        monkeypatch.setattr(readback, "_has_openat2", False)
     else:
-        monkeypatch.setattr(readback._module, "_has_openat2", None)
+        monkeypatch.setattr(readback, "_has_openat2", None)
     return request.param
 
 

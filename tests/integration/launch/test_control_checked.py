@@ -1,4 +1,4 @@
-"""Both sides check the control's declared shape (frameworks/_harness/harness_control.py): the
+"""Both sides check the control's declared shape (frameworks/_harness/harness_shared/harness_control.py): the
 driver's launcher before anything is sent, the adapter's side on arrival (fresh mode here; the
 warm child goes through the same ``harness_runtime.run_one``)."""
 
@@ -11,8 +11,8 @@ import sys
 import pytest
 
 from claimgrid import ROOT
-from claimgrid.launch.control import ControlError
 from claimgrid.launch.launcher import Launcher
+from frameworks._harness.harness_shared.harness_control import ControlError
 from tests.fixtures.frameworks.launch_helpers import fake_entries, make_ctl
 
 

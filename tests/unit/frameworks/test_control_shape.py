@@ -1,4 +1,4 @@
-"""The control message has one declared shape (frameworks/_harness/harness_control.py, a
+"""The control message has one declared shape (frameworks/_harness/harness_shared/harness_control.py, a
 TypedDict with a version), checked on both sides: the driver's launcher refuses a control that
 is not one before anything is sent, and the adapter's side refuses it on arrival. CONTRACTS'
 example is such a control."""
@@ -10,7 +10,7 @@ import json
 import pytest
 
 from claimgrid import ROOT
-from claimgrid.launch.control import SCHEMA, ControlError, check_control
+from frameworks._harness.harness_shared.harness_control import SCHEMA, ControlError, check_control
 
 
 def contracts_example() -> dict:

@@ -1,4 +1,4 @@
-"""The probe and fault kinds are one typed registry (frameworks/_harness/probe_kinds.py): a
+"""The probe and fault kinds are one typed registry (frameworks/_harness/harness_shared/probe_kinds.py): a
 misspelt kind is refused where it is written (a probe's entry, a user's policy file, the
 control's tool fault), never a run that silently behaves as its ``diligent`` base."""
 
@@ -13,9 +13,9 @@ from claimgrid import ROOT
 from claimgrid.errors import ClaimgridError
 from claimgrid.reference import registry
 from claimgrid.reference.gateway_faults import GatewayFault
-from claimgrid.reference.probe_kinds import GatewayFaultKind, ShapeKind, ToolFaultKind, UnknownKind
 from claimgrid.reference.registry import Probe
 from claimgrid.reference.tool_faults import ToolFault
+from frameworks._harness.harness_shared.probe_kinds import GatewayFaultKind, ShapeKind, ToolFaultKind, UnknownKind
 
 HARNESS = ROOT / "frameworks" / "_harness"
 
@@ -33,11 +33,6 @@ def test_a_misspelt_kind_is_refused_with_one_line_naming_it(make, misspelt, enum
         make(misspelt)
     line = str(exc.value)
     assert "\n" not in line and repr(misspelt) in line and enum in line
-
-
-def test_the_driver_and_the_adapters_hold_the_same_registry():
-    driver = ROOT / "claimgrid" / "reference" / "probe_kinds.py"
-    assert driver.read_bytes() == (HARNESS / "probe_kinds.py").read_bytes(), "copy one file over the other"
 
 
 def test_a_kind_given_as_its_string_becomes_the_member():

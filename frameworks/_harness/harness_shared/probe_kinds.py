@@ -6,10 +6,8 @@ tool fault, the classifier reads a shape's reaction. Each is a member of its enu
 :func:`parse` turns a string into one or refuses it: a misspelt kind is an error where it is
 written, never a run that silently behaves as its ``diligent`` base.
 
-This file exists twice, byte for byte: ``claimgrid/reference/probe_kinds.py`` (the driver's)
-and ``frameworks/_harness/probe_kinds.py`` (the adapters'), because the adapter side imports no
-``claimgrid`` and a code-only copy of ``claimgrid`` has no ``frameworks/``;
-tests/unit/reference/test_probe_kinds.py holds the two identical.
+One file for both sides (the ``harness_shared`` package): the driver imports it as
+``frameworks._harness.harness_shared.probe_kinds``, the adapters as ``harness_shared.probe_kinds``.
 """
 
 from __future__ import annotations

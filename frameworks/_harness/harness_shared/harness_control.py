@@ -2,7 +2,7 @@
 
 Its shape is declared once, here: :class:`Control` (with :class:`Budgets` and
 :class:`ToolFaultSpec`), version :data:`SCHEMA` (its ``schema`` field). The driver checks every
-control against it before it is sent (claimgrid.launch.control loads this file), and the
+control against it before it is sent (claimgrid.launch.launcher imports this module), and the
 adapter's side checks it again on arrival (harness_runtime.run_one, fresh and warm): a missing,
 mistyped or unknown field, or an unknown tool fault kind, is :class:`ControlError`, one line
 naming the field, never a run that reads a silent default. docs/CONTRACTS.md "Adapter
@@ -14,7 +14,7 @@ import types
 import typing
 from typing import NotRequired, TypedDict
 
-from probe_kinds import ToolFaultKind, UnknownKind, parse  # frameworks/_harness/probe_kinds.py
+from .probe_kinds import ToolFaultKind, UnknownKind, parse
 
 SCHEMA = 1  # Control["schema"]: raised when a field changes meaning or a required one is added
 

@@ -6,7 +6,7 @@ reads the adapter's outcome file. Any of them could have been replaced, after th
 word, by a symlink to a host-only file (the ledger's signing key, /etc/shadow), a hardlink to
 one, a FIFO (an ``open`` that never returns) or a file of gigabytes. :func:`read_back` opens
 such a file so that none of that works (stdlib only: it runs in every framework's venv and is
-loaded by path by the driver, claimgrid.readback):
+imported by the driver too, claimgrid.launch.outcome):
 
 * from a descriptor of the folder the harness made (``root``), never by a path walked from
   ``/``: ``openat2`` with ``RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS``
