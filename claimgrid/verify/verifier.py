@@ -7,13 +7,15 @@ It has no access to anything the agent said, and nothing the agent wrote steers 
    checked against :mod:`claimgrid.caps` before any file is read. Over a cap, the diff is
    not taken and the outcome is ``UNKNOWN`` with the reason in the ``diff`` event.
 2. **The diff, from the harness's own view.** The harness reads every file itself
-   (``O_NOFOLLOW``; a symlink is recorded as a symlink, never followed), writes the blobs
-   the fixture does not hold into a private object folder (the template's objects are an
-   alternate, never written), writes the tree itself (git's format and entry order; a path
-   with a component starting ``.g`` goes through a private index and ``git write-tree``,
-   whose rules judge it), and diffs that tree against the fixture commit with ``git
-   diff-tree``. A workspace whose every entry is the fixture's own (path, mode, blob) is
-   the fixture tree: empty, with no git process. git never looks at the workspace: no ``.gitignore`` (any
+   (``O_NOFOLLOW``; a symlink is recorded as a symlink, never followed) and hands the bytes
+   of each blob the fixture does not hold to one ``git fast-import``, which writes them into
+   a private object folder (the template's objects are an alternate: read, never written;
+   git may refresh a pack's file time there, as it does for an object it finds); the
+   tree is git's too (a private index from ``git update-index --index-info``, whose rules
+   judge every path, then ``git write-tree``), diffed against the fixture commit with ``git
+   diff-tree``. The harness computes only blob ids (to know which blobs the fixture holds);
+   git checks each one it writes against them. A workspace whose every entry is the
+   fixture's own (path, mode, blob) is the fixture tree: empty, with no git process. git never looks at the workspace: no ``.gitignore`` (any
    depth), ``.git/info/exclude``, ``.gitattributes``, hook, ``core.excludesFile`` or workspace
    ``.git`` (file, folder, symlink, nested) has any effect. The only exclusions are the
    harness's: the top-level ``.git`` (the workspace's own repository metadata) and
@@ -45,7 +47,6 @@ import signal
 import subprocess
 import tempfile
 import time
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,50 +113,66 @@ def _git_reserved(rel: bytes) -> bool:
     return any(part.lower() == b".git" for part in rel.split(b"/"))
 
 
-def _blob_id(data: bytes) -> tuple[bytes, str]:
-    header = b"blob %d\0" % len(data)
-    return header, hashlib.sha1(header + data).hexdigest()
+def _blob_id(data: bytes) -> str:
+    """The id git gives a blob of ``data`` (only its name: git writes the object)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
-def _write_blob(objects: str, header: bytes, data: bytes, sha: str) -> None:
-    folder = os.path.join(objects, sha[:2])
-    path = os.path.join(folder, sha[2:])
-    if not os.path.exists(path):
-        os.makedirs(folder, exist_ok=True)
-        with open(path, "wb") as fh:
-            fh.write(zlib.compress(header + data, 1))
+class _NewBlobs:
+    """The blobs the fixture does not hold, streamed to one ``git fast-import`` as they are read.
 
+    git writes them into the private object folder (one pack); its marks file names the id
+    it stored for each, which must be the one the index lines carry. No process starts for a
+    workspace with no new blob."""
 
-def _write_tree(objects: str, entries: list[tuple[bytes, int, str]]) -> str | None:
-    """The tree ``git update-index`` then ``git write-tree`` make of ``entries`` (path, git
-    mode, blob id), written as loose objects into ``objects``; its id. None when a path has a
-    component starting with ``.g`` (``.git`` is reserved before this; a symlink named like
-    ``.gitmodules`` is refused by git's own index): git then decides, as before."""
-    root: dict = {}
-    for rel, mode, sha in entries:
-        parts = rel.split(b"/")
-        if any(p[:2].lower() == b".g" for p in parts):
+    def __init__(self, git: _GitDiff):
+        self.git = git
+        self.ids: list[str] = []
+        self.marks = os.path.join(git.tmp, "marks")
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def add(self, data: bytes, sha: str) -> None:
+        if self.proc is None:
+            # No deltas (--depth=0): the pack lives for one diff. --done: a cut stream is an error.
+            self.proc = self.git.start(
+                ["fast-import", "--quiet", "--done", "--depth=0", f"--export-marks={self.marks}"]
+            )
+        assert self.proc.stdin is not None
+        self.ids.append(sha)
+        try:
+            self.proc.stdin.write(b"blob\nmark :%d\ndata %d\n" % (len(self.ids), len(data)))
+            self.proc.stdin.write(data)
+            self.proc.stdin.write(b"\n")
+        except BrokenPipeError:
+            pass  # git stopped: close() reports what it said
+
+    def close(self) -> str | None:
+        """Wait for git; None when every blob is written under its id, else what went wrong."""
+        if self.proc is None:
             return None
-        node = root
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-        node[parts[-1]] = (mode, sha)
+        proc, self.proc = self.proc, None
+        try:
+            _, err = proc.communicate(b"done\n", timeout=self.git.left())
+        except BrokenPipeError:
+            _, err = proc.communicate(timeout=self.git.left())
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise
+        if proc.returncode != 0:
+            return err.decode(errors="replace").strip()[-500:] or f"git fast-import exited {proc.returncode}"
+        with open(self.marks, "rb") as fh:
+            stored = dict(line.split() for line in fh.read().splitlines())
+        for n, sha in enumerate(self.ids, 1):
+            if stored.get(b":%d" % n, b"").decode() != sha:
+                return f"git stored blob {n} as {stored.get(b':%d' % n)!r}, not {sha}"
+        return None
 
-    def write(node: dict) -> bytes:
-        # git orders a tree's entries by name, a folder's name compared as if it ended in "/".
-        items = []
-        for name, value in node.items():
-            if isinstance(value, dict):
-                items.append((name + b"/", b"40000 " + name + b"\0" + write(value)))
-            else:
-                items.append((name, b"%o " % value[0] + name + b"\0" + bytes.fromhex(value[1])))
-        body = b"".join(entry for _, entry in sorted(items))
-        header = b"tree %d\0" % len(body)
-        sha = hashlib.sha1(header + body).hexdigest()
-        _write_blob(objects, header, body, sha)  # a loose object like any other, by its id
-        return bytes.fromhex(sha)
-
-    return write(root).hex()
+    def abort(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.communicate()
+            self.proc = None
 
 
 @dataclass(frozen=True)
@@ -233,10 +250,15 @@ def workspace_diff(
     # (path, mode, blob) is the fixture tree itself: no git process is needed to say so.
     known = base_tree(template, base) if scan.over is None else None
     with tempfile.TemporaryDirectory(prefix="claimgrid-diff-", dir=scratch_dir) as tmp:
-        objects = os.path.join(tmp, "objects")
-        os.mkdir(objects)
-        hashed = _hash_entries(workspace, scan.entries, known, objects, t0)
+        git = _GitDiff(template, tmp, t0)
+        blobs = _NewBlobs(git)
+        try:
+            hashed = _hash_entries(workspace, scan.entries, known, blobs, t0)
+        except BaseException:
+            blobs.abort()
+            raise
         if isinstance(hashed, dict):
+            blobs.abort()
             return hashed
         if hashed.unchanged and known is not None:
             if patch is not None:
@@ -244,7 +266,7 @@ def workspace_diff(
             if view is not None:
                 view.update(seen=scan.seen, tree=known.tree_id)
             return _ev("diff", files=[], empty=True, error=None, tree=known.tree_id)
-        diffed = _GitDiff(template, tmp, objects, t0).run(base, hashed)
+        diffed = git.run(base, hashed, blobs)
         if isinstance(diffed, dict):
             return diffed
     tree_id, listing, diff = diffed
@@ -319,20 +341,21 @@ def _scan_for_diff(workspace: Path, view: dict | None) -> _Scan | dict:
 
 @dataclass
 class _Hashed:
-    """The workspace's entries as git objects: index lines, tree entries, the paths git may not
-    index (``reserved``), and whether every entry is the fixture's own (``unchanged``)."""
+    """The workspace's entries as git's index lines, the paths git may not index
+    (``reserved``), and whether every entry is the fixture's own (``unchanged``)."""
 
     lines: list[bytes]
-    tree_entries: list[tuple[bytes, int, str]]
     reserved: list[bytes]
     unchanged: bool
 
 
-def _hash_entries(workspace: Path, entries: list, known: BaseTree | None, objects: str, t0: float) -> _Hashed | dict:
-    """Read each entry without following links and write the blobs the fixture does not hold
+def _hash_entries(
+    workspace: Path, entries: list, known: BaseTree | None, blobs: _NewBlobs, t0: float
+) -> _Hashed | dict:
+    """Read each entry without following links and hand git the blobs the fixture does not hold
     (or the diff event of a read that failed or ran past ``caps.DIFF_TIMEOUT_S``)."""
     root = os.fsencode(workspace)
-    out = _Hashed([], [], [], known is not None and len(entries) == len(known.entries))
+    out = _Hashed([], [], known is not None and len(entries) == len(known.entries))
     try:
         for rel, mode, st in entries:
             if time.monotonic() - t0 > caps.DIFF_TIMEOUT_S:
@@ -342,13 +365,12 @@ def _hash_entries(workspace: Path, entries: list, known: BaseTree | None, object
                 out.unchanged = False
                 continue
             data = read_nofollow(root, rel, st)
-            header, sha = _blob_id(data)
+            sha = _blob_id(data)
             if known is None or sha not in known.blobs:
-                _write_blob(objects, header, data, sha)
+                blobs.add(data, sha)
             if out.unchanged and known is not None and known.entries.get(rel) != (mode, sha):
                 out.unchanged = False
             out.lines.append(b"%o %s\t%s\0" % (mode, sha.encode(), rel))
-            out.tree_entries.append((rel, mode, sha))
     except LimitExceeded as exc:
         return _ev("diff", files=None, empty=None, error=str(exc), limit=True)
     except OSError as exc:
@@ -364,9 +386,11 @@ class _GitDiff:
     working directory are private, and the diff step sees no index at all, so no
     attribute file of the agent's is consulted."""
 
-    def __init__(self, template: Path, tmp: str, objects: str, t0: float):
-        self.tmp, self.objects, self.t0 = tmp, objects, t0
+    def __init__(self, template: Path, tmp: str, t0: float):
+        self.tmp, self.t0 = tmp, t0
+        objects = os.path.join(tmp, "objects")
         self.empty_dir = os.path.join(tmp, "cwd")
+        os.mkdir(objects)
         os.mkdir(self.empty_dir)
         self.env = {
             **GIT_ENV,
@@ -379,35 +403,49 @@ class _GitDiff:
         }
         self.env.pop("GIT_WORK_TREE", None)
 
+    def left(self) -> float:
+        return max(1.0, caps.DIFF_TIMEOUT_S - (time.monotonic() - self.t0))
+
     def git(self, args, index, stdin=None, text=True):
-        left = max(1.0, caps.DIFF_TIMEOUT_S - (time.monotonic() - self.t0))
         return subprocess.run(
             ["git", *GIT_SAFE, *args],
             cwd=self.empty_dir,
             input=stdin,
             env={**self.env, "GIT_INDEX_FILE": index},
             capture_output=True,
-            timeout=left,
+            timeout=self.left(),
             text=text,
         )
 
-    def run(self, base: str, hashed: _Hashed):
+    def start(self, args) -> subprocess.Popen[bytes]:
+        """git ``args`` reading its stdin as it is written (fast-import); no index."""
+        return subprocess.Popen(
+            ["git", *GIT_SAFE, *args],
+            cwd=self.empty_dir,
+            env={**self.env, "GIT_INDEX_FILE": os.path.join(self.tmp, "no-index")},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+
+    def run(self, base: str, hashed: _Hashed, blobs: _NewBlobs):
         """(tree id, the ``--raw --numstat`` listing, the patch) of the workspace against
         ``base``, or the diff event of a git step that failed or ran out of time."""
         git, lines, tmp = self.git, hashed.lines, self.tmp
         index = os.path.join(tmp, "index")
         try:
-            tree_id = _write_tree(self.objects, hashed.tree_entries) if lines else None
-            if tree_id is None:  # a name only git may judge, or nothing to index: git's own index
-                upd = git(["update-index", "--add", "-z", "--index-info"], index, b"".join(lines), text=False)
-                if upd.returncode != 0:
-                    return _ev("diff", files=None, empty=None, error=upd.stderr.decode(errors="replace").strip()[-500:])
-                tree = git(["write-tree"], index) if lines else None
-                if tree is not None and tree.returncode != 0:
-                    return _ev("diff", files=None, empty=None, error=tree.stderr.strip()[-500:])
-                tree_id = tree.stdout.strip() if tree else "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
-                if not lines:  # the empty tree, written so diff-tree can name it
-                    git(["hash-object", "-w", "-t", "tree", "--stdin"], index, "")
+            failed = blobs.close()
+            if failed is not None:
+                return _ev("diff", files=None, empty=None, error=failed)
+            upd = git(["update-index", "--add", "-z", "--index-info"], index, b"".join(lines), text=False)
+            if upd.returncode != 0:
+                return _ev("diff", files=None, empty=None, error=upd.stderr.decode(errors="replace").strip()[-500:])
+            tree = git(["write-tree"], index) if lines else None
+            if tree is not None and tree.returncode != 0:
+                return _ev("diff", files=None, empty=None, error=tree.stderr.strip()[-500:])
+            tree_id = tree.stdout.strip() if tree else "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+            if not lines:  # the empty tree, written so diff-tree can name it
+                git(["hash-object", "-w", "-t", "tree", "--stdin"], index, "")
             # The file list with -z: real paths (tabs, quotes, newlines, bytes that are not
             # UTF-8), never git's quoted spelling, so scope checks compare the paths themselves.
             common = ["diff-tree", "-r", "--no-renames", "--no-textconv", "--no-ext-diff"]

@@ -1,7 +1,7 @@
 """The diff's shortcuts: a workspace whose every entry is the fixture's own (path, mode, blob)
-is answered without a git process, and a changed one's tree is written by the harness
-(git's update-index and write-tree no longer run); the answer is the one git gives: the
-same file list, patch and tree id either way."""
+is answered without a git process, and a changed one hands git only the blobs the fixture does
+not hold; the answer is the one git gives with every blob written: the same file list, patch
+and tree id either way. git writes every object (fast-import, update-index, write-tree)."""
 
 from __future__ import annotations
 
@@ -20,11 +20,9 @@ def _counted(calls, run, *args, **kwargs):
 
 
 def _by_git(monkeypatch, template, ws, base):
-    """The diff with the shortcuts off: base_tree unknown, every blob written, git's own index
-    and write-tree."""
+    """The diff with the shortcuts off: base_tree unknown, every blob handed to git."""
     with monkeypatch.context() as m:
         m.setattr(verifier, "base_tree", lambda *_: None)
-        m.setattr(verifier, "_write_tree", lambda *_: None)
         patch: list[str] = []
         view: dict = {}
         return workspace_diff(template, ws, base, patch, view), patch, view
@@ -51,7 +49,7 @@ def test_every_task_unchanged_is_the_fixture_tree_without_git(tasks, workspace, 
         base_tree(template, base)  # read once per (template, commit): not part of the run's diff
         calls: list = []
         with monkeypatch.context() as m:
-            m.setattr(verifier.subprocess, "run", functools.partial(_counted, calls, verifier.subprocess.run))
+            m.setattr(verifier.subprocess, "Popen", functools.partial(_counted, calls, verifier.subprocess.Popen))
             fast = workspace_diff(template, ws, base, [], {})
         assert calls == [], task_id
         assert fast["files"] == [] and fast["empty"] is True, task_id
@@ -136,16 +134,32 @@ def test_odd_names_and_nesting_make_the_tree_git_makes(link, tasks, workspace, m
         assert len(fast[0]["files"]) == len(NAMES)
 
 
-def test_a_changed_workspace_takes_two_git_processes(tasks, workspace, monkeypatch):
+GIT_STEPS = ("fast-import", "update-index", "write-tree", "diff-tree")
+
+
+def test_a_changed_workspace_takes_one_git_process_per_step(tasks, workspace, monkeypatch):
     template, ws, base = workspace(next(iter(tasks)))
     (ws / "added.txt").write_text("new\n")
+    (ws / "second.txt").write_text("also new\n")
     base_tree(template, base)
     calls: list = []
     with monkeypatch.context() as m:
-        m.setattr(verifier.subprocess, "run", functools.partial(_counted, calls, verifier.subprocess.run))
+        m.setattr(verifier.subprocess, "Popen", functools.partial(_counted, calls, verifier.subprocess.Popen))
         diff = workspace_diff(template, ws, base, [], {})
-    assert [f["path"] for f in diff["files"]] == ["added.txt"]
-    assert [next(a for a in argv[0] if a in ("diff-tree", "update-index", "write-tree")) for argv in calls] == [
+    assert [f["path"] for f in diff["files"]] == ["added.txt", "second.txt"]
+    assert [next(a for a in argv[0] if a in GIT_STEPS) for argv in calls] == [
+        "fast-import",  # both new blobs, one process
+        "update-index",
+        "write-tree",
         "diff-tree",
         "diff-tree",
     ]
+
+
+def test_a_blob_git_stores_under_another_id_is_an_error_not_a_diff(tasks, workspace, monkeypatch):
+    template, ws, base = workspace(next(iter(tasks)))
+    (ws / "added.txt").write_text("new\n")
+    base_tree(template, base)
+    monkeypatch.setattr(verifier, "_blob_id", lambda data: "0" * 40)
+    diff = workspace_diff(template, ws, base, [], {})
+    assert diff["files"] is None and "not " + "0" * 40 in diff["error"]
