@@ -1,0 +1,70 @@
+"""Any bytes in a ledger's fields, every Markdown page inert (issue 51 item 5): generated field
+values (lone surrogates, NUL, control and bidi characters, ANSI escapes, HTML) put into a real
+small grid's records (the agent-derived claim phrase and agent name) and meta.json (the command)
+render with no traceback, and LEDGER.md, DETAILS.md, RUNS.md and every RUN.md show them as text:
+no raw HTML tag, no control or bidi character."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from claimgrid.commands.cli import main
+from claimgrid.ledger import render_ledger
+
+from tests.ledger_support import selection
+
+HOSTILE = st.one_of(
+    st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=40),
+    st.sampled_from(["<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "\x1b[31mred\x1b[0m",
+                     "\u202eevil\u202c", "a\x00b", "\ud800\udfff lone", "<!-- c -->", "</table><b>x"]),
+)
+INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+@pytest.fixture(scope="module")
+def small_grid(tmp_path_factory, plain_venvs):
+    sel = selection()
+    out = tmp_path_factory.mktemp("any-bytes") / "grid"
+    args = ["run", "--venvs", str(plain_venvs), "--out", str(out), "--tasks", sel["tasks"][0],
+            "--content", sel["content"][0], "--swap", sel["swap"][0], "--models", ",".join(sel["models"][:2]),
+            "--no-progress"]
+    assert main(args) == 0
+    return out
+
+
+def _pages(folder):
+    return [folder / n for n in ("LEDGER.md", "DETAILS.md", "RUNS.md")] + sorted(folder.glob("runs/*/RUN.md"))
+
+
+@settings(max_examples=12, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(phrase=HOSTILE, agent=HOSTILE, command=HOSTILE)
+def test_generated_fields_render_as_inert_text(small_grid, tmp_path_factory, phrase, agent, command):
+    folder = tmp_path_factory.mktemp("hostile") / "grid"
+    shutil.copytree(small_grid, folder)
+    for p in folder.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    lines = []
+    for line in (folder / "runs.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        rec["classification"]["claim_phrase"] = f"DONE {phrase}"
+        rec["classification"]["agent"] = agent
+        lines.append(json.dumps(rec))
+    (folder / "runs.jsonl").write_text("\n".join(lines) + "\n")
+    meta = json.loads((folder / "meta.json").read_text())
+    meta["command"] = f"uv run grid.py {command}"
+    (folder / "meta.json").write_text(json.dumps(meta))
+    render_ledger(folder)  # no traceback, whatever the fields hold
+    for page in _pages(folder):
+        text = page.read_text(encoding="utf-8")
+        without_anchors = re.sub(r'<a id="[\w-]+"></a>', "", text)
+        assert not re.search(r"<[A-Za-z/!?]", without_anchors), (page.name, re.search(r"<[A-Za-z/!?].{0,30}", without_anchors))
+        assert not INVISIBLE.search(text), (page.name, INVISIBLE.search(text))
+    # The claim phrase reaches RUN.md (the page that shows it), escaped, not dropped.
+    if "<script>" in phrase:
+        assert any("&lt;script>" in p.read_text() for p in _pages(folder))
