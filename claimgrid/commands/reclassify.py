@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from claimgrid import ROOT
+from claimgrid.anybytes import safe_text
 from claimgrid.classify.classifier import RunFacts, classify
 from claimgrid.classify.limits import limit_hits
 from claimgrid.classify.reactions import fault_facts
@@ -149,7 +150,10 @@ def cmd_reclassify(args) -> int:
     open_for_writing(store)
     tables = table_changes(meta_raw.get("classification_tables"))
     derived = derive(store, args.tasks_dir, meta_raw.get("task_facts"))
-    lines = [f"{new['run_id']}\n" + "".join(f"  {r}\n" for r in reasons) for _, new, reasons in derived if reasons]
+    # A reason quotes ledger fields (a claim phrase may hold a lone surrogate): shown as \udXXX text.
+    lines = [
+        safe_text(f"{new['run_id']}\n" + "".join(f"  {r}\n" for r in reasons)) for _, new, reasons in derived if reasons
+    ]
     kept = sum(1 for _, _, reasons in derived if any(r.startswith("kept:") for r in reasons))
     if store.meta_path.exists() and store.signer is not None:
         # The classifications are now this checkout's: meta.json records the tables they were made with.

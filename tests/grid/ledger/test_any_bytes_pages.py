@@ -2,7 +2,8 @@
 values (lone surrogates, NUL, control and bidi characters, ANSI escapes, HTML) put into a real
 small grid's records (the agent-derived claim phrase and agent name) and meta.json (the command)
 render with no traceback, and LEDGER.md, DETAILS.md, RUNS.md and every RUN.md show them as text:
-no raw HTML tag, no control or bidi character."""
+no raw HTML tag, no control or bidi character; both export formats write files a JSON reader
+loads, with no field dropped for its encoding."""
 
 from __future__ import annotations
 
@@ -11,16 +12,18 @@ import re
 import shutil
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from claimgrid.commands.cli import main
 from claimgrid.ledger import render_ledger
+from claimgrid.ledger.exports import export_ledger
 
 from tests.ledger_support import selection
 
 HOSTILE = st.one_of(
-    st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=40),
+    # every code point, lone surrogates included (st.characters leaves them out unless told)
+    st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=()), max_size=40),
     st.sampled_from(["<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "\x1b[31mred\x1b[0m",
                      "\u202eevil\u202c", "a\x00b", "\ud800\udfff lone", "<!-- c -->", "</table><b>x"]),
 )
@@ -44,7 +47,8 @@ def _pages(folder):
 
 @settings(max_examples=12, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(phrase=HOSTILE, agent=HOSTILE, command=HOSTILE)
-def test_generated_fields_render_as_inert_text(small_grid, tmp_path_factory, phrase, agent, command):
+@example(phrase="\ud800\udfff <script>alert(1)</script>", agent="ag\u202eent \udcff", command="\x1b[31m\x00<b>")
+def test_generated_fields_render_as_inert_text(small_grid, tmp_path_factory, caplog, phrase, agent, command):
     folder = tmp_path_factory.mktemp("hostile") / "grid"
     shutil.copytree(small_grid, folder)
     for p in folder.rglob("*"):
@@ -68,3 +72,10 @@ def test_generated_fields_render_as_inert_text(small_grid, tmp_path_factory, phr
     # The claim phrase reaches RUN.md (the page that shows it), escaped, not dropped.
     if "<script>" in phrase:
         assert any("&lt;script>" in p.read_text() for p in _pages(folder))
+    # Both export formats take the same fields: files a JSON reader loads, nothing dropped with
+    # an encoding error logged (the OTLP exporter logs and drops what it cannot encode).
+    caplog.clear()
+    for fmt in ("inspect", "otel"):
+        for path in export_ledger(folder, folder.parent / f"export-{fmt}", fmt):
+            json.loads(path.read_text(encoding="utf-8"))
+    assert not [r for r in caplog.records if "encode" in r.getMessage()], caplog.text[-2000:]
