@@ -78,6 +78,12 @@ def _visible(match: re.Match) -> str:
     return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
 
 
+def terminal_text(text: str) -> str:
+    """``text`` for a terminal: lone surrogates, control characters (an ANSI escape's ESC
+    included) and bidi controls as visible escapes, newlines and tabs kept."""
+    return _INVISIBLE.sub(_visible, safe_text(text))
+
+
 def markdown_text(text: str) -> str:
     """A rendered Markdown page made inert whatever its fields held: lone surrogates as
     :func:`safe_text`, control and bidi characters as visible ``\\xNN`` / ``\\uNNNN`` text, and

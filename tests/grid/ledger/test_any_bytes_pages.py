@@ -79,3 +79,46 @@ def test_generated_fields_render_as_inert_text(small_grid, tmp_path_factory, cap
         for path in export_ledger(folder, folder.parent / f"export-{fmt}", fmt):
             json.loads(path.read_text(encoding="utf-8"))
     assert not [r for r in caplog.records if "encode" in r.getMessage()], caplog.text[-2000:]
+
+
+def _sealed_hostile(small_grid, folder, phrase, agent, command):
+    """A copy of ``small_grid`` whose records and meta carry the generated values, sealed again
+    with the session's publisher key, so every reader takes it as it takes a published ledger."""
+    from claimgrid.store import RunStore
+    from claimgrid.store.seal import load_key
+
+    shutil.copytree(small_grid, folder)
+    for p in folder.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    recs = [json.loads(line) for line in (folder / "runs.jsonl").read_text().splitlines() if line.strip()]
+    for rec in recs:
+        rec["classification"]["claim_phrase"] = f"DONE {phrase}"
+        rec["classification"]["agent"] = agent
+    meta = json.loads((folder / "meta.json").read_text())
+    meta["command"] = f"uv run grid.py {command}"
+    store = RunStore(folder, load_key(None, ledger=folder))
+    store.rewrite(recs)
+    store.write_meta(meta)
+
+
+@settings(max_examples=4, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(phrase=HOSTILE, agent=HOSTILE, command=HOSTILE)
+@example(phrase="\ud800\udfff <script>alert(1)</script>", agent="ag\u202eent \udcff", command="\x1b[31m\x00<b>")
+def test_every_command_reads_generated_fields_without_a_traceback(small_grid, tmp_path_factory, capsys, phrase,
+                                                                  agent, command):
+    base = tmp_path_factory.mktemp("hostile-cli")
+    folder = base / "grid"
+    _sealed_hostile(small_grid, folder, phrase, agent, command)
+    commands = [
+        ["report", str(folder)],
+        ["compare", str(small_grid), str(folder), "--out", str(base / "compare")],
+        ["export", str(folder), "--format", "inspect", "--out", str(base / "inspect")],
+        ["export", str(folder), "--format", "otel", "--out", str(base / "otel")],
+        ["check-ledger", str(folder)],
+        ["reclassify", str(folder)],
+    ]
+    for argv in commands:
+        code = main(argv)  # an exception here is the traceback a user would see
+        assert code in (0, 1), (argv, code, capsys.readouterr())
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\u202e" not in out  # no escape sequence or bidi control reached the terminal
