@@ -82,7 +82,7 @@ def _kind(mode: int) -> str:
     ):
         if test(mode):
             return name
-    return "not a regular file"
+    return "a regular file" if stat.S_ISREG(mode) else "an unknown kind of file"
 
 
 def _refuse(path: Path, what: str) -> UnsafeFolder:
@@ -111,7 +111,12 @@ def check_folder(folder: Path) -> None:
             if not stat.S_ISREG(mode):
                 raise _refuse(path, f"is {_kind(mode)}, not a regular file")
         else:
-            raise _refuse(path, f"an unknown name in a ledger folder ({_kind(mode)})")
+            what = (
+                "a file claimgrid does not write there: keep it beside the folder"
+                if stat.S_ISREG(mode)
+                else _kind(mode)
+            )
+            raise _refuse(path, f"an unknown name in a ledger folder ({what})")
     runs = folder / "runs"
     if runs.is_dir():
         for entry in os.scandir(runs):
