@@ -191,7 +191,8 @@ def _session_tmpdir(tmp_path_factory):
     under pytest's basetemp, so a run that is killed (or a folder a test forgets) never
     lands in the machine's /tmp. The folder is called ``tmp`` as /tmp is (test_grid_interrupt
     recognises the harness's folders by that parent). Tests that need their own TMPDIR
-    (tests/grid/commands/test_bad_input.py) still pass one to their subprocesses."""
+    (tests/grid/commands/test_bad_input.py) still set one, for a command in process or a
+    subprocess."""
     folder = tmp_path_factory.getbasetemp() / "tmp"
     folder.mkdir(exist_ok=True)
     saved_env, saved_tempdir = os.environ.get("TMPDIR"), tempfile.tempdir
