@@ -143,12 +143,15 @@ def pytest_itemcollected(item):
 
 
 def _join_xdist_group(item, group: str, leaving: str | None = None) -> None:
-    """Put ``item`` in its xdist group on a worker (moving it out of ``leaving``). pytest-xdist
-    3.8 groups by a ``@group`` suffix it writes into ``item._nodeid``; pytest 9.2 reads the
-    node id from ``item._id`` instead, so that write is lost and ``--dist loadgroup`` silently
-    spread every group over the workers (each worker built its own copy of a shared grid or a
-    module fixture). The suffix is written where this pytest reads it; xdist's own write stays
-    harmless."""
+    """Put ``item`` in its xdist group on a worker (moving it out of ``leaving``). The group is
+    the documented ``xdist_group`` mark; pytest-xdist 3.8 (the newest release) carries it to the
+    scheduler as a ``@group`` suffix written into ``item._nodeid``, which pytest 9.2 no longer
+    reads (its node id is ``item._id``): with the mark alone ``--dist loadgroup`` silently
+    spreads every group over the workers (each worker builds its own copy of a shared grid or a
+    module fixture). Upstream: pytest-dev/pytest-xdist issue 1386, open, with the fix in pull
+    request 1388 (it writes ``_id`` as this does). The suffix is written where this pytest reads
+    it; xdist's own write stays harmless. Once an xdist release carries the fix, this write
+    goes (tests/unit/test_xdist_groups.py fails if the group is lost either way)."""
     if leaving is not None:
         item.add_marker(pytest.mark.xdist_group(group), append=False)  # the closest mark: _group_of
     if not getattr(item.config.option, "loadgroup", False) or not hasattr(item, "_id"):
