@@ -1,4 +1,4 @@
-"""The generated parts of the docs: README's ``grid.py run`` flag table, CONTRACTS' layout and runs.parquet columns.
+"""The generated parts of the docs: the ``grid.py run`` flag table, the package layout and runs.parquet's columns.
 
 Each block sits between ``<!-- NAME -->`` and ``<!-- /NAME -->`` in its file and is rendered
 from the code it describes: the flag table from ``build_parser()`` (each argument's help
@@ -161,9 +161,9 @@ def layout_table(root: Path | None = None) -> str:
 # ---------------------------------------------------------------- the blocks and their files
 
 BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {
-    "flags:run": ("README.md", flags_table),
-    "layout": ("docs/CONTRACTS.md", layout_table),
-    "parquet-columns": ("docs/CONTRACTS.md", lambda: _parquet_columns()),
+    "flags:run": ("docs/flags.md", flags_table),
+    "layout": ("docs/layout.md", layout_table),
+    "parquet-columns": ("docs/ledger-readers.md", lambda: _parquet_columns()),
 }
 
 
