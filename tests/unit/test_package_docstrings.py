@@ -42,3 +42,12 @@ def test_a_stale_list_is_caught(tmp_path):
     (tmp_path / "__init__.py").write_text('"""A package.\n\nModules:\n\n* ``gone`` - removed.\n"""\n')
     (tmp_path / "here.py").write_text('"""Here."""\n')
     assert listed(tmp_path / "__init__.py") == ["gone"] and held(tmp_path) == {"here"}
+
+
+def test_the_design_step_table_names_modules_that_exist():
+    """docs/DESIGN.md's table from each step of a run to its module: every path it names exists."""
+    doc = (ROOT / "docs" / "DESIGN.md").read_text()
+    table = doc[doc.index("### Each step, and its module") :].split("\n\n")[1]
+    paths = re.findall(r"`((?:claimgrid/|grid\.py)[\w/.]*)`", table)
+    assert len(paths) >= 10
+    assert [p for p in paths if not (ROOT / p).exists()] == []
