@@ -41,6 +41,16 @@ def test_a_new_flag_makes_the_readme_stale(monkeypatch):
     assert docs.stale() == ["docs/flags.md: block 'flags:run' is out of date"]
 
 
+def test_a_new_classification_value_makes_its_table_stale(monkeypatch):
+    from typing import Literal
+
+    from claimgrid import vocab
+
+    monkeypatch.setitem(vocab.FIELDS, "process", Literal["ok", "a value the docs do not know yet"])
+    assert "`a value the docs do not know yet`" in docs.classification_values()
+    assert docs.stale() == ["docs/ledger-readers.md: block 'classification-values' is out of date"]
+
+
 def _tree_copy(tmp_path):
     """The package and the adapter harness, as they are, in a folder of their own."""
     shutil.copytree(ROOT / "claimgrid", tmp_path / "claimgrid", ignore=shutil.ignore_patterns("__pycache__"))
