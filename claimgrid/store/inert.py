@@ -62,6 +62,8 @@ LEDGER_FILES = frozenset(
     }
 )
 QUARANTINE = "quarantine"
+# A ledger published as one file (docs/<name>/ledger.tar.xz): the folder beside it is no ledger.
+PACKED_LEDGER = "ledger.tar.xz"
 LEDGER_DIRS = frozenset({"runs", QUARANTINE})
 # claimgrid's own temporaries (mkstemp: ``.<name>.<random>.tmp``), left by a kill mid-write.
 _TEMPORARY = re.compile(r"^\.[^/\0]+\.tmp$")
@@ -101,6 +103,12 @@ def check_folder(folder: Path) -> None:
         return
     if not stat.S_ISDIR(st.st_mode):
         raise _refuse(folder, f"is {_kind(st.st_mode)}, not a ledger folder")
+    if os.path.lexists(folder / PACKED_LEDGER) and not os.path.lexists(folder / "meta.json"):
+        raise _refuse(
+            folder,
+            f"holds a packed ledger ({PACKED_LEDGER}), not a ledger folder: unpack it "
+            f"(tar -xJf {folder / PACKED_LEDGER}) and read the folder it gives",
+        )
     for entry in sorted(os.scandir(folder), key=lambda e: e.name):
         mode = entry.stat(follow_symlinks=False).st_mode
         path = folder / entry.name
