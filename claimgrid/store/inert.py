@@ -8,7 +8,8 @@ this module (docs/CONTRACTS.md, "Ledger folders are data"):
 * :func:`check_folder` - the folder's top level holds only regular files of known names
   (:data:`LEDGER_FILES`, claimgrid's own temporaries) and the real folders
   :data:`LEDGER_DIRS`; each ``runs/<id>`` is a real folder of regular files. Anything else (a symlink, a FIFO, a device, an unknown name) is refused with one
-  line (:class:`UnsafeFolder`, exit 2) before anything is written.
+  line (:class:`UnsafeFolder`, exit 2) before anything is written; a folder that holds a
+  packed ledger (:data:`PACKED_LEDGER`) and no ``meta.json`` is told to unpack it.
 * :func:`write_file` - a new file is made with ``O_CREAT|O_EXCL|O_NOFOLLOW`` (``mkstemp``)
   in the target's folder, written, fsynced and renamed over the name: a symlink planted at
   the name is refused (never followed, never replaced), its target is never opened.
