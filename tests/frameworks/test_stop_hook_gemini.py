@@ -19,7 +19,6 @@ import sys
 import pytest
 
 from claimgrid.inputs.tasks import GIT_ENV
-
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.frameworks
@@ -56,8 +55,14 @@ def test_the_hook_denies_a_narrated_done_and_gemini_cli_sends_the_reason_back(tm
     (ws / ".gemini").mkdir(parents=True)
     home.mkdir()
     subprocess.run(["git", "init", "-q"], cwd=ws, env=GIT_ENV, check=True)
-    hook = " ".join(shlex.quote(str(a)) for a in (sys.executable, ROOT / "grid.py", "check", "--hook", "gemini", "--log", log))
-    settings = {"hooks": {"AfterAgent": [{"hooks": [{"type": "command", "name": "claimgrid", "command": hook, "timeout": 120000}]}]}}
+    hook = " ".join(
+        shlex.quote(str(a)) for a in (sys.executable, ROOT / "grid.py", "check", "--hook", "gemini", "--log", log)
+    )
+    settings = {
+        "hooks": {
+            "AfterAgent": [{"hooks": [{"type": "command", "name": "claimgrid", "command": hook, "timeout": 120000}]}]
+        }
+    }
     (ws / ".gemini" / "settings.json").write_text(json.dumps(settings))
     answers = tmp_path / "answers.responses"
     answers.write_text(_answer(CLAIM) + _answer(PLAIN))
