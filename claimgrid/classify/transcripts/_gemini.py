@@ -1,5 +1,5 @@
 """Gemini CLI: its ``--output-format json`` answer, its ``stream-json`` lines, and a saved
-session (``~/.gemini/tmp/<project>/chats/session-*.json``).
+session (``~/.gemini/tmp/<project>/chats/session-*.json``, or ``.jsonl`` in recent versions).
 
 * the JSON answer (``{"response", "stats"}``): the final report and the model names of
   ``stats.models``; it holds no tool call, only counts (``stats.tools.byName``), so its tool
