@@ -183,6 +183,30 @@ def test_real_gemini_cli_output_stream_and_session_jsonl(name, capsys):
     assert ("transcript_truncated:" in out) == (torn is not None)
 
 
+@pytest.mark.parametrize(("name", "call", "final"), [
+    ("gemini-cli.write.trajectory.json", ("write_file", "write", True, None), "OK."),
+    ("gemini-cli.shell.trajectory.json", ("run_shell_command", "read", True, None), "POLICY_TEST_ECHO_COMMAND"),
+])  # fmt: skip
+def test_harbors_own_atif_of_the_real_gemini_cli_runs(name, call, final, tmp_path, capsys):
+    """ATIF v1.7 as Harbor 0.25.0's Gemini CLI agent writes it (README.md): its agent's tool table
+    applies, and the same run reads the same as from Gemini CLI's own session."""
+    path = FIX / "atif" / name
+    t = read_transcript(path)
+    assert (t.form, t.agent, t.models, t.truncated) == ("atif trajectory", "gemini-cli", ["gemini-2.5-pro"], False)
+    assert _calls(t) == [call] and t.final_report == final
+    session = read_transcript(FIX / "gemini-cli" / name.replace("gemini-cli.", "").replace("trajectory.json", "session.jsonl"))
+    assert [(e["tool"], e["category"], e["args"]) for e in t.tool_events] == [
+        (e["tool"], e["category"], e["args"]) for e in session.tool_events
+    ]
+    # in a trial folder without a verifier result: read, no external outcome
+    (tmp_path / "trial" / "agent").mkdir(parents=True)
+    shutil.copyfile(path, tmp_path / "trial" / "agent" / "trajectory.json")
+    trial = read_transcript(tmp_path / "trial")
+    assert trial.form == "harbor trial" and trial.outcome is None and _calls(trial) == [call]
+    assert main(["check", "--transcript", str(tmp_path / "trial")]) == 0
+    assert "claim_verdict: no completion claimed" in capsys.readouterr().out
+
+
 def test_a_gemini_session_jsonl_folds_as_gemini_cli_folds_it(tmp_path):
     """Recent Gemini CLI appends its session: a message again under its id replaces it in place, a
     ``$set`` with ``messages`` restarts the list, ``$rewindTo`` drops a message and all after it."""
