@@ -10,7 +10,8 @@ file's name; each form is a small private module:
   run's own events** (``events.jsonl``);
 * **Claude Code** ``--output-format stream-json`` and its **session JSONL** (``_claude_code``);
 * **Codex CLI** ``exec --json`` and its **rollout JSONL** (``_codex``);
-* **Gemini CLI** ``--output-format json`` / ``stream-json`` and a **saved session** (``_gemini``);
+* **Gemini CLI** ``--output-format json`` / ``stream-json`` and a **saved session**, one JSON
+  document or JSON lines (``_gemini``);
 * a **Harbor trial folder** (``agent/trajectory.json`` in ATIF, ``result.json``,
   ``verifier/ctrf.json``) or an **ATIF trajectory** alone (``_atif``);
 * **SWE-agent** ``.traj``, **mini-swe-agent** trajectories and **OpenHands** event streams
@@ -32,6 +33,20 @@ naming the file and what is wrong, one line.
 What a transcript cannot say is left unknown, never guessed: a tool call's workspace change
 (``changed_workspace`` null, so the classifier's category rule applies), and, in a chat
 transcript, whether a call failed (only a stated error says so).
+
+Modules:
+
+* ``_atif`` - Harbor: an ATIF trajectory (``agent/trajectory.json``) and a trial folder around it;
+* ``_build`` - What every reader builds: the ``Transcript``, its tool events, the agents' tool
+  table;
+* ``_claude_code`` - Claude Code: ``claude -p --output-format stream-json`` lines and the session
+  JSONL its hooks name as ``transcript_path``;
+* ``_codex`` - Codex CLI: ``codex exec --json`` events and the session rollout JSONL;
+* ``_forms`` - The four general forms: OpenAI-style chat messages, an OTel GenAI trace, an Inspect
+  log, claimgrid's own events;
+* ``_gemini`` - Gemini CLI: its ``--output-format json`` answer, its ``stream-json`` lines, and a
+  saved session (``~/.gemini/tmp/<project>/chats/session-*.json``);
+* ``_swe`` - SWE-agent ``.traj`` files, mini-swe-agent trajectories and OpenHands event streams.
 """
 
 from __future__ import annotations
@@ -143,6 +158,8 @@ def _lines(path: Path, records: list[dict], torn: str | None, select: str | None
         return _codex.read_exec(records, torn)
     if _gemini.is_stream(records):
         return _gemini.read_stream(records, torn)
+    if _gemini.is_session_lines(records):
+        return _gemini.read_session(_gemini.fold_session(records), torn)
     return None
 
 
