@@ -12,6 +12,8 @@ goes through this module, and none of these functions raises on content:
   undecodable byte (``\\udc80``-``\\udcff``, what ``surrogateescape`` made) becomes that
   byte again (lossless); any other lone surrogate becomes the visible text ``\\udXXX``.
   :func:`substitutions` counts what the second rule replaced, for the record.
+* :func:`md_table` writes a markdown table whose cells (:func:`md_cell`) hold any text as
+  text: no column split by a ``|``, no HTML read from a ``<``; every table claimgrid writes.
 * :func:`remove_tree` removes a folder of any depth (a 1,200-level tree, a path past
   PATH_MAX) without recursion and without building long paths; it never raises.
 """
@@ -22,6 +24,7 @@ import json
 import os
 import re
 import stat
+from collections.abc import Iterable, Sequence
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _NOT_ESCAPE = re.compile("[\ud800-\udc7f\udd00-\udfff]")  # surrogates surrogateescape did not make
@@ -257,3 +260,47 @@ def _rmdir_by_id(dir_fd: int, child_id: tuple[int, int]) -> bool:
     except OSError:
         return False
     return False
+
+
+# ---------------------------------------------------------------- markdown tables
+
+# A code span: a run of backticks, anything, the same run again (CommonMark's rule).
+_CODE_SPAN = re.compile(r"(`+)(?:.*?[^`])?\1(?!`)")
+
+
+def md_cell(value: object) -> str:
+    """``value`` as the text of one markdown table cell: whitespace (newlines included) folded
+    to single spaces, every ``|`` escaped (GitHub's tables split on it even inside a code span,
+    and show ``\\|`` as ``|`` there too), and outside code spans ``<`` and ``>`` written
+    ``&lt;`` and ``&gt;`` and every ``&`` that would start an entity ``&amp;``, so a value such as
+    ``ledger/<grid id>`` or an agent's ``<script>`` is shown as text, never read as HTML; inside a
+    code span they stay as they are (a renderer shows a code span literally). The one way
+    claimgrid writes a markdown table cell (:func:`md_table`)."""
+    text = " ".join(str(value).split())
+    out, last = [], 0
+    for m in _CODE_SPAN.finditer(text):
+        out.append(_entities(text[last : m.start()]))
+        out.append(m.group())
+        last = m.end()
+    out.append(_entities(text[last:]))
+    return "".join(out).replace("|", "\\|")
+
+
+_ENTITY = re.compile(r"&(?=#?\w+;)")
+
+
+def _entities(text: str) -> str:
+    return _ENTITY.sub("&amp;", text).replace("<", "&lt;").replace(">", "&gt;")
+
+
+def md_row(values: Iterable[object]) -> str:
+    """One table line of already-built cell texts (each escaped with :func:`md_cell`)."""
+    return "| " + " | ".join(str(v) for v in values) + " |"
+
+
+def md_table(headers: Sequence[object], rows: Iterable[Iterable[object]]) -> str:
+    """A markdown table: ``headers``, the ``| --- |`` line, then one line per row, every value
+    passed through :func:`md_cell`."""
+    lines = [md_row(md_cell(h) for h in headers), md_row("---" for _ in headers)]
+    lines += [md_row(md_cell(v) for v in r) for r in rows]
+    return "\n".join(lines)

@@ -25,6 +25,7 @@ import os
 from pathlib import Path
 
 from claimgrid.anybytes import markdown_text, safe_text, terminal_text
+from claimgrid.anybytes import md_table as table
 from claimgrid.commands.common import verify_ledger
 from claimgrid.commands.options import allow_unsealed_opt
 from claimgrid.commands.validate import UsageError
@@ -193,10 +194,9 @@ def _markdown(result: dict, out: Path) -> str:
     if result["changed"]:
         md += ["## Changed cells", ""]
         for c in result["changed"]:
-            md += [f"### {_cell_name(tuple(c['cell'].values()))}", "", "| field | A | B |", "|---|---|---|"]
-            for d in [*c["fields"], *({**p, "field": "parity " + p["field"]} for p in c["parity"])]:
-                a, b = (_short(d[k]).replace("|", "\\|") for k in ("a", "b"))
-                md.append(f"| {d['field']} | {a} | {b} |")
+            diffs = [*c["fields"], *({**p, "field": "parity " + p["field"]} for p in c["parity"])]
+            md += [f"### {_cell_name(tuple(c['cell'].values()))}", ""]
+            md.append(table(["field", "A", "B"], [(d["field"], _short(d["a"]), _short(d["b"])) for d in diffs]))
             md += ["", f"Evidence: A {link(c['evidence']['a'])}, B {link(c['evidence']['b'])}", ""]
     for title, key in (("Same results, other parity", "parity_only"),):
         if result[key]:
@@ -206,10 +206,10 @@ def _markdown(result: dict, out: Path) -> str:
             md += [f"## Cells only in {side.upper()}", ""]
             md += [f"- {_cell_name(tuple(c.values()))}" for c in result[f"only_in_{side}"]] + [""]
     if result["grid_facts"]:
-        md += ["## Grid facts that differ (meta.json)", "", "| fact | A | B |", "|---|---|---|"]
-        for f in result["grid_facts"]:
-            a, b = (_short(f[k]).replace("|", "\\|") for k in ("a", "b"))
-            md.append(f"| {f['fact']} | {a} | {b} |")
+        md += ["## Grid facts that differ (meta.json)", ""]
+        md.append(
+            table(["fact", "A", "B"], [(f["fact"], _short(f["a"]), _short(f["b"])) for f in result["grid_facts"]])
+        )
         md.append("")
     # ledger fields' HTML, control and bidi characters shown as text (claimgrid.anybytes)
     return markdown_text("\n".join(md) + "\n")

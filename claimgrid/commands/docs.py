@@ -23,6 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from claimgrid import ROOT
+from claimgrid.anybytes import md_cell as _cell
+from claimgrid.anybytes import md_row
 from claimgrid.commands import cli
 from claimgrid.commands import validate as v
 
@@ -51,15 +53,6 @@ def begin(name: str) -> str:
 
 def end(name: str) -> str:
     return f"<!-- /{name} -->"
-
-
-def _cell(text: str) -> str:
-    """Text safe inside one markdown table cell: ``|`` escaped, and ``<``/``>`` outside code
-    spans as entities (``ledger/<grid id>`` would otherwise read as an HTML tag)."""
-    parts = re.split(r"(`[^`]*`)", " ".join(text.split()))
-    for i in range(0, len(parts), 2):
-        parts[i] = parts[i].replace("<", "&lt;").replace(">", "&gt;")
-    return "".join(parts).replace("|", "\\|")
 
 
 # ---------------------------------------------------------------- grid.py run flags
@@ -95,7 +88,7 @@ def flags_table(command: str = "run") -> str:
     """The ``grid.py COMMAND`` flags as a markdown table: flag, what is allowed, default."""
     parser = cli.build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    rows = ["| flag | allowed | default |", "| --- | --- | --- |"]
+    rows = [md_row(["flag", "allowed", "default"]), md_row(["---"] * 3)]
     for action in sub.choices[command]._actions:
         if isinstance(action, argparse._HelpAction) or not action.option_strings:
             continue
@@ -112,7 +105,7 @@ def flags_table(command: str = "run") -> str:
             allowed += "; may be repeated"
         if isinstance(action, argparse._StoreTrueAction):
             default = default or "off"
-        rows.append(f"| {_cell(flag)} | {_cell(allowed)} | {_cell(default or _default(action))} |")
+        rows.append(md_row([_cell(flag), _cell(allowed), _cell(default or _default(action))]))
     return "\n".join(rows)
 
 
@@ -139,12 +132,12 @@ def layout_table(root: Path | None = None) -> str:
     shared modules first, then each stage's package in pipeline order, then the harness."""
     root = root or ROOT
     package = root / "claimgrid"
-    rows = ["| module | what it is |", "| --- | --- |"]
+    rows = [md_row(["module", "what it is"]), md_row(["---"] * 2)]
 
     def row(path: Path) -> None:
         rel = path.relative_to(root).as_posix()
         shown = rel.removesuffix("__init__.py") if path.name == "__init__.py" else rel
-        rows.append(f"| `{shown}` | {_cell(first_sentence(path))} |")
+        rows.append(md_row([_cell(f"`{shown}`"), _cell(first_sentence(path))]))
 
     row(package / "__init__.py")
     for module in sorted(p for p in package.glob("*.py") if p.name != "__init__.py"):
@@ -166,9 +159,9 @@ def classification_values() -> str:
     """Every classification field with its allowed values, in the ledger's column order."""
     from claimgrid import vocab
 
-    rows = ["| field | values |", "| --- | --- |"]
+    rows = [md_row(["field", "values"]), md_row(["---"] * 2)]
     for field, literal in vocab.FIELDS.items():
-        rows.append(f"| `{field}` | {_cell(', '.join(f'`{v}`' for v in vocab.values(literal)))} |")
+        rows.append(md_row([_cell(f"`{field}`"), _cell(", ".join(f"`{v}`" for v in vocab.values(literal)))]))
     return "\n".join(rows)
 
 

@@ -24,6 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from claimgrid import ROOT
+from claimgrid.anybytes import md_table as table
 from claimgrid.commands.common import commit, finish, now, read_grid_meta, signer, verify_ledger, write_meta
 from claimgrid.commands.flags import data_dirs, load_data
 from claimgrid.commands.options import allow_unsealed_opt, data_opts, key_opt, policies_opt
@@ -344,17 +345,18 @@ def _markdown(s: dict) -> str:
         f"- framework versions changed since the recording: {json.dumps(s['framework_version_changes']) or 'none'}",
         f"- tasks changed since the recording: {', '.join(s['task_changes']) or 'none'}",
         "",
-        "| run | requests | first differing call | classification |",
-        "| --- | --- | --- | --- |",
     ]
+    rows = []
     for r in s["runs_detail"]:
         q = r["requests"] or {}
-        lines.append(
-            f"| {r['run_id']} | {'same' if q.get('match') else 'differ' if q else 'not replayed'} "
-            f"({q.get('replayed_calls', 0)}/{q.get('recorded_calls', 0)} calls) | "
-            f"{'' if q.get('first_diff') is None else q['first_diff']} | "
-            f"{'same' if r['classification_match'] else 'differs: ' + ', '.join((r['classification_diff'] or {}).keys())} |"
-        )
+        requests = "same" if q.get("match") else "differ" if q else "not replayed"
+        rows.append((
+            r["run_id"],
+            f"{requests} ({q.get('replayed_calls', 0)}/{q.get('recorded_calls', 0)} calls)",
+            "" if q.get("first_diff") is None else q["first_diff"],
+            "same" if r["classification_match"] else "differs: " + ", ".join((r["classification_diff"] or {}).keys()),
+        ))  # fmt: skip
+    lines.append(table(["run", "requests", "first differing call", "classification"], rows))
     return "\n".join(lines) + "\n"
 
 

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer
 
+from claimgrid.anybytes import md_table as table
 from claimgrid.errors import DataError
 from claimgrid.store.lines import read_runs
 from claimgrid.store.upgrade import FORMAT_VERSION, upgrade_record
@@ -361,10 +362,11 @@ def schema_markdown() -> str:
     ):  # fmt: skip
         extra = model.model_config.get("extra")
         out.append(f"**`{model.__name__}`**" + (" (other fields allowed)" if extra == "allow" else "") + "\n")
-        out.append("| field | type | required |")
-        out.append("| --- | --- | --- |")
-        for name, info in model.model_fields.items():
-            out.append(f"| `{name}` | {_type_text(info.annotation)} | {'yes' if info.is_required() else 'no'} |")
+        fields = model.model_fields.items()
+        rows = [
+            (f"`{name}`", _type_text(info.annotation), "yes" if info.is_required() else "no") for name, info in fields
+        ]
+        out.append(table(["field", "type", "required"], rows))
         out.append("")
     out.append(SCHEMA_END)
     return "\n".join(out)
