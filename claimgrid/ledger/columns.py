@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from claimgrid.anybytes import md_cell, md_row
 from claimgrid.ledger.names import CLASSIFICATION_KEYS
 
 COORDINATE, FIELD = "coordinate", "field"  # the viewer's roles: run-table coordinates, classification filters
@@ -187,8 +188,11 @@ def _dtype_text(dtype) -> str:
 def columns_markdown() -> str:
     """The ledger's per-run columns as docs/CONTRACTS.md shows them (in the generated
     ``parquet-columns`` block, after runs.parquet's own)."""
-    rows = ["| column | type | from | meaning |", "| --- | --- | --- | --- |"]
-    rows += [f"| `{c.name}` | {_dtype_text(c.dtype)} | `{c.source}` | {c.explanation} |" for c in COLUMNS]
+    rows = [md_row(["column", "type", "from", "meaning"]), md_row(["---"] * 4)]
+    rows += [
+        md_row(md_cell(v) for v in (f"`{c.name}`", _dtype_text(c.dtype), f"`{c.source}`", c.explanation))
+        for c in COLUMNS
+    ]
     rows += [
         "| `extra.<field>` | string | `record:classification.<field>` | any other classification field the "
         "records carry (canonical JSON of objects) |",

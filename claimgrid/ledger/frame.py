@@ -37,6 +37,7 @@ from pathlib import Path
 import polars as pl
 from pydantic import BaseModel
 
+from claimgrid.anybytes import md_cell, md_row
 from claimgrid.ledger.columns import columns_markdown as ledger_columns_markdown
 from claimgrid.ledger.columns import digest_columns, treatment
 from claimgrid.ledger.load import Ledger
@@ -291,7 +292,7 @@ def columns_markdown() -> str:
         "truth": "| `truth.<field>` | the classification field's | one column per field of the reference truth "
         "(all null: no stated truth) |",
     }
-    rows = ["| column | type | values |", "| --- | --- | --- |"]
+    rows = [md_row(["column", "type", "values"]), md_row(["---"] * 3)]
     cols = columns([])
     for field in RunRecord.model_fields:
         if field in spread_doc:
@@ -307,4 +308,4 @@ def columns_markdown() -> str:
 
 
 def _doc_row(c: Column) -> str:
-    return f"| `{c.name}` | {_dtype_text(c.dtype)} | {c.type_text.replace('|', '/')} |"
+    return md_row(md_cell(v) for v in (f"`{c.name}`", _dtype_text(c.dtype), c.type_text))

@@ -16,7 +16,7 @@ import json
 import re
 from pathlib import Path
 
-from claimgrid.anybytes import markdown_text
+from claimgrid.anybytes import markdown_text, md_table
 from claimgrid.ledger.load import evidence_dir
 from claimgrid.ledger.rules import explain
 from claimgrid.store.inert import write_file
@@ -83,13 +83,13 @@ def run_md(
         "[events.jsonl](events.jsonl) it read. The classifier decided; this page only explains. "
         "Derived from the evidence by the ledger renderer (not in manifest.json).",
         "",
-        "| field | value | rule | evidence lines |",
-        "|---|---|---|---|",
     ]
+    rows = []
     for e in explain(record, events) if rules is None else rules:
         ev = ", ".join(f"[L{n}](events.jsonl#L{n})" for n in e["lines"]) or "–"
         val = json.dumps(e["value"]) if not isinstance(e["value"], str) else e["value"]
-        lines.append(f"| {e['field']} | {val} | {str(e['rule']).replace('|', '/')} | {ev} |")
+        rows.append((e["field"], val, e["rule"], ev))
+    lines.append(md_table(["field", "value", "rule", "evidence lines"], rows))
     if fault:
         lines += ["", "## Fault", ""]
         for line in fault:

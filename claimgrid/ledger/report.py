@@ -20,6 +20,7 @@ from __future__ import annotations
 import statistics
 from collections import Counter, defaultdict
 
+from claimgrid.anybytes import md_table
 from claimgrid.ledger.columns import by_source, classification_column, treatment
 from claimgrid.ledger.load import Ledger, stored
 from claimgrid.ledger.names import (
@@ -67,9 +68,8 @@ def cell(text) -> str:
 
 
 def table(headers: list[str], rows: list[list]) -> str:
-    out = ["| " + " | ".join(cell(h) for h in headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    out += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
-    return "\n".join(out)
+    """The report's tables (claimgrid.anybytes.md_table: every cell escaped)."""
+    return md_table(headers, rows)
 
 
 def median(values) -> float | None:
