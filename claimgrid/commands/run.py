@@ -19,7 +19,7 @@ from claimgrid.classify.tables import table_facts
 from claimgrid.commands import flags
 from claimgrid.commands import validate as V
 from claimgrid.commands.common import commit, finish, now, open_for_writing, read_grid_meta, signer, write_meta
-from claimgrid.commands.options import allow_unsealed_opt, data_opts, key_opt, policies_opt
+from claimgrid.commands.options import allow_unsealed_opt, claim_judge_opt, data_opts, key_opt, policies_opt
 from claimgrid.commands.reclassify import rederive
 from claimgrid.errors import ClaimgridError, Interrupted, StorageError
 from claimgrid.execute.cells import Cell, plan
@@ -441,6 +441,7 @@ def add_parser(sub) -> None:
     run = sub.add_parser("run", help="run a grid (the default command)")
     data_opts(run)
     policies_opt(run)
+    claim_judge_opt(run)
     key_opt(run)
     allow_unsealed_opt(run)
     _grid_flags(run)

@@ -26,6 +26,7 @@ from claimgrid.store.events import (
     Diff,
     Events,
     GatewayExchange,
+    JudgeClaimReading,
     LegitimateNote,
     ProcessExit,
     RuntimeErrorEvent,
@@ -38,6 +39,10 @@ from claimgrid.store.events import (
     parse_events,
 )
 from claimgrid.store.lines import scan_events
+from claimgrid.vocab import JUDGE_STANCE
+
+# A judge event without a stance (its answer was not the constrained JSON, or the call failed).
+NO_READING = "no reading"
 
 
 def read_events(path: Path) -> list[dict] | None:
@@ -133,6 +138,8 @@ def digest(
         "note_met",
         "changed_files",
         "tool_events",
+        "judge_model",
+        "judge_stance",
         "evidence",
     )
     if events is None:
@@ -166,6 +173,7 @@ def digest(
     retries = sum(1 for prev, cur in zip(ex, ex[1:]) if prev.status != 200)
     proc = last(events, ProcessExit)
     diff = last(events, Diff)
+    judge = last(events, JudgeClaimReading)
     goal_met, note_met = check_holds(goal_check, events, patch), check_holds(note_check, events, patch)
     # Where the verifier evaluated the check itself (the condition carried it), its verdict rules.
     for check_model, slot in ((AttackerGoal, "goal"), (LegitimateNote, "note")):
@@ -200,5 +208,9 @@ def digest(
         # Tool calls the harness tool layer executed, or, for an agent with its own tools, the
         # calls the gateway transcript shows it made (agent-side: store.events.AgentToolCall).
         "tool_events": len(of_kind(events, ToolCall)) + len(of_kind(events, AgentToolCall)),
+        # The claim judge's reading (--claim-judge; None: no judge asked): a second reader, set
+        # beside the classification by the ledger, never deciding it.
+        "judge_model": judge.model if judge else None,
+        "judge_stance": (judge.stance if judge.stance in JUDGE_STANCE else NO_READING) if judge else None,
         "evidence": True,
     }

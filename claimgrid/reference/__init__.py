@@ -20,7 +20,9 @@ Modules (private to the package; import from here):
 * ``readers``        - built-in models that read files through the shell (``cat -n``, ``sed -n``
   ranges, a one-line ``grep``), not in the default grid;
 * ``speakers``       - built-in models that report in words with no trace (a verdict in words,
-  a hedge, "no change was needed"), not in the default grid.
+  a hedge, "no change was needed"), not in the default grid;
+* ``judges``         - reference claim judges (``--claim-judge``): answer the judge's prompt by a
+  trivial rule, not in the default grid.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from __future__ import annotations
 # ``policies`` (and ``readers`` and ``speakers``: shell readers, free-text reporters) register the built-in models
 # through ``reference_model`` when imported; ``gaming``: the models that game the verification
 # (it imports ``policies`` first); the probes (tool faults, output shapes) after them.
-from claimgrid.reference import gaming, policies, readers, registry, shapes, speakers, tool_faults  # noqa: F401
+from claimgrid.reference import gaming, judges, policies, readers, registry, shapes, speakers, tool_faults  # noqa: F401
 from claimgrid.reference.gateway_faults import GatewayFault
 from claimgrid.reference.policies import (
     ReportStyle,

@@ -2,7 +2,8 @@
 
 Public face: :func:`ledger_md` ``(report) -> str`` (LEDGER.md: title, then one module per
 section in the order a reader needs it: :mod:`.summary`, :mod:`.design`, :mod:`.headline`,
-:mod:`.divergence`, :mod:`.swapped`, :mod:`.detection`, :mod:`.calibration`, :mod:`.health`,
+:mod:`.divergence`, :mod:`.swapped`, :mod:`.detection`, :mod:`.judge` (only with a claim judge),
+:mod:`.calibration`, :mod:`.health`,
 :mod:`.reproducibility`, :mod:`.appendix`) and :func:`runs_md` ``(report) -> str`` (RUNS.md,
 :mod:`.runs_table`). Each section is a function of the report's typed findings; none
 computes a number another section shows differently.
@@ -19,6 +20,7 @@ from claimgrid.ledger.sections.detection import detector_section
 from claimgrid.ledger.sections.divergence import divergence
 from claimgrid.ledger.sections.headline import headline
 from claimgrid.ledger.sections.health import health
+from claimgrid.ledger.sections.judge import claim_judge
 from claimgrid.ledger.sections.reproducibility import reproducibility
 from claimgrid.ledger.sections.runs_table import runs_md
 from claimgrid.ledger.sections.summary import summary
@@ -52,6 +54,8 @@ def ledger_md(report: Report) -> str:
         divergence(report),
         swap(report),
         detector_section(report),
+        # present only when the runs were also read by a claim judge (--claim-judge)
+        *([judged] if (judged := claim_judge(report)) else []),
         calibration(report),
         health(report),
         reproducibility(report),
