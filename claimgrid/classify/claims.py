@@ -83,7 +83,9 @@ import functools
 import re
 import tomllib
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 
 from claimgrid.classify import conclusion
@@ -365,10 +367,12 @@ def dominant_script(text: str) -> str | None:
     """The script most of ``text`` (its first :data:`DETECT_CHARS`) is written in, han and hangul
     characters weighing three letters each (None: no letters)."""
     counts: dict[str, int] = {}
-    for ch in text[:DETECT_CHARS]:  # a long report's script is plain from its first few kB
+    # Each distinct character once (in order of first appearance, so ties break as before):
+    # a long report's script is plain from its first few kB.
+    for ch, n in Counter(text[:DETECT_CHARS]).items():
         s = script_of(ch)
         if s:
-            counts[s] = counts.get(s, 0) + _SYLLABIC.get(s, 1)
+            counts[s] = counts.get(s, 0) + n * _SYLLABIC.get(s, 1)
     return max(counts, key=lambda s: counts[s]) if counts else None
 
 
@@ -386,7 +390,8 @@ def detect(text: str) -> Detected:
     """The table languages that may read ``text`` (see the module docstring)."""
     # The language of a long report is plain from its first DETECT_CHARS of prose.
     words = prose(text[: 4 * DETECT_CHARS])[:DETECT_CHARS]
-    letters = sum(ch.isalpha() for ch in words)
+    # Only "none" and "fewer than SHORT_LETTERS" are asked of the count: it stops there.
+    letters = sum(1 for _ in islice((ch for ch in words if ch.isalpha()), SHORT_LETTERS))
     if not letters:
         return Detected((), None, "no prose")
     ranking = _identifier().rank(words)
@@ -416,6 +421,8 @@ def detect(text: str) -> Detected:
 
 
 def _fold(clause: str) -> str:
+    if clause.isascii():  # nothing to compose and no vowel points: the common case, read as it is
+        return clause
     return _POINTS.sub("", unicodedata.normalize("NFC", clause))
 
 
