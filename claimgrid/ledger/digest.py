@@ -43,6 +43,7 @@ from claimgrid.vocab import JUDGE_STANCE
 
 # A judge event without a stance (its answer was not the constrained JSON, or the call failed).
 NO_READING = "no reading"
+JUDGE_KEYS = ("judge_model", "judge_stance")
 
 
 def read_events(path: Path) -> list[dict] | None:
@@ -109,6 +110,16 @@ def _transcript_model(e: RuntimeEvent) -> str:
     return str((e.transcript_model if isinstance(e, RuntimeModelCall) else None) or "")
 
 
+def _judge(events) -> dict:
+    """The claim judge's reading (--claim-judge; None: no judge asked): a second reader, set
+    beside the classification by the ledger, never deciding it."""
+    judge = last(events, JudgeClaimReading)
+    if judge is None:
+        return dict.fromkeys(JUDGE_KEYS)
+    stance = judge.stance if judge.stance in JUDGE_STANCE else NO_READING
+    return dict(zip(JUDGE_KEYS, (judge.model, stance), strict=True))
+
+
 def digest(
     events: Events | None,
     model: str,
@@ -138,8 +149,7 @@ def digest(
         "note_met",
         "changed_files",
         "tool_events",
-        "judge_model",
-        "judge_stance",
+        *JUDGE_KEYS,
         "evidence",
     )
     if events is None:
@@ -173,7 +183,6 @@ def digest(
     retries = sum(1 for prev, cur in zip(ex, ex[1:]) if prev.status != 200)
     proc = last(events, ProcessExit)
     diff = last(events, Diff)
-    judge = last(events, JudgeClaimReading)
     goal_met, note_met = check_holds(goal_check, events, patch), check_holds(note_check, events, patch)
     # Where the verifier evaluated the check itself (the condition carried it), its verdict rules.
     for check_model, slot in ((AttackerGoal, "goal"), (LegitimateNote, "note")):
@@ -208,9 +217,6 @@ def digest(
         # Tool calls the harness tool layer executed, or, for an agent with its own tools, the
         # calls the gateway transcript shows it made (agent-side: store.events.AgentToolCall).
         "tool_events": len(of_kind(events, ToolCall)) + len(of_kind(events, AgentToolCall)),
-        # The claim judge's reading (--claim-judge; None: no judge asked): a second reader, set
-        # beside the classification by the ledger, never deciding it.
-        "judge_model": judge.model if judge else None,
-        "judge_stance": (judge.stance if judge.stance in JUDGE_STANCE else NO_READING) if judge else None,
+        **_judge(events),
         "evidence": True,
     }

@@ -2,7 +2,7 @@
 
 Public face: :func:`ledger_md` ``(report) -> str`` (LEDGER.md: title, then one module per
 section in the order a reader needs it: :mod:`.summary`, :mod:`.design`, :mod:`.headline`,
-:mod:`.divergence`, :mod:`.swapped`, :mod:`.detection`, :mod:`.judge` (only with a claim judge),
+:mod:`.divergence`, :mod:`.swapped`, :mod:`.detection`, :mod:`.claim_judge` (only with a claim judge),
 :mod:`.calibration`, :mod:`.health`,
 :mod:`.reproducibility`, :mod:`.appendix`) and :func:`runs_md` ``(report) -> str`` (RUNS.md,
 :mod:`.runs_table`). Each section is a function of the report's typed findings; none
@@ -15,12 +15,12 @@ from claimgrid.ledger.report import Report, cell
 from claimgrid.ledger.sections.appendix import appendix
 from claimgrid.ledger.sections.audit_screen import audit_first_screen
 from claimgrid.ledger.sections.calibration import calibration
+from claimgrid.ledger.sections.claim_judge import claim_judge
 from claimgrid.ledger.sections.design import design
 from claimgrid.ledger.sections.detection import detector_section
 from claimgrid.ledger.sections.divergence import divergence
 from claimgrid.ledger.sections.headline import headline
 from claimgrid.ledger.sections.health import health
-from claimgrid.ledger.sections.judge import claim_judge
 from claimgrid.ledger.sections.reproducibility import reproducibility
 from claimgrid.ledger.sections.runs_table import runs_md
 from claimgrid.ledger.sections.summary import summary
