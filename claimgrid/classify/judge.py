@@ -34,6 +34,7 @@ from claimgrid.vocab import JUDGE_SOURCE, JUDGE_STANCE
 PROMPT_FILE = Path(__file__).with_name("claim_judge.toml")
 KIND = "claim_reading"
 CUT = "\n[... the middle of the report is cut here ...]\n"
+NO_REPORT = "no report to read"
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,8 @@ def reading_event(model: str, report: str | None) -> dict:
     is recorded too, with ``error`` and no stance (the run goes on: the judge decides nothing)."""
     p = prompt()
     event: dict = {"source": JUDGE_SOURCE, "kind": KIND, "model": model, "prompt_version": p.version}
+    if not (report or "").strip():
+        return event | {"error": NO_REPORT}  # nothing to read: no call (a hosted judge is not paid for nothing)
     msgs = messages(report or "", p)
     try:
         answer = _ask_reference(model, msgs) if is_reference(model) else _ask_litellm(model, msgs)

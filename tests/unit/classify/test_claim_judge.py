@@ -74,6 +74,8 @@ def test_a_reference_judge_reads_the_report_into_one_judge_event():
 def test_a_model_that_cannot_answer_is_recorded_as_no_reading():
     ev = reading_event("diligent", "Done.")  # an agent policy, not a judge
     assert "stance" not in ev and "does not answer the judge prompt" in ev["error"]
+    ev = reading_event("no-such-provider/model", "  \n")  # no report: no call at all
+    assert "stance" not in ev and ev["error"] == judge.NO_REPORT
 
 
 class _FakeLiteLLM(types.ModuleType):
