@@ -155,6 +155,19 @@ def is_reference(model: str) -> bool:
     return registry.is_reference(model)
 
 
+def check_judge(model: str) -> None:
+    """Before anything is read or written: a reference judge passes; any other MODEL must be one
+    the gateway's preflight can serve (LiteLLM knows its provider, its key is set, its server
+    answers), else one line naming the flag (a typo is not hundreds of runs without a reading)."""
+    from claimgrid.errors import ClaimgridError
+    from claimgrid.gateway import preflight
+
+    try:
+        preflight([model])
+    except ClaimgridError as exc:
+        raise ClaimgridError(f"--claim-judge {model}: {exc}") from None
+
+
 def reading_event(model: str, report: str | None) -> dict:
     """The judge's reading of ``report`` as one evidence event (source ``judge``); a failed call
     is recorded too, with ``error`` and no stance (the run goes on: the judge decides nothing)."""

@@ -403,6 +403,8 @@ def cmd_audit(args) -> int:
     top: Path = args.dir
     if not top.is_dir():
         raise UsageError(f"audit {top}: not a folder")
+    if args.claim_judge:
+        judge.check_judge(args.claim_judge)  # one line before the ledger folder is made
     role = args.role
     found, skipped = find_runs(top)
     readable = [f for f in found if f.unreadable is None]

@@ -213,6 +213,8 @@ def verify_against(
 
 def run_check(args) -> dict:
     """The verdict of one check (what is printed and logged)."""
+    if args.claim_judge:
+        judge.check_judge(args.claim_judge)
     if args.final is not None and not args.final.is_file():
         raise BadInput(f"--final {args.final}: no such file")
     if (args.repo is None) != (args.expectation is None):

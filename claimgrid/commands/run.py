@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from claimgrid import ROOT, localmodel
+from claimgrid.classify import judge
 from claimgrid.classify.tables import table_facts
 from claimgrid.commands import flags
 from claimgrid.commands import validate as V
@@ -40,6 +41,8 @@ def cmd_run(args) -> int:
     """Validate everything (flags, data, a resumed folder), then run; nothing is written before."""
     V.check_data_flags(args)
     data = flags.load_data(args)
+    if getattr(args, "claim_judge", None):
+        judge.check_judge(args.claim_judge)  # one line before anything is opened or written
     meta: GridMeta | None = None
     if args.resume:
         spec = _check_resumed(args, data)

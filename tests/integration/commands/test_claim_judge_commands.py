@@ -102,3 +102,13 @@ def test_an_empty_claim_judge_is_one_line_exit_2(tmp_path, capsys):
     assert exc.value.code == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line == "grid.py check: error: argument --claim-judge: '': a reference model name or a LiteLLM model string"
+
+
+def test_a_judge_the_gateway_cannot_serve_is_one_line_before_anything_is_written(tmp_path, capsys):
+    src, out = mixed_folder(tmp_path), tmp_path / "audit"
+    assert main(["audit", str(src), "--out", str(out), "--claim-judge", "no-such-provider-xyz/judge"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(
+        "grid.py: error: --claim-judge no-such-provider-xyz/judge: model 'no-such-provider-xyz/judge'"
+    )
+    assert not out.exists()
