@@ -16,7 +16,7 @@ import json
 import re
 from pathlib import Path
 
-from claimgrid.anybytes import markdown_text, safe_text
+from claimgrid.anybytes import markdown_text
 from claimgrid.classify.judge import agrees, reader_label
 from claimgrid.ledger.load import evidence_dir
 from claimgrid.ledger.rules import explain
