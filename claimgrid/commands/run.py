@@ -15,11 +15,12 @@ import time
 from pathlib import Path
 
 from claimgrid import ROOT, localmodel
+from claimgrid.classify import judge
 from claimgrid.classify.tables import table_facts
 from claimgrid.commands import flags
 from claimgrid.commands import validate as V
 from claimgrid.commands.common import commit, finish, now, open_for_writing, read_grid_meta, signer, write_meta
-from claimgrid.commands.options import allow_unsealed_opt, data_opts, key_opt, policies_opt
+from claimgrid.commands.options import allow_unsealed_opt, claim_judge_opt, data_opts, key_opt, policies_opt
 from claimgrid.commands.reclassify import rederive
 from claimgrid.errors import ClaimgridError, Interrupted, StorageError
 from claimgrid.execute.cells import Cell, plan
@@ -40,6 +41,8 @@ def cmd_run(args) -> int:
     """Validate everything (flags, data, a resumed folder), then run; nothing is written before."""
     V.check_data_flags(args)
     data = flags.load_data(args)
+    if getattr(args, "claim_judge", None):
+        judge.check_judge(args.claim_judge)  # one line before anything is opened or written
     meta: GridMeta | None = None
     if args.resume:
         spec = _check_resumed(args, data)
@@ -441,6 +444,7 @@ def add_parser(sub) -> None:
     run = sub.add_parser("run", help="run a grid (the default command)")
     data_opts(run)
     policies_opt(run)
+    claim_judge_opt(run)
     key_opt(run)
     allow_unsealed_opt(run)
     _grid_flags(run)

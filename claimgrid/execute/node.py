@@ -50,6 +50,7 @@ class NodeSettings:
     framework_versions: dict = field(default_factory=dict)
     connections: tuple | None = None
     replay: Replay | None = None
+    claim_judge: str | None = None  # --claim-judge MODEL (claimgrid.classify.judge)
 
 
 class CollectingStore:
@@ -235,6 +236,7 @@ class Node:
                 model_call_timeouts=dict(inputs.call_deadlines),
                 model_servers=dict(inputs.model_servers),
                 node=where or RunNode(backend="local"),
+                claim_judge=settings.claim_judge,
             )
         except BaseException:
             self.close()
