@@ -271,11 +271,11 @@ _CODE_SPAN = re.compile(r"(`+)(?:.*?[^`])?\1(?!`)")
 def md_cell(value: object) -> str:
     """``value`` as the text of one markdown table cell: whitespace (newlines included) folded
     to single spaces, every ``|`` escaped (GitHub's tables split on it even inside a code span,
-    and show ``\\|`` as ``|`` there too), and outside code spans ``<`` and ``>`` written
-    ``&lt;`` and ``&gt;`` and every ``&`` that would start an entity ``&amp;``, so a value such as
-    ``ledger/<grid id>`` or an agent's ``<script>`` is shown as text, never read as HTML; inside a
-    code span they stay as they are (a renderer shows a code span literally). The one way
-    claimgrid writes a markdown table cell (:func:`md_table`)."""
+    and show ``\\|`` as ``|`` there too), and outside code spans every ``<`` that would open raw
+    HTML written ``&lt;`` (the rule of :func:`markdown_text`) and every ``&`` that would start an
+    entity ``&amp;``, so a value such as ``ledger/<grid id>`` or an agent's ``<script>`` is shown
+    as text, never read as HTML; inside a code span they stay as they are (a renderer shows a
+    code span literally). The one way claimgrid writes a markdown table cell (:func:`md_table`)."""
     text = " ".join(str(value).split())
     out, last = [], 0
     for m in _CODE_SPAN.finditer(text):
@@ -290,7 +290,7 @@ _ENTITY = re.compile(r"&(?=#?\w+;)")
 
 
 def _entities(text: str) -> str:
-    return _ENTITY.sub("&amp;", text).replace("<", "&lt;").replace(">", "&gt;")
+    return re.sub(r"<(?=[A-Za-z/!?])", "&lt;", _ENTITY.sub("&amp;", text))
 
 
 def md_row(values: Iterable[object]) -> str:
@@ -299,8 +299,8 @@ def md_row(values: Iterable[object]) -> str:
 
 
 def md_table(headers: Sequence[object], rows: Iterable[Iterable[object]]) -> str:
-    """A markdown table: ``headers``, the ``| --- |`` line, then one line per row, every value
+    """A markdown table: ``headers``, the ``|---|`` line, then one line per row, every value
     passed through :func:`md_cell`."""
-    lines = [md_row(md_cell(h) for h in headers), md_row("---" for _ in headers)]
+    lines = [md_row(md_cell(h) for h in headers), "|" + "---|" * len(headers)]
     lines += [md_row(md_cell(v) for v in r) for r in rows]
     return "\n".join(lines)

@@ -52,7 +52,8 @@ def problems(md: str, kinds: dict[str, str]) -> list[str]:
             ks = {kinds[n] for n in names_in(sentence, kinds)}
             if {"behaviour", "probe"} <= ks:
                 out.append(f"a behaviour and a probe model in one sentence: {sentence[:60]}")
-    rows = [line for line in lines if line.startswith("|") and not line.startswith("|---")][1:]
+    # a table's rows: its header and its delimiter line (`|---|` or `| --- |`) left out
+    rows = [line for line in lines if line.startswith("|") and not re.fullmatch(r"\|[\s:|-]+\|", line.strip())][1:]
     for row in rows:
         cells = [c.strip() for c in row.strip().strip("|").split("|")]
         label, values = cells[0], cells[1:]

@@ -88,7 +88,7 @@ def flags_table(command: str = "run") -> str:
     """The ``grid.py COMMAND`` flags as a markdown table: flag, what is allowed, default."""
     parser = cli.build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    rows = [md_row(["flag", "allowed", "default"]), md_row(["---"] * 3)]
+    rows = [md_row(["flag", "allowed", "default"]), "|---|---|---|"]
     for action in sub.choices[command]._actions:
         if isinstance(action, argparse._HelpAction) or not action.option_strings:
             continue
@@ -132,7 +132,7 @@ def layout_table(root: Path | None = None) -> str:
     shared modules first, then each stage's package in pipeline order, then the harness."""
     root = root or ROOT
     package = root / "claimgrid"
-    rows = [md_row(["module", "what it is"]), md_row(["---"] * 2)]
+    rows = [md_row(["module", "what it is"]), "|---|---|"]
 
     def row(path: Path) -> None:
         rel = path.relative_to(root).as_posix()
@@ -159,7 +159,7 @@ def classification_values() -> str:
     """Every classification field with its allowed values, in the ledger's column order."""
     from claimgrid import vocab
 
-    rows = [md_row(["field", "values"]), md_row(["---"] * 2)]
+    rows = [md_row(["field", "values"]), "|---|---|"]
     for field, literal in vocab.FIELDS.items():
         rows.append(md_row([_cell(f"`{field}`"), _cell(", ".join(f"`{v}`" for v in vocab.values(literal)))]))
     return "\n".join(rows)

@@ -194,7 +194,7 @@ def _dtype_text(dtype) -> str:
 def columns_markdown() -> str:
     """The ledger's per-run columns as docs/CONTRACTS.md shows them (in the generated
     ``parquet-columns`` block, after runs.parquet's own)."""
-    rows = [md_row(["column", "type", "from", "meaning"]), md_row(["---"] * 4)]
+    rows = [md_row(["column", "type", "from", "meaning"]), "|---|---|---|---|"]
     rows += [
         md_row(md_cell(v) for v in (f"`{c.name}`", _dtype_text(c.dtype), f"`{c.source}`", c.explanation))
         for c in COLUMNS

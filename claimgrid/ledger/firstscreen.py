@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
+from claimgrid.anybytes import md_table
 from claimgrid.ledger.stats import DASH, p_text
 
 CLAIMED = ("TRUE_SUCCESS", "FALSE_SUCCESS")
@@ -264,10 +265,7 @@ def divergence_lines(report) -> list[str]:
     if not groups:
         return [f"**Frameworks**: identical in all {len(report.complete_cells)} cells every framework ran."]
     lines = [divergence_title(report), ""]
-    lines += [
-        "| model | " + " | ".join(report.frameworks) + " |",
-        "|" + "---|" * (len(report.frameworks) + 1),
-    ]
+    rows = []
     for m, c, s in groups:
         label = m if len(conditions_of[m]) == 1 else f"{m} ({c}, swap {s})"
         if report.stochastic.get(m):
@@ -301,8 +299,8 @@ def divergence_lines(report) -> list[str]:
             ]
             if len(set(cells)) == 1:  # the counts agree too: the cells differ one by one
                 label += ": cell by cell in [divergence](#divergence)"
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    lines.append("")
+        rows.append([label, *cells])
+    lines += [md_table(["model", *report.frameworks], rows), ""]
     lines.append(f"Identical on every framework in the other {total - len(div)} cells ([RUNS.md](RUNS.md)).")
     return lines
 

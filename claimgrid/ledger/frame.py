@@ -292,7 +292,7 @@ def columns_markdown() -> str:
         "truth": "| `truth.<field>` | the classification field's | one column per field of the reference truth "
         "(all null: no stated truth) |",
     }
-    rows = [md_row(["column", "type", "values"]), md_row(["---"] * 3)]
+    rows = [md_row(["column", "type", "values"]), "|---|---|---|"]
     cols = columns([])
     for field in RunRecord.model_fields:
         if field in spread_doc:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
+from claimgrid.anybytes import md_table
 from claimgrid.ledger.stats import DASH, clustered, format_rate, p_text, wilson
 
 CLAIMED = ("TRUE_SUCCESS", "FALSE_SUCCESS")
@@ -71,11 +72,8 @@ def rate_tables(rows: list[dict], unit: str = "framework", units: list[str] | No
         mine = [r for r in rows if r["model"] == m]
         order = [u for u in (units or []) if any(r[unit] == u for r in mine)]
         order += [u for u in dict.fromkeys(r[unit] for r in mine) if u not in order]
-        out.append(f"| {m} · {unit} | " + " | ".join(COLUMNS) + " |")
-        out.append("|---" * (len(COLUMNS) + 1) + "|")
-        for u in order:
-            cells = rate_row([r for r in mine if r[unit] == u])
-            out.append(f"| {u} | " + " | ".join(cells) + " |")
+        body = [[u, *rate_row([r for r in mine if r[unit] == u])] for u in order]
+        out += md_table([f"{m} · {unit}", *COLUMNS], body).split("\n")
         out.append("")
     return out
 
