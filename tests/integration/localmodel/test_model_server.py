@@ -116,7 +116,6 @@ def test_stream_and_bad_requests(served):
     assert chunks[-1]["usage"]["completion_tokens"] <= 4
     url = served.api_base + "/chat/completions"
     assert loopback_http.post(url, content=b"{", headers=_key(served), timeout=30).status_code in (400, 500)
-    assert loopback_http.post(url, json={"messages": []}, headers=_key(served), timeout=30).status_code in (400, 500)
     huge = {"messages": [{"role": "user", "content": "word " * 20_000}]}
     r = loopback_http.post(url, json=huge, headers=_key(served), timeout=300)
     assert r.status_code == 400 and r.json()["error"]["type"] == "exceed_context_size_error"
