@@ -535,7 +535,7 @@ def _execution_flags(sp) -> None:
         metavar="URL",
         help="a model server you already run (llama-server, Ollama, vLLM, LM Studio: OpenAI chat "
         "completions); --models server/<model id> names its model; its key, if it asks for one, "
-        f"in ${localmodel.SERVER_KEY_ENV}",
+        f"in ${localmodel.SERVER_KEY_ENV} (default: none: only the models the grid serves itself)",
     )
     sp.add_argument(
         "--timeout",

