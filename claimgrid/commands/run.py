@@ -49,7 +49,7 @@ def cmd_run(args) -> int:
         spec, store = _new_grid(args, data, guard)
     settings = flags.run_settings(args, meta.dump() if meta else None, spec.selection.all_models)
     catalog = getattr(args, "local_models", None) or localmodel.CATALOG
-    server_url = getattr(args, "model_server", None)
+    server_url = getattr(args, "server_url", None)
     local = list(localmodel.check(list(spec.selection.all_models), catalog))  # a bad entry: one line
     local += localmodel.check_server(list(spec.selection.all_models), server_url)
     if settings.backend == "ray":
@@ -179,7 +179,7 @@ def _prepare(
         guard,
         builds,
         call_deadlines={s.model: s.deadline["seconds"] for s in servers if s.deadline},
-        model_servers={s.model: localmodel.parity_facts(s.facts()) for s in servers},
+        served_models={s.model: localmodel.parity_facts(s.facts()) for s in servers},
     )
 
 
@@ -383,7 +383,7 @@ def _limits_banner(spec: GridSpec, inputs: GridInputs) -> str:
     with its measured deadline and its server's cap, as its runs get them."""
 
     def in_force(m: str):
-        server = inputs.model_servers.get(m) or {}
+        server = inputs.served_models.get(m) or {}
         return spec.limits_for(m).served(inputs.call_deadlines.get(m), server.get("max_output_tokens"))
 
     models = list(dict.fromkeys(spec.selection.all_models))
@@ -530,6 +530,7 @@ def _execution_flags(sp) -> None:
     )
     sp.add_argument(
         "--model-server",
+        dest="server_url",
         type=V.server_url,
         default=None,
         metavar="URL",

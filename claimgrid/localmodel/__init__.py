@@ -103,9 +103,9 @@ def serve(models: list[str], jobs: int, catalog: Path = CATALOG, server: str | N
 
 
 def parity_facts(facts: dict) -> dict:
-    """What must be equal for two runs on a served model to be compared (a run record's
-    ``parity.model_server``): the engine, weights, template and settings, not the speed
-    (None where the server did not say)."""
+    """What must be equal for two runs on a served model to be compared (a run record's parity
+    facts of its server): the engine, weights, template and settings, not the speed (None where
+    the server did not say)."""
     facts = {**facts, "weights": facts.get("weights") or {}, "template": facts.get("template") or {}}
     return {
         "engine": f"{facts['engine']['name']} {facts['engine']['version']}",
