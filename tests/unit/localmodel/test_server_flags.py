@@ -35,7 +35,7 @@ def test_the_entry_becomes_llama_servers_flags():
     assert _flag(argv, "--api-key-file") == "/k/key" and "--api-key" not in argv  # the key is in no argv
     assert "--jinja" in argv and "--chat-template" not in argv  # the GGUF's own template, tool calls parsed
     builtin = _argv(Path("/bin/llama-server"), Path("/w/m.gguf"), _entry("gemma"), 1, Path("/k/key"))
-    assert _flag(builtin, "--chat-template") == "gemma" and "--jinja" not in builtin
+    assert _flag(builtin, "--chat-template") == "gemma" and "--no-jinja" in builtin and "--jinja" not in builtin
 
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1:8080", "https://models.example:443/v1", "http://host/"])
