@@ -108,7 +108,10 @@ def parity_facts(facts: dict) -> dict:
     the server did not say)."""
     facts = {**facts, "weights": facts.get("weights") or {}, "template": facts.get("template") or {}}
     return {
-        "engine": f"{facts['engine']['name']} {facts['engine']['version']}",
+        # The package that built the binary (its build number may be unknown: an sdist has no git)
+        "engine": " ".join(
+            str(v) for v in (facts["engine"]["name"], facts["engine"]["version"], facts["engine"].get("package")) if v
+        ),
         "llama_cpp_commit": facts["engine"]["llama_cpp_commit"],
         "weights_sha256": facts["weights"].get("sha256"),
         "template": facts["template"].get("name"),

