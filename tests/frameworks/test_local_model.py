@@ -58,7 +58,8 @@ def lane(tmp_path_factory, tasks):
         timeout=2300,
     )
     wall = time.monotonic() - t0
-    print(f"local-model lane: grid.py run {wall:.0f} s", flush=True)
+    measured = next((ln.strip() for ln in p.stdout.splitlines() if ln.strip().startswith("measured")), "")
+    print(f"local-model lane: grid.py run {wall:.0f} s; the server {measured}", flush=True)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     return {"out": out, "model": f"local/{name}", "stdout": p.stdout, "wall_s": wall}
 
