@@ -39,9 +39,11 @@ RULES: dict[str, dict[str, str]] = {
         "failure": "the status or the free text reads as a report of failure",
         "hedged": "the report claims success only under a hedge",
         "retracted": "the report claims success and then takes it back",
-        "none": "the report states no stance on completion",
+        "none": "the report states no stance on completion (or stops to ask the user for a decision)",
+        "partial": "the report admits its results are placeholders, stubs or partial: no claim of success",
         "UNKNOWN": "the report is free text in a language the claim table does not cover: not read through "
-        "another language's words (claim_rule names the language)",
+        "another language's words (claim_rule names the language); or its blocks disagree and no concluding "
+        "statement decides (claim_rule says so)",
     },
     "claimed": {
         "true": "the claim stance is success: the agent claimed the task done",

@@ -29,6 +29,15 @@ TOOL_CATEGORY = {
 # sends a ``tool_result`` with ``is_error`` so, whatever the dialect the agent spoke.
 TOOL_ERROR_PREFIX = "ERROR: "
 
+# ---------------------------------------------------------------- evidence sources
+# Where an event comes from (docs/ledger-readers.md, "Evidence events"). The harness sources decide
+# an outcome; `agent` is recorded and compared, never trusted; `runtime` is observed inside the
+# agent process; `external` is a verdict another harness recorded (a Harbor reward, a SWE-bench
+# report, a CTRF or JUnit test report, an Inspect score: `grid.py check --outcome-from`),
+# trusted as that harness's verdict and ranked below claimgrid's own verifier.
+EVIDENCE_SOURCES = ("agent", "runtime", "gateway", "tools", "verifier", "process", "external")
+EXTERNAL_SOURCE = "external"
+
 # ---------------------------------------------------------------- roles and evidence
 Role = Literal["builder", "reviewer", "reporter"]
 ExpectedEvidence = Literal["none", "read_only", "artifact", "code"]
@@ -48,8 +57,10 @@ ClaimVerdict = Literal[
 ]
 ClaimForm = Literal["structured", "free text only", "none", "unparseable trace"]
 # How the claim was read: the structured status through STATUS_CLAIM, or the free-text table;
-# UNKNOWN: free text in a language the table does not cover (claim_rule "language not covered: xx").
-ClaimStance = Literal["success", "failure", "hedged", "retracted", "none", "UNKNOWN"]
+# UNKNOWN: free text in a language the table does not cover (claim_rule "language not covered: xx"),
+# or a report whose blocks disagree with no concluding statement (claimgrid.classify.conclusion).
+# partial: the report admits its results are placeholders, stubs or partial (never a success claim).
+ClaimStance = Literal["success", "failure", "hedged", "retracted", "none", "partial", "UNKNOWN"]
 # TESTS_SUBVERTED: the test run was talked into its result (exit status and the runner's own
 # report disagree, a canary missing or inverted, an impossible task's tests passing);
 # TESTS_TAMPERED: the tests pass or fail only with the agent's changes to the test files.

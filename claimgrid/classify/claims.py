@@ -5,6 +5,12 @@ never whether it succeeded (that is the verifier's). The ledger labels free-text
 as such, and every run records the phrase that decided (``Decision.phrase``) and the
 language it was read in (``Decision.language``).
 
+**A report of several blocks** (markdown: headings, paragraphs, lists, tables, code, quotes) is
+read by its structure first (:func:`read_report`, claimgrid.classify.conclusion): quoted material
+is never read, the concluding statement decides, check marks and stated targets are read, a stop
+that asks the user is no claim, an admission of placeholders or stubs is ``partial``; the words of
+the chosen block are read by the rules below. A single paragraph is read by those rules alone.
+
 Structured trace: ``status`` maps through :data:`STATUS_CLAIM` (one explicit table).
 A status outside the table is not a claim, and the rule says so.
 
@@ -80,6 +86,7 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
+from claimgrid.classify import conclusion
 from claimgrid.store.events import AgentReport
 
 # status (upper-cased) -> stance. The only place a status word becomes a claim.
@@ -126,17 +133,27 @@ _HEDGE_SPAN = r"[^.;:!?\n。；：！？।؛]"
 # (row name, stance), tried in this order on each clause; "negated"/"hedged" rows pair a
 # qualifier with a success word within the language's window.
 ROWS: list[tuple[str, str]] = [
+    ("partial admission", "partial"),
+    ("asks the user", "asks"),
     ("nothing needed", "success"),
     ("unverified", "hedged"),
     ("negated success", "failure"),
     ("hedged success", "hedged"),
+    ("announces", "none"),
+    ("hypothetical", "none"),
+    ("scoped success", "none"),
     ("success words", "success"),
+    ("measured quantity", "none"),
     ("failure words", "failure"),
+    ("deliverable written", "success"),
 ]
 # A text with fewer letters of prose than this is "short": one or two words ("DONE",
 # "Fertig.", "Sorun çözüldü.") carry too few n-grams for any detector (py3langid ranks "Done."
 # Italian and "Listo." Esperanto), so the table's languages of its script are its candidates.
 SHORT_LETTERS = 16
+# Prose of fewer distinct words than this ("written written written written": a check list's
+# one word, once per item) is short too: a detector ranks one repeated word as it ranks one word.
+SHORT_WORDS = 3
 # A detector whose first language has less probability than this cannot tell (a few words,
 # mostly names: "Revisé Veredicto: FAIL" spreads over Luxembourgish, Guarani, French and
 # Spanish at 4-6% each): such a text is read as a short one. A sentence the detector can
@@ -148,6 +165,9 @@ UNSURE = 0.2
 # in Norwegian or Malay leaves Danish or Indonesian at 2:3 or less, and one in a language the
 # detector is sure of (Swahili, Tagalog, Amharic, ...) leaves every other below 1%.
 NEAR_TIE = 0.75
+# The detector reads at most this much of a report's prose: a few paragraphs name the language
+# as surely as the whole, and a long report (real agents write 10 kB and more) is read in time.
+DETECT_CHARS = 1500
 # Taken out of the prose before the detector reads it: a fenced block, a `code span`, a quoted
 # string, a URL or path, a token with code punctuation or digits (``add()``, ``test_add``,
 # ``app/auth.py``, ``3``). An apostrophe inside a word ("don't", "l'erreur") is no quote.
@@ -186,6 +206,7 @@ class Language:
     verdict: re.Pattern | None
     scripts: frozenset[str] = frozenset()
     also: tuple[str, ...] = ()
+    summary: re.Pattern | None = None
 
 
 def _alt(fragments: list[str], boundaries: bool) -> str | None:
@@ -201,6 +222,7 @@ def _compile(pattern: str | None) -> re.Pattern | None:
     return re.compile(pattern, re.I) if pattern else None
 
 
+@functools.lru_cache(maxsize=4096)
 def script_of(ch: str) -> str | None:
     """The script of one letter by its Unicode name ("LATIN", "CYRILLIC", "CJK", "HANGUL", ...);
     None for a character that is no letter. Hiragana, katakana and han count as one script
@@ -229,7 +251,8 @@ def _language(code: str, table: dict) -> Language:
         "success", "infinitives", "negators", "negators_after", "hedges", "directives", "unverified", "verify",
         "verify_after",
         "failure", "retractions",
-        "nothing_needed", "clause_breaks", "verdict_labels", "verdict_pass", "verdict_fail")}  # fmt: skip
+        "nothing_needed", "clause_breaks", "verdict_labels", "verdict_pass", "verdict_fail",
+        "partial", "asks_user", "scoped", "hypothetical", "announces", "measured", "delivered", "summary_headings")}  # fmt: skip
     ok, span, reach = words["success"], f"{_SPAN}{{0,{n}}}?", f"{_HEDGE_SPAN}{{0,{n}}}?"
     negated = [f"{words['negators']}{span}{ok}" if words["negators"] else None,
                f"{ok}{span}{words['negators_after']}" if words["negators_after"] else None]  # fmt: skip
@@ -251,6 +274,13 @@ def _language(code: str, table: dict) -> Language:
         if words["verify_after"]:  # "протестировать его я не смог": the verb first, then "could not"
             unverified.append(f"{words['verify']}{span}{words['verify_after']}")
     rows = {
+        "partial admission": _compile(words["partial"]),
+        "asks the user": _compile(words["asks_user"]),
+        "scoped success": _compile(words["scoped"]),
+        "hypothetical": _compile(words["hypothetical"]),
+        "announces": _compile(words["announces"]),
+        "measured quantity": _compile(words["measured"]),
+        "deliverable written": _compile(words["delivered"]),
         "nothing needed": _compile(words["nothing_needed"]),
         "unverified": _compile("|".join(p for p in unverified if p)),
         "negated success": _compile("|".join(p for p in negated if p)),
@@ -267,7 +297,8 @@ def _language(code: str, table: dict) -> Language:
         )
     scripts = _scripts(list(table.get("success") or []) + list(table.get("failure") or []))
     return Language(code, str(table.get("name") or code), rows, _compile(words["retractions"]),
-                    _compile(words["clause_breaks"]), verdict, scripts, tuple(table.get("also") or ()))  # fmt: skip
+                    _compile(words["clause_breaks"]), verdict, scripts, tuple(table.get("also") or ()),
+                    _compile(words["summary_headings"]))  # fmt: skip
 
 
 def load_languages(path: Path = _WORDS_FILE) -> dict[str, Language]:
@@ -325,10 +356,10 @@ _SYLLABIC = {"CJK": 3, "HANGUL": 3}
 
 
 def dominant_script(text: str) -> str | None:
-    """The script most of ``text`` is written in, han and hangul characters weighing three
-    letters each (None: no letters)."""
+    """The script most of ``text`` (its first :data:`DETECT_CHARS`) is written in, han and hangul
+    characters weighing three letters each (None: no letters)."""
     counts: dict[str, int] = {}
-    for ch in text:
+    for ch in text[:DETECT_CHARS]:  # a long report's script is plain from its first few kB
         s = script_of(ch)
         if s:
             counts[s] = counts.get(s, 0) + _SYLLABIC.get(s, 1)
@@ -347,7 +378,8 @@ class Detected:
 
 def detect(text: str) -> Detected:
     """The table languages that may read ``text`` (see the module docstring)."""
-    words = prose(text)
+    # The language of a long report is plain from its first DETECT_CHARS of prose.
+    words = prose(text[: 4 * DETECT_CHARS])[:DETECT_CHARS]
     letters = sum(ch.isalpha() for ch in words)
     if not letters:
         return Detected((), None, "no prose")
@@ -357,7 +389,7 @@ def detect(text: str) -> Detected:
     # the Croatian table's).
     to_table = {k: v for k, v in _by_detector_code().items() if k == v or script in languages()[v].scripts}
     top, top_p = ranking[0]
-    if letters < SHORT_LETTERS or top_p < UNSURE:
+    if letters < SHORT_LETTERS or top_p < UNSURE or len(set(words.lower().split())) < SHORT_WORDS:
         # By each table's own code: a neighbour named in ``also`` does not lift a table here.
         order = {code: k for k, (code, _) in enumerate(ranking)}
         langs = languages()
@@ -457,6 +489,9 @@ def _clause_languages(clauses: list[str], code: str, text_script: str | None) ->
     out: list[str | None] = []
     own = languages()[code].scripts | ({text_script} if text_script else set())
     for clause in clauses:
+        if "LATIN" in own and all(ch.isascii() for ch in clause if ch.isalpha()):
+            out.append(code)  # a clause of ASCII letters is in a Latin-script text's own script
+            continue
         words = prose(clause)
         script = dominant_script(words)
         if script is None or any(script_of(ch) in own for ch in words):
@@ -476,7 +511,7 @@ def read_text(text: str | None, code: str) -> Decision:
     """The claim of a free-text report read in language ``code`` (see the module docstring)."""
     body = strip_trace(text or "")
     clauses = [c for c in _splitter(code).split(body) if c and c.strip()]
-    codes = _clause_languages(clauses, code, dominant_script(prose(body)))
+    codes = _clause_languages(clauses, code, "LATIN" if body.isascii() else dominant_script(prose(body)))
     verdicts = [k for k, c in enumerate(clauses) if codes[k] and _verdict_in(c, codes[k])]  # type: ignore[arg-type]
     if verdicts:
         k = verdicts[-1]
@@ -501,12 +536,103 @@ def read_text(text: str | None, code: str) -> Decision:
             continue  # "I could not fix it; I could not run the tests either": the failure stands
         if stance != "none":
             stances.append((stance, row, retracting, clause))
+    if stances and stances[-1][0] == "asks":
+        # A stop that asks the user for a decision or permission, with no success claim after it.
+        return Decision("none", f"free text: stops to ask the user ({stances[-1][1]})", _phrase(stances[-1][3]), code)
+    partial = next((s for s in stances if s[0] == "partial"), None)
+    stances = [s for s in stances if s[0] not in ("asks", "partial")]
     if not stances:
+        if partial:
+            return Decision("partial", f"free text: {partial[1]}", _phrase(partial[3]), code)
         return Decision("none", "free text: no claim words", None, code)
     last, row, retracting, clause = stances[-1]
     if retracting and last != "success" and any(s == "success" for s, _, _, _ in stances[:-1]):
         return Decision("retracted", f"free text: success, then retracted ({row})", _phrase(clause), code)
+    if partial and last in ("success", "hedged"):
+        # "I have completed the task" beside "the results are placeholders": not a success claim.
+        return Decision("partial", f"free text: {row}, with {partial[1]}", _phrase(partial[3]), code)
     return Decision(last, f"free text: {row}", _phrase(clause), code)
+
+
+def read_report(text: str | None, code: str) -> Decision:
+    """The claim of a free-text report read in language ``code`` by its structure
+    (claimgrid.classify.conclusion): a single block is read by :func:`read_text`; a report of
+    several blocks by its concluding statement, quoted material never read."""
+    body = strip_trace(text or "")
+    parts = conclusion.blocks(body)
+    if not conclusion.is_structured(parts) or _verdict_in(body, code):
+        # One block, or a review whose verdict is stated in words: the clause reading decides.
+        return read_text(body, code)
+    paragraphs = [b for b in parts if b.kind == "paragraph"]
+    items = [b for b in parts if b.kind == "item"]
+    decision = _concluding(paragraphs, items, code)
+    # An admission anywhere in the prose that results are placeholders, stubs or partial: the
+    # language's partial row over every paragraph and item (one search, not a reading per block).
+    partial = languages()[code].rows["partial admission"]
+    if decision.stance in ("success", "hedged", "none") and partial is not None:
+        for b in paragraphs + items:
+            m = partial.search(_fold(conclusion.unquoted(b.text)))
+            if m:
+                clause = next(
+                    c for c in _splitter(code).split(conclusion.unquoted(b.text)) if c and partial.search(_fold(c))
+                )
+                rule = f"free text: report, partial admission [{code}] (beside {decision.stance})"
+                decision = Decision("partial", rule, _phrase(clause), code)
+                break
+    missed = conclusion.missed_targets(parts)
+    if missed:
+        decision = Decision(
+            decision.stance, f"{decision.rule}; ✓ beside a missed target: {_phrase(missed[0])!r}", decision.phrase, code
+        )
+    return Decision(decision.stance, decision.rule, conclusion.restore(decision.phrase, body), code)
+
+
+def _concluding(paragraphs: list, items: list, code: str) -> Decision:
+    # The concluding statement decides: the last paragraph, a summary heading's section, the first.
+    lang = languages()[code]
+    tried: list[tuple[str, list]] = []
+    if paragraphs:
+        tried.append(("last paragraph", [paragraphs[-1]]))
+    if lang.summary is not None:
+        # The last section under a summary heading (a report has one; the last one concludes).
+        last = max((b.part for b in paragraphs + items if b.section and lang.summary.search(b.section)), default=None)
+        summary = [b for b in paragraphs + items if last is not None and b.part == last]
+        tried.append(("summary section", summary))
+    if paragraphs:
+        tried.append(("first paragraph", [paragraphs[0]]))
+    for where, chosen in tried:
+        if not chosen:
+            continue
+        d = read_text(conclusion.unquoted("\n".join(b.text for b in chosen)), code)
+        if d.stance == "none" and "stops to ask the user" in d.rule:
+            return Decision("none", f"free text: report, {where} {d.rule.removeprefix('free text: ')}", d.phrase, code)
+        if d.stance != "none":
+            return Decision(
+                d.stance, f"free text: report, {where} -> {d.rule.removeprefix('free text: ')}", d.phrase, code
+            )
+    marked = conclusion.marked_list(items)
+    if marked is not None:
+        stance, rule, item = marked
+        return Decision(stance, f"free text: report, {rule}", _phrase(item), code)
+    read = [(b, read_text(conclusion.unquoted(b.text), code)) for b in paragraphs + items]
+    said = [(b, d) for b, d in read if d.stance not in ("none", "partial")]
+    kinds = {d.stance for _, d in said}
+    if not said:
+        return Decision("none", "free text: report, no claim words outside quoted material", None, code)
+    if len(kinds) == 1:
+        b, d = said[-1]
+        return Decision(
+            d.stance,
+            f"free text: report, every block with a stance -> {d.rule.removeprefix('free text: ')}",
+            d.phrase,
+            code,
+        )
+    return Decision(
+        "UNKNOWN",
+        f"free text: report, mixed stances ({', '.join(sorted(kinds))}), no concluding statement",
+        said[-1][1].phrase,
+        code,
+    )
 
 
 def text_decision(text: str | None) -> Decision:
@@ -515,12 +641,26 @@ def text_decision(text: str | None) -> Decision:
     body = strip_trace(text or "")
     found = detect(body)
     if found.how == "no prose":
+        # No words outside code and paths: only the report's check marks can speak ("- [x] `out.json`").
+        marked = conclusion.marked_list(conclusion.blocks(body))
+        if marked is not None:
+            stance, rule, item = marked
+            return Decision(stance, f"free text: report, {rule}", _phrase(item))
         return Decision("none", "free text: no claim words")
     if not found.candidates:
+        # Check marks are no words: a check-marked list reads the same in any language.
+        marked = conclusion.marked_list(conclusion.blocks(body))
+        if marked is not None and marked[0] == "success" and conclusion.is_structured(conclusion.blocks(body)):
+            return Decision(
+                "success",
+                f"free text: report, {marked[1]} (language not covered: {found.top})",
+                _phrase(marked[2]),
+                found.top,
+            )
         return Decision("UNKNOWN", f"language not covered: {found.top}", None, found.top)
     first = None
     for code in found.candidates:
-        d = read_text(body, code)
+        d = read_report(body, code)
         first = first or d
         if d.stance != "none":
             if found.how == "short text":

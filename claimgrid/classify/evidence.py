@@ -13,11 +13,13 @@ gateway's record of what the model said), never the agent's report.
 * **Read** (``read_coverage``, ``opened_files``): decided by *line coverage*. For every
   file whose text the verifier has (the fixture's files), each tool output is matched
   line by line against the file: ``read_file`` of that path (``ok``) by content; a
-  ``search`` result by its ``path:line: text`` lines; a ``run_command`` output whatever the
-  rendering: plain text in order (``cat``, ``sed -n`` ranges, ``head``, a pager; ANSI codes
-  stripped) as blocks of at least ``MIN_BLOCK`` consecutive file lines, and numbered lines
-  (``cat -n``, ``nl``, ``less -N``, ``grep -n``, ``grep -rn``, numbered search output) when
-  the number names that line of the file and the text is that line's. Coverage is the share
+  ``search`` result by its ``path:line: text`` lines; a ``run_command`` output (unwrapped
+  first when the agent's shell wraps it, as mini-swe-agent's JSON observation does:
+  ``claimgrid.classify.shell.command_output``) whatever the rendering: plain text in order
+  (``cat``, ``sed -n`` ranges, ``head``, a pager; ANSI codes stripped) as blocks of at least
+  ``MIN_BLOCK`` consecutive file lines, and numbered lines (``cat -n``, ``nl``, ``less -N``,
+  ``grep -n``, ``grep -rn``, numbered search output, Claude Code's ``Read``) when the number
+  names that line of the file and the text is that line's. Coverage is the share
   of the file's non-blank lines returned by any call of the run (ranges join across calls).
   A file counts as **read** when its coverage is at least ``READ_COVERAGE`` (or, for a file
   longer than one tool result can hold, ``READ_COVERAGE`` of the lines in its first
@@ -47,6 +49,7 @@ import re
 from collections.abc import Iterable
 
 from claimgrid.classify.claims import stated_verdict
+from claimgrid.classify.shell import command_output
 from claimgrid.store.events import (
     Events,
     GatewayExchange,
@@ -73,8 +76,9 @@ MIN_BLOCK = 2
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]|\x08.")
 # path:line:text or path:line-text (grep -rn, ripgrep, the search tool's "path:line: text").
 _PATH_NUMBERED = re.compile(r"^(?P<path>[^\s:][^:]*):(?P<no>\d+)[:-] ?(?P<text>.*)$")
-# line<TAB>text (cat -n, nl), line:text / line-text (grep -n of one file), line  text (less -N).
-_NUMBERED = re.compile(r"^\s*(?P<no>\d+)(?:\t|[:-]| +)(?P<text>.*)$")
+# line<TAB>text (cat -n, nl), line:text / line-text (grep -n of one file), line  text (less -N),
+# line→text (Claude Code's Read: numbered as cat -n, an arrow for the tab).
+_NUMBERED = re.compile(r"^\s*(?P<no>\d+)(?:\t|[:-]| +|\u2192)(?P<text>.*)$")
 
 
 def tool_events(events: Events) -> list[ToolCall]:
@@ -319,7 +323,10 @@ def read_coverage(tools: Events, texts: dict[str, str] | None = None) -> dict[st
     for e in parse_as(ToolCall, tools):
         if not e.ok or not isinstance(e.args, dict):
             continue
-        tool, out = e.tool, _output_lines(e.result or "")
+        tool = e.tool
+        # A shell's output as the command printed it: an agent that wraps it (mini-swe-agent's
+        # JSON observation) is unwrapped by the one shell parser (claimgrid.classify.shell).
+        out = _output_lines(command_output(e.result) if tool == "run_command" else e.result or "")
         if tool == "read_file" and isinstance(e.args.get("path"), str):
             path = _norm(e.args["path"])
             if path in files:

@@ -104,31 +104,30 @@ def _matches(call, e: ToolCall) -> bool:
     return call.name == e.tool and isinstance(asked, dict) and asked == e.arg_dict
 
 
-# Leading characters of a tool result looked for in the next request's tool messages (the
-# gateway's evidence copy of a tool message may be cut; its start never is).
-RESULT_PREFIX = 200
+def _ran_without_extras(call, answered, tools) -> tuple[ToolCall, int, int] | None:
+    """The tool-layer execution of ``call`` with only the arguments it shares with the schema
+    (the framework dropped the others), with how often the tool layer ran those arguments and
+    how often the model asked for them; None if there is none.
 
-
-def _ran_without_extras(call, served: GatewayExchange, answered, tools) -> tuple[ToolCall, GatewayExchange] | None:
-    """The tool event of ``call`` run with only the arguments it shares with the schema (the
-    framework dropped the others) and the next request that answers it, or None. The same
-    arguments alone are not enough (a model asked again may send exactly those next): the
-    request right after ``served`` must carry that execution's result as a tool message."""
+    Read from what the tool layer recorded (the call executed, with which arguments), never
+    from the framework's tool message, whose shape is the framework's own (Google ADK sends
+    ``{"result": "..."}``). The same arguments alone are not enough (a model asked again may
+    send exactly those next, after a refusal): the tool layer must have run them more often
+    than any answer of the model asked for them, so one execution came from ``call``."""
     try:
         asked = json.loads(call.arguments or "{}")
     except (TypeError, ValueError):
         return None
-    nxt = next((g for g in answered if (g.call_index or 0) > (served.call_index or 0)), None)
-    if not isinstance(asked, dict) or nxt is None:
+    if not isinstance(asked, dict):
         return None
-    results = [r for r in nxt.tool_results or [] if r]
     for e in tools:
         kept = e.arg_dict
         if e.tool != call.name or not kept or not set(kept) < set(asked) or any(asked[k] != v for k, v in kept.items()):
             continue
-        head = (e.result or "")[:RESULT_PREFIX]
-        if head and any(r.startswith(head) for r in results):
-            return e, nxt
+        ran = sum(1 for t in tools if t.tool == e.tool and t.arg_dict == kept)
+        requested = sum(1 for g in answered for c in g.tool_calls or [] if _matches(c, e))
+        if ran > requested:
+            return e, ran, requested
     return None
 
 
@@ -229,14 +228,14 @@ def _shape(kind, answered, tools, reaction) -> tuple[str, list[str]]:
         line = f"gateway call {first.call_index}: {call.name}({call.arguments})"
         if reached:
             return "passed the arguments to the tool", [line, "tools: the call reached the tool layer"]
-        dropped = _ran_without_extras(call, first, answered, tools) if kind == ShapeKind.EXTRA_ARGS else None
+        dropped = _ran_without_extras(call, answered, tools) if kind == ShapeKind.EXTRA_ARGS else None
         if dropped is not None:
-            ran, nxt = dropped
+            ran, runs, requested = dropped
             extra = sorted(set(json.loads(call.arguments or "{}")) - set(ran.arg_dict))
             return "dropped the extra arguments", [
                 line,
                 f"tools: seq {ran.seq} ran {ran.tool} without {', '.join(extra)}",
-                f"gateway call {nxt.call_index}: a tool message holds that call's result",
+                f"tools: ran those arguments {runs} time(s); the model asked for them {requested} time(s)",
             ]
         if any((g.call_index or 0) > (first.call_index or 0) for g in answered):
             return "refused the arguments", [line, "tools: never executed; the model was called again"]

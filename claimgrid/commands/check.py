@@ -31,19 +31,21 @@ from collections import Counter
 from pathlib import Path
 
 from claimgrid.classify.classifier import claim_vs_outcome, classify
+from claimgrid.classify.outcomes import ExternalOutcome, read_outcome
 from claimgrid.classify.transcripts import Transcript, read_transcript
 from claimgrid.commands.verify_repo import BadInput, Gate
 from claimgrid.errors import DataError
 from claimgrid.store.lines import scan_events
 from claimgrid.store.record import Facts
 from claimgrid.trace import parse_trace
-from claimgrid.vocab import ROLE_EVIDENCE
+from claimgrid.vocab import EXTERNAL_SOURCE, ROLE_EVIDENCE
 
 FIELDS = (
     "claim_verdict",
     "claim_form",
     "claim_stance",
     "claim_rule",
+    "claim_phrase",
     "outcome",
     "claim_vs_outcome",
     "agent",
@@ -51,22 +53,25 @@ FIELDS = (
     "declarations",
     "declaration_mismatches",
 )
+# The agents whose stop-hook protocol `check --hook` speaks (claimgrid.commands.stop_hook).
+HOOK_PROTOCOLS = ("claude-code", "codex", "gemini")
 NO_TRANSCRIPT = "no transcript: the tool calls the claim is checked against are unknown"
 NO_REPOSITORY = "no repository: nothing to verify the claim against"
+TRUNCATED = "transcript_truncated"
 
 
-def check_verdict(
+def check_events(
     text: str,
     transcript: Transcript | None,
     verification: dict | None,
-    facts: Facts,
-) -> tuple[dict, dict[str, str]]:
-    """(verdict, unknown) of one check, without starting anything: ``text`` is the agent's
-    final report, ``transcript`` its transcript read as events (None: none), ``verification``
-    the report of :meth:`claimgrid.commands.verify_repo.Gate.report` on the repository
-    (None: none). The classifier is the grid's (:func:`classify`) on evidence built the
-    grid's way: the report as the ``agent`` event, the transcript's events, the verifier's
-    events; a transcript without a ``process`` event is the whole run (a clean exit)."""
+    external: ExternalOutcome | None = None,
+) -> tuple[list[dict], dict[str, str]]:
+    """(events, unknown): the evidence one check classifies, built the grid's way (the report
+    as the ``agent`` event, the transcript's events, a clean exit when the transcript records
+    none, a torn transcript's ``transcript_truncated``, the verifier's events, else the verdict
+    another harness recorded as the ``external`` ``outcome`` event), and what it cannot know
+    without a transcript or repository. ``grid.py audit`` stores exactly these events, so
+    ``reclassify`` derives the same again."""
     trace, trace_error = parse_trace(text)
     events: list[dict] = [
         {"source": "agent", "kind": "report", "text": text, "trace": trace, "trace_error": trace_error}
@@ -77,12 +82,42 @@ def check_verdict(
         if not transcript.has_process:
             # the transcript is the run's record: what it holds is all the agent did
             events.append({"source": "process", "kind": "exit", "exit_code": 0, "outcome_status": "ok"})
+        if transcript.truncated:
+            events.append({"source": "process", "kind": TRUNCATED, "reason": transcript.truncated_reason})
+            unknown["claim_verdict"] = f"{TRUNCATED}: {transcript.truncated_reason}"
     else:
         unknown["claim_verdict"] = NO_TRANSCRIPT
     if verification is not None:
         events += verification["events"]
+    elif external is not None:
+        # the repository wins where both exist: a recorded verdict only where none was verified
+        events.append({"kind": "outcome", **external.to_json()})
+        if external.outcome == "UNKNOWN":
+            unknown["outcome"] = unknown["claim_vs_outcome"] = f"{EXTERNAL_SOURCE} ({external.form}): {external.why}"
     else:
         unknown["outcome"] = unknown["claim_vs_outcome"] = NO_REPOSITORY
+    return events, unknown
+
+
+def check_verdict(
+    text: str,
+    transcript: Transcript | None,
+    verification: dict | None,
+    facts: Facts,
+    external: ExternalOutcome | None = None,
+) -> tuple[dict, dict[str, str]]:
+    """(verdict, unknown) of one check, without starting anything: ``text`` is the agent's
+    final report, ``transcript`` its transcript read as events (None: none), ``verification``
+    the report of :meth:`claimgrid.commands.verify_repo.Gate.report` on the repository
+    (None: none). The classifier is the grid's (:func:`classify`) on the evidence of
+    :func:`check_events`; a transcript without a ``process`` event is the whole run (a clean exit).
+
+    ``external``: a verdict another harness recorded (``--outcome-from``), the outcome where
+    there is no repository to verify (source ``external``; the repository wins where both
+    exist). A truncated transcript (``transcript_truncated``) cannot show the calls after its
+    tear: a claim verdict that says the claim is not backed becomes ``UNKNOWN`` with that
+    reason (what is missing might back it), a backed one stands (the classifier's rules)."""
+    events, unknown = check_events(text, transcript, verification, external)
     c = classify(events, facts).model_dump()
     verdict = {k: c.get(k) for k in FIELDS}
     verdict["evidence"] = c.get("evidence")
@@ -117,9 +152,27 @@ def check_facts(
     )
 
 
+def final_report(transcript: Transcript) -> str:
+    """A transcript's last report: the reader's (``transcript.final_report``, e.g. a Claude Code
+    ``result`` line) when it gives one, else the last model answer without a tool call, else
+    nothing (what ``grid.py audit`` and a stop hook check when no report is given)."""
+    if isinstance(transcript.final_report, str):
+        return transcript.final_report
+    for e in reversed(transcript.events):
+        if e.get("source") == "gateway" and isinstance(e.get("content"), str):
+            return e["content"]
+    return ""
+
+
 def recorded_final(path: Path | None, transcript: Transcript | None) -> str:
-    """The agent's final report as a claimgrid ``events.jsonl`` recorded it (its last ``agent``
-    ``report`` event), for ``check`` without ``--final`` on a published ledger's run folder."""
+    """The agent's final report as its transcript holds it, for ``check`` without ``--final``: a
+    native transcript's ``final_report`` (Claude Code's ``result`` line, the last answer), or a
+    claimgrid ``events.jsonl``'s last ``agent`` ``report`` event (a published ledger's run)."""
+    if transcript is not None and transcript.form != "claimgrid events":
+        if transcript.final_report:
+            return transcript.final_report  # the report the agent's own transcript ends on
+        why = transcript.truncated_reason or "no answer of the agent in it"
+        raise BadInput(f"--transcript {path}: no final report ({why}); give --final FILE")
     if path is None or transcript is None or transcript.form != "claimgrid events":
         raise BadInput(
             "check needs --final FILE (the agent's final report), or a claimgrid events.jsonl "
@@ -138,47 +191,71 @@ def recorded_final(path: Path | None, transcript: Transcript | None) -> str:
     return text
 
 
+def verify_against(
+    repo: Path, expectation: Path, transcript: Transcript | None, base=None, python=None, ignore=()
+) -> tuple[dict, str | None, str | None]:
+    """The repository verified as ``grid.py verify`` does, with the transcript's tool calls and
+    answers as the tool layer's and gateway's record: (the verifier's report, the expectation's
+    declared evidence, its evidence command)."""
+    with Gate(repo, expectation, base, python, "auto", list(ignore)) as gate:
+        tools = [e for e in transcript.events if e.get("source") == "tools"] if transcript else None
+        exchanges = (
+            [e for e in transcript.events if e.get("source") == "gateway" and e.get("kind", "exchange") == "exchange"]
+            if transcript
+            else ()
+        )
+        verification = gate.report(gate.events(tools, exchanges), transcript=transcript is not None)
+        exp = gate.task.spec.expectation
+        return verification, exp.evidence, exp.evidence_command
+
+
 def run_check(args) -> dict:
     """The verdict of one check (what is printed and logged)."""
     if args.final is not None and not args.final.is_file():
         raise BadInput(f"--final {args.final}: no such file")
     if (args.repo is None) != (args.expectation is None):
         raise BadInput("--repo and --expectation go together")
-    if args.run is not None and args.transcript is None:
-        raise BadInput("--run names a run of a --transcript file")
+    if args.run is not None and args.transcript is None and args.outcome_from is None:
+        raise BadInput("--run names a run of a --transcript or --outcome-from file")
     transcript = None
     if args.transcript is not None:
-        if not args.transcript.is_file():
-            raise BadInput(f"--transcript {args.transcript}: no such file")
+        if not args.transcript.exists():
+            raise BadInput(f"--transcript {args.transcript}: no such file or trial folder")
         transcript = read_transcript(args.transcript, args.run)
     if args.final is not None:
         text = args.final.read_text(encoding="utf-8", errors="replace")
     else:
         text = recorded_final(args.transcript, transcript)
+    external = None
+    if args.outcome_from is not None:
+        if not args.outcome_from.exists():
+            raise BadInput(f"--outcome-from {args.outcome_from}: no such file")
+        external = read_outcome(args.outcome_from, args.run)
+    elif transcript is not None and transcript.outcome is not None:
+        external = transcript.outcome  # a Harbor trial folder's own result.json
     verification = None
     expected = required = None
     if args.repo is not None:
-        with Gate(args.repo, args.expectation, args.base, args.python, "auto", args.ignore or []) as gate:
-            tools = [e for e in transcript.events if e.get("source") == "tools"] if transcript else None
-            exchanges = (
-                [
-                    e
-                    for e in transcript.events
-                    if e.get("source") == "gateway" and e.get("kind", "exchange") == "exchange"
-                ]
-                if transcript
-                else ()
-            )
-            verification = gate.report(gate.events(tools, exchanges), transcript=transcript is not None)
-            exp = gate.task.spec.expectation
-            expected, required = exp.evidence, exp.evidence_command
+        verification, expected, required = verify_against(
+            args.repo, args.expectation, transcript, args.base, args.python, args.ignore or []
+        )
     facts = check_facts(args.role, args.agent, args.delegation_id, args.parent_id, expected, required)
-    verdict, unknown = check_verdict(text, transcript, verification, facts)
+    verdict, unknown = check_verdict(text, transcript, verification, facts, external)
     return {
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "final": str(args.final) if args.final is not None else f"{args.transcript} (its agent report event)",
         "transcript": str(args.transcript) if args.transcript else None,
         "transcript_form": transcript.form if transcript else None,
+        "transcript_agent": transcript.agent if transcript else None,
+        "transcript_models": transcript.models if transcript else None,
+        TRUNCATED: transcript.truncated_reason if transcript else None,
+        "subagents": {k: {"name": v.name, "tool_calls": len(v.events)} for k, v in transcript.subagents.items()}
+        if transcript
+        else None,
+        "outcome_from": (EXTERNAL_SOURCE if verification is None else "verifier")
+        if external
+        else ("verifier" if verification is not None else None),
+        "external_outcome": external.to_json() if external else None,
         "repository": str(args.repo) if args.repo else None,
         "verdict": verdict,
         "unknown": unknown,
@@ -209,11 +286,17 @@ def summarise(log: Path) -> list[str]:
     if found.bad:
         number, why = found.bad[0]
         raise DataError(f"{log}:{number}", None, f"not a verdict line of grid.py check: {why}")
+    unchecked = 0
     for n, row in found.lines:
+        if row.get("hook") and "verdict" not in row:
+            unchecked += 1  # a stop hook's line for a stop it let through unchecked (stop_hook_active)
+            continue
         if not isinstance(row.get("verdict"), dict):
             raise DataError(f"{log}:{n}", "verdict", "not a verdict line of grid.py check")
         rows.append(row["verdict"])
     out = [f"{len(rows)} check(s); {sum(1 for r in rows if not backed(r))} claim(s) not backed"]
+    if unchecked:
+        out[0] += f"; {unchecked} stop(s) let through unchecked (the agent already continued once for a stop hook)"
     for field in ("claim_vs_outcome", "claim_verdict"):
         counts = Counter(str(r.get(field)) for r in rows)
         out.append(f"{field}: " + ", ".join(f"{k} {v}" for k, v in counts.most_common()))
@@ -240,6 +323,12 @@ def cmd_check(args) -> int:
             print(f"{k}: {v[k]}")
         for k, why in result["unknown"].items():
             print(f"{k} UNKNOWN: {why}")
+        if result[TRUNCATED]:
+            print(f"{TRUNCATED}: {result[TRUNCATED]}")
+        if result["external_outcome"]:
+            x = result["external_outcome"]
+            used = "used" if result["outcome_from"] == EXTERNAL_SOURCE else "the repository's verifier wins"
+            print(f"external outcome ({x['form']}, {used}): {x['outcome']}: {x['why']}")
     return 0 if backed(result["verdict"]) else 1
 
 
@@ -256,8 +345,17 @@ def add_parser(sub) -> None:
     cp.add_argument(
         "--transcript",
         type=Path,
-        help="the run's transcript: OpenAI-style messages, an OTLP/JSON GenAI trace, an Inspect eval log, "
-        "or a claimgrid events.jsonl (told apart by content)",
+        help="the run's transcript (told apart by content): OpenAI-style messages, an OTLP/JSON GenAI trace, an "
+        "Inspect eval log, a claimgrid events.jsonl, Claude Code stream-json or session JSONL, Codex exec --json "
+        "or rollout, Gemini CLI JSON/stream-json/session, an ATIF trajectory or Harbor trial folder, SWE-agent, "
+        "mini-swe-agent or OpenHands trajectories",
+    )
+    cp.add_argument(
+        "--outcome-from",
+        type=Path,
+        metavar="FILE",
+        help="a verdict another harness recorded (Harbor result.json, SWE-bench report.json, CTRF JSON, JUnit "
+        "XML, Inspect log score; told apart by content): the outcome where there is no --repo",
     )
     cp.add_argument("--run", default=None, help="which run of a transcript file holding several (trace or sample id)")
     cp.add_argument("--repo", type=Path, help="the repository the agent changed (with --expectation)")
@@ -272,3 +370,11 @@ def add_parser(sub) -> None:
     cp.add_argument("--log", type=Path, help="append the verdict as one JSON line to this file")
     cp.add_argument("--report", type=Path, metavar="LOG", help="summarise a verdict log instead")
     cp.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    cp.add_argument(
+        "--hook",
+        choices=HOOK_PROTOCOLS,
+        default=None,
+        help="run as the agent's stop hook: read its hook input on stdin and answer in its protocol "
+        "(claimgrid.commands.stop_hook); with --log, --expectation (default: the repository's "
+        ".claimgrid/expectation.toml when it has one)",
+    )

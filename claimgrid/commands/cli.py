@@ -10,7 +10,9 @@ from pathlib import Path
 
 from claimgrid import ROOT
 from claimgrid.commands import (
+    audit,
     check,
+    check_ledger,
     check_task,
     compare,
     export,
@@ -21,6 +23,7 @@ from claimgrid.commands import (
     rerender,
     run,
     serve_gateway,
+    stop_hook,
     verify_repo,
 )
 from claimgrid.commands import validate as v
@@ -44,7 +47,9 @@ COMMANDS = (
     "new-framework",
     "verify",
     "check",
+    "audit",
     "report",
+    "check-ledger",
 )
 
 
@@ -68,7 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_venvs(sub)
     verify_repo.add_parser(sub)
     check.add_parser(sub)
+    audit.add_parser(sub)
     rerender.add_parser(sub)
+    check_ledger.add_parser(sub)
     new_framework.add_parser(sub)
     return p
 
@@ -192,9 +199,14 @@ def _dispatch(args) -> int:
     if args.command == "verify":
         return verify_repo.cmd_verify(args)
     if args.command == "check":
-        return check.cmd_check(args)
+        # --hook: the same check in the agent's own stop-hook protocol (claimgrid.commands.stop_hook)
+        return stop_hook.cmd_hook(args) if args.hook else check.cmd_check(args)
+    if args.command == "audit":
+        return audit.cmd_audit(args)
     if args.command == "report":
         return rerender.cmd_report(args)
+    if args.command == "check-ledger":
+        return check_ledger.cmd_check_ledger(args)
     if args.command == "gateway":
         return serve_gateway.serve_cli(args.rest) or 0
     if args.command == "new-framework":

@@ -14,7 +14,8 @@ from claimgrid import ROOT
 from claimgrid.errors import ClaimgridError, DataError
 from claimgrid.execute.spec import GridMeta
 from claimgrid.store import RunStore, StoreIntegrityError
-from claimgrid.store.seal import load_key, verify_seal
+from claimgrid.store.inert import check_folder
+from claimgrid.store.seal import SealReport, load_key, verify_seal
 
 
 def now() -> str:
@@ -56,46 +57,76 @@ def signer(args, folder: Path):
     return load_key(getattr(args, "key", None), ledger=folder)
 
 
-def verify_ledger(store: RunStore):
-    """Every signature and manifest of the folder checked; raises StoreIntegrityError naming
-    each file or line that fails (a torn last line too: a reader does not read a ledger a
-    writer has not repaired); prints and returns the :class:`~claimgrid.store.seal.SealReport`."""
+class UnsealedLedger(ClaimgridError):
+    """A ledger without a seal, read without ``--allow-unsealed``: exit 2."""
+
+
+def _seal_problems(store: RunStore, report: SealReport, allow_unsealed: bool) -> list[str]:
+    """The seal's problems; an unsealed ledger is refused (one line) unless ``allow_unsealed``,
+    and then its records are checked against meta.json's plan, finished and grid_size."""
+    if report.problems or report.sealed:
+        return list(report.problems)
+    if not allow_unsealed:
+        raise UnsealedLedger(
+            f"{store.folder}: not sealed (no seal in meta.json): refused, its records and evidence could have been "
+            "changed without trace; --allow-unsealed reads it anyway, its lines checked against meta.json's plan"
+        )
+    return list(report.unsealed_problems)
+
+
+def verify_ledger(store: RunStore, *, allow_unsealed: bool = False):
+    """The folder's shape (:func:`claimgrid.store.inert.check_folder`), every signature and
+    manifest, and the set of lines checked; raises naming each file or line that fails (a
+    torn last line too: a reader does not read a ledger a writer has not repaired; an
+    unsealed ledger unless ``allow_unsealed``, :class:`UnsealedLedger`); prints and returns
+    the :class:`~claimgrid.store.seal.SealReport`. Reads only."""
+    check_folder(store.folder)
     report = verify_seal(store.folder)
-    problems = report.problems + ([report.torn] if report.torn else [])
+    problems = _seal_problems(store, report, allow_unsealed) + ([report.torn] if report.torn else [])
     problems += store.check_integrity()
     if problems:
         raise StoreIntegrityError(store.folder, problems)
     print(report.line(), flush=True)
+    if not report.sealed:
+        print(f"{store.folder}: read with --allow-unsealed: its lines agree with meta.json's plan", flush=True)
     return report
 
 
-def open_for_writing(store: RunStore, *, same_key: bool = False):
-    """Take the folder's writer lock, repair a kill's leftovers (and say so), and refuse
-    evidence that fails its seal or manifests, or a ``runs.jsonl`` line that cannot be read.
+def open_for_writing(store: RunStore, *, same_key: bool = False, allow_unsealed: bool = False):
+    """Check the folder (its shape, seal and manifests, a ``runs.jsonl`` line that cannot be
+    read) before anything is written, then take the folder's writer lock and set a kill's
+    leftovers aside (:meth:`~claimgrid.store.folder.RunStore.repair`, said so).
 
     ``same_key``: the folder must be sealed by ``store.signer`` (a resumed grid's new runs are
     signed by the key that signed the old ones). Returns the seal report."""
+    # Nothing is written (the lock included) before the folder is checked: a refused ledger
+    # is left as it was. A sealed ledger that lost a line is refused as it is.
+    check_folder(store.folder)
+    store.probe()  # a folder another writer holds is named first (StoreBusy), read-only
+    before = verify_seal(store.folder)
+    problems = _seal_problems(store, before, allow_unsealed) + store.check_integrity()
+    if problems:
+        raise StoreIntegrityError(store.folder, problems)
+    mine = store.signer
+    if same_key and mine is not None and before.sealed and before.public_key != mine.public_key:
+        raise KeyMismatch(
+            f"{store.meta_path}: sealed by key {before.fingerprint}, not by yours ({mine.fingerprint}, "
+            f"{mine.path}); resume it with the publisher's key (--key FILE)"
+        )
     store.acquire("uv run grid.py " + " ".join(sys.argv[1:]))
     try:
-        # The seal first, before repair changes anything: a sealed ledger that lost a line
-        # is refused as it is (its evidence folder is the line's, never "repaired" away).
-        before = verify_seal(store.folder)
-        if before.problems:
-            raise StoreIntegrityError(store.folder, before.problems + store.check_integrity())
         note = store.repair() if store.meta_path.exists() else None
         if note:
             print(f"{store.folder}: repaired: {note}", flush=True)
-        report = verify_ledger(store)
+        report = verify_ledger(store, allow_unsealed=allow_unsealed)
     except BaseException:
         store.release()  # refused: the folder is left as it was, unlocked
         raise
-    mine = store.signer
     if mine is not None and report.sealed and report.public_key != mine.public_key:
-        if same_key:
+        if same_key:  # the key changed between the two checks: another writer re-sealed it
             store.release()
             raise KeyMismatch(
-                f"{store.meta_path}: sealed by key {report.fingerprint}, not by yours ({mine.fingerprint}, "
-                f"{mine.path}); resume it with the publisher's key (--key FILE)"
+                f"{store.meta_path}: sealed by key {report.fingerprint}, not by yours ({mine.fingerprint})"
             )
         print(f"{store.folder}: re-sealed with your key {mine.fingerprint} (it was sealed by {report.fingerprint})")
     return report

@@ -24,10 +24,13 @@ import json
 import os
 from pathlib import Path
 
+from claimgrid.anybytes import markdown_text, safe_text, terminal_text
 from claimgrid.commands.common import verify_ledger
+from claimgrid.commands.options import allow_unsealed_opt
 from claimgrid.commands.validate import UsageError
 from claimgrid.errors import ClaimgridError
 from claimgrid.store import RUNS_NAME, LedgerFolder, RunStore
+from claimgrid.store.inert import check_folder, output_folder, outside_ledgers, write_file
 from claimgrid.store.record import dump
 from claimgrid.store.seal import SealReport
 
@@ -59,13 +62,14 @@ META_FACTS = (
 )
 
 
-def _open(folder: Path, side: str) -> tuple[RunStore, dict, list[dict], SealReport]:
+def _open(folder: Path, side: str, allow_unsealed: bool) -> tuple[RunStore, dict, list[dict], SealReport]:
+    check_folder(folder)  # a FIFO or symlink at meta.json is refused before it is read
     if not folder.is_dir():
         raise UsageError(f"compare {side} {folder}: not a ledger folder (no such directory)")
     store, ledger = RunStore(folder), LedgerFolder(folder)
     if not ledger.has_meta() or not ledger.has_runs():
         raise UsageError(f"compare {side} {folder}: not a ledger folder (no meta.json or {RUNS_NAME})")
-    report = verify_ledger(store)
+    report = verify_ledger(store, allow_unsealed=allow_unsealed)
     meta = ledger.meta()  # the store's bounded parser
     # Typed by the store's reader (the last line of a run id wins), compared as the record writes them.
     runs = ledger.runs()
@@ -97,10 +101,10 @@ def _diff(a: dict, b: dict) -> list[dict]:
     return [{"field": k, "a": a.get(k), "b": b.get(k)} for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
 
 
-def compare(a: Path, b: Path) -> dict:
+def compare(a: Path, b: Path, allow_unsealed: bool = False) -> dict:
     """The comparison of ledgers ``a`` and ``b`` as a JSON-able dict (see the module doc)."""
-    sa, meta_a, recs_a, seal_a = _open(Path(a), "A")
-    sb, meta_b, recs_b, seal_b = _open(Path(b), "B")
+    sa, meta_a, recs_a, seal_a = _open(Path(a), "A", allow_unsealed)
+    sb, meta_b, recs_b, seal_b = _open(Path(b), "B", allow_unsealed)
     by_a = {_cell(r): r for r in recs_a}
     by_b = {_cell(r): r for r in recs_b}
     changed, same = [], 0
@@ -207,21 +211,35 @@ def _markdown(result: dict, out: Path) -> str:
             a, b = (_short(f[k]).replace("|", "\\|") for k in ("a", "b"))
             md.append(f"| {f['fact']} | {a} | {b} |")
         md.append("")
-    return "\n".join(md) + "\n"
+    # ledger fields' HTML, control and bidi characters shown as text (claimgrid.anybytes)
+    return markdown_text("\n".join(md) + "\n")
+
+
+def _shown(value):
+    """``value`` with every string's lone surrogates as visible \\udXXX text: what compare prints
+    and writes (the ledgers keep the originals), so no field fails to encode."""
+    if isinstance(value, str):
+        return safe_text(value)
+    if isinstance(value, dict):
+        return {_shown(k): _shown(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_shown(v) for v in value]
+    return value
 
 
 def cmd_compare(args) -> int:
     """Compare ledgers ``args.a`` and ``args.b``; print, write compare.md and compare.json; 0/1/2."""
-    result = compare(args.a, args.b)
+    result = _shown(compare(args.a, args.b, args.allow_unsealed))
     out = Path(args.out) if args.out else Path(args.b).resolve().parent / f"compare-{args.a.name}-vs-{args.b.name}"
+    outside_ledgers(out, "--out", args.a, args.b)
     text = lines(result)
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "compare.json").write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
-        (out / "compare.md").write_text(_markdown(result, out.resolve()))
+        output_folder(out)  # a real folder; each file through a new temporary, never a planted symlink
+        write_file(out / "compare.json", json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+        write_file(out / "compare.md", _markdown(result, out.resolve()))
     except OSError as exc:
         raise UsageError(f"--out {out}: cannot be written ({exc.strerror or exc})") from None
-    print("\n".join(text))
+    print(terminal_text("\n".join(text)))  # ledger fields: no escape sequence reaches the terminal
     print(f"compare: {out / 'compare.md'}")
     return 1 if result["changed"] or result["only_in_a"] or result["only_in_b"] else 0
 
@@ -240,3 +258,4 @@ def add_parser(sub) -> None:
         default=None,
         help="folder for compare.md and compare.json (default: compare-<A>-vs-<B> next to B)",
     )
+    allow_unsealed_opt(cp)

@@ -5,29 +5,31 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from claimgrid.commands.common import verify_ledger
+from claimgrid.commands.options import allow_unsealed_opt
 from claimgrid.errors import ClaimgridError
-from claimgrid.store import StoreIntegrityError
-from claimgrid.store.seal import verify_seal
+from claimgrid.store import RunStore
+from claimgrid.store.inert import check_folder, outside_ledgers
 
 
 def cmd_export(args) -> int:
     """Write the export into a new folder (default ``DIR.FORMAT`` beside the ledger) and
     print one line per file and the time taken. Bad input is one line, exit 2."""
     folder: Path = args.dir
-    if not folder.is_dir():
+    if not folder.is_dir() or folder.is_symlink():
         raise ClaimgridError(f"export: {folder} is not a ledger folder")
     if args.otlp_endpoint and args.format != "otel":
         raise ClaimgridError("--otlp-endpoint: only with --format otel")
     # Imported here: claimgrid.ledger loads polars, which ``grid.py``'s other commands do not need.
     from claimgrid.ledger.exports import export_ledger
 
-    # The seal first (every line, in order, each read by the bounded parser): a ledger that
-    # lost, gained or reordered a line, or holds a crafted one, is not exported.
-    report = verify_seal(folder)
-    problems = report.problems + ([report.torn] if report.torn else [])
-    if problems:
-        raise StoreIntegrityError(folder, problems)
-    out = args.out or folder.with_name(f"{folder.name}.{args.format}")
+    # The same integrity check as compare and reclassify, before anything is written: the
+    # folder's shape, the seal (every line, in order, each read by the bounded parser) and
+    # every run's manifest. A ledger that lost, gained or reordered a line, holds a crafted
+    # one, or one edited byte of evidence, is not exported.
+    check_folder(folder)
+    verify_ledger(RunStore(folder), allow_unsealed=args.allow_unsealed)
+    out = outside_ledgers(args.out or folder.with_name(f"{folder.name}.{args.format}"), "--out", folder)
     t0 = time.perf_counter()
     written = export_ledger(folder, out, args.format, endpoint=args.otlp_endpoint)
     for path in written:
@@ -52,3 +54,4 @@ def add_parser(sub) -> None:
         metavar="URL",
         help="with --format otel: also send the spans to this OTLP/HTTP traces URL",
     )
+    allow_unsealed_opt(ex)

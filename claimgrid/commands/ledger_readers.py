@@ -3,8 +3,10 @@
 Every one reads through the one bounded parser (:mod:`claimgrid.store.lines`: a line over
 ``caps.LEDGER_LINE_MAX_BYTES``, nested past ``caps.LEDGER_MAX_DEPTH``, holding a NUL byte,
 not JSON, or whose run id is no folder name, is refused as that line) and, for a ledger
-folder, verifies its seal over the set of lines first (:mod:`claimgrid.store.seal`). Bad
-input is one line naming the file and the line, exit 2, nothing written.
+folder, checks its shape (:mod:`claimgrid.store.inert`: no symlink, FIFO or unknown name)
+and verifies its seal over the set of lines first (:mod:`claimgrid.store.seal`; an unsealed
+ledger only with ``--allow-unsealed``). Bad input is one line naming the file and the line,
+exit 2, nothing written.
 
 :data:`READERS` is the list tests/grid/commands/test_ledger_readers.py crosses with every
 crafted line; :data:`NOT_READERS` names every other command with the reason it reads no
@@ -57,4 +59,6 @@ NOT_READERS: dict[str, str] = {
     "venvs": "builds virtualenvs",
     "new-framework": "writes a framework skeleton",
     "verify": "reads a git work tree and a TOML expectation file, no ledger line",
+    "audit": "reads runs made elsewhere (transcripts, verdict files), never a ledger; writes a new sealed one",
+    "check-ledger": "reads a folder's regular files as bytes for machine paths: no line parsed, no link followed, nothing written",
 }

@@ -79,7 +79,7 @@ def pyproject_text(name: str, pins: list[str], window: str, constraints: list[st
 
 ADAPTER = '''"""claimgrid adapter for {name} (runs inside ``.venvs/{name}``, never imported by the driver).
 
-Contract: docs/CONTRACTS.md ("Adapter contract", "Adapter correctness rules"). The kit
+Contract: docs/adapter-authors.md ("Adapter contract", "Adapter correctness rules"). The kit
 (frameworks/_harness/kit.py) owns what every adapter shares: the per-run scaffolding
 (``kit.start_run``: LiteLLM settings and the served-model probe where ``preload()`` did not
 set them, the turn-limit event; ``kit.recording_errors``; ``kit.final_message``), the
@@ -119,12 +119,16 @@ def run(ctl: dict, tools: list, rec) -> str | None:
     and model calls attributed to the framework's agent name, the model name from the
     response: ``kit.probe.served()``, usage via ``kit.usage``, arguments via
     ``kit.tool_args``); return the agent's final text. Never catch an exception to turn
-    it into a result.
+    it into a result. A framework that builds a tool's schema from a function's signature:
+    ``kit.tool_function(tool, before)``.
     """
     limit = kit.turn_limit(ctl)  # pass it to the framework's own turn limit, named here:
     kit.start_run(rec, ctl, limit, "model calls (max_turns)", "framework")
     agent = ctl["agent_name"]  # or the name the framework attributes the final answer to
-    with kit.recording_errors(rec, agent):  # drop it where the framework reports its own errors
+    # A failure the framework also reports (an event, a callback): `... as errors:` and
+    # errors.report(error, kind); the same failure raised out of the block is then not
+    # recorded again (each failure once).
+    with kit.recording_errors(rec, agent):
         text: str | None = None
         raise NotImplementedError("fill in run() in frameworks/{name}/adapter.py: build and run the agent")
     return kit.final_message(rec, agent, text)

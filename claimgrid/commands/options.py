@@ -42,3 +42,13 @@ def key_opt(sp) -> None:
         help="the publisher's ed25519 private key that seals the ledger, made on first use, never inside a "
         "ledger (default: $CLAIMGRID_KEY, else ~/.config/claimgrid/ed25519.pem)",
     )
+
+
+def allow_unsealed_opt(sp) -> None:
+    """``--allow-unsealed``: read a ledger without a seal (its lines then checked against its plan)."""
+    sp.add_argument(
+        "--allow-unsealed",
+        action="store_true",
+        help="read a ledger whose meta.json has no seal (refused otherwise); its lines are still checked "
+        "against meta.json's plan, finished and grid_size",
+    )

@@ -5,17 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from claimgrid import ROOT
+from claimgrid.anybytes import terminal_text
 from claimgrid.classify.classifier import RunFacts, classify
 from claimgrid.classify.limits import limit_hits
 from claimgrid.classify.reactions import fault_facts
 from claimgrid.classify.tables import table_changes, table_facts
 from claimgrid.commands import validate as V
-from claimgrid.commands.common import finish, open_for_writing, read_grid_meta, signer
-from claimgrid.commands.options import key_opt, policies_opt
+from claimgrid.commands.common import open_for_writing, read_grid_meta, signer
+from claimgrid.commands.options import allow_unsealed_opt, key_opt, policies_opt
 from claimgrid.inputs.tasks import load_tasks
 from claimgrid.reference import registry
 from claimgrid.store import RunStore
 from claimgrid.store.events import parse_events
+from claimgrid.store.inert import AllOrNothing, check_folder, write_file
 from claimgrid.store.record import RunRecord, dump, parse_record
 
 
@@ -138,6 +140,7 @@ def cmd_reclassify(args) -> int:
     checked readable: a failure is named (file or line) and the ledger stays as it was.
     Policy files are loaded only from ``--policies`` (each recorded one by its sha256);
     the rewritten ledger is sealed with the writer's key."""
+    check_folder(args.dir)  # a FIFO or symlink at meta.json is refused before it is read
     V.check_reclassify(args.dir)
     store = RunStore(args.dir, signer(args, args.dir))
     meta_raw = store.read_meta() if store.meta_path.exists() else {}
@@ -146,20 +149,36 @@ def cmd_reclassify(args) -> int:
         registry.load_recorded(meta.policy_files, meta.policies, args.policies, store.meta_path, store.folder)
     else:
         registry.load_recorded([], [], args.policies, store.folder / "meta.json", store.folder)
-    open_for_writing(store)
+    open_for_writing(store, allow_unsealed=args.allow_unsealed)
     tables = table_changes(meta_raw.get("classification_tables"))
     derived = derive(store, args.tasks_dir, meta_raw.get("task_facts"))
-    lines = [f"{new['run_id']}\n" + "".join(f"  {r}\n" for r in reasons) for _, new, reasons in derived if reasons]
+    # A reason quotes ledger fields (a claim phrase may hold anything): lone surrogates, control and
+    # bidi characters shown as visible escapes, in reclassify.txt and on the terminal.
+    lines = [
+        terminal_text(f"{new['run_id']}\n" + "".join(f"  {r}\n" for r in reasons))
+        for _, new, reasons in derived
+        if reasons
+    ]
     kept = sum(1 for _, _, reasons in derived if any(r.startswith("kept:") for r in reasons))
-    if store.meta_path.exists() and store.signer is not None:
-        # The classifications are now this checkout's: meta.json records the tables they were made with.
-        store.write_meta({**store.read_meta(), "classification_tables": table_facts()})
-    store.rewrite([new for _, new, _ in derived])
     head = (
         "".join(f"table: {t}\n" for t in tables) or "tables: claim words, rule texts and vocabulary as the ledger's\n"
     )
     report = store.folder / "reclassify.txt"
-    report.write_text(head + f"{len(lines) - kept} of {len(derived)} runs changed, {kept} kept\n\n" + "\n".join(lines))
+    summary: list[str] = []
+    from claimgrid.ledger import render_ledger  # polars and the renderer: only when used
+
+    # One step: the records, the seal, reclassify.txt and the rendered files land together, or
+    # (a failure midway) every file is put back as it was (claimgrid.store.inert.AllOrNothing).
+    with AllOrNothing():
+        if store.meta_path.exists() and store.signer is not None:
+            # The classifications are now this checkout's: meta.json records the tables they were made with.
+            store.write_meta({**store.read_meta(), "classification_tables": table_facts()})
+        store.rewrite([new for _, new, _ in derived])
+        write_file(
+            report, head + f"{len(lines) - kept} of {len(derived)} runs changed, {kept} kept\n\n" + "\n".join(lines)
+        )
+        render_ledger(store.folder, summary)
+    store.release()
     print(head, end="")
     print("".join(lines), end="")
     print(
@@ -167,7 +186,8 @@ def cmd_reclassify(args) -> int:
         + (f", {kept} kept their stored classification (a field could not be recomputed)" if kept else "")
         + f" (see {report})"
     )
-    return finish(store)
+    print("\n".join(summary))
+    return 0
 
 
 def add_parser(sub) -> None:
@@ -178,3 +198,4 @@ def add_parser(sub) -> None:
     rc.add_argument("--conditions-dir", type=Path, default=ROOT / "conditions")
     policies_opt(rc)
     key_opt(rc)
+    allow_unsealed_opt(rc)

@@ -26,29 +26,34 @@ from pathlib import Path
 from claimgrid import ROOT
 from claimgrid.commands.common import commit, finish, now, read_grid_meta, signer, verify_ledger, write_meta
 from claimgrid.commands.flags import data_dirs, load_data
-from claimgrid.commands.options import data_opts, key_opt, policies_opt
+from claimgrid.commands.options import allow_unsealed_opt, data_opts, key_opt, policies_opt
 from claimgrid.errors import ClaimgridError, DataError
 from claimgrid.execute.admission import default_max_inflight
 from claimgrid.execute.cells import Cell
 from claimgrid.execute.engine import execute
 from claimgrid.execute.spec import GridInputs, GridMeta, GridSpec, Replay, RunSettings, Selection
 from claimgrid.inputs.venvs import build_all, framework_versions
+from claimgrid.machinepaths import scrub_text
 from claimgrid.reference import registry
 from claimgrid.sandbox.guard import detect
 from claimgrid.store import RUNS_NAME, LedgerFolder, RunStore
+from claimgrid.store.inert import check_folder, outside_ledgers, write_file
 from claimgrid.store.record import dump
 
 CELL_FIELDS = ("framework", "task", "content", "swap", "model", "substitute", "repeat")
 
 
-def _source(folder: Path) -> tuple[RunStore, GridMeta, list[dict]]:
+def _source(folder: Path, allow_unsealed: bool = False) -> tuple[RunStore, GridMeta, list[dict]]:
     store, ledger = RunStore(folder), LedgerFolder(folder)
+    check_folder(folder)  # a FIFO or symlink at meta.json is refused before it is read
     if not ledger.has_meta():
         raise ClaimgridError(f"{folder}: not a grid folder (no meta.json)")
     if not ledger.has_runs():
         raise ClaimgridError(f"{folder}: not a grid folder (no {RUNS_NAME})")
     meta = read_grid_meta(store)
-    verify_ledger(store)  # the seal and manifests of what is replayed, each failure named
+    verify_ledger(
+        store, allow_unsealed=allow_unsealed
+    )  # the seal and manifests of what is replayed, each failure named
     runs = ledger.runs()  # typed by the store's reader (the last line of a run id wins)
     if not runs:
         raise ClaimgridError(f"{store.runs_path}: no completed runs to replay")
@@ -80,7 +85,7 @@ def _diff_fields(old: dict, new: dict) -> dict:
 def cmd_replay(args) -> int:
     """Re-execute every run of ``args.dir`` offline into a new folder; 0 when every run sent
     the same requests and got the same classification, 1 otherwise."""
-    src, src_meta, records = _source(args.dir)
+    src, src_meta, records = _source(args.dir, args.allow_unsealed)
     # Policy files only from --policies, each recorded one by its sha256: never from the ledger.
     policy_files = registry.load_recorded(
         src_meta.policy_files, src_meta.policies, args.policies, src.meta_path, src.folder
@@ -152,6 +157,7 @@ def _out_folder(args, src: RunStore) -> Path:
     )
     if out.resolve() == src.folder.resolve():
         raise ClaimgridError("--out: a replay never writes into the published ledger; choose another folder")
+    outside_ledgers(out, "--out", src.folder)
     if out.exists():
         raise ClaimgridError(f"--out: {out} already exists")
     return out
@@ -222,7 +228,7 @@ def _meta(out: Path, src: RunStore, src_meta: GridMeta, inputs: GridInputs, plan
     meta.update(
         {
             "grid_id": out.name,
-            "command": "uv run grid.py " + " ".join(sys.argv[1:]),
+            "command": scrub_text("uv run grid.py " + " ".join(sys.argv[1:])),
             "started": now(),
             "finished": None,
             "wall_s": None,
@@ -294,8 +300,8 @@ def _report(store: RunStore, meta: GridMeta, summary: dict) -> int:
     same_requests, same_class = summary["requests_identical"], summary["classifications_identical"]
     meta.replay = {k: v for k, v in summary.items() if k != "runs_detail"}
     write_meta(store, meta)
-    (out / "replay.json").write_text(json.dumps(summary, indent=2) + "\n")
-    (out / "REPLAY.md").write_text(_markdown(summary))
+    write_file(out / "replay.json", json.dumps(summary, indent=2) + "\n")
+    write_file(out / "REPLAY.md", _markdown(summary))
     finish(store)
     print(
         f"replay: {len(rows)} runs; same requests (every request hash) in {same_requests}/{len(rows)}; "
@@ -363,6 +369,7 @@ def add_parser(sub) -> None:
     data_opts(rp)
     policies_opt(rp)
     key_opt(rp)
+    allow_unsealed_opt(rp)
     rp.add_argument(
         "--out", type=Path, default=None, help="new ledger folder (default: ledger/<grid id>.replay-<time>)"
     )

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from claimgrid.commands.options import allow_unsealed_opt
 from claimgrid.commands.validate import UsageError
 from claimgrid.store import RUNS_NAME, LedgerFolder
+from claimgrid.store.inert import check_folder
 
 
 def cmd_report(args) -> int:
@@ -24,9 +26,10 @@ def cmd_report(args) -> int:
     from claimgrid.store import RunStore
 
     folder = args.dir
+    check_folder(folder)
     if not folder.is_dir() or not LedgerFolder(folder).has_runs():
         raise UsageError(f"report {folder}: not a grid folder (no {RUNS_NAME})")
-    verify_ledger(RunStore(folder))
+    verify_ledger(RunStore(folder), allow_unsealed=args.allow_unsealed)
     summary: list[str] = []
     render_ledger(folder, summary)
     print("\n".join(summary))
@@ -38,3 +41,4 @@ def add_parser(sub) -> None:
         "report", help="render a ledger folder's LEDGER.md, RUNS.md and ledger.html again from the folder"
     )
     rp.add_argument("dir", type=Path, help="the ledger folder")
+    allow_unsealed_opt(rp)

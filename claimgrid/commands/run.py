@@ -19,7 +19,7 @@ from claimgrid.classify.tables import table_facts
 from claimgrid.commands import flags
 from claimgrid.commands import validate as V
 from claimgrid.commands.common import commit, finish, now, open_for_writing, read_grid_meta, signer, write_meta
-from claimgrid.commands.options import data_opts, key_opt, policies_opt
+from claimgrid.commands.options import allow_unsealed_opt, data_opts, key_opt, policies_opt
 from claimgrid.commands.reclassify import rederive
 from claimgrid.errors import ClaimgridError, Interrupted, StorageError
 from claimgrid.execute.cells import Cell, plan
@@ -29,9 +29,11 @@ from claimgrid.execute.spec import GridInputs, GridMeta, GridReport, GridSpec, R
 from claimgrid.execute.spending import note_unpriced, stop_line
 from claimgrid.inputs.tasks import ensure_task_envs
 from claimgrid.inputs.venvs import Builds, build_all, framework_versions
+from claimgrid.machinepaths import scrub_text
 from claimgrid.reference import registry
 from claimgrid.sandbox.guard import detect
 from claimgrid.store import RunStore
+from claimgrid.store.inert import check_folder
 
 
 def cmd_run(args) -> int:
@@ -99,6 +101,7 @@ def _guard(mode: str):
 
 def _check_resumed(args, data: flags.Data) -> GridSpec:
     """The resumed folder's checks (before its lock is taken); the spec it runs with."""
+    check_folder(args.resume)  # a FIFO or symlink at meta.json is refused before it is read
     stored = V.read_meta(args.resume)
     spec = V.check_resume(args, stored, args.resume)
     registries = {"frameworks": data.venvs, "tasks": data.tasks, "content": data.content, "swap": data.swap}
@@ -119,7 +122,7 @@ def _open_resumed(args, spec: GridSpec) -> tuple[RunStore, GridMeta, GridSpec]:
         raise ClaimgridError(f"{folder}: not a grid folder (no meta.json)")
     meta = read_grid_meta(store)
     files = registry.load_recorded(meta.policy_files, meta.policies, args.policies, store.meta_path, store.folder)
-    open_for_writing(store, same_key=True)
+    open_for_writing(store, same_key=True, allow_unsealed=args.allow_unsealed)
     changed = rederive(store, args.tasks_dir)
     if changed:
         print(
@@ -259,11 +262,12 @@ def _swap_facts(names, swap: dict) -> dict:
 
 
 def _create(store: RunStore, spec: GridSpec, settings: RunSettings, inputs: GridInputs, planned: list[str]) -> GridMeta:
-    """A new grid's meta.json (docs/CONTRACTS.md, "Grid meta"), written with the folder."""
+    """A new grid's meta.json (docs/ledger-readers.md, "Grid meta"), written with the folder."""
     from claimgrid.ledger.facts import grid_facts  # the ledger's facts block, at the end of meta
 
     sel, keys = spec.selection, spec.meta()
-    command = "uv run grid.py " + " ".join(sys.argv[1:])
+    # as typed, with this machine's folders named by their role (a published ledger holds none)
+    command = scrub_text("uv run grid.py " + " ".join(sys.argv[1:]))
     meta = GridMeta(
         grid_id=store.folder.name,
         command=command,
@@ -453,6 +457,7 @@ def add_parser(sub) -> None:
     data_opts(run)
     policies_opt(run)
     key_opt(run)
+    allow_unsealed_opt(run)
     _grid_flags(run)
     _execution_flags(run)
     _limit_flags(run)

@@ -56,6 +56,7 @@ from claimgrid.reference import registry as reference_registry
 from claimgrid.store import RUNS_NAME, LedgerFolder, RecordError, RunRecord, RunStore, StoreIntegrityError
 from claimgrid.store.lines import parse_json
 from claimgrid.store.seal import verify_seal
+from claimgrid.store.upgrade import upgrade_meta
 
 MAX_JOBS = 256
 MAX_INFLIGHT = 4096
@@ -248,7 +249,7 @@ def check_unguarded_agents(sel: Selection, venvs: dict, guard) -> None:
     """Refuse a model that is not a reference model on an agent with its own tools (venvs.toml
     ``kind = "cli"``) when this invocation is unguarded (``guard``: ``--guard off``, or no
     bubblewrap here): the agent would run as the adapter's child, as the driver's user, under
-    its own sandbox or none, with the run token in its environment (docs/CONTRACTS.md). The
+    its own sandbox or none, with the run token in its environment (docs/adapter-authors.md). The
     reference models are harness code and do only what their policy says; a real model could
     make such an agent read any file or change another run's folder. Under the guard the whole
     agent is inside the harness's sandbox (claimgrid.launch.confine.agent_sandbox), as a
@@ -262,7 +263,7 @@ def check_unguarded_agents(sel: Selection, venvs: dict, guard) -> None:
         raise UsageError(
             f"--frameworks: {agents[0]} would run unguarded ({why}): its own tools as the driver's user, so "
             f"only reference models may drive it, not {real[0]}; run it with the guard on "
-            f"(--guard on: bubblewrap) (docs/CONTRACTS.md, agents with their own tools)"
+            f"(--guard on: bubblewrap) (docs/adapter-authors.md, agents with their own tools)"
         )
 
 
@@ -313,6 +314,7 @@ def read_meta(folder: Path, flag: str = "--resume") -> dict:
     meta = _read_json(path, "not a grid folder written by grid.py run")
     if not isinstance(meta, dict):
         raise DataError(path, None, "expected a JSON object")
+    meta = upgrade_meta(meta, path)  # an older format read in memory; a newer one is refused
     validate(StoredMeta, meta, path)
     return meta
 

@@ -27,6 +27,7 @@ from claimgrid.inputs.conditions import ContentCondition, SwapCondition
 from claimgrid.inputs.tasks import Task, build_template, materialise, seal_template
 from claimgrid.launch import RunInterrupted
 from claimgrid.launch.confine import AgentDeadlines, agent_sandbox, agent_tmp, command_sandbox, hand_over
+from claimgrid.machinepaths import scrub, scrub_text
 from claimgrid.store import EVENTS_NAME
 from claimgrid.store.events import parse_events
 from claimgrid.store.record import Classification, Facts, FinalAnswerCall, RunNode, RunRecord
@@ -590,23 +591,32 @@ def _classify(prep: _Prepared, checked: _Checked, ctx: GridContext) -> _Judged:
     return _Judged(facts, classification, faults, limit_hits(parsed) or None)
 
 
+# Event sources the harness writes itself (DESIGN.md §3): their paths are the harness's, never evidence
+# of what the agent did.
+HARNESS_SOURCES = ("verifier", "process")
+
+
 def _record(prep: _Prepared, driven: _Driven, checked: _Checked, judged: _Judged, ctx: GridContext) -> RunRecord:
     """The run's evidence folder written, then its record, built whole and typed, appended;
     the run's scratch folder removed. Returns the stored record."""
     cell, run_id = prep.cell, prep.cell.run_id
     evidence = {
-        EVENTS_NAME: checked.events,
+        # The harness's own events and files name this machine's folders by their role
+        # (claimgrid.machinepaths): a published bundle holds no path of the publisher's machine.
+        # What the agent, its framework and the model produced (tool events, the runtime's
+        # transcript, exchanges, diff) is stored as it was: it is what the classification read.
+        EVENTS_NAME: [scrub(e) if e.get("source") in HARNESS_SOURCES else e for e in checked.events],
         "diff.patch": checked.patch[0] if checked.patch else "",
-        "test_output.txt": (checked.tests or {}).get("output_tail") or "",
+        "test_output.txt": scrub_text((checked.tests or {}).get("output_tail") or ""),
         "trace.json": {"trace": checked.trace, "trace_error": checked.trace_error},
         "transcript.json": {
             "final_text": checked.final_text,
             "runtime_events": checked.runtime,
-            "error": checked.process["adapter_exception"],
+            "error": scrub(checked.process["adapter_exception"]),  # the adapter's traceback, as the process event
         },
         "gateway.jsonl": checked.gateway_raw,
-        "control.json": {k: v for k, v in prep.ctl.items() if k != "token"},
-        "stderr.txt": driven.result.process_event.get("stderr_tail") or "",
+        "control.json": scrub({k: v for k, v in prep.ctl.items() if k != "token"}),
+        "stderr.txt": scrub_text(driven.result.process_event.get("stderr_tail") or ""),
     }
     # Redacted where each part came in (_drive, _verify); once more here, where the run's files
     # are written, so nothing added to them later can carry the token.

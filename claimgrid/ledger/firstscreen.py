@@ -158,7 +158,8 @@ def short_group_text(items: list[tuple[str, str]], noun: str, link: str) -> str:
         else:
             counted = True
             models = len({lab.split(" (", 1)[0] for lab in labels})
-            split = " on some frameworks" if any(" (" in lab for lab in labels) else ""
+            # Which frameworks is the table's to say: a sentence names none ("on some frameworks" was no fact).
+            split = f" (on which frameworks: [table]({link}))" if any(" (" in lab for lab in labels) else ""
             parts.append(f"{value} for {models} {noun if models != 1 else noun.replace('models', 'model')}{split}")
     return "; ".join(parts) + (f" ([table]({link}))" if counted else "")
 
@@ -573,6 +574,28 @@ def limit_lines(report) -> list[str]:
     return lines
 
 
+def stochastic_lines(report, models: list[str]) -> list[str]:
+    """A stochastic model's first screen (claimgrid.ledger.ratetable): one table of rates per
+    model over its control cells, then the paired framework tests in a line each and a sentence."""
+    from claimgrid.ledger.ratetable import pair_lines, rate_tables
+
+    rows = [r for r in report.rows if r["model"] in models]
+    control = [r for r in rows if r["swap_condition"] == "none" and r["content"] in report.clean]
+    where = "clean content, swap `none`" if control else "every condition"
+    out = [
+        f"**Rates per framework**, stochastic model{'s' if len(models) > 1 else ''} ({where}; 95% Wilson "
+        "interval, widened to the task-clustered one where tasks pool and it is wider; "
+        "[headline](#headline) has every condition):",
+        "",
+        *rate_tables(control or rows, "framework", report.frameworks),
+    ]
+    tests = pair_lines(getattr(report, "pair_tests", None) or [])
+    if tests:
+        out.append("**Paired framework tests** (the same cells, every condition):")
+        out += tests
+    return out
+
+
 def first_screen(report) -> list[str]:
     """The summary's lines: bullets (one finding each, with its number) and the divergence
     table. Another finding is one more string in this list (``Report.summary`` bullets it)."""
@@ -580,12 +603,19 @@ def first_screen(report) -> list[str]:
     limits = limit_lines(report)
     if limits:
         lines += [*limits, ""]
-    lines += divergence_lines(report)
-    lines.append("")
-    lines += headline_lines(report)
-    tests = paired_tests_line(report)
-    if tests:
-        lines.append(tests)
+    sto = [m for m in report.models if report.stochastic.get(m)]
+    det = [m for m in report.models if not report.stochastic.get(m)]
+    if det or len(report.frameworks) < 2:
+        lines += divergence_lines(report)
+        lines.append("")
+    if sto:
+        lines += stochastic_lines(report, sto)
+    if det:
+        lines += headline_lines(_Only(report, det) if sto else report)
+    if not sto:
+        tests = paired_tests_line(report)
+        if tests:
+            lines.append(tests)
     lines += detector_line(report)
     lines += treatment_line(report)
     return lines

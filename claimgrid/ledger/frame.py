@@ -27,6 +27,7 @@ Contract:
 
 from __future__ import annotations
 
+import io
 import json
 import types
 import typing
@@ -39,6 +40,7 @@ from pydantic import BaseModel
 from claimgrid.ledger.columns import columns_markdown as ledger_columns_markdown
 from claimgrid.ledger.columns import digest_columns, treatment
 from claimgrid.ledger.load import Ledger
+from claimgrid.store.inert import write_file
 from claimgrid.store.record import Classification, RunRecord, dump, parse_record
 
 PARQUET_NAME = "runs.parquet"
@@ -213,10 +215,9 @@ def write_frame(ledger: Ledger, treatments: dict[str, str] | None, path: Path) -
     """Write :func:`frame` to ``path`` (a temporary name first, then renamed into place); the
     file's key-value metadata ``claimgrid.json_columns`` lists the columns holding JSON."""
     df, json_cols = frame(ledger, treatments)
-    tmp = path.with_name(f".{path.name}.tmp")
-    df.write_parquet(tmp, compression="zstd", statistics=True, metadata={JSON_COLUMNS: json.dumps(json_cols)})
-    tmp.replace(path)
-    return path
+    buf = io.BytesIO()  # written whole by the store's one writer (never through a planted symlink)
+    df.write_parquet(buf, compression="zstd", statistics=True, metadata={JSON_COLUMNS: json.dumps(json_cols)})
+    return write_file(path, buf.getvalue())
 
 
 def read_frame(path: Path) -> tuple[pl.DataFrame, list[str]]:

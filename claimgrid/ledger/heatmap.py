@@ -22,7 +22,6 @@ replaced cost about a CPU-second per grid process to import and draw (bench/READ
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
@@ -30,6 +29,7 @@ from xml.sax.saxutils import escape, quoteattr
 from claimgrid.ledger.firstscreen import did
 from claimgrid.ledger.report import CLAIMED, TREAT_CONTROL, TREAT_FIRED, Report
 from claimgrid.ledger.stats import ratio_pct
+from claimgrid.store.inert import write_file
 
 NOT_RUN, EXCLUDED, NO_CLAIM = "#ffffff", "#d9d9d9", "#cfe3f5"
 # The rate scale: ColorBrewer's sequential "Reds", nine classes, interpolated linearly from 0%
@@ -324,7 +324,4 @@ def write_heatmap(report: Report, path: Path) -> Path | None:
     text = heatmap_svg(report)
     if text is None:
         return None
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return write_file(path, text)  # a new temporary renamed into place (claimgrid.store.inert)

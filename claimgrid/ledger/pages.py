@@ -13,13 +13,13 @@ Contract:
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
-from claimgrid.anybytes import safe_text
+from claimgrid.anybytes import markdown_text
 from claimgrid.ledger.load import evidence_dir
 from claimgrid.ledger.rules import explain
+from claimgrid.store.inert import write_file
 from claimgrid.store.lines import EVENTS_NAME
 from claimgrid.store.record import RunRecord
 
@@ -128,13 +128,12 @@ def write_run_md(
     ev_dir = folder / evidence_dir(record)
     if not ev_dir.is_dir():
         return
-    text = safe_text(run_md(record, events, digest, rules, fault))  # lone surrogates shown as \udXXX text
+    # lone surrogates shown as \udXXX text, control and bidi characters as escapes, HTML as text
+    text = markdown_text(run_md(record, events, digest, rules, fault))
     path = ev_dir / RUN_MD
     try:
-        if path.read_text(encoding="utf-8", errors="replace") == text:
+        if not path.is_symlink() and path.read_text(encoding="utf-8", errors="replace") == text:
             return  # unchanged: no write, so a re-render of an untouched ledger touches nothing
     except FileNotFoundError:
         pass
-    tmp = ev_dir / f".{RUN_MD}.tmp"
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    write_file(path, text)  # through a new temporary: a symlink planted at RUN.md is refused

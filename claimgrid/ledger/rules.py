@@ -182,7 +182,12 @@ def _detail(key: str, value, c: dict, record: RunRecord, events: list[dict], rol
         how = (
             f"structured trace status {trace.get('status')!r}"
             if trace
-            else "no structured trace: the free-text claim table decided (a heuristic about words)"
+            else (
+                "no structured trace: the report's concluding statement, read by its structure and the "
+                "free-text claim table, decided (a heuristic about words)"
+                if str(c.get("claim_rule") or "").startswith("free text: report,")
+                else "no structured trace: the free-text claim table decided (a heuristic about words)"
+            )
             + (f", deciding phrase {c['claim_phrase']!r}" if c.get("claim_phrase") else ", no deciding phrase")
             + (f", read in {c['claim_language']!r}" if c.get("claim_language") else "")
         )

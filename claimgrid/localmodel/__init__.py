@@ -9,6 +9,14 @@ and per-call deadline) and :class:`Served` (``api_base``, ``facts()``, ``deadlin
 The engine is its own process (:mod:`.lifecycle`); what it is, is read from its own endpoints
 (:mod:`.probe`). Nothing here talks to the gateway: the driver registers each served model
 with it (claimgrid.gateway.providers.register_local).
+
+Modules:
+
+* ``catalog`` - ``models/local.toml``: the local models ``--models local/<name>`` can name;
+* ``lifecycle`` - The driver's side of a model server: start ``llama-server`` (or reach the
+  user's), wait, read what it is, stop it;
+* ``probe`` - What a running OpenAI-compatible model server says about itself, read over HTTP;
+* ``weights`` - Where a local model's GGUF file is (models/local.toml ``weights``), and its sha256.
 """
 
 from __future__ import annotations

@@ -3,8 +3,10 @@
 Each is diligent's plan with every ``read_file`` of the task's reference (not the content
 slot's read, so an instruction reaches them as it reaches diligent) replaced by shell
 commands: ``cat -n`` (numbered lines), two ``sed -n`` ranges (the file's two halves, one
-call each, joined across calls), or ``grep -n -m1 .`` (one line of the file: a skim, not a
-read). They are not in the default grid; run them with ``--models``.
+call each, joined across calls), ``nl -ba``, ``awk`` with a line range, ``head -n``,
+``grep -n ''`` (every line, numbered), ``tail -n +1``, or ``grep -n -m1 .`` (one line of the
+file: a skim, not a read). They are not in the default grid; run them with ``--models``
+(the forms every coding agent's shell is held to: tests/frameworks/test_shell_reads_grid.py).
 
 Their truth is the plan truth of their steps: a step that completes printing a whole file
 says so (``Step.reads``, a truth-only annotation like ``Step.changes``), so the truth counts
@@ -56,6 +58,23 @@ def _halves(p: str) -> list[str]:
 NUMBERED = Behaviour(plan=_reads_by(lambda p: [f"cat -n {p}"], whole=True), report="truthful")
 RANGED = Behaviour(plan=_reads_by(_halves, whole=True), report="truthful")
 SKIMMER = Behaviour(plan=_reads_by(lambda p: [f"grep -n -m1 . {p}"], whole=False), report="truthful")
+
+# Each a form a real reviewer opens a file with through its own shell (issue: a review through
+# mini-swe-agent's shell read this way was "files not opened"); the limits are far above any
+# task file's length, so each prints the whole file.
+SHELL_FORMS = {
+    "nl-reviewer": ("`nl -ba`", lambda p: [f"nl -ba {p}"]),
+    "awk-reviewer": ("`awk 'NR>=1 && NR<=100000'`", lambda p: [f"awk 'NR>=1 && NR<=100000' {p}"]),
+    "head-reviewer": ("`head -n 100000`", lambda p: [f"head -n 100000 {p}"]),
+    "grep-reviewer": ("`grep -n ''` (every line, numbered)", lambda p: [f"grep -n '' {p}"]),
+    "tail-reviewer": ("`tail -n +1`", lambda p: [f"tail -n +1 {p}"]),
+}
+for _name, (_how, _commands) in SHELL_FORMS.items():
+    register_behaviour(
+        _name,
+        Behaviour(plan=_reads_by(_commands, whole=True), report="truthful"),
+        f"like diligent, but reads the task's files with {_how}",
+    )
 
 numbered_reviewer = register_behaviour(
     "numbered-reviewer", NUMBERED, "like diligent, but reads the task's files with `cat -n` (numbered lines)"

@@ -515,6 +515,39 @@ class ProcessExit(ProcessEvent):
     timeout_s: float | None = None  # the run's wall-time limit (None: recorded before it was)
 
 
+class TranscriptTruncated(ProcessEvent):
+    """A transcript read from elsewhere stops short (a torn line, no final record): the calls
+    after its tear are not in the evidence (claimgrid.classify.transcripts ``truncated_reason``)."""
+
+    kind: Literal["transcript_truncated"] = "transcript_truncated"
+    reason: str | None = None
+
+
+# ------------------------------------------------------------------ source "external"
+
+
+class ExternalEvent(Event):
+    """A verdict another harness recorded (``grid.py check --outcome-from``, ``grid.py audit``):
+    trusted as that harness's verdict, below claimgrid's own verifier."""
+
+    source: Literal["external"] = "external"
+
+
+class ExternalOutcomeEvent(ExternalEvent):
+    """The recorded verdict mapped to the outcome vocabulary (claimgrid.classify.outcomes):
+    ``outcome`` (PASS, TESTS_FAIL or UNKNOWN), the ``form`` read, ``why``, the ``reward`` and
+    test counts as recorded, the verdict file's ``path``."""
+
+    kind: Literal["outcome"] = "outcome"
+    outcome: str | None = None
+    form: str | None = None
+    why: str | None = None
+    path: str | None = None
+    reward: float | None = None
+    passed: int | None = None
+    failed: int | None = None
+
+
 # ------------------------------------------------------------------ parsing and filters
 
 # The known events: a union tagged by (source, kind), each member's own defaults of the two
@@ -541,9 +574,11 @@ KnownEvent = (
     | Review
     | TurnChanges
     | ProcessExit
+    | TranscriptTruncated
+    | ExternalOutcomeEvent
 )
 # Each source's generic model: an event of a kind not in KnownEvent (a later version's).
-SourceEvent = AgentEvent | RuntimeEvent | GatewayEvent | ToolsEvent | VerifierEvent | ProcessEvent
+SourceEvent = AgentEvent | RuntimeEvent | GatewayEvent | ToolsEvent | VerifierEvent | ProcessEvent | ExternalEvent
 
 
 def _tag(model: type[Event]) -> tuple[str, str | None]:

@@ -5,7 +5,9 @@ renamed) *before* its line is appended to ``runs.jsonl`` and fsynced. A line in
 ``runs.jsonl`` therefore always has its evidence; a kill at any moment loses at most the
 runs in flight, and ``--resume`` re-runs exactly the cells without a line.
 
-Integrity (see docs/CONTRACTS.md, "Store integrity"):
+Integrity (see docs/CONTRACTS.md, "Store integrity"); every file is written through
+:mod:`claimgrid.store.inert` (a new temporary renamed into place, never a planted symlink),
+and nothing is deleted (what a repair sets aside goes to ``quarantine/``):
 
 * **One writer per folder.** A writer holds an ``flock`` on ``<folder>/.lock`` (which
   names its pid and command) for as long as it lives; a second writer stops with one
@@ -21,7 +23,8 @@ Integrity (see docs/CONTRACTS.md, "Store integrity"):
   run's manifest (in the run's line); :func:`claimgrid.store.seal.verify_seal` checks them.
 * **Torn lines.** One rule, in :mod:`claimgrid.store.lines` (the only reader of
   ``runs.jsonl`` and ``events.jsonl``): a torn *last* line of ``runs.jsonl`` (a kill
-  mid-append) is not a record and is dropped by :meth:`repair`, which says so; an
+  mid-append) is not a record and is set aside by :meth:`repair` (into ``quarantine/``),
+  which says so; an
   unreadable line anywhere else is an error naming its line number.
 """
 
@@ -31,15 +34,18 @@ import fcntl
 import hashlib
 import json
 import os
+import tempfile
 import threading
 from pathlib import Path
 
-from claimgrid.anybytes import json_text, remove_tree, utf8
+from claimgrid.anybytes import json_text, utf8
 from claimgrid.errors import ClaimgridError
+from claimgrid.store.inert import open_append, open_lock, plain_name, quarantine, quarantine_bytes, write_file
 from claimgrid.store.lines import EVENTS_NAME, RUNS_NAME, read_json_object, run_id_problem, scan_runs
 from claimgrid.store.reader import LedgerFolder
 from claimgrid.store.record import RunRecord, dump
 from claimgrid.store.seal import META_MEMBER, Signer, seal_line, seal_meta_text
+from claimgrid.store.upgrade import stamp, upgrade_meta
 
 # Files rendered into an evidence folder from its evidence (not evidence themselves):
 # not in the manifest, ignored by the integrity check.
@@ -89,7 +95,7 @@ class RunStore:
         """Become the folder's only writer, or raise :class:`StoreBusy` naming the holder."""
         if self._lock_fd is not None:
             return
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = open_lock(self.lock_path)  # O_NOFOLLOW, a regular file this user owns (claimgrid.store.inert)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -101,10 +107,31 @@ class RunStore:
         os.write(fd, json.dumps({"pid": os.getpid(), "command": command}).encode() + b"\n")
         self._lock_fd = fd
 
+    def probe(self) -> None:
+        """:class:`StoreBusy` when another process holds the lock; changes nothing in the folder."""
+        if self._lock_fd is not None:  # this store holds it
+            return
+        try:
+            fd = os.open(self.lock_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise StoreBusy(
+                f"{self.folder}: in use by {self.holder() or 'another process'}; one writer per ledger folder"
+            ) from None
+        finally:
+            os.close(fd)
+
     def holder(self) -> str | None:
         """``pid N (command)`` of the lock's holder, as it wrote it."""
         try:
-            info = json.loads(self.lock_path.read_text())
+            fd = os.open(self.lock_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            try:
+                info = json.loads(os.read(fd, 4096))
+            finally:
+                os.close(fd)
             return f"pid {info['pid']} ({info['command']})"
         except (OSError, ValueError, KeyError, TypeError):
             return None
@@ -120,30 +147,32 @@ class RunStore:
         try:
             self.folder.mkdir(parents=True, exist_ok=False)
         except FileExistsError:
-            if self.lock_path.exists():
-                self.acquire(command)  # raises StoreBusy when a writer holds it
-                self.release()
+            if self.lock_path.is_file() and not self.lock_path.is_symlink():
+                self.probe()  # raises StoreBusy when a writer holds it; writes nothing
             raise ClaimgridError(f"{self.folder}: already exists; finish it with --resume {self.folder}") from None
         self.acquire(command or meta.get("command", ""))
         self.runs_dir.mkdir()
         self.write_meta(meta)
-        self.runs_path.touch()
+        write_file(self.runs_path, b"")
 
     def read_meta(self) -> dict:
-        """meta.json's object (the bounded parser: DataError naming the file when it is not one)."""
-        return read_json_object(self.meta_path)
+        """meta.json's object (the bounded parser: DataError naming the file when it is not
+        one), at this code's format version (:func:`~claimgrid.store.upgrade.upgrade_meta`: an
+        older one upgraded in memory, a newer one a DataError naming the file and field)."""
+        return upgrade_meta(read_json_object(self.meta_path), self.meta_path)
 
     def write_meta(self, meta: dict) -> None:
-        """meta.json, replaced whole; sealed (its ``seal`` facts and signature) with :attr:`signer`."""
+        """meta.json, replaced whole, stamped with this code's ``format_version`` (``meta`` is
+        this version's: built here or read by :meth:`read_meta`); sealed (its ``seal`` facts
+        and signature) with :attr:`signer`."""
+        meta = stamp(meta)
         self._grid_id = str(meta.get("grid_id"))
         if self.signer is not None:
             text = seal_meta_text(meta, self.signer, self._chain())
         else:
             text = json_text({k: v for k, v in meta.items() if k not in ("seal", META_MEMBER)}, indent=2, default=str)
             text += "\n"
-        tmp = self.meta_path.with_suffix(".json.tmp")
-        tmp.write_bytes(utf8(text))
-        os.replace(tmp, self.meta_path)
+        write_file(self.meta_path, utf8(text))
 
     def _chain(self) -> list[str]:
         """The run ids of the records of ``runs.jsonl`` in order (read once, then kept)."""
@@ -172,11 +201,14 @@ class RunStore:
 
     # ---- records
     def repair(self) -> str | None:
-        """Drop a torn last line (a kill mid-write) and evidence folders that never got a line.
+        """Set a kill's leftovers aside: a torn last line of ``runs.jsonl`` and evidence folders
+        that never got a line are moved into ``quarantine/<stamp>/`` (:mod:`claimgrid.store.inert`)
+        and named; nothing is deleted (a folder without a line may be the evidence of a line
+        someone removed: whoever reads the ledger decides).
 
-        Returns a one-line note of what was repaired (None when nothing was). A bad line
-        that is not the last is never repaired: it raises :class:`StoreIntegrityError`
-        naming its line before anything is changed.
+        Returns a one-line note of what was moved (None when nothing was). A bad line that is
+        not the last is never repaired: it raises :class:`StoreIntegrityError` naming its line
+        before anything is changed.
         """
         notes = []
         records, problems = self.scan()
@@ -185,40 +217,37 @@ class RunStore:
         found = scan_runs(self.runs_path)
         if found.torn is not None:
             data = self.runs_path.read_bytes()
-            self.runs_path.write_bytes(data[: data.rfind(b"\n") + 1])
+            cut = data.rfind(b"\n") + 1
+            kept = quarantine_bytes(self.folder, RUNS_NAME, data[cut:])
+            write_file(self.runs_path, data[:cut])
             notes.append(
                 f"dropped a torn last line (line {found.torn.number}, {found.torn.size} bytes) of "
-                f"{self.runs_path.name}: a kill mid-write; that cell runs again"
+                f"{self.runs_path.name}: a kill mid-write; that cell runs again (its bytes kept in "
+                f"{kept.relative_to(self.folder)})"
             )
         elif found.lines and self.runs_path.read_bytes()[-1:] != b"\n":
-            with open(self.runs_path, "ab") as fh:  # a whole last record, only its newline missing
-                fh.write(b"\n")
+            fd = open_append(self.runs_path)  # a whole last record, only its newline missing
+            try:
+                os.write(fd, b"\n")
+            finally:
+                os.close(fd)
         done = {r["run_id"] for r in records}
-        # A sealed ledger's evidence is never deleted: a folder without a line may be the
-        # evidence of a line someone removed. A run that runs again replaces its own folder
-        # (write_evidence); only the temporary folders of a kill mid-write are removed.
-        sealed = self._sealed()
-        dropped = kept = 0
-        for child in self.runs_dir.iterdir() if self.runs_dir.exists() else ():
-            if child.name not in done:
-                if sealed and not child.name.startswith("."):
-                    kept += 1
-                    continue
-                remove_tree(child)
-                dropped += not child.name.startswith(".")
-        if dropped:
-            notes.append(f"removed {dropped} evidence folder(s) of runs that never got a line (in flight at a kill)")
-        if kept:
-            notes.append(f"kept {kept} evidence folder(s) without a line (a sealed ledger's evidence is never deleted)")
+        orphans = [c for c in (self.runs_dir.iterdir() if self.runs_dir.exists() else ()) if c.name not in done]
+        moved = quarantine(self.folder, sorted(orphans))
+        named = [c.name for c in orphans if not c.name.startswith(".")]
+        if moved is not None:
+            notes.append(
+                f"moved {len(named)} evidence folder(s) of runs without a line"
+                + (f" ({', '.join(named[:5])}{' ...' if len(named) > 5 else ''})" if named else "")
+                + (
+                    f" and {len(orphans) - len(named)} unfinished temporary folder(s)"
+                    if len(orphans) > len(named)
+                    else ""
+                )
+                + f" to {moved.relative_to(self.folder)} (in flight at a kill, or their line was removed)"
+            )
         self._run_ids = None  # read again: the torn line is gone
         return "; ".join(notes) or None
-
-    def _sealed(self) -> bool:
-        """meta.json carries a seal (read leniently: a broken meta.json is the verifier's to name)."""
-        try:
-            return b'"seal"' in self.meta_path.read_bytes()
-        except OSError:
-            return False
 
     def scan(self) -> tuple[list[dict], list[str]]:
         """(records, problems): every run record of ``runs.jsonl``, and one problem per line
@@ -263,7 +292,7 @@ class RunStore:
         manifest = self._manifest_bytes.pop(str(record.get("run_id")), None)
         with self._lock:  # the line's place is the chain's end: taken and extended under the lock
             line = self._line(record, manifest)
-            fd = os.open(self.runs_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = open_append(self.runs_path)
             try:
                 os.write(fd, line)
                 os.fsync(fd)
@@ -273,11 +302,9 @@ class RunStore:
 
     def rewrite(self, records: list[dict]) -> None:
         """``runs.jsonl`` replaced whole by ``records`` (each line sealed as :meth:`append` does)."""
-        tmp = self.runs_path.with_suffix(".jsonl.tmp")
         ids = [str(r.get("run_id")) for r in records]
         lines = (self._line(r, place=(i + 1, ids[i - 1] if i else "")) for i, r in enumerate(records))
-        tmp.write_bytes(b"".join(lines))
-        os.replace(tmp, self.runs_path)
+        write_file(self.runs_path, b"".join(lines))
         self._run_ids = ids
 
     # ---- evidence
@@ -289,9 +316,9 @@ class RunStore:
         again and any other is the visible text ``\\udXXX`` (the runner records how many
         as the run's ``limits.text_substituted``)."""
         final = self.runs_dir / run_id
-        tmp = self.runs_dir / f".{run_id}.tmp"
-        remove_tree(tmp)
-        tmp.mkdir(parents=True)
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{run_id}.", suffix=".tmp", dir=self.runs_dir))
+        tmp.chmod(0o755)  # as a plain mkdir makes it: the evidence is published, readable
         manifest = {}
         for name, content in files.items():
             if isinstance(content, (dict, list)) and name.endswith(".jsonl"):
@@ -302,7 +329,7 @@ class RunStore:
                 data = utf8(content)
             else:
                 data = content or b""
-            (tmp / name).write_bytes(data)
+            (tmp / plain_name(name)).write_bytes(data)  # a new private folder: flat, fresh names
             manifest[name] = hashlib.sha256(data).hexdigest()
         manifest_bytes = (json.dumps({"sha256": manifest}, indent=2) + "\n").encode()
         (tmp / "manifest.json").write_bytes(manifest_bytes)
@@ -310,8 +337,8 @@ class RunStore:
         self._manifest_bytes[run_id] = manifest_bytes
         for p in tmp.iterdir():
             p.chmod(0o444)
-        if final.exists():  # a previous attempt of this cell died before its line was written
-            remove_tree(final)
+        if final.exists() or final.is_symlink():  # a previous attempt died before its line: kept aside
+            quarantine(self.folder, [final])
         os.replace(tmp, final)
         return final
 

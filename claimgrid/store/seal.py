@@ -272,6 +272,9 @@ class SealReport:
     chained: bool = False
     problems: list[str] = field(default_factory=list)
     torn: str | None = None
+    # An unsealed ledger's records against meta.json's plan, finished and grid_size
+    # (:func:`plan_problems`): what a reader that accepts it (--allow-unsealed) reports.
+    unsealed_problems: list[str] = field(default_factory=list)
 
     def line(self) -> str:
         """One line for the terminal: sealed by which key, or unsealed."""
@@ -343,6 +346,8 @@ def verify_seal(folder: Path) -> SealReport:
     run_ids = _verify_lines(folder, key, grid_id, report)
     if report.chained and run_ids is not None and not report.problems:
         _verify_set(meta, run_ids, report)
+    if not report.sealed and run_ids is not None:
+        report.unsealed_problems = plan_problems(meta, run_ids)
     return report
 
 
@@ -427,26 +432,42 @@ def _verify_set(meta: dict, run_ids: list[str], report: SealReport) -> None:
     if run_ids_digest(run_ids[:count]) != lines.get("run_ids_sha256"):
         report.problems.append(f"{where}: its first {count} records are not the sealed ones, in order")
         return
+    report.problems += plan_problems(meta, run_ids, count)
+
+
+def plan_problems(meta: dict, run_ids: list[str], count: int | None = None) -> list[str]:
+    """The records' run ids (in order) against meta.json's ``plan``, ``finished`` and
+    ``grid_size``: one problem per difference. ``count``: how many records meta.json sealed
+    (None for an unsealed ledger: then every record is counted). Used for a sealed set (after
+    its chain verified) and, with ``--allow-unsealed``, for an unsealed one."""
+    problems: list[str] = []
     plan = meta.get("plan")
     planned = set(plan) if isinstance(plan, list) else None
     if planned is not None:
         for number, run_id in enumerate(run_ids, 1):
             if run_id not in planned:
-                report.problems.append(f"{RUNS_NAME} record {number} (run {run_id}): not a run of meta.json's plan")
+                problems.append(f"{RUNS_NAME} record {number} (run {run_id}): not a run of meta.json's plan")
     if meta.get("finished"):
-        if len(run_ids) > count:
-            report.problems.append(
-                f"{RUNS_NAME} record {count + 1} (run {run_ids[count]}): after the last line of a finished grid "
-                f"(meta.json sealed {count})"
-            )
         size = meta.get("grid_size")
-        if isinstance(size, int) and count != size:
-            report.problems.append(f"meta.json: finished with {count} sealed record(s), but its grid_size is {size}")
+        if count is None:
+            if isinstance(size, int) and len(run_ids) != size:
+                problems.append(
+                    f"meta.json: finished with grid_size {size}, but {RUNS_NAME} holds {len(run_ids)} record(s)"
+                )
+        else:
+            if len(run_ids) > count:
+                problems.append(
+                    f"{RUNS_NAME} record {count + 1} (run {run_ids[count]}): after the last line of a finished grid "
+                    f"(meta.json sealed {count})"
+                )
+            if isinstance(size, int) and count != size:
+                problems.append(f"meta.json: finished with {count} sealed record(s), but its grid_size is {size}")
         if planned is not None:
             missing = sorted(planned - set(run_ids))
             if missing:
-                report.problems.append(
+                problems.append(
                     f"{RUNS_NAME}: finished, but {len(missing)} planned run(s) have no line: "
                     + ", ".join(missing[:5])
                     + (" ..." if len(missing) > 5 else "")
                 )
+    return problems

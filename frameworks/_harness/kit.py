@@ -13,7 +13,7 @@ A run, on the kit (each an adapter correctness rule of docs/CONTRACTS.md)::
         _build(kit.preload_ctl(), [])  # a throwaway agent (no model call) imports the rest
     def run(ctl, tools, rec):
         kit.start_run(rec, ctl, kit.turn_limit(ctl), "model calls (max_turns)", "framework")
-        with kit.recording_errors(rec, ctl["agent_name"]):  # unless the framework reports its own
+        with kit.recording_errors(rec, ctl["agent_name"]) as errors:  # errors.report(...): its own reports
             text = ...                  # the framework's agent; runtime events on ``rec``
         return kit.final_message(rec, ctl["agent_name"], text)  # or the framework's agent name
 
@@ -28,7 +28,10 @@ Per run:
 * ``recording_errors(rec, agent)``: records an exception as a runtime ``error`` event
   and re-raises it unchanged (an adapter never turns a failure into a result);
   ``record_error(rec, agent, error, kind=None)`` records one the framework reported
-  (type name or ``kind``, message clipped to ``ERROR_CHARS`` by ``clip``).
+  (type name or ``kind``, message clipped to ``ERROR_CHARS`` by ``clip``). The block yields
+  the run's ``RunErrors``: a failure the framework reports, record it with
+  ``errors.report(error, kind)``, and the same failure raised out of the block is not
+  recorded again (each failure once, whether the framework reports it, raises it, or both).
 * ``final_message(rec, agent, text, **fields)``: the runtime ``message`` event of the
   final text (none when the text is None); returns the text.
 * ``SYSTEM_PROMPT`` / ``system_prompt(ctl)``: the ONE harness-owned system prompt. An
@@ -47,6 +50,9 @@ Runtime-event helpers (the shapes of docs/CONTRACTS.md "source runtime"):
 * ``usage(u, prompt="input_tokens", completion="output_tokens", total=None)``: a
   framework's usage (dict or object) renamed to ``{"prompt_tokens", "completion_tokens"}``
   (+ ``total_tokens`` when ``total`` names a field).
+* ``tool_function(tool, before=None, context=None)``: a harness tool as a plain Python
+  function with a real signature (typed parameters from its JSON schema) and docstring, for
+  frameworks that build a tool's schema from a function's signature.
 * ``tool_args(raw)`` / ``parse_args(raw)``: tool-call arguments as the model sent them:
   a JSON string parsed, an unparseable one kept raw (``parse_args`` also says why).
 
@@ -57,7 +63,13 @@ Process-wide:
 * ``probe``: one served-model-name probe. ``probe.install()`` wraps ``litellm.completion``
   and ``litellm.acompletion`` (the calls framework LiteLLM integrations make) and notes
   the model name the *response* carried (for streams, the name the endpoint sent, which
-  LiteLLM hides in ``_hidden_params``); ``probe.served(default)`` reads it.
+  LiteLLM hides in ``_hidden_params``); ``probe.served(default)`` reads it. The wrap
+  replaces the module's attributes, so it sees only calls made through ``litellm.<name>``
+  looked up after it: a framework that keeps its own reference to ``litellm.acompletion``
+  (``from litellm import acompletion`` at import, or copied on its first call, as Google
+  ADK's ``LiteLlm`` does) must take that reference after ``kit.preload`` installed the probe,
+  i.e. its adapter's ``preload()`` triggers the framework's copy right after ``kit.preload``
+  (frameworks/google-adk/adapter.py); the conformance suite's served-name rule fails otherwise.
 * ``preload(*modules)``: imports the adapter's modules plus ``SHARED_PRELOAD`` (the
   modules LiteLLM, httpx and anyio import lazily on a first call), configures LiteLLM and
   installs the probe, then checks that no thread was started (a warm parent forks;
@@ -80,6 +92,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import inspect
 import json
 import os
 import subprocess
@@ -363,15 +376,104 @@ def record_error(rec, agent, error, kind: str | None = None) -> None:
     rec.error(agent, kind or type(error).__name__, clip(error))
 
 
+class RunErrors:
+    """One run's runtime ``error`` events, each failure once (``recording_errors`` yields it).
+
+    A framework may report a failure (an error on its event or callback), raise it, or both:
+    ADK 2.x puts an error on an event and then raises the same exception. ``report`` records
+    what the framework reported; the exception leaving the ``recording_errors`` block is
+    recorded unless it is the failure reported last (the same exception object, or the same
+    clipped message: a reported error carries the exception's text, not the object). Only the
+    last report is compared, so a failure the framework reports again after another (a retry
+    refused twice) is recorded each time.
+    """
+
+    def __init__(self, rec, agent):
+        self.rec, self.agent = rec, agent
+        self._last: tuple[object, str] | None = None
+
+    def report(self, error, kind: str | None = None, agent=None) -> None:
+        """Record a failure the framework reported (``record_error``; ``agent`` default: the
+        block's)."""
+        if self.rec is not None:
+            record_error(self.rec, self.agent if agent is None else agent, error, kind)
+        self._last = (error, clip(error))
+
+    def reported(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is the failure ``report`` recorded last."""
+        return self._last is not None and (self._last[0] is exc or self._last[1] == clip(exc))
+
+
 @contextlib.contextmanager
 def recording_errors(rec, agent):
-    """Record an exception leaving the block as a runtime ``error`` event, then re-raise it."""
+    """Record an exception leaving the block as a runtime ``error`` event, then re-raise it;
+    yields the run's ``RunErrors`` (``errors.report(...)`` for the failures the framework
+    reports), so a failure reported and then raised is one event."""
+    errors = RunErrors(rec, agent)
     try:
-        yield
+        yield errors
     except BaseException as exc:
-        if rec is not None:
+        if rec is not None and not errors.reported(exc):
             record_error(rec, agent, exc)
         raise
+
+
+# ---------------------------------------------------------------- tools as Python functions
+
+# A JSON-schema type as the Python annotation a signature-reading framework turns back into it.
+JSON_TYPES: dict[str, type] = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list,
+                               "object": dict}
+
+
+def tool_function(tool, before=None, context: str | None = None, context_type=inspect.Parameter.empty):
+    """The harness tool ``tool`` as a plain Python function with a real signature, for a
+    framework that builds a tool's schema from a function (Google ADK's ``FunctionTool``,
+    smolagents' ``@tool``, Pydantic AI's ``Tool``): a ``**kwargs`` wrapper does not do there
+    (ADK passes a function only the arguments its signature names: such a wrapper receives
+    nothing).
+
+    The function is named ``tool.name``; its docstring is the tool's description and an
+    ``Args:`` section of the schema's parameter descriptions; its parameters are the schema's
+    properties, each annotated with its JSON type (``JSON_TYPES``; ``str`` for an unknown one),
+    the required ones first and without a default, the others ``T | None = None``; it returns
+    ``str``. ``context`` names one more, first parameter the framework fills with its own
+    context (ADK's ``tool_context``), annotated ``context_type``.
+
+    A call binds its arguments to that signature (a name it lacks is a ``TypeError``, as for
+    any function), drops an optional parameter left at None (the harness tool sees only the
+    arguments given), calls ``before(context_value, args)`` if given (an adapter's runtime
+    ``tool_call`` event, attributed from the framework's context) and returns
+    ``tool(**args)``: the harness tool layer records and executes the call."""
+    schema = tool.parameters or {}
+    props = schema.get("properties") or {}
+    required = [k for k in props if k in set(schema.get("required") or [])]
+    optional = [k for k in props if k not in required]
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    params = [inspect.Parameter(context, kind, annotation=context_type)] if context else []
+    for name in required:
+        params.append(inspect.Parameter(name, kind, annotation=JSON_TYPES.get(props[name].get("type"), str)))
+    for name in optional:
+        annotation = JSON_TYPES.get(props[name].get("type"), str)
+        params.append(inspect.Parameter(name, kind, default=None, annotation=annotation | None))
+    signature = inspect.Signature(params, return_annotation=str)
+    wanted = set(required)
+
+    def function(*args, **kwargs):
+        values = dict(signature.bind(*args, **kwargs).arguments)
+        context_value = values.pop(context, None) if context else None
+        call_args = {k: v for k, v in values.items() if k in wanted or v is not None}
+        if before is not None:
+            before(context_value, call_args)
+        return tool(**call_args)
+
+    lines = [tool.description or tool.name, "", "Args:"]
+    lines += [f"    {k}: {props[k].get('description', '')}".rstrip() for k in (*required, *optional)]
+    function.__name__ = function.__qualname__ = tool.name
+    function.__doc__ = "\n".join(lines if props else lines[:1])
+    function.__signature__ = signature  # type: ignore[attr-defined]
+    function.__annotations__ = {p.name: p.annotation for p in params
+                                if p.annotation is not inspect.Parameter.empty} | {"return": str}
+    return function
 
 
 def final_message(rec, agent, text: str | None, **fields) -> str | None:

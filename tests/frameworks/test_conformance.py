@@ -21,6 +21,7 @@ import shlex
 import shutil
 import subprocess
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,7 @@ from claimgrid.execute.cells import Cell
 from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.launch import Launcher, adapter_env
 from claimgrid.reference import registry, shapes, tool_faults
+from claimgrid.reference.probe_kinds import ShapeKind
 from claimgrid.vocab import HANDLING
 from claimgrid.reference.truth import expected_claim_verdict
 from claimgrid.rule_texts import rule_of
@@ -39,6 +41,8 @@ from claimgrid.store import RunStore
 from claimgrid.store.record import dump
 from claimgrid.inputs.tasks import in_suite
 from claimgrid.inputs.venvs import framework_versions, load_venvs
+
+from tests.error_events import duplicate_errors
 
 pytestmark = pytest.mark.frameworks
 
@@ -58,6 +62,16 @@ PROBES = [m for m in FAULT_MODELS if tool_faults.tool_fault(m) or shapes.shape_o
 # on every framework; in CI the suite has to fit its 20 minutes).
 _FIRST_OF_KIND = {next((m for m in PROBES if tool_faults.tool_fault(m)), None), next((m for m in PROBES if shapes.shape_of(m)), None)}
 RUN_FAULTS = [m for m in FAULT_MODELS if m not in PROBES or m in _FIRST_OF_KIND or os.environ.get("CLAIMGRID_DEEP") == "1"]
+# The extra-args probe too, on every entry whose calls pass the harness tool layer: whether its
+# call ran with the extra argument dropped is read from the tool layer's record, whatever the
+# framework's tool message looks like (one run per entry).
+EXTRA_ARGS = next(m for m in PROBES if shapes.shape_of(m) == ShapeKind.EXTRA_ARGS)
+
+
+def run_faults(entry) -> list[str]:
+    """The fault models an entry's conformance runs use: RUN_FAULTS, and EXTRA_ARGS unless the
+    entry brings its own tools."""
+    return RUN_FAULTS + ([EXTRA_ARGS] if EXTRA_ARGS not in RUN_FAULTS and not entry.is_cli else [])
 DEFAULT_SUBSTITUTE = registry.default_substitute()
 
 
@@ -86,12 +100,12 @@ def _pick(tasks, model: str, verdict: str) -> str:
     raise AssertionError(f"no task in tasks/ gives {model} the verdict {verdict!r}")
 
 
-def _cells(tasks) -> tuple[list[tuple], tuple]:
+def _cells(tasks, entry) -> tuple[list[tuple], tuple]:
     builder = _pick(tasks, "reader", "read-only imposture")
     cells = [(tid, NONE, "diligent") for tid in sorted(tasks)]
     cells += [(_pick(tasks, "narrator", "narration only"), NONE, "narrator"), (builder, NONE, "reader"),
               (builder, REPORTED, "diligent")]
-    cells += [(builder, NONE, m) for m in RUN_FAULTS]
+    cells += [(builder, NONE, m) for m in run_faults(entry)]
     return cells, (builder, NONE, "diligent")
 
 
@@ -128,7 +142,7 @@ def fw(request, tasks, gateway, tmp_path_factory) -> Conformance:
     name = request.param
     entry = load_venvs()[name]
     folder = tmp_path_factory.mktemp(f"conformance-{name}")
-    cells, warm_fresh = _cells(in_suite(tasks, "default"))  # the default grid's tasks (real ones run apart)
+    cells, warm_fresh = _cells(in_suite(tasks, "default"), entry)  # the default grid's tasks (real ones run apart)
     t0 = time.monotonic()
     store, records = _run_all(name, entry, cells, "warm", tasks, gateway, folder / "warm")
     t1 = time.monotonic()
@@ -312,7 +326,7 @@ def test_every_fault_is_a_result_never_a_harness_error(fw):
     """Rule: a fault the framework does not handle propagates out of run() and is recorded
     as the run's outcome (process ok / adapter_error), with the gateway's evidence."""
     assert {m for m in PROBES if m in RUN_FAULTS} and set(RUN_FAULTS) - set(PROBES)
-    for model in RUN_FAULTS:
+    for model in run_faults(fw.entry):
         (r,) = [r for k, r in fw.records.items() if k[2] == model]
         ev = fw.events(r)
         process = next(e for e in ev if e["source"] == "process")
@@ -323,6 +337,44 @@ def test_every_fault_is_a_result_never_a_harness_error(fw):
         assert r["classification"]["process"] != "adapter_error" or (err and err.get("type")), r["run_id"]
         if model in PROBES:  # what the framework did with the probe is recorded, with its evidence
             assert r["faults"]["handling"] in HANDLING and r["faults"]["handling_evidence"], (r["run_id"], r["faults"])
+
+
+def test_extra_args_handling_is_what_the_tool_layer_ran(fw):
+    """The extra-args probe is diligent with one answer inserted first (a read_file call with an
+    argument its schema lacks; diligent sees its own steps only). Against the framework's
+    diligent run of the same task, the tool layer ran one call more (that call, with or
+    without the extra argument) or none, and ``faults.handling`` says the same, whatever the
+    framework's tool message holds."""
+    if fw.entry.is_cli:
+        pytest.skip(f"{fw.name} brings its own tools: no call passes the harness tool layer")
+    task = fw.warm_fresh_key[0]
+    probe, diligent = fw.records[(task, NONE, EXTRA_ARGS)], fw.records[(task, NONE, "diligent")]
+
+    def ran(r):
+        return Counter((e["tool"], json.dumps(e["args"], sort_keys=True)) for e in fw.events(r) if e["source"] == "tools")
+
+    asked = next(json.loads(c["arguments"]) for e in fw.events(probe) if e["source"] == "gateway"
+                 for c in e.get("tool_calls") or [])
+    more = list((ran(probe) - ran(diligent)).elements())
+    assert len(more) <= 1, (probe["run_id"], more)
+    if not more:
+        expected = {"refused the arguments"}
+    elif set(json.loads(more[0][1])) == set(asked):
+        expected = {"passed the arguments to the tool"}
+    else:
+        expected = {"dropped the extra arguments"}
+    handling = probe["faults"]["handling"]
+    assert handling in expected or (probe["faults"]["reaction"] == "raised" and handling == "raised"), \
+        (probe["run_id"], handling, more, probe["faults"]["handling_evidence"])
+
+
+def test_each_failure_is_recorded_once(fw):
+    """Rule: a failure the framework reports, raises, or both is one runtime error event
+    (kit.recording_errors / RunErrors); a streak of identical error events is allowed only up
+    to the failures the harness itself saw (tests/error_events.py, shown failing on a faulty
+    adapter by tests/grid/execute/test_error_once.py)."""
+    for r in fw.records.values():
+        assert duplicate_errors(fw.events(r)) == [], r["run_id"]
 
 
 def test_evidence_bundle_is_complete(fw):

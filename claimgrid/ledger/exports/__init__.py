@@ -5,7 +5,16 @@ through the same decorator a plugin would use) and :func:`export_ledger`. An exp
 pure function of the ledger folder: it reads ``meta.json``, ``runs.jsonl`` and each run's
 evidence files, never imports or runs anything from the folder, and the same folder gives
 the same bytes. The output folder is written whole or not at all (a temporary sibling,
-renamed into place)."""
+renamed into place).
+
+Modules:
+
+* ``_inspect`` - A ledger as Inspect eval logs: one log per (framework, model), one sample per run;
+* ``_otel`` - A ledger as OpenTelemetry GenAI traces: OTLP/JSON, one trace per run;
+* ``_runs`` - One run of a ledger as the exporters read it: its record, its events and its gateway
+  exchanges (request and response as the gateway stored them), with the model calls and tool calls
+  in the order the harness observed them.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from claimgrid.errors import ClaimgridError, DataError
-from claimgrid.store.lines import RUNS_NAME, read_json_object
+from claimgrid.store.lines import RUNS_NAME
+from claimgrid.store.reader import LedgerFolder
 
 Writer = Callable[..., list[Path]]
 FORMATS: dict[str, Writer] = {}
@@ -60,10 +70,12 @@ def export_ledger(folder: Path, out: Path, fmt: str, endpoint: str | None = None
     meta_path = folder / "meta.json"
     if not (folder / RUNS_NAME).is_file():
         raise DataError(folder, None, f"not a ledger folder (no {RUNS_NAME})")
-    meta = read_json_object(meta_path) if meta_path.is_file() else {}  # the store's bounded parser
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+    meta = LedgerFolder(folder).meta() if meta_path.is_file() else {}  # the store's bounded parser and upgrades
+    if out.is_symlink() or (out.exists() and (not out.is_dir() or any(out.iterdir()))):
         raise ClaimgridError(f"--out: {out} already exists and is not an empty folder")
     out.parent.mkdir(parents=True, exist_ok=True)
+    # The files are made in a new private folder (mkdtemp: 0700, no name planted in it) and
+    # the folder renamed into place; their names are slugs of ledger data (claimgrid.store.inert).
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         written = FORMATS[fmt](folder, tmp, meta if isinstance(meta, dict) else {}, endpoint=endpoint)

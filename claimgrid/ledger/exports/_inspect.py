@@ -23,6 +23,7 @@ from claimgrid.errors import ClaimgridError
 from claimgrid.ledger.exports._runs import RunView, arguments, runs, text_of
 from claimgrid.ledger.load import evidence_dir, stored
 from claimgrid.ledger.rules import explain
+from claimgrid.store.inert import slug
 
 # The classification fields exported as Inspect scores (the rest are metadata).
 SCORES = ("claim_vs_outcome", "outcome", "claim_verdict")
@@ -219,7 +220,8 @@ def export_inspect(folder: Path, out: Path, meta: dict) -> list[Path]:
             samples=samples,
         )
         # Inspect lists a JSON log only when its name starts with an ISO time (its own naming)
-        path = out / f"{_stamp(created)}_{framework}__{model}.json"
+        # The names come from the ledger: slugs (no separator, no "..", bounded, hashed when changed).
+        path = out / f"{_stamp(created)}_{slug(framework)}__{slug(model)}.json"
         log_mod.write_eval_log(eval_log, str(path), format="json")
         written.append(path)
     return written

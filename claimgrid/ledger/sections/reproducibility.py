@@ -6,6 +6,7 @@ import json
 
 from claimgrid.ledger.report import Report, heading, table
 from claimgrid.ledger.stats import DASH
+from claimgrid.machinepaths import redact
 
 
 def resumed_line(m: dict) -> str:
@@ -24,7 +25,8 @@ def reproducibility(report: Report) -> str:
     h = m.get("hashes") or {}
     fmt = lambda d: "; ".join(f"{k}: {v}" for k, v in (d or {}).items()) or "not recorded"
     rows = [
-        ["command", f"`{m['command']}`" if m.get("command") else DASH],
+        # an older ledger's command may name its publisher's folders (claimgrid.machinepaths)
+        ["command", f"`{redact(str(m['command']))}`" if m.get("command") else DASH],
         ["claimgrid commit", m.get("claimgrid_commit") or DASH],
         ["resumed", resumed_line(m)],
         ["started / finished", f"{m.get('started') or DASH} / {m.get('finished') or 'not finished'}"],
@@ -38,7 +40,7 @@ def reproducibility(report: Report) -> str:
             "swap call index",
             "; ".join(f"{k}: {v.get('unavailable_from_call')}" for k, v in report.swap_specs.items()) or DASH,
         ],
-        ["guard", json.dumps(m.get("guard"), sort_keys=True) if m.get("guard") is not None else "not recorded"],
+        ["guard", redact(json.dumps(m.get("guard"), sort_keys=True)) if m.get("guard") is not None else "not recorded"],
         [
             "timeout / isolation / jobs",
             f"{m.get('timeout_s', DASH)} s / {m.get('isolation') or DASH} / {m.get('jobs', DASH)}",
@@ -48,7 +50,7 @@ def reproducibility(report: Report) -> str:
         heading("reproducibility", "8. Reproducibility")
         + "\n\n"
         + table(["", ""], rows)
-        + "\n\n`uv run grid.py reclassify <this folder>` re-derives every classification from the stored "
+        + "\n\n`uv run grid.py reclassify DIR` (DIR: this folder) re-derives every classification from the stored "
         "evidence and re-renders this ledger, RUNS.md, ledger.html, heatmap.svg and every RUN.md; "
         "with unchanged evidence and code the output is byte-identical."
     )

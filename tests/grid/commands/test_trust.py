@@ -79,7 +79,8 @@ def _cell_args() -> list[str]:
 def test_a_hostile_ledger_runs_nothing(small_ledger, plain_venvs, tmp_path, capsys):
     folder = _copy(small_ledger, tmp_path / "hostile")
     marker = tmp_path / "MARKER"
-    evil = folder / "evil.py"
+    evil = tmp_path / "shipped" / "evil.py"  # published beside the ledger (inside it, it is refused below)
+    evil.parent.mkdir()
     evil.write_text(f"open({str(marker)!r}, 'w').write('ran')\n"
                     "from claimgrid.reference import Turn, reference_model\n"
                     "@reference_model('evil', behaviour='x')\ndef evil(script, messages):\n    return Turn(content='')\n")
@@ -96,7 +97,6 @@ def test_a_hostile_ledger_runs_nothing(small_ledger, plain_venvs, tmp_path, caps
     other.write_text("x = 1\n")
     cases = [
         (["reclassify", str(folder)], 2, ["reference model(s) evil", str(evil), "--policies"]),
-        (["reclassify", str(folder), "--policies", str(evil)], 2, [str(evil), "inside the ledger folder"]),
         (["reclassify", str(folder), "--policies", str(other)], 2, [str(other), "differs", sha[:16], "evil"]),
         (["run", "--resume", str(folder), "--venvs", str(plain_venvs)], 2, ["reference model(s) evil", str(evil)]),
         (["replay", str(folder), "--venvs", str(plain_venvs), "--out", str(tmp_path / "rp")], 2,
@@ -114,6 +114,18 @@ def test_a_hostile_ledger_runs_nothing(small_ledger, plain_venvs, tmp_path, caps
         assert not marker.exists(), f"{argv} executed a file shipped in the ledger"
     assert (folder / "runs.jsonl").read_bytes() == before
     assert not (tmp_path / "rp").exists()
+    # Shipped inside the ledger folder, the file is an unknown name: every reader refuses the
+    # folder before reading anything of it (claimgrid.store.inert.check_folder).
+    inside = folder / "evil.py"
+    shutil.copy(evil, inside)
+    for argv in (["reclassify", str(folder), "--policies", str(inside)],
+                 ["compare", str(small_ledger), str(folder), "--out", str(tmp_path / "cmp2")]):
+        capsys.readouterr()
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert f"{inside}: an unknown name in a ledger folder" in err and len(err.strip().splitlines()) == 1, err
+        assert not marker.exists()
+    assert (folder / "runs.jsonl").read_bytes() == before
 
 
 def _flip_in(path: Path, needle: str) -> None:

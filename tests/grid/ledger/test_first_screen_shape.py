@@ -16,7 +16,7 @@ from claimgrid.ledger import render_ledger, terminal_summary
 from claimgrid.ledger.kinds import model_kind
 from claimgrid.ledger.stats import holm, mcnemar_exact, p_text
 from tests.firstscreen_checks import first_section, problems
-from tests.ledger_support import classification, copy_ledger, records
+from tests.ledger_support import classification, copy_ledger, ledger_text, records
 
 
 def _kinds(folder) -> dict[str, str]:
@@ -96,7 +96,8 @@ def _stochastic_ledger(folder, model, outcomes: dict[str, list[list[str]]], repe
     (folder / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     (folder / "meta.json").write_text(json.dumps({"repeats": repeats, "models": [model], "grid_size": len(recs),
                                                   "frameworks": {fw: {} for fw in outcomes}}))
-    return render_ledger(folder).read_text()
+    render_ledger(folder)
+    return ledger_text(folder)
 
 
 def test_a_difference_is_stated_only_when_the_paired_test_says_so(tmp_path):
@@ -124,8 +125,12 @@ def test_a_difference_is_stated_only_when_the_paired_test_says_so(tmp_path):
     assert holm([mcnemar_exact(8, 0)] * 4 + [1.0, 1.0])[0] < 0.05 <= holm([mcnemar_exact(4, 0)] * 4 + [1.0, 1.0])[0]
     assert row.endswith("| 2 |")
     summary = md[md.index("## 0. Summary"):md.index("## 1. Design")]
-    assert "**Paired framework tests** (exact McNemar per framework pair on the same cells, Holm over" in summary
-    assert "differences;" in summary and "more often than" in summary
+    # The first screen of a stochastic model (claimgrid.ledger.ratetable): a rate table with n and
+    # intervals, then each test with a discordant pair in a line, then one sentence.
+    assert f"| {model} · framework | runs | claimed | false success among claims |" in summary
+    assert "| fa | 16 | 16/16 · 100% (" in summary and "| fb | 16 | 16/16 · 100% (" in summary
+    assert f"{model}, `TRUE_SUCCESS`: fa 16 vs fb 0 discordant of n=16 paired cells, adjusted p={p_text(holm([p] * 4 + [1.0, 1.0])[0])}; differs" in summary
+    assert "6 framework pairs × outcomes tested (exact McNemar, Holm): 4 differ at α 0.05" in summary
 
 
 def test_no_difference_shown_when_the_test_does_not_say_so(tmp_path):
@@ -136,11 +141,15 @@ def test_no_difference_shown_when_the_test_does_not_say_so(tmp_path):
         "fb": [[hf, ts], [ts, hf], [ts, ts]],
     }, 2)
     summary = md[md.index("## 0. Summary"):md.index("## 1. Design")]
-    assert "no difference shown (n=6, smallest adjusted p=1)" in summary
+    assert f"{model}, `TRUE_SUCCESS`: fa 2 vs fb 2 discordant of n=6 paired cells, adjusted p=1" in summary
+    assert "2 framework pairs × outcomes tested (exact McNemar, Holm): none differs at α 0.05" in summary
     assert "more often than" not in md
     # The runs differ cell by cell (one draw each), but no summary line says the frameworks do.
     assert "Where frameworks differ" not in summary
-    assert "**What each framework did** with a stochastic model (4 of 6 cells differ run by run" in summary
+    # A stochastic model's first screen is its rate table (issue 54); the per-cell account of what
+    # each framework did is in the divergence section, not repeated in the summary.
+    assert "**What each framework did**" not in summary and f"| {model} · framework | runs |" in summary
+    assert '<a id="divergence"></a>' in md
     terminal = "\n".join(terminal_summary(tmp_path / "n"))
     assert "frameworks differ in" not in terminal
     assert "a stochastic model's runs differ by framework in 4 of 6 cells" in terminal.replace("\n", " ")

@@ -40,6 +40,26 @@ def test_a_framework_that_drops_the_extra_argument_and_runs_the_call():
     assert lines[1] == "tools: seq 0 ran read_file without encoding"
 
 
+@pytest.mark.parametrize("message", [json.dumps({"result": TICKET}), "", "the file was read"])
+def test_a_drop_is_read_from_the_tool_layer_whatever_the_tool_message_holds(message):
+    # Google ADK answers with {"result": "..."}; the tool layer's record alone decides.
+    gateway = [gw(0, [("read_file", ASKED)]), gw(1, [], [message])]
+    value, lines = handling(gateway, [tool(0, {"path": "TICKET.md"}, TICKET)])
+    assert value == "dropped the extra arguments"
+    assert lines[2] == "tools: ran those arguments 1 time(s); the model asked for them 0 time(s)"
+
+
+def test_a_drop_then_the_same_call_asked_again_is_still_a_drop():
+    # The tool layer ran the plain arguments twice; the model asked for them once.
+    gateway = [
+        gw(0, [("read_file", ASKED)]),
+        gw(1, [("read_file", {"path": "TICKET.md"})], [json.dumps({"result": TICKET})]),
+        gw(2, [], [json.dumps({"result": TICKET})] * 2),
+    ]
+    tools = [tool(0, {"path": "TICKET.md"}, TICKET), tool(1, {"path": "TICKET.md"}, TICKET)]
+    assert handling(gateway, tools)[0] == "dropped the extra arguments"
+
+
 def test_a_refused_call_followed_by_the_same_call_without_it_stays_refused():
     # The framework answered the first call with an error; the model then sent the plain call.
     refusal = "Error: unexpected argument 'encoding'"

@@ -199,14 +199,26 @@ def test_an_unfinished_grid_may_grow_but_not_shrink(tmp_path, key):
     ]
 
 
-def test_repair_never_deletes_a_sealed_ledgers_evidence(tmp_path, key):
+def test_repair_never_deletes_evidence_it_moves_it_aside(tmp_path, key):
+    """A folder without a line (a kill's leftover, or the evidence of a removed line) and a torn
+    last line are moved into quarantine/<stamp>/ and named, sealed ledger or not."""
     store = _grid(tmp_path / "g", key)
     (tmp_path / "g" / "runs.jsonl").write_bytes(b"".join(_lines(tmp_path / "g")[:2]))
+    evidence = (tmp_path / "g" / "runs" / "r3" / "events.jsonl").read_bytes()
     note = RunStore(tmp_path / "g", key).repair()
-    assert (tmp_path / "g" / "runs" / "r3" / "manifest.json").is_file(), note
-    assert "kept 1 evidence folder(s) without a line" in note
+    assert "moved 1 evidence folder(s) of runs without a line (r3) to quarantine/" in note, note
+    assert not (tmp_path / "g" / "runs" / "r3").exists()
+    (kept,) = (tmp_path / "g" / "quarantine").glob("*/runs/r3/events.jsonl")
+    assert kept.read_bytes() == evidence
     unsealed = RunStore(tmp_path / "u")
     unsealed.create({"grid_id": "u"})
     unsealed.write_evidence("orphan", {"events.jsonl": []})
-    assert "removed 1 evidence folder" in unsealed.repair() and not (tmp_path / "u" / "runs" / "orphan").exists()
+    unsealed.append({"run_id": "r1"})
+    with open(tmp_path / "u" / "runs.jsonl", "ab") as fh:
+        fh.write(b'{"run_id": "r2", "cl')  # a kill mid-append
+    note = unsealed.repair()
+    assert "moved 1 evidence folder(s) of runs without a line (orphan)" in note, note
+    assert "dropped a torn last line (line 2, 20 bytes)" in note and "its bytes kept in quarantine/" in note
+    assert list((tmp_path / "u" / "quarantine").glob("*/runs/orphan"))
+    assert [p.read_bytes() for p in (tmp_path / "u" / "quarantine").glob("*/runs.jsonl")] == [b'{"run_id": "r2", "cl']
     assert store.records()  # the store itself still reads
