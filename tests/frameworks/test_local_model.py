@@ -99,7 +99,9 @@ def test_meta_and_ledger_record_the_server(lane):
     assert f"per-call deadline {facts['deadline']['seconds']:g} s" in lane["stdout"]  # the banner
     ledger = (lane["out"] / "LEDGER.md").read_text()
     assert f"{lane['model']} (stochastic" in ledger  # (its intervals: tests/grid/ledger/test_ledger_render.py)
-    assert facts["weights"]["sha256"][:16] in ledger  # the parity facts show the server
+    # The parity facts show the server (in the appendix, DETAILS.md, where the ledger has one).
+    pages = ledger + "".join(p.read_text() for p in [lane["out"] / "DETAILS.md"] if p.exists())
+    assert facts["weights"]["sha256"][:16] in pages
 
 
 def test_replay_reproduces_classifications_offline(lane, tmp_path):
