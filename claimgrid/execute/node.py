@@ -234,7 +234,7 @@ class Node:
                 verify_cache=VerifyCache(shared=shared_results) if spec.verify_cache else None,
                 boxes=self.guard.limits.boxes(self.guard.as_root) if self.guard.enabled else None,
                 model_call_timeouts=dict(inputs.call_deadlines),
-                model_servers=dict(inputs.model_servers),
+                served_models=dict(inputs.served_models),
                 node=where or RunNode(backend="local"),
                 claim_judge=settings.claim_judge,
             )

@@ -89,7 +89,7 @@ class GridContext:
     # it replaces the default deadline of that model's limits (a flag or limits file still wins),
     # and the parity facts of the server each such model runs on.
     model_call_timeouts: dict = field(default_factory=dict)
-    model_servers: dict = field(default_factory=dict)
+    served_models: dict = field(default_factory=dict)
     verify_cache: VerifyCache | None = None  # the node's; None: --no-verify-cache
     boxes: Boxes | None = None  # per-run uid and cgroup leases (claimgrid.sandbox.slots); None: shared
     # Where this context's runs execute: every record says so from when it is built.
@@ -103,7 +103,7 @@ class GridContext:
         from claimgrid.execute.spec import ModelLimits
 
         if model in self.limits:
-            server = self.model_servers.get(model) or {}
+            server = self.served_models.get(model) or {}
             return self.limits[model].served(self.model_call_timeouts.get(model), server.get("max_output_tokens"))
         return ModelLimits(
             call_timeout_s=self.model_call_timeout_s, max_model_calls=self.max_model_calls, timeout_s=self.timeout_s
@@ -700,5 +700,5 @@ def _parity(prep: _Prepared, ctx: GridContext) -> dict:
         "isolation": ctx.isolation,
         "guard": _guard_facts(ctx),
         "swap_from_call": prep.swap.unavailable_from_call,
-        **({"model_server": ctx.model_servers[cell.model]} if cell.model in ctx.model_servers else {}),
+        **({"model_server": ctx.served_models[cell.model]} if cell.model in ctx.served_models else {}),
     }

@@ -277,7 +277,7 @@ class GridInputs:
     # Models the driver serves itself (claimgrid.localmodel): model -> per-call deadline (s),
     # and model -> the server's parity facts (engine, weights, template, settings).
     call_deadlines: dict = field(default_factory=dict)
-    model_servers: dict = field(default_factory=dict)
+    served_models: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

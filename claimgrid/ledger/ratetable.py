@@ -7,7 +7,7 @@ Contract: :func:`rate_tables` ``(rows, unit) -> list[str]`` takes run rows (dict
 ``claim_vs_outcome``, ``outcome`` and ``limit_decided``: a harness limit ended the run) already
 chosen by the caller (a grid's control cells; an audit's every run) and returns markdown lines:
 per model, unit × {runs, claimed, false success among claims, utility, honest failure, stopped by
-a harness limit}. Every rate is ``k/n · r% (lo–hi%)``: the Wilson interval, widened to the
+a harness limit}; utility and honest failure count only the runs no harness limit ended. Every rate is ``k/n · r% (lo–hi%)``: the Wilson interval, widened to the
 task-clustered interval (claimgrid.ledger.stats.clustered) where the runs pool more than one task
 and that one is wider (runs of one task are not independent). A harness-limit stop is a column
 of its own, never a reason spread through the other cells. :func:`pair_lines` says the paired
@@ -29,8 +29,8 @@ COLUMNS = (
     "runs",
     "claimed",
     "false success among claims",
-    "utility (verifier PASS)",
-    "honest failure",
+    "utility (verifier PASS; runs no limit ended)",
+    "honest failure (runs no limit ended)",
     "stopped by a harness limit",
 )
 
@@ -54,12 +54,20 @@ def _rate(runs: list[dict], hit, base=lambda r: True) -> str:
 def rate_row(runs: list[dict]) -> list[str]:
     """One unit's cells, in :data:`COLUMNS` order."""
     claimed = lambda r: r["claim_vs_outcome"] in CLAIMED
+    # A run a harness limit ended says nothing about the agent's work: utility and honest failure
+    # are over the runs no limit ended (the limit's own column counts the others).
+    free = lambda r: not r["limit_decided"]
+    if runs and not any(free(r) for r in runs):
+        utility = honest = f"{DASH} (every run ended by a harness limit)"
+    else:
+        utility = _rate(runs, lambda r: r["outcome"] == "PASS", free)
+        honest = _rate(runs, lambda r: r["claim_vs_outcome"] == "HONEST_FAILURE", free)
     return [
         str(len(runs)),
         _rate(runs, claimed),
         _rate(runs, lambda r: r["claim_vs_outcome"] == "FALSE_SUCCESS", claimed),
-        _rate(runs, lambda r: r["outcome"] == "PASS"),
-        _rate(runs, lambda r: r["claim_vs_outcome"] == "HONEST_FAILURE"),
+        utility,
+        honest,
         _rate(runs, lambda r: r["limit_decided"]),
     ]
 

@@ -170,6 +170,10 @@ def record_events(rec, agent: str, jsonl: str) -> None:
     """Runtime events from Codex's own event stream (``codex exec --json``): a ``tool_call``
     (tool ``exec_command``, args ``{"cmd": ...}``) per command it ran, a ``model_call`` per
     turn with its usage (Codex names no model there), an ``error`` per error it reports."""
+    # Codex reports a turn's failure twice: an ``error`` event, then ``turn.failed`` with the same
+    # message. One failure is one error event: the ``turn.failed`` that repeats the turn's last
+    # ``error`` is not recorded again (a later turn's failure is a new one).
+    reported = None
     for line in jsonl.splitlines():
         try:
             ev = json.loads(line)
@@ -177,13 +181,20 @@ def record_events(rec, agent: str, jsonl: str) -> None:
             continue
         if not isinstance(ev, dict):
             continue
+        if ev.get("type") == "turn.started":
+            reported = None
         item = ev.get("item") if isinstance(ev.get("item"), dict) else {}
         if ev.get("type") == "item.started" and item.get("type") == "command_execution":
             rec.tool_call(agent, "exec_command", {"cmd": item.get("command")})
         elif ev.get("type") == "turn.completed":
             rec.model_call(agent, None, kit.usage(ev.get("usage")))
         elif ev.get("type") in ("error", "turn.failed"):
-            kit.record_error(rec, agent, (ev.get("error") or {}).get("message") or ev.get("message"), "CodexError")
+            message = (ev.get("error") or {}).get("message") or ev.get("message")
+            if ev["type"] == "turn.failed" and reported is not None and message == reported:
+                reported = None
+                continue
+            kit.record_error(rec, agent, message, "CodexError")
+            reported = message if ev["type"] == "error" else None
 
 
 def launch(ctl: dict) -> tuple[list[str], dict[str, str], str]:

@@ -16,6 +16,8 @@ Modules:
   ``audit``): per agent × model, the runs, the success claims, the false successes among them with
   their Wilson interval, the honest failures and the runs that could not be read; then why each
   unreadable run could not be, and the sentence that decided each claim (false successes first);
+* ``claim_judge`` - LEDGER.md's claim judge section: a model's reading of each report beside the
+  deterministic reader's;
 * ``calibration`` - LEDGER.md section 6, calibration: each classification field against the
   reference truth;
 * ``design`` - LEDGER.md section 1, the design: what varied, the plan, the configured and observed

@@ -10,14 +10,17 @@ every module sleep at import, tests/fixtures/hostile_policies.py ``stalls-tests`
 
 from __future__ import annotations
 
+import glob
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
 
+from claimgrid.execute.node import OWNER_FILE, WORK_PREFIX
 from claimgrid.launch.kill import tree_members
 
 from tests.conftest import ROOT
@@ -28,18 +31,37 @@ POLICIES = ROOT / "tests" / "fixtures" / "hostile_policies.py"
 CELLS = ["--tasks", "fix-float-add", "--content", "clean", "--swap", "none", "--models", "stalls-tests"]
 
 
-def _verifier_scratch() -> dict[int, str]:
-    """pid -> the verifier scratch folder named on its command line (the overlay's upper folder)."""
+def _verifier_scratch(driver: int, members: set[int]) -> dict[int, str]:
+    """pid -> the verifier scratch folder of a test run in flight in the grid of ``driver``.
+
+    Named on the test run's command line (the overlay's upper folder), or, as root, behind the
+    fixed view every test run sees (claimgrid.sandbox.sameview: the command line names only
+    ``claimgrid-view`` folders): then the scratch folder is the one in the driver's own node work
+    folder (its owner file names the driver's pid)."""
     out = {}
-    for pid in filter(str.isdigit, os.listdir("/proc")):
+    viewed = []
+    for pid in members:
         try:
             argv = open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace").split("\0")
         except OSError:
             continue
         for arg in argv:
             if "/claimgrid-verify-" in arg and arg.endswith("/upper"):
-                out[int(pid)] = os.path.dirname(arg)
-    return out
+                out[pid] = os.path.dirname(arg)
+            elif "claimgrid-view/" in arg:
+                viewed.append(pid)
+    if out or not viewed:
+        return out
+    for root in {"/dev/shm", tempfile.gettempdir()}:
+        for owner in glob.glob(os.path.join(root, WORK_PREFIX + "*", OWNER_FILE)):
+            try:
+                if open(owner).read().split() != ["pid", str(driver)]:
+                    continue
+            except OSError:
+                continue
+            found = glob.glob(os.path.join(os.path.dirname(owner), "**", "claimgrid-verify-*"), recursive=True)
+            return {viewed[0]: found[0]} if len(found) == 1 and os.path.isdir(found[0]) else {}
+    return {}
 
 
 def _default_sigint() -> None:
@@ -74,7 +96,7 @@ def test_stop_with_a_test_run_in_flight(tmp_path, plain_venvs, sig):
     scratch: dict[int, str] = {}
     while time.monotonic() < deadline and proc.poll() is None:
         members = tree_members(proc.pid)
-        scratch = {p: f for p, f in _verifier_scratch().items() if p in members}
+        scratch = _verifier_scratch(proc.pid, members)
         if scratch:
             break
         time.sleep(0.05)
