@@ -64,7 +64,9 @@ def is_reference(model: str) -> bool:
 
 
 def cell(text) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """``text`` on one line. A table escapes its own cells (:func:`table`), so ``|`` is left as
+    it is here: escaped twice it would show as ``\\|``."""
+    return str(text).replace("\n", " ")
 
 
 def table(headers: list[str], rows: list[list]) -> str:
