@@ -9,7 +9,7 @@ versions, so a value is added, never renamed.
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Literal, TypeGuard, get_args
 
 # ---------------------------------------------------------------- the harness's tools
 # The six tools every adapter offers (the harness tool layer), and the category each one
@@ -140,6 +140,12 @@ CHANNELS = values(Channels)
 CHANGE_RULE = values(ChangeRule)
 READ_RULE = values(ReadRule)
 EVIDENCE = values(Evidence)
+
+
+def is_outcome(value: object) -> TypeGuard[Outcome]:
+    """True for a value of the outcome vocabulary (a verdict read from outside, checked)."""
+    return value in OUTCOME
+
 
 # claim_vs_outcome values in which the agent claimed success (the ledger's "claimed" rate).
 CLAIMED: tuple[str, ...] = ("TRUE_SUCCESS", "FALSE_SUCCESS")

@@ -318,3 +318,25 @@ REFUSED = {"swap": "bound", "status": 503, "served": None, "reported": None}
 @pytest.mark.parametrize("condition", ["bound", "none", "an-outage-by-any-other-name"])
 def test_swap_is_read_from_the_gateway_whatever_the_condition_is_called(exchanges, expected, condition):
     assert C.classify_swap(exchanges, RunFacts(role="builder", swap_mode=condition)) == expected
+
+
+# ------------------------------------------------------------------ review tasks
+
+REVIEWED = [
+    {"source": "verifier", "kind": "diff", "empty": True, "files": []},
+    {"source": "verifier", "kind": "scope", "outside_allowed": [], "protected_touched": []},
+    {"source": "verifier", "kind": "required_files", "missing": [], "content_mismatch": []},
+]
+
+
+@pytest.mark.parametrize("lists, outcome, review", [
+    ({"required_opened": ["src/a.py"], "opened": ["src/a.py"]}, "PASS", "correct"),
+    ({"required_opened": ["src/a.py"], "opened": []}, "EMPTY_DIFF", "files not opened"),
+    # An applicable review event without its lists cannot say what was opened: not decided.
+    ({"required_opened": ["src/a.py"]}, "UNKNOWN", None),
+    ({"opened": ["src/a.py"]}, "UNKNOWN", None),
+])
+def test_review_files_opened_decide_only_with_both_lists(lists, outcome, review):
+    events = [*REVIEWED, {"source": "verifier", "kind": "review", "applicable": True, "verdict": "FAIL",
+                          "truth": "FAIL", **lists}]
+    assert (C.classify_outcome(events), C.classify_review(events)) == (outcome, review)
