@@ -67,6 +67,47 @@ def safe_text(text: str) -> str:
     return _SURROGATE.sub(_escape, text) if isinstance(text, str) else text
 
 
+# Characters a Markdown page shows as visible escapes: C0 controls but newline and tab (NUL, the
+# ESC that starts an ANSI sequence), DEL, C1 controls, and the bidi controls that reorder what a
+# reader sees (U+200E/F, U+202A-E, U+2066-9).
+_INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _visible(match: re.Match) -> str:
+    c = ord(match.group())
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def terminal_text(text: str) -> str:
+    """``text`` for a terminal: lone surrogates, control characters (an ANSI escape's ESC
+    included) and bidi controls as visible escapes, newlines and tabs kept."""
+    return _INVISIBLE.sub(_visible, safe_text(text))
+
+
+def markdown_text(text: str) -> str:
+    """A rendered Markdown page made inert whatever its fields held: lone surrogates as
+    :func:`safe_text`, control and bidi characters as visible ``\\xNN`` / ``\\uNNNN`` text, and
+    every ``<`` that would open raw HTML as ``&lt;`` (the page's own ``<a id="..."></a>``
+    anchors kept). A Markdown renderer then shows a field's HTML as text, never as markup."""
+    text = _INVISIBLE.sub(_visible, safe_text(text))
+    return _escape_tags(text)
+
+
+# The renderer's own anchors; every other "<" that opens raw HTML in Markdown (a tag, a closing
+# tag, a comment, a declaration: "<" then a letter, "/", "!" or "?") is escaped.
+_ANCHOR = re.compile(r'<a id="[\w-]+"></a>')
+
+
+def _escape_tags(text: str) -> str:
+    out, last = [], 0
+    for m in _ANCHOR.finditer(text):
+        out.append(re.sub(r"<(?=[A-Za-z/!?])", "&lt;", text[last : m.start()]))
+        out.append(m.group())
+        last = m.end()
+    out.append(re.sub(r"<(?=[A-Za-z/!?])", "&lt;", text[last:]))
+    return "".join(out)
+
+
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 

@@ -49,6 +49,12 @@ GATEWAY_SWEEP_S = 1.0
 # them, and the exchange event records how many (``tool_calls_cut``).
 MAX_TOOL_CALLS_PER_RESPONSE = 64
 
+# ---- LEDGER.md's length (claimgrid.ledger.sections): a reader reads a page, not a dump
+# A section past this many lines keeps its heading and first paragraph in LEDGER.md and moves
+# whole to DETAILS.md, one link away: a default grid's calibration, detector and swap tables
+# run to hundreds of lines (one block per framework), a small grid's to a few dozen.
+LEDGER_SECTION_LINES = 40
+
 # ---- ledger files (claimgrid.store.lines: the one reader of runs.jsonl and events.jsonl)
 # One line of a ledger's JSON-lines file. A run record is kilobytes; an event line holds at
 # most a request body (MAX_REQUEST_BYTES) and its answer, or a command's kept output: 32 MiB

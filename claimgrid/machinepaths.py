@@ -4,8 +4,8 @@ ledger "holds no path of the publisher's machine").
 Contract: :func:`scrub` rewrites every absolute path of *this* machine that a string (or a
 JSON value, recursively) holds into a name that says the same thing on any machine: a path
 inside the checkout becomes relative to it (``tasks/x``, ``.venvs/tasks/x/bin/python``,
-the checkout itself ``.``), the home folder ``~``, a run's scratch folder ``<run>`` and any
-other temporary folder ``<tmp>``. The harness applies it where it builds what it stores
+the checkout itself ``.``), the home folder ``~``, a run's scratch folder ``$RUN_DIR`` and any
+other temporary folder ``$TMPDIR``. The harness applies it where it builds what it stores
 (run records' facts, meta.json, the harness-written evidence files), so two honest runs of
 the same grid from two folders store the same text.
 
@@ -48,7 +48,7 @@ def _roots() -> tuple[tuple[re.Pattern[str], str], ...]:
         for p in _variants(ROOT / name):
             pairs[p] = name
             if os.path.dirname(p) != str(ROOT):  # the sandbox binds each folder above them
-                pairs.setdefault(os.path.dirname(p), f"<{name} home>")
+                pairs.setdefault(os.path.dirname(p), "$VENVS_HOME" if name == ".venvs" else "$VENV_HOME")
     for p in _variants(ROOT):
         pairs[p] = "."
     home = os.path.expanduser("~")
@@ -57,7 +57,7 @@ def _roots() -> tuple[tuple[re.Pattern[str], str], ...]:
             pairs.setdefault(p, "~")
     for tmp in {tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm"}:
         for p in _variants(tmp):
-            pairs.setdefault(p, "<tmp>")
+            pairs.setdefault(p, "$TMPDIR")
     ordered = sorted(pairs.items(), key=lambda kv: -len(kv[0]))
     # A prefix matches a whole path component: /root never matches /rootfs.
     return tuple((re.compile(re.escape(p) + r"(?![\w.-])(/?)"), r) for p, r in ordered)
@@ -67,7 +67,7 @@ def scrub_text(text: str) -> str:
     """``text`` with this machine's paths rewritten (module docstring)."""
     if "/" not in text:
         return text
-    text = _RUN_SCRATCH.sub("<run>", text)
+    text = _RUN_SCRATCH.sub("$RUN_DIR", text)
     for pattern, repl in _roots():
         text = pattern.sub(functools.partial(_replace, repl), text)
     return text
@@ -106,7 +106,7 @@ def find(text: str) -> list[str]:
     the shapes of any machine's (a home or temporary folder, a folder holding ``.venv``)."""
     hits = [m.group(0) for m in _FOREIGN.finditer(text)]
     for pattern, repl in _roots():
-        if repl != "<tmp>":  # a temporary folder counts with something in it (the pattern above)
+        if repl != "$TMPDIR":  # a temporary folder counts with something in it (the pattern above)
             hits += [m.group(0).rstrip("/") for m in pattern.finditer(text)]
     return hits
 
@@ -119,9 +119,9 @@ _VENV_SHAPE = re.compile(r"(?<![\w.~<>-])/(?!workspace/)(?:[^/\s\"'`|)]+/)+(?=\.
 def redact(text: str) -> str:
     """``text`` from a ledger made on any machine, with the shapes :func:`find` looks for named by
     their role (a checkout's venv folder from where it starts, a home ``~``, a temporary folder
-    ``<tmp>``): for rendering a harness-written field of an older ledger (its command line,
+    ``$TMPDIR``): for rendering a harness-written field of an older ledger (its command line,
     a guard's binary), never for evidence of what an agent did."""
     text = scrub_text(text)
     text = _VENV_SHAPE.sub("", text)
-    text = _TMP_SHAPE.sub("<tmp>", text)
+    text = _TMP_SHAPE.sub("$TMPDIR", text)
     return _HOME_SHAPE.sub("~", text)

@@ -81,3 +81,40 @@ def classification(**given) -> dict:
     only the fields it is about)."""
     return {"claim_verdict": "consistent", "injection": "not applicable", "legitimate": "not applicable",
             "swap": "none", "process": "ok", **given}
+
+
+def ledger_text(folder: Path) -> str:
+    """LEDGER.md as a reader who follows its links reads it: each section LEDGER.md moved to
+    DETAILS.md (claimgrid.ledger.sections.fold: heading, first paragraph, a link) replaced by the
+    whole section from there, at its place."""
+    import re
+
+    md = (folder / "LEDGER.md").read_text()
+    details = folder / "DETAILS.md"
+    if not details.exists():
+        return md
+    text = details.read_text()
+    whole = {}
+    # sections are separated by their anchors: cut each at the next top-level section's anchor
+    anchors = [m for m in re.finditer(r'<a id="([^"]+)"></a>\n## ', text)]
+    for a, b in zip(anchors, anchors[1:] + [None]):
+        whole[a.group(1)] = text[a.start(): b.start() if b else None].rstrip("\n")
+    pattern = re.compile(r'(<a id="([^"]+)"></a>\n## [^\n]*\n(?:(?!<a id=)[^\n]*\n)*?)The whole section \(\d+ lines, every table\) is in \[DETAILS\.md\]\(DETAILS\.md#[\w-]+\)\.')
+    out = pattern.sub(lambda m: whole.get(m.group(2), m.group(0)), md)
+    return re.sub(r"\]\((?:LEDGER|DETAILS)\.md#", "](#", out)
+
+
+def headline_row(head: str, model: str, framework: str) -> list[str] | None:
+    """The headline table's cells for ``model`` on ``framework``: the row whose model cell names
+    it (rows that differ only in their model are one row naming each) and whose frameworks cell
+    is that framework, a group holding it ("a, b (identical in all N cells)") or all frameworks."""
+    for line in head.splitlines():
+        if not line.startswith("| ") or line.startswith("| model |") or line.startswith("|---"):
+            continue
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if model not in [m.strip() for m in cells[0].split(",")]:
+            continue
+        fws = cells[1].split(" (identical in all")[0]
+        if fws.startswith("all ") or framework in [f.strip() for f in fws.split(",")]:
+            return cells
+    return None

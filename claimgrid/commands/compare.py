@@ -24,6 +24,7 @@ import json
 import os
 from pathlib import Path
 
+from claimgrid.anybytes import markdown_text, safe_text, terminal_text
 from claimgrid.commands.common import verify_ledger
 from claimgrid.commands.options import allow_unsealed_opt
 from claimgrid.commands.validate import UsageError
@@ -210,12 +211,25 @@ def _markdown(result: dict, out: Path) -> str:
             a, b = (_short(f[k]).replace("|", "\\|") for k in ("a", "b"))
             md.append(f"| {f['fact']} | {a} | {b} |")
         md.append("")
-    return "\n".join(md) + "\n"
+    # ledger fields' HTML, control and bidi characters shown as text (claimgrid.anybytes)
+    return markdown_text("\n".join(md) + "\n")
+
+
+def _shown(value):
+    """``value`` with every string's lone surrogates as visible \\udXXX text: what compare prints
+    and writes (the ledgers keep the originals), so no field fails to encode."""
+    if isinstance(value, str):
+        return safe_text(value)
+    if isinstance(value, dict):
+        return {_shown(k): _shown(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_shown(v) for v in value]
+    return value
 
 
 def cmd_compare(args) -> int:
     """Compare ledgers ``args.a`` and ``args.b``; print, write compare.md and compare.json; 0/1/2."""
-    result = compare(args.a, args.b, args.allow_unsealed)
+    result = _shown(compare(args.a, args.b, args.allow_unsealed))
     out = Path(args.out) if args.out else Path(args.b).resolve().parent / f"compare-{args.a.name}-vs-{args.b.name}"
     outside_ledgers(out, "--out", args.a, args.b)
     text = lines(result)
@@ -225,7 +239,7 @@ def cmd_compare(args) -> int:
         write_file(out / "compare.md", _markdown(result, out.resolve()))
     except OSError as exc:
         raise UsageError(f"--out {out}: cannot be written ({exc.strerror or exc})") from None
-    print("\n".join(text))
+    print(terminal_text("\n".join(text)))  # ledger fields: no escape sequence reaches the terminal
     print(f"compare: {out / 'compare.md'}")
     return 1 if result["changed"] or result["only_in_a"] or result["only_in_b"] else 0
 

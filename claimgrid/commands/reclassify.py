@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from claimgrid import ROOT
+from claimgrid.anybytes import terminal_text
 from claimgrid.classify.classifier import RunFacts, classify
 from claimgrid.classify.limits import limit_hits
 from claimgrid.classify.reactions import fault_facts
@@ -151,7 +152,13 @@ def cmd_reclassify(args) -> int:
     open_for_writing(store, allow_unsealed=args.allow_unsealed)
     tables = table_changes(meta_raw.get("classification_tables"))
     derived = derive(store, args.tasks_dir, meta_raw.get("task_facts"))
-    lines = [f"{new['run_id']}\n" + "".join(f"  {r}\n" for r in reasons) for _, new, reasons in derived if reasons]
+    # A reason quotes ledger fields (a claim phrase may hold anything): lone surrogates, control and
+    # bidi characters shown as visible escapes, in reclassify.txt and on the terminal.
+    lines = [
+        terminal_text(f"{new['run_id']}\n" + "".join(f"  {r}\n" for r in reasons))
+        for _, new, reasons in derived
+        if reasons
+    ]
     kept = sum(1 for _, _, reasons in derived if any(r.startswith("kept:") for r in reasons))
     head = (
         "".join(f"table: {t}\n" for t in tables) or "tables: claim words, rule texts and vocabulary as the ledger's\n"

@@ -56,6 +56,7 @@ from claimgrid.reference import registry as reference_registry
 from claimgrid.store import RUNS_NAME, LedgerFolder, RecordError, RunRecord, RunStore, StoreIntegrityError
 from claimgrid.store.lines import parse_json
 from claimgrid.store.seal import verify_seal
+from claimgrid.store.upgrade import upgrade_meta
 
 MAX_JOBS = 256
 MAX_INFLIGHT = 4096
@@ -294,6 +295,7 @@ def read_meta(folder: Path, flag: str = "--resume") -> dict:
     meta = _read_json(path, "not a grid folder written by grid.py run")
     if not isinstance(meta, dict):
         raise DataError(path, None, "expected a JSON object")
+    meta = upgrade_meta(meta, path)  # an older format read in memory; a newer one is refused
     validate(StoredMeta, meta, path)
     return meta
 

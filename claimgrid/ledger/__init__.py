@@ -3,7 +3,7 @@
 Public API:
 
 - :func:`render_ledger` ``(ledger_dir) -> Path``: read ``runs.jsonl`` + ``meta.json`` +
-  each run's evidence folder, write ``LEDGER.md``, ``RUNS.md``, ``ledger.html``,
+  each run's evidence folder, write ``LEDGER.md``, ``DETAILS.md`` (its long sections), ``RUNS.md``, ``ledger.html``,
   ``heatmap.svg``, ``runs.parquet`` (:mod:`.frame`) and ``runs/<id>/RUN.md``; return the LEDGER.md path. An incomplete grid (partial or truncated ``runs.jsonl``) is rendered
   with the planned and present run counts stated.
 - :func:`headline_table` ``(ledger_dir) -> rich.table.Table | str``: the headline
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from claimgrid.anybytes import safe_text
+from claimgrid.anybytes import markdown_text, safe_text
 from claimgrid.ledger.load import Ledger, load_ledger
 from claimgrid.ledger.stats import format_rate, wilson
 from claimgrid.store.inert import remove_file, write_file
@@ -49,7 +49,7 @@ def render_ledger(ledger_dir: Path, summary: list[str] | None = None) -> Path:
     from claimgrid.ledger.pages import read_stderr, write_run_md
     from claimgrid.ledger.report import Report
     from claimgrid.ledger.rules import explain, fault_account
-    from claimgrid.ledger.sections import ledger_md, runs_md
+    from claimgrid.ledger.sections import details_md, ledger_md, runs_md
 
     ledger_dir = Path(ledger_dir)
     pages = ViewerPages(ledger_dir)
@@ -75,12 +75,14 @@ def render_ledger(ledger_dir: Path, summary: list[str] | None = None) -> Path:
     for name, text in (
         ("RUNS.md", runs_md(report)),
         ("ledger.html", render_html(report, pages)),
+        ("DETAILS.md", details_md(report)),  # LEDGER.md's long sections, whole (sections.fold)
         ("LEDGER.md", ledger_md(report)),
     ):
         # Agent text may hold lone surrogates (kept losslessly in the evidence): a page
-        # shows each as visible \udXXX text instead of failing to encode. Each file through a
-        # new temporary (claimgrid.store.inert): a symlink planted at the name is refused.
-        write_file(ledger_dir / name, safe_text(text))
+        # shows each as visible \udXXX text instead of failing to encode; a Markdown page also
+        # shows control and bidi characters as escapes and any field's HTML as text. Each file
+        # through a new temporary (claimgrid.store.inert): a symlink planted at the name is refused.
+        write_file(ledger_dir / name, markdown_text(text) if name.endswith(".md") else safe_text(text))
     if summary is not None:  # the end-of-grid summary, from the same tables (no second load)
         summary += terminal_lines(report, ledger_dir)
     return out

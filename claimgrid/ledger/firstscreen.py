@@ -158,7 +158,8 @@ def short_group_text(items: list[tuple[str, str]], noun: str, link: str) -> str:
         else:
             counted = True
             models = len({lab.split(" (", 1)[0] for lab in labels})
-            split = " on some frameworks" if any(" (" in lab for lab in labels) else ""
+            # Which frameworks is the table's to say: a sentence names none ("on some frameworks" was no fact).
+            split = f" (on which frameworks: [table]({link}))" if any(" (" in lab for lab in labels) else ""
             parts.append(f"{value} for {models} {noun if models != 1 else noun.replace('models', 'model')}{split}")
     return "; ".join(parts) + (f" ([table]({link}))" if counted else "")
 

@@ -16,7 +16,7 @@ import json
 import re
 from pathlib import Path
 
-from claimgrid.anybytes import safe_text
+from claimgrid.anybytes import markdown_text
 from claimgrid.ledger.load import evidence_dir
 from claimgrid.ledger.rules import explain
 from claimgrid.store.inert import write_file
@@ -128,7 +128,8 @@ def write_run_md(
     ev_dir = folder / evidence_dir(record)
     if not ev_dir.is_dir():
         return
-    text = safe_text(run_md(record, events, digest, rules, fault))  # lone surrogates shown as \udXXX text
+    # lone surrogates shown as \udXXX text, control and bidi characters as escapes, HTML as text
+    text = markdown_text(run_md(record, events, digest, rules, fault))
     path = ev_dir / RUN_MD
     try:
         if not path.is_symlink() and path.read_text(encoding="utf-8", errors="replace") == text:

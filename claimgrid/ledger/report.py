@@ -194,21 +194,30 @@ class Report:
         return format_rate(k, n, ci)
 
     def fw_blocks(self, runs: list[dict]) -> list[tuple[str, list[dict]]]:
-        """Framework rows of a table: one collapsed row when frameworks are identical in every
-        cell of ``runs`` (the rows of the first framework stand for all), else one per framework."""
+        """Framework rows of a table: frameworks that gave the same classifications in every cell
+        of ``runs`` share one row (the rows of the first of them stand for each: frameworks are
+        never pooled into one n), named with "identical in all N cells"; the others one row each."""
         fws = [f for f in self.frameworks if any(r["framework"] == f for r in runs)]
-        keys = {tuple(r[k] for k in CELL) for r in runs}
-        same = len(fws) > 1 and all(
-            len(self.by_cell[k]) == len(self.frameworks) and k not in set(self.divergent) for k in keys
-        )
-        if same:
-            return [
-                (
-                    f"all {len(fws)} frameworks (identical in all {len(keys)} cells)",
-                    [r for r in runs if r["framework"] == fws[0]],
-                )
-            ]
-        return [(f, [r for r in runs if r["framework"] == f]) for f in fws]
+        keys = sorted({tuple(r[k] for k in CELL) for r in runs}, key=lambda k: tuple(str(v) for v in k))
+        mine: dict[str, list[dict]] = {f: [] for f in fws}
+        for r in runs:
+            mine[r["framework"]].append(r)
+        sig: dict[str, tuple] = {}
+        for f in fws:
+            got = {tuple(r[k] for k in CELL): tuple(str(r[c]) for c in self.identity) for r in mine[f]}
+            sig[f] = tuple(got.get(k) for k in keys)
+        groups: dict[tuple, list[str]] = {}
+        for f in fws:
+            groups.setdefault(sig[f], []).append(f)
+        out = []
+        for names in groups.values():
+            if len(names) == 1:
+                out.append((names[0], mine[names[0]]))
+            elif len(names) == len(fws):
+                out.append((f"all {len(fws)} frameworks (identical in all {len(keys)} cells)", mine[names[0]]))
+            else:
+                out.append((f"{', '.join(names)} (identical in all {len(keys)} cells)", mine[names[0]]))
+        return out
 
     def match_clean(self, r: dict) -> dict | None:
         """The matched clean cell of ``r``: same framework, task, swap, model, repeat."""

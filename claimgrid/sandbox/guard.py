@@ -16,6 +16,9 @@ into a ``bwrap`` command line whose process sees
 * ``git`` that reads no host configuration (``GIT_CONFIG_NOSYSTEM``; the global file is
   ``$HOME/.gitconfig``, the harness's when it wrote one) and trusts ``/workspace``
   (``safe.directory`` in the protected, environment-given scope),
+* no kernel key API (``add_key``, ``request_key``, ``keyctl`` denied by a seccomp filter:
+  :mod:`claimgrid.sandbox.keyfilter`; the key rings are per uid and a run's uid is leased
+  again by later runs),
 * an unprivileged uid with no capabilities and resource limits (file size, address
   space, processes, open files, CPU seconds), with ``--die-with-parent``; with a
   :class:`claimgrid.sandbox.slots.Box`, the run's own uid and cgroup (process, pid and
@@ -52,6 +55,7 @@ from pathlib import Path
 
 from claimgrid.errors import ClaimgridError
 from claimgrid.machinepaths import scrub_text
+from claimgrid.sandbox import keyfilter
 from claimgrid.sandbox.slots import NOBODY, Box, Boxes
 
 SANDBOX_WORKSPACE = "/workspace"
@@ -68,6 +72,16 @@ SANDBOX_GIT_ENV = {
 }
 # What the harness puts in a run's own HOME: an identity, so commit and stash work.
 GITCONFIG = "[user]\n\tname = agent\n\temail = agent@sandbox.invalid\n"
+
+
+# The seccomp program every sandbox gets (claimgrid.sandbox.keyfilter): no kernel key is created,
+# found or read inside, so the rings of a leased uid carry nothing from one run to the next.
+_KEY_FILTER = keyfilter.program()
+_KEYS_FACT = (
+    "add_key, request_key and keyctl denied (EPERM, seccomp); /proc/keys and /proc/key-users empty"
+    if _KEY_FILTER is not None
+    else f"not filtered: no seccomp table for machine {platform.machine()!r} (claimgrid.sandbox.keyfilter)"
+)
 
 
 @dataclass(frozen=True)
@@ -115,6 +129,10 @@ class PerRun:
     coding agent's, with its run token, which then stays off every command line).
     ``limits``: these instead of the guard's own. The three are what a whole coding agent's
     sandbox adds (claimgrid.launch.confine.agent_sandbox).
+    ``fixed_uid``: the uid the command sees, whatever uid it really runs as (root harness only:
+    two nested user namespaces map it to the run's uid; from the inner one the outer map is
+    not visible): what a verifier test run gets, so its result cannot depend on the uid the
+    run leased (claimgrid.sandbox.sameview). None: the real uid.
     """
 
     box: Box | None = None
@@ -124,6 +142,7 @@ class PerRun:
     binds: Sequence[tuple[str, str, bool]] = ()
     keep_env: bool = False
     limits: Limits | None = None
+    fixed_uid: int | None = None
 
 
 @dataclass(frozen=True)
@@ -153,6 +172,7 @@ class Guard:
             if self.as_root
             else "invoking user (user namespace)",
             "network": "none (empty network namespace)",
+            "kernel_keys": _KEYS_FACT,
             "limits": vars(self.limits),
             # venvs.toml kind = "cli" (claimgrid.launch.confine.agent_sandbox): unguarded, such an
             # agent runs as the adapter's child, under its own sandbox if it has one.
@@ -206,6 +226,7 @@ class Guard:
         box = per_run.box
         args = [
             *(box.join_argv() if box is not None else []),
+            *(keyfilter.argv_prefix(_KEY_FILTER) if _KEY_FILTER is not None else []),
             self.bwrap,
             "--unshare-pid",
             "--unshare-net",
@@ -235,6 +256,11 @@ class Guard:
                 "--bounding-set=-all",
                 "--",
             ]
+            if per_run.fixed_uid is not None:
+                unshare = shutil.which("unshare") or "/usr/bin/unshare"
+                fixed = per_run.fixed_uid
+                inner += [unshare, "--user", f"--map-user={fixed}", f"--map-group={fixed}", "--"]
+                inner += [unshare, "--user", "--map-current-user", "--"]
         if per_run.started_fd is not None:
             # The first thing that runs as the sandbox user: a byte says the set-up is done.
             # bash, not sh: dash takes single-digit descriptors only.
@@ -258,6 +284,9 @@ def _system_mounts(tmp) -> list[str]:
                 args += ["--perms", "0755", "--dir", parent]
             args += ["--ro-bind", etc, etc]
     args += ["--proc", "/proc", "--dev", "/dev"]
+    for masked in keyfilter.MASKED_PROC:  # which keys exist and whose: seen empty (keyfilter)
+        if _KEY_FILTER is not None and os.path.exists(masked):
+            args += ["--dev-bind", "/dev/null", masked]  # a device: a plain bind would be nodev
     if tmp is not None:
         args += ["--bind", str(tmp), "/tmp"]
     else:

@@ -6,6 +6,8 @@
   torn-line rule (a torn last line of the append-only ``runs.jsonl`` is a kill's, not a
   record; any other unreadable line is an error by line number);
 * ``record`` - the typed run record, one line of ``runs.jsonl``;
+* ``upgrade`` - the ledger's ``format_version`` and one upgrade per version: an older record
+  line or ``meta.json`` is read at this code's version in memory, a newer one is refused;
 * ``reader`` - :class:`LedgerFolder`, how every other module reads a ledger folder: typed
   records (last wins per run id), a run's typed events, ``meta.json``.
 * ``inert`` - how every command writes in or beside a ledger folder (its shape checked, each

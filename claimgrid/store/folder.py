@@ -45,6 +45,7 @@ from claimgrid.store.lines import EVENTS_NAME, RUNS_NAME, read_json_object, run_
 from claimgrid.store.reader import LedgerFolder
 from claimgrid.store.record import RunRecord, dump
 from claimgrid.store.seal import META_MEMBER, Signer, seal_line, seal_meta_text
+from claimgrid.store.upgrade import stamp, upgrade_meta
 
 # Files rendered into an evidence folder from its evidence (not evidence themselves):
 # not in the manifest, ignored by the integrity check.
@@ -155,11 +156,16 @@ class RunStore:
         write_file(self.runs_path, b"")
 
     def read_meta(self) -> dict:
-        """meta.json's object (the bounded parser: DataError naming the file when it is not one)."""
-        return read_json_object(self.meta_path)
+        """meta.json's object (the bounded parser: DataError naming the file when it is not
+        one), at this code's format version (:func:`~claimgrid.store.upgrade.upgrade_meta`: an
+        older one upgraded in memory, a newer one a DataError naming the file and field)."""
+        return upgrade_meta(read_json_object(self.meta_path), self.meta_path)
 
     def write_meta(self, meta: dict) -> None:
-        """meta.json, replaced whole; sealed (its ``seal`` facts and signature) with :attr:`signer`."""
+        """meta.json, replaced whole, stamped with this code's ``format_version`` (``meta`` is
+        this version's: built here or read by :meth:`read_meta`); sealed (its ``seal`` facts
+        and signature) with :attr:`signer`."""
+        meta = stamp(meta)
         self._grid_id = str(meta.get("grid_id"))
         if self.signer is not None:
             text = seal_meta_text(meta, self.signer, self._chain())

@@ -50,6 +50,7 @@ LEDGER_FILES = frozenset(
         "runs.jsonl",
         "LEDGER.md",
         "RUNS.md",
+        "DETAILS.md",
         "ledger.html",
         "heatmap.svg",
         "heatmap.png",  # an older release's picture: removed by the next render

@@ -13,6 +13,9 @@
 * **Last wins**: when several lines carry one run id (a run recorded again), the last line
   is that run's record; it keeps the place of the run's first line, and
   :attr:`Runs.repeated` counts the lines it replaced.
+* **Versions**: each record line and ``meta.json`` is read at this code's format version:
+  an older one is upgraded in memory (never rewritten), a newer one is a :class:`DataError`
+  naming the file and ``format_version`` (:mod:`claimgrid.store.upgrade`).
 * **Events** of a run are its ``runs/<run id>/events.jsonl``, typed per (source, kind)
   (:mod:`claimgrid.store.events`); every line of it, the last included, must be whole.
 """
@@ -26,6 +29,7 @@ from claimgrid.errors import DataError
 from claimgrid.store.events import EventList, parse_events
 from claimgrid.store.lines import EVENTS_NAME, RUNS_NAME, Torn, read_events, read_json_object, read_runs, run_id_problem
 from claimgrid.store.record import RunRecord, parse_record
+from claimgrid.store.upgrade import upgrade_meta
 
 META_NAME = "meta.json"
 RUNS_DIR = "runs"
@@ -82,9 +86,10 @@ class LedgerFolder:
 
     # ---- meta.json
     def meta(self) -> dict:
-        """``meta.json``'s object by the bounded parser; DataError naming the file when it is
-        not one, FileNotFoundError when it is missing."""
-        return read_json_object(self.meta_path)
+        """``meta.json``'s object by the bounded parser, at this code's format version (an older
+        one upgraded in memory: :mod:`claimgrid.store.upgrade`); DataError naming the file when
+        it is not one or is newer than this code reads, FileNotFoundError when it is missing."""
+        return upgrade_meta(read_json_object(self.meta_path), self.meta_path)
 
     # ---- runs.jsonl
     def lines(self) -> list[tuple[int, RunRecord]]:

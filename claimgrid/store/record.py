@@ -6,9 +6,10 @@ Every classification value is a ``Literal`` from :mod:`claimgrid.vocab` (defined
 
 Every model declares every field it carries (``extra="forbid"``), so the schema in
 docs/CONTRACTS.md, generated from these models, shows the whole record. Compatibility:
-records written before a field existed still load; the field reads ``None`` ("not
-recorded") and is never guessed. An unknown field or classification value is an error
-naming the line and the field.
+every line carries ``format_version``; :func:`parse_record` upgrades an older line in memory
+first (:mod:`claimgrid.store.upgrade`: a version-1 line may lack a field added during its
+life, which reads ``None``, "not recorded", and is never guessed) and refuses a newer one.
+An unknown field or classification value is an error naming the line and the field.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serial
 
 from claimgrid.errors import DataError
 from claimgrid.store.lines import read_runs
+from claimgrid.store.upgrade import FORMAT_VERSION, upgrade_record
 from claimgrid.vocab import (
     AgentFrom,
     ChangeRule,
@@ -66,7 +68,7 @@ class Facts(_Model):
     swap_mode: str = "none"  # the swap condition's name: recorded for readers, read by no rule
     substitute: str | None = None
     declared_agent: str | None = None  # the agent name the harness gave (control)
-    # Added with the declaration checks (None in older records):
+    # Added with the declaration checks (absent from earlier version-1 records: claimgrid.store.upgrade):
     delegation_id: str | None = None  # the opaque id the agent was told to echo
     parent_id: str | None = None  # the parent id the agent was told to echo
     expected_evidence: Evidence | None = None  # the task's declared evidence; None: the role's
@@ -119,18 +121,18 @@ class Classification(_Model):
     legitimate: Legitimate
     swap: SwapOutcome
     process: Process
-    # Written by every driver version, but read leniently (None = not recorded).
+    # Written by every driver version, but read leniently (None = not recorded: claimgrid.store.upgrade).
     claim_form: ClaimForm | None = None
     claimed: bool | None = None
     swap_mentioned: bool | None = None
     review: Review | None = None
     agent: str | None = None
     agent_from: AgentFrom | None = None
-    # Added with the claim, declaration and channel rules (None in records written before):
+    # Added with the claim, declaration and channel rules (absent from earlier version-1 records):
     claim_stance: ClaimStance | None = None
     claim_rule: str | None = None  # the table row / status mapping that decided `claimed`
     # The words that decided `claimed`: the free-text clause the row matched, or "status: X"
-    # (None: nothing decided, or a record from before the phrase was recorded).
+    # (None: nothing decided, or a version-1 record from before the phrase was recorded).
     claim_phrase: str | None = None
     # The language the free text was read in (claimgrid.classify.claims: decided before any claim
     # word; the detector's code for one the table does not cover); None for a trace status.
@@ -216,7 +218,7 @@ class Faults(_Model):
     claimed: bool
     duplicate_side_effects: int  # side-effecting tool calls executed again with identical arguments
     # What the framework did with the probe (vocab.HANDLING) and the evidence lines it rests on;
-    # None in records older than the probes.
+    # None in version-1 records older than the probes (claimgrid.store.upgrade).
     handling: Handling | None = None
     handling_evidence: list[str] | None = None
 
@@ -254,8 +256,11 @@ class RunRecord(_Model):
     """One run: grid coordinates, facts, parity, timings, classification, evidence folder.
 
     Every field is declared (an unknown field is an error naming it): a field one release
-    adds is declared here, with ``None`` for the records written before it."""
+    adds is declared here, with ``None`` for the records written before it (read through
+    :mod:`claimgrid.store.upgrade`)."""
 
+    # The line's format (claimgrid.store.upgrade): always this code's, an older line upgraded on read.
+    format_version: int = Field(default=FORMAT_VERSION, ge=FORMAT_VERSION, le=FORMAT_VERSION)
     run_id: str
     framework: str
     task: str
@@ -272,19 +277,19 @@ class RunRecord(_Model):
     classification: Classification
     # What a correct classifier says about this cell (reference models with a stated
     # truth: claimgrid.reference.registry.truth_of), computed at grid time from the grid's
-    # tasks and conditions; None for real models; absent from records older than it.
+    # tasks and conditions; None for real models; absent from version-1 records older than it.
     truth: dict[str, Any] | None = None
     evidence_dir: str | None = None
-    # Added with the verify cache: None for a task without tests and in older records.
+    # Added with the verify cache: None for a task without tests and in earlier version-1 records.
     verify_cache: VerifyCache | None = None
     # Where the task comes from; None for a task written for claimgrid.
     task_provenance: TaskProvenance | None = None
-    faults: Faults | None = None  # None in records older than fault facts
+    faults: Faults | None = None  # None in version-1 records older than fault facts
     limits: EvidenceLimits | None = None  # None: no cap was reached
     # Every run limit the run hit (per-call deadline, output cap, turns, tokens, wall time);
-    # None: none, or a record older than the field.
+    # None: none, or a version-1 record older than the field.
     limit_hits: list[LimitHitFact] | None = None
-    node: RunNode | None = None  # None in records older than the field
+    node: RunNode | None = None  # None in version-1 records older than the field
     # The sha256 of the run's manifest.json (claimgrid.store.folder): set by RunStore.append.
     evidence_sha256: str | None = None
     # The line's ed25519 seal, always its last member (claimgrid.store.seal): the signature
@@ -293,9 +298,12 @@ class RunRecord(_Model):
 
 
 def parse_record(data: Any, where: str | Path) -> RunRecord:
-    """Validate one record; bad input raises DataError naming ``where`` and the field."""
+    """Validate one record, upgraded first to this code's format version (an older one in
+    memory; a newer one refused: :mod:`claimgrid.store.upgrade`); bad input raises DataError
+    naming ``where`` and the field."""
     if not isinstance(data, dict):
         raise DataError(where, None, "expected a JSON object")
+    data = upgrade_record(data, where)
     try:
         return RunRecord.model_validate(data)
     except ValidationError as exc:
@@ -311,7 +319,7 @@ def read_records(path: Path) -> list[RunRecord]:
 
 
 def dump(record: RunRecord) -> dict:
-    """The JSON form written to runs.jsonl (None-valued new fields are kept: explicit, not absent).
+    """The JSON form written to runs.jsonl, ``format_version`` first (None-valued new fields are kept: explicit, not absent).
     Without ``seal``: the store seals a line when it writes it (claimgrid.store.seal)."""
     return record.model_dump(mode="json", exclude={"seal"})
 

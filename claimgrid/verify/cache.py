@@ -18,6 +18,11 @@ result depends on that the harness controls or reads itself:
   sandbox binds for it;
 * the guard's facts (``Guard.facts()``: on or off, bwrap binary and version, uid model,
   resource limits): a result obtained with the guard off never serves a guarded run;
+* what the test run sees of its own run (``claimgrid.sandbox.sameview.seen_by_test_run``):
+  the uid it runs as and the overlay paths ``/proc/self/mountinfo`` shows, made the same in
+  every run where the harness can (root: a fixed uid and fixed mount points; guarded, the
+  report and spec descriptors at fixed numbers: ``verifier.SEEN_REPORT_FD``); a guarded test
+  run whose paths cannot be fixed is not cacheable;
 * the workspace: the git tree id the verifier built from its own ``O_NOFOLLOW`` reading
   (every recorded file's content, exec bit, every symlink's target, never followed), plus
   :func:`workspace_extras`: what the test run sees that a git tree does not record: every
@@ -32,7 +37,8 @@ Nothing the agent says is read, and nothing is followed through a symlink.
 **The assumption** (why a task can opt out with ``[verify] deterministic = false``): a test
 run's result is a function of the key. Not in the key: the clock, randomness, timing
 against the timeout, file times (mtime, atime), inode numbers and extended attributes of
-workspace files, and, with the guard off, anything on the machine outside the workspace
+workspace files, the kernel's mount ids and device numbers, and, with the guard off (the
+copy's folder and the descriptor numbers included), anything on the machine outside the workspace
 (guarded, the sandbox shows only system folders, the interpreter, an empty ``/tmp`` and
 the workspace). A tree whose tests read any of these gets the result of the first run
 with that tree. What an agent controls among them (file times, xattrs) it could equally
@@ -70,7 +76,7 @@ from claimgrid.sandbox.guard import python_roots
 from claimgrid.verify.workspace import CACHE_DIRS, LimitExceeded, read_nofollow
 
 # Bump when claimgrid.verify.verifier.run_tests changes what a test run sees (binds, env, hiding).
-RECIPE = 3  # 3: the isolated second run, the surface snapshot and provenance (claimgrid.verify.childboot)
+RECIPE = 4  # 4: the same uid and overlay paths in every test run (claimgrid.sandbox.sameview)
 MAX_ENTRIES = 4096  # test results kept per node; each holds at most the output tail (4,000 chars)
 # How long a node waits for another node's test run of the same key before it tests the key
 # itself: a bound for an owner that hangs, not a deadline (a lost owner is released at once).

@@ -15,7 +15,11 @@ workspace (no agent code runs; the safe reader of :mod:`claimgrid.verify.workspa
 A snapshot maps every path the verifier's diff records (``scan_workspace``: not ``.git``, not
 interpreter caches; a symlink as its target text) to its size and SHA-256. A file whose size,
 modification and change times, inode and mode are those of the previous snapshot is not read
-again (the change time cannot be set back by the agent). A snapshot over a cap
+again (the change time cannot be set back by the agent). The agent is alive while a snapshot
+is taken, so it is walked and read by descriptors, never by path
+(:func:`claimgrid.verify.workspace.walk_at`): a folder swapped for a symlink out of the
+workspace mid-walk fails that snapshot ("changed while it was read") and nothing outside is
+listed or read. A snapshot over a cap
 (``caps.MAX_WORKSPACE_*``, ``caps.TURN_SNAPSHOT_MAX_READ_BYTES``) or that fails to read is not
 taken: it is recorded with its reason, never guessed.
 
@@ -45,7 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from claimgrid import caps
-from claimgrid.verify.workspace import LimitExceeded, read_nofollow, scan_workspace
+from claimgrid.verify.workspace import LimitExceeded, read_at, walk_at
 
 # path -> (size, sha256 hex)
 Files = dict[bytes, tuple[int, str]]
@@ -105,23 +109,29 @@ class TurnSnapshots:
             self._closed = True
 
     def _read(self) -> Files:
-        root = os.fsencode(self.workspace)
-        entries = scan_workspace(self.workspace)
-        fresh = [(rel, st) for rel, _, st in entries if self._cached(rel, st) is None]
-        to_read = sum(st.st_size for _, st in fresh if stat.S_ISREG(st.st_mode))
+        # By descriptors (walk_at, read_at): the agent is alive and may swap a folder for a
+        # symlink out of the workspace at any moment; nothing is resolved by path, so nothing
+        # outside is ever listed, stat-ed or read (the snapshot fails instead). A changed file
+        # is read as it is met; past the read cap nothing more is read, the walk goes on to
+        # count what the snapshot would have read, and the snapshot is not taken.
+        files: Files = {}
+        known: dict[bytes, tuple[tuple, str]] = {}
+        to_read = 0
+        for rel, st, dir_fd, name in walk_at(self.workspace):
+            digest = self._cached(rel, st)
+            if digest is None:
+                if stat.S_ISREG(st.st_mode):
+                    to_read += st.st_size
+                if to_read > self.max_read_bytes:
+                    continue
+                digest = hashlib.sha256(read_at(dir_fd, name, rel, st)).hexdigest()
+            known[rel] = (_key(st), digest)
+            files[rel] = (st.st_size, digest)
         if to_read > self.max_read_bytes:
             raise LimitExceeded(
                 f"snapshot would read {to_read} changed bytes, over {self.max_read_bytes} "
                 "(cap TURN_SNAPSHOT_MAX_READ_BYTES)"
             )
-        files: Files = {}
-        known: dict[bytes, tuple[tuple, str]] = {}
-        for rel, _, st in entries:
-            digest = self._cached(rel, st)
-            if digest is None:
-                digest = hashlib.sha256(read_nofollow(root, rel, st)).hexdigest()
-            known[rel] = (_key(st), digest)
-            files[rel] = (st.st_size, digest)
         self._known = known
         return files
 

@@ -37,6 +37,7 @@ event with ``source: verifier``; ``None`` means not known.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -55,6 +56,7 @@ from claimgrid.classify import evidence
 from claimgrid.globs import matches
 from claimgrid.inputs.tasks import GIT_ENV, Check, Task
 from claimgrid.sandbox.guard import Guard, PerRun, detect, python_roots
+from claimgrid.sandbox.sameview import TEST_UID, fixed_uid_works, fixed_view, seen_by_test_run
 from claimgrid.sandbox.slots import NOBODY, Box
 from claimgrid.store.events import Event, Events, GatewayExchange, ToolCall, parse_as
 from claimgrid.verify import tamper
@@ -591,6 +593,21 @@ def run_tests(
         run.close()
 
 
+# The descriptor numbers a guarded test run sees its report and its bootstrap's spec at, the same
+# in every run (the verify cache; a number is visible in /proc/self/fd and the command line).
+# The harness's own numbers are moved to MOVED_FDS_FROM or above first, so the two never meet.
+SEEN_REPORT_FD, SEEN_SPEC_FD = 61, 62
+MOVED_FDS_FROM = 100
+_REMAP_FDS = f'a=$1 b=$2 && shift 2 && exec {SEEN_REPORT_FD}>&"$a" {SEEN_SPEC_FD}<&"$b" {{a}}>&- {{b}}<&- && exec "$@"'
+
+
+def _moved_up(fd: int) -> int:
+    """``fd`` renumbered to MOVED_FDS_FROM or above (close-on-exec, as ``os.open`` gives)."""
+    new = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, MOVED_FDS_FROM)
+    os.close(fd)
+    return new
+
+
 class _TestRun:
     """One test run's scratch folder and descriptors (the report, the bootstrap's spec pipe,
     the sandbox's started pipe), each closed by :meth:`close` whatever happened."""
@@ -606,7 +623,7 @@ class _TestRun:
         self.out_path = os.path.join(self.scratch, "output")
         self.canaries: tamper.Canaries | None = None
         report_path = os.path.join(self.scratch, "report")
-        self.report_fd = os.open(report_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        self.report_fd = _moved_up(os.open(report_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         # Read back later from this descriptor, opened before the test command started: what that
         # command may do to the path (a link in its place) never redirects the harness's read.
         self.report_rd = os.open(report_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -620,10 +637,14 @@ class _TestRun:
         if self.canaries:
             # The spec travels through a pipe the bootstrap reads and closes before any workspace
             # file is imported: never on the command line (/proc/self/cmdline), never in a file.
-            self.spec_r, spec_w = os.pipe()
-            os.write(spec_w, self.canaries.spec(self.report_fd, boot.changed, boot.isolated).encode())
+            spec_r, spec_w = os.pipe()
+            self.spec_r = _moved_up(spec_r)
+            # Guarded, the sandbox renumbers both descriptors (guarded_view): the spec names those.
+            fixed = self.guard.enabled
+            report_seen = SEEN_REPORT_FD if fixed else self.report_fd
+            os.write(spec_w, self.canaries.spec(report_seen, boot.changed, boot.isolated).encode())
             os.close(spec_w)
-            self.argv_cmd = tamper.instrument(self.command, self.spec_r, boot.isolated)
+            self.argv_cmd = tamper.instrument(self.command, SEEN_SPEC_FD if fixed else self.spec_r, boot.isolated)
             self.env.update(tamper.RUN_ENV)
 
     def guarded_view(self, python: str | None, layer: dict[str, bytes]) -> tuple[list[str], str, dict]:
@@ -643,15 +664,38 @@ class _TestRun:
         _lay(upper, layer, self.uid if guard.as_root else None)
         interpreters = python_roots(python) if python else []
         self.ready_r, self.ready_w = os.pipe()
+        argv_cmd = self.argv_cmd
+        if self.spec_r >= 0:  # the report and spec at the same numbers in every run
+            argv_cmd = [
+                "/bin/bash",
+                "-c",
+                _REMAP_FDS,
+                "claimgrid-fds",
+                str(self.report_fd),
+                str(self.spec_r),
+                *argv_cmd,
+            ]
+        # Root: the sandbox is built on fixed folders bound (in a private mount namespace) to the
+        # workspace and scratch, so every test run reads the same overlay paths in
+        # /proc/self/mountinfo (claimgrid.sandbox.sameview; the verify cache relies on it).
+        view = fixed_view() if guard.as_root else None
+        seen_ws, seen_scratch = (view.workspace, view.scratch) if view else (str(self.workspace), scratch)
         argv = guard.wrap(
-            self.argv_cmd,
-            workspace=self.workspace,
+            argv_cmd,
+            workspace=seen_ws,
             interpreters=interpreters,
             python=python,
-            overlay=(upper, work),
+            overlay=(os.path.join(seen_scratch, "upper"), os.path.join(seen_scratch, "work")),
             env=self.env,
-            per_run=PerRun(box=self.placement.box, started_fd=self.ready_w, hide=hidden),
+            per_run=PerRun(
+                box=self.placement.box,
+                started_fd=self.ready_w,
+                hide=hidden,
+                fixed_uid=TEST_UID if guard.as_root and fixed_uid_works(guard) else None,
+            ),
         )
+        if view is not None:
+            argv = view.argv(str(self.workspace), scratch, argv)
         return argv, scratch, {"PATH": "/usr/bin:/bin"}
 
     def copied_view(self, layer: dict[str, bytes]) -> tuple[list[str], str, dict]:
@@ -1082,7 +1126,10 @@ def _test_run(
         return {**compute(), "cache": "opted out", "cached": False}
     sandbox_uid = options.box.uid if options.box is not None else None
     extras = workspace_extras(run.workspace, view["seen"], sandbox_uid) if view and view.get("tree") else None
-    if extras is None:
+    # The uid and paths the test run sees (claimgrid.sandbox.sameview): in the key, and the
+    # same in every run where the harness can make them so.
+    seen = seen_by_test_run(guard, options.box)
+    if extras is None or seen is None:
         return {**compute(), "cache": "not cacheable", "cached": False}
     assert view is not None  # extras come from the view
     layer, _ = tamper.restored_layer(run.template, files, task.test_globs, task.hidden_tests)
@@ -1093,6 +1140,7 @@ def _test_run(
         # the agent's changed files are the provenance the bootstrap checks (claimgrid.verify.childboot)
         "agent_code": sorted(str(f["path"]) for f in files if not matches(f["path"], task.test_globs)),
         "impossible": task.spec.expectation.impossible,
+        "seen": seen,
     }
     key = cache_key(
         command=command,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 from claimgrid import caps
@@ -89,6 +90,137 @@ def scan_workspace(
                     entries.append((rel, 0o100755 if st.st_mode & 0o100 else 0o100644, st))
                 # sockets, fifos, devices: git records none of them either
     return entries
+
+
+_DIR_AT = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_AT = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def walk_at(
+    workspace: Path, max_bytes: int | None = None, max_files: int | None = None
+) -> Iterator[tuple[bytes, os.stat_result, int, str]]:
+    """The entries :func:`scan_workspace` records, walked by descriptors while an agent may
+    still be changing the workspace (the turn snapshots): yields ``(relative path, lstat,
+    folder descriptor, name)`` for each regular file and symlink, the descriptor valid until
+    the next step (read the entry with :func:`read_at`).
+
+    No path is ever resolved: the workspace is opened ``O_NOFOLLOW|O_DIRECTORY``, every folder
+    is listed and ``fstatat``-ed through its own descriptor and entered by ``openat(name,
+    O_NOFOLLOW|O_DIRECTORY)`` from its parent's, and must then be the folder the listing
+    stat-ed (device and inode). A folder swapped for a symlink (``renameat2(RENAME_EXCHANGE)``)
+    or for another folder between its listing and its entry is refused, never followed:
+    :class:`LimitExceeded` "changed while it was read". The caps and what is recorded are
+    :func:`scan_workspace`'s (``.git`` and interpreter caches walked for the caps, not yielded).
+    One descriptor is held per level (at most ``caps.MAX_WORKSPACE_DEPTH`` + 1)."""
+    max_bytes = caps.MAX_WORKSPACE_BYTES if max_bytes is None else max_bytes
+    max_files = caps.MAX_WORKSPACE_FILES if max_files is None else max_files
+    try:
+        root = os.open(workspace, _DIR_AT)
+    except OSError as exc:
+        raise LimitExceeded(f"cannot list .: {exc.strerror}") from exc
+    total = count = 0
+    # Frames: (descriptor, folder's relative path, whether its entries are recorded, depth,
+    # subfolders still to enter as (name, relative path, recorded, lstat)).
+    frames: list[tuple[int, bytes, bool, int, list]] = []
+    fd: int | None = root  # the folder being listed, not yet in a frame
+    try:
+        rel_dir, recorded_here, depth = b"", True, 0
+        while True:
+            assert fd is not None
+            subdirs = []
+            try:
+                with os.scandir(fd) as it:
+                    listed = list(it)
+            except OSError as exc:
+                raise LimitExceeded(f"cannot list {_shown(rel_dir) or '.'}: {exc.strerror}") from exc
+            for entry in listed:
+                bname = os.fsencode(entry.name)
+                rel = rel_dir + b"/" + bname if rel_dir else bname
+                try:
+                    st = os.stat(entry.name, dir_fd=fd, follow_symlinks=False)
+                except OSError as exc:
+                    raise LimitExceeded(f"cannot read {_shown(rel)}: {exc.strerror}") from exc
+                count += 1
+                total += st.st_size
+                if count > max_files:
+                    raise LimitExceeded(f"workspace has more than {max_files} entries (cap MAX_WORKSPACE_FILES)")
+                if total > max_bytes:
+                    raise LimitExceeded(
+                        f"workspace exceeds {max_bytes} bytes of apparent size (cap MAX_WORKSPACE_BYTES; at {_shown(rel)})"
+                    )
+                is_dir = stat.S_ISDIR(st.st_mode)
+                recorded = recorded_here and not (rel == b".git" or (is_dir and bname in CACHE_DIRS))
+                if is_dir:
+                    subdirs.append((entry.name, rel, recorded, st))
+                elif recorded and (stat.S_ISLNK(st.st_mode) or stat.S_ISREG(st.st_mode)):
+                    yield rel, st, fd, entry.name
+            frames.append((fd, rel_dir, recorded_here, depth, subdirs))
+            fd = None
+            # The next folder to enter: the deepest frame's next subfolder; finished frames closed.
+            while frames and not frames[-1][4]:
+                done = frames.pop()
+                os.close(done[0])
+            if not frames:
+                return
+            parent_fd, _, _, parent_depth, todo = frames[-1]
+            name, rel_dir, recorded_here, listed_st = todo.pop()
+            depth = parent_depth + 1
+            if depth > caps.MAX_WORKSPACE_DEPTH:
+                raise LimitExceeded(
+                    f"workspace is more than {caps.MAX_WORKSPACE_DEPTH} folders deep (cap MAX_WORKSPACE_DEPTH; "
+                    f"at {_shown(rel_dir)})"
+                )
+            fd = _enter_at(parent_fd, name, rel_dir, listed_st)
+    finally:
+        for frame in frames:
+            os.close(frame[0])
+        if fd is not None:
+            os.close(fd)
+
+
+def _enter_at(parent_fd: int, name: str, rel: bytes, listed: os.stat_result) -> int:
+    """The descriptor of subfolder ``name`` of ``parent_fd``, opened without following a link,
+    and the very folder the listing saw; else :class:`LimitExceeded` (it changed meanwhile)."""
+    try:
+        fd = os.open(name, _DIR_AT, dir_fd=parent_fd)
+    except OSError as exc:  # ELOOP / ENOTDIR: now a symlink or a file; ENOENT: gone
+        raise LimitExceeded(f"{_shown(rel)} changed while it was read ({exc.strerror})") from exc
+    now = os.fstat(fd)
+    if (now.st_dev, now.st_ino) != (listed.st_dev, listed.st_ino):
+        os.close(fd)
+        raise LimitExceeded(f"{_shown(rel)} changed while it was read (another folder)")
+    return fd
+
+
+def read_at(dir_fd: int, name: str, rel: bytes, st: os.stat_result) -> bytes:
+    """The content of entry ``name`` of the open folder ``dir_fd`` as :func:`walk_at` stat-ed
+    it (``st``): a symlink's target text (``readlinkat``, never followed), a regular file's
+    bytes (opened ``O_NOFOLLOW`` relative to ``dir_fd``, and only if it is still the same
+    file, no larger). Anything else: :class:`LimitExceeded` "changed while it was read"."""
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            return os.readlink(os.fsencode(name), dir_fd=dir_fd)
+        except OSError as exc:  # EINVAL: no longer a link
+            raise LimitExceeded(f"{_shown(rel)} changed while it was read ({exc.strerror})") from exc
+    try:
+        fd = os.open(name, _FILE_AT, dir_fd=dir_fd)
+    except OSError as exc:  # ELOOP: now a symlink; ENOENT: gone
+        raise LimitExceeded(f"{_shown(rel)} changed while it was read ({exc.strerror})") from exc
+    try:
+        now = os.fstat(fd)
+        same = (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino)
+        if not same or not stat.S_ISREG(now.st_mode) or now.st_size > st.st_size:
+            raise LimitExceeded(f"{_shown(rel)} changed while it was read")
+        chunks, left = [], st.st_size
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _shown(rel: bytes, limit: int = 300) -> str:

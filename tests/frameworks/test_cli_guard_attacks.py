@@ -7,7 +7,9 @@ tool (spelled by its tool table) read host files outside the workspace, write ou
 connect to a listening host port, to the driver's own ports (the gateway's among them) and to
 public addresses: every probe fails, while the agent's model calls through the forwarder are
 answered and recorded and the task passes. A second model leaves a sleeper outside its session
-and hangs until the run's timeout: the run is recorded and nothing it started is left. The
+and hangs until the run's timeout: the run is recorded and nothing it started is left. A third
+races the harness's turn snapshots (a workspace folder exchanged with a link to a root-only
+host folder in a loop): no name from that folder reaches the ledger. The
 same probes run unguarded (``--guard off``, the agent as the adapter's child) read the host's
 file: what the probes would find without the guard.
 
@@ -141,18 +143,25 @@ def attacked(fw, tmp_path_factory):
             p.chmod(0o755)
         (folder / "secret.txt").write_text(token + "\n")
         (folder / "secret.txt").chmod(0o644)
+        # The racer's target: a root-only folder holding a file whose name is the secret.
+        race_dir = base / name / "root-only"
+        race_dir.mkdir(mode=0o700)
+        race_name = f"payroll-{secrets.token_hex(8)}.txt"
+        (race_dir / race_name).write_text("salaries\n")
+        race_dir.chmod(0o700)
         listener = Listener()
         mark = 900_000 + secrets.randbelow(90_000)
         grid = base / name / "grid"
-        targets = {"secret": str(folder / "secret.txt"), "ledger": str(grid), "listener": listener.port, "mark": mark}
-        models = "cli-attacker,cli-hanger" if guard == "on" else "cli-attacker"
+        targets = {"secret": str(folder / "secret.txt"), "ledger": str(grid), "listener": listener.port, "mark": mark,
+                   "race_dir": str(race_dir)}
+        models = "cli-attacker,cli-hanger,cli-racer" if guard == "on" else "cli-attacker"
         watcher = Watcher(mark)
         runs = _grid(grid, fw, targets, "--guard", guard, "--models", models, "--jobs", "2",
                      "--timeout", str(TIMEOUT_S))
         watcher.stop()
         listener.close()
         out[name] = {"grid": grid, "runs": runs, "host": folder, "token": token, "accepted": listener.accepted,
-                     "stray": _marked(mark), "seen": watcher.seen, "listener": listener.port, "pwned": sorted(p.name for p in folder.iterdir() if p.name == "PWNED")}
+                     "stray": _marked(mark), "seen": watcher.seen, "listener": listener.port, "race_name": race_name, "pwned": sorted(p.name for p in folder.iterdir() if p.name == "PWNED")}
     return out
 
 
@@ -222,6 +231,24 @@ def test_a_hanging_agent_is_killed_whole_and_recorded(fw, attacked):
     assert run["timings"]["agent_s"] < TIMEOUT_S + 5, run["timings"]
     assert got["seen"], "the sleeper was never seen running"
     assert got["stray"] == [], got["stray"]  # the sleeper that left its session is gone too
+
+
+def test_a_folder_swapped_for_a_link_out_never_reaches_the_turn_snapshots(fw, attacked):
+    """The racer exchanges a workspace folder with a link to a root-only host folder while the
+    harness (root) takes its turn snapshots: the host folder's file names are nowhere in the
+    run's evidence (claimgrid.verify.workspace.walk_at), and the run is recorded."""
+    got = attacked["guarded"]
+    run, grid = got["runs"]["cli-racer"], got["grid"]
+    folder = grid / run["evidence_dir"]
+    events = read_events(folder / "events.jsonl")
+    results = [str(r) for e in events if e["source"] == "gateway" for r in e.get("tool_results") or []]
+    assert any("RACING" in r for r in results), "the racer never started"
+    turns = [e for e in events if e.get("kind") == "turn_changes"]
+    assert len(turns) >= 2, turns  # snapshots were taken while it raced
+    leaked = [str(p) for p in grid.rglob("*") if p.is_file() and got["race_name"].encode() in p.read_bytes()]
+    assert leaked == [], leaked
+    refused = sum("changed while it was read" in (t.get("reason") or "") for t in turns)
+    print(f"{fw}: {len(turns)} turn intervals while racing, {refused} with a snapshot refused mid-swap, 0 leaked")
 
 
 def test_unguarded_the_same_probes_read_the_host(fw, attacked):

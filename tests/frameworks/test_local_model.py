@@ -21,6 +21,7 @@ from claimgrid import localmodel
 from claimgrid.inputs.venvs import load_venvs
 
 from tests import extras
+from tests.machine_paths_support import machine_paths
 from tests.real_models_support import control_conditions, exchanges, grid, lines, meta, records
 
 # setup_s: the lane's grid, 164-194 s of one worker with its server on one core (CI, 2026-12-05):
@@ -107,3 +108,9 @@ def test_replay_reproduces_classifications_offline(lane, tmp_path):
     assert f"same classification in {n}/{n}" in p.stdout
     for run_id, rec in records(out).items():
         assert rec["classification"] == records(lane["out"])[run_id]["classification"], run_id
+
+
+def test_the_ledger_folder_holds_no_machine_path(lane):
+    """A real model's grid, published as it is: no checkout, home or temporary folder of this
+    machine in any file (issue 54 item 3; tests/machine_paths_support.py)."""
+    assert machine_paths(lane["out"]) == {}

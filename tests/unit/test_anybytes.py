@@ -67,3 +67,11 @@ def test_remove_tree_empties_locked_folders_and_never_follows_a_link(tmp_path):
     assert remove_tree(root) and not os.path.lexists(root)
     assert (outside / "keep").read_text() == "kept"
     assert remove_tree(root)  # already gone: True
+
+
+def test_markdown_text_shows_html_controls_and_bidi_as_text_and_keeps_anchors():
+    from claimgrid.anybytes import markdown_text
+
+    page = '<a id="x"></a>\n## T <script>x</script> <!-- c --> <1% \x1b[31m \u202e \x00 \ud800\tok'
+    out = markdown_text(page)
+    assert out == '<a id="x"></a>\n## T &lt;script>x&lt;/script> &lt;!-- c --> <1% \\x1b[31m \\u202e \\x00 \\ud800\tok'

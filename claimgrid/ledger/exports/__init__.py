@@ -15,7 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from claimgrid.errors import ClaimgridError, DataError
-from claimgrid.store.lines import RUNS_NAME, read_json_object
+from claimgrid.store.lines import RUNS_NAME
+from claimgrid.store.reader import LedgerFolder
 
 Writer = Callable[..., list[Path]]
 FORMATS: dict[str, Writer] = {}
@@ -60,7 +61,7 @@ def export_ledger(folder: Path, out: Path, fmt: str, endpoint: str | None = None
     meta_path = folder / "meta.json"
     if not (folder / RUNS_NAME).is_file():
         raise DataError(folder, None, f"not a ledger folder (no {RUNS_NAME})")
-    meta = read_json_object(meta_path) if meta_path.is_file() else {}  # the store's bounded parser
+    meta = LedgerFolder(folder).meta() if meta_path.is_file() else {}  # the store's bounded parser and upgrades
     if out.is_symlink() or (out.exists() and (not out.is_dir() or any(out.iterdir()))):
         raise ClaimgridError(f"--out: {out} already exists and is not an empty folder")
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -28,7 +28,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 
-from claimgrid.anybytes import utf8
+from claimgrid.anybytes import safe_text, utf8
 from claimgrid.errors import ClaimgridError
 from claimgrid.ledger.exports._runs import RunView, runs
 from claimgrid.ledger.load import evidence_dir, stored
@@ -46,7 +46,8 @@ def _ns(unix: float) -> int:
 
 
 def _text(value) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    # A lone surrogate (agent text may hold one) is shown as \udXXX text: OTLP strings are UTF-8.
+    text = safe_text(value) if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
     return text if len(text) <= _MAX_ATTR else text[:_MAX_ATTR] + f"... [{len(text) - _MAX_ATTR} characters cut]"
 
 
@@ -80,21 +81,21 @@ def _run_spans(view: RunView, tracer, ids: RunIds) -> None:
     role = view.record.role or "agent"
     ids.seed(view.run_id)
     root = tracer.start_span(
-        f"invoke_agent {role}",
+        safe_text(f"invoke_agent {role}"),
         kind=trace.SpanKind.INTERNAL,
         start_time=_ns(start),
         attributes={
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.provider.name": PROVIDER,
-            "gen_ai.agent.name": role,
-            "gen_ai.agent.id": (view.record.facts.delegation_id if view.record.facts else None) or view.run_id,
-            "gen_ai.request.model": view.record.model,
-            "claimgrid.run_id": view.run_id,
+            "gen_ai.agent.name": _text(role),
+            "gen_ai.agent.id": _text((view.record.facts.delegation_id if view.record.facts else None) or view.run_id),
+            "gen_ai.request.model": _text(view.record.model),
+            "claimgrid.run_id": _text(view.run_id),
             **{
                 f"claimgrid.{k}": _attr(getattr(view.record, k))
                 for k in ("framework", "task", "content", "swap", "model", "substitute", "repeat")
             },
-            "claimgrid.evidence_dir": evidence_dir(view.record),
+            "claimgrid.evidence_dir": _text(evidence_dir(view.record)),
         },
     )
     ctx = trace.set_span_in_context(root)
@@ -103,21 +104,21 @@ def _run_spans(view: RunView, tracer, ids: RunIds) -> None:
         usage = e.get("usage") or {}
         t0 = start + call.t
         span = tracer.start_span(
-            f"chat {e.get('requested_model')}",
+            safe_text(f"chat {e.get('requested_model')}"),
             context=ctx,
             kind=trace.SpanKind.CLIENT,
             start_time=_ns(t0),
             attributes={
                 "gen_ai.operation.name": "chat",
                 "gen_ai.provider.name": PROVIDER,
-                "gen_ai.request.model": str(e.get("requested_model")),
-                "gen_ai.response.model": str(e.get("reported_model")),
-                "gen_ai.response.finish_reasons": [str(e.get("finish_reason"))],
+                "gen_ai.request.model": _text(str(e.get("requested_model"))),
+                "gen_ai.response.model": _text(str(e.get("reported_model"))),
+                "gen_ai.response.finish_reasons": [_text(str(e.get("finish_reason")))],
                 "gen_ai.usage.input_tokens": int(usage.get("prompt_tokens") or 0),
                 "gen_ai.usage.output_tokens": int(usage.get("completion_tokens") or 0),
                 "claimgrid.call_index": call.index,
-                "claimgrid.served_model": str(e.get("served_model")),
-                "claimgrid.swap": str(e.get("swap")),
+                "claimgrid.served_model": _text(str(e.get("served_model"))),
+                "claimgrid.swap": _text(str(e.get("swap"))),
                 "claimgrid.status": int(call.status or 0),
                 "gen_ai.output.messages": _text(((call.response or {}).get("choices") or [{}])[0].get("message")),
             },
@@ -126,19 +127,19 @@ def _run_spans(view: RunView, tracer, ids: RunIds) -> None:
     for tool in view.tools:
         t0 = start + tool.t
         span = tracer.start_span(
-            f"execute_tool {tool.tool}",
+            safe_text(f"execute_tool {tool.tool}"),
             context=ctx,
             kind=trace.SpanKind.INTERNAL,
             start_time=_ns(t0),
             attributes={
                 "gen_ai.operation.name": "execute_tool",
                 "gen_ai.provider.name": PROVIDER,
-                "gen_ai.tool.name": tool.tool,
+                "gen_ai.tool.name": _text(tool.tool),
                 "gen_ai.tool.type": "function",
                 "gen_ai.tool.call.arguments": _text(tool.args),
                 "gen_ai.tool.call.result": _text(tool.result),
                 "claimgrid.tool.seq": tool.seq,
-                "claimgrid.tool.category": str(tool.category),
+                "claimgrid.tool.category": _text(str(tool.category)),
                 "claimgrid.tool.ok": bool(tool.ok),
             },
         )
@@ -149,7 +150,7 @@ def _run_spans(view: RunView, tracer, ids: RunIds) -> None:
         root.add_event(
             "gen_ai.evaluation.result",
             attributes={
-                "gen_ai.evaluation.name": str(rule["field"]),
+                "gen_ai.evaluation.name": _text(str(rule["field"])),
                 "gen_ai.evaluation.score.label": _attr(c.get(rule["field"])),
                 "gen_ai.evaluation.explanation": _text(rule.get("rule") or ""),
             },

@@ -10,6 +10,9 @@ computes a number another section shows differently.
 
 from __future__ import annotations
 
+import re
+
+from claimgrid.caps import LEDGER_SECTION_LINES
 from claimgrid.ledger.report import Report, cell
 from claimgrid.ledger.sections.appendix import appendix
 from claimgrid.ledger.sections.audit_screen import audit_first_screen
@@ -25,7 +28,7 @@ from claimgrid.ledger.sections.summary import summary
 from claimgrid.ledger.sections.swapped import swap
 from claimgrid.ledger.stats import DASH
 
-__all__ = ["headline", "ledger_md", "runs_md", "summary"]
+__all__ = ["details_md", "headline", "ledger_md", "runs_md", "summary"]
 
 
 def ledger_md(report: Report) -> str:
@@ -42,6 +45,7 @@ def ledger_md(report: Report) -> str:
             + ("" if stop.get("cost_complete", True) else " (cost covers priced calls only)")
             + ". `grid.py run --resume` with a higher limit continues."
         )
+    folded = [fold(s) for s in details_sections(report)]
     parts = [
         title,
         # An audit of runs made elsewhere (grid.py audit) opens with its own first screen.
@@ -49,6 +53,22 @@ def ledger_md(report: Report) -> str:
         summary(report),
         design(report),
         headline(report),
+        *(short for short, _ in folded),
+    ]
+    text = "\n\n".join(parts) + "\n"
+    # A link to an anchor that moved with its section (e.g. #paired-tests) goes to DETAILS.md.
+    kept = set(re.findall(r'<a id="([^"]+)"></a>', text))
+    moved = {a for _, full in folded if full for a in re.findall(r'<a id="([^"]+)"></a>', full)} - kept
+    if moved:
+        text = re.sub(
+            r"\]\(#([\w-]+)\)", lambda m: f"]({DETAILS}#{m.group(1)})" if m.group(1) in moved else m.group(0), text
+        )
+    return text
+
+
+# Sections that may move to DETAILS.md when long; the summary, design and headline never do.
+def details_sections(report: Report) -> list[str]:
+    return [
         divergence(report),
         swap(report),
         detector_section(report),
@@ -57,7 +77,49 @@ def ledger_md(report: Report) -> str:
         reproducibility(report),
         appendix(report),
     ]
-    return "\n\n".join(parts) + "\n"
+
+
+DETAILS = "DETAILS.md"
+
+
+def fold(section: str) -> tuple[str, str | None]:
+    """(what LEDGER.md shows, what DETAILS.md holds or None). A section longer than
+    caps.LEDGER_SECTION_LINES keeps its heading and first paragraph, then one line linking to
+    the whole section in DETAILS.md (same anchor); a shorter one stays whole in LEDGER.md."""
+    lines = section.splitlines()
+    if len(lines) <= LEDGER_SECTION_LINES:
+        return section, None
+    anchor = re.match(r'<a id="([^"]+)"></a>', lines[0])
+    head = lines[:2] if anchor else lines[:1]
+    rest = lines[len(head) :]
+    while rest and not rest[0].strip():
+        rest = rest[1:]
+    first: list[str] = []
+    for line in rest:
+        if not line.strip() or line.startswith(("|", "#", "<a id=")):
+            break
+        first.append(line)
+    target = f"{DETAILS}#{anchor.group(1)}" if anchor else DETAILS
+    short = "\n".join(
+        [*head, "", *first, "", f"The whole section ({len(lines)} lines, every table) is in [{DETAILS}]({target})."]
+    )
+    return short, section
+
+
+def details_md(report: Report) -> str:
+    """DETAILS.md: the long sections of LEDGER.md whole (:func:`fold`), links to LEDGER.md's
+    sections rewritten to point there."""
+    moved = [full for s in details_sections(report) if (full := fold(s)[1]) is not None]
+    title = f"# claimgrid ledger {report.meta.get('grid_id', report.L.folder.name)}: details"
+    if not moved:
+        return title + "\n\nEvery section fits in [LEDGER.md](LEDGER.md).\n"
+    here = {m.group(1) for s in moved for m in re.finditer(r'<a id="([^"]+)"></a>', s)}
+    body = re.sub(
+        r"\]\(#([\w-]+)\)",
+        lambda m: m.group(0) if m.group(1) in here else f"](LEDGER.md#{m.group(1)})",
+        "\n\n".join(moved),
+    )
+    return title + "\n\nThe sections of [LEDGER.md](LEDGER.md) too long for it, whole.\n\n" + body + "\n"
 
 
 def venv_failures_note(report: Report) -> str:

@@ -19,7 +19,7 @@ def appendix(report: Report) -> str:
     return (
         heading("appendix", "9. Appendix") + "\n\n"
         "- [RUNS.md](RUNS.md): every run, grouped by cell, frameworks side by side.\n"
-        "- Every evidence folder `runs/<run id>/` has a `RUN.md`: for each classification field, the rule "
+        "- Every evidence folder `runs/RUN_ID/` has a `RUN.md`: for each classification field, the rule "
         "that fired and the evidence lines it used.\n"
         "- [ledger.html](ledger.html): filter runs and open one (transcript, tool events, diff, tests, rules).\n\n"
         "### Framework versions\n\n"
@@ -32,8 +32,9 @@ def appendix(report: Report) -> str:
 
 
 def parity_md(report: Report) -> str:
-    """Every parity group with all its facts; facts bound to a framework / task / swap
-    condition are listed per value of that dimension."""
+    """The parity facts every group shares, once; then one row per group with only the facts that
+    set it apart (its label). Facts bound to a framework / task / swap condition are listed per
+    value of that dimension."""
     parity = report.parity
     groups = parity.groups()
     out = [
@@ -41,11 +42,21 @@ def parity_md(report: Report) -> str:
         "Runs are comparable only within a parity group. Facts that belong to one framework (its "
         "versions, retries), one task (its content hash) or one swap condition (its call index) are "
         "listed per framework, task or swap condition when each has a single value; a second value "
-        "would split the groups instead.",
+        "would split the groups instead. Paths of the machine that ran them and a measured deadline no "
+        "run reached are provenance (meta.json, the records), not parity.",
     ]
-    for g in groups:
-        rows = [[k, v] for k, v in g.facts.items()]
-        for fact, mapping in parity.bound_facts(g.runs).items():
-            rows.append([fact, "; ".join(f"{d}: {v}" for d, v in mapping.items())])
-        out.append(f"\n#### {g.id}: {g.label} ({g.runs.height} runs)\n\n" + table(["parity fact", "value"], rows))
+    if not groups:
+        return "\n".join(out)
+    shared = {k: v for k, v in groups[0].facts.items() if all(g.facts.get(k) == v for g in groups)}
+    rows = [[k, v] for k, v in shared.items()]
+    for fact, mapping in parity.bound_facts(parity.runs).items():
+        rows.append([fact, "; ".join(f"{d}: {v}" for d, v in mapping.items())])
+    out.append(
+        f"\n{'Shared by all ' + str(len(groups)) + ' groups' if len(groups) > 1 else 'The facts'}:\n\n"
+        + table(["parity fact", "value"], rows)
+    )
+    if len(groups) > 1:
+        out.append(
+            "\n" + table(["group", "what sets it apart", "runs"], [[g.id, g.label, g.runs.height] for g in groups])
+        )
     return "\n".join(out)

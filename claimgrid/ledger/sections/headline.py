@@ -10,9 +10,10 @@ from claimgrid.ledger.stats import DASH
 
 
 def headline(report: Report) -> str:
-    rows = []
+    rows, clean_only = [], []
     for h in report.headline_rows():
         m = h["model"]
+        attacked = any(r["content"] in report.injected + report.noted for r in h["runs"])
         row = [
             m,
             h["frameworks"],
@@ -34,7 +35,11 @@ def headline(report: Report) -> str:
         ]
         row += [h["asr_text"][c] for c in report.injected]
         row += [h["note_text"][c] for c in report.noted]
-        rows.append(([h["group"]] if len(report.groups) > 1 else []) + row)
+        row = ([h["group"]] if len(report.groups) > 1 else []) + row
+        if attacked or not (report.injected or report.noted):
+            rows.append(row)
+        else:  # never run under a condition carrying an instruction: those columns would be empty
+            clean_only.append(row[: len(row) - 1 - len(report.injected) - len(report.noted)])
     split = len(report.groups) > 1
     headers = (["parity group"] if split else []) + [
         "model",
@@ -89,8 +94,8 @@ def headline(report: Report) -> str:
         "(same framework, task, swap, model, repeat) does not already meet it; left out of n and "
         f"counted in each cell: {excl['not_reached']} not reached, {excl['unfinished']} did not finish, "
         f"{excl['clean_met']} whose clean run already met the check (no effect can be seen), "
-        f"{excl['unknown']} without a known check. A model never run under a condition reads "
-        "`– (not run under …)`. "
+        f"{excl['unknown']} without a known check. A model run on clean content only is in the second "
+        "table, without those columns. "
         + (
             "Deterministic: each cell is one outcome; no intervals."
             if not any(report.stochastic.values())
@@ -103,6 +108,28 @@ def headline(report: Report) -> str:
             else ""
         )
         + "\n\n"
-        + table(headers, rows)
+        + table(headers, fold_models(rows, split))
+        + (
+            "\n\nModels run on clean content only (no condition carrying an instruction), "
+            "models with the same figures on one row:\n\n"
+            + table(
+                headers[: len(headers) - 1 - len(report.injected) - len(report.noted)], fold_models(clean_only, split)
+            )
+            if clean_only
+            else ""
+        )
         + pic
     )
+
+
+def fold_models(rows: list[list], split: bool) -> list[list]:
+    """Rows that differ only in their model, one row naming the models (in order)."""
+    at = 1 if split else 0  # the model column
+    out: dict[tuple, list] = {}
+    for row in rows:
+        key = tuple(str(v) for i, v in enumerate(row) if i != at)
+        if key in out:
+            out[key][at] = f"{out[key][at]}, {row[at]}"
+        else:
+            out[key] = list(row)
+    return list(out.values())

@@ -50,7 +50,7 @@ def reproducibility(report: Report) -> str:
         heading("reproducibility", "8. Reproducibility")
         + "\n\n"
         + table(["", ""], rows)
-        + "\n\n`uv run grid.py reclassify <this folder>` re-derives every classification from the stored "
+        + "\n\n`uv run grid.py reclassify DIR` (DIR: this folder) re-derives every classification from the stored "
         "evidence and re-renders this ledger, RUNS.md, ledger.html, heatmap.svg and every RUN.md; "
         "with unchanged evidence and code the output is byte-identical."
     )

@@ -29,6 +29,7 @@ from claimgrid.inputs.tasks import in_suite, load_tasks
 from claimgrid.ledger.kinds import model_kind
 from claimgrid.reference.registry import default_models
 from claimgrid.store.seal import LINE_MEMBER, META_MEMBER
+from claimgrid.store.upgrade import FORMAT_VERSION
 from tests.conftest import ROOT
 
 
@@ -82,6 +83,10 @@ def test_report_reclassify_compare_export_check_on_a_copied_folder(standalone):
     assert set(meta["classification_tables"]) >= {"claim_words", "rule_texts"}
     assert all(len(t["sha256"]) == 64 and t["entries"] for t in meta["classification_tables"].values())
     assert all("expected_evidence" in f for f in meta["task_facts"].values())
+    # Every writer stamps the format version: grid.py run (the grid), reclassify (the copy).
+    for folder in (grid, published):
+        written = [json.loads((folder / "meta.json").read_text()), *_records(folder)]
+        assert {item.get("format_version") for item in written} == {FORMAT_VERSION}, folder
 
     proc = run("report", str(published))
     assert proc.returncode == 0, proc.stderr

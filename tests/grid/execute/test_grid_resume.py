@@ -12,6 +12,7 @@ import time
 import pytest
 
 from claimgrid.store.lines import read_runs
+from claimgrid.store.upgrade import FORMAT_VERSION
 
 from tests.conftest import ROOT
 
@@ -73,6 +74,7 @@ def test_kill_resume_and_reclassify(tmp_path, plain_venvs):
     assert (out / "LEDGER.md").is_file()
     meta = json.loads((out / "meta.json").read_text())
     assert meta["resumed"] and meta["grid_size"] == N_CELLS
+    assert {item.get("format_version") for item in (meta, *after)} == {FORMAT_VERSION}  # every writer stamps it
     # The runs the resume added are that invocation's code: its commit is recorded beside its time.
     assert len(meta["resumed_commits"]) == len(meta["resumed"]) == 1
     from claimgrid.commands.common import commit

@@ -16,7 +16,7 @@ from claimgrid.ledger import render_ledger, terminal_summary
 from claimgrid.ledger.kinds import model_kind
 from claimgrid.ledger.stats import holm, mcnemar_exact, p_text
 from tests.firstscreen_checks import first_section, problems
-from tests.ledger_support import classification, copy_ledger, records
+from tests.ledger_support import classification, copy_ledger, ledger_text, records
 
 
 def _kinds(folder) -> dict[str, str]:
@@ -96,7 +96,8 @@ def _stochastic_ledger(folder, model, outcomes: dict[str, list[list[str]]], repe
     (folder / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     (folder / "meta.json").write_text(json.dumps({"repeats": repeats, "models": [model], "grid_size": len(recs),
                                                   "frameworks": {fw: {} for fw in outcomes}}))
-    return render_ledger(folder).read_text()
+    render_ledger(folder)
+    return ledger_text(folder)
 
 
 def test_a_difference_is_stated_only_when_the_paired_test_says_so(tmp_path):

@@ -12,7 +12,7 @@ from collections import Counter, defaultdict
 import pytest
 
 from claimgrid.rule_texts import ANY, RULES
-from tests.ledger_support import events, records
+from tests.ledger_support import events, headline_row, ledger_text, records
 
 CLAIMED = {"TRUE_SUCCESS", "FALSE_SUCCESS"}
 SPLIT_LABELS = re.compile(r",\s(?![^()]*\))")  # commas between labels, not inside "(fw, fw)"
@@ -23,7 +23,7 @@ def grid(ledger_grid):
     recs = records(ledger_grid)
     meta = json.loads((ledger_grid / "meta.json").read_text())
     ev = {r["run_id"]: events(ledger_grid, r) for r in recs}
-    return ledger_grid, recs, meta, ev, (ledger_grid / "LEDGER.md").read_text()
+    return ledger_grid, recs, meta, ev, ledger_text(ledger_grid)
 
 
 def summary_lines(md: str) -> list[str]:
@@ -309,9 +309,8 @@ def test_headline_table_recomputed(grid):
         assert f"the gateway faulted or refused a call in {len(faulted)} runs" in head
     for m in {r["model"] for r in recs}:
         runs = [r for r in recs if r["model"] == m and r["swap"] == "none" and r["framework"] == fw0]
-        row = next(line for line in head.splitlines() if line.startswith(f"| {m} |")
-                   and line.split("|")[2].strip() in (fw0,) or line.startswith(f"| {m} | all "))
-        cells = [c.strip() for c in row.strip("|").split("|")]
+        cells = headline_row(head, m, fw0)
+        assert cells is not None, m
         c = [r for r in runs if r["content"] in clean]
         passed = {r["task"] for r in c if cls(r)["outcome"] == "PASS"}
         note = f" (only {'/'.join(sorted(passed))}: doing nothing passes)" if passed and passed <= tool_free else ""
@@ -322,8 +321,10 @@ def test_headline_table_recomputed(grid):
         else:
             assert cells[3].startswith("– (nothing claimed: ")
         a = [r for r in runs if r["content"] in inj]
-        assert cells[4] == (pct(sum(cls(r)["outcome"] == "PASS" for r in a), len(a)) if a else
-                            f"– (not run under {'/'.join(inj)})")
+        if not a:  # never attacked: in the clean-only table, without the attack columns
+            assert len(cells) == 4, (m, cells)
+            continue
+        assert cells[4] == pct(sum(cls(r)["outcome"] == "PASS" for r in a), len(a))
         for i, content in enumerate(inj):
             assert _same_reasons(cells[5 + i], _paired(recs, meta, ev, runs, [content])), (m, content, cells[5 + i])
 

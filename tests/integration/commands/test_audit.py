@@ -12,6 +12,7 @@ from pathlib import Path
 from claimgrid.commands.cli import main
 from claimgrid.store import LedgerFolder
 from claimgrid.store.seal import verify_seal
+from claimgrid.store.upgrade import FORMAT_VERSION
 
 from tests.conftest import ROOT
 
@@ -60,6 +61,9 @@ def test_audit_of_a_mixed_folder_is_a_sealed_ledger_grid_commands_read(tmp_path,
     written = "".join(p.read_text() for p in out.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl", ".md"))
     assert str(src) not in written and str(tmp_path) not in written  # no path of this machine
     assert verify_seal(out).sealed and not verify_seal(out).problems
+    lines = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
+    stamped = [json.loads((out / "meta.json").read_text()), *lines]
+    assert {item.get("format_version") for item in stamped} == {FORMAT_VERSION}  # the writer's stamp
     first = (out / "LEDGER.md").read_text().split('<a id="summary">')[0]
     assert "| `openai messages` | `unknown` | 3 | 2 | 1/2 · 50% (9–91%) | 0 | 1 | 0 |" in first
     assert "| `mini-swe-agent` | `google/gemini-3-pro-preview` | 1 | 0 | – | 0 | 0 | 0 |" in first

@@ -69,7 +69,8 @@ def test_a_record_of_the_previous_release_reads_and_every_field_is_declared():
     # local model's server facts came later).
     c = raw["classification"]
     later = {**c, "claim_phrase": None, "claim_language": None, "evidence": {**c["evidence"], "read_coverage": None}}
-    assert dump(rec) == {**raw, "limits": None, "limit_hits": None, "node": None, "classification": later,
+    assert "format_version" not in raw  # version 1, upgraded on read (claimgrid.store.upgrade)
+    assert dump(rec) == {**raw, "format_version": 2, "limits": None, "limit_hits": None, "node": None, "classification": later,
                          "parity": {**raw["parity"], "model_server": None},
                          "facts": {**raw["facts"], "final_answer_tool": None, "own_tools": None,
                                    "final_answer_call": None},

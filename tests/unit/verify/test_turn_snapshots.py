@@ -74,8 +74,8 @@ def test_unchanged_files_are_not_read_again(tmp_path, monkeypatch):
     from claimgrid.verify import snapshots as module
 
     reads = []
-    real = module.read_nofollow
-    monkeypatch.setattr(module, "read_nofollow", lambda root, rel, st: reads.append(rel) or real(root, rel, st))
+    real = module.read_at
+    monkeypatch.setattr(module, "read_at", lambda fd, name, rel, st: reads.append(rel) or real(fd, name, rel, st))
     (ws / "README.md").write_text("changed\n")
     snaps.take(0)
     assert reads == [b"README.md"]
