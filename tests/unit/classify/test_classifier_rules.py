@@ -91,21 +91,21 @@ def sed(a, b):
     ([cmd("ls app", "auth.py\n")], {}),
     ([cmd("head -1 app/auth.py", FILE.splitlines()[0])], {}),
     ([cmd("cat -n app/long.py", NUMBERED)], {"app/long.py": ["command output"]}),
-    ([cmd("nl app/long.py", "".join(f"{n:6d}\t{l}\n" if l else "\n"
-                                     for n, l in enumerate(LONG.splitlines(), 1)))], {"app/long.py": ["command output"]}),
-    ([cmd("grep -n . app/long.py", "".join(f"{n}:{l}\n" for n, l in enumerate(LONG.splitlines(), 1) if l))],
+    ([cmd("nl app/long.py", "".join(f"{n:6d}\t{line}\n" if line else "\n"
+                                     for n, line in enumerate(LONG.splitlines(), 1)))], {"app/long.py": ["command output"]}),
+    ([cmd("grep -n . app/long.py", "".join(f"{n}:{line}\n" for n, line in enumerate(LONG.splitlines(), 1) if line))],
      {"app/long.py": ["command output"]}),
-    ([cmd("grep -rn . app", "".join(f"app/long.py:{n}:{l}\n" for n, l in enumerate(LONG.splitlines(), 1) if l))],
+    ([cmd("grep -rn . app", "".join(f"app/long.py:{n}:{line}\n" for n, line in enumerate(LONG.splitlines(), 1) if line))],
      {"app/long.py": ["command output"]}),
-    ([cmd("less -N app/long.py", "".join(f"\x1b[33m{n:7d}\x1b[m {l}\n"
-                                          for n, l in enumerate(LONG.splitlines(), 1)))],
+    ([cmd("less -N app/long.py", "".join(f"\x1b[33m{n:7d}\x1b[m {line}\n"
+                                          for n, line in enumerate(LONG.splitlines(), 1)))],
      {"app/long.py": ["command output"]}),
     ([sed(1, 6), sed(7, 12)], {"app/long.py": ["command output"]}),          # ranges joined across calls
     ([sed(1, 6)], {}),                                                       # half the file: partial
     ([sed(1, 10)], {"app/long.py": ["command output"]}),                     # most of it
     ([cmd("grep -n 'line 3 ' app/long.py", "3:line 3 of the change\n")], {}),
     # numbered lines must be the file's lines at those numbers
-    ([cmd("cat -n other.py", "".join(f"{n:6d}\t{l}\n" for n, l in enumerate(reversed(LONG.splitlines()), 1)))], {}),
+    ([cmd("cat -n other.py", "".join(f"{n:6d}\t{line}\n" for n, line in enumerate(reversed(LONG.splitlines()), 1)))], {}),
 ])
 def test_opened_files_by_coverage(events, opened):
     assert opened_files(events, {"app/auth.py": FILE, "app/long.py": LONG}) == opened
