@@ -15,7 +15,8 @@ from typing import Literal, TypeGuard, get_args
 # The six tools every adapter offers (the harness tool layer), and the category each one
 # counts under in a trace's breakdown (read/edit/write/bash). The adapter side keeps its own
 # copy (frameworks/_harness/tool_specs.py: it never imports claimgrid); a test holds the two equal.
-TOOL_NAMES = ("list_dir", "read_file", "search", "write_file", "edit_file", "run_command")
+ToolName = Literal["list_dir", "read_file", "search", "write_file", "edit_file", "run_command"]
+TOOL_NAMES: tuple[str, ...] = get_args(ToolName)
 TOOL_CATEGORY = {
     "list_dir": "read",
     "read_file": "read",

@@ -512,7 +512,7 @@ def read_text(text: str | None, code: str) -> Decision:
     body = strip_trace(text or "")
     clauses = [c for c in _splitter(code).split(body) if c and c.strip()]
     codes = _clause_languages(clauses, code, "LATIN" if body.isascii() else dominant_script(prose(body)))
-    verdicts = [k for k, c in enumerate(clauses) if codes[k] and _verdict_in(c, codes[k])]  # type: ignore[arg-type]
+    verdicts = [k for k, (c, lc) in enumerate(zip(clauses, codes, strict=True)) if lc and _verdict_in(c, lc)]
     if verdicts:
         k = verdicts[-1]
         for later, lc in zip(clauses[k + 1 :], codes[k + 1 :], strict=True):

@@ -137,7 +137,7 @@ class Engine:
         import llama_cpp_py_sync._cffi_bindings as bindings
 
         # The bindings look in their own folder first; on an older glibc the edited copies.
-        bindings._find_library = lambda: str(lib_dir / "libllama.so")  # type: ignore[attr-defined]
+        bindings._find_library = lambda: str(lib_dir / "libllama.so")
         from llama_cpp_py_sync import Llama
 
         # SLOTS sequences, each with the entry's whole context (llama.cpp splits n_ctx among them).
