@@ -92,7 +92,7 @@ def main() -> int:
         f"{'agent':<16} {'median s':>9} {'min s':>7} {'max s':>7} {'agent_s':>8} {'passed':>7} "
         f"{'grid s':>7} {'/ goal':>7}"
     )
-    over = []
+    over, recorded = [], {}
     with tempfile.TemporaryDirectory(prefix="cg-bench-agents-") as tmp:
         for name in agents:
             grid_s, runs = agent_grid(name, Path(tmp) / name, args)
@@ -102,6 +102,9 @@ def main() -> int:
             median = statistics.median(walls)
             if median > args.goal:
                 over.append(name)
+            recorded[f"{name}: median run wall time, {args.task}, {args.model} (goal {args.goal:g} s)"] = (
+                f"{median:.2f} s ({passed}/{len(runs)} passed)"
+            )
             print(
                 f"{name:<16} {median:9.2f} {min(walls):7.2f} {max(walls):7.2f} {statistics.median(agent_s):8.2f} "
                 f"{passed:>3}/{len(runs):<3} {grid_s:7.1f} {median / args.goal:7.2f}"
@@ -110,6 +113,10 @@ def main() -> int:
         f"load average after: {load()}; goal {args.goal:g} s: "
         + (f"over in {', '.join(over)}" if over else "every agent's median within it")
     )
+    if not args.frameworks:  # a subset is a trial, not the table's figure
+        from _figures import record  # bench/, the script's own folder
+
+        record("agents.py", recorded)
     return 1 if over else 0
 
 

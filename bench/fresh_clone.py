@@ -151,6 +151,15 @@ def main() -> int:
               f"runs {max(ends) - starts[0]:.1f} s; ledger after the last run {exit_s - (max(ends) - t0_unix):.1f} s")
     print(f"CPU of the process tree (reaped): user {usage.ru_utime:.1f} s, system {usage.ru_stime:.1f} s; "
           f"load average after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}")
+    if not args.grid_args and proc.returncode == 0 and starts and ended:  # the README's command
+        from _figures import record  # bench/, the script's own folder
+
+        record("fresh_clone.py", {
+            "first run started after `uv run grid.py` (empty uv cache)": f"{starts[0] - t0_unix:.1f} s",
+            "framework venvs all built": f"{max(ended) - t0_unix:.1f} s",
+            "whole default grid, ledger written": f"{exit_s:.1f} s ({len(runs):,} runs; harness errors "
+                                                  f"{len(meta.get('harness_errors') or [])})",
+        })
     if args.keep:
         print(f"kept {tmp}")
     else:

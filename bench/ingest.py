@@ -212,6 +212,12 @@ def main(argv=None) -> int:
     nodes = ingest["rate"] / max(node_rate, 1e-9)
     print(f"one driver keeps {nodes:.0f} nodes of this machine's size busy "
           f"(ingest {ingest['rate']:.0f} results/s / {node_rate:.2f} runs/s per node)")
+    from _figures import record  # bench/, the script's own folder
+
+    record("ingest.py", {
+        "the single writer's ingest": f"{ingest['rate']:.0f} results/s: {nodes:.0f} nodes of this machine's size "
+                                      f"({node_rate:.2f} runs/s each)",
+    })
     return 0
 
 

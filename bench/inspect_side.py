@@ -299,12 +299,23 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.samples} samples, {args.jobs} at a time, {args.repeats} interleaved repeats, "
           f"task {TASK}, model {MODEL} (medians)")
     print(f"{'side':24s} {'CPU per run':>12s} {'÷ Inspect':>10s} {'one run done':>13s} {'peak PSS':>9s}")
+    cpu_cells, pss_cells = [], []
     for name, reps in rows.items():
         ratio = statistics.median(r["per_run"] / b for r, b in zip(reps, base)) if name != "inspect" else 1.0
         label = "Inspect, minimal tools" if name == "inspect" else f"claimgrid {name}"
         print(f"{label:24s} {statistics.median(r['per_run'] for r in reps):11.3f}s {ratio:10.2f} "
               f"{statistics.median(r['first'] for r in reps):12.1f}s "
               f"{statistics.median(r['pss'] for r in reps):7.0f}MB")
+        shown = "Inspect" if name == "inspect" else name
+        cpu_cells.append(f"{shown} {statistics.median(r['per_run'] for r in reps):.3f} s"
+                         + ("" if name == "inspect" else f" ({ratio:.2f})"))
+        pss_cells.append(f"{shown} {statistics.median(r['pss'] for r in reps):.0f} MB")
+    from _figures import record  # bench/, the script's own folder
+
+    record("inspect_side.py", {
+        f"CPU per run beside Inspect (÷ Inspect; {args.samples} samples)": "; ".join(cpu_cells),
+        f"peak PSS of a {args.jobs}-job run": "; ".join(pss_cells),
+    })
     return 0
 
 

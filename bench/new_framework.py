@@ -73,12 +73,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         shutil.copytree(ROOT, project, ignore=lambda d, names: [n for n in names if n in SKIP])
         total_wall = total_cpu = 0.0
+        walls: list[float] = []
         deps = [a for pin in pins for a in ("--dependency", pin)]
         steps = [("1. new-framework (project + lock)", ["uv", "run", "--frozen", "grid.py", "new-framework", name, *deps]),
                  ("2. venvs --frameworks NAME", ["uv", "run", "--frozen", "grid.py", "venvs", "--frameworks", name])]
         for label, cmd in steps:
             wall, cpu, proc = _step(label, cmd, project, env)
             total_wall, total_cpu = total_wall + wall, total_cpu + cpu
+            walls.append(wall)
             if proc.returncode != 0:
                 print((proc.stdout + proc.stderr)[-3000:], file=sys.stderr)
                 return 1
@@ -102,6 +104,12 @@ def main(argv: list[str] | None = None) -> int:
         if proc.returncode != 0:
             print(proc.stdout[-3000:], file=sys.stderr)
             return 1
+        from _figures import record  # bench/, the script's own folder
+
+        record("new_framework.py", {
+            f"new-framework, venv, conformance suite (wall; reference {args.reference})":
+                f"{walls[0]:.1f} s, {walls[1]:.1f} s, {wall:.1f} s; total {total_wall:.1f} s ({total_cpu:.1f} CPU-s)",
+        })
         return 0
     finally:
         if args.keep:

@@ -348,6 +348,14 @@ def main(argv: list[str] | None = None) -> int:
                   f"{len(m['run'])} run samples")
     print(f"floor {floor_rps:.2f} runs/s, matrix {matrix_rps:.2f} runs/s ({100 * matrix_rps / floor_rps:.0f}% of floor), "
           f"harness CPU per run {harness_per_run:.3f} s ({100 * harness_per_run / total_per_run:.0f}% of total)")
+    if not args.grid_flags and args.repeats == 1:  # the default matrix: the table's figure
+        from _figures import record  # bench/, the script's own folder
+
+        record("throughput.py", {
+            "default matrix": f"{n:,} runs in {wall:.0f} s executing; {matrix_rps:.2f} runs/s, "
+                              f"{100 * matrix_rps / floor_rps:.0f}% of the machine's floor ({floor_rps:.2f} runs/s)",
+            "harness CPU per run": f"{harness_per_run:.3f} s ({100 * harness_per_run / total_per_run:.0f}% of the total)",
+        })
     return 0
 
 

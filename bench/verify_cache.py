@@ -109,6 +109,13 @@ def main(argv: list[str] | None = None) -> int:
           f"cache {on['cpu_per_run']:.4f} s, no cache {off['cpu_per_run']:.4f} s "
           f"(ratio {on['cpu_per_run'] / off['cpu_per_run']:.2f}); per test run: {on['cpu_per_test_run']:.4f} s vs "
           f"{off['cpu_per_test_run']:.4f} s (ratio {on['cpu_per_test_run'] / max(off['cpu_per_test_run'], 1e-9):.2f})")
+    from _figures import record  # bench/, the script's own folder
+
+    record("verify_cache.py", {
+        f"verifier CPU per run, cache vs none ({args.framework}, guard {args.guard})":
+            f"{on['cpu_per_run']:.4f} s vs {off['cpu_per_run']:.4f} s "
+            f"(ratio {on['cpu_per_run'] / off['cpu_per_run']:.2f}; hit rate {rate:.0%})",
+    })
     return 0
 
 

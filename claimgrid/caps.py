@@ -3,7 +3,7 @@
 A limit that is reached is a *recorded result*, never a crash: the verifier records an
 ``UNKNOWN`` outcome with the reason in its event, the gateway answers 413 and logs the
 exchange, and stored text is cut with a visible marker (``record["limits"]`` says what
-was cut). What each cap prevented before it existed is in bench/README.md.
+was cut). What each cap prevented before it existed is in bench/README.md's git history.
 """
 
 from __future__ import annotations
@@ -150,10 +150,10 @@ MAX_CHECKED_FILE_BYTES = 8 << 20
 
 # ---- turn snapshots (an agent with its own tools: the workspace between its model calls)
 # A snapshot is taken while the agent waits for its next model call, so its cost is added to
-# every call (bench/README.md, "Turn snapshots"). A file whose size, times and inode are those
+# every call (bench/turn_snapshots.py prints it). A file whose size, times and inode are those
 # of the previous snapshot is not read again, so what one snapshot reads is what the last
 # turn's tools wrote; this cap bounds it (64 MiB: a generated build or a vendored dependency
-# tree, about 0.1 s of SHA-256), not the workspace's size. The entries, depth and apparent size
+# tree, hashed well inside one model call), not the workspace's size. The entries, depth and apparent size
 # walked are the verifier's caps (MAX_WORKSPACE_*). Over any: that snapshot is not taken, and
 # the turns on either side of it are UNKNOWN with the reason.
 TURN_SNAPSHOT_MAX_READ_BYTES = 64 << 20
@@ -165,9 +165,9 @@ TURN_CHANGES_MAX_PATHS = 200
 # A node's work folder (every run's workspace, /tmp and verifier scratch) goes on a tmpfs
 # (claimgrid.execute.node.work_parent) only when it has this much free: a workspace may
 # reach MAX_WORKSPACE_BYTES and its test run's overlay as much again, for each of the
-# default 8 runs in flight on 2 cores (8 x 2 x 256 MiB = 4 GiB). On ext4 here a workspace's
-# copy and removal cost about twice the CPU and 3-9x the wall time they cost on tmpfs
-# (bench/workspace_copy.py; figures in bench/README.md, 2026-12-02).
+# default 8 runs in flight on 2 cores (8 x 2 x 256 MiB = 4 GiB). A workspace's copy and
+# removal cost more CPU and far more wall time on a disk file system than on tmpfs
+# (bench/workspace_copy.py prints both).
 WORK_TMPFS_MIN_FREE_BYTES = 4 << 30
 
 
@@ -290,8 +290,8 @@ REFERENCE_TIMEOUT_S = 120.0
 # A real model's output per call: an agent's turn is one tool call (tens to a few hundred
 # tokens: a path, a command, an edit of a function) or its final report with the trace block
 # (~300 tokens). 1,024 holds the largest write the tasks need (a small file, ~600 tokens)
-# with room, and stops a small model that generates without end (issue 40: Gemma 3 270M on
-# llama.cpp ran past a 240 s deadline on its first call) at 1,024 tokens, not at the deadline.
+# with room, and stops a small model that generates without end (a tiny model on a CPU server
+# can run past any deadline on its first call) at 1,024 tokens, not at the deadline.
 REAL_MAX_OUTPUT_TOKENS = 1_024
 # A real model's per-call deadline: the cap's tokens at a slow CPU server's generation speed
 # (~10 tokens/s: a 1B model on 2 cores) is ~100 s, plus a long prompt at ~100 prompt tokens/s
@@ -327,11 +327,11 @@ LOCAL_MODEL_WARMUP_OUTPUT_TOKENS = 32
 # The per-call deadline a local model gets is its worst call at the measured speeds (a
 # prompt filling the context, then max_output_tokens generated) times this factor: the
 # warm-up ran on an idle server; under a grid the same 2 cores also run the frameworks,
-# the verifier and the gateway, which measured ~2x slower generation on this machine kind.
+# the verifier and the gateway, which slows its generation.
 LOCAL_MODEL_DEADLINE_SAFETY = 2.0
 # The server answers one call at a time (one llama.cpp context); a call can wait behind
 # every other run's call in flight, so the deadline is also multiplied by the runs in flight
 # (--max-inflight, which defaults to --jobs in a grid with a local model: runs waiting on the
-# server are waiting on this machine's CPU, claimgrid.execute.admission). Once capped at 4,
-# it ended calls that were only waiting: CI's lane had 12 runs in flight against a factor of 2
-# and 4 of 16 runs got a 504 at the 97 s deadline.
+# server are waiting on this machine's CPU, claimgrid.execute.admission), with no cap: a
+# capped factor ends calls that were only waiting their turn, and the deadline would then
+# measure the queue, not the model.

@@ -31,7 +31,7 @@ TOOL_CATEGORY = {
 TOOL_ERROR_PREFIX = "ERROR: "
 
 # ---------------------------------------------------------------- evidence sources
-# Where an event comes from (docs/CONTRACTS.md, "Evidence events"). The harness sources decide
+# Where an event comes from (docs/ledger-readers.md, "Evidence events"). The harness sources decide
 # an outcome; `agent` is recorded and compared, never trusted; `runtime` is observed inside the
 # agent process; `external` is a verdict another harness recorded (a Harbor reward, a SWE-bench
 # report, a CTRF or JUnit test report, an Inspect score: `grid.py check --outcome-from`),

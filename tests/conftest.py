@@ -143,12 +143,15 @@ def pytest_itemcollected(item):
 
 
 def _join_xdist_group(item, group: str, leaving: str | None = None) -> None:
-    """Put ``item`` in its xdist group on a worker (moving it out of ``leaving``). pytest-xdist
-    3.8 groups by a ``@group`` suffix it writes into ``item._nodeid``; pytest 9.2 reads the
-    node id from ``item._id`` instead, so that write is lost and ``--dist loadgroup`` silently
-    spread every group over the workers (each worker built its own copy of a shared grid or a
-    module fixture). The suffix is written where this pytest reads it; xdist's own write stays
-    harmless."""
+    """Put ``item`` in its xdist group on a worker (moving it out of ``leaving``). The group is
+    the documented ``xdist_group`` mark; pytest-xdist 3.8 (the newest release) carries it to the
+    scheduler as a ``@group`` suffix written into ``item._nodeid``, which pytest 9.2 no longer
+    reads (its node id is ``item._id``): with the mark alone ``--dist loadgroup`` silently
+    spreads every group over the workers (each worker builds its own copy of a shared grid or a
+    module fixture). Upstream: pytest-dev/pytest-xdist issue 1386, open, with the fix in pull
+    request 1388 (it writes ``_id`` as this does). The suffix is written where this pytest reads
+    it; xdist's own write stays harmless. Once an xdist release carries the fix, this write
+    goes (tests/unit/test_xdist_groups.py fails if the group is lost either way)."""
     if leaving is not None:
         item.add_marker(pytest.mark.xdist_group(group), append=False)  # the closest mark: _group_of
     if not getattr(item.config.option, "loadgroup", False) or not hasattr(item, "_id"):
@@ -191,7 +194,8 @@ def _session_tmpdir(tmp_path_factory):
     under pytest's basetemp, so a run that is killed (or a folder a test forgets) never
     lands in the machine's /tmp. The folder is called ``tmp`` as /tmp is (test_grid_interrupt
     recognises the harness's folders by that parent). Tests that need their own TMPDIR
-    (tests/grid/commands/test_bad_input.py) still pass one to their subprocesses."""
+    (tests/grid/commands/test_bad_input.py) still set one, for a command in process or a
+    subprocess."""
     folder = tmp_path_factory.getbasetemp() / "tmp"
     folder.mkdir(exist_ok=True)
     saved_env, saved_tempdir = os.environ.get("TMPDIR"), tempfile.tempdir
@@ -315,9 +319,10 @@ def pytest_collection_modifyitems(config, items):
     (``frameworks_needed``): ``-k NAME`` builds NAME's alone.
     """
     if os.environ.get("CLAIMGRID_DEEP") != "1":
-        # Whole-grid re-proofs of what a cheaper test also checks: the suite on two cores has
-        # to fit CI's 20 minutes; `CLAIMGRID_DEEP=1 uv run --group dev pytest` runs them too.
-        deep = pytest.mark.skip(reason="deep check (a whole grid again): set CLAIMGRID_DEEP=1 to run it")
+        # Re-proofs of what a cheaper test also checks (a whole grid again, a framework's own
+        # default back-off waited out): the suite on two cores has to fit CI's limit;
+        # `CLAIMGRID_DEEP=1 uv run --group dev pytest` runs them too.
+        deep = pytest.mark.skip(reason="deep check (a whole grid or a back-off again): set CLAIMGRID_DEEP=1 to run it")
         for item in items:
             if item.get_closest_marker("deep"):
                 item.add_marker(deep)

@@ -46,13 +46,20 @@ def scan(folder: Path) -> list[tuple[str, int, str, str]]:
         for name in sorted(files):
             path = Path(root) / name
             rel = path.relative_to(folder).as_posix()
-            st = path.lstat()
-            if not stat.S_ISREG(st.st_mode):
+            # Opened without following a link and without blocking on a FIFO, then checked on the
+            # descriptor: an entry swapped after the walk listed it is skipped, never followed.
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            except OSError:
                 continue
-            if st.st_size > MAX_FILE_BYTES:
-                out.append((rel, 0, "", "not read"))
-                continue
-            text = path.read_bytes().decode("utf-8", "replace")
+            with os.fdopen(fd, "rb") as fh:
+                st = os.fstat(fh.fileno())
+                if not stat.S_ISREG(st.st_mode):
+                    continue
+                if st.st_size > MAX_FILE_BYTES:
+                    out.append((rel, 0, "", "not read"))
+                    continue
+                text = fh.read(MAX_FILE_BYTES + 1).decode("utf-8", "replace")
             hits = find(text)
             if hits:
                 kind = "evidence" if name in AGENT_WRITTEN else "derived"

@@ -1,10 +1,11 @@
-"""The generated parts of the docs: README's ``grid.py run`` flag table, CONTRACTS' layout and runs.parquet columns.
+"""The generated parts of the docs: the ``grid.py run`` flag table, the layout, classification values, parquet columns.
 
 Each block sits between ``<!-- NAME -->`` and ``<!-- /NAME -->`` in its file and is rendered
 from the code it describes: the flag table from ``build_parser()`` (each argument's help
 text, choices, type and default), the layout from the package's modules (the first sentence
 of each module's docstring), the columns of ``runs.parquet`` from the
-run record (``claimgrid.ledger.frame``). A block that
+run record (``claimgrid.ledger.frame``), the classification values from
+``claimgrid.vocab.FIELDS``. A block that
 differs from what the code renders is stale; ``tests/grid/commands/test_docs.py`` fails on it and names
 the command that rewrites it::
 
@@ -158,12 +159,26 @@ def layout_table(root: Path | None = None) -> str:
     return "\n".join(rows)
 
 
+# ---------------------------------------------------------------- classification values
+
+
+def classification_values() -> str:
+    """Every classification field with its allowed values, in the ledger's column order."""
+    from claimgrid import vocab
+
+    rows = ["| field | values |", "| --- | --- |"]
+    for field, literal in vocab.FIELDS.items():
+        rows.append(f"| `{field}` | {_cell(', '.join(f'`{v}`' for v in vocab.values(literal)))} |")
+    return "\n".join(rows)
+
+
 # ---------------------------------------------------------------- the blocks and their files
 
 BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {
-    "flags:run": ("README.md", flags_table),
-    "layout": ("docs/CONTRACTS.md", layout_table),
-    "parquet-columns": ("docs/CONTRACTS.md", lambda: _parquet_columns()),
+    "flags:run": ("docs/flags.md", flags_table),
+    "layout": ("docs/layout.md", layout_table),
+    "classification-values": ("docs/ledger-readers.md", classification_values),
+    "parquet-columns": ("docs/ledger-readers.md", lambda: _parquet_columns()),
 }
 
 

@@ -59,4 +59,6 @@ NOT_READERS: dict[str, str] = {
     "venvs": "builds virtualenvs",
     "new-framework": "writes a framework skeleton",
     "verify": "reads a git work tree and a TOML expectation file, no ledger line",
+    "audit": "reads runs made elsewhere (transcripts, verdict files), never a ledger; writes a new sealed one",
+    "check-ledger": "reads a folder's regular files as bytes for machine paths: no line parsed, no link followed, nothing written",
 }

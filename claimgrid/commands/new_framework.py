@@ -79,7 +79,7 @@ def pyproject_text(name: str, pins: list[str], window: str, constraints: list[st
 
 ADAPTER = '''"""claimgrid adapter for {name} (runs inside ``.venvs/{name}``, never imported by the driver).
 
-Contract: docs/CONTRACTS.md ("Adapter contract", "Adapter correctness rules"). The kit
+Contract: docs/adapter-authors.md ("Adapter contract", "Adapter correctness rules"). The kit
 (frameworks/_harness/kit.py) owns what every adapter shares: the per-run scaffolding
 (``kit.start_run``: LiteLLM settings and the served-model probe where ``preload()`` did not
 set them, the turn-limit event; ``kit.recording_errors``; ``kit.final_message``), the

@@ -247,7 +247,7 @@ def _swap_facts(names, swap: dict) -> dict:
 
 
 def _create(store: RunStore, spec: GridSpec, settings: RunSettings, inputs: GridInputs, planned: list[str]) -> GridMeta:
-    """A new grid's meta.json (docs/CONTRACTS.md, "Grid meta"), written with the folder."""
+    """A new grid's meta.json (docs/ledger-readers.md, "Grid meta"), written with the folder."""
     from claimgrid.ledger.facts import grid_facts  # the ledger's facts block, at the end of meta
 
     sel, keys = spec.selection, spec.meta()

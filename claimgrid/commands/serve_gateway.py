@@ -49,7 +49,7 @@ def serve_cli(argv: list[str] | None = None) -> int:
     from claimgrid.gateway.dialects import dialects
 
     root = url.removesuffix("/v1")
-    for dialect in dialects():  # one port, three API dialects (docs/CONTRACTS.md, section 3)
+    for dialect in dialects():  # one port, three API dialects (docs/adapter-authors.md)
         print(f"  dialect {dialect.name:<18} POST {root}{dialect.paths[0]}")
     print(f"  (Anthropic clients: ANTHROPIC_BASE_URL={root}; OpenAI clients: base_url {url})")
     print(

@@ -230,7 +230,7 @@ def check_unguarded_agents(sel: Selection, venvs: dict, guard) -> None:
     """Refuse a model that is not a reference model on an agent with its own tools (venvs.toml
     ``kind = "cli"``) when this invocation is unguarded (``guard``: ``--guard off``, or no
     bubblewrap here): the agent would run as the adapter's child, as the driver's user, under
-    its own sandbox or none, with the run token in its environment (docs/CONTRACTS.md). The
+    its own sandbox or none, with the run token in its environment (docs/adapter-authors.md). The
     reference models are harness code and do only what their policy says; a real model could
     make such an agent read any file or change another run's folder. Under the guard the whole
     agent is inside the harness's sandbox (claimgrid.launch.confine.agent_sandbox), as a
@@ -244,7 +244,7 @@ def check_unguarded_agents(sel: Selection, venvs: dict, guard) -> None:
         raise UsageError(
             f"--frameworks: {agents[0]} would run unguarded ({why}): its own tools as the driver's user, so "
             f"only reference models may drive it, not {real[0]}; run it with the guard on "
-            f"(--guard on: bubblewrap) (docs/CONTRACTS.md, agents with their own tools)"
+            f"(--guard on: bubblewrap) (docs/adapter-authors.md, agents with their own tools)"
         )
 
 

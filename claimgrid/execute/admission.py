@@ -4,8 +4,8 @@ A run in flight is not always using a core. It can sit in a fixed wait the exper
 imposes (the ``slow`` fault model answers 17 s past the per-call deadline, ``rate-limited``
 makes the framework honour ``Retry-After``), in a framework's own back-off sleep, or on a
 real provider's network latency. With ``--jobs`` as a fixed pool, the slots are often
-held by runs that are asleep (bench/README.md has the default matrix's figures before
-and after this gate).
+held by runs that are asleep (bench/throughput.py prints how close the default matrix
+comes to the machine's floor).
 
 So the scheduler keeps two limits:
 

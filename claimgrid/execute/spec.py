@@ -204,7 +204,7 @@ class GridSpec(_Frozen):
         return None
 
     def meta(self) -> dict:
-        """The keys of ``meta.json`` that record the spec (docs/CONTRACTS.md, "Grid meta")."""
+        """The keys of ``meta.json`` that record the spec (docs/ledger-readers.md, "Grid meta")."""
         sel = self.selection.model_dump(mode="json")
         return {
             "models": sel["models"],
@@ -346,7 +346,7 @@ class GridReport:
 
 
 class GridMeta(BaseModel):
-    """``meta.json`` (docs/CONTRACTS.md, "Grid meta"). Validated whenever it is written;
+    """``meta.json`` (docs/ledger-readers.md, "Grid meta"). Validated whenever it is written;
     :meth:`dump` writes back exactly the keys that were set, so an older file keeps its shape.
     Keys this model does not name (a later version's) are kept as they are."""
 

@@ -161,8 +161,8 @@ class Gateway:
 
             app = create_app(self.registry, self.dispatcher, replay=self.replay, connections=self.connections)
             # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on accepted sockets
-            # whose proto says TCP. Without it a keep-alive client waits ~40 ms per response
-            # (Nagle on the server against the client's delayed ACK).
+            # whose proto says TCP. Without it a keep-alive client waits out its own delayed ACK
+            # on every response (Nagle on the server against the client's delayed ACK).
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -225,7 +225,7 @@ class Gateway:
         cassette = self.replay.cassette(script.run_id) if self.replay is not None else None
         if self.replay is None and self.dispatcher.needs_router(script):
             # Built before the run's agent starts (once per gateway): the first build imports
-            # LiteLLM, ~7 s CPU, which inside the run would eat its first call's deadline.
+            # LiteLLM, seconds of CPU that inside the run would eat its first call's deadline.
             self.dispatcher.router.get()
         self.registry.add(token, script, cassette, on_request)
 

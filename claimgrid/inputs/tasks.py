@@ -1,6 +1,6 @@
 """Task definitions (``tasks/<id>/task.toml`` + ``tasks/<id>/repo/``) and workspaces.
 
-A task is data only (docs/CONTRACTS.md, "Writing a task"). Its ``reference`` section, and the ``steps`` of its attacker goal
+A task is data only (docs/task-authors.md, "Writing a task"). Its ``reference`` section, and the ``steps`` of its attacker goal
 and legitimate note, are the answer key: they reach the harness gateway (which scripts
 the reference models) and are never sent to the agent process.
 

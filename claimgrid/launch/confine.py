@@ -2,7 +2,7 @@
 
 The adapter process runs in the framework's venv and never imports ``claimgrid``, so the
 driver computes the agent's command sandbox here and passes it in the control JSON
-(``ctl["command_sandbox"]``, docs/CONTRACTS.md); the tool layer only appends
+(``ctl["command_sandbox"]``, docs/adapter-authors.md); the tool layer only appends
 ``["/bin/bash", "-c", command]``. For a coding agent that brings its own tools (venvs.toml
 ``kind = "cli"``) the whole agent runs in the guard instead: :func:`agent_sandbox` is
 ``ctl["agent_sandbox"]``, the prefix its adapter puts before the agent's command.
@@ -122,7 +122,7 @@ def agent_sandbox(
     box: Box | None = None,
     tmp: Path | None = None,
 ) -> dict | None:
-    """``ctl["agent_sandbox"]`` of a coding agent's run (docs/CONTRACTS.md §4), None unguarded.
+    """``ctl["agent_sandbox"]`` of a coding agent's run (docs/adapter-authors.md), None unguarded.
 
     The adapter runs ``argv_prefix + [agent, args...]``: a bwrap sandbox of the guard with the
     workspace read-write at ``workspace`` (``/workspace``, the agent's working folder), the

@@ -299,8 +299,8 @@ class Launcher:
         time (default: the CPU count); a no-op for ``fresh``. ``names``: only these frameworks
         now (default: every entry); :meth:`prewarm_more` adds one later (its venv just built).
 
-        All of them at once on few cores makes every preload finish late (bench/README.md,
-        "First run"). A few at a time, the first is ready sooner and its runs use
+        All of them at once on few cores makes every preload finish late (bench/throughput.py
+        prints the first run's time). A few at a time, the first is ready sooner and its runs use
         the cores while the rest preload; ``ready`` says False for a parent not started yet,
         so the scheduler prefers a framework that is ready (claimgrid.execute.admission.next_cell).
         A run of a framework still waiting here starts its parent itself."""

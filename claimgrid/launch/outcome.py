@@ -1,7 +1,7 @@
 """The adapter's outcome file, read by the driver.
 
 ``read_outcome`` classifies the outcome file as ``ok | missing | unparseable |
-invalid`` (docs/CONTRACTS.md) and never raises; ``tail`` reads a log's end.
+invalid`` (docs/adapter-authors.md) and never raises; ``tail`` reads a log's end.
 """
 
 from __future__ import annotations

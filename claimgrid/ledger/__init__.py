@@ -13,6 +13,43 @@ Public API:
 - :func:`wilson` ``(k, n, z=1.96) -> (low, high) | None``.
 
 Bad input raises :class:`claimgrid.errors.DataError` (one line naming the file/field).
+
+Modules:
+
+* ``columns`` - The ledger's per-run columns, declared once;
+* ``digest`` - Per-run facts the ledger reads from each run's stored evidence folder;
+* ``exports`` - Exports other tools read: a ledger folder as Inspect eval logs or OpenTelemetry
+  traces;
+* ``facts`` - What the ledger needs to know about the grid's tasks and conditions, read from the
+  folder;
+* ``firstscreen`` - LEDGER.md's first screen: at most about fifteen lines, every figure computed
+  from the tables;
+* ``frame`` - runs.parquet: the ledger as a dataframe, one flat row per run, beside runs.jsonl;
+* ``heatmap`` - The ledger's picture: the headline quantity, the swap effect, and what each
+  framework does with a fault;
+* ``html`` - ledger.html: one self-contained viewer beside LEDGER.md (no server, no network, no
+  CDN);
+* ``kinds`` - Which kind of model a ledger row is about, from the reference registry's entries;
+* ``load`` - Reading a ledger folder (``meta.json`` + ``runs.jsonl``) into typed records and one
+  flat polars frame;
+* ``names`` - Classification names in the order the ledger shows them: derived from claimgrid.vocab;
+* ``pages`` - Per-run pages: ``runs/<run id>/RUN.md``, the explanation of one run beside its
+  evidence;
+* ``paired`` - Framework differences on a stochastic model, tested as paired comparisons on the same
+  cells;
+* ``parity`` - Parity groups: which runs may be pooled into one aggregate;
+* ``ratetable`` - The first screen of a ledger of stochastic runs (a real model's grid, or an audit
+  of runs made elsewhere): one table per model of rates with their n and 95% interval, then the
+  paired framework tests that have data, one line each, and one sentence for the rest;
+* ``report`` - The computed tables of one ledger, which every page reads: LEDGER.md's sections
+  (:mod:`claimgrid.ledger.sections`, one module per section), RUNS.md, the heatmap, the viewer and
+  the terminal summary (:mod:`claimgrid.ledger.firstscreen`);
+* ``rules`` - Why a run got its classification: for each field, the rule that fired and the evidence
+  lines;
+* ``sections`` - LEDGER.md and RUNS.md from one :class:`~claimgrid.ledger.report.Report` (the
+  computed tables);
+* ``stats`` - Rates with honest uncertainty: the Wilson score interval, a task-clustered interval
+  and the ledger's rate format.
 """
 
 from __future__ import annotations

@@ -6,6 +6,17 @@ server per local model of a grid, ready, with its provenance and per-call deadli
 process (:mod:`.model_server`); the engine, llama.cpp's prebuilt libraries from the
 ``local-model`` extra, is imported only there. Nothing here talks to the gateway: the
 driver registers each served model with it (claimgrid.gateway.providers.register_local).
+
+Modules:
+
+* ``catalog`` - ``models/local.toml``: the local models ``--models local/<name>`` can name;
+* ``glibc_compat`` - The engine's native libraries, loadable on this machine's C library;
+* ``lifecycle`` - The driver's side of a local model: start its server process, wait for it, stop
+  it;
+* ``model_server`` - The local model server: one GGUF served as OpenAI chat completions on
+  127.0.0.1;
+* ``toolcalls`` - How the local server tells a model about tools and reads its tool calls back;
+* ``weights`` - Where a local model's GGUF file is (models/local.toml ``weights``), and its sha256.
 """
 
 from __future__ import annotations

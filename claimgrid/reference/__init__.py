@@ -6,21 +6,27 @@ This package is the stable import path for a ``--policies FILE.py``::
 
 Modules (private to the package; import from here):
 
-* ``registry``       - the registry and its decorator; imports no policy;
-* ``script``         - ``RunScript``: the part of the answer key one run's models may use, and ``Step``;
-* ``truth``          - ``Behaviour`` and the truth a correct classifier must give (the oracle:
-  it shares no code with the classifier it calibrates);
+* ``gaming`` - Gaming reference models: agents that make the verification say PASS instead of doing
+  the task;
 * ``gateway_faults`` - gateway-side fault data (``GatewayFault``);
-* ``tool_faults``    - tool-side fault probes the harness tool layer applies (``ToolFault``);
-* ``shapes``         - output-shape probes (several calls in one message, a refusal, ...);
-* ``progress``       - the run's progress the gateway keeps: a policy's step, whatever the
-  framework's history format;
-* ``policies``       - the built-in models, registered through the same decorator a user's
-  file uses. Importing this package registers them;
-* ``readers``        - built-in models that read files through the shell (``cat -n``, ``sed -n``
-  ranges, a one-line ``grep``), not in the default grid;
-* ``speakers``       - built-in models that report in words with no trace (a verdict in words,
-  a hedge, "no change was needed"), not in the default grid.
+* ``policies`` - the built-in models, registered through the same decorator a user's file uses.
+  Importing this package registers them;
+* ``probe_kinds`` - The probe and fault kinds: one typed registry for the driver and the adapters
+  (stdlib only);
+* ``progress`` - the run's progress the gateway keeps: a policy's step, whatever the framework's
+  history format;
+* ``readers`` - built-in models that read files through the shell (``cat -n``, ``sed -n`` ranges, a
+  one-line ``grep``), not in the default grid;
+* ``registry`` - the registry and its decorator; imports no policy;
+* ``script`` - ``RunScript``: the part of the answer key one run's models may use, and ``Step``;
+* ``shapes`` - output-shape probes (several calls in one message, a refusal, ...);
+* ``speakers`` - built-in models that report in words with no trace (a verdict in words, a hedge,
+  "no change was needed"), not in the default grid;
+* ``tool_faults`` - tool-side fault probes the harness tool layer applies (``ToolFault``);
+* ``tool_table`` - Tool tables: how the reference models' abstract actions are spelled in an agent's
+  own tools;
+* ``truth`` - ``Behaviour`` and the truth a correct classifier must give (the oracle: it shares no
+  code with the classifier it calibrates).
 """
 
 from __future__ import annotations

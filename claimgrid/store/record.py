@@ -5,7 +5,7 @@
 Every classification value is a ``Literal`` from :mod:`claimgrid.vocab` (defined once).
 
 Every model declares every field it carries (``extra="forbid"``), so the schema in
-docs/CONTRACTS.md, generated from these models, shows the whole record. Compatibility:
+docs/ledger-readers.md, generated from these models, shows the whole record. Compatibility:
 every line carries ``format_version``; :func:`parse_record` upgrades an older line in memory
 first (:mod:`claimgrid.store.upgrade`: a version-1 line may lack a field added during its
 life, which reads ``None``, "not recorded", and is never guessed) and refuses a newer one.
@@ -112,7 +112,7 @@ class EvidenceRules(_Model):
 
 
 class Classification(_Model):
-    """The full classification of one run (docs/CONTRACTS.md, "Classification names")."""
+    """The full classification of one run (docs/ledger-readers.md, "Classification names")."""
 
     claim_verdict: ClaimVerdict
     outcome: Outcome
@@ -370,8 +370,8 @@ def schema_markdown() -> str:
     return "\n".join(out)
 
 
-if __name__ == "__main__":  # rewrite the generated block of docs/CONTRACTS.md
-    doc = Path(__file__).resolve().parents[2] / "docs" / "CONTRACTS.md"
+if __name__ == "__main__":  # rewrite the generated block of docs/ledger-readers.md
+    doc = Path(__file__).resolve().parents[2] / "docs" / "ledger-readers.md"
     text = doc.read_text()
     start, end = text.index(SCHEMA_BEGIN), text.index(SCHEMA_END) + len(SCHEMA_END)
     doc.write_text(text[:start] + schema_markdown() + text[end:])

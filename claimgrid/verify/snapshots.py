@@ -24,7 +24,7 @@ listed or read. A snapshot over a cap
 taken: it is recorded with its reason, never guessed.
 
 :meth:`TurnSnapshots.events` gives one ``source: verifier``, ``kind: turn_changes`` event per
-interval between two consecutive snapshots (docs/CONTRACTS.md, "source verifier")::
+interval between two consecutive snapshots (docs/task-authors.md, "source verifier")::
 
     {"source": "verifier", "kind": "turn_changes", "after_call": 2, "before_call": 3, "t": 0.41,
      "changed": [{"path": "src/calculator.py", "change": "modified"}], "changed_n": 1,

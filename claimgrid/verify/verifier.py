@@ -924,7 +924,7 @@ def verify(
     patch: list | None = None,
     options: VerifyOptions = VerifyOptions(),
 ) -> list[dict]:
-    """Every verifier event for one finished run (see docs/CONTRACTS.md, source verifier).
+    """Every verifier event for one finished run (see docs/task-authors.md, source verifier).
 
     ``carries``: the instruction the run's condition carried (``attacker_goal``,
     ``legitimate_note`` or None). The diff is taken first, before anything runs in the

@@ -46,7 +46,7 @@ CLI = [name for name, e in VENVS.items() if e.is_cli]
 # The hanging run's: the adapter stops its agent 5 s before it. Long enough for the slowest agent
 # to start and reach its first command on a loaded machine: 45 s when mini-swe-agent imported
 # LiteLLM in every run (about 6 CPU-seconds; its runs timed out at 20 s beside a whole suite at
-# load 8); it no longer does (bench/README.md "Coding agents": each agent's whole run's median
+# load 8); it no longer does (bench/agents.py: each agent's whole run's median
 # under 10 s, its first command within the first model turn), so 30 s, still the margin of a
 # run three times slower than that median. Each agent's hanging run is a wait of this length.
 TIMEOUT_S = 30

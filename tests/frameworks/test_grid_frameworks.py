@@ -4,7 +4,10 @@ Runs ``grid.py`` as a user does (real venvs, real adapters, the real gateway wit
 reference models) and checks the ledger and the classifications against the reference
 models' documented behaviour. Per-framework adapter rules (every task, fresh == warm,
 faults as results) are tests/frameworks/test_conformance.py's; this is the grid-level check that
-all frameworks run together in one grid and one ledger.
+all frameworks run together in one grid and one ledger. Its cells are the ones the
+conformance runs do not already make on every framework: an injection under each swap; the
+conformance runs hold the rest of what a framework does with them (``diligent`` passing every
+task, ``narrator`` narration only, a reported swap visible).
 """
 
 import json
@@ -36,13 +39,13 @@ def warm_grid(tmp_path_factory):
     out = tmp_path_factory.mktemp("grid") / "warm"
     # No --frameworks: the default is every entry of venvs.toml in the default matrix.
     runs = _grid(out, "--tasks", TASK, "--content", "clean,malicious", "--swap", "none,reported",
-                 "--models", "diligent,narrator", "--isolation", "warm")
+                 "--models", "diligent", "--isolation", "warm")
     return out, runs
 
 
 def test_the_matrix_is_complete_and_the_ledger_written(warm_grid):
     out, runs = warm_grid
-    assert len(runs) == len(FRAMEWORKS) * 2 * 2 * 2
+    assert len(runs) == len(FRAMEWORKS) * 2 * 2
     assert len({r["run_id"] for r in runs}) == len(runs)
     assert {r["framework"] for r in runs} == set(FRAMEWORKS)
     ledger = (out / "LEDGER.md").read_text()
@@ -62,9 +65,8 @@ def test_reference_behaviour_is_classified_in_every_framework(warm_grid):
         d = cell[(fw, "clean", "none", "diligent")]
         assert (d["process"], d["outcome"], d["claim_vs_outcome"], d["claim_verdict"]) == \
             ("ok", "PASS", "TRUE_SUCCESS", "consistent"), (fw, d)
-        n = cell[(fw, "clean", "none", "narrator")]
-        assert (n["claim_verdict"], n["claim_vs_outcome"]) == ("narration only", "FALSE_SUCCESS"), (fw, n)
         assert cell[(fw, "malicious", "none", "diligent")]["injection"] == "resisted"
+        assert cell[(fw, "malicious", "reported", "diligent")]["injection"] == "resisted"
         # A reported swap to reader is visible to the runtime and turns the builder's DONE false.
         assert cell[(fw, "clean", "reported", "diligent")]["swap"] == "visible"
 

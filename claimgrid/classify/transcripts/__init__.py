@@ -32,6 +32,20 @@ naming the file and what is wrong, one line.
 What a transcript cannot say is left unknown, never guessed: a tool call's workspace change
 (``changed_workspace`` null, so the classifier's category rule applies), and, in a chat
 transcript, whether a call failed (only a stated error says so).
+
+Modules:
+
+* ``_atif`` - Harbor: an ATIF trajectory (``agent/trajectory.json``) and a trial folder around it;
+* ``_build`` - What every reader builds: the ``Transcript``, its tool events, the agents' tool
+  table;
+* ``_claude_code`` - Claude Code: ``claude -p --output-format stream-json`` lines and the session
+  JSONL its hooks name as ``transcript_path``;
+* ``_codex`` - Codex CLI: ``codex exec --json`` events and the session rollout JSONL;
+* ``_forms`` - The four general forms: OpenAI-style chat messages, an OTel GenAI trace, an Inspect
+  log, claimgrid's own events;
+* ``_gemini`` - Gemini CLI: its ``--output-format json`` answer, its ``stream-json`` lines, and a
+  saved session (``~/.gemini/tmp/<project>/chats/session-*.json``);
+* ``_swe`` - SWE-agent ``.traj`` files, mini-swe-agent trajectories and OpenHands event streams.
 """
 
 from __future__ import annotations

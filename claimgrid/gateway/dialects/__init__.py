@@ -19,6 +19,14 @@ of client speaks on the wire; its module translates:
 A tool call id is the same string in every dialect as in the internal form (Anthropic's
 ``tool_use.id``, the Responses ``call_id``), so the calls a model requested and the results
 a client returns match by id whatever the client spoke.
+
+Modules:
+
+* ``anthropic`` - Anthropic Messages (``POST /v1/messages``), the API Claude Code speaks;
+* ``chat`` - OpenAI Chat Completions: the gateway's internal form, served as it is;
+* ``responses`` - OpenAI Responses (``POST /v1/responses``), the API Codex CLI speaks;
+* ``wire`` - What every dialect shares: the ``Dialect`` record, ``DialectError``, and the helpers
+  its modules use (the package ``claimgrid.gateway.dialects`` says what a dialect is).
 """
 
 from __future__ import annotations

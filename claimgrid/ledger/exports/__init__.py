@@ -5,7 +5,16 @@ through the same decorator a plugin would use) and :func:`export_ledger`. An exp
 pure function of the ledger folder: it reads ``meta.json``, ``runs.jsonl`` and each run's
 evidence files, never imports or runs anything from the folder, and the same folder gives
 the same bytes. The output folder is written whole or not at all (a temporary sibling,
-renamed into place)."""
+renamed into place).
+
+Modules:
+
+* ``_inspect`` - A ledger as Inspect eval logs: one log per (framework, model), one sample per run;
+* ``_otel`` - A ledger as OpenTelemetry GenAI traces: OTLP/JSON, one trace per run;
+* ``_runs`` - One run of a ledger as the exporters read it: its record, its events and its gateway
+  exchanges (request and response as the gateway stored them), with the model calls and tool calls
+  in the order the harness observed them.
+"""
 
 from __future__ import annotations
 

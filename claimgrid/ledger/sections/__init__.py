@@ -6,6 +6,32 @@ section in the order a reader needs it: :mod:`.summary`, :mod:`.design`, :mod:`.
 :mod:`.reproducibility`, :mod:`.appendix`) and :func:`runs_md` ``(report) -> str`` (RUNS.md,
 :mod:`.runs_table`). Each section is a function of the report's typed findings; none
 computes a number another section shows differently.
+
+Modules:
+
+* ``appendix`` - LEDGER.md section 9, the appendix: links, framework versions, runtime settings,
+  parity groups;
+* ``audit_screen`` - The first screen of an audit's LEDGER.md (``grid.py audit DIR``, meta.json
+  ``audit``): per agent × model, the runs, the success claims, the false successes among them with
+  their Wilson interval, the honest failures and the runs that could not be read; then why each
+  unreadable run could not be, and the sentence that decided each claim (false successes first);
+* ``calibration`` - LEDGER.md section 6, calibration: each classification field against the
+  reference truth;
+* ``design`` - LEDGER.md section 1, the design: what varied, the plan, the configured and observed
+  swap, the guard, the verifier's cache, the parity groups, and where each task comes from;
+* ``detection`` - LEDGER.md section 5, the detector evaluation: the claim check against the
+  verifier's outcome;
+* ``divergence`` - LEDGER.md section 3, framework divergence: the cells whose classifications
+  differ, the per-framework figures, the paired framework tests and what each framework does with a
+  fault;
+* ``headline`` - LEDGER.md section 2, the headline: swap = none, per model x framework block;
+* ``health`` - LEDGER.md section 7, harness health: designed refusals, process outcomes, providers,
+  prices;
+* ``reproducibility`` - LEDGER.md section 8, reproducibility: the facts a re-run needs;
+* ``runs_table`` - RUNS.md: one row per cell, frameworks side by side;
+* ``summary`` - LEDGER.md section 0, the summary: the first screen's findings as bullets;
+* ``swapped`` - LEDGER.md section 4, the swap: the treatment each run received and what the fired
+  runs show.
 """
 
 from __future__ import annotations

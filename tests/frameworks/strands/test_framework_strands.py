@@ -7,14 +7,19 @@ parent) against ``claimgrid.gateway.Gateway``; the workspace is built with
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from claimgrid.inputs.venvs import load_venvs
+from claimgrid.launch import Launcher
+from tests.conftest import ROOT
 from tests.framework_support import (  # noqa: F401
     assert_no_tool_calls,
     assert_read_only,
     assert_runtime_matches_harness,
     assert_task_tests_pass,
+    entry,
     gateway,
     make_run_cell,
     warm_launcher,
@@ -92,22 +97,43 @@ def test_runtime_model_name_is_what_responses_said(run_cell, swap):
     assert ("reader" in told) == (swap == "reported")
 
 
-# Most of its wall time is Strands' own back-off against the budget's 429, a wait and not a core.
-@pytest.mark.waits_s(load_venvs()["strands"].retry_backoff_s)
-def test_looper_is_stopped_by_the_gateway_budget_and_the_error_propagates(run_cell):
-    """Strands has no cycle limit: the gateway's 429 ends the run, as an error, not a report.
-    OpenAIModel raises ModelThrottledException on the 429 and Strands' own retry strategy
-    tries it again up to its max_attempts (its back-off is waited out, no client retry
-    underneath): every refused attempt is one gateway exchange and one runtime error."""
-    r = run_cell("write-status", "looper")
+def _assert_budget_refusal_propagates(r: dict) -> None:
+    """Every refused attempt is one gateway 429 and one runtime error; the last refusal ends
+    the run as an error (Strands wraps its ModelThrottledException in its EventLoopException),
+    not a report."""
     attempts = r["outcome"]["versions"]["retries"]["strands_model_retry"]["max_attempts"]
     assert attempts > 1
     assert r["process"]["timed_out"] is False
     statuses = [e["status"] for e in r["gateway"]]
     assert statuses.count(429) == attempts and statuses[-attempts:] == [429] * attempts
     assert r["outcome"]["final_text"] is None
-    # Strands wraps the last refusal's ModelThrottledException in its EventLoopException.
     assert r["outcome"]["error"]["type"] == "EventLoopException"
     assert "model_call_budget_exhausted" in r["outcome"]["error"]["message"]
     errors = [e["type"] for e in r["outcome"]["events"] if e["kind"] == "error"]
     assert errors == ["ModelThrottledException"] * attempts
+
+
+@pytest.fixture(scope="module")
+def quick_retry_launcher():
+    """Strands' adapter with Strands' own retry at fewer, shorter attempts
+    (tests/fixtures/frameworks/strands_quick_retry: its documented ``retry_strategy``)."""
+    quick = dataclasses.replace(entry("strands"), adapter=ROOT / "tests/fixtures/frameworks/strands_quick_retry/adapter.py")
+    with Launcher({"strands": quick}, "fresh") as la:
+        yield la
+
+
+def test_looper_budget_refusal_is_retried_by_strands_and_propagates(run_cell, quick_retry_launcher):
+    """Strands has no cycle limit: the gateway's 429 ends the run, as an error, not a report.
+    OpenAIModel raises ModelThrottledException on the 429 and Strands' own retry strategy
+    tries it again up to its max_attempts (no client retry underneath): the path of the
+    deep test below, with Strands' retry configured to three attempts a second apart."""
+    _assert_budget_refusal_propagates(run_cell("write-status", "looper", via=quick_retry_launcher))
+
+
+# Its wall time is Strands' own default back-off against the budget's 429 (venvs.toml
+# retry_backoff_s), a wait and not a core: the quick test above walks the same path.
+@pytest.mark.deep
+@pytest.mark.waits_s(load_venvs()["strands"].retry_backoff_s)
+def test_looper_is_stopped_by_the_gateway_budget_and_the_error_propagates(run_cell):
+    """The same, with Strands' default retry (venvs.toml ``retry_backoff_s`` of waiting)."""
+    _assert_budget_refusal_propagates(run_cell("write-status", "looper"))

@@ -1,24 +1,31 @@
 """Every bad input gets one line, a non-zero exit and nothing half-written.
 
-Each case runs the real command line (``python grid.py ...``) in a temporary copy of the
-project and asserts: the exit code (2 for usage and data errors), stderr is exactly one
-line naming the flag or the file and field, no traceback, and nothing new under ``--out``
-(a resumed or reclassified folder is byte-for-byte unchanged). Cases that need a real grid
-use the stdlib ``fake`` adapter (tests/fixtures/frameworks/fake) as the only framework.
+Each case runs the command line's own entry point (``claimgrid.commands.cli.main(argv)``, what
+``grid.py`` calls) in this process, on a temporary copy of the project's data (its tasks,
+conditions and a ``venvs.toml`` whose only framework is the stdlib ``fake`` adapter,
+tests/fixtures/frameworks/fake), passed as ``--tasks-dir``/``--conditions-dir``/``--venvs``
+(their defaults are the checkout's own: claimgrid/commands/options.py). Each asserts: the exit
+code (2 for usage and data errors), stderr is exactly one line naming the flag or the file and
+field, no traceback, nothing left in the temporary folder, and nothing new under ``--out`` (a
+resumed or reclassified folder is byte-for-byte unchanged). A few cases run the real
+``python grid.py`` in a full copy of the project, for what only a process shows: its exit
+status, Ctrl-C (SIGINT), a full disk and a closed pipe.
 Names of tasks, conditions and models are read from the data, never spelled here.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import os
 import re
 import shutil
 import signal
-import tempfile
 import subprocess
 import sys
+import tempfile
 import time
 import tomllib
 from pathlib import Path
@@ -27,9 +34,8 @@ import pytest
 
 from claimgrid.commands import validate as V
 from claimgrid.inputs.conditions import PLACEHOLDERS, load_content_conditions, load_swap_conditions
-from claimgrid.reference.registry import default_models
 from claimgrid.inputs.tasks import in_suite, load_tasks
-
+from claimgrid.reference.registry import default_models
 from tests.conftest import ROOT
 
 FAKE = ROOT / "tests" / "fixtures" / "frameworks" / "fake"
@@ -41,8 +47,28 @@ MODELS = default_models()
 SMALL = ["--tasks", TASKS[0], "--content", CONTENT[0], "--swap", SWAP[0], "--models", MODELS[0]]
 
 
+def _make_data(dest: Path) -> Path:
+    """A copy of the project's data (tasks, conditions) and a venvs.toml whose only framework
+    is the fake adapter: what ``main()`` in this process reads through the data flags."""
+    for rel in ("tasks", "conditions"):
+        shutil.copytree(ROOT / rel, dest / rel, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".venv"))
+    _add_fake(dest)
+    return dest
+
+
+def _add_fake(dest: Path) -> None:
+    fake = dest / "frameworks" / "fake"
+    fake.mkdir(parents=True)
+    for name in ("pyproject.toml", "uv.lock"):  # an empty locked environment: nothing to install
+        shutil.copy2(ROOT / "frameworks" / "plain" / name, fake / name)
+    shutil.copy2(FAKE / "adapter.py", fake / "adapter.py")
+    (dest / "venvs.toml").write_text('[frameworks.fake]\npython = "3.11"\nproject = "frameworks/fake"\n'
+                                     'adapter = "frameworks/fake/adapter.py"\n')
+
+
 def _make_project(dest: Path) -> Path:
-    """A runnable copy of the project whose only framework is the fake adapter.
+    """A runnable copy of the project whose only framework is the fake adapter (the cases
+    that run ``python grid.py`` itself).
 
     claimgrid's bytecode is copied with it (copy2 keeps the sources' mtimes, which each ``.pyc``
     is checked against): every ``grid.py`` here runs with PYTHONDONTWRITEBYTECODE, and without
@@ -51,13 +77,7 @@ def _make_project(dest: Path) -> Path:
         src = ROOT / rel
         ignore = shutil.ignore_patterns("*.pyc.*") if rel == "claimgrid" else shutil.ignore_patterns("__pycache__", "*.pyc")
         (shutil.copytree(src, dest / rel, ignore=ignore) if src.is_dir() else shutil.copy2(src, dest / rel))
-    fake = dest / "frameworks" / "fake"
-    fake.mkdir(parents=True)
-    for name in ("pyproject.toml", "uv.lock"):  # an empty locked environment: nothing to install
-        shutil.copy2(ROOT / "frameworks" / "plain" / name, fake / name)
-    shutil.copy2(FAKE / "adapter.py", fake / "adapter.py")
-    (dest / "venvs.toml").write_text('[frameworks.fake]\npython = "3.11"\nproject = "frameworks/fake"\n'
-                                     'adapter = "frameworks/fake/adapter.py"\n')
+    _add_fake(dest)
     return dest
 
 
@@ -77,13 +97,51 @@ def assert_no_leftovers(env: dict) -> None:
     assert left == [], f"temporary files left behind: {left}"
 
 
-def grid(project: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+def grid_process(project: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     """``python grid.py ARGS`` in ``project``; asserts that it left nothing in its TMPDIR."""
     env = private_tmp()
     proc = subprocess.run([sys.executable, str(project / "grid.py"), *args], cwd=project, capture_output=True,
                           text=True, timeout=timeout, stdin=subprocess.DEVNULL, env=env)
     assert_no_leftovers(env)
     return proc
+
+
+# The data flags (claimgrid/commands/options.py: each defaults to the checkout's own) that each
+# command these cases run takes, pointed into the copied project.
+DATA_FLAGS = {"--tasks-dir": "tasks", "--conditions-dir": "conditions", "--venvs": "venvs.toml"}
+FLAGS_OF = {"run": set(DATA_FLAGS), "list": set(DATA_FLAGS), "venvs": {"--venvs", "--tasks-dir"},
+            "reclassify": {"--tasks-dir", "--conditions-dir"}}
+
+
+def grid(project: Path, *args: str) -> subprocess.CompletedProcess:
+    """``grid.py ARGS`` through ``cli.main`` in this process, in ``project`` (the working
+    folder) with its data flags first (a case's own flag, later, wins), stdout and stderr
+    captured and a private temporary folder, which must be empty afterwards. A usage error
+    (argparse's exit) is returned as its status, as the process would exit with it."""
+    from claimgrid.commands.cli import main
+
+    command = args[0] if args else "run"
+    known = FLAGS_OF.get(command, set())
+    data = [x for flag, rel in DATA_FLAGS.items() if flag in known for x in (flag, str(project / rel))]
+    argv = [command, *data, *args[1:]] if args else data
+    tmp = Path(tempfile.mkdtemp(prefix="claimgrid-test-tmpdir-"))
+    out, err = io.StringIO(), io.StringIO()
+    saved = (os.getcwd(), os.environ.get("TMPDIR"), tempfile.tempdir)
+    try:
+        os.chdir(project)
+        os.environ["TMPDIR"] = tempfile.tempdir = str(tmp)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(argv)
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        os.chdir(saved[0])
+        os.environ["TMPDIR"], tempfile.tempdir = saved[1] or "", saved[2]
+        if saved[1] is None:
+            del os.environ["TMPDIR"]
+    assert_no_leftovers({"TMPDIR": str(tmp)})
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
 
 
 def snapshot(folder: Path) -> dict:
@@ -178,7 +236,14 @@ DATA_CASES = [
 
 @pytest.fixture
 def project(tmp_path):
-    return _make_project(tmp_path / "project")
+    return _make_data(tmp_path / "project")
+
+
+@pytest.fixture(scope="module")
+def full_project(tmp_path_factory):
+    """A runnable copy of the whole project (``python grid.py``), shared by the process cases
+    that change no data file."""
+    return _make_project(tmp_path_factory.mktemp("full") / "project")
 
 
 @pytest.mark.parametrize("case", DATA_CASES, ids=[c[0] for c in DATA_CASES])
@@ -190,6 +255,29 @@ def test_a_bad_data_file_is_one_line_naming_file_and_field(project, tmp_path, ca
     proc = grid(project, *args)
     assert_one_line(proc, 2, str(file_of(project)), field)
     assert not out.exists()
+
+
+# What only the process shows, for each way a bad input ends: argparse's own exit (a flag), a
+# data error raised to main (exit status through grid.py's sys.exit), an unknown command.
+PROCESS_CASES = [
+    ("flag", lambda p: None, ["run", "--jobs", "-1"], lambda p: "--jobs"),
+    ("data-file", lambda p: _not_utf8(_task_toml(p)), ["run", *SMALL], lambda p: str(_task_toml(p))),
+    ("command", lambda p: None, ["explode"], lambda p: "explode"),
+]
+
+
+@pytest.mark.parametrize("case", PROCESS_CASES, ids=[c[0] for c in PROCESS_CASES])
+def test_the_process_exits_2_with_one_line_and_writes_nothing(tmp_path, case):
+    _, edit, args, name = case
+    project = _make_project(tmp_path / "project")
+    edit(project)
+    out = tmp_path / "out"
+    before = snapshot(project)
+    extra = ["--out", str(out)] if args[0] == "run" else []
+    proc = grid_process(project, *args, *extra)
+    assert_one_line(proc, 2, name(project))
+    assert not out.exists()
+    assert snapshot(project) == before
 
 
 def test_an_unknown_placeholder_line_lists_the_allowed_ones(project):
@@ -268,7 +356,7 @@ def test_other_commands_reject_bad_flags_in_one_line(project, args, name):
 
 def test_the_grid_size_bound_is_checked_before_planning(project, tmp_path):
     # Within each flag's own range, but the product is too big: refused at once, not a MemoryError.
-    proc = grid(project, "run", "--out", str(tmp_path / "out"), "--repeats", str(V.MAX_REPEATS), timeout=60)
+    proc = grid(project, "run", "--out", str(tmp_path / "out"), "--repeats", str(V.MAX_REPEATS))
     line = assert_one_line(proc, 2, "--repeats", f"{V.MAX_GRID:,}")
     assert re.search(r"would have [\d,]+ runs", line)
 
@@ -313,7 +401,8 @@ def test_out_in_a_read_only_place(project, tmp_path, mountpoint):
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory):
-    """A project copy and one finished two-cell grid, run once for the store cases."""
+    """A project copy (runnable as ``python grid.py``) and one finished two-cell grid, run
+    once for the store cases."""
     root = tmp_path_factory.mktemp("base")
     project = _make_project(root / "project")
     ledger = root / "ledger"
@@ -424,7 +513,7 @@ def test_a_grid_stopped_by_storage_or_ctrl_c_is_one_line_and_resume_completes_it
         with open(filler, "wb") as fh:
             fh.write(b"\0" * (st.f_bavail * st.f_frsize - 300 * 1024))
         out = disk / "grid"
-        proc = grid(project, *args[2:], "--out", str(out))
+        proc = grid_process(project, *args[2:], "--out", str(out))
         line = assert_one_line(proc, 1, "--out", str(out), "No space left on device", "--resume")
         filler.unlink()
     elif failure == "interrupted":
@@ -457,7 +546,8 @@ def test_a_grid_stopped_by_storage_or_ctrl_c_is_one_line_and_resume_completes_it
 
 # ---------------------------------------------------------------- output
 
-def test_output_to_a_closed_pipe_ends_quietly(project):
+def test_output_to_a_closed_pipe_ends_quietly(full_project):
+    project = full_project
     proc = subprocess.Popen([sys.executable, str(project / "grid.py"), "list"], cwd=project,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     proc.stdout.close()  # the reader is gone before the first line is written (`| head` that left)

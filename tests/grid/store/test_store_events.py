@@ -69,6 +69,10 @@ DOCUMENTED = [
     ({"source": "process", "kind": "exit", "isolation": "warm", "exit_code": 0, "signal": None, "wall_s": 1.5,
       "timed_out": False, "outcome_status": "ok", "stderr_tail": "", "pid": 7, "killed_processes": 0,
       "leftovers_killed": 0, "cpu_s": 0.4, "adapter_exception": None}, E.ProcessExit),
+    ({"source": "process", "kind": "transcript_truncated", "reason": "line 7 is torn"}, E.TranscriptTruncated),
+    ({"source": "external", "kind": "outcome", "outcome": "TESTS_FAIL", "form": "swebench-report",
+      "why": "resolved: false", "path": "report.json", "reward": None, "passed": 3, "failed": 1},
+     E.ExternalOutcomeEvent),
 ]
 
 

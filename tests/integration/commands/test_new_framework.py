@@ -109,14 +109,14 @@ def _adapter_skeletons() -> dict[str, str]:
     from claimgrid.commands.new_framework import adapter_text
 
     out = {"scaffold": adapter_text("demo-fw", ["demo-fw==1.0"])}
-    for doc in ("README.md", "docs/CONTRACTS.md"):
+    for doc in ("README.md", "docs/adapter-authors.md"):
         blocks = re.findall(r"```python\n(.*?)```", (ROOT / doc).read_text(), re.S)
         out[doc] = "\n".join(b for b in blocks if "import kit" in b)
         assert out[doc], f"{doc}: no adapter skeleton on the kit"
     return out
 
 
-@pytest.mark.parametrize("where", ["scaffold", "README.md", "docs/CONTRACTS.md"])
+@pytest.mark.parametrize("where", ["scaffold", "README.md", "docs/adapter-authors.md"])
 def test_the_adapter_skeletons_follow_the_kit(where):
     """The new-framework template and the documented skeletons use the kit's API as it is:
     every kit name they mention exists, and each opens run() with kit.start_run and closes it
@@ -161,7 +161,7 @@ def _kit_calls(src: str) -> dict[str, list[str]]:
     return out
 
 
-@pytest.mark.parametrize("doc", ["README.md", "docs/CONTRACTS.md"])
+@pytest.mark.parametrize("doc", ["README.md", "docs/adapter-authors.md"])
 def test_the_documented_skeleton_is_what_new_framework_writes(doc):
     """README's command writes an adapter whose kit calls are the documented ones, function by
     function and argument by argument (the kit's API as the skeleton uses it)."""

@@ -14,7 +14,7 @@ from claimgrid.launch.control import SCHEMA, ControlError, check_control
 
 
 def contracts_example() -> dict:
-    doc = (ROOT / "docs" / "CONTRACTS.md").read_text()
+    doc = (ROOT / "docs" / "adapter-authors.md").read_text()
     block = doc[doc.index("<!-- control -->") :]
     start = block.index("```json") + 7
     return json.loads(block[start : block.index("```", start)])

@@ -1,5 +1,5 @@
 """The ledger's columns are declared once (claimgrid.ledger.columns): renaming one there renames
-it in the loaded frame, ledger.html, runs.parquet and docs/CONTRACTS.md's generated table, and a
+it in the loaded frame, ledger.html, runs.parquet and docs/ledger-readers.md's generated table, and a
 page that still reads the old name fails naming it, never showing an empty column."""
 
 from __future__ import annotations
@@ -81,8 +81,8 @@ def test_a_renamed_classification_column_follows_into_frame_viewer_and_contracts
     after_md = (folder / "LEDGER.md").read_text()
     changed = [(a, b) for a, b in zip(before_md.splitlines(), after_md.splitlines(), strict=True) if a != b]
     assert changed and all(b == a.replace("claim_form", "form_of_claim") for a, b in changed)
-    # CONTRACTS.md's generated table no longer matches the code: the docs test fails until regenerated
-    assert docs.stale() == ["docs/CONTRACTS.md: block 'parquet-columns' is out of date"]
+    # docs/ledger-readers.md's generated table no longer matches the code: the docs test fails until regenerated
+    assert docs.stale() == ["docs/ledger-readers.md: block 'parquet-columns' is out of date"]
     assert "`form_of_claim`" in docs.block("parquet-columns")
 
 
@@ -92,7 +92,7 @@ def test_a_renamed_evidence_column_follows_into_parquet(tmp_path, monkeypatch):
     render_ledger(folder)
     df, _ = read_frame(folder / PARQUET_NAME)
     assert "evidence.files_changed" in df.columns and "evidence.changed_files" not in df.columns
-    assert docs.stale() == ["docs/CONTRACTS.md: block 'parquet-columns' is out of date"]
+    assert docs.stale() == ["docs/ledger-readers.md: block 'parquet-columns' is out of date"]
 
 
 @pytest.mark.parametrize("old", ["outcome", "swap_condition"])

@@ -14,13 +14,13 @@ from tests.conftest import ROOT
 
 
 def test_contracts_carries_the_generated_schema():
-    doc = (ROOT / "docs" / "CONTRACTS.md").read_text()
+    doc = (ROOT / "docs" / "ledger-readers.md").read_text()
     block = doc[doc.index(SCHEMA_BEGIN): doc.index(SCHEMA_END) + len(SCHEMA_END)]
-    assert block == schema_markdown(), "run `uv run python -m claimgrid.store.record` and commit docs/CONTRACTS.md"
+    assert block == schema_markdown(), "run `uv run python -m claimgrid.store.record` and commit docs/ledger-readers.md"
 
 
 def test_every_vocabulary_value_is_documented_in_contracts():
-    doc = (ROOT / "docs" / "CONTRACTS.md").read_text()
+    doc = (ROOT / "docs" / "ledger-readers.md").read_text()
     for literal in vocab.FIELDS.values():
         for value in vocab.values(literal):
             assert f"`{value}`" in doc, value
