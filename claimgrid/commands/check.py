@@ -54,7 +54,7 @@ FIELDS = (
     "declaration_mismatches",
 )
 # The agents whose stop-hook protocol `check --hook` speaks (claimgrid.commands.stop_hook).
-HOOK_PROTOCOLS = ("claude-code", "codex")
+HOOK_PROTOCOLS = ("claude-code", "codex", "gemini")
 NO_TRANSCRIPT = "no transcript: the tool calls the claim is checked against are unknown"
 NO_REPOSITORY = "no repository: nothing to verify the claim against"
 TRUNCATED = "transcript_truncated"

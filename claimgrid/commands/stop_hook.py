@@ -25,6 +25,15 @@ What this hook does:
 * prints one line on stderr (what it decided and why) and appends the verdict, with the hook's
   session id and decision, to ``--log`` (the log ``check --report`` reads).
 
+Gemini CLI's ``AfterAgent`` hook (``hooks.AfterAgent`` in ``.gemini/settings.json``; its
+``packages/core/src/hooks``) is the same check in another protocol: it fires once per turn after
+the model's final answer, with the same base fields (``transcript_path`` the saved session JSON,
+``chats/session-*.json``), the answer as ``prompt_response`` and ``stop_hook_active`` set on the
+turn a hook's denial started. It parses stdout as JSON (and, when stdout is empty, stderr as a
+message), so this hook always prints one JSON object there: ``{"decision": "deny", "reason": ...}``
+rejects the answer and sends the reason to the model as its next prompt, ``{"decision":
+"allow"}`` lets it stand. Exit 1 is its non-blocking hook error too (any other non-zero exit blocks).
+
 Precision before recall: a transcript it cannot read, a hook input it cannot parse or an
 outcome it cannot decide never blocks (the line says why). Bad hook input exits 1, a
 non-blocking hook error in both protocols (2 would block the agent).
@@ -82,6 +91,27 @@ def reason_text(verdict: dict) -> str:
     )
 
 
+# Gemini CLI's AfterAgent input when the turn produced no text (its client.ts): no report given.
+GEMINI_NO_TEXT = "[no response text]"
+
+
+def final_given(payload: dict) -> str | None:
+    """The last report the hook input carries (Claude Code / Codex ``last_assistant_message``,
+    Gemini CLI ``prompt_response``), or None: then the transcript's is read."""
+    for key in ("last_assistant_message", "prompt_response"):
+        text = payload.get(key)
+        if isinstance(text, str) and text != GEMINI_NO_TEXT:
+            return text
+    return None
+
+
+def answer(hook: str, reason: str | None) -> str | None:
+    """The stdout JSON of the agent's protocol, or None where it wants nothing on a pass."""
+    if hook == "gemini":
+        return json.dumps({"decision": "deny", "reason": reason} if reason else {"decision": "allow"})
+    return json.dumps({"decision": "block", "reason": reason}) if reason else None
+
+
 def hook_verdict(payload: dict, args) -> tuple[dict, str | None]:
     """(the log line, the block reason or None) of one stop."""
     line: dict = {
@@ -101,9 +131,8 @@ def hook_verdict(payload: dict, args) -> tuple[dict, str | None]:
             transcript = read_transcript(Path(path))
         except DataError as exc:
             line["transcript_error"] = " ".join(str(exc).split())
-    text = payload.get("last_assistant_message")
-    if not isinstance(text, str):
-        text = final_report(transcript) if transcript is not None else ""
+    given = final_given(payload)
+    text = given if given is not None else (final_report(transcript) if transcript is not None else "")
     repo = args.repo or Path(str(payload.get("cwd") or os.getcwd()))
     expectation = args.expectation or (repo / EXPECTATION if (repo / EXPECTATION).is_file() else None)
     verification = expected = required = None
@@ -117,7 +146,7 @@ def hook_verdict(payload: dict, args) -> tuple[dict, str | None]:
     facts = check_facts(args.role, args.agent, args.delegation_id, args.parent_id, expected, required)
     verdict, unknown = check_verdict(text, transcript, verification, facts)
     line.update(
-        final="last_assistant_message" if isinstance(payload.get("last_assistant_message"), str) else "transcript",
+        final="hook input" if given is not None else "transcript",
         transcript_form=transcript.form if transcript is not None else None,
         repository=str(repo) if verification is not None else None,
         verdict=verdict,
@@ -143,8 +172,10 @@ def cmd_hook(args) -> int:
         args.log.parent.mkdir(parents=True, exist_ok=True)
         with open(args.log, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(line, default=str) + "\n")
+    said = answer(args.hook, reason)
+    if said is not None:
+        print(said, flush=True)
     if reason is not None:
-        print(json.dumps({"decision": "block", "reason": reason}), flush=True)
         print(f"claim check: blocked the stop: {reason}", file=sys.stderr)
         return 0
     v = line.get("verdict") or {}

@@ -10,7 +10,8 @@ file's name; each form is a small private module:
   run's own events** (``events.jsonl``);
 * **Claude Code** ``--output-format stream-json`` and its **session JSONL** (``_claude_code``);
 * **Codex CLI** ``exec --json`` and its **rollout JSONL** (``_codex``);
-* **Gemini CLI** ``--output-format json`` / ``stream-json`` and a **saved session** (``_gemini``);
+* **Gemini CLI** ``--output-format json`` / ``stream-json`` and a **saved session**, one JSON
+  document or JSON lines (``_gemini``);
 * a **Harbor trial folder** (``agent/trajectory.json`` in ATIF, ``result.json``,
   ``verifier/ctrf.json``) or an **ATIF trajectory** alone (``_atif``);
 * **SWE-agent** ``.traj``, **mini-swe-agent** trajectories and **OpenHands** event streams
@@ -157,6 +158,8 @@ def _lines(path: Path, records: list[dict], torn: str | None, select: str | None
         return _codex.read_exec(records, torn)
     if _gemini.is_stream(records):
         return _gemini.read_stream(records, torn)
+    if _gemini.is_session_lines(records):
+        return _gemini.read_session(_gemini.fold_session(records), torn)
     return None
 
 

@@ -1,5 +1,5 @@
 """Gemini CLI: its ``--output-format json`` answer, its ``stream-json`` lines, and a saved
-session (``~/.gemini/tmp/<project>/chats/session-*.json``).
+session (``~/.gemini/tmp/<project>/chats/session-*.json``, or ``.jsonl`` in recent versions).
 
 * the JSON answer (``{"response", "stats"}``): the final report and the model names of
   ``stats.models``; it holds no tool call, only counts (``stats.tools.byName``), so its tool
@@ -11,6 +11,12 @@ session (``~/.gemini/tmp/<project>/chats/session-*.json``).
 * a session (``{"sessionId", "messages": [...]}``): a ``gemini`` message's ``toolCalls``
   (``name``, ``args``, ``status``, ``result``) are the calls, its ``content`` the answer, its
   ``model`` the model; the last ``gemini`` message's content is the final report.
+* a session as JSON lines (``chats/session-*.jsonl``, what recent versions write and name as a
+  hook's ``transcript_path``): a first line of metadata (``sessionId``, ``projectHash``), then
+  records folded as Gemini CLI's own loader (``chatRecordingService.ts``) folds them: a message
+  (a string ``id``) is added or, with an ``id`` already seen, replaces that message in place; a
+  ``$set`` merges metadata and, with ``messages``, restarts the list from them; ``$rewindTo``
+  drops that message and every later one. The folded session is read as above.
 """
 
 from __future__ import annotations
@@ -31,6 +37,45 @@ def is_session(doc) -> bool:
         and ("sessionId" in doc or "projectHash" in doc)
         and all(isinstance(m, dict) and "type" in m for m in doc["messages"][:5])
     )
+
+
+def is_session_lines(records: list[dict]) -> bool:
+    first = records[0]
+    return (
+        isinstance(first.get("sessionId"), str)
+        and isinstance(first.get("projectHash"), str)
+        and "type" not in first
+        and all(isinstance(r.get("id"), str) or "$set" in r or "$rewindTo" in r or r is first for r in records)
+    )
+
+
+def fold_session(records: list[dict]) -> dict:
+    """The session the JSON lines stand for (module doc), as one ``{"sessionId", "messages"}``."""
+    meta: dict = {}
+    messages: dict[str, dict] = {}  # insertion order kept on replace, as a JS Map's
+
+    def restart(listed) -> None:
+        messages.clear()
+        for m in listed if isinstance(listed, list) else []:
+            if isinstance(m, dict) and isinstance(m.get("id"), str):
+                messages[m["id"]] = m
+
+    for r in records:
+        if isinstance(r.get("$rewindTo"), str):
+            ids = list(messages)
+            for gone in ids[ids.index(r["$rewindTo"]) :] if r["$rewindTo"] in messages else ids:
+                del messages[gone]
+        elif isinstance(r.get("id"), str):
+            messages[r["id"]] = r
+        elif isinstance(r.get("$set"), dict):
+            if "messages" in r["$set"]:
+                restart(r["$set"]["messages"])
+            meta.update({k: v for k, v in r["$set"].items() if k != "messages"})
+        elif isinstance(r.get("sessionId"), str):
+            if "messages" in r:
+                restart(r["messages"])
+            meta.update({k: v for k, v in r.items() if k != "messages"})
+    return {**meta, "messages": list(messages.values())}
 
 
 def is_stream(records: list[dict]) -> bool:
@@ -71,8 +116,10 @@ def _result_text(result) -> str | None:
     return text_of(result)
 
 
-def read_session(doc: dict) -> Transcript:
+def read_session(doc: dict, torn: str | None = None) -> Transcript:
     out = Builder(AGENT)
+    if torn:
+        out.tear(torn)
     out.session_id = doc.get("sessionId")
     last = None
     for m in doc["messages"]:

@@ -17,7 +17,7 @@ from tests.conftest import ROOT
 
 FIX = ROOT / "tests" / "fixtures" / "transcripts"
 REVIEWS = ["claude-code/review.stream.jsonl", "claude-code/review.session.jsonl", "codex/review.exec.jsonl",
-           "codex/review.rollout.jsonl"]
+           "codex/review.rollout.jsonl", "atif/claude-code.review.trajectory.json"]
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,8 @@ def review_repo(tmp_path_factory):
 @pytest.mark.parametrize("name", REVIEWS)
 def test_the_real_agent_programs_transcripts_check_as_the_grid_does(name, review_repo, tmp_path):
     """Claude Code 2.1.328 and Codex 0.169.0 themselves (the grid's locked builds), driven by the
-    numbered-reviewer reference model through the gateway on review-change (README.md): each
+    numbered-reviewer reference model through the gateway on review-change, and Harbor's ATIF of the
+    Claude Code session (README.md): each
     output form reads, its shell reads count by coverage against the repository, and the
     review checks as the grid classifies it (consistent, PASS, TRUE_SUCCESS)."""
     task, repo = review_repo
@@ -45,7 +46,8 @@ def test_the_real_agent_programs_transcripts_check_as_the_grid_does(name, review
     v = row["verdict"]
     assert (v["claim_verdict"], v["outcome"], v["claim_vs_outcome"]) == ("consistent", "PASS", "TRUE_SUCCESS"), row
     assert set(v["evidence"]["opened"]) >= set(task.spec.expectation.review.must_open)
-    assert row["transcript_agent"] == name.split("/")[0] and row["transcript_truncated"] is None
+    agent = name.split("/")[-1].split(".")[0] if name.startswith("atif/") else name.split("/")[0]  # Harbor's ATIF of it
+    assert row["transcript_agent"] == agent and row["transcript_truncated"] is None
 
 
 def test_the_repository_wins_over_a_recorded_verdict(review_repo, tmp_path, capsys):

@@ -148,6 +148,89 @@ def test_a_real_openhands_event_stream():
     assert t.final_report.startswith("I've created a simple implementation of the 2048 game")
 
 
+# The real Gemini CLI 0.61.0 replaying answers a real Gemini model gave (recorded in Gemini CLI's own
+# integration tests; README.md): name -> (form, models, calls, final report, truncated reason starts).
+GEMINI = {
+    "write.output.json": ("gemini-cli json", ["gemini-2.5-pro"], [], "OK.", "the JSON output counts 1 tool call"),
+    "write.session.jsonl": ("gemini-cli session", ["gemini-2.5-pro"], [("write_file", "write", True, None)], "OK.", None),
+    "shell.stream.jsonl": (
+        "gemini-cli stream-json", ["gemini-2.5-pro"], [("run_shell_command", "read", True, None)],
+        "POLICY_TEST_ECHO_COMMAND", None),
+    "shell.session.jsonl": (
+        "gemini-cli session", ["gemini-2.5-pro"], [("run_shell_command", "read", True, None)],
+        "POLICY_TEST_ECHO_COMMAND", None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GEMINI))
+def test_real_gemini_cli_output_stream_and_session_jsonl(name, capsys):
+    form, models, calls, final, torn = GEMINI[name]
+    path = FIX / "gemini-cli" / name
+    t = read_transcript(path)
+    assert (t.form, t.agent, t.models) == (form, "gemini-cli", models)
+    assert _calls(t) == calls and t.final_report == final
+    assert t.truncated_reason is None if torn is None else t.truncated_reason.startswith(torn)
+    if calls and calls[0][0] == "write_file":
+        assert t.tool_events[0]["paths"] == ["error-test.txt"] and t.tool_events[0]["tool"] == "write_file"
+    if calls and calls[0][0] == "run_shell_command":
+        shell = t.tool_events[0]["shell"]  # echo: parsed, changes nothing, reads no file
+        assert (shell["parsed"], shell["changes"], shell["reads"]) == (True, [], [])
+        assert t.tool_events[0]["tool"] == "run_command"
+    # grid.py check prints a verdict: the answers claim nothing, and there is no repository
+    assert main(["check", "--transcript", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "claim_verdict: no completion claimed" in out and "outcome: UNKNOWN" in out
+    assert ("transcript_truncated:" in out) == (torn is not None)
+
+
+@pytest.mark.parametrize(("name", "call", "final"), [
+    ("gemini-cli.write.trajectory.json", ("write_file", "write", True, None), "OK."),
+    ("gemini-cli.shell.trajectory.json", ("run_shell_command", "read", True, None), "POLICY_TEST_ECHO_COMMAND"),
+])  # fmt: skip
+def test_harbors_own_atif_of_the_real_gemini_cli_runs(name, call, final, tmp_path, capsys):
+    """ATIF v1.7 as Harbor 0.25.0's Gemini CLI agent writes it (README.md): its agent's tool table
+    applies, and the same run reads the same as from Gemini CLI's own session."""
+    path = FIX / "atif" / name
+    t = read_transcript(path)
+    assert (t.form, t.agent, t.models, t.truncated) == ("atif trajectory", "gemini-cli", ["gemini-2.5-pro"], False)
+    assert _calls(t) == [call] and t.final_report == final
+    session = read_transcript(FIX / "gemini-cli" / name.replace("gemini-cli.", "").replace("trajectory.json", "session.jsonl"))
+    assert [(e["tool"], e["category"], e["args"]) for e in t.tool_events] == [
+        (e["tool"], e["category"], e["args"]) for e in session.tool_events
+    ]
+    # in a trial folder without a verifier result: read, no external outcome
+    (tmp_path / "trial" / "agent").mkdir(parents=True)
+    shutil.copyfile(path, tmp_path / "trial" / "agent" / "trajectory.json")
+    trial = read_transcript(tmp_path / "trial")
+    assert trial.form == "harbor trial" and trial.outcome is None and _calls(trial) == [call]
+    assert main(["check", "--transcript", str(tmp_path / "trial")]) == 0
+    assert "claim_verdict: no completion claimed" in capsys.readouterr().out
+
+
+def test_a_gemini_session_jsonl_folds_as_gemini_cli_folds_it(tmp_path):
+    """Recent Gemini CLI appends its session: a message again under its id replaces it in place, a
+    ``$set`` with ``messages`` restarts the list, ``$rewindTo`` drops a message and all after it."""
+    meta = {"sessionId": "s", "projectHash": "h", "startTime": "t", "lastUpdated": "t", "kind": "main"}
+
+    def gem(i, text, calls=None):
+        m = {"id": i, "timestamp": "t", "type": "gemini", "content": text, "model": "gemini-2.5-pro"}
+        return {**m, "toolCalls": calls} if calls else m
+
+    call = {"id": "c1", "name": "read_file", "args": {"absolute_path": "/r/a.py"}, "status": "success",
+            "result": [{"functionResponse": {"id": "c1", "name": "read_file", "response": {"output": "x = 1\n"}}}]}
+    lines = [meta, {"$set": {"messages": [{"id": "u0", "type": "user", "content": [{"text": "ctx"}]}]}},
+             {"id": "u1", "timestamp": "t", "type": "user", "content": [{"text": "fix a.py"}]},
+             gem("g1", ""), gem("g1", "", [call]), {"$set": {"lastUpdated": "t2"}}, gem("g2", "Gone: rewound."),
+             {"$rewindTo": "g2"}, gem("g3", "a.py read; nothing changed.")]
+    path = tmp_path / "session.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    t = read_transcript(path)
+    assert (t.form, t.session_id, t.truncated) == ("gemini-cli session", "s", False)
+    assert _calls(t) == [("read_file", "read", True, None)] and t.final_report == "a.py read; nothing changed."
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines) + '{"id": "g4", "type": "gem')
+    assert read_transcript(path).truncated_reason.startswith("line 10 is torn")
+
+
 def test_an_openhands_output_jsonl_holds_one_run_a_line(tmp_path):
     one = json.loads((MIN / "openhands.output.json").read_text())
     two = {**one, "instance_id": "fix-sub"}
@@ -283,7 +366,8 @@ def test_a_transcript_cut_anywhere_is_read_as_far_as_it_goes_or_refused_in_one_l
         except DataError as exc:
             assert "\n" not in str(exc) and str(cut) in str(exc)
             continue
-        if path.suffix == ".jsonl" and t.form != "claude-code session":
+        if path.suffix == ".jsonl" and t.form not in ("claude-code session", "gemini-cli session"):
+            # sessions are appended to as the agent goes: a cut at a line's end looks whole
             assert t.truncated, (path.name, k)  # a stream cut short says so
 
 
