@@ -8,7 +8,8 @@ this module (docs/CONTRACTS.md, "Ledger folders are data"):
 * :func:`check_folder` - the folder's top level holds only regular files of known names
   (:data:`LEDGER_FILES`, claimgrid's own temporaries) and the real folders
   :data:`LEDGER_DIRS`; each ``runs/<id>`` is a real folder of regular files. Anything else (a symlink, a FIFO, a device, an unknown name) is refused with one
-  line (:class:`UnsafeFolder`, exit 2) before anything is written.
+  line (:class:`UnsafeFolder`, exit 2) before anything is written; a folder that holds a
+  packed ledger (:data:`PACKED_LEDGER`) and no ``meta.json`` is told to unpack it.
 * :func:`write_file` - a new file is made with ``O_CREAT|O_EXCL|O_NOFOLLOW`` (``mkstemp``)
   in the target's folder, written, fsynced and renamed over the name: a symlink planted at
   the name is refused (never followed, never replaced), its target is never opened.
@@ -62,6 +63,8 @@ LEDGER_FILES = frozenset(
     }
 )
 QUARANTINE = "quarantine"
+# A ledger published as one file (docs/<name>/ledger.tar.xz): the folder beside it is no ledger.
+PACKED_LEDGER = "ledger.tar.xz"
 LEDGER_DIRS = frozenset({"runs", QUARANTINE})
 # claimgrid's own temporaries (mkstemp: ``.<name>.<random>.tmp``), left by a kill mid-write.
 _TEMPORARY = re.compile(r"^\.[^/\0]+\.tmp$")
@@ -82,7 +85,7 @@ def _kind(mode: int) -> str:
     ):
         if test(mode):
             return name
-    return "not a regular file"
+    return "a regular file" if stat.S_ISREG(mode) else "an unknown kind of file"
 
 
 def _refuse(path: Path, what: str) -> UnsafeFolder:
@@ -101,6 +104,12 @@ def check_folder(folder: Path) -> None:
         return
     if not stat.S_ISDIR(st.st_mode):
         raise _refuse(folder, f"is {_kind(st.st_mode)}, not a ledger folder")
+    if os.path.lexists(folder / PACKED_LEDGER) and not os.path.lexists(folder / "meta.json"):
+        raise _refuse(
+            folder,
+            f"holds a packed ledger ({PACKED_LEDGER}), not a ledger folder: unpack it "
+            f"(tar -xJf {folder / PACKED_LEDGER}) and read the folder it gives",
+        )
     for entry in sorted(os.scandir(folder), key=lambda e: e.name):
         mode = entry.stat(follow_symlinks=False).st_mode
         path = folder / entry.name
@@ -111,7 +120,12 @@ def check_folder(folder: Path) -> None:
             if not stat.S_ISREG(mode):
                 raise _refuse(path, f"is {_kind(mode)}, not a regular file")
         else:
-            raise _refuse(path, f"an unknown name in a ledger folder ({_kind(mode)})")
+            what = (
+                "a file claimgrid does not write there: keep it beside the folder"
+                if stat.S_ISREG(mode)
+                else _kind(mode)
+            )
+            raise _refuse(path, f"an unknown name in a ledger folder ({what})")
     runs = folder / "runs"
     if runs.is_dir():
         for entry in os.scandir(runs):

@@ -54,9 +54,18 @@ def test_a_fifo_a_device_an_unknown_name_or_a_linked_run_folder_is_refused(ledge
         check_folder(ledger)
     (ledger / "RUNS.md").unlink()
     (ledger / "site.pth").write_text("import os")
-    with pytest.raises(UnsafeFolder, match="site.pth: an unknown name"):
+    with pytest.raises(UnsafeFolder, match="site.pth: an unknown name") as exc:
         check_folder(ledger)
+    assert "not a regular file" not in str(exc.value) and "a file claimgrid does not write there" in str(exc.value)
     (ledger / "site.pth").unlink()
+    # a published ledger's folder in docs/ (the archive and its notes) is named for what it is
+    packed = tmp_path / "published"
+    packed.mkdir()
+    for name in ("ledger.tar.xz", "README.md", "LEDGER.md"):
+        (packed / name).write_text("x")
+    with pytest.raises(UnsafeFolder) as exc:
+        check_folder(packed)
+    assert str(exc.value).startswith(f"{packed}: holds a packed ledger (ledger.tar.xz), not a ledger folder: unpack")
     (ledger / "runs" / "r2").symlink_to(tmp_path)
     with pytest.raises(UnsafeFolder, match="r2: is a symlink, not an evidence folder"):
         check_folder(ledger)

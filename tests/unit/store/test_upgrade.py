@@ -1,10 +1,11 @@
 """The ledger's format version (claimgrid.store.upgrade): every writer stamps it, every reader
 upgrades an older record line or meta.json in memory (the published ledger in docs/ is
-version 1) and refuses a newer one with one line naming the file and the field."""
+version 1, read here through its archive) and refuses a newer one with one line naming the file and the field."""
 
 import hashlib
 import json
 import shutil
+import tarfile
 
 import pytest
 
@@ -17,7 +18,17 @@ from claimgrid.store.record import RunRecord, dump, parse_record
 from claimgrid.store.seal import META_MEMBER, load_key, seal_meta_text, verify_seal
 from claimgrid.store.upgrade import FORMAT_VERSION, UPGRADES, upgrade_meta, upgrade_record, version_of
 
-DOCS_LEDGER = ROOT / "docs" / "real-model-ledger"
+DOCS_ARCHIVE = ROOT / "docs" / "real-model-ledger" / "ledger.tar.xz"
+
+
+@pytest.fixture(scope="module")
+def docs_ledger(tmp_path_factory):
+    """The published ledger folder, unpacked once from the archive docs/ keeps (its README)."""
+    into = tmp_path_factory.mktemp("docs-ledger")
+    with tarfile.open(DOCS_ARCHIVE) as archive:
+        archive.extractall(into, filter="data")
+    (folder,) = into.iterdir()  # the archive holds one folder: the ledger
+    return folder
 
 
 def _record(run_id="r1", **fields) -> dict:
@@ -151,30 +162,30 @@ def test_every_writer_stamps_the_current_version_and_reads_it_back(tmp_path):
 # ---------------------------------------------------------------- the published ledger (version 1)
 
 
-def test_the_published_ledger_is_version_1_and_reads_through_the_upgrades_without_a_byte_changed():
-    raw_lines = [json.loads(line) for line in (DOCS_LEDGER / "runs.jsonl").read_text().splitlines()]
-    raw_meta = json.loads((DOCS_LEDGER / "meta.json").read_text())
+def test_the_published_ledger_is_version_1_and_reads_through_the_upgrades_without_a_byte_changed(docs_ledger):
+    raw_lines = [json.loads(line) for line in (docs_ledger / "runs.jsonl").read_text().splitlines()]
+    raw_meta = json.loads((docs_ledger / "meta.json").read_text())
     assert "format_version" not in raw_meta and all("format_version" not in r for r in raw_lines)
-    before = _sha(DOCS_LEDGER)
-    records = LedgerFolder(DOCS_LEDGER).runs()
+    before = _sha(docs_ledger)
+    records = LedgerFolder(docs_ledger).runs()
     assert len(records) == len(raw_lines) and {r.format_version for r in records} == {FORMAT_VERSION}
-    assert LedgerFolder(DOCS_LEDGER).meta() == {"format_version": FORMAT_VERSION, **raw_meta}
-    ledger = load_ledger(DOCS_LEDGER)  # what grid.py report renders from
+    assert LedgerFolder(docs_ledger).meta() == {"format_version": FORMAT_VERSION, **raw_meta}
+    ledger = load_ledger(docs_ledger)  # what grid.py report renders from
     assert len(ledger.records) == len(raw_lines)
-    assert _sha(DOCS_LEDGER) == before  # upgraded in memory: the sealed files are never rewritten
-    assert verify_seal(DOCS_LEDGER).problems == []
+    assert _sha(docs_ledger) == before  # upgraded in memory: the sealed files are never rewritten
+    assert verify_seal(docs_ledger).problems == []
 
 
-def test_reclassify_reads_the_published_ledger_as_before(tmp_path):
+def test_reclassify_reads_the_published_ledger_as_before(docs_ledger, tmp_path):
     # A few of its runs (their lines and evidence) keep the test cheap; every one reclassifies unchanged.
     folder = tmp_path / "ledger"
     folder.mkdir()
-    lines = (DOCS_LEDGER / "runs.jsonl").read_text().splitlines()[::48]
+    lines = (docs_ledger / "runs.jsonl").read_text().splitlines()[::48]
     (folder / "runs.jsonl").write_text("".join(line + "\n" for line in lines))
-    shutil.copy(DOCS_LEDGER / "meta.json", folder / "meta.json")
+    shutil.copy(docs_ledger / "meta.json", folder / "meta.json")
     for line in lines:
         run_id = json.loads(line)["run_id"]
-        shutil.copytree(DOCS_LEDGER / "runs" / run_id, folder / "runs" / run_id)
+        shutil.copytree(docs_ledger / "runs" / run_id, folder / "runs" / run_id)
     meta = LedgerFolder(folder).meta()
     derived = derive(RunStore(folder), ROOT / "tasks", meta.get("task_facts"))
     assert len(derived) == len(lines) >= 5
