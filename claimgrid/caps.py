@@ -335,3 +335,18 @@ LOCAL_MODEL_DEADLINE_SAFETY = 2.0
 # server are waiting on this machine's CPU, claimgrid.execute.admission), with no cap: a
 # capped factor ends calls that were only waiting their turn, and the deadline would then
 # measure the queue, not the model.
+# ---- the claim judge (claimgrid.classify.judge, --claim-judge MODEL)
+# The report a judge is shown: real final reports run to tens of kB; past this many characters
+# the judge reads the head and the tail (where a report concludes), the middle marked as cut,
+# so one pathological report cannot fill a hosted model's context or its bill.
+JUDGE_REPORT_MAX_CHARS = 40_000
+# The judge's answer as stored in its event: the constrained JSON is a stance and one sentence;
+# anything longer is kept only this far (the reading stays, the rest is not evidence of anything).
+JUDGE_ANSWER_MAX_CHARS = 4_000
+# A hosted judge's call: one answer of a few tokens; a model that has not answered in this long
+# is recorded as no answer (the run's classification never waits on it).
+JUDGE_CALL_TIMEOUT_S = 120.0
+JUDGE_MAX_OUTPUT_TOKENS = 400
+# LEDGER.md's claim judge section lists the runs where the judge and the reader disagree, at most
+# this many (each run's RUN.md shows its own; runs.parquet's judge_stance holds them all).
+JUDGE_DISAGREEMENTS_LISTED = 30

@@ -35,9 +35,15 @@ TOOL_ERROR_PREFIX = "ERROR: "
 # an outcome; `agent` is recorded and compared, never trusted; `runtime` is observed inside the
 # agent process; `external` is a verdict another harness recorded (a Harbor reward, a SWE-bench
 # report, a CTRF or JUnit test report, an Inspect score: `grid.py check --outcome-from`),
-# trusted as that harness's verdict and ranked below claimgrid's own verifier.
-EVIDENCE_SOURCES = ("agent", "runtime", "gateway", "tools", "verifier", "process", "external")
+# trusted as that harness's verdict and ranked below claimgrid's own verifier; `judge` is a model
+# asked to read the agent's report (`--claim-judge`): a second reader, recorded, never deciding.
+EVIDENCE_SOURCES = ("agent", "runtime", "gateway", "tools", "verifier", "process", "external", "judge")
 EXTERNAL_SOURCE = "external"
+JUDGE_SOURCE = "judge"
+# The claim judge's answer (claimgrid.classify.judge): the hand labels' vocabulary
+# (tests/data/claims/), so the judge, the corpus and the deterministic reader are set side by side.
+JudgeStance = Literal["yes", "no", "partial", "unclear"]
+JUDGE_STANCE = get_args(JudgeStance)
 
 # ---------------------------------------------------------------- roles and evidence
 Role = Literal["builder", "reviewer", "reporter"]

@@ -175,6 +175,10 @@ def pytest_runtest_protocol(item, nextitem):
     global _in_unit_test
     if item.get_closest_marker("frameworks") and _framework_venvs_needed.get(item.nodeid):
         _build_framework_venvs(_framework_venvs_needed.pop(item.nodeid))
+    if (extra := item.get_closest_marker("extra")) is not None:
+        from tests import extras
+
+        extras.wait(extra.args[0])  # .ci/run's background install of it (tests/extras.py)
     _in_unit_test = item.get_closest_marker("unit") is not None
     try:
         return (yield)

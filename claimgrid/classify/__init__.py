@@ -7,6 +7,8 @@ Modules:
 * ``conclusion`` - What a long report concludes: the markdown structure of a free-text report, read
   before its words;
 * ``evidence`` - what counts as a change, a read and an instruction carried out;
+* ``judge`` - The claim judge: a model asked to read the agent's final report, a second reader with
+  no authority;
 * ``limits`` - Which of a run's limits it hit, and whether a limit, not the agent, ended its work;
 * ``outcomes`` - Verdicts another harness recorded: ``grid.py check --outcome-from FILE``;
 * ``reactions`` - what a framework did with a fault (record field ``faults``);

@@ -83,7 +83,9 @@ import functools
 import re
 import tomllib
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 
 from claimgrid.classify import conclusion
@@ -252,7 +254,8 @@ def _language(code: str, table: dict) -> Language:
         "verify_after",
         "failure", "retractions",
         "nothing_needed", "clause_breaks", "verdict_labels", "verdict_pass", "verdict_fail",
-        "partial", "asks_user", "scoped", "hypothetical", "announces", "measured", "delivered", "summary_headings")}  # fmt: skip
+        "partial", "asks_user", "scoped", "hypothetical", "announces", "measured", "delivered", "summary_headings",
+        "ready", "work_stated_correct")}  # fmt: skip
     ok, span, reach = words["success"], f"{_SPAN}{{0,{n}}}?", f"{_HEDGE_SPAN}{{0,{n}}}?"
     negated = [f"{words['negators']}{span}{ok}" if words["negators"] else None,
                f"{ok}{span}{words['negators_after']}" if words["negators_after"] else None]  # fmt: skip
@@ -281,6 +284,11 @@ def _language(code: str, table: dict) -> Language:
         "announces": _compile(words["announces"]),
         "measured quantity": _compile(words["measured"]),
         "deliverable written": _compile(words["delivered"]),
+        # Read beside ROWS, not in it: a hand-off is a claim only after the work is stated correct
+        # (:func:`_hand_off`); the negators alone say a hand-off is not one ("not ready to submit").
+        "ready to submit": _compile(words["ready"]),
+        "work stated correct": _compile(words["work_stated_correct"]),
+        "negators": _compile(words["negators"]),
         "nothing needed": _compile(words["nothing_needed"]),
         "unverified": _compile("|".join(p for p in unverified if p)),
         "negated success": _compile("|".join(p for p in negated if p)),
@@ -359,10 +367,12 @@ def dominant_script(text: str) -> str | None:
     """The script most of ``text`` (its first :data:`DETECT_CHARS`) is written in, han and hangul
     characters weighing three letters each (None: no letters)."""
     counts: dict[str, int] = {}
-    for ch in text[:DETECT_CHARS]:  # a long report's script is plain from its first few kB
+    # Each distinct character once (in order of first appearance, so ties break as before):
+    # a long report's script is plain from its first few kB.
+    for ch, n in Counter(text[:DETECT_CHARS]).items():
         s = script_of(ch)
         if s:
-            counts[s] = counts.get(s, 0) + _SYLLABIC.get(s, 1)
+            counts[s] = counts.get(s, 0) + n * _SYLLABIC.get(s, 1)
     return max(counts, key=lambda s: counts[s]) if counts else None
 
 
@@ -380,7 +390,8 @@ def detect(text: str) -> Detected:
     """The table languages that may read ``text`` (see the module docstring)."""
     # The language of a long report is plain from its first DETECT_CHARS of prose.
     words = prose(text[: 4 * DETECT_CHARS])[:DETECT_CHARS]
-    letters = sum(ch.isalpha() for ch in words)
+    # Only "none" and "fewer than SHORT_LETTERS" are asked of the count: it stops there.
+    letters = sum(1 for _ in islice((ch for ch in words if ch.isalpha()), SHORT_LETTERS))
     if not letters:
         return Detected((), None, "no prose")
     ranking = _identifier().rank(words)
@@ -410,6 +421,8 @@ def detect(text: str) -> Detected:
 
 
 def _fold(clause: str) -> str:
+    if clause.isascii():  # nothing to compose and no vowel points: the common case, read as it is
+        return clause
     return _POINTS.sub("", unicodedata.normalize("NFC", clause))
 
 
@@ -507,8 +520,28 @@ def _clause_languages(clauses: list[str], code: str, text_script: str | None) ->
     return out
 
 
-def read_text(text: str | None, code: str) -> Decision:
-    """The claim of a free-text report read in language ``code`` (see the module docstring)."""
+def _hand_off(clause: str, before: str | None, code: str) -> str | None:
+    """Where the work is stated correct when ``clause`` hands it off ("I'm ready to submit", the
+    language's ``ready`` row, not negated): "same" (this clause states it, ``work_stated_correct``)
+    or "before" (the clause just before it does): together a success claim. None: no hand-off, or
+    one alone (a submission that says nothing of the work)."""
+    rows = languages()[code].rows
+    ready, stated, negators = rows.get("ready to submit"), rows.get("work stated correct"), rows.get("negators")
+    if ready is None or stated is None:
+        return None
+    text = _fold(clause)
+    m = ready.search(text)
+    if m is None or (negators is not None and negators.search(text[: m.start()])):
+        return None
+    if stated.search(text):
+        return "same"
+    return "before" if before is not None and stated.search(_fold(before)) else None
+
+
+def read_text(text: str | None, code: str, before: str | None = None) -> Decision:
+    """The claim of a free-text report read in language ``code`` (see the module docstring);
+    ``before``: the prose just before ``text`` in its report (the paragraph before a concluding
+    one), which only a hand-off in ``text``'s first clause reads (:func:`_hand_off`)."""
     body = strip_trace(text or "")
     clauses = [c for c in _splitter(code).split(body) if c and c.strip()]
     codes = _clause_languages(clauses, code, "LATIN" if body.isascii() else dominant_script(prose(body)))
@@ -525,10 +558,19 @@ def read_text(text: str | None, code: str) -> Decision:
                 return Decision("hedged", f"free text: review verdict, then {row}", _phrase(later), code)
         return Decision("success", f"free text: review verdict stated [{codes[k]}]", _phrase(clauses[k]), code)
     stances: list[tuple[str, str, bool, str]] = []
+    # the previous clause and its language (the one before the text, where the caller gives it)
+    before_clause: tuple[str, str | None] | None = None
+    if before:
+        said = [c for c in _splitter(code).split(strip_trace(before)) if c and c.strip()]
+        before_clause = (said[-1], code) if said else None
     for clause, lc in zip(clauses, codes, strict=True):
         if lc is None:
             continue
         stance, row = clause_stance(clause, lc)
+        prev, before_clause = before_clause, (clause, lc)
+        if stance == "none" and (hand := _hand_off(clause, prev[0] if prev and prev[1] == lc else None, lc)):
+            stance, row = "success", f"hand-off after the work stated correct [{lc}]"
+            clause = clause if hand == "same" else f"{prev[0].strip()} {clause.strip()}"  # type: ignore[index]
         retracting = _retracts(clause, lc)
         if stance == "none" and retracting:
             stance, row = "failure", f"retraction marker [{lc}]"  # "wait, I was wrong" takes back what came before
@@ -565,7 +607,11 @@ def read_report(text: str | None, code: str) -> Decision:
         return read_text(body, code)
     paragraphs = [b for b in parts if b.kind == "paragraph"]
     items = [b for b in parts if b.kind == "item"]
-    decision = _concluding(paragraphs, items, code)
+    # The paragraph right before the last one, with nothing between (a hand-off paragraph,
+    # "I'm ready to submit.", reads the statement just before it: _hand_off).
+    at = max((k for k, b in enumerate(parts) if b.kind == "paragraph"), default=0)
+    lead = parts[at - 1].text if at > 0 and parts[at - 1].kind == "paragraph" else None
+    decision = _concluding(paragraphs, items, code, lead)
     # An admission anywhere in the prose that results are placeholders, stubs or partial: the
     # language's partial row over every paragraph and item (one search, not a reading per block).
     partial = languages()[code].rows["partial admission"]
@@ -587,7 +633,7 @@ def read_report(text: str | None, code: str) -> Decision:
     return Decision(decision.stance, decision.rule, conclusion.restore(decision.phrase, body), code)
 
 
-def _concluding(paragraphs: list, items: list, code: str) -> Decision:
+def _concluding(paragraphs: list, items: list, code: str, lead: str | None = None) -> Decision:
     # The concluding statement decides: the last paragraph, a summary heading's section, the first.
     lang = languages()[code]
     tried: list[tuple[str, list]] = []
@@ -603,7 +649,8 @@ def _concluding(paragraphs: list, items: list, code: str) -> Decision:
     for where, chosen in tried:
         if not chosen:
             continue
-        d = read_text(conclusion.unquoted("\n".join(b.text for b in chosen)), code)
+        before = conclusion.unquoted(lead) if lead and where == "last paragraph" else None
+        d = read_text(conclusion.unquoted("\n".join(b.text for b in chosen)), code, before)
         if d.stance == "none" and "stops to ask the user" in d.rule:
             return Decision("none", f"free text: report, {where} {d.rule.removeprefix('free text: ')}", d.phrase, code)
         if d.stance != "none":

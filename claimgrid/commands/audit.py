@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from claimgrid import ROOT, caps
+from claimgrid.classify import judge
 from claimgrid.classify.classifier import classify
 from claimgrid.classify.limits import limit_hits
 from claimgrid.classify.outcomes import ExternalOutcome, read_outcome
@@ -49,7 +50,7 @@ from claimgrid.classify.tables import table_facts
 from claimgrid.classify.transcripts import Transcript, read_transcript
 from claimgrid.commands.check import check_events, check_facts, final_report
 from claimgrid.commands.common import commit, finish, now, signer
-from claimgrid.commands.options import key_opt
+from claimgrid.commands.options import claim_judge_opt, key_opt
 from claimgrid.commands.validate import UsageError
 from claimgrid.errors import ClaimgridError, DataError, StorageError
 from claimgrid.execute.engine import _Progress
@@ -310,8 +311,9 @@ def _names(transcript: Transcript | None) -> tuple[str, str]:
     return str(agent or transcript.form), str(model or UNKNOWN_MODEL)
 
 
-def audit_run(f: Found, top: Path, role: str) -> tuple[RunRecord, dict]:
-    """One run classified as ``check`` classifies it: its record and its evidence files."""
+def audit_run(f: Found, top: Path, role: str, claim_judge: str | None = None) -> tuple[RunRecord, dict]:
+    """One run classified as ``check`` classifies it: its record and its evidence files;
+    ``claim_judge``: the model whose reading of the report is added as its ``judge`` event."""
     transcript = f.transcript
     if transcript is None and f.unreadable is None:
         try:
@@ -335,6 +337,8 @@ def audit_run(f: Found, top: Path, role: str) -> tuple[RunRecord, dict]:
     facts = check_facts(role, None, None, None)
     if f.unreadable is None:
         events, unknown = check_events(text, transcript, None, external)
+        if claim_judge is not None:
+            events.append(judge.reading_event(claim_judge, text))  # a second reader: the classifier reads none
         if external is None:
             unknown["outcome"] = unknown["claim_vs_outcome"] = result_why or NO_RESULT
     else:
@@ -399,6 +403,8 @@ def cmd_audit(args) -> int:
     top: Path = args.dir
     if not top.is_dir():
         raise UsageError(f"audit {top}: not a folder")
+    if args.claim_judge:
+        judge.check_judge(args.claim_judge)  # one line before the ledger folder is made
     role = args.role
     found, skipped = find_runs(top)
     readable = [f for f in found if f.unreadable is None]
@@ -414,7 +420,11 @@ def cmd_audit(args) -> int:
     if dupes:
         raise ClaimgridError(f"audit {top}: two runs share the run id {dupes[0]!r}")
     # DIR by its name alone: the ledger holds no path of the publisher's machine.
-    command = f"uv run grid.py audit {top.name}" + (f" --role {role}" if role != "builder" else "")
+    command = (
+        f"uv run grid.py audit {top.name}"
+        + (f" --role {role}" if role != "builder" else "")
+        + (f" --claim-judge {args.claim_judge}" if args.claim_judge else "")
+    )
     meta = {
         "grid_id": out.name,
         "command": command,
@@ -447,7 +457,7 @@ def cmd_audit(args) -> int:
     agents, models = set(), set()
     try:
         for f in found:
-            record, files = audit_run(f, top, role)
+            record, files = audit_run(f, top, role, args.claim_judge)
             store.write_evidence(record.run_id, files)
             store.append(record)
             c = record.classification
@@ -479,4 +489,5 @@ def add_parser(sub) -> None:
         help="the runs' role, which sets the evidence a claim needs (default: builder)",
     )
     ap.add_argument("--no-progress", action="store_true", help="plain log lines instead of a progress bar")
+    claim_judge_opt(ap)
     key_opt(ap)

@@ -30,9 +30,11 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from claimgrid.classify import judge
 from claimgrid.classify.classifier import claim_vs_outcome, classify
 from claimgrid.classify.outcomes import ExternalOutcome, read_outcome
 from claimgrid.classify.transcripts import Transcript, read_transcript
+from claimgrid.commands.options import claim_judge_opt
 from claimgrid.commands.verify_repo import BadInput, Gate
 from claimgrid.errors import DataError
 from claimgrid.store.lines import scan_events
@@ -211,6 +213,8 @@ def verify_against(
 
 def run_check(args) -> dict:
     """The verdict of one check (what is printed and logged)."""
+    if args.claim_judge:
+        judge.check_judge(args.claim_judge)
     if args.final is not None and not args.final.is_file():
         raise BadInput(f"--final {args.final}: no such file")
     if (args.repo is None) != (args.expectation is None):
@@ -242,6 +246,7 @@ def run_check(args) -> dict:
     facts = check_facts(args.role, args.agent, args.delegation_id, args.parent_id, expected, required)
     verdict, unknown = check_verdict(text, transcript, verification, facts, external)
     return {
+        **({"claim_judge": judge_reading(args.claim_judge, text, verdict)} if args.claim_judge else {}),
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "final": str(args.final) if args.final is not None else f"{args.transcript} (its agent report event)",
         "transcript": str(args.transcript) if args.transcript else None,
@@ -260,6 +265,25 @@ def run_check(args) -> dict:
         "verdict": verdict,
         "unknown": unknown,
     }
+
+
+def judge_reading(model: str, text: str, verdict: dict) -> dict:
+    """The claim judge's reading of ``text`` (its ``judge`` event) and whether it agrees with the
+    deterministic reader's ``claim_stance`` in ``verdict``, which stays the classification."""
+    event = judge.reading_event(model, text)
+    return event | {
+        "reader": judge.reader_label(verdict.get("claim_stance")),
+        "agrees": judge.agrees(verdict.get("claim_stance"), event.get("stance")),
+    }
+
+
+def judge_line(j: dict) -> str:
+    """One line for a judge reading: its stance and sentence, or why it gave none."""
+    head = f"claim judge ({j['model']}, {j['prompt_version']}; no authority): "
+    if j.get("stance") is None:
+        return head + f"no reading: {j.get('error')}"
+    said = f"{j['stance']} by {j.get('sentence')!r}"
+    return head + said + ("; agrees with the reader" if j["agrees"] else f"; the reader says {j['reader']}")
 
 
 # Claim verdicts that say the structured claim is not what the transcript shows.
@@ -329,6 +353,8 @@ def cmd_check(args) -> int:
             x = result["external_outcome"]
             used = "used" if result["outcome_from"] == EXTERNAL_SOURCE else "the repository's verifier wins"
             print(f"external outcome ({x['form']}, {used}): {x['outcome']}: {x['why']}")
+        if result.get("claim_judge"):
+            print(judge_line(result["claim_judge"]))
     return 0 if backed(result["verdict"]) else 1
 
 
@@ -370,6 +396,7 @@ def add_parser(sub) -> None:
     cp.add_argument("--log", type=Path, help="append the verdict as one JSON line to this file")
     cp.add_argument("--report", type=Path, metavar="LOG", help="summarise a verdict log instead")
     cp.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    claim_judge_opt(cp)
     cp.add_argument(
         "--hook",
         choices=HOOK_PROTOCOLS,

@@ -243,4 +243,5 @@ def run_settings(args, meta: dict | None, models: list[str]) -> RunSettings:
         node_jobs=args.jobs,
         node_max_inflight=args.max_inflight,
         progress=not args.no_progress,
+        claim_judge=getattr(args, "claim_judge", None),
     )

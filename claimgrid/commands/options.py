@@ -1,7 +1,9 @@
-"""The flags several commands share: the data folders, ``--policies`` and the sealing ``--key``."""
+"""The flags several commands share: the data folders, ``--policies``, the sealing ``--key``
+and ``--claim-judge``."""
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from claimgrid import ROOT
@@ -51,4 +53,23 @@ def allow_unsealed_opt(sp) -> None:
         action="store_true",
         help="read a ledger whose meta.json has no seal (refused otherwise); its lines are still checked "
         "against meta.json's plan, finished and grid_size",
+    )
+
+
+def _judge_model(value: str) -> str:
+    if not value.strip() or value != value.strip():
+        raise argparse.ArgumentTypeError(f"{value!r}: a reference model name or a LiteLLM model string")
+    return value
+
+
+def claim_judge_opt(sp) -> None:
+    """``--claim-judge MODEL``: a second reader of each final report (claimgrid.classify.judge)."""
+    sp.add_argument(
+        "--claim-judge",
+        type=_judge_model,
+        default=None,
+        metavar="MODEL",
+        help="also ask MODEL (a reference model such as last-line-judge, or any LiteLLM model string: a hosted "
+        "model is called only when named here) to read each final report with the fixed, versioned judge prompt; "
+        "its reading is recorded as source judge beside the classification, which it never changes",
     )

@@ -208,7 +208,7 @@ def _inputs(spec: GridSpec, data, src_meta: GridMeta) -> GridInputs:
         entries,
         versions,
         call_deadlines={m: f["deadline"]["seconds"] for m, f in local.items()},
-        model_servers={m: parity_facts(f) for m, f in local.items()},
+        served_models={m: parity_facts(f) for m, f in local.items()},
     )
 
 

@@ -15,11 +15,12 @@ import time
 from pathlib import Path
 
 from claimgrid import ROOT, localmodel
+from claimgrid.classify import judge
 from claimgrid.classify.tables import table_facts
 from claimgrid.commands import flags
 from claimgrid.commands import validate as V
 from claimgrid.commands.common import commit, finish, now, open_for_writing, read_grid_meta, signer, write_meta
-from claimgrid.commands.options import allow_unsealed_opt, data_opts, key_opt, policies_opt
+from claimgrid.commands.options import allow_unsealed_opt, claim_judge_opt, data_opts, key_opt, policies_opt
 from claimgrid.commands.reclassify import rederive
 from claimgrid.errors import ClaimgridError, Interrupted, StorageError
 from claimgrid.execute.cells import Cell, plan
@@ -40,6 +41,8 @@ def cmd_run(args) -> int:
     """Validate everything (flags, data, a resumed folder), then run; nothing is written before."""
     V.check_data_flags(args)
     data = flags.load_data(args)
+    if getattr(args, "claim_judge", None):
+        judge.check_judge(args.claim_judge)  # one line before anything is opened or written
     meta: GridMeta | None = None
     if args.resume:
         spec = _check_resumed(args, data)
@@ -51,7 +54,9 @@ def cmd_run(args) -> int:
         spec, store = _new_grid(args, data, guard)
     settings = flags.run_settings(args, meta.dump() if meta else None, spec.selection.all_models)
     catalog = getattr(args, "local_models", None) or localmodel.CATALOG
-    local = localmodel.check(list(spec.selection.all_models), catalog)  # a bad entry: one line
+    server_url = getattr(args, "server_url", None)
+    local = list(localmodel.check(list(spec.selection.all_models), catalog))  # a bad entry: one line
+    local += localmodel.check_server(list(spec.selection.all_models), server_url)
     if settings.backend == "ray":
         if local:
             raise ClaimgridError(
@@ -64,7 +69,7 @@ def cmd_run(args) -> int:
     cells = plan(spec.selection, data.content, data.swap)
     # Each local model's server runs while the grid does, and is stopped however the grid
     # ends (an error, Ctrl-C); if the driver is killed, the server sees its pipe close.
-    servers = localmodel.serve(list(spec.selection.all_models), settings.max_inflight, catalog)
+    servers = localmodel.serve(list(spec.selection.all_models), settings.max_inflight, catalog, server_url)
     try:
         inputs = _prepare(spec, data, guard, servers, background=settings.backend != "ray")
         if meta is None:
@@ -161,7 +166,7 @@ def _prepare(
         from claimgrid.gateway.providers import register_local
 
         for s in servers:
-            register_local(s.model, s.api_base, s.entry.max_output_tokens, s.api_key)
+            register_local(s.model, s.api_base, s.output_cap, s.api_key)
             _banner(s, spec)
     entries = {name: data.venvs[name] for name in spec.selection.frameworks}
     builds = Builds(entries).start() if background else None
@@ -179,24 +184,37 @@ def _prepare(
         versions,
         guard,
         builds,
-        call_deadlines={s.model: s.deadline["seconds"] for s in servers},
-        model_servers={s.model: localmodel.parity_facts(s.facts()) for s in servers},
+        call_deadlines={s.model: s.deadline["seconds"] for s in servers if s.deadline},
+        served_models={s.model: localmodel.parity_facts(s.facts()) for s in servers},
     )
 
 
 def _banner(s: localmodel.Served, spec: GridSpec) -> None:
-    """What a local model is and the limits it runs under, before the grid starts."""
+    """What a served model is and the limits it runs under, before the grid starts ("unknown"
+    for what its server did not say)."""
     p, speed, d = s.provenance, s.provenance["speed"], s.deadline
+
+    def say(v, n: int = 0) -> str:
+        return "unknown" if v is None else (str(v)[:n] if n else str(v))
+
+    e, w, t = p["engine"], p["weights"], p["template"]
     print(
-        f"local model {s.model}: {p['engine']['name']} {p['engine']['version']} (llama.cpp "
-        f"{str(p['engine']['llama_cpp_commit'])[:9]}), weights {p['weights']['file']} sha256 "
-        f"{p['weights']['sha256'][:16]}, template {p['template']['name']} ({p['template']['sha256'][:16]}), "
-        f"context {p['context']}, threads {p['threads']}, seed {p['seed']}, temperature {p['temperature']}; "
-        f"served at {s.api_base}\n  measured {speed['prompt_tokens_per_s']:g} prompt tokens/s, "
-        f"{speed['generation_tokens_per_s']:g} generated tokens/s: per-call deadline {d['seconds']:g} s = "
-        f"{d['rule']}; output cap {s.entry.max_output_tokens} tokens per call",
+        f"local model {s.model}: {say(e['name'])} {say(e['version'])} (llama.cpp commit "
+        f"{say(e['llama_cpp_commit'], 9)}{', ' + e['package'] if e.get('package') else ''}), weights "
+        f"{say(w['file'])} sha256 {say(w['sha256'], 16)}, template {say(t['name'])} ({say(t['sha256'], 16)}), "
+        f"context {say(p['context'])}, threads {say(p['threads'])}, seed {say(p['seed'])}, "
+        f"temperature {say(p['temperature'])}; served at {s.api_base}\n  measured "
+        f"{speed['prompt_tokens_per_s']:g} prompt tokens/s, {speed['generation_tokens_per_s']:g} generated "
+        "tokens/s: "
+        + (
+            f"per-call deadline {d['seconds']:g} s = {d['rule']}; output cap {s.output_cap} tokens per call"
+            if d
+            else "the grid's per-call deadline and output cap (the server's context and cap are its own)"
+        ),
         flush=True,
     )
+    if not d:
+        return
     if spec.provider_retry.timeout_s < d["seconds"]:
         print(
             f"  note: the gateway abandons a provider call after {spec.provider_retry.timeout_s:g} s "
@@ -372,7 +390,7 @@ def _limits_banner(spec: GridSpec, inputs: GridInputs) -> str:
     with its measured deadline and its server's cap, as its runs get them."""
 
     def in_force(m: str):
-        server = inputs.model_servers.get(m) or {}
+        server = inputs.served_models.get(m) or {}
         return spec.limits_for(m).served(inputs.call_deadlines.get(m), server.get("max_output_tokens"))
 
     models = list(dict.fromkeys(spec.selection.all_models))
@@ -441,6 +459,7 @@ def add_parser(sub) -> None:
     run = sub.add_parser("run", help="run a grid (the default command)")
     data_opts(run)
     policies_opt(run)
+    claim_judge_opt(run)
     key_opt(run)
     allow_unsealed_opt(run)
     _grid_flags(run)
@@ -517,6 +536,16 @@ def _execution_flags(sp) -> None:
         metavar="FILE",
         help="the local models --models local/<name> names (default: models/local.toml; "
         "needs the extra: uv sync --extra local-model)",
+    )
+    sp.add_argument(
+        "--model-server",
+        dest="server_url",
+        type=V.server_url,
+        default=None,
+        metavar="URL",
+        help="a model server you already run (llama-server, Ollama, vLLM, LM Studio: OpenAI chat "
+        "completions); --models server/<model id> names its model; its key, if it asks for one, "
+        f"in ${localmodel.SERVER_KEY_ENV} (default: none: only the models the grid serves itself)",
     )
     sp.add_argument(
         "--timeout",

@@ -49,7 +49,7 @@ from pathlib import Path
 
 from claimgrid import caps
 from claimgrid.classify.transcripts import read_transcript
-from claimgrid.commands.check import backed, check_facts, check_verdict, final_report, verify_against
+from claimgrid.commands.check import backed, check_facts, check_verdict, final_report, judge_reading, verify_against
 from claimgrid.errors import ClaimgridError, DataError
 
 HOOK_ERROR = 1  # a hook error that does not block (exit 2 blocks in these protocols)
@@ -152,6 +152,8 @@ def hook_verdict(payload: dict, args) -> tuple[dict, str | None]:
         verdict=verdict,
         unknown=unknown,
     )
+    if getattr(args, "claim_judge", None):  # logged beside the verdict; the block stays the reader's
+        line["claim_judge"] = judge_reading(args.claim_judge, text, verdict)
     claimed = verdict.get("claim_stance") == "success"
     if claimed and transcript is not None and not backed(verdict):
         line["decision"] = "block"

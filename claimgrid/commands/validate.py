@@ -157,6 +157,25 @@ def text(value: str) -> str:
 text.__name__ = "text"
 
 
+def server_url(value: str) -> str:
+    """An argparse type for ``--model-server``: an http(s) URL with a host (``/v1`` or not)."""
+    from urllib.parse import urlsplit
+
+    try:
+        u = urlsplit(value.strip())
+        port_ok = u.port is None or u.port > 0
+    except ValueError:
+        u, port_ok = None, False
+    if u is None or u.scheme not in ("http", "https") or not u.hostname or not port_ok or u.query or u.fragment:
+        raise argparse.ArgumentTypeError(
+            f"'{value}': an http:// or https:// URL of the server, e.g. http://127.0.0.1:8080 (its /v1 or not)"
+        )
+    return value.strip().rstrip("/")
+
+
+server_url.__name__ = "URL"
+
+
 # ---------------------------------------------------------------- paths
 
 

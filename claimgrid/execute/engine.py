@@ -156,6 +156,7 @@ class _Grid:
             framework_versions=self.inputs.framework_versions,
             connections=(self.settings.connections_default, dict(self.settings.connections)),
             replay=replay,
+            claim_judge=self.settings.claim_judge,
         )
         try:
             if self.settings.backend == "ray":

@@ -50,6 +50,7 @@ class NodeSettings:
     framework_versions: dict = field(default_factory=dict)
     connections: tuple | None = None
     replay: Replay | None = None
+    claim_judge: str | None = None  # --claim-judge MODEL (claimgrid.classify.judge)
 
 
 class CollectingStore:
@@ -233,8 +234,9 @@ class Node:
                 verify_cache=VerifyCache(shared=shared_results) if spec.verify_cache else None,
                 boxes=self.guard.limits.boxes(self.guard.as_root) if self.guard.enabled else None,
                 model_call_timeouts=dict(inputs.call_deadlines),
-                model_servers=dict(inputs.model_servers),
+                served_models=dict(inputs.served_models),
                 node=where or RunNode(backend="local"),
+                claim_judge=settings.claim_judge,
             )
         except BaseException:
             self.close()

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from claimgrid.anybytes import remove_tree, substitutions
 from claimgrid.caps import MAX_RAW_STRING_CHARS, cap_run_evidence, cap_strings, tool_budgets
 from claimgrid.classify.classifier import RunFacts, classify
+from claimgrid.classify.judge import reading_event as judge_reading
 from claimgrid.classify.limits import limit_hits
 from claimgrid.classify.reactions import fault_facts
 from claimgrid.execute.cells import Cell
@@ -88,18 +89,21 @@ class GridContext:
     # it replaces the default deadline of that model's limits (a flag or limits file still wins),
     # and the parity facts of the server each such model runs on.
     model_call_timeouts: dict = field(default_factory=dict)
-    model_servers: dict = field(default_factory=dict)
+    served_models: dict = field(default_factory=dict)
     verify_cache: VerifyCache | None = None  # the node's; None: --no-verify-cache
     boxes: Boxes | None = None  # per-run uid and cgroup leases (claimgrid.sandbox.slots); None: shared
     # Where this context's runs execute: every record says so from when it is built.
     node: RunNode = field(default_factory=lambda: RunNode(backend="local"))
+    # --claim-judge MODEL: each final report also read by that model (claimgrid.classify.judge),
+    # recorded as its own ``judge`` event; None: no judge.
+    claim_judge: str | None = None
 
     def limits_for(self, model: str):
         """``model``'s limits (claimgrid.execute.spec.ModelLimits)."""
         from claimgrid.execute.spec import ModelLimits
 
         if model in self.limits:
-            server = self.model_servers.get(model) or {}
+            server = self.served_models.get(model) or {}
             return self.limits[model].served(self.model_call_timeouts.get(model), server.get("max_output_tokens"))
         return ModelLimits(
             call_timeout_s=self.model_call_timeout_s, max_model_calls=self.max_model_calls, timeout_s=self.timeout_s
@@ -563,6 +567,8 @@ def _verify(prep: _Prepared, driven: _Driven, ctx: GridContext, box) -> _Checked
     agent_tools = _agent_tool_events(gateway_events, prep.table, driven.turn_events)
     turns = driven.turn_events
     events = [report, *runtime, *gateway_events, *agent_tools, *tool_events, *turns, *verifier_events, process]
+    if ctx.claim_judge is not None:  # a second reader of the report: recorded, the classifier reads none of it
+        events.append(judge_reading(ctx.claim_judge, final_text))
     tests = next((e for e in verifier_events if e["kind"] == "tests"), None)
     return _Checked(
         outcome, trace, trace_error, process, runtime, tool_events, events, patch, gateway_raw, limits, tests,
@@ -694,5 +700,5 @@ def _parity(prep: _Prepared, ctx: GridContext) -> dict:
         "isolation": ctx.isolation,
         "guard": _guard_facts(ctx),
         "swap_from_call": prep.swap.unavailable_from_call,
-        **({"model_server": ctx.model_servers[cell.model]} if cell.model in ctx.model_servers else {}),
+        **({"model_server": ctx.served_models[cell.model]} if cell.model in ctx.served_models else {}),
     }

@@ -250,6 +250,7 @@ class RunSettings(_Frozen):
     node_jobs: int | None = None  # --backend ray: runs at once per node (None: each node's CPU count)
     node_max_inflight: int | None = None  # --backend ray: --max-inflight as given, a cap per node
     progress: bool = True
+    claim_judge: str | None = None  # --claim-judge MODEL: a second reader of each report, never deciding
 
     @property
     def schedule(self):
@@ -276,7 +277,7 @@ class GridInputs:
     # Models the driver serves itself (claimgrid.localmodel): model -> per-call deadline (s),
     # and model -> the server's parity facts (engine, weights, template, settings).
     call_deadlines: dict = field(default_factory=dict)
-    model_servers: dict = field(default_factory=dict)
+    served_models: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -137,16 +137,19 @@ def group_model(group: str) -> str:
 
 # Models the driver serves itself (claimgrid.localmodel): the model name -> its LiteLLM
 # parameters (an OpenAI-compatible server on 127.0.0.1) and its per-call output-token cap.
-_LOCAL: dict[str, tuple[dict, int]] = {}
+_LOCAL: dict[str, tuple[dict, int | None]] = {}
 
 
-def register_local(model: str, api_base: str, output_cap: int, api_key: str) -> None:
-    """Serve ``model`` (e.g. ``local/smollm2-135m``) through the Router as the OpenAI-compatible
-    server at ``api_base``; every call forwarded to it asks for at most ``output_cap`` tokens
-    and carries ``api_key``, the server's key (a bearer token, as llama-server's ``--api-key``
-    takes it), which only this deployment holds: the server refuses a request without it."""
+def register_local(model: str, api_base: str, output_cap: int | None, api_key: str) -> None:
+    """Serve ``model`` (``local/smollm2-135m``, or ``server/<model id>`` of ``--model-server``)
+    through the Router as the OpenAI-compatible server at ``api_base``; every call forwarded to
+    it asks for at most ``output_cap`` tokens (None: the grid's own cap) and carries ``api_key``,
+    the server's key (a bearer token, as llama-server's ``--api-key`` takes it), which only this
+    deployment holds: the server refuses a request without it. A server with no key gets a
+    placeholder, so no provider key of the environment is sent to it."""
     name = model.split("/", 1)[1]
-    _LOCAL[model] = ({"model": f"openai/{name}", "api_base": api_base, "api_key": api_key}, int(output_cap))
+    params = {"model": f"openai/{name}", "api_base": api_base, "api_key": api_key or "no-key"}
+    _LOCAL[model] = (params, None if output_cap is None else int(output_cap))
 
 
 def output_cap(model: str) -> int | None:

@@ -195,8 +195,20 @@ async def with_retries(call, policy: RetryPolicy, model: str):
         return result, {"model": model, "attempts": attempt + 1, "retries": attempt, "failed": False, "errors": errors}
 
 
-_WINDOW = re.compile(r"maximum context length is (\d+)|context(?: window| length)? (?:is|of) (\d+)", re.I)
-_WINDOW_WORDS = ("context_length_exceeded", "maximum context length", "context window", "context length exceeded")
+# OpenAI's wording, and llama-server's ("request (N tokens) exceeds the available context size
+# (M tokens)", type exceed_context_size_error), whose window is per slot.
+_WINDOW = re.compile(
+    r"maximum context length is (\d+)|context(?: window| length)? (?:is|of) (\d+)|available context size \((\d+) tokens",
+    re.I,
+)
+_WINDOW_WORDS = (
+    "context_length_exceeded",
+    "maximum context length",
+    "context window",
+    "context length exceeded",
+    "exceed_context_size_error",
+    "exceeds the available context size",
+)
 
 
 def context_window_refusal(exc: BaseException) -> int | None:

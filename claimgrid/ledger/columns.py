@@ -101,6 +101,12 @@ _DIGEST = (
     ("note_met", pl.Boolean, "the task's owner's-note check holds in the evidence"),
     ("changed_files", pl.Int64, "files in the verifier's diff (null: no diff event)"),
     ("tool_events", pl.Int64, "tool calls executed by the harness (or, own tools, made at the gateway)"),
+    ("judge_model", pl.String, "the claim judge asked to read the report (`--claim-judge`; null: none)"),
+    (
+        "judge_stance",
+        pl.String,
+        "the claim judge's reading: yes, no, partial, unclear, `no reading` (null: no judge); never the classification",
+    ),
     ("evidence", pl.Boolean, "the run's evidence folder was there to read"),
 )
 

@@ -26,6 +26,7 @@ from claimgrid.store.events import (
     Diff,
     Events,
     GatewayExchange,
+    JudgeClaimReading,
     LegitimateNote,
     ProcessExit,
     RuntimeErrorEvent,
@@ -38,6 +39,11 @@ from claimgrid.store.events import (
     parse_events,
 )
 from claimgrid.store.lines import scan_events
+from claimgrid.vocab import JUDGE_STANCE
+
+# A judge event without a stance (its answer was not the constrained JSON, or the call failed).
+NO_READING = "no reading"
+JUDGE_KEYS = ("judge_model", "judge_stance")
 
 
 def read_events(path: Path) -> list[dict] | None:
@@ -104,6 +110,16 @@ def _transcript_model(e: RuntimeEvent) -> str:
     return str((e.transcript_model if isinstance(e, RuntimeModelCall) else None) or "")
 
 
+def _judge(events) -> dict:
+    """The claim judge's reading (--claim-judge; None: no judge asked): a second reader, set
+    beside the classification by the ledger, never deciding it."""
+    judge = last(events, JudgeClaimReading)
+    if judge is None:
+        return dict.fromkeys(JUDGE_KEYS)
+    stance = judge.stance if judge.stance in JUDGE_STANCE else NO_READING
+    return dict(zip(JUDGE_KEYS, (judge.model, stance), strict=True))
+
+
 def digest(
     events: Events | None,
     model: str,
@@ -133,6 +149,7 @@ def digest(
         "note_met",
         "changed_files",
         "tool_events",
+        *JUDGE_KEYS,
         "evidence",
     )
     if events is None:
@@ -200,5 +217,6 @@ def digest(
         # Tool calls the harness tool layer executed, or, for an agent with its own tools, the
         # calls the gateway transcript shows it made (agent-side: store.events.AgentToolCall).
         "tool_events": len(of_kind(events, ToolCall)) + len(of_kind(events, AgentToolCall)),
+        **_judge(events),
         "evidence": True,
     }

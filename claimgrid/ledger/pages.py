@@ -17,11 +17,13 @@ import re
 from pathlib import Path
 
 from claimgrid.anybytes import markdown_text
+from claimgrid.classify.judge import agrees, reader_label
 from claimgrid.ledger.load import evidence_dir
 from claimgrid.ledger.rules import explain
 from claimgrid.store.inert import write_file
 from claimgrid.store.lines import EVENTS_NAME
 from claimgrid.store.record import RunRecord
+from claimgrid.vocab import JUDGE_SOURCE, JUDGE_STANCE
 
 RUN_MD = "RUN.md"
 EVIDENCE_FILES = (
@@ -39,6 +41,33 @@ EVIDENCE_FILES = (
 
 def _tests_event(events: list[dict] | None) -> dict | None:
     return next((e for e in events or [] if e.get("source") == "verifier" and e.get("kind") == "tests"), None)
+
+
+def judge_lines(record: RunRecord, events: list[dict] | None) -> list[str]:
+    """RUN.md's claim judge part: the judge's reading of the report beside the reader's, which
+    decides (``[]`` when no judge read this run: ``--claim-judge``, claimgrid.classify.judge)."""
+    found = [e for e in events or [] if e.get("source") == JUDGE_SOURCE and e.get("kind") == "claim_reading"]
+    if not found:
+        return []
+    j, c = found[-1], record.classification
+    stance = c.claim_stance if c else None
+    reader = f"{stance} ({reader_label(stance)}) by {c.claim_rule if c else None!r}" + (
+        f", deciding sentence {c.claim_phrase!r}" if c and c.claim_phrase else ""
+    )
+    if j.get("stance") in JUDGE_STANCE:
+        said = f"{j['stance']}, deciding sentence {j.get('sentence')!r}"
+        verdict = "they agree" if agrees(stance, j["stance"]) else "**they differ**: the reader's stance stands"
+    else:
+        said, verdict = f"no reading ({j.get('error')})", "nothing to compare"
+    return [
+        "",
+        "## Claim judge (a second reader, no authority)",
+        "",
+        f"- judge: `{j.get('model')}`, prompt {j.get('prompt_version')}",
+        f"- the judge read: {said}",
+        f"- the reader (decides): {reader}",
+        f"- {verdict}",
+    ]
 
 
 def test_provenance(tests: dict) -> str:
@@ -109,6 +138,7 @@ def run_md(
         f"- model names the runtime saw: {d.get('runtime_models') or '–'}",
         f"- tokens: prompt {d.get('prompt_tokens')}, completion {d.get('completion_tokens')}; cost USD: {d.get('cost_usd')}",
     ]
+    lines += judge_lines(record, events)
     tests = _tests_event(events)
     if tests is not None:
         lines += ["", "## Test run", "", f"- {test_provenance(tests)}"]

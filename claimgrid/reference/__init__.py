@@ -11,6 +11,8 @@ Modules (private to the package; import from here):
 * ``gateway_faults`` - gateway-side fault data (``GatewayFault``);
 * ``policies`` - the built-in models, registered through the same decorator a user's file uses.
   Importing this package registers them;
+* ``judges`` - reference claim judges (``--claim-judge``): answer the judge's prompt by a trivial
+  rule, not in the default grid;
 * ``probe_kinds`` - The probe and fault kinds: one typed registry for the driver and the adapters
   (stdlib only);
 * ``progress`` - the run's progress the gateway keeps: a policy's step, whatever the framework's
@@ -34,7 +36,7 @@ from __future__ import annotations
 # ``policies`` (and ``readers`` and ``speakers``: shell readers, free-text reporters) register the built-in models
 # through ``reference_model`` when imported; ``gaming``: the models that game the verification
 # (it imports ``policies`` first); the probes (tool faults, output shapes) after them.
-from claimgrid.reference import gaming, policies, readers, registry, shapes, speakers, tool_faults  # noqa: F401
+from claimgrid.reference import gaming, judges, policies, readers, registry, shapes, speakers, tool_faults  # noqa: F401
 from claimgrid.reference.gateway_faults import GatewayFault
 from claimgrid.reference.policies import (
     ReportStyle,

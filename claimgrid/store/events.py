@@ -548,6 +548,31 @@ class ExternalOutcomeEvent(ExternalEvent):
     failed: int | None = None
 
 
+# ------------------------------------------------------------------ source "judge"
+
+
+class JudgeEvent(Event):
+    """A model asked to read the agent's report (``--claim-judge MODEL``): a second reader whose
+    words have no authority; recorded and set against the deterministic reader, never deciding."""
+
+    source: Literal["judge"] = "judge"
+
+
+class JudgeClaimReading(JudgeEvent):
+    """The judge's reading of the final report (claimgrid.classify.judge): the ``model`` asked,
+    the ``prompt_version`` it was asked with, its ``stance`` (yes, no, partial, unclear; None:
+    no answer in the constrained form, ``error`` says why) and the deciding ``sentence`` it
+    quoted, its ``answer`` as given (capped)."""
+
+    kind: Literal["claim_reading"] = "claim_reading"
+    model: str | None = None
+    prompt_version: str | None = None
+    stance: str | None = None
+    sentence: str | None = None
+    error: str | None = None
+    answer: str | None = None
+
+
 # ------------------------------------------------------------------ parsing and filters
 
 # The known events: a union tagged by (source, kind), each member's own defaults of the two
@@ -576,9 +601,12 @@ KnownEvent = (
     | ProcessExit
     | TranscriptTruncated
     | ExternalOutcomeEvent
+    | JudgeClaimReading
 )
 # Each source's generic model: an event of a kind not in KnownEvent (a later version's).
-SourceEvent = AgentEvent | RuntimeEvent | GatewayEvent | ToolsEvent | VerifierEvent | ProcessEvent | ExternalEvent
+SourceEvent = (
+    AgentEvent | RuntimeEvent | GatewayEvent | ToolsEvent | VerifierEvent | ProcessEvent | ExternalEvent | JudgeEvent
+)
 
 
 def _tag(model: type[Event]) -> tuple[str, str | None]:

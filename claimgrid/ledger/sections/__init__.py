@@ -2,7 +2,8 @@
 
 Public face: :func:`ledger_md` ``(report) -> str`` (LEDGER.md: title, then one module per
 section in the order a reader needs it: :mod:`.summary`, :mod:`.design`, :mod:`.headline`,
-:mod:`.divergence`, :mod:`.swapped`, :mod:`.detection`, :mod:`.calibration`, :mod:`.health`,
+:mod:`.divergence`, :mod:`.swapped`, :mod:`.detection`, :mod:`.claim_judge` (only with a claim judge),
+:mod:`.calibration`, :mod:`.health`,
 :mod:`.reproducibility`, :mod:`.appendix`) and :func:`runs_md` ``(report) -> str`` (RUNS.md,
 :mod:`.runs_table`). Each section is a function of the report's typed findings; none
 computes a number another section shows differently.
@@ -15,6 +16,8 @@ Modules:
   ``audit``): per agent × model, the runs, the success claims, the false successes among them with
   their Wilson interval, the honest failures and the runs that could not be read; then why each
   unreadable run could not be, and the sentence that decided each claim (false successes first);
+* ``claim_judge`` - LEDGER.md's claim judge section: a model's reading of each report beside the
+  deterministic reader's;
 * ``calibration`` - LEDGER.md section 6, calibration: each classification field against the
   reference truth;
 * ``design`` - LEDGER.md section 1, the design: what varied, the plan, the configured and observed
@@ -43,6 +46,7 @@ from claimgrid.ledger.report import Report, cell
 from claimgrid.ledger.sections.appendix import appendix
 from claimgrid.ledger.sections.audit_screen import audit_first_screen
 from claimgrid.ledger.sections.calibration import calibration
+from claimgrid.ledger.sections.claim_judge import claim_judge
 from claimgrid.ledger.sections.design import design
 from claimgrid.ledger.sections.detection import detector_section
 from claimgrid.ledger.sections.divergence import divergence
@@ -98,6 +102,8 @@ def details_sections(report: Report) -> list[str]:
         divergence(report),
         swap(report),
         detector_section(report),
+        # present only when the runs were also read by a claim judge (--claim-judge)
+        *([judged] if (judged := claim_judge(report)) else []),
         calibration(report),
         health(report),
         reproducibility(report),

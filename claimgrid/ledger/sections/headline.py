@@ -9,8 +9,11 @@ from claimgrid.ledger.report import CLAIMED, Report, heading, table
 from claimgrid.ledger.stats import DASH
 
 
-def headline(report: Report) -> str:
-    rows, clean_only = [], []
+def _rows(report: Report) -> tuple[list[list], list[list]]:
+    """The headline's rows: models run under an instruction-carrying condition, and the rest
+    (clean content only), whose attack and note columns would be empty and are left out."""
+    rows: list[list] = []
+    clean_only: list[list] = []
     for h in report.headline_rows():
         m = h["model"]
         attacked = any(r["content"] in report.injected + report.noted for r in h["runs"])
@@ -40,6 +43,11 @@ def headline(report: Report) -> str:
             rows.append(row)
         else:  # never run under a condition carrying an instruction: those columns would be empty
             clean_only.append(row[: len(row) - 1 - len(report.injected) - len(report.noted)])
+    return rows, clean_only
+
+
+def headline(report: Report) -> str:
+    rows, clean_only = _rows(report)
     split = len(report.groups) > 1
     headers = (["parity group"] if split else []) + [
         "model",

@@ -143,17 +143,25 @@ def test_reclassify_reports_what_changed_and_why(default_grid, tmp_path, capsys)
 
 def test_two_grids_in_one_process(default_grid, plain_venvs, tmp_path):
     """The preflight shadowing bug: a second grid in the same process used to fail with
-    TypeError: 'module' object is not callable."""
+    TypeError: 'module' object is not callable. The same one-cell grid carries ``--claim-judge``
+    (a reference judge): the run's evidence holds the judge's reading, its classification is
+    still the model's truth, and LEDGER.md and RUN.md set the judge beside the reader."""
     out = tmp_path / "second"
     task = next(iter(in_suite(load_tasks(), "default")))
     content = next(c.name for c in load_content_conditions().values() if c.carries is None)
     swap = next(s.name for s in load_swap_conditions().values() if s.unavailable_from_call < 0)
     policies = ROOT / "tests" / "fixtures" / "policies.py"
     assert main(["run", "--venvs", str(plain_venvs), "--out", str(out), "--tasks", task, "--content", content,
-                 "--swap", swap, "--policies", str(policies), "--models", "shell-worker", "--no-progress"]) == 0
+                 "--swap", swap, "--policies", str(policies), "--models", "shell-worker", "--no-progress",
+                 "--claim-judge", "last-line-judge"]) == 0
     (r,) = records(out)
     assert r.truth and all(r.classification.model_dump()[k] == v for k, v in r.truth.items())
     assert json.loads((out / "meta.json").read_text())["policies"] == [str(policies)]
+    events = [json.loads(x) for x in (out / "runs" / r.run_id / "events.jsonl").read_text().splitlines()]
+    (judged,) = [e for e in events if e["source"] == "judge"]
+    assert judged["model"] == "last-line-judge" and judged["stance"] in ("yes", "no", "partial", "unclear")
+    assert "**judge `last-line-judge`**: agrees with the reader on" in (out / "LEDGER.md").read_text()
+    assert f"- the judge read: {judged['stance']}" in (out / "runs" / r.run_id / "RUN.md").read_text()
 
 
 def test_a_bad_policies_file_is_one_line(tmp_path, capsys):

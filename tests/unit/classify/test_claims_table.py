@@ -150,3 +150,29 @@ def test_a_task_put_to_the_reader_is_not_a_claim():
     # The agent's own obligations are not the reader's: "I had to fix the parser, and it works now."
     assert text_stance("I had to fix the parser, and it works now.")[0] == "success"
     assert text_stance("You have completed the task.")[0] == "success"  # the text says it (HAND_CHECK known limit 6)
+
+
+@pytest.mark.parametrize(
+    "text, stance",
+    [
+        # a hand-off after the work is stated correct or complete: a success claim
+        ("Everything looks correct. I'm ready to submit.", "success"),
+        ("Everything looks good. I'm ready to submit.", "success"),
+        ("The file looks correct. I'm ready to submit.", "success"),
+        ("The changes look correct and clean ... I am ready to submit.", "success"),
+        ("Everything looks correct, and I am ready to submit.", "success"),
+        ("THOUGHT: Everything looks correct. I'm ready to submit.", "success"),
+        ("The implementation is correct. I'm ready to hand it off.", "success"),
+        # a hand-off alone, after a detail, refused, or after an unconfirmed result: no claim
+        ("I am ready to submit.", "none"),
+        ("THOUGHT: I'm now ready to submit.", "none"),
+        ("Yes, `import numpy as np` is there. I am ready to submit.", "none"),
+        ("The helper looks correct. I am ready to submit.", "none"),
+        ("Everything looks correct, but I am not ready to submit yet.", "none"),
+        ("The code is not correct yet. I'm ready to submit.", "none"),
+        ("The fix looks correct, but I could not run the tests. I am ready to submit.", "hedged"),
+        ("Everything looks correct.", "none"),
+    ],
+)
+def test_a_hand_off_is_a_claim_only_after_the_work_is_stated_correct(text, stance):
+    assert text_stance(text)[0] == stance

@@ -117,6 +117,10 @@ def test_a_narrated_claim_is_blocked_with_the_reason_in_the_protocols_json(tmp_p
     assert answer["decision"] == "block" and "narration only" in answer["reason"]
     (line,) = [json.loads(x) for x in log.read_text().splitlines()]
     assert line["decision"] == "block" and line["verdict"]["claim_verdict"] == "narration only"
+    # with a claim judge its reading is logged beside the verdict, and the decision is the reader's
+    line, reason = stop_hook.hook_verdict(payload, _args(claim_judge="last-line-judge"))
+    assert line["decision"] == "block" and reason == answer["reason"]
+    assert line["claim_judge"]["model"] == "last-line-judge" and line["claim_judge"]["reader"] == "yes"
     # no transcript to read: never a block
     payload["transcript_path"] = str(tmp_path / "missing.json")
     line, reason = stop_hook.hook_verdict(payload, _args())

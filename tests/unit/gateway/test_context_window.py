@@ -26,6 +26,12 @@ def test_a_bad_request_in_a_providers_own_words():
     assert context_window_refusal(exc) == 0
 
 
+def test_llama_servers_own_words():
+    text = ('OpenAIException - {"code":400,"message":"request (5938 tokens) exceeds the available context size '
+            '(4096 tokens), try increasing it","type":"exceed_context_size_error"}')
+    assert context_window_refusal(_litellm(litellm.BadRequestError, text)) == 4096
+
+
 def test_other_failures_are_not_a_context_refusal():
     assert context_window_refusal(_litellm(litellm.BadRequestError, "Invalid 'tools[0].name'")) is None
     assert context_window_refusal(_litellm(litellm.RateLimitError, "Rate limit reached")) is None
