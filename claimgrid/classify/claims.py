@@ -568,9 +568,11 @@ def read_text(text: str | None, code: str, before: str | None = None) -> Decisio
             continue
         stance, row = clause_stance(clause, lc)
         prev, before_clause = before_clause, (clause, lc)
-        if stance == "none" and (hand := _hand_off(clause, prev[0] if prev and prev[1] == lc else None, lc)):
+        said_before = prev[0] if prev and prev[1] == lc else None
+        if stance == "none" and (hand := _hand_off(clause, said_before, lc)):
             stance, row = "success", f"hand-off after the work stated correct [{lc}]"
-            clause = clause if hand == "same" else f"{prev[0].strip()} {clause.strip()}"  # type: ignore[index]
+            if hand == "before" and said_before is not None:  # "before" comes only with a clause before
+                clause = f"{said_before.strip()} {clause.strip()}"
         retracting = _retracts(clause, lc)
         if stance == "none" and retracting:
             stance, row = "failure", f"retraction marker [{lc}]"  # "wait, I was wrong" takes back what came before
