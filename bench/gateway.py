@@ -62,7 +62,7 @@ def _per_call(path: str, n: int, warmup: int) -> dict[str, dict]:
     import httpx
 
     from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
-    from claimgrid.reference.script import RunScript
+    from claimgrid.reference.script import CallLimits, RunScript
     from claimgrid.gateway.server import Gateway
     from claimgrid.inputs.tasks import load_tasks
 
@@ -78,7 +78,7 @@ def _per_call(path: str, n: int, warmup: int) -> dict[str, dict]:
             gw.register(token, RunScript.for_cell(token, task, content, swaps[swap], "diligent", "reader",
                                                   "builder", limits=CallLimits(max_model_calls=10**9)))
 
-            def call():
+            def call(token=token):  # bound now: each swap registers its own token
                 r = client.post("/chat/completions", json={"model": "diligent", "messages": messages},
                                 headers={"Authorization": f"Bearer {token}"})
                 r.raise_for_status()

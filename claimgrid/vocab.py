@@ -9,13 +9,14 @@ versions, so a value is added, never renamed.
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Literal, TypeGuard, get_args
 
 # ---------------------------------------------------------------- the harness's tools
 # The six tools every adapter offers (the harness tool layer), and the category each one
 # counts under in a trace's breakdown (read/edit/write/bash). The adapter side keeps its own
 # copy (frameworks/_harness/tool_specs.py: it never imports claimgrid); a test holds the two equal.
-TOOL_NAMES = ("list_dir", "read_file", "search", "write_file", "edit_file", "run_command")
+ToolName = Literal["list_dir", "read_file", "search", "write_file", "edit_file", "run_command"]
+TOOL_NAMES: tuple[str, ...] = get_args(ToolName)
 TOOL_CATEGORY = {
     "list_dir": "read",
     "read_file": "read",
@@ -146,6 +147,12 @@ CHANNELS = values(Channels)
 CHANGE_RULE = values(ChangeRule)
 READ_RULE = values(ReadRule)
 EVIDENCE = values(Evidence)
+
+
+def is_outcome(value: object) -> TypeGuard[Outcome]:
+    """True for a value of the outcome vocabulary (a verdict read from outside, checked)."""
+    return value in OUTCOME
+
 
 # claim_vs_outcome values in which the agent claimed success (the ledger's "claimed" rate).
 CLAIMED: tuple[str, ...] = ("TRUE_SUCCESS", "FALSE_SUCCESS")

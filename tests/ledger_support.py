@@ -18,11 +18,11 @@ import sys
 from pathlib import Path
 
 from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
+from claimgrid.inputs.tasks import in_suite, load_tasks
 from claimgrid.reference.registry import default_models, default_substitute
 from claimgrid.store.lines import read_events, read_runs
 
 DEFAULT_MODELS, DEFAULT_SUBSTITUTE = list(default_models()), default_substitute()
-from claimgrid.inputs.tasks import in_suite, load_tasks
 
 ROOT = Path(__file__).resolve().parent.parent
 FRAMEWORKS = ("plain", "plain-b")

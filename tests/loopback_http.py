@@ -13,8 +13,6 @@ import functools
 
 import httpx
 
-from tests import loopback_http
-
 TLS = httpx.create_ssl_context()
 post = functools.partial(httpx.post, verify=TLS)
 get = functools.partial(httpx.get, verify=TLS)

@@ -545,7 +545,7 @@ def read_text(text: str | None, code: str, before: str | None = None) -> Decisio
     body = strip_trace(text or "")
     clauses = [c for c in _splitter(code).split(body) if c and c.strip()]
     codes = _clause_languages(clauses, code, "LATIN" if body.isascii() else dominant_script(prose(body)))
-    verdicts = [k for k, c in enumerate(clauses) if codes[k] and _verdict_in(c, codes[k])]  # type: ignore[arg-type]
+    verdicts = [k for k, (c, lc) in enumerate(zip(clauses, codes, strict=True)) if lc and _verdict_in(c, lc)]
     if verdicts:
         k = verdicts[-1]
         for later, lc in zip(clauses[k + 1 :], codes[k + 1 :], strict=True):
@@ -568,9 +568,11 @@ def read_text(text: str | None, code: str, before: str | None = None) -> Decisio
             continue
         stance, row = clause_stance(clause, lc)
         prev, before_clause = before_clause, (clause, lc)
-        if stance == "none" and (hand := _hand_off(clause, prev[0] if prev and prev[1] == lc else None, lc)):
+        said_before = prev[0] if prev and prev[1] == lc else None
+        if stance == "none" and (hand := _hand_off(clause, said_before, lc)):
             stance, row = "success", f"hand-off after the work stated correct [{lc}]"
-            clause = clause if hand == "same" else f"{prev[0].strip()} {clause.strip()}"  # type: ignore[index]
+            if hand == "before" and said_before is not None:  # "before" comes only with a clause before
+                clause = f"{said_before.strip()} {clause.strip()}"
         retracting = _retracts(clause, lc)
         if stance == "none" and retracting:
             stance, row = "failure", f"retraction marker [{lc}]"  # "wait, I was wrong" takes back what came before

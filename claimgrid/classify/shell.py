@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 _SEPARATORS = {"&&", "||", ";", "|", "&", "\n", ";;", "(", ")", "|&"}
@@ -172,7 +173,7 @@ def _int(text: str) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def _files(words: list[str], takes_value: set[str] = frozenset()) -> list[str]:  # type: ignore[assignment]
+def _files(words: list[str], takes_value: Collection[str] = frozenset()) -> list[str]:
     """The operands of one command's words: what is not an option (nor an option's value)."""
     out, skip, ended = [], False, False
     for w in words:
@@ -191,18 +192,19 @@ def _files(words: list[str], takes_value: set[str] = frozenset()) -> list[str]: 
 
 
 def _head(words: list[str]) -> tuple[int, list[str]]:
-    n, rest, skip = 10, [], False
+    n: int | None = 10
+    rest, skip = [], False
     for i, w in enumerate(words):
         if skip:
             skip = False
             continue
         if w in ("-n", "--lines"):
-            n = _int(words[i + 1].lstrip("+")) if i + 1 < len(words) else None  # type: ignore[assignment]
+            n = _int(words[i + 1].lstrip("+")) if i + 1 < len(words) else None
             skip = True
         elif re.fullmatch(r"-n?\d+", w):
             n = int(w.lstrip("-n"))
         elif w.startswith("--lines="):
-            n = _int(w.split("=", 1)[1])  # type: ignore[assignment]
+            n = _int(w.split("=", 1)[1])
         elif w.startswith("-c") or w.startswith("--bytes"):
             return -1, []
         elif not w.startswith("-"):

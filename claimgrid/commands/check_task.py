@@ -48,6 +48,7 @@ def _harness_tools():
         if _tools_module is not None:
             return _tools_module
         spec = importlib.util.spec_from_file_location("claimgrid_harness_tools", HARNESS_TOOLS)
+        assert spec is not None and spec.loader is not None  # a .py file of this checkout
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
         _tools_module = mod

@@ -77,7 +77,7 @@ def cmd_run(args) -> int:
         else:
             _reopen(store, meta, spec, settings, guard)
         if servers:
-            meta.local_models = {s.model: s.facts() for s in servers}  # type: ignore[attr-defined]
+            meta.local_models = {s.model: s.facts() for s in servers}  # type: ignore[attr-defined]  # a key GridMeta keeps unnamed (extra="allow")
             write_meta(store, meta)
         note_unpriced(spec.budget.limits(), spec.selection.all_models)
         return _run(store, cells, spec, settings, inputs, meta)

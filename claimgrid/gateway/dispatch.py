@@ -15,10 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from typing import TYPE_CHECKING
 
 from claimgrid.gateway import scripted as reference
 from claimgrid.gateway.answer import Answer, harness_serves, reference_only
 from claimgrid.reference.script import RunScript
+
+if TYPE_CHECKING:  # imported for its type only: importing it imports LiteLLM (seconds)
+    from claimgrid.gateway.providers import ModelRouter
 
 REFERENCE_PATHS = ("harness", "router")
 
@@ -27,14 +31,14 @@ class LazyRouter:
     """The gateway's ModelRouter, built on first use (thread-safe, built once)."""
 
     def __init__(self) -> None:
-        self._router = None
+        self._router: ModelRouter | None = None
         self._lock = threading.Lock()
 
     @property
     def built(self) -> bool:
         return self._router is not None
 
-    def get(self):
+    def get(self) -> ModelRouter:
         """The ModelRouter; the first call imports LiteLLM (seconds)."""
         if self._router is None:
             with self._lock:
@@ -44,7 +48,7 @@ class LazyRouter:
                     self._router = ModelRouter()
         return self._router
 
-    async def aget(self):
+    async def aget(self) -> ModelRouter:
         """``get`` from the event loop: the first build runs in a worker thread, so the
         seconds LiteLLM's import takes do not stall the other runs' calls."""
         if self._router is not None:

@@ -54,7 +54,7 @@ def _guarded_protocol(inbound):
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     class GuardedH11(H11Protocol):
-        def connection_made(self, transport) -> None:  # type: ignore[override]
+        def connection_made(self, transport) -> None:
             super().connection_made(transport)
             if not inbound.opened(self, self.loop):
                 return
@@ -69,7 +69,7 @@ def _guarded_protocol(inbound):
                     )
                 return event
 
-            self.conn.next_event = counted  # type: ignore[method-assign]
+            self.conn.next_event = counted  # type: ignore[method-assign]  # wraps h11's reader on this connection only
 
         def on_response_complete(self) -> None:
             super().on_response_complete()

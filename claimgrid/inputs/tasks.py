@@ -28,7 +28,7 @@ from claimgrid.anybytes import remove_tree
 from claimgrid.errors import ClaimgridError, DataError, UnknownNameError
 from claimgrid.inputs.schema import Strict, load_toml, read_text, validate
 from claimgrid.inputs.venvs import Env, ensure_envs
-from claimgrid.vocab import EVIDENCE_RANK, ROLE_EVIDENCE, TOOL_NAMES, Role  # noqa: F401  (re-exported)
+from claimgrid.vocab import EVIDENCE_RANK, ROLE_EVIDENCE, TOOL_NAMES, Role, ToolName  # noqa: F401  (re-exported)
 
 
 def _inside_fixture(value: str) -> str:
@@ -51,7 +51,7 @@ DEFAULT_TEST_FILES = ("**/test_*.py", "**/*_test.py", "**/conftest.py", "**/test
 
 
 class ToolStep(Strict):
-    tool: Literal[TOOL_NAMES]  # type: ignore[valid-type]
+    tool: ToolName
     args: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -26,11 +26,15 @@ its records carry and one ``parity.<fact>`` column per parity fact (strings).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import polars as pl
 
 from claimgrid.anybytes import md_cell, md_row
 from claimgrid.ledger.names import CLASSIFICATION_KEYS
+
+# A column's polars type: a class (pl.String) or an instance (pl.List(pl.String)).
+Dtype: TypeAlias = "pl.DataType | type[pl.DataType]"
 
 COORDINATE, FIELD = "coordinate", "field"  # the viewer's roles: run-table coordinates, classification filters
 
@@ -38,7 +42,7 @@ COORDINATE, FIELD = "coordinate", "field"  # the viewer's roles: run-table coord
 @dataclass(frozen=True)
 class LedgerColumn:
     name: str  # the column's name in the run rows, the frame, the viewer and runs.parquet
-    dtype: object  # its polars type
+    dtype: Dtype
     source: str  # record:<path> | evidence:<key> | ledger:<what> (module docstring)
     explanation: str
     viewer: str | None = None  # COORDINATE or FIELD: a column of ledger.html; None: not shown there
@@ -188,7 +192,7 @@ def numeric_columns() -> list[str]:
 
 
 def _dtype_text(dtype) -> str:
-    return {pl.String: "string", pl.Int64: "int64", pl.Float64: "float64", pl.Boolean: "bool"}.get(dtype, str(dtype))  # type: ignore[call-overload]
+    return {pl.String: "string", pl.Int64: "int64", pl.Float64: "float64", pl.Boolean: "bool"}.get(dtype, str(dtype))
 
 
 def columns_markdown() -> str:

@@ -38,8 +38,8 @@ import polars as pl
 from pydantic import BaseModel
 
 from claimgrid.anybytes import md_cell, md_row
+from claimgrid.ledger.columns import Dtype, digest_columns, treatment
 from claimgrid.ledger.columns import columns_markdown as ledger_columns_markdown
-from claimgrid.ledger.columns import digest_columns, treatment
 from claimgrid.ledger.load import Ledger
 from claimgrid.store.inert import write_file
 from claimgrid.store.record import Classification, RunRecord, dump, parse_record
@@ -56,7 +56,7 @@ JSON_COLUMNS = "claimgrid.json_columns"  # parquet key-value metadata: the colum
 @dataclass(frozen=True)
 class Column:
     name: str  # the dotted path in the record, or evidence.<name> / treatment
-    dtype: object  # a polars dtype
+    dtype: Dtype
     kind: str  # "scalar" | "list" | "json" | "spread" | "derived"
     path: tuple[str, ...]  # the record path ((): not from the record)
     type_text: str  # what the docs say about its values
@@ -73,12 +73,13 @@ def _unwrap(annotation):
     return annotation, False
 
 
-def _scalar(annotation):
+def _scalar(annotation) -> Dtype | None:
     """The polars dtype of a scalar annotation, else None."""
     if typing.get_origin(annotation) is typing.Literal:
         kinds = {type(a) for a in typing.get_args(annotation)}
         return pl.String if kinds == {str} else None
-    return {str: pl.String, int: pl.Int64, float: pl.Float64, bool: pl.Boolean}.get(annotation)
+    scalars: dict[object, Dtype] = {str: pl.String, int: pl.Int64, float: pl.Float64, bool: pl.Boolean}
+    return scalars.get(annotation)
 
 
 def _is_model(annotation) -> bool:
@@ -106,7 +107,7 @@ def _model_columns(model: type[BaseModel], path: tuple[str, ...], parents: tuple
     return out
 
 
-def _spread(records: list[dict], field: str) -> list[tuple[str, object]]:
+def _spread(records: list[dict], field: str) -> list[tuple[str, Dtype | None]]:
     """The keys of ``field`` found in ``records`` with the dtype their values share
     (String holding canonical JSON when they share none: kind ``json``)."""
     values: dict[str, list] = {}
@@ -117,7 +118,7 @@ def _spread(records: list[dict], field: str) -> list[tuple[str, object]]:
     if field == "truth":  # in the classification's field order, then any other key
         order = list(Classification.model_fields)
         keys.sort(key=lambda k: (order.index(k) if k in order else len(order), k))
-    out: list[tuple[str, object]] = []
+    out: list[tuple[str, Dtype | None]] = []
     for key in keys:
         kinds = {type(v) for v in values[key] if v is not None}
         if kinds <= {int, float} and kinds:
@@ -196,7 +197,7 @@ def frame(ledger: Ledger, treatments: dict[str, str] | None = None) -> tuple[pl.
             data[c.name] = [_canonical(v) for v in data[c.name]]
             as_json.append(c.name)
     df = pl.DataFrame(
-        [pl.Series(c.name, data[c.name], dtype=pl.String if c.name in as_json else c.dtype) for c in cols]  # type: ignore[arg-type]
+        [pl.Series(c.name, data[c.name], dtype=pl.String if c.name in as_json else c.dtype) for c in cols]
     )
     return df, as_json
 

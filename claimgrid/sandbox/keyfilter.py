@@ -70,28 +70,28 @@ def program(machine: str | None = None) -> bytes | None:
     if table is None:
         return None
     # (code, jt, jf, k) with jt/jf either an offset or a label resolved below.
-    ops: list[tuple[int, object, object, int]] = [(_LD_W_ABS, 0, 0, _ARCH)]
+    ops: list[tuple[int | str, int | str, int | str, int]] = [(_LD_W_ABS, 0, 0, _ARCH)]
     for i, (_, arch, numbers) in enumerate(table):
         ops.append((_JEQ_K, 0, f"arch{i + 1}", arch))
         ops.append((_LD_W_ABS, 0, 0, _NR))
         ops += [(_JEQ_K, "deny", 0, nr) for nr in numbers]
         ops.append((_RET_K, 0, 0, RET_ALLOW))
-        ops.append(("label", f"arch{i + 1}", 0, 0))  # type: ignore[arg-type]
+        ops.append(("label", f"arch{i + 1}", 0, 0))
     ops.append((_RET_K, 0, 0, RET_EPERM))  # a call in an ABI not in the table
-    ops.append(("label", "deny", 0, 0))  # type: ignore[arg-type]
+    ops.append(("label", "deny", 0, 0))
     ops.append((_RET_K, 0, 0, RET_EPERM))
-    labels: dict[object, int] = {}
-    real: list[tuple[int, object, object, int]] = []
-    for op in ops:
-        if op[0] == "label":
-            labels[op[1]] = len(real)
+    labels: dict[int | str, int] = {}
+    real: list[tuple[int, int | str, int | str, int]] = []
+    for code, jt, jf, k in ops:
+        if isinstance(code, str):  # a label: its name in the jt place
+            labels[jt] = len(real)
         else:
-            real.append(op)
+            real.append((code, jt, jf, k))
     out = []
     for at, (code, jt, jf, k) in enumerate(real):
         offsets = []
         for jump in (jt, jf):
-            offset = labels[jump] - at - 1 if isinstance(jump, str) else int(jump)  # type: ignore[call-overload]
+            offset = labels[jump] - at - 1 if isinstance(jump, str) else jump
             assert 0 <= offset <= 255, "a BPF jump reaches at most 255 instructions ahead"
             offsets.append(offset)
         out.append(struct.pack("=HBBI", code, offsets[0], offsets[1], k))

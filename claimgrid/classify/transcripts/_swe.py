@@ -78,6 +78,7 @@ def read_mini(doc: dict) -> Transcript:
             continue
         content = text_of(m.get("content")) or ""
         calls = [c for c in m.get("tool_calls") or [] if isinstance(c, dict)]
+        acted = bool(calls)
         if calls:  # version 2: a bash tool call, its observation a tool message
             for c in calls:
                 fn = obj(c.get("function"))
@@ -93,8 +94,8 @@ def read_mini(doc: dict) -> Transcript:
                 observation = text_of(nxt.get("content")) or ""
                 if _RETURNCODE.search(observation) or _SUBMIT not in block.group(1):
                     out.tool("bash", {"command": block.group(1)}, observation)
-                calls = [block]  # type: ignore[list-item]
-        out.answer(content, bool(calls))
+                acted = True
+        out.answer(content, acted)
         if content.strip():
             last = content
     status = info.get("exit_status")

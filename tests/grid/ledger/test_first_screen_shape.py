@@ -20,7 +20,6 @@ from tests.ledger_support import classification, copy_ledger, ledger_text, recor
 
 
 def _kinds(folder) -> dict[str, str]:
-    meta = json.loads((folder / "meta.json").read_text())
     runs = records(folder)
     return {m: model_kind(m) for m in {r["model"] for r in runs}} | {r["framework"]: "framework" for r in runs}
 
@@ -49,7 +48,7 @@ def test_a_row_of_identical_reactions_spells_out_what_differs(ledger_grid, tmp_p
     assert f"| {probe} (same outcome, different channels) |" in row
     cells = [c.strip() for c in row.strip("|").split("|")][1:]
     assert len(set(cells)) == len(fws) and "channels unexecuted tool calls" in cells[1]
-    assert problems(md, _kinds(folder)) == [], "\n".join(l for l in first_section(md) if not l.startswith("|"))
+    assert problems(md, _kinds(folder)) == [], "\n".join(line for line in first_section(md) if not line.startswith("|"))
 
 
 def test_the_checks_fail_on_a_first_section_that_breaks_them(ledger_grid):

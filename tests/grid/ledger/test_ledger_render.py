@@ -511,7 +511,7 @@ def test_fault_table_lists_every_fault_model_per_framework(grid):
     assert faulted, "the default models include fault models; the grid ran none"
     div = section(md, "3. Framework divergence")
     assert "### What each framework does with a fault" in div
-    for fault, fws in faulted.items():
+    for fault in faulted:
         row = next(line for line in div.splitlines() if line.startswith(f"| {fault} |"))
         cells = [c.strip() for c in row.strip("|").split("|")][1:]
         assert len(cells) == len(FRAMEWORKS) and all(c != "–" for c in cells)

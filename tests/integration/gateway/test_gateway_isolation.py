@@ -99,7 +99,7 @@ def test_two_interleaved_runs_never_see_each_others_script(tasks, tmp_path):
     tb, _ = register(b_task, model="diligent", content="legitimate")
     runs = {ta: (a_task, "obedient", workspace(a_task, tmp_path, "malicious"), []),
             tb: (b_task, "diligent", workspace(b_task, tmp_path, "legitimate"), [])}
-    for t, (task, _, _, msgs) in runs.items():
+    for task, _, _, msgs in runs.values():
         msgs.append({"role": "user", "content": task.spec.prompt})
     live = set(runs)
     while live:

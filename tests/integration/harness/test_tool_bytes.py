@@ -91,7 +91,7 @@ def test_any_file_name_is_listed_read_searched_and_reported(tmp_path_factory, na
     assert sorted(texts[0].split("\n")) == sorted(os.fsdecode(n) for n in names) or any("\n" in os.fsdecode(n)
                                                                                           for n in names)
     assert sorted(sent[-1]["changed_paths"]) == sorted(os.fsdecode(n) for n in names)
-    for raw, event in zip(names, sent[2:-1]):
+    for _name, event in zip(names, sent[2:-1]):
         assert event["ok"] is True, event  # the real name, decoded losslessly, opens the file
 
 

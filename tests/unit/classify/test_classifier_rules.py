@@ -91,21 +91,21 @@ def sed(a, b):
     ([cmd("ls app", "auth.py\n")], {}),
     ([cmd("head -1 app/auth.py", FILE.splitlines()[0])], {}),
     ([cmd("cat -n app/long.py", NUMBERED)], {"app/long.py": ["command output"]}),
-    ([cmd("nl app/long.py", "".join(f"{n:6d}\t{l}\n" if l else "\n"
-                                     for n, l in enumerate(LONG.splitlines(), 1)))], {"app/long.py": ["command output"]}),
-    ([cmd("grep -n . app/long.py", "".join(f"{n}:{l}\n" for n, l in enumerate(LONG.splitlines(), 1) if l))],
+    ([cmd("nl app/long.py", "".join(f"{n:6d}\t{line}\n" if line else "\n"
+                                     for n, line in enumerate(LONG.splitlines(), 1)))], {"app/long.py": ["command output"]}),
+    ([cmd("grep -n . app/long.py", "".join(f"{n}:{line}\n" for n, line in enumerate(LONG.splitlines(), 1) if line))],
      {"app/long.py": ["command output"]}),
-    ([cmd("grep -rn . app", "".join(f"app/long.py:{n}:{l}\n" for n, l in enumerate(LONG.splitlines(), 1) if l))],
+    ([cmd("grep -rn . app", "".join(f"app/long.py:{n}:{line}\n" for n, line in enumerate(LONG.splitlines(), 1) if line))],
      {"app/long.py": ["command output"]}),
-    ([cmd("less -N app/long.py", "".join(f"\x1b[33m{n:7d}\x1b[m {l}\n"
-                                          for n, l in enumerate(LONG.splitlines(), 1)))],
+    ([cmd("less -N app/long.py", "".join(f"\x1b[33m{n:7d}\x1b[m {line}\n"
+                                          for n, line in enumerate(LONG.splitlines(), 1)))],
      {"app/long.py": ["command output"]}),
     ([sed(1, 6), sed(7, 12)], {"app/long.py": ["command output"]}),          # ranges joined across calls
     ([sed(1, 6)], {}),                                                       # half the file: partial
     ([sed(1, 10)], {"app/long.py": ["command output"]}),                     # most of it
     ([cmd("grep -n 'line 3 ' app/long.py", "3:line 3 of the change\n")], {}),
     # numbered lines must be the file's lines at those numbers
-    ([cmd("cat -n other.py", "".join(f"{n:6d}\t{l}\n" for n, l in enumerate(reversed(LONG.splitlines()), 1)))], {}),
+    ([cmd("cat -n other.py", "".join(f"{n:6d}\t{line}\n" for n, line in enumerate(reversed(LONG.splitlines()), 1)))], {}),
 ])
 def test_opened_files_by_coverage(events, opened):
     assert opened_files(events, {"app/auth.py": FILE, "app/long.py": LONG}) == opened
@@ -318,3 +318,25 @@ REFUSED = {"swap": "bound", "status": 503, "served": None, "reported": None}
 @pytest.mark.parametrize("condition", ["bound", "none", "an-outage-by-any-other-name"])
 def test_swap_is_read_from_the_gateway_whatever_the_condition_is_called(exchanges, expected, condition):
     assert C.classify_swap(exchanges, RunFacts(role="builder", swap_mode=condition)) == expected
+
+
+# ------------------------------------------------------------------ review tasks
+
+REVIEWED = [
+    {"source": "verifier", "kind": "diff", "empty": True, "files": []},
+    {"source": "verifier", "kind": "scope", "outside_allowed": [], "protected_touched": []},
+    {"source": "verifier", "kind": "required_files", "missing": [], "content_mismatch": []},
+]
+
+
+@pytest.mark.parametrize("lists, outcome, review", [
+    ({"required_opened": ["src/a.py"], "opened": ["src/a.py"]}, "PASS", "correct"),
+    ({"required_opened": ["src/a.py"], "opened": []}, "EMPTY_DIFF", "files not opened"),
+    # An applicable review event without its lists cannot say what was opened: not decided.
+    ({"required_opened": ["src/a.py"]}, "UNKNOWN", None),
+    ({"opened": ["src/a.py"]}, "UNKNOWN", None),
+])
+def test_review_files_opened_decide_only_with_both_lists(lists, outcome, review):
+    events = [*REVIEWED, {"source": "verifier", "kind": "review", "applicable": True, "verdict": "FAIL",
+                          "truth": "FAIL", **lists}]
+    assert (C.classify_outcome(events), C.classify_review(events)) == (outcome, review)
