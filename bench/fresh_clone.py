@@ -73,10 +73,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--commit", default="HEAD", help="the commit of this repository to clone (default HEAD)")
     ap.add_argument("--keep", action="store_true", help="keep the clone and the uv cache")
-    ap.add_argument("grid_args", nargs="*", help="after --: arguments for grid.py (default: none, the README's command)")
+    ap.add_argument(
+        "grid_args", nargs="*", help="after --: arguments for grid.py (default: none, the README's command)"
+    )
     args = ap.parse_args()
-    sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", args.commit], capture_output=True, text=True,
-                         check=True).stdout.strip()
+    sha = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", args.commit], capture_output=True, text=True, check=True
+    ).stdout.strip()
     tmp = Path(tempfile.mkdtemp(prefix="claimgrid-fresh-"))
     clone, cache = tmp / "claimgrid", tmp / "uv-cache"
     cache.mkdir()
@@ -86,12 +89,16 @@ def main() -> int:
     env["UV_CACHE_DIR"] = str(cache)
     load_before = os.getloadavg()
     cmd = ["uv", "run", "grid.py", *args.grid_args]
-    print(f"fresh clone of {sha[:12]} in {clone}, empty uv cache {cache}; {os.cpu_count()} cores; "
-          f"load average before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}", flush=True)
+    print(
+        f"fresh clone of {sha[:12]} in {clone}, empty uv cache {cache}; {os.cpu_count()} cores; "
+        f"load average before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}",
+        flush=True,
+    )
     print(f"$ {' '.join(cmd)}", flush=True)
     t0_unix, t0 = time.time(), time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=clone, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        cmd, cwd=clone, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL
+    )
     lines: list[tuple[float, str]] = []
 
     def read() -> None:
@@ -126,8 +133,10 @@ def main() -> int:
     def at(unix: float | None) -> str:
         return "-" if unix is None else f"{unix - t0_unix:7.1f} s"
 
-    print(f"\nexit {proc.returncode}; {len(runs)} of {meta.get('grid_size')} runs recorded; harness errors "
-          f"{len(meta.get('harness_errors') or [])}; venv failures {len(meta.get('venv_failures') or [])}")
+    print(
+        f"\nexit {proc.returncode}; {len(runs)} of {meta.get('grid_size')} runs recorded; harness errors "
+        f"{len(meta.get('harness_errors') or [])}; venv failures {len(meta.get('venv_failures') or [])}"
+    )
     print(f"driver venv (uv run, until grid.py started)    {driver_s if driver_s is not None else float('nan'):7.1f} s")
     if lines:
         print(f"grid.py's first line of output                 {lines[0][0]:7.1f} s  ({lines[0][1][:60]})")
@@ -136,8 +145,10 @@ def main() -> int:
     builds = meta.get("venv_builds") or {}
     for name, b in sorted(builds.items(), key=lambda kv: kv[1].get("ended_unix") or 0):
         built = "built" if b.get("built") else "current"
-        print(f"  venv {name:<16} {b.get('state'):<7} {built:<8} started {at(b.get('started_unix'))}  "
-              f"ended {at(b.get('ended_unix'))}")
+        print(
+            f"  venv {name:<16} {b.get('state'):<7} {built:<8} started {at(b.get('started_unix'))}  "
+            f"ended {at(b.get('ended_unix'))}"
+        )
     ended = [b["ended_unix"] for b in builds.values() if b.get("ended_unix")]
     if ended:
         print(f"framework venvs: first ready {at(min(ended))}, all ended {at(max(ended))}")
@@ -146,20 +157,27 @@ def main() -> int:
         print(f"last run ended                                 {at(max(ends))}")
     print(f"grid.py exited, ledger written                 {exit_s:7.1f} s")
     if starts and ended:
-        print(f"split: driver venv {driver_s or 0:.1f} s; until the first run {starts[0] - t0_unix:.1f} s; "
-              f"framework venvs building {max(ended) - t0_unix - (driver_s or 0):.1f} s (overlapping runs); "
-              f"runs {max(ends) - starts[0]:.1f} s; ledger after the last run {exit_s - (max(ends) - t0_unix):.1f} s")
-    print(f"CPU of the process tree (reaped): user {usage.ru_utime:.1f} s, system {usage.ru_stime:.1f} s; "
-          f"load average after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}")
+        print(
+            f"split: driver venv {driver_s or 0:.1f} s; until the first run {starts[0] - t0_unix:.1f} s; "
+            f"framework venvs building {max(ended) - t0_unix - (driver_s or 0):.1f} s (overlapping runs); "
+            f"runs {max(ends) - starts[0]:.1f} s; ledger after the last run {exit_s - (max(ends) - t0_unix):.1f} s"
+        )
+    print(
+        f"CPU of the process tree (reaped): user {usage.ru_utime:.1f} s, system {usage.ru_stime:.1f} s; "
+        f"load average after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}"
+    )
     if not args.grid_args and proc.returncode == 0 and starts and ended:  # the README's command
         from _figures import record  # bench/, the script's own folder
 
-        record("fresh_clone.py", {
-            "first run started after `uv run grid.py` (empty uv cache)": f"{starts[0] - t0_unix:.1f} s",
-            "framework venvs all built": f"{max(ended) - t0_unix:.1f} s",
-            "whole default grid, ledger written": f"{exit_s:.1f} s ({len(runs):,} runs; harness errors "
-                                                  f"{len(meta.get('harness_errors') or [])})",
-        })
+        record(
+            "fresh_clone.py",
+            {
+                "first run started after `uv run grid.py` (empty uv cache)": f"{starts[0] - t0_unix:.1f} s",
+                "framework venvs all built": f"{max(ended) - t0_unix:.1f} s",
+                "whole default grid, ledger written": f"{exit_s:.1f} s ({len(runs):,} runs; harness errors "
+                f"{len(meta.get('harness_errors') or [])})",
+            },
+        )
     if args.keep:
         print(f"kept {tmp}")
     else:

@@ -32,7 +32,7 @@ import claimgrid.gateway.offline  # noqa: E402,F401  (before any LiteLLM import:
 PATHS = ("router", "harness")
 SWAPS = ("none", "reported")
 
-STARTUP_PROBE = r'''
+STARTUP_PROBE = r"""
 import resource, sys
 import httpx
 from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
@@ -49,7 +49,7 @@ assert r.status_code == 200, r.text
 u = resource.getrusage(resource.RUSAGE_SELF)
 print(f"{u.ru_utime + u.ru_stime:.3f} {int('litellm' in sys.modules)}")
 gw.stop()
-'''
+"""
 
 
 def _pct(values, q):
@@ -61,10 +61,10 @@ def _per_call(path: str, n: int, warmup: int) -> dict[str, dict]:
     """{swap: figures} for one reference path, on its own gateway."""
     import httpx
 
-    from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
-    from claimgrid.reference.script import CallLimits, RunScript
     from claimgrid.gateway.server import Gateway
+    from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
     from claimgrid.inputs.tasks import load_tasks
+    from claimgrid.reference.script import CallLimits, RunScript
 
     task = load_tasks()["fix-float-add"]
     content, swaps = load_content_conditions()["clean"], load_swap_conditions()
@@ -75,12 +75,26 @@ def _per_call(path: str, n: int, warmup: int) -> dict[str, dict]:
     with httpx.Client(base_url=url, timeout=30) as client:
         for swap in SWAPS:
             token = f"bench-{uuid.uuid4().hex}"
-            gw.register(token, RunScript.for_cell(token, task, content, swaps[swap], "diligent", "reader",
-                                                  "builder", limits=CallLimits(max_model_calls=10**9)))
+            gw.register(
+                token,
+                RunScript.for_cell(
+                    token,
+                    task,
+                    content,
+                    swaps[swap],
+                    "diligent",
+                    "reader",
+                    "builder",
+                    limits=CallLimits(max_model_calls=10**9),
+                ),
+            )
 
             def call(token=token):  # bound now: each swap registers its own token
-                r = client.post("/chat/completions", json={"model": "diligent", "messages": messages},
-                                headers={"Authorization": f"Bearer {token}"})
+                r = client.post(
+                    "/chat/completions",
+                    json={"model": "diligent", "messages": messages},
+                    headers={"Authorization": f"Bearer {token}"},
+                )
                 r.raise_for_status()
 
             for _ in range(warmup):  # the swap starts at call 2; first calls build lazy state
@@ -94,16 +108,25 @@ def _per_call(path: str, n: int, warmup: int) -> dict[str, dict]:
             events, _ = gw.finish(token)
             assert {e["swap"] for e in events[warmup:]} == {swap}, "the measured calls must be swapped"
             own = [e["latency_ms"] for e in events[warmup:]]
-            out[swap] = {"rtt_med": statistics.median(rtt), "rtt_p90": _pct(rtt, .9),
-                         "own_med": statistics.median(own),
-                         "cpu_ms": (cpu1 - cpu0) * 1000 / n if cpu0 is not None and cpu1 is not None else None}
+            out[swap] = {
+                "rtt_med": statistics.median(rtt),
+                "rtt_p90": _pct(rtt, 0.9),
+                "own_med": statistics.median(own),
+                "cpu_ms": (cpu1 - cpu0) * 1000 / n if cpu0 is not None and cpu1 is not None else None,
+            }
     gw.stop()
     return out
 
 
 def _startup(path: str) -> tuple[float, bool]:
-    proc = subprocess.run([sys.executable, "-c", STARTUP_PROBE, path], cwd=ROOT, capture_output=True, text=True,
-                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", STARTUP_PROBE, path],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        timeout=600,
+    )
     if proc.returncode:
         raise SystemExit(proc.stderr[-2000:])
     cpu, litellm = proc.stdout.split()
@@ -113,8 +136,11 @@ def _startup(path: str) -> tuple[float, bool]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="bench/gateway.py")
     parser.add_argument("-n", type=int, default=300, help="measured calls per path and swap (default 300)")
-    parser.add_argument("--startup", action="store_true",
-                        help="also measure a fresh interpreter's CPU to start a gateway and serve one call")
+    parser.add_argument(
+        "--startup",
+        action="store_true",
+        help="also measure a fresh interpreter's CPU to start a gateway and serve one call",
+    )
     args = parser.parse_args(argv)
 
     figures = {path: _per_call(path, args.n, warmup=10) for path in PATHS}
@@ -122,9 +148,11 @@ def main(argv=None) -> int:
         for swap in SWAPS:
             f = figures[path][swap]
             cpu = f"{f['cpu_ms']:6.2f} ms" if f["cpu_ms"] is not None else "   n/a"
-            print(f"{path:<8} swap {swap:<9} client round trip median {f['rtt_med']:6.2f} ms  p90 "
-                  f"{f['rtt_p90']:6.2f} ms | gateway latency_ms median {f['own_med']:6.2f} | "
-                  f"gateway CPU per call {cpu}")
+            print(
+                f"{path:<8} swap {swap:<9} client round trip median {f['rtt_med']:6.2f} ms  p90 "
+                f"{f['rtt_p90']:6.2f} ms | gateway latency_ms median {f['own_med']:6.2f} | "
+                f"gateway CPU per call {cpu}"
+            )
     for swap in SWAPS:
         r, h = figures["router"][swap]["cpu_ms"], figures["harness"][swap]["cpu_ms"]
         if r is not None and h:
@@ -132,8 +160,10 @@ def main(argv=None) -> int:
     if args.startup:
         for path in PATHS:
             cpu, litellm = _startup(path)
-            print(f"startup  {path:<8} fresh interpreter, gateway start + one call: {cpu:.2f} s CPU "
-                  f"(litellm imported: {'yes' if litellm else 'no'})")
+            print(
+                f"startup  {path:<8} fresh interpreter, gateway start + one call: {cpu:.2f} s CPU "
+                f"(litellm imported: {'yes' if litellm else 'no'})"
+            )
     return 0
 
 

@@ -26,14 +26,19 @@ sys.path.insert(0, str(ROOT / "frameworks" / "_harness"))
 
 import harness_tools as ht  # noqa: E402
 
-from claimgrid.sandbox.guard import detect  # noqa: E402
-from claimgrid.launch.confine import command_sandbox, hand_over  # noqa: E402
 from claimgrid.inputs.tasks import ensure_task_envs, in_suite, load_tasks  # noqa: E402
+from claimgrid.launch.confine import command_sandbox, hand_over  # noqa: E402
+from claimgrid.sandbox.guard import detect  # noqa: E402
 
 
 def tool(ws: Path, spec) -> ht.HarnessTool:
-    ctl = {"workspace": str(ws), "sandbox": str(ws.parent / "sandbox"), "tools": ["run_command"],
-           "budgets": {"command_timeout_s": 30}, "command_sandbox": spec}
+    ctl = {
+        "workspace": str(ws),
+        "sandbox": str(ws.parent / "sandbox"),
+        "tools": ["run_command"],
+        "budgets": {"command_timeout_s": 30},
+        "command_sandbox": spec,
+    }
     return ht.make_tools(ctl, ht.ToolChannel(None))[0]
 
 
@@ -65,18 +70,26 @@ def main() -> int:
                 if i >= 2:  # warm-up: first page-ins
                     times[name].append(dt)
     med = {name: statistics.median(v) * 1000 for name, v in times.items()}
-    print(f"run_command {args.command!r}, {args.n} calls each, interleaved; tool-layer overhead "
-          "(workspace snapshots, event) included in both")
+    print(
+        f"run_command {args.command!r}, {args.n} calls each, interleaved; tool-layer overhead "
+        "(workspace snapshots, event) included in both"
+    )
     for name in runs:
-        print(f"  {name:<10} median {med[name]:7.1f} ms   p90 {statistics.quantiles(times[name], n=10)[-1] * 1000:7.1f} ms")
-    print(f"  guard adds {med['guarded'] - med['unguarded']:+.1f} ms per command "
-          f"(ratio {med['guarded'] / med['unguarded']:.2f}x; target <= 30 ms)")
+        print(
+            f"  {name:<10} median {med[name]:7.1f} ms   p90 {statistics.quantiles(times[name], n=10)[-1] * 1000:7.1f} ms"
+        )
+    print(
+        f"  guard adds {med['guarded'] - med['unguarded']:+.1f} ms per command "
+        f"(ratio {med['guarded'] / med['unguarded']:.2f}x; target <= 30 ms)"
+    )
     from _figures import record  # bench/, the script's own folder
 
-    record("guard_command.py", {
-        f"the guard's added time per run_command ({args.command!r}, median)":
-            f"{med['guarded'] - med['unguarded']:+.1f} ms ({med['guarded'] / med['unguarded']:.2f}x; target <= 30 ms)",
-    })
+    record(
+        "guard_command.py",
+        {
+            f"the guard's added time per run_command ({args.command!r}, median)": f"{med['guarded'] - med['unguarded']:+.1f} ms ({med['guarded'] / med['unguarded']:.2f}x; target <= 30 ms)",
+        },
+    )
     return 0
 
 

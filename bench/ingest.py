@@ -42,23 +42,44 @@ from claimgrid.store import EVENTS_NAME, LedgerFolder  # noqa: E402 - the store'
 from claimgrid.store.lines import read_events  # noqa: E402 - the store's bounded JSON-lines parser
 from claimgrid.store.record import dump  # noqa: E402
 
-GRID = ["--tasks", "fix-float-add,write-status", "--content", "clean,malicious", "--swap", "none",
-        "--models", "diligent,reader,narrator"]
+GRID = [
+    "--tasks",
+    "fix-float-add,write-status",
+    "--content",
+    "clean,malicious",
+    "--swap",
+    "none",
+    "--models",
+    "diligent,reader,narrator",
+]
 
 
 def _venvs(folder: Path) -> Path:
     """A venvs.toml with only the dependency-free ``plain`` framework (the harness's cost)."""
     path = folder / "venvs.toml"
-    path.write_text(f'[frameworks.plain]\npython = "3.11"\nproject = "{ROOT}/frameworks/plain"\n'
-                    f'adapter = "{ROOT}/frameworks/plain/adapter.py"\n')
+    path.write_text(
+        f'[frameworks.plain]\npython = "3.11"\nproject = "{ROOT}/frameworks/plain"\n'
+        f'adapter = "{ROOT}/frameworks/plain/adapter.py"\n'
+    )
     return path
 
 
 def measure_grid(folder: Path, jobs: int) -> tuple[Path, float, int]:
     """(ledger, runs/s from first to last stored run, runs) of the small grid."""
     out = folder / "grid"
-    cmd = [sys.executable, str(ROOT / "grid.py"), "run", "--venvs", str(_venvs(folder)), "--out", str(out),
-           "--jobs", str(jobs), "--no-progress", *GRID]
+    cmd = [
+        sys.executable,
+        str(ROOT / "grid.py"),
+        "run",
+        "--venvs",
+        str(_venvs(folder)),
+        "--out",
+        str(out),
+        "--jobs",
+        str(jobs),
+        "--no-progress",
+        *GRID,
+    ]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     ledger = LedgerFolder(out)
     seen: list[float] = []
@@ -124,8 +145,13 @@ def measure_ingest(ledger: Path, results: int, folder: Path) -> dict:
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     for p in (folder / "ingest" / "runs").iterdir():
         size += sum(f.stat().st_size for f in p.iterdir())
-    return {"results": stored, "wall_s": wall, "rate": stored / wall, "cpu_per_result_ms": cpu * 1000 / stored,
-            "evidence_kb": size / 1024 / max(stored, 1)}
+    return {
+        "results": stored,
+        "wall_s": wall,
+        "rate": stored / wall,
+        "cpu_per_result_ms": cpu * 1000 / stored,
+        "evidence_kb": size / 1024 / max(stored, 1),
+    }
 
 
 def measure_gateway(clients: int, seconds: float) -> dict:
@@ -148,12 +174,19 @@ def measure_gateway(clients: int, seconds: float) -> dict:
 
     def client(i: int) -> None:
         token = f"bench-{i}-{os.getpid()}"
-        gw.register(token, RunScript.for_cell(token, task, content, swap, "diligent", "reader", "builder",
-                                              limits=CallLimits(max_model_calls=10**9)))
+        gw.register(
+            token,
+            RunScript.for_cell(
+                token, task, content, swap, "diligent", "reader", "builder", limits=CallLimits(max_model_calls=10**9)
+            ),
+        )
         with httpx.Client(base_url=url, timeout=30) as http:
             while time.monotonic() < stop:  # bounded in time: stops by itself
-                r = http.post("/chat/completions", json={"model": "diligent", "messages": messages},
-                              headers={"Authorization": f"Bearer {token}"})
+                r = http.post(
+                    "/chat/completions",
+                    json={"model": "diligent", "messages": messages},
+                    headers={"Authorization": f"Bearer {token}"},
+                )
                 r.raise_for_status()
                 counts[i] += 1
         gw.finish(token)
@@ -200,24 +233,35 @@ def main(argv=None) -> int:
         gateway = measure_gateway(args.clients, args.seconds)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    print(f"node: {runs}-run plain grid, --jobs {args.jobs} on {os.cpu_count()} cores: "
-          f"{node_rate:.2f} runs/s (first to last stored run), {per_run:.1f} model calls per run")
-    print(f"driver: single writer ingests {ingest['rate']:.0f} results/s ({ingest['results']} results in "
-          f"{ingest['wall_s']:.2f} s, {ingest['cpu_per_result_ms']:.2f} ms CPU each, "
-          f"{ingest['evidence_kb']:.0f} KB evidence each, fsync per line)")
+    print(
+        f"node: {runs}-run plain grid, --jobs {args.jobs} on {os.cpu_count()} cores: "
+        f"{node_rate:.2f} runs/s (first to last stored run), {per_run:.1f} model calls per run"
+    )
+    print(
+        f"driver: single writer ingests {ingest['rate']:.0f} results/s ({ingest['results']} results in "
+        f"{ingest['wall_s']:.2f} s, {ingest['cpu_per_result_ms']:.2f} ms CPU each, "
+        f"{ingest['evidence_kb']:.0f} KB evidence each, fsync per line)"
+    )
     cpu = f", {gateway['cpu_per_call_ms']:.2f} ms gateway CPU each" if gateway["cpu_per_call_ms"] is not None else ""
-    print(f"gateway: {gateway['rate']:.0f} calls/s on one node ({gateway['calls']} calls, "
-          f"{args.clients} clients, {args.seconds:.0f} s{cpu}); a node at {node_rate:.2f} runs/s asks "
-          f"{node_rate * per_run:.0f} calls/s ({node_rate * per_run / max(gateway['rate'], 1e-9):.0%} of it)")
+    print(
+        f"gateway: {gateway['rate']:.0f} calls/s on one node ({gateway['calls']} calls, "
+        f"{args.clients} clients, {args.seconds:.0f} s{cpu}); a node at {node_rate:.2f} runs/s asks "
+        f"{node_rate * per_run:.0f} calls/s ({node_rate * per_run / max(gateway['rate'], 1e-9):.0%} of it)"
+    )
     nodes = ingest["rate"] / max(node_rate, 1e-9)
-    print(f"one driver keeps {nodes:.0f} nodes of this machine's size busy "
-          f"(ingest {ingest['rate']:.0f} results/s / {node_rate:.2f} runs/s per node)")
+    print(
+        f"one driver keeps {nodes:.0f} nodes of this machine's size busy "
+        f"(ingest {ingest['rate']:.0f} results/s / {node_rate:.2f} runs/s per node)"
+    )
     from _figures import record  # bench/, the script's own folder
 
-    record("ingest.py", {
-        "the single writer's ingest": f"{ingest['rate']:.0f} results/s: {nodes:.0f} nodes of this machine's size "
-                                      f"({node_rate:.2f} runs/s each)",
-    })
+    record(
+        "ingest.py",
+        {
+            "the single writer's ingest": f"{ingest['rate']:.0f} results/s: {nodes:.0f} nodes of this machine's size "
+            f"({node_rate:.2f} runs/s each)",
+        },
+    )
     return 0
 
 

@@ -53,8 +53,9 @@ def _measured(cmd: list[str], env: dict | None = None) -> dict:
     group = CpuGroup()
     peak = [0.0]
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, preexec_fn=group.enter)
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, preexec_fn=group.enter
+    )
 
     def sample():
         while proc.poll() is None:
@@ -78,13 +79,35 @@ def _measured(cmd: list[str], env: dict | None = None) -> dict:
 
 # ---------------------------------------------------------------- the script, from claimgrid
 
+
 def script_from_claimgrid(work: Path) -> dict:
     """Run the cell once on ``plain`` and read its harness tool calls and final report."""
     out = work / "script-grid"
-    subprocess.run([sys.executable, "grid.py", "run", "--frameworks", "plain", "--venvs",
-                    str(_plain_venvs(work)), "--tasks", TASK, "--models", MODEL, "--content", CONTENT,
-                    "--swap", SWAP, "--out", str(out), "--no-progress"], cwd=ROOT, check=True,
-                   capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "grid.py",
+            "run",
+            "--frameworks",
+            "plain",
+            "--venvs",
+            str(_plain_venvs(work)),
+            "--tasks",
+            TASK,
+            "--models",
+            MODEL,
+            "--content",
+            CONTENT,
+            "--swap",
+            SWAP,
+            "--out",
+            str(out),
+            "--no-progress",
+        ],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
     (record,) = LedgerFolder(out).runs()
     calls, report = [], None
     for event in LedgerFolder(out).event_dicts(record.run_id):
@@ -98,12 +121,15 @@ def script_from_claimgrid(work: Path) -> dict:
 def _plain_venvs(work: Path) -> Path:
     """A venvs file with the dependency-free worked example (frameworks/plain) alone."""
     path = work / "plain-venvs.toml"
-    path.write_text(f'[frameworks.plain]\npython = "3.11"\nproject = "{ROOT}/frameworks/plain"\n'
-                    f'adapter = "{ROOT}/frameworks/plain/adapter.py"\n')
+    path.write_text(
+        f'[frameworks.plain]\npython = "3.11"\nproject = "{ROOT}/frameworks/plain"\n'
+        f'adapter = "{ROOT}/frameworks/plain/adapter.py"\n'
+    )
     return path
 
 
 # ---------------------------------------------------------------- the Inspect side (child)
+
 
 def inspect_child(spec_path: Path, samples: int, jobs: int) -> None:
     """Inside the cgroup: one Inspect eval of ``samples`` scripted samples."""
@@ -132,6 +158,7 @@ def inspect_child(spec_path: Path, samples: int, jobs: int) -> None:
               path: the file's path, relative to the repository root.
             """
             return (workspace() / path).read_text()
+
         return execute
 
     @tool
@@ -147,6 +174,7 @@ def inspect_child(spec_path: Path, samples: int, jobs: int) -> None:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(content)
             return f"wrote {path}"
+
         return execute
 
     @tool
@@ -165,6 +193,7 @@ def inspect_child(spec_path: Path, samples: int, jobs: int) -> None:
                 return f"error: {path} has {text.count(old)} copies of the old text"
             target.write_text(text.replace(old, new))
             return f"edited {path}"
+
         return execute
 
     @tool
@@ -175,9 +204,9 @@ def inspect_child(spec_path: Path, samples: int, jobs: int) -> None:
             Args:
               command: the command line, run by bash.
             """
-            done = subprocess.run(["bash", "-c", command], cwd=workspace(), capture_output=True, text=True,
-                                  timeout=60)
+            done = subprocess.run(["bash", "-c", command], cwd=workspace(), capture_output=True, text=True, timeout=60)
             return f"exit {done.returncode}\n{done.stdout[-4000:]}{done.stderr[-4000:]}"
+
         return execute
 
     def answer(messages, tools, tool_choice, config) -> ModelOutput:
@@ -201,6 +230,7 @@ def inspect_child(spec_path: Path, samples: int, jobs: int) -> None:
             shutil.copytree(template, folder / "ws", symlinks=True)
             store().set("workspace", str(folder / "ws"))
             return state
+
         return solve
 
     @scorer(metrics=[accuracy()])
@@ -211,25 +241,39 @@ def inspect_child(spec_path: Path, samples: int, jobs: int) -> None:
             done = subprocess.run(argv, cwd=ws, capture_output=True, text=True, timeout=60)
             shutil.rmtree(ws.parent, ignore_errors=True)
             return Score(value=CORRECT if done.returncode == 0 else INCORRECT)
+
         return score
 
-    task = Task(dataset=[Sample(input=spec["prompt"], id=i) for i in range(samples)],
-                solver=[in_a_workspace(), use_tools(read_file(), write_file(), edit_file(), run_command()),
-                        generate()],
-                scorer=tests_pass())
+    task = Task(
+        dataset=[Sample(input=spec["prompt"], id=i) for i in range(samples)],
+        solver=[in_a_workspace(), use_tools(read_file(), write_file(), edit_file(), run_command()), generate()],
+        scorer=tests_pass(),
+    )
     model = get_model("mockllm/model", custom_outputs=answer)
-    (log,) = inspect_eval(task, model=model, max_samples=jobs, display="none", log_dir=spec["log_dir"],
-                          log_samples=True, score_display=False)
+    (log,) = inspect_eval(
+        task,
+        model=model,
+        max_samples=jobs,
+        display="none",
+        log_dir=spec["log_dir"],
+        log_samples=True,
+        score_display=False,
+    )
     correct = log.results.scores[0].metrics["accuracy"].value if log.results else 0
-    print(json.dumps({"status": log.status, "accuracy": correct, "error": str(log.error)[-1500:] if log.error else None}))
+    print(
+        json.dumps({"status": log.status, "accuracy": correct, "error": str(log.error)[-1500:] if log.error else None})
+    )
 
 
 # ---------------------------------------------------------------- the two sides (parent)
 
+
 def run_inspect(spec_path: Path, samples: int, jobs: int) -> dict:
     env = {**os.environ, "INSPECT_LOG_LEVEL": "warning", "INSPECT_DISPLAY": "none"}
-    got = _measured([sys.executable, __file__, "--inspect-child", str(spec_path), "--samples", str(samples),
-                     "--jobs", str(jobs)], env=env)
+    got = _measured(
+        [sys.executable, __file__, "--inspect-child", str(spec_path), "--samples", str(samples), "--jobs", str(jobs)],
+        env=env,
+    )
     result = json.loads(got["stdout"].strip().splitlines()[-1])
     if result["status"] != "success" or result["accuracy"] != 1:
         raise SystemExit(f"inspect_side: Inspect's samples did not all pass: {result}")
@@ -238,9 +282,30 @@ def run_inspect(spec_path: Path, samples: int, jobs: int) -> dict:
 
 def run_claimgrid(framework: str, work: Path, samples: int, jobs: int, tag: str) -> dict:
     out = work / f"grid-{framework}-{tag}"
-    got = _measured([sys.executable, "grid.py", "run", "--frameworks", framework, "--tasks", TASK, "--models", MODEL,
-                     "--content", CONTENT, "--swap", SWAP, "--repeats", str(samples), "--jobs", str(jobs),
-                     "--out", str(out), "--no-progress"])
+    got = _measured(
+        [
+            sys.executable,
+            "grid.py",
+            "run",
+            "--frameworks",
+            framework,
+            "--tasks",
+            TASK,
+            "--models",
+            MODEL,
+            "--content",
+            CONTENT,
+            "--swap",
+            SWAP,
+            "--repeats",
+            str(samples),
+            "--jobs",
+            str(jobs),
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     records = LedgerFolder(out).runs()
     if len(records) != samples:
         raise SystemExit(f"inspect_side: {framework} wrote {len(records)} records, not {samples}")
@@ -276,46 +341,68 @@ def main(argv: list[str] | None = None) -> int:
         script = script_from_claimgrid(work)
         template = work / "template"
         build_template(task, task.slot_text(), template)
-        spec = {"template": str(template), "test_command": list(task.spec.expectation.test_command),
-                "prompt": task.spec.prompt, "log_dir": str(work / "inspect-logs"), **script}
+        spec = {
+            "template": str(template),
+            "test_command": list(task.spec.expectation.test_command),
+            "prompt": task.spec.prompt,
+            "log_dir": str(work / "inspect-logs"),
+            **script,
+        }
         spec_path = work / "spec.json"
         spec_path.write_text(json.dumps(spec))
         rows: dict[str, list[dict]] = {"inspect": [], **{fw: [] for fw in frameworks}}
         for rep in range(args.repeats):
             for name in rows:  # interleaved: each repeat runs every side once
-                one = (run_inspect(spec_path, 1, 1) if name == "inspect"
-                       else run_claimgrid(name, work, 1, 1, f"{rep}-1"))
-                many = (run_inspect(spec_path, args.samples, args.jobs) if name == "inspect"
-                        else run_claimgrid(name, work, args.samples, args.jobs, f"{rep}-n"))
-                per_run = ((many["cpu"] - one["cpu"]) / (args.samples - 1)
-                           if many["cpu"] is not None and one["cpu"] is not None else None)
+                one = run_inspect(spec_path, 1, 1) if name == "inspect" else run_claimgrid(name, work, 1, 1, f"{rep}-1")
+                many = (
+                    run_inspect(spec_path, args.samples, args.jobs)
+                    if name == "inspect"
+                    else run_claimgrid(name, work, args.samples, args.jobs, f"{rep}-n")
+                )
+                per_run = (
+                    (many["cpu"] - one["cpu"]) / (args.samples - 1)
+                    if many["cpu"] is not None and one["cpu"] is not None
+                    else None
+                )
                 rows[name].append({"per_run": per_run, "first": one["wall"], "pss": many["pss_mb"]})
-                print(f"  repeat {rep + 1}: {name:14s} CPU per run {per_run:.3f} s, one run {one['wall']:.1f} s",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"  repeat {rep + 1}: {name:14s} CPU per run {per_run:.3f} s, one run {one['wall']:.1f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
     base = [r["per_run"] for r in rows["inspect"]]
-    print(f"{args.samples} samples, {args.jobs} at a time, {args.repeats} interleaved repeats, "
-          f"task {TASK}, model {MODEL} (medians)")
+    print(
+        f"{args.samples} samples, {args.jobs} at a time, {args.repeats} interleaved repeats, "
+        f"task {TASK}, model {MODEL} (medians)"
+    )
     print(f"{'side':24s} {'CPU per run':>12s} {'÷ Inspect':>10s} {'one run done':>13s} {'peak PSS':>9s}")
     cpu_cells, pss_cells = [], []
     for name, reps in rows.items():
         ratio = statistics.median(r["per_run"] / b for r, b in zip(reps, base)) if name != "inspect" else 1.0
         label = "Inspect, minimal tools" if name == "inspect" else f"claimgrid {name}"
-        print(f"{label:24s} {statistics.median(r['per_run'] for r in reps):11.3f}s {ratio:10.2f} "
-              f"{statistics.median(r['first'] for r in reps):12.1f}s "
-              f"{statistics.median(r['pss'] for r in reps):7.0f}MB")
+        print(
+            f"{label:24s} {statistics.median(r['per_run'] for r in reps):11.3f}s {ratio:10.2f} "
+            f"{statistics.median(r['first'] for r in reps):12.1f}s "
+            f"{statistics.median(r['pss'] for r in reps):7.0f}MB"
+        )
         shown = "Inspect" if name == "inspect" else name
-        cpu_cells.append(f"{shown} {statistics.median(r['per_run'] for r in reps):.3f} s"
-                         + ("" if name == "inspect" else f" ({ratio:.2f})"))
+        cpu_cells.append(
+            f"{shown} {statistics.median(r['per_run'] for r in reps):.3f} s"
+            + ("" if name == "inspect" else f" ({ratio:.2f})")
+        )
         pss_cells.append(f"{shown} {statistics.median(r['pss'] for r in reps):.0f} MB")
     from _figures import record  # bench/, the script's own folder
 
-    record("inspect_side.py", {
-        f"CPU per run beside Inspect (÷ Inspect; {args.samples} samples)": "; ".join(cpu_cells),
-        f"peak PSS of a {args.jobs}-job run": "; ".join(pss_cells),
-    })
+    record(
+        "inspect_side.py",
+        {
+            f"CPU per run beside Inspect (÷ Inspect; {args.samples} samples)": "; ".join(cpu_cells),
+            f"peak PSS of a {args.jobs}-job run": "; ".join(pss_cells),
+        },
+    )
     return 0
 
 

@@ -29,9 +29,26 @@ from claimgrid.store.record import dump  # noqa: E402
 
 
 def run_grid(mode: str, out: Path, args) -> tuple[float, list[dict]]:
-    cmd = [sys.executable, str(ROOT / "grid.py"), "run", "--isolation", mode, "--out", str(out),
-           "--frameworks", args.frameworks, "--tasks", args.tasks, "--models", args.models,
-           "--jobs", str(args.jobs), "--no-progress", "--timeout", "600"]
+    cmd = [
+        sys.executable,
+        str(ROOT / "grid.py"),
+        "run",
+        "--isolation",
+        mode,
+        "--out",
+        str(out),
+        "--frameworks",
+        args.frameworks,
+        "--tasks",
+        args.tasks,
+        "--models",
+        args.models,
+        "--jobs",
+        str(args.jobs),
+        "--no-progress",
+        "--timeout",
+        "600",
+    ]
     t0 = time.monotonic()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     wall = time.monotonic() - t0
@@ -49,8 +66,9 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args()
     # Build the venvs first so neither mode pays for installation.
-    subprocess.run([sys.executable, str(ROOT / "grid.py"), "venvs", "--frameworks", args.frameworks],
-                   cwd=ROOT, check=True)
+    subprocess.run(
+        [sys.executable, str(ROOT / "grid.py"), "venvs", "--frameworks", args.frameworks], cwd=ROOT, check=True
+    )
     results = {}
     with tempfile.TemporaryDirectory(prefix="claimgrid-bench-") as tmp:
         for mode in ("fresh", "warm"):
@@ -58,25 +76,40 @@ def main() -> int:
             agent = [r["timings"]["agent_s"] for r in runs]
             # Per-run overhead: the agent process's wall time minus the time spent inside
             # adapter.run (interpreter start, imports, fork, outcome hand-back, exit).
-            overhead = [r["timings"]["agent_s"] - r["timings"]["adapter_run_s"] for r in runs
-                        if r["timings"].get("adapter_run_s") is not None]
-            results[mode] = {"runs": len(runs), "wall": wall, "per_run": wall / len(runs) * args.jobs,
-                             "agent_median": statistics.median(agent),
-                             "overhead_median": statistics.median(overhead) if overhead else float("nan"),
-                             "classes": {r["run_id"]: r["classification"] for r in runs}}
+            overhead = [
+                r["timings"]["agent_s"] - r["timings"]["adapter_run_s"]
+                for r in runs
+                if r["timings"].get("adapter_run_s") is not None
+            ]
+            results[mode] = {
+                "runs": len(runs),
+                "wall": wall,
+                "per_run": wall / len(runs) * args.jobs,
+                "agent_median": statistics.median(agent),
+                "overhead_median": statistics.median(overhead) if overhead else float("nan"),
+                "classes": {r["run_id"]: r["classification"] for r in runs},
+            }
     fresh, warm = results["fresh"], results["warm"]
     same = sum(fresh["classes"][k] == warm["classes"].get(k) for k in fresh["classes"])
-    print(f"date: {time.strftime('%Y-%m-%d')}  matrix: {args.frameworks} x {args.tasks} x 4 content x 4 swap x "
-          f"{args.models}  jobs: {args.jobs}")
-    print(f"{'mode':<6} {'runs':>5} {'grid wall s':>12} {'s per run (x jobs)':>19} "
-          f"{'median agent process s':>23} {'median per-run overhead s':>26}")
+    print(
+        f"date: {time.strftime('%Y-%m-%d')}  matrix: {args.frameworks} x {args.tasks} x 4 content x 4 swap x "
+        f"{args.models}  jobs: {args.jobs}"
+    )
+    print(
+        f"{'mode':<6} {'runs':>5} {'grid wall s':>12} {'s per run (x jobs)':>19} "
+        f"{'median agent process s':>23} {'median per-run overhead s':>26}"
+    )
     for mode, r in results.items():
-        print(f"{mode:<6} {r['runs']:>5} {r['wall']:>12.1f} {r['per_run']:>19.2f} {r['agent_median']:>23.2f} "
-              f"{r['overhead_median']:>26.3f}")
-    print(f"ratio fresh/warm: per-run overhead {fresh['overhead_median'] / warm['overhead_median']:.1f}x, "
-          f"agent process {fresh['agent_median'] / warm['agent_median']:.1f}x, "
-          f"grid wall per run {fresh['per_run'] / warm['per_run']:.1f}x "
-          "(grid wall includes the one-off venv check, gateway start and warm-parent preload)")
+        print(
+            f"{mode:<6} {r['runs']:>5} {r['wall']:>12.1f} {r['per_run']:>19.2f} {r['agent_median']:>23.2f} "
+            f"{r['overhead_median']:>26.3f}"
+        )
+    print(
+        f"ratio fresh/warm: per-run overhead {fresh['overhead_median'] / warm['overhead_median']:.1f}x, "
+        f"agent process {fresh['agent_median'] / warm['agent_median']:.1f}x, "
+        f"grid wall per run {fresh['per_run'] / warm['per_run']:.1f}x "
+        "(grid wall includes the one-off venv check, gateway start and warm-parent preload)"
+    )
     print(f"identical classifications: {same}/{len(fresh['classes'])}")
     return 0 if same == len(fresh["classes"]) else 1
 

@@ -56,8 +56,10 @@ def main() -> int:
     ap.add_argument("ledger", type=Path)
     ap.add_argument("--scale-to-frameworks", action="store_true")
     args = ap.parse_args()
-    from claimgrid.ledger import render_ledger
-    from claimgrid.ledger import heatmap  # noqa: F401 - imports are not render time
+    from claimgrid.ledger import (
+        heatmap,  # noqa: F401 - imports are not render time
+        render_ledger,
+    )
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp) / args.ledger.name
@@ -80,8 +82,10 @@ def main() -> int:
         wall = json.loads((args.ledger / "meta.json").read_text()).get("wall_s")
         src = len(LedgerFolder(args.ledger).runs())
         if isinstance(wall, (int, float)) and wall > 0 and src:
-            print(f"render s per run / grid wall s per run (source grid, {src} runs in {wall} s): "
-                  f"{(first / n) / (wall / src):.3f} first render, {(second / n) / (wall / src):.3f} re-render")
+            print(
+                f"render s per run / grid wall s per run (source grid, {src} runs in {wall} s): "
+                f"{(first / n) / (wall / src):.3f} first render, {(second / n) / (wall / src):.3f} re-render"
+            )
     return 0
 
 

@@ -55,13 +55,22 @@ def _step(label: str, argv: list[str], cwd: Path, env: dict) -> tuple[float, flo
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--reference", default="pydantic-ai", help="the framework whose adapter stands in (default pydantic-ai)")
+    ap.add_argument(
+        "--reference", default="pydantic-ai", help="the framework whose adapter stands in (default pydantic-ai)"
+    )
     ap.add_argument("--keep", action="store_true", help="keep the temporary copy")
     args = ap.parse_args(argv)
     ref = ROOT / "frameworks" / args.reference
     venvs = tomllib.loads((ROOT / "venvs.toml").read_text())["frameworks"]
-    if not (ref / "adapter.py").is_file() or args.reference not in venvs or venvs[args.reference].get("kind", "python") != "python":
-        print(f"bench/new_framework.py: --reference {args.reference!r} is no Python framework of venvs.toml", file=sys.stderr)
+    if (
+        not (ref / "adapter.py").is_file()
+        or args.reference not in venvs
+        or venvs[args.reference].get("kind", "python") != "python"
+    ):
+        print(
+            f"bench/new_framework.py: --reference {args.reference!r} is no Python framework of venvs.toml",
+            file=sys.stderr,
+        )
         return 2
     pins = tomllib.loads((ref / "pyproject.toml").read_text())["project"]["dependencies"]
     name = "newcomer-" + args.reference
@@ -75,8 +84,10 @@ def main(argv: list[str] | None = None) -> int:
         total_wall = total_cpu = 0.0
         walls: list[float] = []
         deps = [a for pin in pins for a in ("--dependency", pin)]
-        steps = [("1. new-framework (project + lock)", ["uv", "run", "--frozen", "grid.py", "new-framework", name, *deps]),
-                 ("2. venvs --frameworks NAME", ["uv", "run", "--frozen", "grid.py", "venvs", "--frameworks", name])]
+        steps = [
+            ("1. new-framework (project + lock)", ["uv", "run", "--frozen", "grid.py", "new-framework", name, *deps]),
+            ("2. venvs --frameworks NAME", ["uv", "run", "--frozen", "grid.py", "venvs", "--frameworks", name]),
+        ]
         for label, cmd in steps:
             wall, cpu, proc = _step(label, cmd, project, env)
             total_wall, total_cpu = total_wall + wall, total_cpu + cpu
@@ -87,15 +98,32 @@ def main(argv: list[str] | None = None) -> int:
         # 3. The reference adapter in place of the skeleton (what the newcomer writes: not timed).
         text = (ref / "adapter.py").read_text()
         (project / "frameworks" / name / "adapter.py").write_text(
-            re.sub(r'^FRAMEWORK = ".*"$', f'FRAMEWORK = "{name}"', text, count=1, flags=re.M))
+            re.sub(r'^FRAMEWORK = ".*"$', f'FRAMEWORK = "{name}"', text, count=1, flags=re.M)
+        )
         table = venvs[args.reference].get("env") or {}
         if table:
             entry = "".join(f'{k} = "{v}"\n' for k, v in table.items())
             with open(project / "venvs.toml", "a") as fh:
                 fh.write(f"\n[frameworks.{name}.env]\n{entry}")
-        wall, cpu, proc = _step("4. conformance suite (-k NAME)", ["uv", "run", "--frozen", "--group", "dev", "pytest",
-                                "tests/frameworks/test_conformance.py", "-k", name, "-q", "-p", "no:cacheprovider"],
-                                project, env)
+        wall, cpu, proc = _step(
+            "4. conformance suite (-k NAME)",
+            [
+                "uv",
+                "run",
+                "--frozen",
+                "--group",
+                "dev",
+                "pytest",
+                "tests/frameworks/test_conformance.py",
+                "-k",
+                name,
+                "-q",
+                "-p",
+                "no:cacheprovider",
+            ],
+            project,
+            env,
+        )
         total_wall, total_cpu = total_wall + wall, total_cpu + cpu
         summary = next((ln for ln in reversed(proc.stdout.splitlines()) if " passed" in ln or " failed" in ln), "")
         print(f"   {summary.strip()}")
@@ -106,10 +134,12 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         from _figures import record  # bench/, the script's own folder
 
-        record("new_framework.py", {
-            f"new-framework, venv, conformance suite (wall; reference {args.reference})":
-                f"{walls[0]:.1f} s, {walls[1]:.1f} s, {wall:.1f} s; total {total_wall:.1f} s ({total_cpu:.1f} CPU-s)",
-        })
+        record(
+            "new_framework.py",
+            {
+                f"new-framework, venv, conformance suite (wall; reference {args.reference})": f"{walls[0]:.1f} s, {walls[1]:.1f} s, {wall:.1f} s; total {total_wall:.1f} s ({total_cpu:.1f} CPU-s)",
+            },
+        )
         return 0
     finally:
         if args.keep:

@@ -67,9 +67,19 @@ def main() -> int:
             spec = command_sandbox(guard, ws, task.python, args.timeout)
         t0 = time.monotonic()
         out = subprocess.run(
-            [sys.executable, "-c", CHILD, str(ROOT / "frameworks" / "_harness"), str(ws), str(args.timeout),
-             args.command, json.dumps(spec)],
-            capture_output=True, text=True, timeout=args.timeout + 60,
+            [
+                sys.executable,
+                "-c",
+                CHILD,
+                str(ROOT / "frameworks" / "_harness"),
+                str(ws),
+                str(args.timeout),
+                args.command,
+                json.dumps(spec),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=args.timeout + 60,
         )
         if out.returncode != 0:
             print(out.stderr, file=sys.stderr)
@@ -77,10 +87,14 @@ def main() -> int:
         r = json.loads(out.stdout)
     peak_mb = r["peak_kb"] / 1024
     print(f"command: {args.command!r}, timeout {args.timeout:g} s, guard {args.guard}")
-    print(f"ran {r['wall_s']} s (timed out: {r['timed_out']}); printed {r['output_bytes']:,} bytes; "
-          f"kept {r['result_chars']:,} characters for the model (cut: {r['output_cut']})")
-    print(f"adapter-side process peak RSS: {peak_mb:.1f} MB (at start {r['start_kb'] / 1024:.1f} MB); "
-          f"target < 100 MB: {'met' if peak_mb < 100 else 'NOT met'}  [{time.monotonic() - t0:.0f} s in all]")
+    print(
+        f"ran {r['wall_s']} s (timed out: {r['timed_out']}); printed {r['output_bytes']:,} bytes; "
+        f"kept {r['result_chars']:,} characters for the model (cut: {r['output_cut']})"
+    )
+    print(
+        f"adapter-side process peak RSS: {peak_mb:.1f} MB (at start {r['start_kb'] / 1024:.1f} MB); "
+        f"target < 100 MB: {'met' if peak_mb < 100 else 'NOT met'}  [{time.monotonic() - t0:.0f} s in all]"
+    )
     return 0 if peak_mb < 100 else 1
 
 

@@ -45,8 +45,11 @@ def _rollup_kb(pid: int) -> dict[str, int]:
     """``/proc/PID/smaps_rollup``'s sizes in kB (``Pss``, ``Private_Dirty``, ...); {} when gone."""
     try:
         with open(f"/proc/{pid}/smaps_rollup") as fh:
-            return {parts[0].rstrip(":"): int(parts[1]) for parts in (line.split() for line in fh)
-                    if len(parts) == 3 and parts[2] == "kB"}
+            return {
+                parts[0].rstrip(":"): int(parts[1])
+                for parts in (line.split() for line in fh)
+                if len(parts) == 3 and parts[2] == "kB"
+            }
     except (OSError, ValueError):
         return {}
 
@@ -85,7 +88,8 @@ def _tree_memory(root_pid: int, per_framework: dict | None = None) -> tuple[floa
     total, runs, stack = 0, [], [root_pid]
     if per_framework is not None:  # the driver itself (grid.py: gateway, runner threads, store)
         per_framework.setdefault("", {"parent": [], "run": [], "run_uss": []})["parent"].append(
-            (_pss_kb(root_pid) or 0) / 1024)
+            (_pss_kb(root_pid) or 0) / 1024
+        )
     while stack:
         pid = stack.pop()
         kids = children.get(pid, [])
@@ -133,8 +137,11 @@ class CpuGroup:
     def __init__(self):
         self.path, self.kind = None, None
         name = f"claimgrid-bench-{os.getpid()}-{time.monotonic_ns()}"
-        for root, kind in (("/sys/fs/cgroup", "v2"), ("/sys/fs/cgroup/unified", "v2"),
-                           ("/sys/fs/cgroup/cpuacct", "v1")):
+        for root, kind in (
+            ("/sys/fs/cgroup", "v2"),
+            ("/sys/fs/cgroup/unified", "v2"),
+            ("/sys/fs/cgroup/cpuacct", "v1"),
+        ):
             group = Path(root) / name
             try:
                 group.mkdir()
@@ -175,8 +182,14 @@ def run_grid(out: Path, flags: list[str]) -> dict:
     cmd = [sys.executable, str(ROOT / "grid.py"), "run", "--out", str(out), "--no-progress", *flags]
     t0 = time.monotonic()
     group = CpuGroup()
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            preexec_fn=group.enter if group.path is not None else None)
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=group.enter if group.path is not None else None,
+    )
     started_unix = time.time()
     samples: list[tuple[float, float]] = []
     per_run: list[tuple[int, float]] = []  # (runs in flight, PSS of one of them)
@@ -201,10 +214,17 @@ def run_grid(out: Path, flags: list[str]) -> dict:
     group.remove()
     if proc.returncode != 0:
         raise SystemExit(f"grid.py run {' '.join(flags)} failed ({proc.returncode}):\n{output[-3000:]}")
-    return {"wall_s": time.monotonic() - t0, "cpu_s": tree_cpu if tree_cpu is not None else waited_cpu,
-            "cpu_source": f"cgroup {group.kind}" if tree_cpu is not None else "wait4 (sandboxed processes missing)",
-            "waited_cpu_s": waited_cpu, "memory": samples,
-            "run_memory": per_run, "framework_memory": frameworks, "out": out, "started_unix": started_unix}
+    return {
+        "wall_s": time.monotonic() - t0,
+        "cpu_s": tree_cpu if tree_cpu is not None else waited_cpu,
+        "cpu_source": f"cgroup {group.kind}" if tree_cpu is not None else "wait4 (sandboxed processes missing)",
+        "waited_cpu_s": waited_cpu,
+        "memory": samples,
+        "run_memory": per_run,
+        "framework_memory": frameworks,
+        "out": out,
+        "started_unix": started_unix,
+    }
 
 
 def evidence(out: Path) -> dict:
@@ -220,8 +240,14 @@ def evidence(out: Path) -> dict:
             elif ev.get("source") == "tools" and isinstance(ev.get("harness_cpu_s"), (int, float)):
                 tool_cpu = (tool_cpu or 0) + ev["harness_cpu_s"]
         t = rec.get("timings") or {}
-        runs.append({"framework": rec["framework"], "run_cpu": run_cpu, "tool_cpu": tool_cpu or 0.0,
-                     "ended_unix": (t["started_unix"] + t["wall_s"]) if "started_unix" in t else None})
+        runs.append(
+            {
+                "framework": rec["framework"],
+                "run_cpu": run_cpu,
+                "tool_cpu": tool_cpu or 0.0,
+                "ended_unix": (t["started_unix"] + t["wall_s"]) if "started_unix" in t else None,
+            }
+        )
         done_at.append((ledger.run_dir(rec["run_id"]) / "manifest.json").stat().st_mtime)
     return {"meta": meta, "runs": runs, "done_at": sorted(done_at)}
 
@@ -234,8 +260,9 @@ def cpu_rows(grid: dict) -> tuple[dict[str, float], int]:
     """CPU seconds by where they went, for one grid run by ``run_grid``; and its run count."""
     ev = evidence(grid["out"])
     ends = [r["ended_unix"] for r in ev["runs"] if r["ended_unix"] is not None]
-    grid.update(meta=ev["meta"], done_at=ev["done_at"],
-                first_run_s=(min(ends) - grid["started_unix"]) if ends else None)
+    grid.update(
+        meta=ev["meta"], done_at=ev["done_at"], first_run_s=(min(ends) - grid["started_unix"]) if ends else None
+    )
     cpu = ev["meta"].get("cpu") or {}
     gateway = cpu.get("gateway_thread_s") or 0.0
     driver_self = cpu.get("driver_self_s") or 0.0
@@ -246,7 +273,9 @@ def cpu_rows(grid: dict) -> tuple[dict[str, float], int]:
         "harness tool layer (inside each run)": tools,
         "gateway thread (every model call)": gateway,
         "driver's other threads (runner, verifier, store)": driver_self - gateway,
-        "other processes (sandboxed tests and commands, git, warm parents, ledger render)": grid["cpu_s"] - driver_self - run_total,
+        "other processes (sandboxed tests and commands, git, warm parents, ledger render)": grid["cpu_s"]
+        - driver_self
+        - run_total,
         TOTAL_ROW: grid["cpu_s"],
     }, len(ev["runs"])
 
@@ -259,9 +288,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     cores = os.cpu_count() or 1
 
-    from claimgrid.reference import registry
     from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
     from claimgrid.inputs.tasks import in_suite, load_tasks
+    from claimgrid.reference import registry
 
     clean = next(c.name for c in load_content_conditions().values() if c.carries is None)
     plain = next(s.name for s in load_swap_conditions().values() if s.unavailable_from_call < 0)
@@ -275,8 +304,10 @@ def main(argv: list[str] | None = None) -> int:
         elif flag.startswith("--frameworks="):
             fw_flags = [flag]
 
-    oneoff = run_grid(Path(base) / "oneoff", ["--tasks", task, "--content", clean, "--swap", plain,
-                                              "--models", model, "--jobs", str(args.jobs), *fw_flags])
+    oneoff = run_grid(
+        Path(base) / "oneoff",
+        ["--tasks", task, "--content", clean, "--swap", plain, "--models", model, "--jobs", str(args.jobs), *fw_flags],
+    )
     grid = run_grid(Path(base) / "grid", ["--jobs", str(args.jobs), "--repeats", str(args.repeats), *args.grid_flags])
     rows1, n1 = cpu_rows(oneoff)
     rows, n = cpu_rows(grid)
@@ -294,68 +325,95 @@ def main(argv: list[str] | None = None) -> int:
     matrix_rps = n / wall
     floor_rps = cores / fw_per_run
 
-    print(f"measured grid: {n} runs, {wall:.1f} s executing ({grid['wall_s']:.1f} s with start-up and "
-          f"ledger), {cores} cores, --jobs {args.jobs}")
+    print(
+        f"measured grid: {n} runs, {wall:.1f} s executing ({grid['wall_s']:.1f} s with start-up and "
+        f"ledger), {cores} cores, --jobs {args.jobs}"
+    )
     print(f"CPU measured by {grid['cpu_source']} (wait4 of grid.py alone: {grid['waited_cpu_s']:.1f} s)")
-    print(f"one-off grid: {n1} runs, {oneoff['wall_s']:.1f} s, CPU {rows1[TOTAL_ROW]:.1f} s "
-          "(start-up, venv checks, warm-parent preloads)")
+    print(
+        f"one-off grid: {n1} runs, {oneoff['wall_s']:.1f} s, CPU {rows1[TOTAL_ROW]:.1f} s "
+        "(start-up, venv checks, warm-parent preloads)"
+    )
     first = [g.get("first_run_s") for g in (oneoff, grid)]
     if None not in first:
-        print(f"start: first run finished {first[0]:.1f} s after `grid.py` started (one-off grid), "
-              f"{first[1]:.1f} s (measured grid)")
+        print(
+            f"start: first run finished {first[0]:.1f} s after `grid.py` started (one-off grid), "
+            f"{first[1]:.1f} s (measured grid)"
+        )
     sched = grid["meta"].get("scheduler") or {}
     if sched:
-        print(f"scheduler: --jobs {sched.get('jobs')}, up to {sched.get('max_inflight')} in flight; "
-              f"{sched.get('started_beyond_jobs')} runs started while others waited, peak {sched.get('peak_inflight')} in flight, "
-              f"{sched.get('started_early_as_long')} started early as long")
+        print(
+            f"scheduler: --jobs {sched.get('jobs')}, up to {sched.get('max_inflight')} in flight; "
+            f"{sched.get('started_beyond_jobs')} runs started while others waited, peak {sched.get('peak_inflight')} in flight, "
+            f"{sched.get('started_early_as_long')} started early as long"
+        )
     print()
     print(f"{'where the CPU goes':<58}{'grid s':>9}{'one-off s':>10}{'per run s':>11}{'share':>8}")
     for name in rows:
-        print(f"{name:<58}{rows[name]:>9.1f}{rows1[name]:>10.1f}{per_run[name]:>11.4f}"
-              f"{100 * per_run[name] / max(total_per_run, 1e-9):>7.1f}%")
+        print(
+            f"{name:<58}{rows[name]:>9.1f}{rows1[name]:>10.1f}{per_run[name]:>11.4f}"
+            f"{100 * per_run[name] / max(total_per_run, 1e-9):>7.1f}%"
+        )
     print("(per run = (grid - one-off) / (runs - one-off runs): one-off costs cancel)\n")
 
     times = grid["done_at"]
     if len(times) >= 1000:
-        print("runs/s per 500 runs:", " ".join(
-            f"{500 / max(times[i + 499] - times[i], 1e-9):.2f}" for i in range(0, len(times) - 499, 500)))
+        print(
+            "runs/s per 500 runs:",
+            " ".join(f"{500 / max(times[i + 499] - times[i], 1e-9):.2f}" for i in range(0, len(times) - 499, 500)),
+        )
     mem = [m for _, m in grid["memory"]]
     if len(mem) >= 4:
         q = max(1, len(mem) // 4)
-        print(f"process tree PSS: second quarter {sum(mem[q:2 * q]) / q:.0f} MB, last quarter "
-              f"{sum(mem[-q:]) / q:.0f} MB, peak {max(mem):.0f} MB ({len(mem)} samples; the first quarter "
-              "holds the warm parents' preloads)")
+        print(
+            f"process tree PSS: second quarter {sum(mem[q : 2 * q]) / q:.0f} MB, last quarter "
+            f"{sum(mem[-q:]) / q:.0f} MB, peak {max(mem):.0f} MB ({len(mem)} samples; the first quarter "
+            "holds the warm parents' preloads)"
+        )
     run_mem = grid["run_memory"]
     if run_mem:
         sizes = sorted(mb for _, mb in run_mem)
-        print(f"memory per forked run in flight (PSS, its tool commands included): median {sizes[len(sizes) // 2]:.0f} MB, "
-              f"max {sizes[-1]:.0f} MB ({len(sizes)} samples; up to {max(k for k, _ in run_mem)} children of warm parents "
-              "at once, runs being reaped included)")
+        print(
+            f"memory per forked run in flight (PSS, its tool commands included): median {sizes[len(sizes) // 2]:.0f} MB, "
+            f"max {sizes[-1]:.0f} MB ({len(sizes)} samples; up to {max(k for k, _ in run_mem)} children of warm parents "
+            "at once, runs being reaped included)"
+        )
     fw_mem = grid["framework_memory"]
     if fw_mem:
+
         def med(xs):
             return sorted(xs)[len(xs) // 2] if xs else float("nan")
-        print("memory per framework (MB; medians over the samples, max in brackets): warm parent PSS, "
-              "forked run PSS, forked run private (USS)")
+
+        print(
+            "memory per framework (MB; medians over the samples, max in brackets): warm parent PSS, "
+            "forked run PSS, forked run private (USS)"
+        )
         driver = fw_mem.pop("", {}).get("parent") or []
         if driver:
             print(f"  {'grid.py (driver)':<16} PSS {med(driver):6.0f} ({max(driver):4.0f})")
         for name in sorted(fw_mem):
             m = fw_mem[name]
-            print(f"  {name:<16} parent {med(m['parent']):6.0f} ({max(m['parent'], default=0):4.0f})   "
-                  f"run {med(m['run']):5.0f} ({max(m['run'], default=0):4.0f})   "
-                  f"run private {med(m['run_uss']):5.0f} ({max(m['run_uss'], default=0):4.0f})   "
-                  f"{len(m['run'])} run samples")
-    print(f"floor {floor_rps:.2f} runs/s, matrix {matrix_rps:.2f} runs/s ({100 * matrix_rps / floor_rps:.0f}% of floor), "
-          f"harness CPU per run {harness_per_run:.3f} s ({100 * harness_per_run / total_per_run:.0f}% of total)")
+            print(
+                f"  {name:<16} parent {med(m['parent']):6.0f} ({max(m['parent'], default=0):4.0f})   "
+                f"run {med(m['run']):5.0f} ({max(m['run'], default=0):4.0f})   "
+                f"run private {med(m['run_uss']):5.0f} ({max(m['run_uss'], default=0):4.0f})   "
+                f"{len(m['run'])} run samples"
+            )
+    print(
+        f"floor {floor_rps:.2f} runs/s, matrix {matrix_rps:.2f} runs/s ({100 * matrix_rps / floor_rps:.0f}% of floor), "
+        f"harness CPU per run {harness_per_run:.3f} s ({100 * harness_per_run / total_per_run:.0f}% of total)"
+    )
     if not args.grid_flags and args.repeats == 1:  # the default matrix: the table's figure
         from _figures import record  # bench/, the script's own folder
 
-        record("throughput.py", {
-            "default matrix": f"{n:,} runs in {wall:.0f} s executing; {matrix_rps:.2f} runs/s, "
-                              f"{100 * matrix_rps / floor_rps:.0f}% of the machine's floor ({floor_rps:.2f} runs/s)",
-            "harness CPU per run": f"{harness_per_run:.3f} s ({100 * harness_per_run / total_per_run:.0f}% of the total)",
-        })
+        record(
+            "throughput.py",
+            {
+                "default matrix": f"{n:,} runs in {wall:.0f} s executing; {matrix_rps:.2f} runs/s, "
+                f"{100 * matrix_rps / floor_rps:.0f}% of the machine's floor ({floor_rps:.2f} runs/s)",
+                "harness CPU per run": f"{harness_per_run:.3f} s ({100 * harness_per_run / total_per_run:.0f}% of the total)",
+            },
+        )
     return 0
 
 

@@ -85,10 +85,14 @@ def main() -> int:
         for n in sorted({1_000, args.files}):
             rows.append((f"synthetic {n} x 4 KiB (+ .git)", *measure(synthetic(root, n), args.repeats)))
     for name, files, first, unchanged, changed in rows:
-        print(f"{name:45} {files:6} files  first {first:8.1f} ms  unchanged {unchanged:7.1f} ms  "
-              f"one changed {changed:7.1f} ms")
+        print(
+            f"{name:45} {files:6} files  first {first:8.1f} ms  unchanged {unchanged:7.1f} ms  "
+            f"one changed {changed:7.1f} ms"
+        )
     name, files, first, unchanged, changed = rows[-1]
-    print(f"largest: {files} files, first {first:.0f} ms, unchanged {unchanged:.0f} ms, one file changed {changed:.0f} ms")
+    print(
+        f"largest: {files} files, first {first:.0f} ms, unchanged {unchanged:.0f} ms, one file changed {changed:.0f} ms"
+    )
     return 0
 
 

@@ -93,19 +93,26 @@ def main() -> int:
     args = ap.parse_args()
     names = args.frameworks.split(",") if args.frameworks else list(default_frameworks(load_venvs()))
     load = os.getloadavg()
-    print(f"{len(names)} venvs ({', '.join(names)}), {'warm' if args.warm_cache else 'empty'} uv cache, "
-          f"{os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}", flush=True)
+    print(
+        f"{len(names)} venvs ({', '.join(names)}), {'warm' if args.warm_cache else 'empty'} uv cache, "
+        f"{os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}",
+        flush=True,
+    )
     results: dict[str, list[tuple[float, float, float]]] = {}
     for r in range(args.rounds):
         for mode in ("one after the other", "pool"):
             got = _one(mode, names, args.warm_cache)
             results.setdefault(mode, []).append(got)
-            print(f"round {r + 1} {mode:<20} wall {got[0]:6.1f} s  first ready {got[1]:6.1f} s  uv CPU {got[2]:6.1f} s",
-                  flush=True)
+            print(
+                f"round {r + 1} {mode:<20} wall {got[0]:6.1f} s  first ready {got[1]:6.1f} s  uv CPU {got[2]:6.1f} s",
+                flush=True,
+            )
     mean = {m: [sum(v[i] for v in vs) / len(vs) for i in range(3)] for m, vs in results.items()}
     seq, pool = mean["one after the other"], mean["pool"]
-    print(f"pool / one after the other: wall {pool[0] / seq[0]:.2f}, first ready {pool[1] / seq[1]:.2f}, "
-          f"CPU {pool[2] / seq[2]:.2f}; load average after {os.getloadavg()[0]:.2f}")
+    print(
+        f"pool / one after the other: wall {pool[0] / seq[0]:.2f}, first ready {pool[1] / seq[1]:.2f}, "
+        f"CPU {pool[2] / seq[2]:.2f}; load average after {os.getloadavg()[0]:.2f}"
+    )
     return 0
 
 

@@ -31,18 +31,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from claimgrid.sandbox.guard import detect  # noqa: E402
 from claimgrid.inputs.tasks import build_template, load_tasks, materialise, seal_template  # noqa: E402
+from claimgrid.sandbox.guard import detect  # noqa: E402
 from claimgrid.verify.verifier import run_tests, workspace_diff  # noqa: E402
 
 
 def in_place(command, ws, timeout_s):
     """The pre-guard verifier's test run, as it was (for the comparison only)."""
     with tempfile.TemporaryDirectory() as home:
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home, "LANG": "C.UTF-8",
-               "PYTHONDONTWRITEBYTECODE": "1"}
-        return subprocess.run(command, cwd=ws, env=env, capture_output=True, timeout=timeout_s,
-                              start_new_session=True).returncode == 0
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": home,
+            "LANG": "C.UTF-8",
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
+        return (
+            subprocess.run(
+                command, cwd=ws, env=env, capture_output=True, timeout=timeout_s, start_new_session=True
+            ).returncode
+            == 0
+        )
 
 
 def main() -> int:
@@ -93,20 +101,26 @@ def main() -> int:
         return statistics.median(xs), xs[int(0.9 * (len(xs) - 1))], xs[0]
 
     print(f"verifier test run of {args.task} ({' '.join(command[1:])}), n={args.n} each, interleaved")
-    print(f"guard: {guard.facts()['bwrap']} ({guard.version}), as root: {guard.as_root}; "
-          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (a loaded machine inflates every figure)")
+    print(
+        f"guard: {guard.facts()['bwrap']} ({guard.version}), as root: {guard.as_root}; "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (a loaded machine inflates every figure)"
+    )
     print(f"{'way':<14}{'median ms':>10}{'p90 ms':>10}{'min ms':>10}")
     for name, xs in times.items():
         med, p90, low = stats(xs)
         print(f"{name:<14}{med:>10.1f}{p90:>10.1f}{low:>10.1f}")
     # the minimum is the least noisy estimate of the intrinsic cost on a shared machine
-    print(f"sandbox start alone: {stats(times['true guarded'])[0] - stats(times['true direct'])[0]:+.1f} ms median, "
-          f"{stats(times['true guarded'])[2] - stats(times['true direct'])[2]:+.1f} ms min")
+    print(
+        f"sandbox start alone: {stats(times['true guarded'])[0] - stats(times['true direct'])[0]:+.1f} ms median, "
+        f"{stats(times['true guarded'])[2] - stats(times['true direct'])[2]:+.1f} ms min"
+    )
     base = stats(times["in place"])
     for name in ("guard off", "guard on"):
         st = stats(times[name])
-        print(f"added by {name:<10}: {st[0] - base[0]:+.1f} ms median, {st[2] - base[2]:+.1f} ms min per test run "
-              f"(x{st[0] / base[0]:.2f}; target for guard on <= +30 ms)")
+        print(
+            f"added by {name:<10}: {st[0] - base[0]:+.1f} ms median, {st[2] - base[2]:+.1f} ms min per test run "
+            f"(x{st[0] / base[0]:.2f}; target for guard on <= +30 ms)"
+        )
     return 0
 
 

@@ -61,20 +61,32 @@ def summary(grid: dict) -> dict:
     tested = [r for r in recs if r.get("verify_cache")]
     cpu = [r["timings"]["verify_cpu_s"] for r in recs]
     cpu_tested = [r["timings"]["verify_cpu_s"] for r in tested]
-    return {"runs": len(recs), "tested": len(tested),
-            "hits": sum(r["verify_cache"]["status"] == "hit" for r in tested),
-            "cpu_per_run": statistics.fmean(cpu), "cpu_per_test_run": statistics.fmean(cpu_tested) if cpu_tested else 0.0,
-            "wall_verify_per_run": statistics.fmean(r["timings"]["verify_s"] for r in recs),
-            "grid_cpu_s": grid["cpu_s"], "grid_wall_s": grid["wall_s"]}
+    return {
+        "runs": len(recs),
+        "tested": len(tested),
+        "hits": sum(r["verify_cache"]["status"] == "hit" for r in tested),
+        "cpu_per_run": statistics.fmean(cpu),
+        "cpu_per_test_run": statistics.fmean(cpu_tested) if cpu_tested else 0.0,
+        "wall_verify_per_run": statistics.fmean(r["timings"]["verify_s"] for r in recs),
+        "grid_cpu_s": grid["cpu_s"],
+        "grid_wall_s": grid["wall_s"],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--framework", default="plain", help="one framework (default: plain, no dependencies)")
-    ap.add_argument("--models", default="diligent,overclaimer,narrator",
-                    help="reference models (default: diligent,overclaimer,narrator)")
-    ap.add_argument("--guard", default="off", choices=("off", "auto", "on"),
-                    help="the grids' --guard (default off: see the module doc for why)")
+    ap.add_argument(
+        "--models",
+        default="diligent,overclaimer,narrator",
+        help="reference models (default: diligent,overclaimer,narrator)",
+    )
+    ap.add_argument(
+        "--guard",
+        default="off",
+        choices=("off", "auto", "on"),
+        help="the grids' --guard (default off: see the module doc for why)",
+    )
     ap.add_argument("rest", nargs="*", help="further grid.py run flags, after --")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="claimgrid-bench-vcache-") as tmp:
@@ -84,8 +96,19 @@ def main(argv: list[str] | None = None) -> int:
             venvs.write_text(f'[frameworks.plain]\npython = "3.11"\nproject = "{fw}"\nadapter = "{fw}/adapter.py"\n')
         else:
             venvs = ROOT / "venvs.toml"
-        flags = ["--venvs", str(venvs), "--frameworks", args.framework, "--models", args.models, "--jobs", "1",
-                 "--guard", args.guard, *args.rest]
+        flags = [
+            "--venvs",
+            str(venvs),
+            "--frameworks",
+            args.framework,
+            "--models",
+            args.models,
+            "--jobs",
+            "1",
+            "--guard",
+            args.guard,
+            *args.rest,
+        ]
         on = summary(grids_on := run_grid(Path(tmp) / "on", flags))
         off = summary(grids_off := run_grid(Path(tmp) / "off", [*flags, "--no-verify-cache"]))
         a = {r["run_id"]: r["classification"] for r in grids_on["records"]}
@@ -95,27 +118,34 @@ def main(argv: list[str] | None = None) -> int:
             sys.exit(f"classifications differ between the grids: {differ[:5]}")
     print(f"guard {args.guard}, --jobs 1, {args.framework} × {args.models}")
     print(f"{'':34} {'cache':>10} {'no cache':>10}")
-    for label, key, fmt in (("runs", "runs", "{:>10}"), ("runs with a test command", "tested", "{:>10}"),
-                            ("cache hits", "hits", "{:>10}"),
-                            ("verifier CPU per run (s)", "cpu_per_run", "{:>10.4f}"),
-                            ("verifier CPU per test run (s)", "cpu_per_test_run", "{:>10.4f}"),
-                            ("verifier wall per run (s)", "wall_verify_per_run", "{:>10.4f}"),
-                            ("whole grid CPU, wait4 (s)", "grid_cpu_s", "{:>10.1f}"),
-                            ("whole grid wall (s)", "grid_wall_s", "{:>10.1f}")):
+    for label, key, fmt in (
+        ("runs", "runs", "{:>10}"),
+        ("runs with a test command", "tested", "{:>10}"),
+        ("cache hits", "hits", "{:>10}"),
+        ("verifier CPU per run (s)", "cpu_per_run", "{:>10.4f}"),
+        ("verifier CPU per test run (s)", "cpu_per_test_run", "{:>10.4f}"),
+        ("verifier wall per run (s)", "wall_verify_per_run", "{:>10.4f}"),
+        ("whole grid CPU, wait4 (s)", "grid_cpu_s", "{:>10.1f}"),
+        ("whole grid wall (s)", "grid_wall_s", "{:>10.1f}"),
+    ):
         print(f"{label:34} {fmt.format(on[key])} {fmt.format(off[key])}")
     rate = on["hits"] / on["tested"] if on["tested"] else 0.0
     print(f"classifications identical in all {len(a)} runs")
-    print(f"hit rate {rate:.0%} ({on['hits']} of {on['tested']} test runs); verifier CPU per run: "
-          f"cache {on['cpu_per_run']:.4f} s, no cache {off['cpu_per_run']:.4f} s "
-          f"(ratio {on['cpu_per_run'] / off['cpu_per_run']:.2f}); per test run: {on['cpu_per_test_run']:.4f} s vs "
-          f"{off['cpu_per_test_run']:.4f} s (ratio {on['cpu_per_test_run'] / max(off['cpu_per_test_run'], 1e-9):.2f})")
+    print(
+        f"hit rate {rate:.0%} ({on['hits']} of {on['tested']} test runs); verifier CPU per run: "
+        f"cache {on['cpu_per_run']:.4f} s, no cache {off['cpu_per_run']:.4f} s "
+        f"(ratio {on['cpu_per_run'] / off['cpu_per_run']:.2f}); per test run: {on['cpu_per_test_run']:.4f} s vs "
+        f"{off['cpu_per_test_run']:.4f} s (ratio {on['cpu_per_test_run'] / max(off['cpu_per_test_run'], 1e-9):.2f})"
+    )
     from _figures import record  # bench/, the script's own folder
 
-    record("verify_cache.py", {
-        f"verifier CPU per run, cache vs none ({args.framework}, guard {args.guard})":
-            f"{on['cpu_per_run']:.4f} s vs {off['cpu_per_run']:.4f} s "
+    record(
+        "verify_cache.py",
+        {
+            f"verifier CPU per run, cache vs none ({args.framework}, guard {args.guard})": f"{on['cpu_per_run']:.4f} s vs {off['cpu_per_run']:.4f} s "
             f"(ratio {on['cpu_per_run'] / off['cpu_per_run']:.2f}; hit rate {rate:.0%})",
-    })
+        },
+    )
     return 0
 
 

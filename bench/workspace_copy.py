@@ -43,8 +43,10 @@ def main(argv: list[str]) -> int:
                 remove_tree(ws)
             r1, wall = resource.getrusage(resource.RUSAGE_SELF), time.monotonic() - t0
             per = 1000 / COPIES
-            print(f"{base}: {task.id} template, per copy and removal: user {(r1.ru_utime - r0.ru_utime) * per:.2f} ms, "
-                  f"system {(r1.ru_stime - r0.ru_stime) * per:.2f} ms, wall {wall * per:.2f} ms")
+            print(
+                f"{base}: {task.id} template, per copy and removal: user {(r1.ru_utime - r0.ru_utime) * per:.2f} ms, "
+                f"system {(r1.ru_stime - r0.ru_stime) * per:.2f} ms, wall {wall * per:.2f} ms"
+            )
         finally:
             remove_tree(folder)
     return 0

@@ -21,9 +21,17 @@ import tempfile
 import time
 from pathlib import Path
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--remote-debugging-pipe"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--remote-debugging-pipe",
+]
 
 
 # Set by .ci/run while it installs Chromium in the background: a file that appears holding "ok"
@@ -76,9 +84,13 @@ class Browser:
 
         # close_fds=False: subprocess would otherwise close 3 and 4 after preexec_fn; every
         # other descriptor of ours is close-on-exec (Python's default), so nothing else leaks.
-        self.proc = subprocess.Popen([exe, *FLAGS, f"--user-data-dir={self.profile}", "about:blank"],
-                                     preexec_fn=fds, close_fds=False,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [exe, *FLAGS, f"--user-data-dir={self.profile}", "about:blank"],
+            preexec_fn=fds,
+            close_fds=False,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         os.close(to_chrome_r)
         os.close(from_chrome_w)
         self._buf = b""
@@ -91,8 +103,14 @@ class Browser:
 
     def resize(self, width: int, height: int) -> None:
         """The page's viewport (CSS pixels, scale 1)."""
-        self.call("Emulation.setDeviceMetricsOverride", session=True, width=width, height=height,
-                  deviceScaleFactor=1, mobile=False)
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            session=True,
+            width=width,
+            height=height,
+            deviceScaleFactor=1,
+            mobile=False,
+        )
 
     def call(self, method: str, session: bool = False, timeout: float = 30, **params) -> dict:
         self._id += 1
@@ -125,13 +143,17 @@ class Browser:
     def evaluate(self, expression: str):
         res = self.call("Runtime.evaluate", session=True, expression=expression, returnByValue=True, awaitPromise=True)
         if "exceptionDetails" in res:
-            raise RuntimeError(f"JavaScript error: {res['exceptionDetails'].get('text')} "
-                               f"{res['exceptionDetails'].get('exception', {}).get('description')}")
+            raise RuntimeError(
+                f"JavaScript error: {res['exceptionDetails'].get('text')} "
+                f"{res['exceptionDetails'].get('exception', {}).get('description')}"
+            )
         return res["result"].get("value")
 
     def open(self, path: Path, fragment: str = "", timeout: float = 30) -> None:
         """Load ``path`` (a file: URL, ``#fragment`` appended when given) and wait for it."""
-        self.call("Page.navigate", session=True, url=Path(path).resolve().as_uri() + (f"#{fragment}" if fragment else ""))
+        self.call(
+            "Page.navigate", session=True, url=Path(path).resolve().as_uri() + (f"#{fragment}" if fragment else "")
+        )
         deadline = time.monotonic() + timeout
         while self.evaluate("document.readyState") != "complete":
             if time.monotonic() > deadline:
@@ -167,7 +189,7 @@ class Browser:
 
 
 def set_filter(browser: Browser, column: str, value: str) -> None:
-    browser.evaluate(f"""(() => {{ const s = document.getElementById({json.dumps('f-' + column)});
+    browser.evaluate(f"""(() => {{ const s = document.getElementById({json.dumps("f-" + column)});
         s.value = {json.dumps(value)}; s.dispatchEvent(new Event('change')); }})()""")
 
 

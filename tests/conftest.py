@@ -43,19 +43,29 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
     sys.dont_write_bytecode = False
 
-from claimgrid.inputs.tasks import build_template, load_tasks, materialise  # noqa: E402
-
 # Property-based tests (Hypothesis): a bounded number of examples by default, so CI time is
 # known; CLAIMGRID_HYPOTHESIS=deep (or pytest --hypothesis-profile=deep) runs many more.
 from hypothesis import HealthCheck, Phase, settings  # noqa: E402
 
+from claimgrid.inputs.tasks import build_template, load_tasks, materialise  # noqa: E402
+
 # CI does not shrink a failure (its examples start processes: shrinking can take minutes);
 # the failing example is printed as found, and the deep profile shrinks it.
-settings.register_profile("ci", max_examples=25, deadline=None, derandomize=True, database=None,
-                          phases=(Phase.explicit, Phase.reuse, Phase.generate),
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-settings.register_profile("deep", max_examples=2_000, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+settings.register_profile(
+    "ci",
+    max_examples=25,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    phases=(Phase.explicit, Phase.reuse, Phase.generate),
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+settings.register_profile(
+    "deep",
+    max_examples=2_000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 settings.load_profile(os.environ.get("CLAIMGRID_HYPOTHESIS", "ci"))
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,8 +79,9 @@ SHARED_GRIDS = ("default_grid", "ledger_grid")
 # hang fails with its traceback instead of running into the CI's own limit.
 LANE_TIMEOUT_S = {"integration": 180, "grid": 600, "frameworks": 900}
 # What a unit test may not do (audit events): start a process.
-_PROCESS_EVENTS = frozenset({"subprocess.Popen", "os.system", "os.posix_spawn", "os.exec", "os.spawn", "os.fork",
-                             "os.forkpty"})
+_PROCESS_EVENTS = frozenset(
+    {"subprocess.Popen", "os.system", "os.posix_spawn", "os.exec", "os.spawn", "os.fork", "os.forkpty"}
+)
 _in_unit_test = False
 
 
@@ -238,8 +249,10 @@ def _registry_restored():
 def plain_venvs(tmp_path_factory):
     """A venvs.toml holding only the dependency-free ``plain`` framework (cheap grid checks)."""
     path = tmp_path_factory.mktemp("venvs") / "venvs.toml"
-    path.write_text(f'[frameworks.plain]\npython = "3.11"\nproject = "{ROOT}/frameworks/plain"\n'
-                    f'adapter = "{ROOT}/frameworks/plain/adapter.py"\n')
+    path.write_text(
+        f'[frameworks.plain]\npython = "3.11"\nproject = "{ROOT}/frameworks/plain"\n'
+        f'adapter = "{ROOT}/frameworks/plain/adapter.py"\n'
+    )
     return path
 
 
@@ -359,6 +372,7 @@ def pytest_collection_modifyitems(config, items):
         # The tasks' own locked environments now (tasks with pyproject.toml + uv.lock), as
         # `uv run grid.py` builds them: a test of any lane may run any shipped task.
         from claimgrid.inputs.tasks import ensure_task_envs, load_tasks
+
         ensure_task_envs(load_tasks().values())
     except ClaimgridError as exc:
         pytest.exit(f"framework venvs or task environments could not be built: {exc}", returncode=3)

@@ -7,9 +7,14 @@ from __future__ import annotations
 def _observed_failures(events: list[dict]) -> int:
     """Failures the harness itself saw in the run: gateway exchanges refused or faulted, tool
     calls the tool layer failed."""
-    gateway = sum(1 for e in events if e.get("source") == "gateway" and e.get("kind") == "exchange"
-                  and (e.get("status") != 200 or e.get("fault")))
-    tools = sum(1 for e in events if e.get("source") == "tools" and e.get("kind") == "tool_call" and e.get("ok") is False)
+    gateway = sum(
+        1
+        for e in events
+        if e.get("source") == "gateway" and e.get("kind") == "exchange" and (e.get("status") != 200 or e.get("fault"))
+    )
+    tools = sum(
+        1 for e in events if e.get("source") == "tools" and e.get("kind") == "tool_call" and e.get("ok") is False
+    )
     return gateway + tools
 
 
@@ -30,6 +35,8 @@ def duplicate_errors(events: list[dict]) -> list[str]:
         streak = streak + 1 if key is not None and key == last else int(key is not None)
         last = key
         if streak > 1 and streak > observed:
-            problems.append(f"runtime error {key[0]}: {str(key[1])[:120]!r} recorded {streak} times in a row; "
-                            f"the harness saw {observed} failure(s)")
+            problems.append(
+                f"runtime error {key[0]}: {str(key[1])[:120]!r} recorded {streak} times in a row; "
+                f"the harness saw {observed} failure(s)"
+            )
     return problems

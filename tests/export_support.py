@@ -29,8 +29,11 @@ def ledger_runs(folder: Path) -> dict[str, tuple[dict, list[dict]]]:
 
 
 def tool_events(events: list[dict]) -> list[tuple[str, str]]:
-    return [(e["tool"], json.dumps(e.get("args"), sort_keys=True)) for e in events
-            if e["source"] == "tools" and e["kind"] == "tool_call"]
+    return [
+        (e["tool"], json.dumps(e.get("args"), sort_keys=True))
+        for e in events
+        if e["source"] == "tools" and e["kind"] == "tool_call"
+    ]
 
 
 def exchange_events(events: list[dict]) -> list[dict]:
@@ -46,8 +49,14 @@ def read_otlp(path: Path):
 
     def b64(obj):
         if isinstance(obj, dict):
-            return {k: (base64.b64encode(bytes.fromhex(v)).decode() if k in ("traceId", "spanId", "parentSpanId")
-                        and isinstance(v, str) else b64(v)) for k, v in obj.items()}
+            return {
+                k: (
+                    base64.b64encode(bytes.fromhex(v)).decode()
+                    if k in ("traceId", "spanId", "parentSpanId") and isinstance(v, str)
+                    else b64(v)
+                )
+                for k, v in obj.items()
+            }
         if isinstance(obj, list):
             return [b64(v) for v in obj]
         return obj
@@ -59,16 +68,22 @@ def attrs(kvs) -> dict:
     out = {}
     for kv in kvs:
         v = kv.value
-        out[kv.key] = getattr(v, v.WhichOneof("value")) if v.WhichOneof("value") != "array_value" else [
-            getattr(x, x.WhichOneof("value")) for x in v.array_value.values]
+        out[kv.key] = (
+            getattr(v, v.WhichOneof("value"))
+            if v.WhichOneof("value") != "array_value"
+            else [getattr(x, x.WhichOneof("value")) for x in v.array_value.values]
+        )
     return out
 
 
 def spans_by_run(request) -> dict[str, list]:
     """Spans grouped by their trace's run (the ``invoke_agent`` span's claimgrid.run_id)."""
     spans = [s for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans]
-    run_of_trace = {s.trace_id: attrs(s.attributes)["claimgrid.run_id"] for s in spans
-                    if attrs(s.attributes).get("gen_ai.operation.name") == "invoke_agent"}
+    run_of_trace = {
+        s.trace_id: attrs(s.attributes)["claimgrid.run_id"]
+        for s in spans
+        if attrs(s.attributes).get("gen_ai.operation.name") == "invoke_agent"
+    }
     out: dict[str, list] = {}
     for s in spans:
         out.setdefault(run_of_trace[s.trace_id], []).append(s)
@@ -115,13 +130,22 @@ def check_export_agrees(ledger: Path, tmp: Path) -> dict:
         ops = [attrs(s.attributes)["gen_ai.operation.name"] for s in spans]
         assert ops.count("invoke_agent") == 1
         assert ops.count("chat") == len(exchange_events(events)), run_id
-        tools = [(attrs(s.attributes)["gen_ai.tool.name"], json.dumps(json.loads(attrs(s.attributes)["gen_ai.tool.call.arguments"]), sort_keys=True))
-                 for s in spans if attrs(s.attributes)["gen_ai.operation.name"] == "execute_tool"]
+        tools = [
+            (
+                attrs(s.attributes)["gen_ai.tool.name"],
+                json.dumps(json.loads(attrs(s.attributes)["gen_ai.tool.call.arguments"]), sort_keys=True),
+            )
+            for s in spans
+            if attrs(s.attributes)["gen_ai.operation.name"] == "execute_tool"
+        ]
         assert tools == tool_events(events), run_id
         root = next(s for s in spans if attrs(s.attributes)["gen_ai.operation.name"] == "invoke_agent")
         assert all(s.parent_span_id == root.span_id for s in spans if s is not root)
-        verdicts = {attrs(ev.attributes)["gen_ai.evaluation.name"]: attrs(ev.attributes)["gen_ai.evaluation.score.label"]
-                    for ev in root.events if ev.name == "gen_ai.evaluation.result"}
+        verdicts = {
+            attrs(ev.attributes)["gen_ai.evaluation.name"]: attrs(ev.attributes)["gen_ai.evaluation.score.label"]
+            for ev in root.events
+            if ev.name == "gen_ai.evaluation.result"
+        }
         c = rec["classification"]
         assert set(verdicts) == set(c), run_id
         for key, value in c.items():

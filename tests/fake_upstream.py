@@ -144,12 +144,16 @@ class FakeUpstream:
                     return
                 text = " ".join(["token"] * bound)
                 prompt = len(json.dumps(body.get("messages") or [])) // 4
-                answer = {"id": "gen-1", "object": "chat.completion", "created": int(time.time()),
-                          "model": body.get("model") or "fake",
-                          "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                       "finish_reason": "length"}],
-                          "usage": {"prompt_tokens": prompt, "completion_tokens": bound,
-                                    "total_tokens": prompt + bound}}
+                answer = {
+                    "id": "gen-1",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": body.get("model") or "fake",
+                    "choices": [
+                        {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}
+                    ],
+                    "usage": {"prompt_tokens": prompt, "completion_tokens": bound, "total_tokens": prompt + bound},
+                }
                 try:
                     self._send(200, json.dumps(answer).encode())
                 except OSError:  # the client gave up first
@@ -177,14 +181,22 @@ class FakeUpstream:
                     code, headers = fault[1], (fault[2] if len(fault) > 2 else {})
                     # an optional 4th item: the provider's own error (message, code)
                     message, err_code = fault[3] if len(fault) > 3 else (f"fake upstream fault {code}", str(code))
-                    err = {"error": {"message": message, "type": "server_error" if code >= 500 else
-                                     "invalid_request_error", "param": None, "code": err_code}}
+                    err = {
+                        "error": {
+                            "message": message,
+                            "type": "server_error" if code >= 500 else "invalid_request_error",
+                            "param": None,
+                            "code": err_code,
+                        }
+                    }
                     self._send(code, json.dumps(err).encode(), headers)
                     return
                 token = owner.token_for(key, offered_protocol(raw, owner.final_answers))
-                r = owner._client.post(f"{owner.inner.url}/chat/completions", content=raw,
-                                       headers={"Authorization": f"Bearer {token}",
-                                                "Content-Type": "application/json"})
+                r = owner._client.post(
+                    f"{owner.inner.url}/chat/completions",
+                    content=raw,
+                    headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+                )
                 self._send(r.status_code, r.content)
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -203,7 +215,7 @@ class FakeUpstream:
                 self.inner.register(self._tokens[key], self.inner_token().with_final_answer(final_answer))
             return self._tokens[key]
 
-    def start(self) -> "FakeUpstream":
+    def start(self) -> FakeUpstream:
         self._thread.start()
         return self
 

@@ -10,15 +10,15 @@ import subprocess
 
 import pytest
 
-from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
-from claimgrid.gateway import Gateway, RunScript
-from claimgrid.reference.script import CallLimits
-from claimgrid.sandbox.guard import detect
-from claimgrid.launch import Launcher
-from claimgrid.launch.confine import command_sandbox, hand_over
 from claimgrid.execute.runner import AGENT_NAMES, build_prompt
+from claimgrid.gateway import Gateway, RunScript
+from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.inputs.tasks import TOOL_NAMES, build_template, materialise
 from claimgrid.inputs.venvs import load_venvs
+from claimgrid.launch import Launcher
+from claimgrid.launch.confine import command_sandbox, hand_over
+from claimgrid.reference.script import CallLimits
+from claimgrid.sandbox.guard import detect
 
 READ_TOOLS = {"list_dir", "read_file", "search"}
 
@@ -63,12 +63,33 @@ def make_run_cell(framework: str, tmp_path, tasks, gateway, launcher, timeout_s:
         sandbox.mkdir()
         agent = AGENT_NAMES[task.role]
         token = "cg-" + secrets.token_urlsafe(24)
-        gateway.register(token, RunScript.for_cell(run_id, task, clean, swaps[swap], model, "reader", agent, limits=CallLimits(max_model_calls=max_model_calls)))
+        gateway.register(
+            token,
+            RunScript.for_cell(
+                run_id,
+                task,
+                clean,
+                swaps[swap],
+                model,
+                "reader",
+                agent,
+                limits=CallLimits(max_model_calls=max_model_calls),
+            ),
+        )
         ctl = {
-            "schema": 1, "run_id": run_id, "framework": framework, "task_id": task_id,
-            "prompt": build_prompt(task, run_id, agent), "workspace": str(ws), "sandbox": str(sandbox),
-            "outcome_path": str(sandbox / "outcome.json"), "gateway_url": gateway.url, "token": token,
-            "model": model, "agent_name": agent, "tools": list(TOOL_NAMES),
+            "schema": 1,
+            "run_id": run_id,
+            "framework": framework,
+            "task_id": task_id,
+            "prompt": build_prompt(task, run_id, agent),
+            "workspace": str(ws),
+            "sandbox": str(sandbox),
+            "outcome_path": str(sandbox / "outcome.json"),
+            "gateway_url": gateway.url,
+            "token": token,
+            "model": model,
+            "agent_name": agent,
+            "tools": list(TOOL_NAMES),
             "budgets": {"max_model_calls": max_model_calls, "command_timeout_s": 30, "max_output_chars": 16000},
             "timeout_s": timeout_s,
             "command_sandbox": command_sandbox(GUARD, ws, task.python, 30),
@@ -80,9 +101,16 @@ def make_run_cell(framework: str, tmp_path, tasks, gateway, launcher, timeout_s:
         assert res.outcome_status == "ok", (res.process_event, res.outcome)
         runtime = res.outcome["events"]
         return {
-            "run_id": run_id, "task": task, "ws": ws, "sandbox": sandbox, "agent_name": agent,
-            "outcome": res.outcome, "process": res.process_event, "tools": res.tool_events,
-            "gateway": exchanges, "runtime": runtime,
+            "run_id": run_id,
+            "task": task,
+            "ws": ws,
+            "sandbox": sandbox,
+            "agent_name": agent,
+            "outcome": res.outcome,
+            "process": res.process_event,
+            "tools": res.tool_events,
+            "gateway": exchanges,
+            "runtime": runtime,
             "runtime_tools": [e for e in runtime if e["kind"] == "tool_call"],
             "runtime_models": [e for e in runtime if e["kind"] == "model_call"],
             "runtime_messages": [e for e in runtime if e["kind"] == "message"],

@@ -35,27 +35,55 @@ def selection() -> dict:
     clean = next(c.name for c in content.values() if c.carries is None)
     attack = next(c.name for c in content.values() if c.carries == "attacker_goal")
     swaps = load_swap_conditions()
-    picked_swaps = [next(s.name for s in swaps.values() if s.on_unavailable == kind)
-                    for kind in ("none", "substitute", "refuse")]
-    return {"tasks": picked_tasks, "content": [clean, attack], "swap": picked_swaps,
-            "models": list(DEFAULT_MODELS), "substitute": DEFAULT_SUBSTITUTE}
+    picked_swaps = [
+        next(s.name for s in swaps.values() if s.on_unavailable == kind) for kind in ("none", "substitute", "refuse")
+    ]
+    return {
+        "tasks": picked_tasks,
+        "content": [clean, attack],
+        "swap": picked_swaps,
+        "models": list(DEFAULT_MODELS),
+        "substitute": DEFAULT_SUBSTITUTE,
+    }
 
 
 def build_ledger(base: Path) -> Path:
     """Run the ledger tests' grid under ``base``; its ledger folder. Called once per session
     by the ``ledger_grid`` fixture (tests/conftest.py), which the tests read."""
     venvs = base / "venvs.toml"
-    venvs.write_text("".join(
-        f'[frameworks.{name}]\npython = "3.11"\nproject = "{ROOT}/frameworks/plain"\n'
-        f'adapter = "{ROOT}/frameworks/plain/adapter.py"\n\n' for name in FRAMEWORKS))
+    venvs.write_text(
+        "".join(
+            f'[frameworks.{name}]\npython = "3.11"\nproject = "{ROOT}/frameworks/plain"\n'
+            f'adapter = "{ROOT}/frameworks/plain/adapter.py"\n\n'
+            for name in FRAMEWORKS
+        )
+    )
     sel = selection()
     out = base / "grid"
     # --jobs 4 on two cores: the `slow` fault runs sleep past their 15 s deadline; more slots
     # than cores let the other runs go on meanwhile (jobs is not a parity fact).
-    cmd = [sys.executable, str(ROOT / "grid.py"), "run", "--venvs", str(venvs), "--out", str(out),
-           "--tasks", ",".join(sel["tasks"]), "--content", ",".join(sel["content"]),
-           "--swap", ",".join(sel["swap"]), "--models", ",".join(sel["models"]),
-           "--substitute", sel["substitute"], "--jobs", "4", "--no-progress"]
+    cmd = [
+        sys.executable,
+        str(ROOT / "grid.py"),
+        "run",
+        "--venvs",
+        str(venvs),
+        "--out",
+        str(out),
+        "--tasks",
+        ",".join(sel["tasks"]),
+        "--content",
+        ",".join(sel["content"]),
+        "--swap",
+        ",".join(sel["swap"]),
+        "--models",
+        ",".join(sel["models"]),
+        "--substitute",
+        sel["substitute"],
+        "--jobs",
+        "4",
+        "--no-progress",
+    ]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     return out
@@ -79,8 +107,14 @@ def classification(**given) -> dict:
     """A complete classification of the current record schema (claimgrid.store.record): a
     clean, unswapped run that went normally, with ``given`` fields over it (a test states
     only the fields it is about)."""
-    return {"claim_verdict": "consistent", "injection": "not applicable", "legitimate": "not applicable",
-            "swap": "none", "process": "ok", **given}
+    return {
+        "claim_verdict": "consistent",
+        "injection": "not applicable",
+        "legitimate": "not applicable",
+        "swap": "none",
+        "process": "ok",
+        **given,
+    }
 
 
 def ledger_text(folder: Path) -> str:
@@ -98,8 +132,10 @@ def ledger_text(folder: Path) -> str:
     # sections are separated by their anchors: cut each at the next top-level section's anchor
     anchors = [m for m in re.finditer(r'<a id="([^"]+)"></a>\n## ', text)]
     for a, b in zip(anchors, anchors[1:] + [None]):
-        whole[a.group(1)] = text[a.start(): b.start() if b else None].rstrip("\n")
-    pattern = re.compile(r'(<a id="([^"]+)"></a>\n## [^\n]*\n(?:(?!<a id=)[^\n]*\n)*?)The whole section \(\d+ lines, every table\) is in \[DETAILS\.md\]\(DETAILS\.md#[\w-]+\)\.')
+        whole[a.group(1)] = text[a.start() : b.start() if b else None].rstrip("\n")
+    pattern = re.compile(
+        r'(<a id="([^"]+)"></a>\n## [^\n]*\n(?:(?!<a id=)[^\n]*\n)*?)The whole section \(\d+ lines, every table\) is in \[DETAILS\.md\]\(DETAILS\.md#[\w-]+\)\.'
+    )
     out = pattern.sub(lambda m: whole.get(m.group(2), m.group(0)), md)
     return re.sub(r"\]\((?:LEDGER|DETAILS)\.md#", "](#", out)
 

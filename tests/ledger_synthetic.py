@@ -29,8 +29,12 @@ from pathlib import Path
 from claimgrid.store.record import parse_record
 
 FRAMEWORKS = {"strands": "1.9.0", "langgraph": "0.6.4", "crewai": "0.150.0"}
-TASKS = {"fix-float-add": "builder", "nothing-to-fix": "builder",
-         "review-change": "reviewer", "write-status": "reporter"}
+TASKS = {
+    "fix-float-add": "builder",
+    "nothing-to-fix": "builder",
+    "review-change": "reviewer",
+    "write-status": "reporter",
+}
 CONTENT = ["clean", "malicious", "legitimate", "authority-named"]
 SWAPS = ["none", "bound"]
 MODELS = ["diligent", "narrator", "reader"]
@@ -39,8 +43,15 @@ MODELS = ["diligent", "narrator", "reader"]
 def _classify(rng: random.Random, fw: str, task: str, content: str, swap: str, model: str) -> dict:
     role = TASKS[task]
     injected = content in ("malicious", "authority-named")
-    c = {"claim_form": "structured", "process": "ok", "swap": "none", "swap_mentioned": False,
-         "review": "not applicable", "injection": "not applicable", "legitimate": "not applicable"}
+    c = {
+        "claim_form": "structured",
+        "process": "ok",
+        "swap": "none",
+        "swap_mentioned": False,
+        "review": "not applicable",
+        "injection": "not applicable",
+        "legitimate": "not applicable",
+    }
     if model == "diligent":
         c["claim_verdict"] = "read-only imposture" if task == "nothing-to-fix" else "consistent"
         c["outcome"], c["claim_vs_outcome"] = "PASS", "TRUE_SUCCESS"
@@ -58,8 +69,11 @@ def _classify(rng: random.Random, fw: str, task: str, content: str, swap: str, m
         if content == "legitimate":
             c["legitimate"] = "not reached"
     else:  # reader
-        c["claim_verdict"] = {"builder": "read-only imposture", "reviewer": "consistent",
-                              "reporter": "over-claimed evidence"}[role]
+        c["claim_verdict"] = {
+            "builder": "read-only imposture",
+            "reviewer": "consistent",
+            "reporter": "over-claimed evidence",
+        }[role]
         c["outcome"] = {"builder": "EMPTY_DIFF", "reviewer": "PASS", "reporter": "MISSING_ARTIFACT"}[role]
         if task == "nothing-to-fix":
             c["outcome"] = "PASS"
@@ -78,8 +92,13 @@ def _classify(rng: random.Random, fw: str, task: str, content: str, swap: str, m
             c["claim_vs_outcome"] = "HONEST_FAILURE" if c["outcome"] != "PASS" else "UNCLAIMED_SUCCESS"
     # Crashes/timeouts leave no harness tool evidence: everything is UNKNOWN, never a guess.
     if rng.random() < 0.04:
-        c.update(process=rng.choice(["timeout", "crash"]), claim_verdict="UNKNOWN", outcome="UNKNOWN",
-                 claim_vs_outcome="UNKNOWN", claim_form="none")
+        c.update(
+            process=rng.choice(["timeout", "crash"]),
+            claim_verdict="UNKNOWN",
+            outcome="UNKNOWN",
+            claim_vs_outcome="UNKNOWN",
+            claim_form="none",
+        )
         if injected:
             c["injection"] = "UNKNOWN"
         if content == "legitimate":
@@ -90,12 +109,26 @@ def _classify(rng: random.Random, fw: str, task: str, content: str, swap: str, m
 def _record(rng, fw, task, content, swap, model, repeat, timeout_s) -> dict:
     run_id = f"r-{fw[:2]}-{task[:6]}-{content[:5]}-{swap[:2]}-{model[:4]}-{repeat}"
     rec = {
-        "run_id": run_id, "framework": fw, "task": task, "content": content, "swap": swap,
-        "model": model, "substitute": "reader", "repeat": repeat, "role": TASKS[task],
-        "parity": {"model": model, "substitute": "reader", "framework_version": FRAMEWORKS[fw],
-                   "litellm_version": "1.110.2", "task_hash": f"h{abs(hash(task)) % 10**6:06d}",
-                   "timeout_s": timeout_s, "budget": {"max_model_calls": 24, "command_timeout_s": 30},
-                   "retries": {"num_retries": 0}, "isolation": "warm"},
+        "run_id": run_id,
+        "framework": fw,
+        "task": task,
+        "content": content,
+        "swap": swap,
+        "model": model,
+        "substitute": "reader",
+        "repeat": repeat,
+        "role": TASKS[task],
+        "parity": {
+            "model": model,
+            "substitute": "reader",
+            "framework_version": FRAMEWORKS[fw],
+            "litellm_version": "1.110.2",
+            "task_hash": f"h{abs(hash(task)) % 10**6:06d}",
+            "timeout_s": timeout_s,
+            "budget": {"max_model_calls": 24, "command_timeout_s": 30},
+            "retries": {"num_retries": 0},
+            "isolation": "warm",
+        },
         "timings": {"wall_s": round(rng.uniform(0.05, 0.9), 3), "agent_s": 0.0, "verify_s": 0.01},
         "classification": _classify(rng, fw, task, content, swap, model),
         "evidence_dir": f"runs/{run_id}",
@@ -141,20 +174,33 @@ def synthetic_records(seed: int = 7, missing: int = 20) -> tuple[list[dict], int
 
 def meta_for(grid_size: int) -> dict:
     return {
-        "grid_id": "synthetic-0001", "command": "uv run grid.py run --swap none,bound --models diligent,narrator,reader",
-        "started": "2026-11-30T10:00:00+00:00", "finished": None, "wall_s": 61.5,
-        "claimgrid_commit": "abc1234 (dirty)", "python": "3.11.7", "platform": "Linux-x86_64",
-        "frameworks": {fw: {fw if fw != "strands" else "strands-agents": v, "litellm": "1.110.2"}
-                       for fw, v in FRAMEWORKS.items()},
-        "models": MODELS, "substitute": "reader", "tasks": list(TASKS), "content": CONTENT,
-        "swap": SWAPS, "repeats": 1, "timeout_s": 120, "jobs": 2, "isolation": "warm",
-        "retries": {fw: {"num_retries": 0} for fw in FRAMEWORKS}, "grid_size": grid_size,
+        "grid_id": "synthetic-0001",
+        "command": "uv run grid.py run --swap none,bound --models diligent,narrator,reader",
+        "started": "2026-11-30T10:00:00+00:00",
+        "finished": None,
+        "wall_s": 61.5,
+        "claimgrid_commit": "abc1234 (dirty)",
+        "python": "3.11.7",
+        "platform": "Linux-x86_64",
+        "frameworks": {
+            fw: {fw if fw != "strands" else "strands-agents": v, "litellm": "1.110.2"} for fw, v in FRAMEWORKS.items()
+        },
+        "models": MODELS,
+        "substitute": "reader",
+        "tasks": list(TASKS),
+        "content": CONTENT,
+        "swap": SWAPS,
+        "repeats": 1,
+        "timeout_s": 120,
+        "jobs": 2,
+        "isolation": "warm",
+        "retries": {fw: {"num_retries": 0} for fw in FRAMEWORKS},
+        "grid_size": grid_size,
         "reference_models": True,
     }
 
 
-def write_synthetic_ledger(folder: Path, seed: int = 7, missing: int = 20,
-                           truncate_last: bool = True) -> list[dict]:
+def write_synthetic_ledger(folder: Path, seed: int = 7, missing: int = 20, truncate_last: bool = True) -> list[dict]:
     """Write ``meta.json`` + ``runs.jsonl`` under ``folder``; return the complete records written.
 
     With ``truncate_last`` one more record is appended cut in half with no newline, as a

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
-from claimgrid.reference import registry
 from claimgrid.inputs.venvs import default_frameworks, load_venvs
+from claimgrid.reference import registry
 from claimgrid.store.lines import read_events, read_runs
 
 from .conftest import ROOT
@@ -20,8 +20,14 @@ from .conftest import ROOT
 def grid(*args, env: dict | None = None, timeout: float = 1200) -> subprocess.CompletedProcess:
     """``uv run grid.py ARGS`` as a subprocess (the driver's own interpreter), output captured."""
     full_env = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, str(ROOT / "grid.py"), *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=timeout, env=full_env)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "grid.py"), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=full_env,
+    )
 
 
 def lines(path: Path) -> list[dict]:
@@ -40,8 +46,11 @@ def meta(folder: Path) -> dict:
 
 
 def exchanges(folder: Path, run_id: str) -> list[dict]:
-    return [e for e in lines(folder / "runs" / run_id / "events.jsonl")
-            if e["source"] == "gateway" and e["kind"] == "exchange"]
+    return [
+        e
+        for e in lines(folder / "runs" / run_id / "events.jsonl")
+        if e["source"] == "gateway" and e["kind"] == "exchange"
+    ]
 
 
 def frameworks() -> list[str]:
@@ -63,8 +72,11 @@ def control_conditions() -> tuple[str, str]:
 
 def substitute_swap() -> str:
     """A swap condition where a substitute serves and says so (the most exchanges to replay)."""
-    return next(s.name for s in load_swap_conditions().values()
-                if s.on_unavailable == "substitute" and s.reported_name != "assigned")
+    return next(
+        s.name
+        for s in load_swap_conditions().values()
+        if s.on_unavailable == "substitute" and s.reported_name != "assigned"
+    )
 
 
 def two_models() -> list[str]:
@@ -74,6 +86,8 @@ def two_models() -> list[str]:
 def plain_venvs(folder: Path) -> Path:
     """A venvs.toml holding only the dependency-free ``plain`` framework (cheap pipeline checks)."""
     path = folder / "venvs-plain.toml"
-    path.write_text(f'[frameworks.plain]\npython = "3.11"\nproject = "{ROOT}/frameworks/plain"\n'
-                    f'adapter = "{ROOT}/frameworks/plain/adapter.py"\n')
+    path.write_text(
+        f'[frameworks.plain]\npython = "3.11"\nproject = "{ROOT}/frameworks/plain"\n'
+        f'adapter = "{ROOT}/frameworks/plain/adapter.py"\n'
+    )
     return path

@@ -14,18 +14,29 @@ import uuid
 from functools import lru_cache
 from pathlib import Path
 
-from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.gateway import Gateway, RunScript
+from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.reference.script import CallLimits
 
 from tests import loopback_http
 
 TOOLS = [
-    {"type": "function", "function": {"name": name, "description": name, "parameters": {
-        "type": "object", "properties": {p: {"type": "string"} for p in params}, "required": params}}}
-    for name, params in [("list_dir", ["path"]), ("read_file", ["path"]), ("search", ["pattern", "path"]),
-                         ("write_file", ["path", "content"]), ("edit_file", ["path", "old", "new"]),
-                         ("run_command", ["command"])]
+    {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": name,
+            "parameters": {"type": "object", "properties": {p: {"type": "string"} for p in params}, "required": params},
+        },
+    }
+    for name, params in [
+        ("list_dir", ["path"]),
+        ("read_file", ["path"]),
+        ("search", ["pattern", "path"]),
+        ("write_file", ["path", "content"]),
+        ("edit_file", ["path", "old", "new"]),
+        ("run_command", ["command"]),
+    ]
 ]
 
 
@@ -49,12 +60,27 @@ def conditions():
     return load_content_conditions(), load_swap_conditions()
 
 
-def script(task, model="diligent", content="clean", swap="none", substitute="reader",
-           max_model_calls=24, run_id=None, model_call_timeout_s=15.0) -> RunScript:
+def script(
+    task,
+    model="diligent",
+    content="clean",
+    swap="none",
+    substitute="reader",
+    max_model_calls=24,
+    run_id=None,
+    model_call_timeout_s=15.0,
+) -> RunScript:
     cc, sc = conditions()
-    return RunScript.for_cell(run_id or f"r-{uuid.uuid4().hex[:8]}", task, cc[content], sc[swap],
-                              model, substitute, task.role,
-                              limits=CallLimits(max_model_calls=max_model_calls, model_call_timeout_s=model_call_timeout_s))
+    return RunScript.for_cell(
+        run_id or f"r-{uuid.uuid4().hex[:8]}",
+        task,
+        cc[content],
+        sc[swap],
+        model,
+        substitute,
+        task.role,
+        limits=CallLimits(max_model_calls=max_model_calls, model_call_timeout_s=model_call_timeout_s),
+    )
 
 
 def register(task, **kw) -> tuple[str, RunScript]:
@@ -84,8 +110,11 @@ def run_tool(ws: Path, name: str, arguments: str) -> str:
         if name == "read_file":
             return (ws / args["path"]).read_text()
         if name == "search":
-            hits = [str(p.relative_to(ws)) for p in (ws / args.get("path", ".")).rglob("*")
-                    if p.is_file() and args["pattern"] in p.read_text(errors="replace")]
+            hits = [
+                str(p.relative_to(ws))
+                for p in (ws / args.get("path", ".")).rglob("*")
+                if p.is_file() and args["pattern"] in p.read_text(errors="replace")
+            ]
             return "\n".join(hits) or "no matches"
         if name == "write_file":
             (ws / args["path"]).parent.mkdir(parents=True, exist_ok=True)
@@ -119,8 +148,10 @@ def changed(task, ws: Path) -> set[str]:
 
 # -- clients -------------------------------------------------------------------------------
 
-def http_turn(url: str, token: str, model: str, messages: list, stream: bool,
-              capture: list | None = None) -> tuple[dict, dict]:
+
+def http_turn(
+    url: str, token: str, model: str, messages: list, stream: bool, capture: list | None = None
+) -> tuple[dict, dict]:
     """One raw-HTTP call; returns (assistant message dict, info with status/model/usage/headers).
 
     ``capture`` collects (headers, body text) of every response, exactly as received.
@@ -154,8 +185,9 @@ def http_turn(url: str, token: str, model: str, messages: list, stream: bool,
             delta = choice["delta"]
             message["content"] += delta.get("content") or ""
             for tc in delta.get("tool_calls") or []:
-                slot = calls.setdefault(tc["index"], {"id": None, "type": "function",
-                                                      "function": {"name": "", "arguments": ""}})
+                slot = calls.setdefault(
+                    tc["index"], {"id": None, "type": "function", "function": {"name": "", "arguments": ""}}
+                )
                 slot["id"] = tc.get("id") or slot["id"]
                 fn = tc.get("function") or {}
                 slot["function"]["name"] += fn.get("name") or ""
@@ -171,8 +203,15 @@ def http_turn(url: str, token: str, model: str, messages: list, stream: bool,
 def litellm_turn(url: str, token: str, model: str, messages: list, stream: bool) -> tuple[dict, dict]:
     import litellm
 
-    kwargs = dict(model=f"openai/{model}", api_base=url, api_key=token, messages=messages,
-                  tools=TOOLS, max_retries=0, num_retries=0)
+    kwargs = dict(
+        model=f"openai/{model}",
+        api_base=url,
+        api_key=token,
+        messages=messages,
+        tools=TOOLS,
+        max_retries=0,
+        num_retries=0,
+    )
     try:
         if stream:
             chunks = list(litellm.completion(stream=True, stream_options={"include_usage": True}, **kwargs))
@@ -189,13 +228,17 @@ def litellm_turn(url: str, token: str, model: str, messages: list, stream: bool)
     msg = resp.choices[0].message
     message = {"role": "assistant", "content": msg.content}
     if msg.tool_calls:
-        message["tool_calls"] = [{"id": c.id, "type": "function",
-                                  "function": {"name": c.function.name, "arguments": c.function.arguments}}
-                                 for c in msg.tool_calls]
+        message["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments}}
+            for c in msg.tool_calls
+        ]
     usage = resp.usage
-    return message, {"status": 200, "model": resp.model,
-                     "usage": {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens},
-                     "headers": dict((getattr(resp, "_hidden_params", {}) or {}).get("additional_headers") or {})}
+    return message, {
+        "status": 200,
+        "model": resp.model,
+        "usage": {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens},
+        "headers": dict((getattr(resp, "_hidden_params", {}) or {}).get("additional_headers") or {}),
+    }
 
 
 def drive(turn, url, token, model, task, ws: Path, stream: bool, max_turns: int = 30):
@@ -203,8 +246,7 @@ def drive(turn, url, token, model, task, ws: Path, stream: bool, max_turns: int 
 
     Returns (final assistant message or None, list of per-call info dicts, messages).
     """
-    messages = [{"role": "system", "content": "You are an agent."},
-                {"role": "user", "content": task.spec.prompt}]
+    messages = [{"role": "system", "content": "You are an agent."}, {"role": "user", "content": task.spec.prompt}]
     infos = []
     for _ in range(max_turns):
         message, info = turn(url, token, model, messages, stream)
@@ -215,7 +257,11 @@ def drive(turn, url, token, model, task, ws: Path, stream: bool, max_turns: int 
         if not message.get("tool_calls"):
             return message, infos, messages
         for call in message["tool_calls"]:
-            messages.append({"role": "tool", "tool_call_id": call["id"],
-                             "content": run_tool(ws, call["function"]["name"], call["function"]["arguments"])})
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call["id"],
+                    "content": run_tool(ws, call["function"]["name"], call["function"]["arguments"]),
+                }
+            )
     return None, infos, messages
-

@@ -43,8 +43,8 @@ class CommandResult:
     output: str
     exit_code: int | None
     timed_out: bool
-    output_bytes: int = 0      # everything the command printed, counted
-    output_cut: bool = False   # True: only the head and the tail are in ``output``
+    output_bytes: int = 0  # everything the command printed, counted
+    output_cut: bool = False  # True: only the head and the tail are in ``output``
 
 
 class OutputTail:
@@ -64,7 +64,7 @@ class OutputTail:
             self.head += data[:room]
             data = data[room:]
         if data:
-            self.tail += data[-self.half:]
+            self.tail += data[-self.half :]
             if len(self.tail) > self.half:
                 del self.tail[: len(self.tail) - self.half]
 
@@ -76,17 +76,24 @@ class OutputTail:
         if not self.cut:
             return (bytes(self.head) + bytes(self.tail)).decode("utf-8", errors="replace")
         dropped = self.total - len(self.head) - len(self.tail)
-        return (bytes(self.head).decode("utf-8", errors="replace")
-                + f"\n[... output cut by the harness: {self.total} bytes printed, {dropped} bytes in the middle"
-                  " not kept ...]\n"
-                + bytes(self.tail).decode("utf-8", errors="replace"))
+        return (
+            bytes(self.head).decode("utf-8", errors="replace")
+            + f"\n[... output cut by the harness: {self.total} bytes printed, {dropped} bytes in the middle"
+            " not kept ...]\n" + bytes(self.tail).decode("utf-8", errors="replace")
+        )
 
 
 class CommandSandbox:
     """Runs shell commands for one run; ``spec`` is ``ctl["command_sandbox"]``."""
 
-    def __init__(self, spec: dict | None, workspace: str, run_sandbox: str | None, timeout_s: float,
-                 output_keep_bytes: int = OUTPUT_KEEP_BYTES):
+    def __init__(
+        self,
+        spec: dict | None,
+        workspace: str,
+        run_sandbox: str | None,
+        timeout_s: float,
+        output_keep_bytes: int = OUTPUT_KEEP_BYTES,
+    ):
         self.output_keep_bytes = int(output_keep_bytes)
         self.argv_prefix = list(spec["argv_prefix"]) if spec else None
         self.timeout_s = float(spec.get("timeout_s", timeout_s)) if spec else timeout_s
@@ -104,10 +111,20 @@ class CommandSandbox:
         else:
             home = self._unguarded_home()
             argv = ["bash", "-c", command]
-            kw = {"cwd": self.workspace, **_nobody_when_root(),
-                  "env": {"PATH": os.path.join(home, "bin") + ":" + SAFE_PATH, "LANG": "C.UTF-8", "HOME": home}}
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                close_fds=True, start_new_session=True, **kw)
+            kw = {
+                "cwd": self.workspace,
+                **_nobody_when_root(),
+                "env": {"PATH": os.path.join(home, "bin") + ":" + SAFE_PATH, "LANG": "C.UTF-8", "HOME": home},
+            }
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            close_fds=True,
+            start_new_session=True,
+            **kw,
+        )
         sink = OutputTail(self.output_keep_bytes)
         deadline = time.monotonic() + self.timeout_s
         try:

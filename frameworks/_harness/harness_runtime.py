@@ -190,8 +190,9 @@ def run_one(ctl: dict, adapter, tools_fd: int | None, mode: str, adapter_error: 
     # double-forked setsid child that the adapter, a subreaper, adopted.
     sandbox = ctl.get("agent_sandbox") or {}
     try:
-        ended = reaper.end_run(sandbox.get("uid"), sandbox.get("cgroup_procs") or (),
-                               guarded=bool(sandbox or ctl.get("command_sandbox")))
+        ended = reaper.end_run(
+            sandbox.get("uid"), sandbox.get("cgroup_procs") or (), guarded=bool(sandbox or ctl.get("command_sandbox"))
+        )
         rec.event("run_processes", **ended)
     except reaper.ProcessesLeft as exc:
         error, final_text = error_info(exc), None
@@ -205,8 +206,12 @@ def run_one(ctl: dict, adapter, tools_fd: int | None, mode: str, adapter_error: 
         "events": rec.snapshot(),
         "error": error,
         "wall_s": round(time.monotonic() - start, 4),
-        "harness": {"version": HARNESS_VERSION, "isolation": mode, "pid": os.getpid(),
-                    "tool_calls": len(channel.events)},
+        "harness": {
+            "version": HARNESS_VERSION,
+            "isolation": mode,
+            "pid": os.getpid(),
+            "tool_calls": len(channel.events),
+        },
     }
     try:
         write_outcome(ctl["outcome_path"], outcome)

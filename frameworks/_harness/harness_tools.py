@@ -21,11 +21,34 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from command_sandbox import CommandResult, CommandSandbox  # noqa: E402
-from tool_specs import (CATEGORIES, RESULT_EVENT_CHARS, SPECS, HarnessTool, ToolContext,  # noqa: E402
-                        ToolOutcome, call_tool, check_args, make_tools)
+from tool_specs import (  # noqa: E402
+    CATEGORIES,
+    RESULT_EVENT_CHARS,
+    SPECS,
+    HarnessTool,
+    ToolContext,
+    ToolOutcome,
+    call_tool,
+    check_args,
+    make_tools,
+)
 from tools_channel import ToolChannel  # noqa: E402
 from workspace_jail import Jail, ToolRefused, diff_snapshots  # noqa: E402
 
-__all__ = ["CATEGORIES", "RESULT_EVENT_CHARS", "SPECS", "CommandResult", "CommandSandbox", "HarnessTool",
-           "Jail", "ToolChannel", "ToolContext", "ToolOutcome", "ToolRefused", "call_tool", "diff_snapshots",
-           "check_args", "make_tools"]
+__all__ = [
+    "CATEGORIES",
+    "RESULT_EVENT_CHARS",
+    "SPECS",
+    "CommandResult",
+    "CommandSandbox",
+    "HarnessTool",
+    "Jail",
+    "ToolChannel",
+    "ToolContext",
+    "ToolOutcome",
+    "ToolRefused",
+    "call_tool",
+    "diff_snapshots",
+    "check_args",
+    "make_tools",
+]

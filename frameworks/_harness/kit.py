@@ -101,8 +101,8 @@ import threading
 import tomllib
 from importlib import metadata
 
-from harness_shared import readback  # frameworks/_harness/harness_shared/readback.py
 import reaper  # frameworks/_harness/reaper.py
+from harness_shared import readback  # frameworks/_harness/harness_shared/readback.py
 
 # The harness's one offline / telemetry-off table (env.toml beside this file; the driver
 # reads the same file into every adapter's environment, fresh or warm). Read at import time
@@ -124,7 +124,17 @@ SYSTEM_PROMPT = (
 )
 
 # Distributions whose versions shape what reaches the gateway (parity facts when installed).
-TRAFFIC_PACKAGES = ("litellm", "openai", "httpx", "httpcore", "httpx2", "httpcore2", "anthropic", "google-genai", "tenacity")
+TRAFFIC_PACKAGES = (
+    "litellm",
+    "openai",
+    "httpx",
+    "httpcore",
+    "httpx2",
+    "httpcore2",
+    "anthropic",
+    "google-genai",
+    "tenacity",
+)
 
 # Imported lazily by LiteLLM / httpx / anyio on the first completion call (measured by
 # diffing sys.modules around one run in each framework). A name a given release lacks is
@@ -169,11 +179,22 @@ SHARED_PRELOAD = (
     "tiktoken_ext.openai_public",
     "openai",
     "httpx",
-    "httpcore._sync.connection_pool", "httpcore._sync.http11", "httpcore._async.connection_pool",
-    "httpcore._async.http11", "httpcore._backends.sync", "httpcore._backends.anyio", "h11",
-    "httpcore._sync.http2", "httpcore._async.http2", "httpcore._sync.http_proxy", "httpcore._backends.auto",
+    "httpcore._sync.connection_pool",
+    "httpcore._sync.http11",
+    "httpcore._async.connection_pool",
+    "httpcore._async.http11",
+    "httpcore._backends.sync",
+    "httpcore._backends.anyio",
+    "h11",
+    "httpcore._sync.http2",
+    "httpcore._async.http2",
+    "httpcore._sync.http_proxy",
+    "httpcore._backends.auto",
     "h2.connection",
-    "anyio._backends._asyncio", "anyio.streams.memory", "anyio.streams.stapled", "anyio.streams.tls",
+    "anyio._backends._asyncio",
+    "anyio.streams.memory",
+    "anyio.streams.stapled",
+    "anyio.streams.tls",
 )
 
 
@@ -195,11 +216,16 @@ def configure_litellm() -> dict | None:
         return None
     litellm.telemetry = False
     litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banner on errors
-    litellm.drop_params = False         # never drop or rewrite a parameter silently
+    litellm.drop_params = False  # never drop or rewrite a parameter silently
     litellm.num_retries = LITELLM_NUM_RETRIES
     litellm.set_verbose = False
-    return {"num_retries": LITELLM_NUM_RETRIES, "telemetry": False, "local_cost_map": True,
-            "suppress_debug_info": True, "drop_params": False}
+    return {
+        "num_retries": LITELLM_NUM_RETRIES,
+        "telemetry": False,
+        "local_cost_map": True,
+        "suppress_debug_info": True,
+        "drop_params": False,
+    }
 
 
 class _Probe:
@@ -328,10 +354,21 @@ def preload(*modules: str, shared: bool = True) -> None:
 # A chat completion of the shape the gateway answers (text, one tool call, usage): parsed once
 # before a warm parent forks, so the openai SDK's lazily built response validators exist then.
 PRIMING_COMPLETION = {
-    "id": "preload", "object": "chat.completion", "created": 0, "model": "preload",
-    "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-        "role": "assistant", "content": "x",
-        "tool_calls": [{"id": "c", "type": "function", "function": {"name": "probe", "arguments": "{}"}}]}}],
+    "id": "preload",
+    "object": "chat.completion",
+    "created": 0,
+    "model": "preload",
+    "choices": [
+        {
+            "index": 0,
+            "finish_reason": "tool_calls",
+            "message": {
+                "role": "assistant",
+                "content": "x",
+                "tool_calls": [{"id": "c", "type": "function", "function": {"name": "probe", "arguments": "{}"}}],
+            },
+        }
+    ],
     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
 }
 
@@ -421,8 +458,14 @@ def recording_errors(rec, agent):
 # ---------------------------------------------------------------- tools as Python functions
 
 # A JSON-schema type as the Python annotation a signature-reading framework turns back into it.
-JSON_TYPES: dict[str, type] = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list,
-                               "object": dict}
+JSON_TYPES: dict[str, type] = {
+    "string": str,
+    "integer": int,
+    "number": float,
+    "boolean": bool,
+    "array": list,
+    "object": dict,
+}
 
 
 def tool_function(tool, before=None, context: str | None = None, context_type=inspect.Parameter.empty):
@@ -471,8 +514,9 @@ def tool_function(tool, before=None, context: str | None = None, context_type=in
     function.__name__ = function.__qualname__ = tool.name
     function.__doc__ = "\n".join(lines if props else lines[:1])
     function.__signature__ = signature  # type: ignore[attr-defined]
-    function.__annotations__ = {p.name: p.annotation for p in params
-                                if p.annotation is not inspect.Parameter.empty} | {"return": str}
+    function.__annotations__ = {p.name: p.annotation for p in params if p.annotation is not inspect.Parameter.empty} | {
+        "return": str
+    }
     return function
 
 
@@ -494,8 +538,11 @@ def content_text(content, sep: str = "") -> str | None:
     if content is None or isinstance(content, str):
         return content
     if isinstance(content, list):
-        texts = [p if isinstance(p, str) else p["text"] for p in content
-                 if isinstance(p, str) or (isinstance(p, dict) and "text" in p)]
+        texts = [
+            p if isinstance(p, str) else p["text"]
+            for p in content
+            if isinstance(p, str) or (isinstance(p, dict) and "text" in p)
+        ]
         return sep.join(texts) if texts else None
     return str(content)
 
@@ -544,8 +591,14 @@ def call_timeout(ctl: dict) -> float:
 def record_limits(rec, ctl: dict, turn_limit: int | None, unit: str, enforced_by: str, **more) -> None:
     """State the framework's own turn limit for this run (None: the framework has none), with
     ``more`` facts of its limits (an agent's per-command time limit and what enforces it)."""
-    rec.event("limits", turn_limit=turn_limit, unit=unit, enforced_by=enforced_by,
-              max_model_calls=int(ctl["budgets"]["max_model_calls"]), **more)
+    rec.event(
+        "limits",
+        turn_limit=turn_limit,
+        unit=unit,
+        enforced_by=enforced_by,
+        max_model_calls=int(ctl["budgets"]["max_model_calls"]),
+        **more,
+    )
 
 
 def command_timeout(ctl: dict) -> float:
@@ -569,8 +622,10 @@ def versions(framework: str, *dists: str, system_prompt: str = "harness", **fact
         v = _version(dist)
         if v is not None or dist in dists:
             out[dist] = v
-    retries = {"litellm_num_retries": LITELLM_NUM_RETRIES if "litellm" in out else None,
-               "http_client_max_retries": HTTP_CLIENT_MAX_RETRIES}
+    retries = {
+        "litellm_num_retries": LITELLM_NUM_RETRIES if "litellm" in out else None,
+        "http_client_max_retries": HTTP_CLIENT_MAX_RETRIES,
+    }
     retries.update(facts.pop("retries", {}))
     out["retries"] = retries
     out["system_prompt"] = system_prompt
@@ -606,14 +661,30 @@ def run_agent(ctl: dict, argv: list[str], env: dict[str, str], timeout: float, r
     read_end = write_end = None
     try:
         if not sandbox:
-            return subprocess.run(argv, cwd=ctl["workspace"], env=env, stdin=subprocess.DEVNULL,
-                                  capture_output=True, text=True, errors="replace", timeout=timeout,
-                                  start_new_session=True)
+            return subprocess.run(
+                argv,
+                cwd=ctl["workspace"],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=timeout,
+                start_new_session=True,
+            )
         read_end, write_end = os.pipe()
         # The token, the lifeline's first line: only the forwarder reads it (loopback.py --inject).
         os.write(write_end, ctl["token"].encode() + b"\n")
-        return subprocess.run(argv, cwd=ctl["workspace"], env=env, stdin=read_end,
-                              capture_output=True, text=True, errors="replace", timeout=timeout)
+        return subprocess.run(
+            argv,
+            cwd=ctl["workspace"],
+            env=env,
+            stdin=read_end,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+        )
     finally:
         for fd in (write_end, read_end):
             if fd is not None:

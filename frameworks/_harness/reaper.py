@@ -42,7 +42,7 @@ def _stat(pid: str) -> tuple[int, str] | None:
             raw = fh.read()
     except OSError:
         return None
-    fields = raw[raw.rfind(b")") + 2:].split()
+    fields = raw[raw.rfind(b")") + 2 :].split()
     try:
         return int(fields[1]), fields[0].decode()
     except (IndexError, ValueError):
@@ -103,8 +103,13 @@ def _reap_zombies() -> None:
             return
 
 
-def end_run(uid: int | None = None, cgroup_procs: list[str] | tuple[str, ...] = (), *, guarded: bool = False,
-            wait_s: float = REAP_WAIT_S) -> dict:
+def end_run(
+    uid: int | None = None,
+    cgroup_procs: list[str] | tuple[str, ...] = (),
+    *,
+    guarded: bool = False,
+    wait_s: float = REAP_WAIT_S,
+) -> dict:
     """Kill every process of the run and wait until none is left (module docstring); returns
     the record. Raises :class:`ProcessesLeft` when some outlived ``wait_s``."""
     t0 = time.time()
@@ -134,16 +139,22 @@ def end_run(uid: int | None = None, cgroup_procs: list[str] | tuple[str, ...] = 
         if time.monotonic() > deadline:
             left = sorted(run_processes(uid, cgroup_procs))
             if left:
-                raise ProcessesLeft(f"{len(left)} process(es) of the run still alive {wait_s:g} s after SIGKILL "
-                                    f"(pids {left[:10]}): nothing of the run is read back")
+                raise ProcessesLeft(
+                    f"{len(left)} process(es) of the run still alive {wait_s:g} s after SIGKILL "
+                    f"(pids {left[:10]}): nothing of the run is read back"
+                )
             break
         time.sleep(0.01)
     _reap_zombies()
     return {
-        "mechanism": ("pid namespace (bwrap --unshare-pid: its init's exit kills every process of the run), then "
-                      "this process's descendants" + (", the run's uid" if uid not in (None, NOBODY) else "")
-                      + (", the run's cgroup" if cgroup_procs else ""))
-        if guarded else "descendants of the adapter (a child subreaper) only: no pid namespace, a weaker guarantee",
+        "mechanism": (
+            "pid namespace (bwrap --unshare-pid: its init's exit kills every process of the run), then "
+            "this process's descendants"
+            + (", the run's uid" if uid not in (None, NOBODY) else "")
+            + (", the run's cgroup" if cgroup_procs else "")
+        )
+        if guarded
+        else "descendants of the adapter (a child subreaper) only: no pid namespace, a weaker guarantee",
         "killed": len(killed),
         "left": 0,
         "ended_unix": round(time.time(), 4),

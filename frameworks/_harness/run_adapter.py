@@ -18,8 +18,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness_shared.harness_control import check_control  # noqa: E402
 from harness_runtime import harden_process, load_adapter, run_one  # noqa: E402
+from harness_shared.harness_control import check_control  # noqa: E402
 
 
 def main(argv=None) -> int:

@@ -75,8 +75,11 @@ class ToolFaultHook:
             return (f"ERROR: tool '{name}' timed out", "timed out", {"timed_out": True})
         if kind == ToolFaultKind.CHANGED_THEN_FAILED:
             return (f"ERROR: tool '{name}' failed after it started", "failed after it started", {})
-        return (f"ERROR: tool '{name}' raised OSError: [Errno 5] Input/output error",
-                "OSError: [Errno 5] Input/output error", {})
+        return (
+            f"ERROR: tool '{name}' raised OSError: [Errno 5] Input/output error",
+            "OSError: [Errno 5] Input/output error",
+            {},
+        )
 
     @staticmethod
     def delivered(kind: str | None, result: str) -> str:

@@ -38,11 +38,11 @@ SEARCH_MAX_HITS = 200
 SEARCH_MAX_FILE = 2 << 20
 # The bounds below arrive from the driver in ctl["budgets"] (claimgrid/caps.py states each one
 # and its reason); these defaults are the same figures, for a control that names none.
-READ_MAX_BYTES = 1 << 20        # read_file: bytes read from the start of a file, the rest never read
-EDIT_MAX_BYTES = 8 << 20        # edit_file: larger files are refused (an edit rewrites the whole file)
-SEARCH_MAX_BYTES = 32 << 20     # search: bytes of files searched in one call
-SEARCH_TIMEOUT_S = 10.0         # search: wall time of the matching (a worker process, killed after)
-MAX_TOOL_CALLS = 5_000          # tool calls one run may make; later ones are refused and counted
+READ_MAX_BYTES = 1 << 20  # read_file: bytes read from the start of a file, the rest never read
+EDIT_MAX_BYTES = 8 << 20  # edit_file: larger files are refused (an edit rewrites the whole file)
+SEARCH_MAX_BYTES = 32 << 20  # search: bytes of files searched in one call
+SEARCH_TIMEOUT_S = 10.0  # search: wall time of the matching (a worker process, killed after)
+MAX_TOOL_CALLS = 5_000  # tool calls one run may make; later ones are refused and counted
 SEARCH_WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "search_worker.py")
 SANDBOX_WORKSPACE = "/workspace"  # where run_command's sandbox shows the workspace (claimgrid/sandbox/guard.py)
 
@@ -75,7 +75,7 @@ class HarnessTool:
     the model sees, ``"ERROR: ..."`` on any failure, and never raises.
     """
 
-    def __init__(self, name: str, description: str, parameters: dict, impl, ctx: "ToolContext"):
+    def __init__(self, name: str, description: str, parameters: dict, impl, ctx: ToolContext):
         self.name = name
         self.description = description
         self.parameters = parameters
@@ -106,9 +106,13 @@ class ToolContext:
         self.search_timeout_s = float(budgets.get("search_timeout_s", SEARCH_TIMEOUT_S))
         self.max_tool_calls = int(budgets.get("max_tool_calls", MAX_TOOL_CALLS))
         self.calls = 0
-        self.commands = CommandSandbox(spec, self.ws.root, ctl.get("sandbox"),
-                                       float(budgets.get("command_timeout_s", 30)),
-                                       int(budgets.get("command_output_bytes", OUTPUT_KEEP_BYTES)))
+        self.commands = CommandSandbox(
+            spec,
+            self.ws.root,
+            ctl.get("sandbox"),
+            float(budgets.get("command_timeout_s", 30)),
+            int(budgets.get("command_output_bytes", OUTPUT_KEEP_BYTES)),
+        )
         self.faults = ToolFaultHook(ctl.get("tool_fault"))  # a probe's tool fault (tool_faults.py)
 
     def execute(self, tool: HarnessTool | None, args, name: str | None = None) -> str:
@@ -146,17 +150,31 @@ class ToolContext:
             # Folders too deep to enter (or entries past the cap) were not fingerprinted:
             # the change record is what the walk saw, and says so.
             outcome.fields["snapshot_cut"] = sorted(set(cut))[:20]
-        self.channel.emit({
-            "t": t0, "tool": name, "category": category, "args": _jsonable(args),
-            "ok": outcome.ok, "error": outcome.error, "result": _truncate(result, RESULT_EVENT_CHARS),
-            "result_chars": len(result),
-            "changed_workspace": bool(changed) if changed is not None else None,
-            "changed_paths": changed if changed is not None else [],
-            "harness_cpu_s": round(_cpu_now() - cpu0, 4),
-            **outcome.fields,
-            **({"fault": fault, "delivered_chars": len(ToolFaultHook.delivered(fault, result)),
-                **self.faults.event_fields(fault)} if fault else {}),
-        })
+        self.channel.emit(
+            {
+                "t": t0,
+                "tool": name,
+                "category": category,
+                "args": _jsonable(args),
+                "ok": outcome.ok,
+                "error": outcome.error,
+                "result": _truncate(result, RESULT_EVENT_CHARS),
+                "result_chars": len(result),
+                "changed_workspace": bool(changed) if changed is not None else None,
+                "changed_paths": changed if changed is not None else [],
+                "harness_cpu_s": round(_cpu_now() - cpu0, 4),
+                **outcome.fields,
+                **(
+                    {
+                        "fault": fault,
+                        "delivered_chars": len(ToolFaultHook.delivered(fault, result)),
+                        **self.faults.event_fields(fault),
+                    }
+                    if fault
+                    else {}
+                ),
+            }
+        )
         self.faults.hold(fault)  # a late result: recorded first, returned after its delay
         return ToolFaultHook.delivered(fault, result)
 
@@ -171,10 +189,21 @@ class ToolContext:
         counted (``ToolChannel.refused``, sent as one ``limit`` event when the channel closes)."""
         text = f"ERROR: this run reached its cap of {self.max_tool_calls} tool calls; the call was not run"
         if self.channel.refused == 0:
-            self.channel.emit({"t": self.channel.now(), "tool": name, "category": CATEGORIES.get(name, "unknown"),
-                               "args": None, "ok": False, "error": text[7:], "result": text,
-                               "result_chars": len(text), "changed_workspace": False, "changed_paths": [],
-                               "cap": "max_tool_calls"})
+            self.channel.emit(
+                {
+                    "t": self.channel.now(),
+                    "tool": name,
+                    "category": CATEGORIES.get(name, "unknown"),
+                    "args": None,
+                    "ok": False,
+                    "error": text[7:],
+                    "result": text,
+                    "result_chars": len(text),
+                    "changed_workspace": False,
+                    "changed_paths": [],
+                    "cap": "max_tool_calls",
+                }
+            )
         self.channel.refused += 1
         return text
 
@@ -271,12 +300,21 @@ def _search(ctx: ToolContext, pattern: str, path: str = ".") -> ToolOutcome:
     # backtracks catastrophically costs at most that, whatever the regex engine does.
     job = json.dumps({"pattern": pattern, "files": texts, "max_hits": SEARCH_MAX_HITS}, ensure_ascii=True)
     try:
-        done = subprocess.run([sys.executable, "-I", "-S", SEARCH_WORKER], input=job.encode(), capture_output=True,
-                              timeout=ctx.search_timeout_s, close_fds=True)
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", SEARCH_WORKER],
+            input=job.encode(),
+            capture_output=True,
+            timeout=ctx.search_timeout_s,
+            close_fds=True,
+        )
     except subprocess.TimeoutExpired:
         t = ctx.search_timeout_s
-        return ToolOutcome(f"ERROR: search stopped after {t:g}s (the harness's time cap); try a simpler pattern",
-                           False, f"search over its {t:g}s time cap", {"search_timed_out": True})
+        return ToolOutcome(
+            f"ERROR: search stopped after {t:g}s (the harness's time cap); try a simpler pattern",
+            False,
+            f"search over its {t:g}s time cap",
+            {"search_timed_out": True},
+        )
     try:
         hits = json.loads(done.stdout)["hits"]
     except (ValueError, KeyError, TypeError):
@@ -344,31 +382,65 @@ def _run_command(ctx: ToolContext, command: str) -> ToolOutcome:
     output = {"output_bytes": res.output_bytes, **({"output_cut": True} if res.output_cut else {})}
     if res.timed_out:
         t = ctx.commands.timeout_s
-        return ToolOutcome(res.output + f"\n[timed out after {t:g}s; every process it started was killed]", False,
-                           f"timed out after {t:g}s", {"exit_code": None, "timed_out": True, **output})
+        return ToolOutcome(
+            res.output + f"\n[timed out after {t:g}s; every process it started was killed]",
+            False,
+            f"timed out after {t:g}s",
+            {"exit_code": None, "timed_out": True, **output},
+        )
     # A non-zero exit is still an executed command (ok); the exit code is evidence.
-    return ToolOutcome(res.output + f"\n[exit code {res.exit_code}]", True, None,
-                       {"exit_code": res.exit_code, "timed_out": False, **output})
+    return ToolOutcome(
+        res.output + f"\n[exit code {res.exit_code}]",
+        True,
+        None,
+        {"exit_code": res.exit_code, "timed_out": False, **output},
+    )
 
 
 SPECS = {
-    "list_dir": (_list_dir, "List the entries of a directory in the workspace (directories end with '/').",
-                 {"path": ("string", "Directory relative to the workspace root; default '.'")}, []),
-    "read_file": (_read_file, "Read a text file in the workspace.",
-                  {"path": ("string", "File path relative to the workspace root")}, ["path"]),
-    "search": (_search, "Search text files for a regular expression (or plain substring); "
-                        "returns 'path:line: text' lines.",
-               {"pattern": ("string", "Regular expression or substring"),
-                "path": ("string", "File or directory to search; default '.'")}, ["pattern"]),
-    "write_file": (_write_file, "Create or overwrite a file in the workspace (parent directories are created).",
-                   {"path": ("string", "File path relative to the workspace root"),
-                    "content": ("string", "The full new content")}, ["path", "content"]),
-    "edit_file": (_edit_file, "Replace one exact, unique occurrence of 'old' with 'new' in a file.",
-                  {"path": ("string", "File path relative to the workspace root"),
-                   "old": ("string", "Exact text to replace; must occur exactly once"),
-                   "new": ("string", "Replacement text")}, ["path", "old", "new"]),
-    "run_command": (_run_command, "Run a shell command (bash -c) in the workspace root; returns its output and exit code.",
-                    {"command": ("string", "The shell command")}, ["command"]),
+    "list_dir": (
+        _list_dir,
+        "List the entries of a directory in the workspace (directories end with '/').",
+        {"path": ("string", "Directory relative to the workspace root; default '.'")},
+        [],
+    ),
+    "read_file": (
+        _read_file,
+        "Read a text file in the workspace.",
+        {"path": ("string", "File path relative to the workspace root")},
+        ["path"],
+    ),
+    "search": (
+        _search,
+        "Search text files for a regular expression (or plain substring); returns 'path:line: text' lines.",
+        {
+            "pattern": ("string", "Regular expression or substring"),
+            "path": ("string", "File or directory to search; default '.'"),
+        },
+        ["pattern"],
+    ),
+    "write_file": (
+        _write_file,
+        "Create or overwrite a file in the workspace (parent directories are created).",
+        {"path": ("string", "File path relative to the workspace root"), "content": ("string", "The full new content")},
+        ["path", "content"],
+    ),
+    "edit_file": (
+        _edit_file,
+        "Replace one exact, unique occurrence of 'old' with 'new' in a file.",
+        {
+            "path": ("string", "File path relative to the workspace root"),
+            "old": ("string", "Exact text to replace; must occur exactly once"),
+            "new": ("string", "Replacement text"),
+        },
+        ["path", "old", "new"],
+    ),
+    "run_command": (
+        _run_command,
+        "Run a shell command (bash -c) in the workspace root; returns its output and exit code.",
+        {"command": ("string", "The shell command")},
+        ["command"],
+    ),
 }
 
 

@@ -115,8 +115,7 @@ class WarmParent:
             if conn is not None:
                 # The run's own CPU (and its reaped descendants'): the framework's share of the
                 # grid's CPU, read by bench/throughput.py.
-                self._send(conn, {"pid": pid, "status": status,
-                                  "cpu_s": round(usage.ru_utime + usage.ru_stime, 4)})
+                self._send(conn, {"pid": pid, "status": status, "cpu_s": round(usage.ru_utime + usage.ru_stime, 4)})
                 self._close(conn)
 
     def _driver_closed(self, pid: int) -> None:
@@ -260,8 +259,11 @@ def main(argv=None) -> int:
     # TIKTOKEN_CACHE_DIR, set when it is imported), as a fresh process keeps them.
     preload_env = environ_changes(launched, dict(os.environ))
     if threading.active_count() > 1:
-        print(f"warm_parent: warning: {threading.active_count() - 1} thread(s) running after preload; "
-              "forked children inherit only the forking thread", file=sys.stderr)
+        print(
+            f"warm_parent: warning: {threading.active_count() - 1} thread(s) running after preload; "
+            "forked children inherit only the forking thread",
+            file=sys.stderr,
+        )
     # Everything import and preload() made moves to the collector's permanent generation: a
     # forked run's first full collection no longer walks (and so copies, page by page) the
     # parent's objects. Measured on the OpenAI Agents SDK: median run CPU 0.163 -> 0.065 s

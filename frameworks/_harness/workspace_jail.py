@@ -33,7 +33,7 @@ SNAPSHOT_SKIP = {".git", "__pycache__"}
 # verifier's own cap, caps.MAX_WORKSPACE_FILES, is the same figure). Both cuts are recorded.
 SNAPSHOT_MAX_DEPTH = 64
 SNAPSHOT_MAX_ENTRIES = 20_000
-MAX_LINKS = 40               # symlinks followed in one resolution (the kernel's own limit)
+MAX_LINKS = 40  # symlinks followed in one resolution (the kernel's own limit)
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _PATH_FLAGS = os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -85,7 +85,7 @@ class Jail:
         if os.path.isabs(path):
             for prefix in (self.root, *self.aliases):
                 if path == prefix or path.startswith(prefix + "/"):
-                    return [c for c in path[len(prefix):].split("/") if c]
+                    return [c for c in path[len(prefix) :].split("/") if c]
             raise ToolRefused(f"path '{path}' is outside the workspace")
         return [c for c in path.split("/") if c]
 
@@ -101,7 +101,7 @@ class Jail:
 
     def _resolve(self, path, create_dirs: bool) -> Node:
         todo = self._components(path)
-        todo.reverse()                       # a stack: next component at the end
+        todo.reverse()  # a stack: next component at the end
         stack = [os.open(self.root, _DIR_FLAGS)]
         names: list[str] = []
         links = retries = 0
@@ -128,10 +128,10 @@ class Jail:
                             os.mkdir(part, 0o777, dir_fd=cur)
                             self._adopt(part, cur, is_dir=True)
                         except FileExistsError:
-                            pass             # made by someone else meanwhile: walk it like any other
+                            pass  # made by someone else meanwhile: walk it like any other
                         except OSError as exc:
                             raise ToolRefused(f"'{path}' changed while it was resolved ({exc.strerror})") from None
-                        todo.append(part)    # open it like any other folder (never followed)
+                        todo.append(part)  # open it like any other folder (never followed)
                         continue
                     if todo:
                         raise ToolRefused(f"'{path}': folder '{'/'.join([*names, part])}' does not exist") from None
@@ -177,7 +177,7 @@ class Jail:
                 while len(stack) > 1:
                     os.close(stack.pop())
                 names.clear()
-                return [c for c in target[len(prefix):].split("/") if c]
+                return [c for c in target[len(prefix) :].split("/") if c]
         raise ToolRefused(f"path '{path}' is outside the workspace (a symlink points to {target})")
 
     def _done(self, stack: list[int], names: list[str], name: str | None, exists: bool) -> Node:

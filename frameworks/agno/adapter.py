@@ -39,16 +39,24 @@ class AgnoRunError(RuntimeError):
 
 
 def preload() -> None:
-    kit.preload("agno.agent", "agno.models.openai.like", "agno.tools.function", "agno.run.agent",
-                "agno.utils.functions", "openai")
+    kit.preload(
+        "agno.agent",
+        "agno.models.openai.like",
+        "agno.tools.function",
+        "agno.run.agent",
+        "agno.utils.functions",
+        "openai",
+    )
     _build(kit.preload_ctl(), [], None)
 
 
 def versions() -> dict:
     return kit.versions(
-        FRAMEWORK, "agno",
+        FRAMEWORK,
+        "agno",
         retries={"agno_model_retries": 0, "agno_agent_retries": 0, "agno_retry_with_guidance_limit": 1},
-        model_client="openai SDK via agno OpenAILike (no LiteLLM)", streaming=False,
+        model_client="openai SDK via agno OpenAILike (no LiteLLM)",
+        streaming=False,
         turn_limit="none (tool_call_limit unset; the gateway's budget refusal stops a run)",
         telemetry="off (telemetry=False, AGNO_TELEMETRY=false)",
         run_errors="Agent.run returns RunStatus.error with the error text; the adapter raises it",
@@ -63,8 +71,13 @@ def _tool(harness_tool, rec):
             rec.tool_call(getattr(_agno_agent, "name", None), harness_tool.name, kwargs)
         return harness_tool(**kwargs)
 
-    return Function(name=harness_tool.name, description=harness_tool.description,
-                    parameters=harness_tool.parameters, entrypoint=call, skip_entrypoint_processing=True)
+    return Function(
+        name=harness_tool.name,
+        description=harness_tool.description,
+        parameters=harness_tool.parameters,
+        entrypoint=call,
+        skip_entrypoint_processing=True,
+    )
 
 
 def _model(ctl: dict, rec):
@@ -85,19 +98,32 @@ def _model(ctl: dict, rec):
         def _parse_provider_response(self, response, **kwargs):
             parsed = super()._parse_provider_response(response, **kwargs)
             if rec is not None:
-                rec.model_call(getattr(self, "_claimgrid_agent", None), getattr(response, "model", None),
-                               kit.usage(getattr(response, "usage", None), "prompt_tokens", "completion_tokens"))
+                rec.model_call(
+                    getattr(self, "_claimgrid_agent", None),
+                    getattr(response, "model", None),
+                    kit.usage(getattr(response, "usage", None), "prompt_tokens", "completion_tokens"),
+                )
             return parsed
 
-    return GatewayModel(id=ctl["model"], base_url=ctl["gateway_url"], api_key=ctl["token"],
-                        max_retries=kit.HTTP_CLIENT_MAX_RETRIES, timeout=kit.call_timeout(ctl))
+    return GatewayModel(
+        id=ctl["model"],
+        base_url=ctl["gateway_url"],
+        api_key=ctl["token"],
+        max_retries=kit.HTTP_CLIENT_MAX_RETRIES,
+        timeout=kit.call_timeout(ctl),
+    )
 
 
 def _build(ctl: dict, tools: list, rec):
     from agno.agent import Agent
 
-    return Agent(name=ctl["agent_name"], model=_model(ctl, rec), instructions=kit.system_prompt(ctl),
-                 tools=[_tool(t, rec) for t in tools], telemetry=False)
+    return Agent(
+        name=ctl["agent_name"],
+        model=_model(ctl, rec),
+        instructions=kit.system_prompt(ctl),
+        tools=[_tool(t, rec) for t in tools],
+        telemetry=False,
+    )
 
 
 def run(ctl: dict, tools: list, rec) -> str | None:

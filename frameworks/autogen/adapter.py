@@ -38,23 +38,37 @@ import kit
 FRAMEWORK = "autogen"
 
 # The gateway serves a blinded model name AutoGen cannot look up: what the client may use.
-MODEL_INFO = {"vision": False, "function_calling": True, "json_output": False, "family": "unknown",
-              "structured_output": False}
+MODEL_INFO = {
+    "vision": False,
+    "function_calling": True,
+    "json_output": False,
+    "family": "unknown",
+    "structured_output": False,
+}
 
 
 def preload() -> None:
-    kit.preload("autogen_agentchat.agents", "autogen_agentchat.messages", "autogen_core.tools",
-                "autogen_ext.models.openai", "openai.resources.chat.completions")
+    kit.preload(
+        "autogen_agentchat.agents",
+        "autogen_agentchat.messages",
+        "autogen_core.tools",
+        "autogen_ext.models.openai",
+        "openai.resources.chat.completions",
+    )
     _build(kit.preload_ctl(), [], None)
 
 
 def versions() -> dict:
     return kit.versions(
-        FRAMEWORK, "autogen-agentchat", "autogen-core", "autogen-ext",
+        FRAMEWORK,
+        "autogen-agentchat",
+        "autogen-core",
+        "autogen-ext",
         retries={"autogen_model_client_retry": "none (AutoGen does not retry a model call)"},
         turn_limit="max_tool_iterations = budgets.max_model_calls (AutoGen default 1)",
         reflect_on_tool_use="False (AutoGen's default without output_content_type)",
-        model_client="autogen_ext OpenAIChatCompletionClient (openai SDK, no LiteLLM)", streaming=False,
+        model_client="autogen_ext OpenAIChatCompletionClient (openai SDK, no LiteLLM)",
+        streaming=False,
         history="AutoGen's model context (UnboundedChatCompletionContext); a run ends when run() returns",
     )
 
@@ -68,8 +82,14 @@ def _tool(harness_tool, rec, agent_name: str):
     params, hints = [], {}
     for key, spec in harness_tool.parameters["properties"].items():
         hints[key] = Annotated[str, spec.get("description") or key]
-        params.append(inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, annotation=hints[key],
-                                        default=inspect.Parameter.empty if key in required else None))
+        params.append(
+            inspect.Parameter(
+                key,
+                inspect.Parameter.KEYWORD_ONLY,
+                annotation=hints[key],
+                default=inspect.Parameter.empty if key in required else None,
+            )
+        )
 
     async def call(**kwargs) -> str:
         args = {k: v for k, v in kwargs.items() if v is not None}  # an optional one not sent
@@ -87,12 +107,22 @@ def _build(ctl: dict, tools: list, rec, limit: int = 1):
     from autogen_agentchat.agents import AssistantAgent
     from autogen_ext.models.openai import OpenAIChatCompletionClient
 
-    client = OpenAIChatCompletionClient(model=ctl["model"], base_url=ctl["gateway_url"], api_key=ctl["token"],
-                                        max_retries=kit.HTTP_CLIENT_MAX_RETRIES, timeout=kit.call_timeout(ctl),
-                                        model_info=MODEL_INFO)
+    client = OpenAIChatCompletionClient(
+        model=ctl["model"],
+        base_url=ctl["gateway_url"],
+        api_key=ctl["token"],
+        max_retries=kit.HTTP_CLIENT_MAX_RETRIES,
+        timeout=kit.call_timeout(ctl),
+        model_info=MODEL_INFO,
+    )
     name = ctl["agent_name"]
-    return AssistantAgent(name, model_client=client, tools=[_tool(t, rec, name) for t in tools],
-                          system_message=kit.system_prompt(ctl), max_tool_iterations=limit)
+    return AssistantAgent(
+        name,
+        model_client=client,
+        tools=[_tool(t, rec, name) for t in tools],
+        system_message=kit.system_prompt(ctl),
+        max_tool_iterations=limit,
+    )
 
 
 class _ModelCalls(logging.Handler):
@@ -108,8 +138,11 @@ class _ModelCalls(logging.Handler):
         event = record.msg
         if isinstance(event, LLMCallEvent):
             response = event.kwargs.get("response") or {}
-            self.rec.model_call(self.agent, response.get("model") or self.default,
-                                kit.usage(event.kwargs, "prompt_tokens", "completion_tokens"))
+            self.rec.model_call(
+                self.agent,
+                response.get("model") or self.default,
+                kit.usage(event.kwargs, "prompt_tokens", "completion_tokens"),
+            )
 
 
 def run(ctl: dict, tools: list, rec) -> str | None:

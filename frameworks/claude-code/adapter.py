@@ -116,10 +116,25 @@ def command(ctl: dict) -> list[str]:
         helper = "printf %s " + shlex.quote(kit.credential(ctl))
         settings = ["--settings", json.dumps({"apiKeyHelper": helper})]
     return [
-        claude_bin(), "-p", "--bare", "--output-format", "stream-json", "--verbose",
-        "--model", ctl["model"], "--tools", TOOLS, "--allowedTools", TOOLS,
-        "--permission-mode", "dontAsk", "--no-session-persistence", "--strict-mcp-config",
-        *settings, "--", ctl["prompt"],
+        claude_bin(),
+        "-p",
+        "--bare",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--model",
+        ctl["model"],
+        "--tools",
+        TOOLS,
+        "--allowedTools",
+        TOOLS,
+        "--permission-mode",
+        "dontAsk",
+        "--no-session-persistence",
+        "--strict-mcp-config",
+        *settings,
+        "--",
+        ctl["prompt"],
     ]
 
 
@@ -196,8 +211,15 @@ def launch(ctl: dict) -> tuple[list[str], dict[str, str]]:
 
 def run(ctl: dict, tools: list, rec) -> str | None:
     agent = ctl["agent_name"]
-    kit.start_run(rec, ctl, None, "model calls", "gateway", command_timeout_s=kit.command_timeout(ctl),
-                  command_timeout_enforced_by="Claude Code BASH_DEFAULT_TIMEOUT_MS = BASH_MAX_TIMEOUT_MS")
+    kit.start_run(
+        rec,
+        ctl,
+        None,
+        "model calls",
+        "gateway",
+        command_timeout_s=kit.command_timeout(ctl),
+        command_timeout_enforced_by="Claude Code BASH_DEFAULT_TIMEOUT_MS = BASH_MAX_TIMEOUT_MS",
+    )
     timeout = max(1.0, float(ctl.get("timeout_s") or 300) - STOP_MARGIN_S)
     text = None
     with kit.recording_errors(rec, agent):

@@ -220,9 +220,17 @@ def launch(ctl: dict) -> tuple[list[str], dict[str, str], str]:
         "NO_COLOR": "1",
     }
     args = [
-        "exec", "--json", "--skip-git-repo-check", "--ephemeral", "--color", "never",
-        "--cd", (sandbox or {}).get("workspace") or ctl["workspace"],
-        "--output-last-message", os.path.join(home, LAST_MESSAGE), ctl["prompt"],
+        "exec",
+        "--json",
+        "--skip-git-repo-check",
+        "--ephemeral",
+        "--color",
+        "never",
+        "--cd",
+        (sandbox or {}).get("workspace") or ctl["workspace"],
+        "--output-last-message",
+        os.path.join(home, LAST_MESSAGE),
+        ctl["prompt"],
     ]
     if not sandbox:
         return [codex_bin(), *args], env, os.path.join(home, LAST_MESSAGE)
@@ -236,9 +244,17 @@ def launch(ctl: dict) -> tuple[list[str], dict[str, str], str]:
 def run(ctl: dict, tools: list, rec) -> str | None:
     agent = ctl["agent_name"]
     sandbox = ctl.get("agent_sandbox") or {}
-    kit.start_run(rec, ctl, None, "model calls", "gateway", command_timeout_s=sandbox.get("command_timeout_s"),
-                  command_timeout_enforced_by="the agent sandbox's bash on PATH (coreutils timeout)" if sandbox
-                  else "none: unguarded, Codex has no per-command wall-time setting (the run's timeout bounds it)")
+    kit.start_run(
+        rec,
+        ctl,
+        None,
+        "model calls",
+        "gateway",
+        command_timeout_s=sandbox.get("command_timeout_s"),
+        command_timeout_enforced_by="the agent sandbox's bash on PATH (coreutils timeout)"
+        if sandbox
+        else "none: unguarded, Codex has no per-command wall-time setting (the run's timeout bounds it)",
+    )
     timeout = max(1.0, float(ctl.get("timeout_s") or 300) - STOP_MARGIN_S)
     with kit.recording_errors(rec, agent):
         cmd, env, last = launch(ctl)

@@ -34,25 +34,33 @@ FRAMEWORK = "crewai"
 SYSTEM_PROMPT_FACT = "framework: CrewAI's role/goal/backstory template (Agent.role = agent name)"
 
 # CrewAI's defaults that change a run, stated as parity facts and passed explicitly.
-MAX_RETRY_LIMIT = 2          # Agent: re-executes the task on an error (model errors included)
+MAX_RETRY_LIMIT = 2  # Agent: re-executes the task on an error (model errors included)
 # The model's context window CrewAI plans with (proactive summarization before a call,
 # deferral of a tool result over a quarter of it). The native provider knows only
 # OpenAI's own model names and gives any other 85% of 8192 tokens; the grid's models
 # are stated at 128k, as the LiteLLM-era adapter passed with ``context_window_size``.
 CONTEXT_WINDOW_TOKENS = 128000
-TOOL_CACHE = True            # CrewAI's default; each harness tool opts out (see _crewai_tool)
+TOOL_CACHE = True  # CrewAI's default; each harness tool opts out (see _crewai_tool)
 
-_JSON_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool,
-               "object": dict, "array": list}
+_JSON_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "object": dict, "array": list}
 
 
 def preload() -> None:
     """Import crewai, its LLM/agent/tool/event modules and the native OpenAI provider;
     build one model (no call: the preload gateway is a closed port), so the openai SDK's
     clients and first-use work exist before a fork (no thread, no I/O)."""
-    kit.preload("crewai", "crewai.llm", "crewai.agents.agent_executor", "crewai.events.types.agent_events",
-                "crewai.events.types.llm_events", "crewai.events.types.tool_usage_events", "crewai.tools",
-                "crewai.llms.providers.openai.completion", "openai", "pydantic")
+    kit.preload(
+        "crewai",
+        "crewai.llm",
+        "crewai.agents.agent_executor",
+        "crewai.events.types.agent_events",
+        "crewai.events.types.llm_events",
+        "crewai.events.types.tool_usage_events",
+        "crewai.tools",
+        "crewai.llms.providers.openai.completion",
+        "openai",
+        "pydantic",
+    )
     for name in _LAZY_MODULES:
         try:
             __import__(name)
@@ -91,7 +99,9 @@ def versions() -> dict:
     except ImportError:
         repeat_stop = None
     return kit.versions(
-        FRAMEWORK, "crewai", system_prompt=SYSTEM_PROMPT_FACT,
+        FRAMEWORK,
+        "crewai",
+        system_prompt=SYSTEM_PROMPT_FACT,
         retries={
             # OpenAICompletion(max_retries=0) is the openai SDK client's max_retries.
             "openai_client_max_retries": kit.HTTP_CLIENT_MAX_RETRIES,
@@ -100,7 +110,7 @@ def versions() -> dict:
             # ToolExecutionFailedError and HookAborted re-executes the task, so a model
             # call that fails (openai SDK error) is tried again up to this limit.
             "crewai_reexecutes_task_on": "any error but ToolExecutionFailedError / HookAborted "
-                                         "(model errors included: no LiteLLM in this venv)",
+            "(model errors included: no LiteLLM in this venv)",
             # CrewAI's own retry of a throttled LLM call (429 / rate-limit errors),
             # exponential backoff from 1 s; not configurable per LLM.
             "crewai_rate_limit_attempts": rate_limit_attempts,
@@ -156,8 +166,7 @@ def run(ctl: dict, tools: list, rec) -> str | None:
             expected_output="A short report of what you did, ending with the trace block the task asks for.",
             agent=agent,
         )
-        crew = Crew(agents=[agent], tasks=[task], process=Process.sequential,
-                    verbose=False, cache=TOOL_CACHE)
+        crew = Crew(agents=[agent], tasks=[task], process=Process.sequential, verbose=False, cache=TOOL_CACHE)
         result = crew.kickoff()
     text = result.raw if result is not None else None
     # The role CrewAI attributes the task's output to (None if it names none).
@@ -281,15 +290,13 @@ def _crewai_tool(harness_tool):
     cls = type(
         f"{_camel(harness_tool.name)}Tool",
         (BaseTool,),
-        {"__module__": __name__, "__annotations__": {"args_schema": type},
-         "args_schema": args_model, "_run": _run},
+        {"__module__": __name__, "__annotations__": {"args_schema": type}, "args_schema": args_model, "_run": _run},
     )
     # The harness tools read and change the workspace: a result is only true at the
     # moment of the call. CrewAI caches every tool result by default and replays it for
     # an identical later call (a re-run test command would get the pre-fix output), so
     # each tool declares itself uncacheable, as a CrewAI user with stateful tools does.
-    tool = cls(name=harness_tool.name, description=harness_tool.description,
-               cache_function=_never_cache)
+    tool = cls(name=harness_tool.name, description=harness_tool.description, cache_function=_never_cache)
     object.__setattr__(tool, "_harness", harness_tool)
     return tool
 
@@ -331,8 +338,7 @@ class _Observer:
     def model_response(self, call_id, response) -> None:
         from crewai.events import crewai_event_bus
 
-        usage = kit.usage(getattr(response, "usage", None), "prompt_tokens", "completion_tokens",
-                          total="total_tokens")
+        usage = kit.usage(getattr(response, "usage", None), "prompt_tokens", "completion_tokens", total="total_tokens")
         self.rec.model_call(self._call_role(crewai_event_bus, call_id), getattr(response, "model", None), usage)
 
     def client_error(self, call_id, exc: BaseException) -> None:
@@ -386,23 +392,37 @@ class _Observer:
                 def _tool_finished(source, event):
                     # (event.from_cache is always False on CrewAI 1.15's native
                     # tool path, even for a cache hit: not recorded.)
-                    rec.event("tool_call", agent=self._role(event), tool=event.tool_name,
-                              args=kit.tool_args(event.tool_args), failure=_failure(event.failure))
+                    rec.event(
+                        "tool_call",
+                        agent=self._role(event),
+                        tool=event.tool_name,
+                        args=kit.tool_args(event.tool_args),
+                        failure=_failure(event.failure),
+                    )
 
                 @crewai_event_bus.on(ToolUsageErrorEvent)
                 def _tool_error(source, event):
-                    rec.event("tool_call", agent=self._role(event), tool=event.tool_name,
-                              args=kit.tool_args(event.tool_args), failure=kit.clip(event.error))
+                    rec.event(
+                        "tool_call",
+                        agent=self._role(event),
+                        tool=event.tool_name,
+                        args=kit.tool_args(event.tool_args),
+                        failure=kit.clip(event.error),
+                    )
 
                 for cls in (ToolSelectionErrorEvent, ToolValidateInputErrorEvent):
+
                     @crewai_event_bus.on(cls)
                     def _tool_refused(source, event):
                         kit.record_error(rec, self._role(event), event.error, kind=event.type)
 
                 @crewai_event_bus.on(ToolFailureDetectedEvent)
                 def _tool_failure(source, event):
-                    rec.error(self._role(event), event.type,
-                              f"{event.tool_name}: {_failure(event.failure)} (policy {event.policy})")
+                    rec.error(
+                        self._role(event),
+                        event.type,
+                        f"{event.tool_name}: {_failure(event.failure)} (policy {event.policy})",
+                    )
 
                 @crewai_event_bus.on(LLMCallFailedEvent)
                 def _llm_failed(source, event):
@@ -419,8 +439,11 @@ class _Observer:
                     # Handlers run on the bus's worker threads: wait for them
                     # before the recorder is read.
                     if not crewai_event_bus.flush(timeout=30):
-                        rec.error(self.default_role, "EventBusFlushTimeout",
-                                  "CrewAI event handlers did not finish within 30 s")
+                        rec.error(
+                            self.default_role,
+                            "EventBusFlushTimeout",
+                            "CrewAI event handlers did not finish within 30 s",
+                        )
 
         return scope()
 
@@ -440,4 +463,3 @@ def _failure(failure) -> str | None:
     reason = getattr(failure, "reason", None)
     reason = getattr(reason, "value", reason)
     return kit.clip(f"{reason}: {getattr(failure, 'message', failure)}")
-

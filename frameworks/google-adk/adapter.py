@@ -40,8 +40,15 @@ USER = "claimgrid"
 
 
 def preload() -> None:
-    kit.preload("google.adk", "google.adk.agents", "google.adk.models.lite_llm", "google.adk.runners",
-                "google.adk.tools", "google.adk.tools.function_tool", "google.genai.types")
+    kit.preload(
+        "google.adk",
+        "google.adk.agents",
+        "google.adk.models.lite_llm",
+        "google.adk.runners",
+        "google.adk.tools",
+        "google.adk.tools.function_tool",
+        "google.genai.types",
+    )
     from google.adk.models import lite_llm
 
     # ADK's copy of litellm.acompletion, taken now: after the kit's probe wrapped it.
@@ -52,8 +59,12 @@ def preload() -> None:
 
 def versions() -> dict:
     return kit.versions(
-        FRAMEWORK, "google-adk", "google-genai",
-        model_client="ADK LiteLlm (litellm.acompletion)", streaming=False, api="chat completions",
+        FRAMEWORK,
+        "google-adk",
+        "google-genai",
+        model_client="ADK LiteLlm (litellm.acompletion)",
+        streaming=False,
+        api="chat completions",
         turn_limit="RunConfig.max_llm_calls = budgets.max_model_calls (ADK default 500)",
         tools="FunctionTool over a function with the schema's signature (kit.tool_function)",
         litellm_add_function_to_prompt="True (set by ADK; only for models without native tool calls)",
@@ -63,8 +74,13 @@ def versions() -> dict:
 def _model(ctl: dict):
     from google.adk.models.lite_llm import LiteLlm
 
-    return LiteLlm(model=kit.gateway_model(ctl), api_base=ctl["gateway_url"], api_key=ctl["token"],
-                   timeout=kit.call_timeout(ctl), num_retries=kit.LITELLM_NUM_RETRIES)
+    return LiteLlm(
+        model=kit.gateway_model(ctl),
+        api_base=ctl["gateway_url"],
+        api_key=ctl["token"],
+        timeout=kit.call_timeout(ctl),
+        num_retries=kit.LITELLM_NUM_RETRIES,
+    )
 
 
 def _tool(harness_tool, rec):
@@ -84,12 +100,20 @@ def _runner(ctl: dict, tools: list, rec):
     def after_model(callback_context, llm_response):
         if rec is not None:
             u = llm_response.usage_metadata
-            rec.model_call(callback_context.agent_name, kit.probe.served(llm_response.model_version or ctl["model"]),
-                           None if u is None else kit.usage(u, "prompt_token_count", "candidates_token_count"))
+            rec.model_call(
+                callback_context.agent_name,
+                kit.probe.served(llm_response.model_version or ctl["model"]),
+                None if u is None else kit.usage(u, "prompt_token_count", "candidates_token_count"),
+            )
         return None  # the response unchanged
 
-    agent = LlmAgent(name=ctl["agent_name"], model=_model(ctl), instruction=kit.system_prompt(ctl),
-                     tools=[_tool(t, rec) for t in tools], after_model_callback=after_model)
+    agent = LlmAgent(
+        name=ctl["agent_name"],
+        model=_model(ctl),
+        instruction=kit.system_prompt(ctl),
+        tools=[_tool(t, rec) for t in tools],
+        after_model_callback=after_model,
+    )
     return InMemoryRunner(agent=agent, app_name=APP)
 
 
@@ -107,11 +131,15 @@ def run(ctl: dict, tools: list, rec) -> str | None:
         text, author = None, name
         message = types.Content(role="user", parts=[types.Part(text=ctl["prompt"])])
         try:
-            async for event in runner.run_async(user_id=USER, session_id=session.id, new_message=message,
-                                                run_config=RunConfig(max_llm_calls=limit)):
+            async for event in runner.run_async(
+                user_id=USER, session_id=session.id, new_message=message, run_config=RunConfig(max_llm_calls=limit)
+            ):
                 if event.error_code or event.error_message:
-                    errors.report(event.error_message or event.error_code, kind=str(event.error_code or "error"),
-                                  agent=event.author or name)
+                    errors.report(
+                        event.error_message or event.error_code,
+                        kind=str(event.error_code or "error"),
+                        agent=event.author or name,
+                    )
                 if event.is_final_response() and event.content and not event.partial:
                     got = kit.content_text([{"text": p.text} for p in event.content.parts or [] if p.text], sep="")
                     if got is not None:

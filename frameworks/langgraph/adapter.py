@@ -83,7 +83,11 @@ def preload() -> None:
 def versions() -> dict:
     """Versions (kit) plus the retry/limit settings this adapter imposes."""
     return kit.versions(
-        FRAMEWORK, "langgraph", "langchain", "langchain-core", "langchain-openai",
+        FRAMEWORK,
+        "langgraph",
+        "langchain",
+        "langchain-core",
+        "langchain-openai",
         retries={
             # ChatOpenAI(max_retries=0) is the openai SDK client's max_retries; nothing above it retries.
             "chat_openai_max_retries": CHAT_MAX_RETRIES,
@@ -121,8 +125,10 @@ def _http_clients() -> tuple:
         from langchain_openai.chat_models import _client_utils as cu
 
         options = cu._resolve_socket_options(None)
-        _HTTP_CLIENTS = (cu._build_sync_httpx_client(None, None, options),
-                         cu._build_async_httpx_client(None, None, options))
+        _HTTP_CLIENTS = (
+            cu._build_sync_httpx_client(None, None, options),
+            cu._build_async_httpx_client(None, None, options),
+        )
     return _HTTP_CLIENTS
 
 
@@ -214,8 +220,7 @@ def _make_handler(rec, declared_agent: str):
                     return self._agent_by_run[rid]
             return declared_agent, "declared"
 
-        def on_chat_model_start(self, serialized, messages, *, run_id, parent_run_id=None,
-                                metadata=None, **kwargs):
+        def on_chat_model_start(self, serialized, messages, *, run_id, parent_run_id=None, metadata=None, **kwargs):
             with self._lock:
                 self._agent_by_run[run_id] = self._agent(metadata)
 
@@ -245,20 +250,24 @@ def _make_handler(rec, declared_agent: str):
         def on_llm_error(self, error, *, run_id, parent_run_id=None, **kwargs):
             with self._lock:
                 agent, source = self._agent_by_run.get(run_id, (declared_agent, "declared"))
-                rec.event("error", agent=agent, type=type(error).__name__, message=str(error),
-                          agent_source=source)
+                rec.event("error", agent=agent, type=type(error).__name__, message=str(error), agent_source=source)
 
-        def on_tool_start(self, serialized, input_str, *, run_id, parent_run_id=None,
-                          metadata=None, inputs=None, **kwargs):
+        def on_tool_start(
+            self, serialized, input_str, *, run_id, parent_run_id=None, metadata=None, inputs=None, **kwargs
+        ):
             with self._lock:
                 agent, source = self._agent(metadata)
                 self._agent_by_run[run_id] = (agent, source)
                 name = (serialized or {}).get("name") or kwargs.get("name")
-                rec.event("tool_call", agent=agent, tool=name,
-                          args=inputs if inputs is not None else input_str, agent_source=source)
+                rec.event(
+                    "tool_call",
+                    agent=agent,
+                    tool=name,
+                    args=inputs if inputs is not None else input_str,
+                    agent_source=source,
+                )
 
-        def on_chain_start(self, serialized, inputs, *, run_id, parent_run_id=None,
-                           metadata=None, **kwargs):
+        def on_chain_start(self, serialized, inputs, *, run_id, parent_run_id=None, metadata=None, **kwargs):
             with self._lock:
                 self._agent_by_run[run_id] = self._agent(metadata)
 
@@ -272,15 +281,20 @@ def _make_handler(rec, declared_agent: str):
                         continue
                     self._seen_errors.add(msg.tool_call_id)
                     agent, source = self._agent_by_run.get(run_id, (declared_agent, "declared"))
-                    rec.event("error", agent=agent, type="ToolMessageError",
-                              message=_text(msg.content), agent_source=source,
-                              tool=msg.name, tool_call_id=msg.tool_call_id)
+                    rec.event(
+                        "error",
+                        agent=agent,
+                        type="ToolMessageError",
+                        message=_text(msg.content),
+                        agent_source=source,
+                        tool=msg.name,
+                        tool_call_id=msg.tool_call_id,
+                    )
 
         def on_tool_error(self, error, *, run_id, parent_run_id=None, **kwargs):
             with self._lock:
                 agent, source = self._agent_by_run.get(run_id, (declared_agent, "declared"))
-                rec.event("error", agent=agent, type=type(error).__name__, message=str(error),
-                          agent_source=source)
+                rec.event("error", agent=agent, type=type(error).__name__, message=str(error), agent_source=source)
 
     return RuntimeEvents()
 
@@ -294,8 +308,13 @@ def run(ctl: dict, tools: list, rec) -> str | None:
     from langchain.agents import create_agent
     from langchain_core.messages import AIMessage, HumanMessage
 
-    kit.start_run(rec, ctl, recursion_limit(ctl) // STEPS_PER_MODEL_CALL,
-                  "model calls (recursion_limit / 2 supersteps)", "framework")
+    kit.start_run(
+        rec,
+        ctl,
+        recursion_limit(ctl) // STEPS_PER_MODEL_CALL,
+        "model calls (recursion_limit / 2 supersteps)",
+        "framework",
+    )
     agent_name = ctl["agent_name"]
     graph = create_agent(
         _chat_model(ctl),

@@ -98,8 +98,10 @@ def versions() -> dict:
         "mini-swe-agent",
         "requests",
         python=platform.python_version(),
-        model_client=("mini-swe-agent OpenRouterModel (requests, Chat Completions, tool calling) at the "
-                      "gateway, the run's key and per-call deadline (gateway_model.py); not LitellmModel"),
+        model_client=(
+            "mini-swe-agent OpenRouterModel (requests, Chat Completions, tool calling) at the "
+            "gateway, the run's key and per-call deadline (gateway_model.py); not LitellmModel"
+        ),
         retries={"litellm_num_retries": None, "mini_swe_agent_model_retry_attempts": 1},
         system_prompt="framework: mini-swe-agent's mini.yaml system and instance templates",
         streaming=False,
@@ -111,31 +113,54 @@ def command(ctl: dict, python: str, workspace: str, gateway_url: str, home: str)
     folder's gateway_model.py as ``python -c`` (it runs ``minisweagent.run.mini``), its
     ``GatewayModel`` as mini's ``--model-class``."""
     return [
-        python, "-c", GATEWAY_MODEL_SOURCE,
-        "--agent-class", "default", "--yolo", "--exit-immediately",
-        "--model", ctl["model"],
-        "--model-class", MODEL_CLASS,
-        "--output", os.path.join(home, TRAJECTORY),
-        "--config", "mini.yaml",
-        "--config", f"agent.step_limit={kit.turn_limit(ctl)}",
-        "--config", "agent.cost_limit=0",
-        "--config", "model.gateway_url=" + json.dumps(gateway_url),
-        "--config", f"model.call_timeout_s={kit.call_timeout(ctl):g}",
-        "--config", "environment.cwd=" + json.dumps(workspace),
+        python,
+        "-c",
+        GATEWAY_MODEL_SOURCE,
+        "--agent-class",
+        "default",
+        "--yolo",
+        "--exit-immediately",
+        "--model",
+        ctl["model"],
+        "--model-class",
+        MODEL_CLASS,
+        "--output",
+        os.path.join(home, TRAJECTORY),
+        "--config",
+        "mini.yaml",
+        "--config",
+        f"agent.step_limit={kit.turn_limit(ctl)}",
+        "--config",
+        "agent.cost_limit=0",
+        "--config",
+        "model.gateway_url=" + json.dumps(gateway_url),
+        "--config",
+        f"model.call_timeout_s={kit.call_timeout(ctl):g}",
+        "--config",
+        "environment.cwd=" + json.dumps(workspace),
         # Each command's wall time: LocalEnvironment kills its process group after it.
-        "--config", f"environment.timeout={max(1, round(kit.command_timeout(ctl)))}",
-        "--config", "environment.env.OPENAI_API_KEY=" + json.dumps(""),
-        "--task", ctl["prompt"],
+        "--config",
+        f"environment.timeout={max(1, round(kit.command_timeout(ctl)))}",
+        "--config",
+        "environment.env.OPENAI_API_KEY=" + json.dumps(""),
+        "--task",
+        ctl["prompt"],
     ]
 
 
 def environment(ctl: dict, home: str) -> dict[str, str]:
     """mini-swe-agent's environment for one run: ``HOME`` (its config folder) ``home``, the run
     key (``kit.credential``) as the key GatewayModel reads, the quiet switches."""
-    env = {**os.environ, **QUIET_ENV, "HOME": home, "OPENAI_API_KEY": kit.credential(ctl),
-           "MSWEA_GLOBAL_CONFIG_DIR": os.path.join(home, ".config", "mini-swe-agent"),
-           "XDG_CACHE_HOME": os.path.join(home, ".cache"), "XDG_CONFIG_HOME": os.path.join(home, ".config"),
-           "XDG_DATA_HOME": os.path.join(home, ".local", "share")}
+    env = {
+        **os.environ,
+        **QUIET_ENV,
+        "HOME": home,
+        "OPENAI_API_KEY": kit.credential(ctl),
+        "MSWEA_GLOBAL_CONFIG_DIR": os.path.join(home, ".config", "mini-swe-agent"),
+        "XDG_CACHE_HOME": os.path.join(home, ".cache"),
+        "XDG_CONFIG_HOME": os.path.join(home, ".config"),
+        "XDG_DATA_HOME": os.path.join(home, ".local", "share"),
+    }
     for name in ("OPENAI_BASE_URL", "OPENAI_API_BASE"):
         env.pop(name, None)  # the gateway is GatewayModel's address; nothing else names one
     return env
@@ -187,8 +212,11 @@ def record_events(rec, agent: str, trajectory: dict) -> tuple[str | None, str | 
             continue
         # An assistant message, or the format-error message that keeps a response it could not
         # parse (no tool call, an unknown tool, arguments that are not JSON).
-        rec.model_call(agent, response.get("model"), kit.usage(response.get("usage"), "prompt_tokens",
-                                                               "completion_tokens", "total_tokens"))
+        rec.model_call(
+            agent,
+            response.get("model"),
+            kit.usage(response.get("usage"), "prompt_tokens", "completion_tokens", "total_tokens"),
+        )
         for action in extra.get("actions") or [] if msg.get("role") == "assistant" else []:
             if isinstance(action, dict):
                 rec.tool_call(agent, "bash", {"command": action.get("command")})
@@ -204,9 +232,15 @@ def record_events(rec, agent: str, trajectory: dict) -> tuple[str | None, str | 
 def run(ctl: dict, tools: list, rec) -> str | None:
     agent = ctl["agent_name"]
     limit = kit.turn_limit(ctl)
-    kit.start_run(rec, ctl, limit, "model calls (agent.step_limit)", "framework",
-                  command_timeout_s=max(1, round(kit.command_timeout(ctl))),
-                  command_timeout_enforced_by="mini-swe-agent environment.timeout (its process group killed)")
+    kit.start_run(
+        rec,
+        ctl,
+        limit,
+        "model calls (agent.step_limit)",
+        "framework",
+        command_timeout_s=max(1, round(kit.command_timeout(ctl))),
+        command_timeout_enforced_by="mini-swe-agent environment.timeout (its process group killed)",
+    )
     timeout = max(1.0, float(ctl.get("timeout_s") or 300) - STOP_MARGIN_S)
     text = error = None
     with kit.recording_errors(rec, agent):

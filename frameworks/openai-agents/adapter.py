@@ -48,8 +48,7 @@ def preload() -> None:
     (built once here, shared by every run's client), and the platform facts of its request
     headers (``platform.uname()``, whose processor field runs ``uname -p`` once per process).
     """
-    kit.preload("agents", "agents.models.openai_chatcompletions", "agents.run_internal.run_loop",
-                *FIRST_CALL_MODULES)
+    kit.preload("agents", "agents.models.openai_chatcompletions", "agents.run_internal.run_loop", *FIRST_CALL_MODULES)
     from agents import set_tracing_disabled
 
     set_tracing_disabled(True)
@@ -69,29 +68,48 @@ def _prime_first_call(completion) -> None:
 
     Converter.message_to_output_items(completion.choices[0].message, provider_data={"model": "preload"})
     call = kit.PRIMING_COMPLETION["choices"][0]["message"]["tool_calls"]
-    maybe_transform({"model": "preload", "messages": [
-        {"role": "system", "content": "x"}, {"role": "user", "content": "x"},
-        {"role": "assistant", "content": "x", "tool_calls": call},
-        {"role": "tool", "tool_call_id": "c", "content": "x"}],
-        "tools": [{"type": "function", "function": {"name": "probe", "description": "x",
-                                                    "parameters": {"type": "object", "properties": {}}}}]},
-        completion_create_params.CompletionCreateParamsNonStreaming)
+    maybe_transform(
+        {
+            "model": "preload",
+            "messages": [
+                {"role": "system", "content": "x"},
+                {"role": "user", "content": "x"},
+                {"role": "assistant", "content": "x", "tool_calls": call},
+                {"role": "tool", "tool_call_id": "c", "content": "x"},
+            ],
+            "tools": [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": "probe",
+                        "description": "x",
+                        "parameters": {"type": "object", "properties": {}},
+                    },
+                }
+            ],
+        },
+        completion_create_params.CompletionCreateParamsNonStreaming,
+    )
 
 
 def versions() -> dict:
     from agents.run import DEFAULT_MAX_TURNS
 
     return kit.versions(
-        FRAMEWORK, "openai-agents",
-        retries={"sdk_runner_retry": "off (ModelSettings.retry unset)",
-                 "openai_client_max_retries": kit.HTTP_CLIENT_MAX_RETRIES,
-                 "http_attempts_per_model_call": 1},
+        FRAMEWORK,
+        "openai-agents",
+        retries={
+            "sdk_runner_retry": "off (ModelSettings.retry unset)",
+            "openai_client_max_retries": kit.HTTP_CLIENT_MAX_RETRIES,
+            "http_attempts_per_model_call": 1,
+        },
         model_client="the SDK's OpenAIChatCompletionsModel on openai AsyncOpenAI (no LiteLLM)",
         api="chat completions (OpenAIChatCompletionsModel, not the SDK's default Responses model)",
         max_turns=f"budgets.max_model_calls (SDK default {DEFAULT_MAX_TURNS})",
-        tracing="disabled", streaming=False,
+        tracing="disabled",
+        streaming=False,
         malformed_tool_args="raw JSON string reaches on_invoke_tool; json.loads raises, the SDK's "
-                            "FunctionTool error handling decides",
+        "FunctionTool error handling decides",
     )
 
 
@@ -104,9 +122,13 @@ def _tool(harness_tool):
         args = json.loads(raw) if raw else {}
         return harness_tool(**args)
 
-    return FunctionTool(name=harness_tool.name, description=harness_tool.description,
-                        params_json_schema=harness_tool.parameters, on_invoke_tool=invoke,
-                        strict_json_schema=False)
+    return FunctionTool(
+        name=harness_tool.name,
+        description=harness_tool.description,
+        params_json_schema=harness_tool.parameters,
+        on_invoke_tool=invoke,
+        strict_json_schema=False,
+    )
 
 
 _TLS_CONTEXT = None
@@ -176,12 +198,18 @@ def _build(ctl: dict, tools: list):
     # and timeout), but on the process's one TLS context.
     timeout = kit.call_timeout(ctl)
     http = openai.DefaultAsyncHttpxClient(base_url=ctl["gateway_url"], timeout=timeout, verify=_tls_context())
-    client = openai.AsyncOpenAI(base_url=ctl["gateway_url"], api_key=ctl["token"],
-                                max_retries=kit.HTTP_CLIENT_MAX_RETRIES, timeout=timeout, http_client=http)
+    client = openai.AsyncOpenAI(
+        base_url=ctl["gateway_url"],
+        api_key=ctl["token"],
+        max_retries=kit.HTTP_CLIENT_MAX_RETRIES,
+        timeout=timeout,
+        http_client=http,
+    )
     client._platform = _platform()
     model = _model_class()(model=ctl["model"], openai_client=client)
-    return Agent(name=ctl["agent_name"], instructions=kit.system_prompt(ctl), model=model,
-                 tools=[_tool(t) for t in tools])
+    return Agent(
+        name=ctl["agent_name"], instructions=kit.system_prompt(ctl), model=model, tools=[_tool(t) for t in tools]
+    )
 
 
 def _hooks(rec):
@@ -209,7 +237,8 @@ def run(ctl: dict, tools: list, rec) -> str | None:
     kit.start_run(rec, ctl, limit, "model calls (max_turns)", "framework")
     agent = _build(ctl, tools)
     with kit.recording_errors(rec, ctl["agent_name"]):
-        result = Runner.run_sync(agent, ctl["prompt"], max_turns=limit, hooks=_hooks(rec),
-                                 run_config=RunConfig(tracing_disabled=True))
+        result = Runner.run_sync(
+            agent, ctl["prompt"], max_turns=limit, hooks=_hooks(rec), run_config=RunConfig(tracing_disabled=True)
+        )
     out = result.final_output
     return None if out is None else str(out)

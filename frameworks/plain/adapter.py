@@ -28,20 +28,27 @@ def versions() -> dict:
 
 def post(url: str, token: str, body: dict, timeout: float) -> dict:
     """One chat-completions call to the gateway at ``url``; an HTTP error status raises."""
-    req = urllib.request.Request(url + "/chat/completions", data=json.dumps(body).encode(),
-                                 headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    req = urllib.request.Request(
+        url + "/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             return json.loads(resp.read())
     except urllib.error.HTTPError as exc:
         # The endpoint's refusal is the run's result: raise it, never turn it into a normal answer.
-        raise RuntimeError(f"model endpoint answered HTTP {exc.code}: {exc.read()[:300].decode(errors='replace')}") from None
+        raise RuntimeError(
+            f"model endpoint answered HTTP {exc.code}: {exc.read()[:300].decode(errors='replace')}"
+        ) from None
 
 
 def tool_specs(tools: list) -> list[dict]:
     """The harness tools as OpenAI function specs, in their order."""
-    return [{"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
-            for t in tools]
+    return [
+        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+        for t in tools
+    ]
 
 
 def run(ctl: dict, tools: list, rec) -> str | None:
@@ -52,8 +59,12 @@ def run(ctl: dict, tools: list, rec) -> str | None:
     limit = kit.turn_limit(ctl)
     kit.start_run(rec, ctl, limit, "model calls", "framework")
     for _ in range(limit):
-        resp = post(ctl["gateway_url"], ctl["token"],
-                     {"model": ctl["model"], "messages": messages, "tools": specs}, kit.call_timeout(ctl))
+        resp = post(
+            ctl["gateway_url"],
+            ctl["token"],
+            {"model": ctl["model"], "messages": messages, "tools": specs},
+            kit.call_timeout(ctl),
+        )
         msg = resp["choices"][0]["message"]
         rec.model_call(agent, resp.get("model"), resp.get("usage") or {})
         calls = msg.get("tool_calls") or []

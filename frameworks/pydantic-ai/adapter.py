@@ -30,10 +30,13 @@ def preload() -> None:
 
 def versions() -> dict:
     return kit.versions(
-        FRAMEWORK, "pydantic-ai-slim", "pydantic-graph",
+        FRAMEWORK,
+        "pydantic-ai-slim",
+        "pydantic-graph",
         retries={"pydantic_ai_tool_retries": 1, "pydantic_ai_output_retries": 1},
         request_limit="budgets.max_model_calls (Pydantic AI default 50)",
-        model_client="openai SDK (no LiteLLM)", streaming=False,
+        model_client="openai SDK (no LiteLLM)",
+        streaming=False,
         malformed_tool_args="Pydantic AI validates them and answers the model with a retry prompt",
     )
 
@@ -46,8 +49,14 @@ def _tool(harness_tool, rec):
             rec.tool_call(ctx.agent.name if ctx.agent else None, harness_tool.name, kwargs)
         return harness_tool(**kwargs)
 
-    return Tool.from_schema(call, name=harness_tool.name, description=harness_tool.description,
-                            json_schema=harness_tool.parameters, takes_ctx=True, sequential=True)
+    return Tool.from_schema(
+        call,
+        name=harness_tool.name,
+        description=harness_tool.description,
+        json_schema=harness_tool.parameters,
+        takes_ctx=True,
+        sequential=True,
+    )
 
 
 def _build(ctl: dict, tools: list, rec=None):
@@ -56,11 +65,20 @@ def _build(ctl: dict, tools: list, rec=None):
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
-    client = AsyncOpenAI(base_url=ctl["gateway_url"], api_key=ctl["token"], max_retries=kit.HTTP_CLIENT_MAX_RETRIES,
-                         timeout=kit.call_timeout(ctl))
+    client = AsyncOpenAI(
+        base_url=ctl["gateway_url"],
+        api_key=ctl["token"],
+        max_retries=kit.HTTP_CLIENT_MAX_RETRIES,
+        timeout=kit.call_timeout(ctl),
+    )
     model = OpenAIChatModel(ctl["model"], provider=OpenAIProvider(openai_client=client))
-    return Agent(model, name=ctl["agent_name"], instructions=kit.system_prompt(ctl), tools=[_tool(t, rec) for t in tools],
-                 model_settings={"max_retries": kit.HTTP_CLIENT_MAX_RETRIES, "timeout": kit.call_timeout(ctl)})
+    return Agent(
+        model,
+        name=ctl["agent_name"],
+        instructions=kit.system_prompt(ctl),
+        tools=[_tool(t, rec) for t in tools],
+        model_settings={"max_retries": kit.HTTP_CLIENT_MAX_RETRIES, "timeout": kit.call_timeout(ctl)},
+    )
 
 
 def run(ctl: dict, tools: list, rec) -> str | None:
@@ -81,11 +99,11 @@ def run(ctl: dict, tools: list, rec) -> str | None:
                 elif Agent.is_model_request_node(node):
                     for part in node.request.parts:
                         if isinstance(part, RetryPromptPart):
-                            kit.record_error(rec, agent.name, f"{part.tool_name}: {part.model_response()}",
-                                             kind="RetryPrompt")
+                            kit.record_error(
+                                rec, agent.name, f"{part.tool_name}: {part.model_response()}", kind="RetryPrompt"
+                            )
         return run_.result.output
 
     with kit.recording_errors(rec, agent.name):
         out = asyncio.run(drive())
     return kit.final_message(rec, agent.name, None if out is None else str(out))
-

@@ -58,9 +58,13 @@ def preload() -> None:
 
 def versions() -> dict:
     return kit.versions(
-        FRAMEWORK, "smolagents",
-        retries={"openai_max_retries": kit.HTTP_CLIENT_MAX_RETRIES, "smolagents_rate_limit_attempts": 3,
-                 "smolagents_rate_limit_wait_s": 60},
+        FRAMEWORK,
+        "smolagents",
+        retries={
+            "openai_max_retries": kit.HTTP_CLIENT_MAX_RETRIES,
+            "smolagents_rate_limit_attempts": 3,
+            "smolagents_rate_limit_wait_s": 60,
+        },
         model_client="smolagents OpenAIModel (openai SDK, no LiteLLM)",
         streaming=False,
         api="chat completions",
@@ -74,8 +78,10 @@ def _tool(harness_tool, rec, agent_name):
     from smolagents import Tool
 
     required = set(harness_tool.parameters.get("required") or [])
-    spec = {k: {"type": "string", "description": v.get("description", ""), **({} if k in required else {"nullable": True})}
-            for k, v in harness_tool.parameters["properties"].items()}
+    spec = {
+        k: {"type": "string", "description": v.get("description", ""), **({} if k in required else {"nullable": True})}
+        for k, v in harness_tool.parameters["properties"].items()
+    }
 
     class HarnessTool(Tool):
         name = harness_tool.name
@@ -137,7 +143,9 @@ def _prompt_templates() -> dict:
 
     import yaml
 
-    return yaml.safe_load(importlib.resources.files("smolagents.prompts").joinpath("toolcalling_agent.yaml").read_text())
+    return yaml.safe_load(
+        importlib.resources.files("smolagents.prompts").joinpath("toolcalling_agent.yaml").read_text()
+    )
 
 
 def _build(ctl: dict, tools: list, rec):
@@ -146,9 +154,16 @@ def _build(ctl: dict, tools: list, rec):
 
     # The gateway's own model name (no LiteLLM provider prefix), as the other openai-SDK
     # adapters pass it; smolagents' stop-parameter check reads the name after any "/".
-    model = _model_class()(model_id=ctl["model"], api_base=ctl["gateway_url"], api_key=ctl["token"],
-                           client_kwargs={"max_retries": kit.HTTP_CLIENT_MAX_RETRIES,
-                                          "timeout": kit.call_timeout(ctl), "http_client": _http_client()})
+    model = _model_class()(
+        model_id=ctl["model"],
+        api_base=ctl["gateway_url"],
+        api_key=ctl["token"],
+        client_kwargs={
+            "max_retries": kit.HTTP_CLIENT_MAX_RETRIES,
+            "timeout": kit.call_timeout(ctl),
+            "http_client": _http_client(),
+        },
+    )
     agent_name = ctl["agent_name"]
     steps = []
 
@@ -158,16 +173,25 @@ def _build(ctl: dict, tools: list, rec):
         if rec is None or not isinstance(step, ActionStep):
             return
         usage = step.token_usage
-        rec.model_call(agent_name, model.served or ctl["model"],
-                       {"prompt_tokens": usage.input_tokens, "completion_tokens": usage.output_tokens} if usage else None)
+        rec.model_call(
+            agent_name,
+            model.served or ctl["model"],
+            {"prompt_tokens": usage.input_tokens, "completion_tokens": usage.output_tokens} if usage else None,
+        )
         if step.error is not None:
             kit.record_error(rec, agent_name, str(step.error), kind=type(step.error).__name__)
         steps.append(step)
 
-    return ToolCallingAgent(tools=[_tool(t, rec, agent_name) for t in tools], model=model,
-                            prompt_templates=copy.deepcopy(_prompt_templates()),
-                            instructions=kit.system_prompt(ctl), max_steps=max_steps(ctl) if "budgets" in ctl else 20,
-                            verbosity_level=LogLevel.OFF, name=None, step_callbacks=[on_step])
+    return ToolCallingAgent(
+        tools=[_tool(t, rec, agent_name) for t in tools],
+        model=model,
+        prompt_templates=copy.deepcopy(_prompt_templates()),
+        instructions=kit.system_prompt(ctl),
+        max_steps=max_steps(ctl) if "budgets" in ctl else 20,
+        verbosity_level=LogLevel.OFF,
+        name=None,
+        step_callbacks=[on_step],
+    )
 
 
 def max_steps(ctl: dict) -> int:

@@ -59,10 +59,23 @@ TOOL_EXECUTOR = "sequential"
 # A stream chunk of the shape the gateway sends (text, one tool call, usage), parsed once in
 # preload() so the openai SDK's lazily built response types exist before a fork.
 PRIMING_CHUNK = {
-    "id": "preload", "object": "chat.completion.chunk", "created": 0, "model": "preload",
-    "choices": [{"index": 0, "finish_reason": "tool_calls", "delta": {
-        "role": "assistant", "content": "x",
-        "tool_calls": [{"index": 0, "id": "c", "type": "function", "function": {"name": "probe", "arguments": "{}"}}]}}],
+    "id": "preload",
+    "object": "chat.completion.chunk",
+    "created": 0,
+    "model": "preload",
+    "choices": [
+        {
+            "index": 0,
+            "finish_reason": "tool_calls",
+            "delta": {
+                "role": "assistant",
+                "content": "x",
+                "tool_calls": [
+                    {"index": 0, "id": "c", "type": "function", "function": {"name": "probe", "arguments": "{}"}}
+                ],
+            },
+        }
+    ],
     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
 }
 
@@ -88,14 +101,23 @@ def versions() -> dict:
     from strands.event_loop.event_loop import INITIAL_DELAY, MAX_ATTEMPTS, MAX_DELAY
 
     return kit.versions(
-        FRAMEWORK, "strands-agents",
-        retries={"strands_model_retry": {
-            "strategy": "ModelRetryStrategy (default)", "max_attempts": MAX_ATTEMPTS,
-            "initial_delay_s": INITIAL_DELAY, "max_delay_s": MAX_DELAY,
-            "retries_on": "ModelThrottledException (OpenAIModel raises it for any HTTP 429)"},
-            "openai_max_retries": kit.HTTP_CLIENT_MAX_RETRIES},
+        FRAMEWORK,
+        "strands-agents",
+        retries={
+            "strands_model_retry": {
+                "strategy": "ModelRetryStrategy (default)",
+                "max_attempts": MAX_ATTEMPTS,
+                "initial_delay_s": INITIAL_DELAY,
+                "max_delay_s": MAX_DELAY,
+                "retries_on": "ModelThrottledException (OpenAIModel raises it for any HTTP 429)",
+            },
+            "openai_max_retries": kit.HTTP_CLIENT_MAX_RETRIES,
+        },
         model_client="strands OpenAIModel (openai SDK AsyncOpenAI, one client per run; no LiteLLM)",
-        api="chat completions", streaming=True, tool_executor=TOOL_EXECUTOR, max_model_calls_enforced_by="gateway",
+        api="chat completions",
+        streaming=True,
+        tool_executor=TOOL_EXECUTOR,
+        max_model_calls_enforced_by="gateway",
         runtime_model_name="response model field (Strands drops it; noted at the call's chat.completions.create)",
     )
 
@@ -119,8 +141,12 @@ def run(ctl: dict, tools: list, rec) -> str | None:
 def _client_args(ctl: dict) -> dict:
     """The ``openai.AsyncOpenAI`` arguments: the gateway, the run token, no client retry,
     the per-call deadline."""
-    return {"base_url": ctl["gateway_url"], "api_key": ctl["token"],
-            "max_retries": kit.HTTP_CLIENT_MAX_RETRIES, "timeout": kit.call_timeout(ctl)}
+    return {
+        "base_url": ctl["gateway_url"],
+        "api_key": ctl["token"],
+        "max_retries": kit.HTTP_CLIENT_MAX_RETRIES,
+        "timeout": kit.call_timeout(ctl),
+    }
 
 
 def _build_agent(ctl: dict, tools: list, rec):

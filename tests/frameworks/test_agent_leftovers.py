@@ -57,8 +57,9 @@ TIMEOUT_S = 60
 def read_back_names(fw: str) -> list[str]:
     """The adapter's ``READ_BACK`` (the files it reads back from the agent's HOME), from its code."""
     tree = ast.parse(Path(VENVS[fw].adapter).read_text())
-    consts = {t.id: n.value for n in tree.body if isinstance(n, ast.Assign) for t in n.targets
-              if isinstance(t, ast.Name)}
+    consts = {
+        t.id: n.value for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)
+    }
     node = consts.get("READ_BACK")
     if node is None:
         return []
@@ -74,11 +75,38 @@ def _task():
 def _grid(out: Path, fw: str, attack: dict, guard: str, models: list[str]) -> dict:
     env = {**os.environ, "CLAIMGRID_ATTACK": json.dumps(attack)}
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "grid.py"), "run", "--out", str(out), "--no-progress", "--policies", str(POLICIES),
-         "--frameworks", fw, "--tasks", _task().id,
-         "--content", "clean", "--swap", "none", "--guard", guard, "--models", ",".join(models),
-         "--jobs", str(len(models)), "--timeout", str(TIMEOUT_S)],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+        [
+            sys.executable,
+            str(ROOT / "grid.py"),
+            "run",
+            "--out",
+            str(out),
+            "--no-progress",
+            "--policies",
+            str(POLICIES),
+            "--frameworks",
+            fw,
+            "--tasks",
+            _task().id,
+            "--content",
+            "clean",
+            "--swap",
+            "none",
+            "--guard",
+            guard,
+            "--models",
+            ",".join(models),
+            "--jobs",
+            str(len(models)),
+            "--timeout",
+            str(TIMEOUT_S),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return {r["model"]: r for r in read_runs(out / "runs.jsonl").values}
 
@@ -107,8 +135,10 @@ def attacked(fw, tmp_path_factory):
     unguarded = ["cli-swap-hardlink" if names else "cli-swap-symlink"]
     grids = {"on": base / "guarded", "off": base / "unguarded"}
     try:
-        runs = {"on": _grid(grids["on"], fw, attack, "on", guarded),
-                "off": _grid(grids["off"], fw, attack, "off", unguarded)}
+        runs = {
+            "on": _grid(grids["on"], fw, attack, "on", guarded),
+            "off": _grid(grids["off"], fw, attack, "off", unguarded),
+        }
         yield {"grids": grids, "runs": runs, "secret": secret, "names": names, "vault": vault, "stamps": stamps}
     finally:
         shutil.rmtree(stamps, ignore_errors=True)
@@ -135,8 +165,11 @@ def _swap_runs(attacked):
 def test_no_process_of_the_run_outlives_it(fw, attacked):
     for guard, model, run in _swap_runs(attacked):
         grid = attacked["grids"][guard]
-        ended = [e for e in _events(grid, run) if e["source"] == "runtime"
-                 and e["kind"] in ("agent_processes", "run_processes")]
+        ended = [
+            e
+            for e in _events(grid, run)
+            if e["source"] == "runtime" and e["kind"] in ("agent_processes", "run_processes")
+        ]
         assert ended and all(e["left"] == 0 for e in ended), (guard, model, ended)
         first = min(e["ended_unix"] for e in ended)  # the first time every process was gone: before any read-back
         stamp = _workspace_file(grid, run, WATCH_MARKER)
@@ -173,8 +206,13 @@ def test_no_credential_is_readable_from_the_agents_shell(fw, attacked):
     if not VENVS[fw].is_cli:
         pytest.skip("a library framework has no shell of its own: its commands get no credential (command_sandbox)")
     grid, run = attacked["grids"]["on"], attacked["runs"]["on"]["cli-env"]
-    results = [r for e in _events(grid, run) if e["source"] == "gateway" for r in e.get("tool_results") or []
-               if isinstance(r, str) and ENV_PROBE in r]
+    results = [
+        r
+        for e in _events(grid, run)
+        if e["source"] == "gateway"
+        for r in e.get("tool_results") or []
+        if isinstance(r, str) and ENV_PROBE in r
+    ]
     assert results, "the env probe's output never came back"
     out = results[0]
     assert "PATH=" in out and "@@ parent" in out and "@@ end" in out, out[:2000]

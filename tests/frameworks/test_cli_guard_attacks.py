@@ -39,7 +39,6 @@ from claimgrid.store.lines import read_events, read_runs
 
 from tests.conftest import ROOT
 
-
 POLICIES = ROOT / "tests" / "fixtures" / "hostile_cli_policies.py"
 VENVS = load_venvs()
 CLI = [name for name, e in VENVS.items() if e.is_cli]
@@ -87,9 +86,31 @@ class Listener:
 def _grid(out: Path, fw: str, targets: dict, *args: str):
     env = {**os.environ, "CLAIMGRID_ATTACK": json.dumps(targets)}
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "grid.py"), "run", "--out", str(out), "--no-progress", "--policies", str(POLICIES),
-         "--frameworks", fw, "--tasks", _task().id, "--content", "clean", "--swap", "none", *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+        [
+            sys.executable,
+            str(ROOT / "grid.py"),
+            "run",
+            "--out",
+            str(out),
+            "--no-progress",
+            "--policies",
+            str(POLICIES),
+            "--frameworks",
+            fw,
+            "--tasks",
+            _task().id,
+            "--content",
+            "clean",
+            "--swap",
+            "none",
+            *args,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return {r["model"]: r for r in read_runs(out / "runs.jsonl").values}
 
@@ -152,16 +173,32 @@ def attacked(fw, tmp_path_factory):
         listener = Listener()
         mark = 900_000 + secrets.randbelow(90_000)
         grid = base / name / "grid"
-        targets = {"secret": str(folder / "secret.txt"), "ledger": str(grid), "listener": listener.port, "mark": mark,
-                   "race_dir": str(race_dir)}
+        targets = {
+            "secret": str(folder / "secret.txt"),
+            "ledger": str(grid),
+            "listener": listener.port,
+            "mark": mark,
+            "race_dir": str(race_dir),
+        }
         models = "cli-attacker,cli-hanger,cli-racer" if guard == "on" else "cli-attacker"
         watcher = Watcher(mark)
-        runs = _grid(grid, fw, targets, "--guard", guard, "--models", models, "--jobs", "2",
-                     "--timeout", str(TIMEOUT_S))
+        runs = _grid(
+            grid, fw, targets, "--guard", guard, "--models", models, "--jobs", "2", "--timeout", str(TIMEOUT_S)
+        )
         watcher.stop()
         listener.close()
-        out[name] = {"grid": grid, "runs": runs, "host": folder, "token": token, "accepted": listener.accepted,
-                     "stray": _marked(mark), "seen": watcher.seen, "listener": listener.port, "race_name": race_name, "pwned": sorted(p.name for p in folder.iterdir() if p.name == "PWNED")}
+        out[name] = {
+            "grid": grid,
+            "runs": runs,
+            "host": folder,
+            "token": token,
+            "accepted": listener.accepted,
+            "stray": _marked(mark),
+            "seen": watcher.seen,
+            "listener": listener.port,
+            "race_name": race_name,
+            "pwned": sorted(p.name for p in folder.iterdir() if p.name == "PWNED"),
+        }
     return out
 
 
@@ -198,8 +235,11 @@ def test_every_probe_fails_and_the_run_is_recorded(fw, attacked):
     run, grid = got["runs"]["cli-attacker"], got["grid"]
     assert run["parity"]["guard"]["guard"] == "on" and run["classification"]["process"] == "ok", run["classification"]
     # The agent's own model calls went through the forwarder and were recorded; the task passed.
-    exchanges = [e for e in read_events(grid / run["evidence_dir"] / "events.jsonl")
-                 if e["source"] == "gateway" and e["kind"] == "exchange"]
+    exchanges = [
+        e
+        for e in read_events(grid / run["evidence_dir"] / "events.jsonl")
+        if e["source"] == "gateway" and e["kind"] == "exchange"
+    ]
     assert len(exchanges) >= 3 and all(e["status"] == 200 for e in exchanges)
     assert run["classification"]["outcome"] == "PASS", run["classification"]
     s = _sections(grid, run)

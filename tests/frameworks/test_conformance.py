@@ -29,18 +29,18 @@ from pathlib import Path
 import pytest
 
 from claimgrid.execute.cells import Cell
-from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
-from claimgrid.launch import Launcher, adapter_env
-from claimgrid.reference import registry, shapes, tool_faults
-from frameworks._harness.harness_shared.probe_kinds import ShapeKind
-from claimgrid.vocab import HANDLING
-from claimgrid.reference.truth import expected_claim_verdict
-from claimgrid.rule_texts import rule_of
 from claimgrid.execute.runner import GridContext, run_cell
-from claimgrid.store import RunStore
-from claimgrid.store.record import dump
+from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.inputs.tasks import in_suite
 from claimgrid.inputs.venvs import framework_versions, load_venvs
+from claimgrid.launch import Launcher, adapter_env
+from claimgrid.reference import registry, shapes, tool_faults
+from claimgrid.reference.truth import expected_claim_verdict
+from claimgrid.rule_texts import rule_of
+from claimgrid.store import RunStore
+from claimgrid.store.record import dump
+from claimgrid.vocab import HANDLING
+from frameworks._harness.harness_shared.probe_kinds import ShapeKind
 
 from tests.error_events import duplicate_errors
 
@@ -55,13 +55,18 @@ BUDGET = 24
 CALL_DEADLINE_S = 5.0  # the per-call deadline; the `slow` fault answers 2 s past it (kept short: CI time)
 CLEAN, NONE, REPORTED = "clean", "none", "reported"
 PROCESS_RESULTS = {"ok", "adapter_error", "crash", "timeout"}
-FAULT_MODELS = registry.fault_models()          # views of the registry: the entries are the source
+FAULT_MODELS = registry.fault_models()  # views of the registry: the entries are the source
 PROBES = [m for m in FAULT_MODELS if tool_faults.tool_fault(m) or shapes.shape_of(m)]  # tool faults, shapes
 # Every fault model that is not a probe, and the first probe of each kind (a tool fault, an
 # output shape); every probe with CLAIMGRID_DEEP=1 (the full default matrix runs all of them
 # on every framework; in CI the suite has to fit its 20 minutes).
-_FIRST_OF_KIND = {next((m for m in PROBES if tool_faults.tool_fault(m)), None), next((m for m in PROBES if shapes.shape_of(m)), None)}
-RUN_FAULTS = [m for m in FAULT_MODELS if m not in PROBES or m in _FIRST_OF_KIND or os.environ.get("CLAIMGRID_DEEP") == "1"]
+_FIRST_OF_KIND = {
+    next((m for m in PROBES if tool_faults.tool_fault(m)), None),
+    next((m for m in PROBES if shapes.shape_of(m)), None),
+}
+RUN_FAULTS = [
+    m for m in FAULT_MODELS if m not in PROBES or m in _FIRST_OF_KIND or os.environ.get("CLAIMGRID_DEEP") == "1"
+]
 # The extra-args probe too, on every entry whose calls pass the harness tool layer: whether its
 # call ran with the extra argument dropped is read from the tool layer's record, whatever the
 # framework's tool message looks like (one run per entry).
@@ -72,6 +77,8 @@ def run_faults(entry) -> list[str]:
     """The fault models an entry's conformance runs use: RUN_FAULTS, and EXTRA_ARGS unless the
     entry brings its own tools."""
     return RUN_FAULTS + ([EXTRA_ARGS] if EXTRA_ARGS not in RUN_FAULTS and not entry.is_cli else [])
+
+
 DEFAULT_SUBSTITUTE = registry.default_substitute()
 
 
@@ -86,7 +93,7 @@ class Conformance:
     fresh: dict = field(default_factory=dict)
     warm_fresh_key: tuple = ()
     folder: Path = Path()  # kept when a check fails
-    failed: str = ""       # the node id of the first failed check, whose report shows the runs
+    failed: str = ""  # the node id of the first failed check, whose report shows the runs
 
     def events(self, record: dict) -> list[dict]:
         return self.store.load_events(record["run_id"])
@@ -103,8 +110,11 @@ def _pick(tasks, model: str, verdict: str) -> str:
 def _cells(tasks, entry) -> tuple[list[tuple], tuple]:
     builder = _pick(tasks, "reader", "read-only imposture")
     cells = [(tid, NONE, "diligent") for tid in sorted(tasks)]
-    cells += [(_pick(tasks, "narrator", "narration only"), NONE, "narrator"), (builder, NONE, "reader"),
-              (builder, REPORTED, "diligent")]
+    cells += [
+        (_pick(tasks, "narrator", "narration only"), NONE, "narrator"),
+        (builder, NONE, "reader"),
+        (builder, REPORTED, "diligent"),
+    ]
     cells += [(builder, NONE, m) for m in run_faults(entry)]
     return cells, (builder, NONE, "diligent")
 
@@ -114,11 +124,21 @@ def _run_all(name, entry, cells, isolation, tasks, gateway, folder) -> dict:
     store.create({"grid_id": folder.name})
     content, swap = load_content_conditions(), load_swap_conditions()
     with Launcher({name: entry}, isolation) as launcher:
-        ctx = GridContext(tasks=tasks, content=content, swap=swap, gateway=gateway, launcher=launcher, store=store,
-                          # The framework's own documented back-off is kept, so the deadline allows for it.
-                          work_dir=folder / "work", timeout_s=TIMEOUT_S + entry.retry_backoff_s, max_model_calls=BUDGET,
-                          isolation=isolation, framework_versions={name: framework_versions(entry)},
-                          model_call_timeout_s=CALL_DEADLINE_S)
+        ctx = GridContext(
+            tasks=tasks,
+            content=content,
+            swap=swap,
+            gateway=gateway,
+            launcher=launcher,
+            store=store,
+            # The framework's own documented back-off is kept, so the deadline allows for it.
+            work_dir=folder / "work",
+            timeout_s=TIMEOUT_S + entry.retry_backoff_s,
+            max_model_calls=BUDGET,
+            isolation=isolation,
+            framework_versions={name: framework_versions(entry)},
+            model_call_timeout_s=CALL_DEADLINE_S,
+        )
         for tid in {c[0] for c in cells}:  # templates are built before threads share them
             ctx.template(tasks[tid], content[CLEAN])
         todo = [Cell(name, t, CLEAN, s, m, DEFAULT_SUBSTITUTE, 0) for t, s, m in cells]
@@ -148,8 +168,10 @@ def fw(request, tasks, gateway, tmp_path_factory) -> Conformance:
     t1 = time.monotonic()
     _, fresh = _run_all(name, entry, [warm_fresh], "fresh", tasks, gateway, folder / "fresh")
     # Shown with -s: what the suite costs per framework (CI time is budgeted).
-    print(f"\nconformance {name}: {len(cells)} warm runs {t1 - t0:.1f}s, 1 fresh run {time.monotonic() - t1:.1f}s; "
-          + ", ".join(f"{k[2]}/{k[0]}/{k[1]} {r['timings']['wall_s']:.1f}s" for k, r in records.items()))
+    print(
+        f"\nconformance {name}: {len(cells)} warm runs {t1 - t0:.1f}s, 1 fresh run {time.monotonic() - t1:.1f}s; "
+        + ", ".join(f"{k[2]}/{k[0]}/{k[1]} {r['timings']['wall_s']:.1f}s" for k, r in records.items())
+    )
     conformance = Conformance(name, entry, store, records, fresh, warm_fresh, folder)
     yield conformance
     if not conformance.failed:
@@ -189,8 +211,10 @@ def run_evidence(folder: Path, r: dict) -> list[str]:
     out.append(f"    channels {c.get('channels')!r}, evidence {c.get('evidence')}")
     faults = r.get("faults") or {}
     if faults.get("fault"):
-        out.append(f"    fault {faults['fault']}: reaction {faults.get('reaction')!r}, handling "
-                   f"{faults.get('handling')!r} ({'; '.join(faults.get('handling_evidence') or [])})")
+        out.append(
+            f"    fault {faults['fault']}: reaction {faults.get('reaction')!r}, handling "
+            f"{faults.get('handling')!r} ({'; '.join(faults.get('handling_evidence') or [])})"
+        )
     events = folder / r["evidence_dir"] / "events.jsonl"
     for line in events.read_text().splitlines() if events.is_file() else []:
         e = json.loads(line)
@@ -199,8 +223,10 @@ def run_evidence(folder: Path, r: dict) -> list[str]:
             out.append(f"    adapter exception {exc.get('type')}: {str(exc.get('message'))[:200]}")
         if e.get("source") == "gateway" and e.get("kind") == "exchange":
             calls = ", ".join(f"{t['name']}({t['arguments'][:60]})" for t in e.get("tool_calls") or [])
-            out.append(f"    gateway call {e.get('call_index')}: {e.get('status')} {e.get('finish_reason')} "
-                       f"{calls or repr((e.get('content') or '')[:80])}")
+            out.append(
+                f"    gateway call {e.get('call_index')}: {e.get('status')} {e.get('finish_reason')} "
+                f"{calls or repr((e.get('content') or '')[:80])}"
+            )
     return out
 
 
@@ -222,8 +248,10 @@ def test_diligent_passes_every_task(fw, tasks):
 
 def test_narrator_is_narration_only(fw):
     (r,) = [r for k, r in fw.records.items() if k[2] == "narrator"]
-    assert (r["classification"]["claim_verdict"], r["classification"]["claim_vs_outcome"]) == \
-        ("narration only", "FALSE_SUCCESS"), r["classification"]
+    assert (r["classification"]["claim_verdict"], r["classification"]["claim_vs_outcome"]) == (
+        "narration only",
+        "FALSE_SUCCESS",
+    ), r["classification"]
 
 
 def test_reader_is_read_only_imposture(fw):
@@ -273,8 +301,12 @@ def test_tool_events_come_from_the_harness_tool_layer(fw):
         if fw.entry.is_cli:
             # An agent with its own tools (venvs.toml kind = "cli"): no call passes the tool layer,
             # and every command its runtime reports is a call the model made at the gateway, in order.
-            requested = [(c["name"], json.loads(c["arguments"])) for e in ev if e["source"] == "gateway"
-                         for c in e.get("tool_calls") or []]
+            requested = [
+                (c["name"], json.loads(c["arguments"]))
+                for e in ev
+                if e["source"] == "gateway"
+                for c in e.get("tool_calls") or []
+            ]
             assert not harness and runtime and len(runtime) == len(requested), r["run_id"]
             for (tool, args), (name, asked) in zip(runtime, requested, strict=True):
                 # The runtime may name the command as its shell ran it (`bash -c '<command>'`).
@@ -314,10 +346,19 @@ def test_preload_starts_no_thread(fw, tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     python = str(fw.entry.venv_python)
-    code = ("import sys, threading, adapter; getattr(adapter, 'preload', lambda: None)(); "
-            "print(len([t for t in threading.enumerate() if t is not threading.main_thread()]))")
-    proc = subprocess.run([python, "-c", code], cwd=fw.entry.adapter_dir, capture_output=True, text=True,
-                          timeout=180, env=adapter_env(fw.entry, str(home), python), stdin=subprocess.DEVNULL)
+    code = (
+        "import sys, threading, adapter; getattr(adapter, 'preload', lambda: None)(); "
+        "print(len([t for t in threading.enumerate() if t is not threading.main_thread()]))"
+    )
+    proc = subprocess.run(
+        [python, "-c", code],
+        cwd=fw.entry.adapter_dir,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=adapter_env(fw.entry, str(home), python),
+        stdin=subprocess.DEVNULL,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip().splitlines()[-1] == "0", proc.stdout
 
@@ -351,10 +392,16 @@ def test_extra_args_handling_is_what_the_tool_layer_ran(fw):
     probe, diligent = fw.records[(task, NONE, EXTRA_ARGS)], fw.records[(task, NONE, "diligent")]
 
     def ran(r):
-        return Counter((e["tool"], json.dumps(e["args"], sort_keys=True)) for e in fw.events(r) if e["source"] == "tools")
+        return Counter(
+            (e["tool"], json.dumps(e["args"], sort_keys=True)) for e in fw.events(r) if e["source"] == "tools"
+        )
 
-    asked = next(json.loads(c["arguments"]) for e in fw.events(probe) if e["source"] == "gateway"
-                 for c in e.get("tool_calls") or [])
+    asked = next(
+        json.loads(c["arguments"])
+        for e in fw.events(probe)
+        if e["source"] == "gateway"
+        for c in e.get("tool_calls") or []
+    )
     more = list((ran(probe) - ran(diligent)).elements())
     assert len(more) <= 1, (probe["run_id"], more)
     if not more:
@@ -364,8 +411,12 @@ def test_extra_args_handling_is_what_the_tool_layer_ran(fw):
     else:
         expected = {"dropped the extra arguments"}
     handling = probe["faults"]["handling"]
-    assert handling in expected or (probe["faults"]["reaction"] == "raised" and handling == "raised"), \
-        (probe["run_id"], handling, more, probe["faults"]["handling_evidence"])
+    assert handling in expected or (probe["faults"]["reaction"] == "raised" and handling == "raised"), (
+        probe["run_id"],
+        handling,
+        more,
+        probe["faults"]["handling_evidence"],
+    )
 
 
 def test_each_failure_is_recorded_once(fw):

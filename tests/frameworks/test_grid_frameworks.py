@@ -28,8 +28,13 @@ TASK = "fix-float-add"
 
 
 def _grid(out, *args):
-    proc = subprocess.run([sys.executable, str(ROOT / "grid.py"), "run", "--out", str(out), "--no-progress", *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "grid.py"), "run", "--out", str(out), "--no-progress", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return read_runs(out / "runs.jsonl").values
 
@@ -38,8 +43,19 @@ def _grid(out, *args):
 def warm_grid(tmp_path_factory):
     out = tmp_path_factory.mktemp("grid") / "warm"
     # No --frameworks: the default is every entry of venvs.toml in the default matrix.
-    runs = _grid(out, "--tasks", TASK, "--content", "clean,malicious", "--swap", "none,reported",
-                 "--models", "diligent", "--isolation", "warm")
+    runs = _grid(
+        out,
+        "--tasks",
+        TASK,
+        "--content",
+        "clean,malicious",
+        "--swap",
+        "none,reported",
+        "--models",
+        "diligent",
+        "--isolation",
+        "warm",
+    )
     return out, runs
 
 
@@ -49,12 +65,19 @@ def test_the_matrix_is_complete_and_the_ledger_written(warm_grid):
     assert len({r["run_id"] for r in runs}) == len(runs)
     assert {r["framework"] for r in runs} == set(FRAMEWORKS)
     ledger = (out / "LEDGER.md").read_text()
-    for heading in ("## 0. Summary", "## 2. Headline: swap = none", "## 3. Framework divergence", "## 4. Swap",
-                    "## 5. Detector evaluation", "## 6. Calibration", "## 7. Harness health"):
+    for heading in (
+        "## 0. Summary",
+        "## 2. Headline: swap = none",
+        "## 3. Framework divergence",
+        "## 4. Swap",
+        "## 5. Detector evaluation",
+        "## 6. Calibration",
+        "## 7. Harness health",
+    ):
         assert heading.lower() in ledger.lower(), heading
     for fw in FRAMEWORKS:
         assert fw in ledger
-    assert (out / "heatmap.svg").read_text().startswith("<svg xmlns=\"http://www.w3.org/2000/svg\"")
+    assert (out / "heatmap.svg").read_text().startswith('<svg xmlns="http://www.w3.org/2000/svg"')
     assert (out / "RUNS.md").is_file() and (out / "ledger.html").is_file()
 
 
@@ -63,8 +86,12 @@ def test_reference_behaviour_is_classified_in_every_framework(warm_grid):
     cell = {(r["framework"], r["content"], r["swap"], r["model"]): r["classification"] for r in runs}
     for fw in FRAMEWORKS:
         d = cell[(fw, "clean", "none", "diligent")]
-        assert (d["process"], d["outcome"], d["claim_vs_outcome"], d["claim_verdict"]) == \
-            ("ok", "PASS", "TRUE_SUCCESS", "consistent"), (fw, d)
+        assert (d["process"], d["outcome"], d["claim_vs_outcome"], d["claim_verdict"]) == (
+            "ok",
+            "PASS",
+            "TRUE_SUCCESS",
+            "consistent",
+        ), (fw, d)
         assert cell[(fw, "malicious", "none", "diligent")]["injection"] == "resisted"
         assert cell[(fw, "malicious", "reported", "diligent")]["injection"] == "resisted"
         # A reported swap to reader is visible to the runtime and turns the builder's DONE false.
@@ -84,9 +111,12 @@ def test_parity_facts_carry_the_lock(warm_grid):
     # A package every framework's model traffic passes through (pinned or not) is a fact.
     # An agent with its own model client (venvs.toml kind = "cli") has its npm package as that fact.
     entries = load_venvs()
-    assert all("openai" in meta["frameworks"][fw] or "httpx" in meta["frameworks"][fw]
-               or (entries[fw].npm and meta["frameworks"][fw].get(entries[fw].npm[0]) == entries[fw].npm[1])
-               for fw in FRAMEWORKS)
+    assert all(
+        "openai" in meta["frameworks"][fw]
+        or "httpx" in meta["frameworks"][fw]
+        or (entries[fw].npm and meta["frameworks"][fw].get(entries[fw].npm[0]) == entries[fw].npm[1])
+        for fw in FRAMEWORKS
+    )
 
 
 def test_exports_agree_with_every_frameworks_evidence(warm_grid, tmp_path):

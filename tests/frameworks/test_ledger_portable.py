@@ -23,6 +23,7 @@ import pytest
 from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.inputs.tasks import in_suite, load_tasks
 from claimgrid.reference.registry import default_models, default_substitute
+
 from tests.conftest import ROOT
 
 
@@ -35,33 +36,71 @@ def _selection() -> list[str]:
     swaps = load_swap_conditions().values()
     swap = [next(s.name for s in swaps if s.on_unavailable == kind) for kind in ("none", "refuse")]
     models = list(dict.fromkeys([*list(default_models())[:2], default_substitute()]))
-    return ["--frameworks", framework, "--tasks", ",".join(picked), "--content", ",".join(kinds),
-            "--swap", ",".join(swap), "--models", ",".join(models), "--substitute", default_substitute()]
+    return [
+        "--frameworks",
+        framework,
+        "--tasks",
+        ",".join(picked),
+        "--content",
+        ",".join(kinds),
+        "--swap",
+        ",".join(swap),
+        "--models",
+        ",".join(models),
+        "--substitute",
+        default_substitute(),
+    ]
 
 
 def _render(checkout: Path, ledger: Path, home: Path) -> subprocess.CompletedProcess:
     """Render ``ledger`` with the claimgrid package of ``checkout`` (its own ROOT)."""
-    script = ("import claimgrid, sys\n"
-              "from claimgrid.ledger import render_ledger\n"
-              "print(claimgrid.ROOT)\n"
-              "render_ledger(sys.argv[1])\n")
-    proc = subprocess.run([sys.executable, "-c", script, str(ledger)], cwd=checkout, capture_output=True, text=True,
-                          timeout=300, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(checkout), "HOME": str(home)})
+    script = (
+        "import claimgrid, sys\n"
+        "from claimgrid.ledger import render_ledger\n"
+        "print(claimgrid.ROOT)\n"
+        "render_ledger(sys.argv[1])\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(ledger)],
+        cwd=checkout,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(checkout), "HOME": str(home)},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip() == str(checkout)  # that package was imported, not another
     return proc
 
 
 def _tree(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != ".lock"}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != ".lock"
+    }
 
 
 @pytest.mark.deep
 def test_a_ledger_renders_the_same_without_the_checkouts_tasks_and_conditions(tmp_path):
     out = tmp_path / "grid"
-    proc = subprocess.run([sys.executable, str(ROOT / "grid.py"), "run", "--out", str(out), "--jobs", "2",
-                           "--no-progress", *_selection()], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "grid.py"),
+            "run",
+            "--out",
+            str(out),
+            "--jobs",
+            "2",
+            "--no-progress",
+            *_selection(),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     before = _tree(out)
     assert "LEDGER.md" in before and any(name.endswith("/RUN.md") for name in before)

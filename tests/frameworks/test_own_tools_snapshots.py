@@ -28,15 +28,37 @@ pytestmark = [pytest.mark.frameworks, pytest.mark.deep]
 def test_an_edit_undone_before_the_end_is_caught_by_the_turn_snapshots(tmp_path):
     agents = [name for name, e in load_venvs().items() if e.is_cli]
     assert len(agents) >= 2
-    task = next(t for t in in_suite(load_tasks(), "default").values()
-                if t.role == "builder" and not t.spec.expectation.evidence)
+    task = next(
+        t for t in in_suite(load_tasks(), "default").values() if t.role == "builder" and not t.spec.expectation.evidence
+    )
     content = next(name for name, c in load_content_conditions().items() if c.carries is None)
     swap = next(name for name, s in load_swap_conditions().items() if s.unavailable_from_call < 0)
     reverter = next(m.name for m in registry.models().values() if getattr(m.truth, "behaviour", None) is REVERTER)
     models = [reverter, registry.default_models()[0], registry.default_substitute()]
     out = tmp_path / "ledger"
-    assert main(["run", "--frameworks", ",".join(agents), "--tasks", task.id, "--models", ",".join(models),
-                 "--content", content, "--swap", swap, "--out", str(out), "--jobs", "2", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--frameworks",
+                ",".join(agents),
+                "--tasks",
+                task.id,
+                "--models",
+                ",".join(models),
+                "--content",
+                content,
+                "--swap",
+                swap,
+                "--out",
+                str(out),
+                "--jobs",
+                "2",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     recs = read_records(out / "runs.jsonl")
     assert len(recs) == len(agents) * len(models)
     wrong = []

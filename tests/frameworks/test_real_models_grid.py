@@ -14,8 +14,16 @@ import pytest
 from claimgrid.gateway import Gateway
 
 from tests.fake_upstream import FakeUpstream
-from tests.real_models_support import (control_conditions, exchanges, final_answer_protocols, frameworks, grid, lines,
-                                      meta, records)
+from tests.real_models_support import (
+    control_conditions,
+    exchanges,
+    final_answer_protocols,
+    frameworks,
+    grid,
+    lines,
+    meta,
+    records,
+)
 from tests.test_gateway_support import script
 
 pytestmark = [pytest.mark.frameworks, pytest.mark.deep]
@@ -34,8 +42,11 @@ def upstream(tasks, task_id):
     inner.start()
     # One inner registration per run: the inner gateway steps each run's policy by its own record.
     # A framework that ends on a final-answer call gets its answer as that call (venvs.toml).
-    up = FakeUpstream(inner, lambda: script(tasks[task_id], model="diligent", max_model_calls=10**6),
-                      final_answers=final_answer_protocols()).start()
+    up = FakeUpstream(
+        inner,
+        lambda: script(tasks[task_id], model="diligent", max_model_calls=10**6),
+        final_answers=final_answer_protocols(),
+    ).start()
     yield up
     up.stop()
     inner.stop()
@@ -47,8 +58,22 @@ def _env(up):
 
 def _small(task_id, repeats=2, fws=None):
     content, swap = control_conditions()
-    return ["--frameworks", ",".join(fws or frameworks()), "--tasks", task_id, "--content", content, "--swap", swap,
-            "--models", MODEL, "--substitute", MODEL, "--repeats", str(repeats)]
+    return [
+        "--frameworks",
+        ",".join(fws or frameworks()),
+        "--tasks",
+        task_id,
+        "--content",
+        content,
+        "--swap",
+        swap,
+        "--models",
+        MODEL,
+        "--substitute",
+        MODEL,
+        "--repeats",
+        str(repeats),
+    ]
 
 
 def _out(p):
@@ -69,8 +94,20 @@ def test_budget_stops_new_runs_and_resume_with_a_higher_limit_continues(tmp_path
     fws = frameworks()[:3]
     n = len(fws)
     assert n >= 3
-    p = grid("run", "--out", str(out), "--no-progress", "--jobs", "1", "--max-inflight", "1", "--max-cost", "0.000001",
-             *_small(task_id, repeats=1, fws=fws), env=_env(upstream))
+    p = grid(
+        "run",
+        "--out",
+        str(out),
+        "--no-progress",
+        "--jobs",
+        "1",
+        "--max-inflight",
+        "1",
+        "--max-cost",
+        "0.000001",
+        *_small(task_id, repeats=1, fws=fws),
+        env=_env(upstream),
+    )
     assert p.returncode == 0, _out(p)
     stop = meta(out)["stopped_at_budget"]
     done = records(out)
@@ -124,8 +161,20 @@ def test_provider_faults_are_retried_apart_from_the_experiment(tmp_path, upstrea
 
     upstream.reset(plan)
     out = tmp_path / "grid"
-    p = grid("run", "--out", str(out), "--no-progress", "--jobs", "2", "--provider-retries", "3",
-             "--provider-backoff", "0.05", *_small(task_id), env=_env(upstream))
+    p = grid(
+        "run",
+        "--out",
+        str(out),
+        "--no-progress",
+        "--jobs",
+        "2",
+        "--provider-retries",
+        "3",
+        "--provider-backoff",
+        "0.05",
+        *_small(task_id),
+        env=_env(upstream),
+    )
     assert p.returncode == 0, _out(p)
     runs = records(out)
     assert len(runs) == len(frameworks()) * 2
@@ -141,7 +190,10 @@ def test_provider_faults_are_retried_apart_from_the_experiment(tmp_path, upstrea
             assert all(e["status"] == 200 for e in ex), run_id  # the agent never saw a failure
             runtime = [e for e in lines(out / "runs" / run_id / "events.jsonl") if e["source"] == "runtime"]
             assert not [e for e in runtime if e["kind"] == "error"], run_id
-            assert (c["unknown_reason"], c["process"], c["claim_vs_outcome"]) == (None, "ok", "TRUE_SUCCESS"), (run_id, c)
+            assert (c["unknown_reason"], c["process"], c["claim_vs_outcome"]) == (None, "ok", "TRUE_SUCCESS"), (
+                run_id,
+                c,
+            )
         else:
             failed = [e for e in ex if e["provider"]["failed"]]
             assert len(failed) == 1 and failed[0]["provider"]["attempts"] == 4 and failed[0]["status"] == 500
@@ -153,14 +205,21 @@ def test_provider_faults_are_retried_apart_from_the_experiment(tmp_path, upstrea
 
     # Replay: offline, no key; the provider's faults and the UNKNOWN runs come back identical.
     replayed = tmp_path / "replayed"
-    p = grid("replay", str(out), "--out", str(replayed), "--no-progress",
-             env={"OPENAI_API_KEY": "", "OPENAI_API_BASE": "http://127.0.0.1:9/v1"})
+    p = grid(
+        "replay",
+        str(out),
+        "--out",
+        str(replayed),
+        "--no-progress",
+        env={"OPENAI_API_KEY": "", "OPENAI_API_BASE": "http://127.0.0.1:9/v1"},
+    )
     assert p.returncode == 0, _out(p)
     again = records(replayed)
     assert {k: r["classification"] for k, r in again.items()} == {k: r["classification"] for k, r in runs.items()}
     for run_id in runs:
-        assert [e["replay"]["match"] for e in exchanges(replayed, run_id)] == \
-            [True] * len(exchanges(out, run_id)), run_id
+        assert [e["replay"]["match"] for e in exchanges(replayed, run_id)] == [True] * len(exchanges(out, run_id)), (
+            run_id
+        )
 
 
 def test_a_real_model_ledger_tests_framework_differences_as_paired_comparisons(tmp_path, upstream, task_id):
@@ -176,7 +235,7 @@ def test_a_real_model_ledger_tests_framework_differences_as_paired_comparisons(t
     assert p.returncode == 0, _out(p)
     md = (out / "LEDGER.md").read_text()
     assert f"{MODEL} (stochastic)" in md
-    table = md[md.index("### Paired framework tests (stochastic models)"):]
+    table = md[md.index("### Paired framework tests (stochastic models)") :]
     recs = list(records(out).values())
     by = {(r["repeat"], r["framework"]): r["classification"]["claim_vs_outcome"] for r in recs}
     outcomes = ("TRUE_SUCCESS", "FALSE_SUCCESS")
@@ -184,12 +243,19 @@ def test_a_real_model_ledger_tests_framework_differences_as_paired_comparisons(t
     for outcome in outcomes:
         pairs = [(by[(rep, fws[0])], by[(rep, fws[1])]) for rep in (0, 1)]
         pairs = [(a, b) for a, b in pairs if "UNKNOWN" not in (a, b)]
-        counts[outcome] = (len(pairs), sum(a == outcome != b for a, b in pairs), sum(b == outcome != a for a, b in pairs))
+        counts[outcome] = (
+            len(pairs),
+            sum(a == outcome != b for a, b in pairs),
+            sum(b == outcome != a for a, b in pairs),
+        )
     adjusted = holm([mcnemar_exact(k1, k2) for _, k1, k2 in counts.values()])
     for (outcome, (n, k1, k2)), q in zip(counts.items(), adjusted):
-        row = next(line for line in table.splitlines()
-                   if line.startswith(f"| {MODEL} | `{outcome}` rate | {fws[0]} vs {fws[1]} |"))
+        row = next(
+            line
+            for line in table.splitlines()
+            if line.startswith(f"| {MODEL} | `{outcome}` rate | {fws[0]} vs {fws[1]} |")
+        )
         assert f"| {n} | {k1} | {k2} |" in row
         # two repeats can never reach 0.05 (the smallest exact p on 2 discordant cells is 0.5)
         assert q >= 0.05 and f"no difference shown (n={n}, p={p_text(q)})" in row
-    assert "**Paired framework tests**" in md[md.index("## 0. Summary"):md.index("## 1. Design")]
+    assert "**Paired framework tests**" in md[md.index("## 0. Summary") : md.index("## 1. Design")]

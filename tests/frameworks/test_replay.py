@@ -18,9 +18,19 @@ from claimgrid.store import RunStore
 from claimgrid.store.lines import read_runs
 from claimgrid.store.seal import load_key
 
-from tests.real_models_support import (control_conditions, exchanges, frameworks, grid, lines, meta,
-                                  plain_venvs, records, substitute_swap, two_models)
 from tests.conftest import ROOT  # noqa: F401  (the repository root the grid runs in)
+from tests.real_models_support import (
+    control_conditions,
+    exchanges,
+    frameworks,
+    grid,
+    lines,
+    meta,
+    plain_venvs,
+    records,
+    substitute_swap,
+    two_models,
+)
 
 pytestmark = pytest.mark.frameworks
 
@@ -29,9 +39,24 @@ pytestmark = pytest.mark.frameworks
 def recorded(tmp_path_factory, tasks):
     out = tmp_path_factory.mktemp("replay") / "recorded"
     content, _ = control_conditions()
-    p = grid("run", "--out", str(out), "--no-progress", "--jobs", "2", "--frameworks", ",".join(frameworks()),
-             "--tasks", next(iter(tasks)), "--content", content, "--swap", substitute_swap(),
-             "--models", ",".join(two_models()))
+    p = grid(
+        "run",
+        "--out",
+        str(out),
+        "--no-progress",
+        "--jobs",
+        "2",
+        "--frameworks",
+        ",".join(frameworks()),
+        "--tasks",
+        next(iter(tasks)),
+        "--content",
+        content,
+        "--swap",
+        substitute_swap(),
+        "--models",
+        ",".join(two_models()),
+    )
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     return out
 
@@ -44,8 +69,14 @@ def test_replay_reproduces_every_request_hash_and_classification(recorded, tmp_p
 
     out = tmp_path / "replayed"
     # No key and no network: the environment carries no provider settings at all.
-    p = grid("replay", str(recorded), "--out", str(out), "--no-progress",
-             env={"OPENAI_API_KEY": "", "OPENAI_API_BASE": "http://127.0.0.1:9/v1"})
+    p = grid(
+        "replay",
+        str(recorded),
+        "--out",
+        str(out),
+        "--no-progress",
+        env={"OPENAI_API_KEY": "", "OPENAI_API_BASE": "http://127.0.0.1:9/v1"},
+    )
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     n = len(published)
     assert f"same requests (every request hash) in {n}/{n}; same classification in {n}/{n}" in p.stdout
@@ -61,8 +92,9 @@ def test_replay_reproduces_every_request_hash_and_classification(recorded, tmp_p
         assert old == new and len(old) >= 3, run_id  # the swap happens at a later call: several calls
         assert all(e["replay"]["match"] for e in exchanges(out, run_id))
         # The replay served the recorded facts (who served each call), not a model of its own.
-        assert [e["served_model"] for e in exchanges(out, run_id)] == \
-            [e["served_model"] for e in exchanges(recorded, run_id)]
+        assert [e["served_model"] for e in exchanges(out, run_id)] == [
+            e["served_model"] for e in exchanges(recorded, run_id)
+        ]
     assert meta(out)["replay_of"]["folder"] == str(recorded)
     assert (out / "REPLAY.md").is_file() and (out / "LEDGER.md").is_file()
     # The published ledger is only read.
@@ -76,8 +108,22 @@ def test_replay_names_the_first_differing_call(tmp_path, tasks):
     venvs = plain_venvs(tmp_path)
     content, swap = control_conditions()
     src = tmp_path / "src"
-    p = grid("run", "--venvs", str(venvs), "--out", str(src), "--no-progress", "--tasks", next(iter(tasks)),
-             "--content", content, "--swap", swap, "--models", ",".join(two_models()))
+    p = grid(
+        "run",
+        "--venvs",
+        str(venvs),
+        "--out",
+        str(src),
+        "--no-progress",
+        "--tasks",
+        next(iter(tasks)),
+        "--content",
+        content,
+        "--swap",
+        swap,
+        "--models",
+        ",".join(two_models()),
+    )
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     tampered = tmp_path / "tampered"
     shutil.copytree(src, tampered)

@@ -23,9 +23,7 @@ from claimgrid.store.record import read_records
 VENVS = load_venvs()
 READERS = [*SHELL_FORMS, "numbered-reviewer", "ranged-reviewer"]
 AGENTS = [
-    pytest.param(name, marks=[pytest.mark.deep] if e.npm else [], id=name)
-    for name, e in VENVS.items()
-    if e.is_cli
+    pytest.param(name, marks=[pytest.mark.deep] if e.npm else [], id=name) for name, e in VENVS.items() if e.is_cli
 ]
 pytestmark = [pytest.mark.frameworks]
 
@@ -39,8 +37,29 @@ def test_each_shell_read_form_is_a_read(fw, tmp_path):
     swap = next(s.name for s in load_swap_conditions().values() if s.unavailable_from_call < 0)
     models = READERS
     out = tmp_path / "ledger"
-    assert main(["run", "--frameworks", fw, "--tasks", review[0], "--models", ",".join(models),
-                 "--content", content, "--swap", swap, "--out", str(out), "--jobs", "2", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--frameworks",
+                fw,
+                "--tasks",
+                review[0],
+                "--models",
+                ",".join(models),
+                "--content",
+                content,
+                "--swap",
+                swap,
+                "--out",
+                str(out),
+                "--jobs",
+                "2",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     recs = read_records(out / "runs.jsonl")
     assert sorted(r.model for r in recs) == sorted(models)
     must_open = tasks[review[0]].spec.expectation.review.must_open

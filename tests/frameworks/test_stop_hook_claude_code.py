@@ -39,7 +39,9 @@ def _run(tmp_path, model: str) -> tuple[list[dict], list[dict], list[dict], list
     entry = load_venvs()[AGENT]
     ensure_venvs({AGENT: entry})
     tasks = load_tasks()
-    task = next(t for t in in_suite(tasks, "default").values() if t.role == "builder" and not t.spec.expectation.evidence)
+    task = next(
+        t for t in in_suite(tasks, "default").values() if t.role == "builder" and not t.spec.expectation.evidence
+    )
     content = next(c for c in load_content_conditions().values() if c.carries is None)
     swap = next(s for s in load_swap_conditions().values() if s.unavailable_from_call < 0)
     ws, home, log = tmp_path / model / "ws", tmp_path / model / "home", tmp_path / model / "hook.log"
@@ -55,7 +57,9 @@ def _run(tmp_path, model: str) -> tuple[list[dict], list[dict], list[dict], list
     script = RunScript.for_cell(
         delegation, task, content, swap, model, "reader", "agent", limits=CallLimits(max_model_calls=12)
     ).with_tool_table(table)
-    hook = " ".join(shlex.quote(str(a)) for a in (sys.executable, ROOT / "grid.py", "check", "--hook", AGENT, "--log", log))
+    hook = " ".join(
+        shlex.quote(str(a)) for a in (sys.executable, ROOT / "grid.py", "check", "--hook", AGENT, "--log", log)
+    )
     settings = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": hook, "timeout": 120}]}]}}
     claude = entry.agent_bin
     with Gateway() as gw:

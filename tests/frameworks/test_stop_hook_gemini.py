@@ -19,6 +19,7 @@ import sys
 import pytest
 
 from claimgrid.inputs.tasks import GIT_ENV
+
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.frameworks

@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from claimgrid.reference.truth import expected_claim_verdict
 from claimgrid.inputs.tasks import load_tasks
 from claimgrid.inputs.venvs import load_venvs
+from claimgrid.reference.truth import expected_claim_verdict
 from claimgrid.store.lines import read_events, read_runs
 
 from tests.conftest import ROOT
@@ -27,10 +27,30 @@ MODELS = ("diligent", "narrator", "reader")
 def real_grid(tmp_path_factory):
     framework = next(iter(load_venvs()))
     out = tmp_path_factory.mktemp("real") / "grid"
-    proc = subprocess.run([sys.executable, str(ROOT / "grid.py"), "run", "--suite", SUITE, "--frameworks", framework,
-                           "--models", ",".join(MODELS), "--content", "clean", "--swap", "none",
-                           "--no-progress", "--out", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "grid.py"),
+            "run",
+            "--suite",
+            SUITE,
+            "--frameworks",
+            framework,
+            "--models",
+            ",".join(MODELS),
+            "--content",
+            "clean",
+            "--swap",
+            "none",
+            "--no-progress",
+            "--out",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     runs = read_runs(out / "runs.jsonl").values
     return out, runs

@@ -25,7 +25,6 @@ import json
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -62,10 +61,35 @@ def _workspace_file(patch: str, name: str) -> str | None:
 def grid(tmp_path_factory):
     out = tmp_path_factory.mktemp("token-leak") / "grid"
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "grid.py"), "run", "--out", str(out), "--no-progress", "--policies", str(POLICIES),
-         "--frameworks", ",".join(FRAMEWORKS), "--tasks", _task().id, "--content", "clean", "--swap", "none",
-         "--models", "token-seeker", "--jobs", "2", "--timeout", str(TIMEOUT_S)],
-        cwd=ROOT, capture_output=True, text=True, timeout=1800)
+        [
+            sys.executable,
+            str(ROOT / "grid.py"),
+            "run",
+            "--out",
+            str(out),
+            "--no-progress",
+            "--policies",
+            str(POLICIES),
+            "--frameworks",
+            ",".join(FRAMEWORKS),
+            "--tasks",
+            _task().id,
+            "--content",
+            "clean",
+            "--swap",
+            "none",
+            "--models",
+            "token-seeker",
+            "--jobs",
+            "2",
+            "--timeout",
+            str(TIMEOUT_S),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return out, {r["framework"]: r for r in read_runs(out / "runs.jsonl").values}
 

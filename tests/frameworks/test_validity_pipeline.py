@@ -10,17 +10,17 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from claimgrid.reference import registry
 from claimgrid.execute.cells import Cell
-from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
-from claimgrid.gateway import Gateway
-from claimgrid.launch import Launcher
-from claimgrid.store.record import dump, read_records
 from claimgrid.execute.runner import GridContext, run_cell
-from claimgrid.store import RunStore
+from claimgrid.gateway import Gateway
+from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.inputs.tasks import in_suite
 from claimgrid.inputs.venvs import default_frameworks, ensure_venvs, load_venvs
+from claimgrid.launch import Launcher
+from claimgrid.reference import registry
+from claimgrid.store import RunStore
 from claimgrid.store.lines import read_events
+from claimgrid.store.record import dump, read_records
 
 from tests.conftest import ROOT, frameworks_needed
 
@@ -73,8 +73,18 @@ def run_grid(tmp_path, entries, cells, tasks, content, swaps, isolation="warm", 
     store.create({"grid_id": "test"})
     with Gateway() as gw, Launcher(entries, isolation=isolation) as la:
         la.prewarm()
-        ctx = GridContext(tasks=tasks, content=content, swap=swaps, gateway=gw, launcher=la, store=store,
-                          work_dir=tmp_path / "work", timeout_s=120, max_model_calls=24, isolation=isolation)
+        ctx = GridContext(
+            tasks=tasks,
+            content=content,
+            swap=swaps,
+            gateway=gw,
+            launcher=la,
+            store=store,
+            work_dir=tmp_path / "work",
+            timeout_s=120,
+            max_model_calls=24,
+            isolation=isolation,
+        )
         for task, name in sorted({(cell.task, cell.content) for cell in cells}):
             ctx.template(tasks[task], content[name])
         with ThreadPoolExecutor(max_workers=jobs) as pool:
@@ -94,8 +104,11 @@ def grid(request, tmp_path_factory, tasks):
     sub = registry.default_substitute()
     cells = [c for fw in entries for c in cells_for(fw, tasks, p, sub)]
     store, records = run_grid(tmp_path_factory.mktemp("validity"), entries, cells, tasks, content, swaps, jobs=3)
-    return {"records": {(r["framework"], r["model"], r["task"], r["content"]): r for r in records},
-            "store": store, "p": p}
+    return {
+        "records": {(r["framework"], r["model"], r["task"], r["content"]): r for r in records},
+        "store": store,
+        "p": p,
+    }
 
 
 def rec(grid, fw, model, task, content):
@@ -122,8 +135,10 @@ def test_shell_edit_write_and_cat_review_are_evidence(grid, fw, tasks):
         assert c["claim_verdict"] == "consistent", (task.id, c)
         assert c["outcome"] == "PASS" and c["claim_vs_outcome"] == "TRUE_SUCCESS", (task.id, c)
         # shell-worker turns a write, and an edit without a newline, into a command (fixtures/policies.as_shell)
-        if any(s.tool == "write_file" or (s.tool == "edit_file" and "\n" not in s.args["old"] + s.args["new"])
-               for s in task.spec.reference.steps):
+        if any(
+            s.tool == "write_file" or (s.tool == "edit_file" and "\n" not in s.args["old"] + s.args["new"])
+            for s in task.spec.reference.steps
+        ):
             assert c["evidence"]["changes_by_tool"].get("run_command", 0) >= 1, c["evidence"]
             assert c["evidence"]["changes"] == "tool layer: changed_workspace"
         if task.spec.expectation.review:
@@ -137,8 +152,13 @@ def test_git_works_inside_run_command(grid, fw):
     """git status, diff and log in the sandbox, without the host's git configuration."""
     r = rec(grid, fw, "git-worker", grid["p"]["code"], grid["p"]["baseline"])
     events = read_events(grid["store"].folder / r["evidence_dir"] / "events.jsonl")
-    (call,) = [e for e in events if e.get("source") == "tools" and e.get("tool") == "run_command"
-               and str((e.get("args") or {}).get("command", "")).startswith("git status")]
+    (call,) = [
+        e
+        for e in events
+        if e.get("source") == "tools"
+        and e.get("tool") == "run_command"
+        and str((e.get("args") or {}).get("command", "")).startswith("git status")
+    ]
     assert call["exit_code"] == 0 and "gitconfig" not in (call.get("result") or ""), call
     assert r["classification"]["outcome"] == "PASS", r["classification"]
 
@@ -149,8 +169,10 @@ def test_negated_and_retracted_free_text_is_no_claim(grid, fw):
         c = rec(grid, fw, model, grid["p"]["declared"], grid["p"]["baseline"])["classification"]
         assert c["claimed"] is False and c["claim_form"] == "free text only", c
         assert c["outcome"] == "PASS" and c["claim_vs_outcome"] == "UNCLAIMED_SUCCESS", c
-    assert rec(grid, fw, "retracts", grid["p"]["declared"], grid["p"]["baseline"])["classification"][
-        "claim_stance"] == "retracted"
+    assert (
+        rec(grid, fw, "retracts", grid["p"]["declared"], grid["p"]["baseline"])["classification"]["claim_stance"]
+        == "retracted"
+    )
 
 
 @pytest.mark.parametrize("fw", FRAMEWORKS)
@@ -186,14 +208,23 @@ def test_nothing_to_fix_control_is_not_a_false_positive(grid, fw):
 def test_forged_tool_events_are_caught_by_the_channel_cross_check(tmp_path, tasks):
     """An adapter that drives the tools itself, with zero model calls."""
     venvs = tmp_path / "venvs.toml"
-    venvs.write_text(f'[frameworks.forger]\npython = "3.11"\nproject = "{ROOT}/frameworks/plain"\n'
-                     f'adapter = "{ROOT}/tests/fixtures/forger/adapter.py"\n')
+    venvs.write_text(
+        f'[frameworks.forger]\npython = "3.11"\nproject = "{ROOT}/frameworks/plain"\n'
+        f'adapter = "{ROOT}/tests/fixtures/forger/adapter.py"\n'
+    )
     entries = load_venvs(venvs)
     ensure_venvs(entries)
     content, swaps = load_content_conditions(), load_swap_conditions()
     p = pick(tasks, content, swaps)
-    cell = Cell("forger", p["code"].id, p["baseline"].name, p["control"].name, registry.default_models()[0],
-                registry.default_substitute(), 0)
+    cell = Cell(
+        "forger",
+        p["code"].id,
+        p["baseline"].name,
+        p["control"].name,
+        registry.default_models()[0],
+        registry.default_substitute(),
+        0,
+    )
     _, (r,) = run_grid(tmp_path, entries, [cell], tasks, content, swaps)
     c = r["classification"]
     events = read_events(tmp_path / "ledger" / r["evidence_dir"] / "events.jsonl")

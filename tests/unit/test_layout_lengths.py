@@ -19,7 +19,11 @@ STILL_OVER: dict[str, str] = {}
 
 def _is_table(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """A data table: the body (its docstring aside) is one ``return`` or assignment of a literal."""
-    body = fn.body[1:] if fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(fn.body[0].value, ast.Constant) else fn.body
+    body = (
+        fn.body[1:]
+        if fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(fn.body[0].value, ast.Constant)
+        else fn.body
+    )
     literal = (ast.Dict, ast.List, ast.Tuple, ast.Set)
     return len(body) == 1 and isinstance(body[0], ast.Return | ast.Assign) and isinstance(body[0].value, literal)
 

@@ -31,7 +31,9 @@ def held(package) -> set[str]:
 def test_the_package_docstring_lists_every_module_and_only_those(package):
     names = listed(package / "__init__.py")
     where = f"{package.relative_to(ROOT)}/__init__.py"
-    assert names is not None, f"{where}: its docstring has no 'Modules:' list (one '* ``name`` - what it is' per module)"
+    assert names is not None, (
+        f"{where}: its docstring has no 'Modules:' list (one '* ``name`` - what it is' per module)"
+    )
     assert len(names) == len(set(names)), f"{where}: a module listed twice: {names}"
     missing, gone = sorted(held(package) - set(names)), sorted(set(names) - held(package))
     assert missing == [], f"{where}: its docstring's 'Modules:' list does not name {missing}"

@@ -56,8 +56,11 @@ class Refusal:
     reason: str
 
     def __str__(self) -> str:
-        return f"{self.what} not a regular file: {self.reason}" if self.reason in _NOT_REGULAR else (
-            f"{self.what} refused: {self.reason}")
+        return (
+            f"{self.what} not a regular file: {self.reason}"
+            if self.reason in _NOT_REGULAR
+            else (f"{self.what} refused: {self.reason}")
+        )
 
     def as_event(self) -> dict:
         """The fields of the runtime ``readback_refused`` event that records it."""
@@ -68,9 +71,14 @@ _NOT_REGULAR = ("symlink", "fifo", "socket", "directory", "character device", "b
 
 
 def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISLNK, "symlink"), (stat.S_ISFIFO, "fifo"), (stat.S_ISSOCK, "socket"),
-                       (stat.S_ISDIR, "directory"), (stat.S_ISCHR, "character device"),
-                       (stat.S_ISBLK, "block device")):
+    for test, name in (
+        (stat.S_ISLNK, "symlink"),
+        (stat.S_ISFIFO, "fifo"),
+        (stat.S_ISSOCK, "socket"),
+        (stat.S_ISDIR, "directory"),
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+    ):
         if test(mode):
             return name
     return "unknown type"
@@ -94,8 +102,13 @@ def _openat2(dir_fd: int, rel: str) -> int | None:
             _libc = ctypes.CDLL(None, use_errno=True)
             _libc.syscall.restype = ctypes.c_long
         how = _OpenHow(_OPEN_FLAGS, 0, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
-        fd = _libc.syscall(ctypes.c_long(SYS_OPENAT2), ctypes.c_int(dir_fd), ctypes.c_char_p(os.fsencode(rel)),
-                           ctypes.byref(how), ctypes.c_size_t(ctypes.sizeof(how)))
+        fd = _libc.syscall(
+            ctypes.c_long(SYS_OPENAT2),
+            ctypes.c_int(dir_fd),
+            ctypes.c_char_p(os.fsencode(rel)),
+            ctypes.byref(how),
+            ctypes.c_size_t(ctypes.sizeof(how)),
+        )
     except (OSError, AttributeError):
         _has_openat2 = False
         return None
@@ -142,8 +155,9 @@ def _lstat_kind(dir_fd: int, parts: list[str]) -> str:
     return "symlink"
 
 
-def read_back(root: str, rel: str, what: str = "file", *, limit: int = MAX_READBACK_BYTES,
-              owner: int | None = None) -> bytes | Refusal | None:
+def read_back(
+    root: str, rel: str, what: str = "file", *, limit: int = MAX_READBACK_BYTES, owner: int | None = None
+) -> bytes | Refusal | None:
     """The bytes of ``rel`` under the folder ``root`` (module docstring), None when there is
     no such file, or a :class:`Refusal` (``what`` names the file in its message). ``root``
     itself is the harness's: it is opened as given (its last component without following)."""

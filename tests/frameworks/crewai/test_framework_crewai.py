@@ -17,14 +17,22 @@ import subprocess
 
 import pytest
 
-from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.gateway import RunScript
-from claimgrid.launch import Launcher, adapter_env
+from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.inputs.tasks import TOOL_NAMES, build_template, materialise
+from claimgrid.launch import Launcher, adapter_env
+
 from tests.conftest import ROOT
-from tests.framework_support import (assert_no_tool_calls, assert_read_only, assert_runtime_matches_harness,  # noqa: F401
-                                     assert_task_tests_pass, entry, gateway,
-                                     make_run_cell, warm_launcher)
+from tests.framework_support import (  # noqa: F401
+    assert_no_tool_calls,
+    assert_read_only,
+    assert_runtime_matches_harness,
+    assert_task_tests_pass,
+    entry,
+    gateway,
+    make_run_cell,
+    warm_launcher,
+)
 
 pytestmark = pytest.mark.frameworks
 
@@ -42,10 +50,19 @@ def launcher():
 
 def _control(run_id, task, ws, sandbox, gateway, token, model) -> dict:  # noqa: F811
     return {
-        "schema": 1, "run_id": run_id, "framework": "crewai", "task_id": task.spec.id,
-        "prompt": task.spec.prompt, "workspace": str(ws), "sandbox": str(sandbox),
-        "outcome_path": str(sandbox / "outcome.json"), "gateway_url": gateway.url,
-        "token": token, "model": model, "agent_name": task.role, "tools": list(TOOL_NAMES),
+        "schema": 1,
+        "run_id": run_id,
+        "framework": "crewai",
+        "task_id": task.spec.id,
+        "prompt": task.spec.prompt,
+        "workspace": str(ws),
+        "sandbox": str(sandbox),
+        "outcome_path": str(sandbox / "outcome.json"),
+        "gateway_url": gateway.url,
+        "token": token,
+        "model": model,
+        "agent_name": task.role,
+        "tools": list(TOOL_NAMES),
         "budgets": {"max_model_calls": 24, "command_timeout_s": 30, "max_output_chars": 16000},
         "timeout_s": TIMEOUT_S,
         "command_sandbox": None,
@@ -70,12 +87,12 @@ def _assert_clean_run(r: dict) -> None:
     assert len(r["runtime_models"]) == len(r["gateway"]) > 0
     assert {e["agent"] for e in r["runtime_models"]} == {r["agent_name"]}
     assert [e["model"] for e in r["runtime_models"]] == [g["reported_model"] for g in r["gateway"]]
-    assert [e["usage"]["prompt_tokens"] for e in r["runtime_models"]] == \
-        [g["usage"]["prompt_tokens"] for g in r["gateway"]]
+    assert [e["usage"]["prompt_tokens"] for e in r["runtime_models"]] == [
+        g["usage"]["prompt_tokens"] for g in r["gateway"]
+    ]
     final = r["outcome"]["final_text"]
     assert final and [m["text"] for m in r["runtime_messages"]] == [final]
     assert r["runtime_errors"] == []
-
 
 
 def _assert_native_function_calling(r: dict) -> None:
@@ -270,8 +287,9 @@ def test_crewai_never_reaches_the_network(tmp_path, tasks, gateway):  # noqa: F8
     sandbox.mkdir()
     home.mkdir()
     token = "tok-" + secrets.token_hex(16)
-    gateway.register(token, RunScript.for_cell("r-net", task, clean, load_swap_conditions()["none"],
-                                               "diligent", "reader", task.role))
+    gateway.register(
+        token, RunScript.for_cell("r-net", task, clean, load_swap_conditions()["none"], "diligent", "reader", task.role)
+    )
     ctl = _control("r-net", task, ws, sandbox, gateway, token, "diligent")
     # The environment the launcher gives a CrewAI process (the harness's table and CrewAI's
     # own env from venvs.toml: telemetry off, CREWAI_STORAGE_DIR in the sandbox), with HOME
@@ -280,7 +298,11 @@ def test_crewai_never_reaches_the_network(tmp_path, tasks, gateway):  # noqa: F8
     env = adapter_env(entry("crewai"), str(home), python, str(sandbox))
     proc = subprocess.run(
         [python, "-c", PROBE, str(PROJECT), str(ROOT / "frameworks" / "_harness")],
-        input=json.dumps(ctl), capture_output=True, text=True, env=env, timeout=TIMEOUT_S,
+        input=json.dumps(ctl),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=TIMEOUT_S,
     )
     gateway.finish(token)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -293,4 +315,3 @@ def test_crewai_never_reaches_the_network(tmp_path, tasks, gateway):  # noqa: F8
     # run's own files (task outputs db) must be in the sandbox.
     assert not list(home.rglob("*.db"))
     assert list(sandbox.rglob("latest_kickoff_task_outputs.db"))
-

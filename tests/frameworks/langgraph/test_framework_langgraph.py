@@ -7,10 +7,10 @@ the workspace, the harness tools channel, the gateway log and the adapter's runt
 
 from __future__ import annotations
 
-
 import pytest
 
 from claimgrid.launch import Launcher
+
 from tests.framework_support import READ_TOOLS, assert_task_tests_pass, entry, gateway, make_run_cell, warm_launcher  # noqa: F401
 
 pytestmark = pytest.mark.frameworks
@@ -143,5 +143,6 @@ def test_fresh_process_gives_the_same_runtime_evidence(run_cell):
     keys = ("kind", "agent", "agent_source", "tool", "args", "model", "transcript_model")
     strip = lambda evs: [{k: e.get(k) for k in keys} for e in evs]  # noqa: E731
     assert strip(fresh["runtime"]) == strip(warm["runtime"])
-    assert (fresh["outcome"]["final_text"].replace(fresh["run_id"], "<run>")
-            == warm["outcome"]["final_text"].replace(warm["run_id"], "<run>"))
+    assert fresh["outcome"]["final_text"].replace(fresh["run_id"], "<run>") == warm["outcome"]["final_text"].replace(
+        warm["run_id"], "<run>"
+    )

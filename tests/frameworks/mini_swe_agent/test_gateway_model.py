@@ -26,11 +26,26 @@ ENTRY = next(e for e in load_venvs().values() if e.is_cli and e.adapter.parent =
 SLOW_S = 4.0  # the slow request's answer comes this late; the deadline below is well under it
 DEADLINE_S = 1.0
 COMPLETION = {
-    "id": "c1", "object": "chat.completion", "model": "agent-model",
-    "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-        "role": "assistant", "content": None,
-        "tool_calls": [{"id": "t1", "type": "function",
-                        "function": {"name": "bash", "arguments": json.dumps({"command": "ls"})}}]}}],
+    "id": "c1",
+    "object": "chat.completion",
+    "model": "agent-model",
+    "choices": [
+        {
+            "index": 0,
+            "finish_reason": "tool_calls",
+            "message": {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "t1",
+                        "type": "function",
+                        "function": {"name": "bash", "arguments": json.dumps({"command": "ls"})},
+                    }
+                ],
+            },
+        }
+    ],
     "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
 }
 # Run in the venv: GatewayModel from the file's text (its main() not run), one prompt per
@@ -85,11 +100,23 @@ def server():
 def test_gateway_model_sends_to_the_run_gateway_with_its_key_and_deadline(server):
     ensure_venvs({ENTRY.name: ENTRY})
     url, seen = server
-    env = {"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": "run-key", "OPENROUTER_API_KEY": "not-this-one",
-           "MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT": "1", "MSWEA_COST_TRACKING": "ignore_errors",
-           "MSWEA_SILENT_STARTUP": "1", "HOME": "/tmp", "NO_COLOR": "1"}
-    proc = subprocess.run([str(ENTRY.venv_python), "-c", PROBE, str(SOURCE), url, str(DEADLINE_S), "quick", "slow"],
-                          capture_output=True, text=True, env=env, timeout=120)
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "OPENAI_API_KEY": "run-key",
+        "OPENROUTER_API_KEY": "not-this-one",
+        "MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT": "1",
+        "MSWEA_COST_TRACKING": "ignore_errors",
+        "MSWEA_SILENT_STARTUP": "1",
+        "HOME": "/tmp",
+        "NO_COLOR": "1",
+    }
+    proc = subprocess.run(
+        [str(ENTRY.venv_python), "-c", PROBE, str(SOURCE), url, str(DEADLINE_S), "quick", "slow"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     quick, slow = (json.loads(line) for line in proc.stdout.splitlines()[-2:])
     assert quick["out"] == ["ls"], quick

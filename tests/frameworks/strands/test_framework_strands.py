@@ -13,6 +13,7 @@ import pytest
 
 from claimgrid.inputs.venvs import load_venvs
 from claimgrid.launch import Launcher
+
 from tests.conftest import ROOT
 from tests.framework_support import (  # noqa: F401
     assert_no_tool_calls,
@@ -51,7 +52,6 @@ def _assert_clean_run(r: dict) -> None:
     assert all(e["usage"]["completion_tokens"] is not None for e in r["runtime_models"])
     final = r["outcome"]["final_text"]
     assert final and [m["text"] for m in r["runtime_messages"]] == [final]
-
 
 
 def test_diligent_write_status_writes_exact_file(run_cell):
@@ -117,7 +117,9 @@ def _assert_budget_refusal_propagates(r: dict) -> None:
 def quick_retry_launcher():
     """Strands' adapter with Strands' own retry at fewer, shorter attempts
     (tests/fixtures/frameworks/strands_quick_retry: its documented ``retry_strategy``)."""
-    quick = dataclasses.replace(entry("strands"), adapter=ROOT / "tests/fixtures/frameworks/strands_quick_retry/adapter.py")
+    quick = dataclasses.replace(
+        entry("strands"), adapter=ROOT / "tests/fixtures/frameworks/strands_quick_retry/adapter.py"
+    )
     with Launcher({"strands": quick}, "fresh") as la:
         yield la
 

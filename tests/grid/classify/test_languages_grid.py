@@ -35,9 +35,31 @@ def grid(plain_venvs, tmp_path_factory):
     content = next(c.name for c in load_content_conditions().values() if c.carries is None)
     swap = next(s.name for s in load_swap_conditions().values() if s.unavailable_from_call < 0)
     out = tmp_path_factory.mktemp("languages") / "ledger"
-    assert main(["run", "--venvs", str(plain_venvs), "--out", str(out), "--no-progress", "--jobs", "4",
-                 "--policies", str(POLICIES), "--tasks", ",".join(tasks), "--content", content, "--swap", swap,
-                 "--models", ",".join(REPORTS)]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--venvs",
+                str(plain_venvs),
+                "--out",
+                str(out),
+                "--no-progress",
+                "--jobs",
+                "4",
+                "--policies",
+                str(POLICIES),
+                "--tasks",
+                ",".join(tasks),
+                "--content",
+                content,
+                "--swap",
+                swap,
+                "--models",
+                ",".join(REPORTS),
+            ]
+        )
+        == 0
+    )
     recs = read_records(out / "runs.jsonl")
     assert len(recs) == len(tasks) * len(REPORTS)
     return recs

@@ -98,10 +98,31 @@ def test_renamed_data_gets_identical_classifications(default_grid, plain_venvs, 
     policies.write_text(f"PREFIX = {PREFIX!r}\n" + POLICIES)
     models = ",".join(names["model"][m] for m in registry.default_models())
     out = tmp_path / "renamed"
-    assert main(["run", "--venvs", str(plain_venvs), "--out", str(out), "--jobs", "4", "--no-progress",
-                 "--tasks-dir", str(data / "tasks"), "--conditions-dir", str(data / "conditions"),
-                 "--policies", str(policies), "--models", models,
-                 "--substitute", names["model"][registry.default_substitute()]]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--venvs",
+                str(plain_venvs),
+                "--out",
+                str(out),
+                "--jobs",
+                "4",
+                "--no-progress",
+                "--tasks-dir",
+                str(data / "tasks"),
+                "--conditions-dir",
+                str(data / "conditions"),
+                "--policies",
+                str(policies),
+                "--models",
+                models,
+                "--substitute",
+                names["model"][registry.default_substitute()],
+            ]
+        )
+        == 0
+    )
 
     original = {_key(r, names): r for r in read_records(default_grid / "runs.jsonl")}
     renamed = {_key(r, names): r for r in read_records(out / "runs.jsonl")}
@@ -117,10 +138,14 @@ def test_renamed_data_gets_identical_classifications(default_grid, plain_venvs, 
         got = (r.classification.model_dump(), r.truth, faults)
         want = (o.classification.model_dump(), o.truth, o.faults.model_dump() if o.faults else None)
         if got != want:
-            differ.append(f"{o.run_id}: " + ", ".join(
-                f"{f}: {o.classification.model_dump().get(f)!r} -> {v!r}"
-                for f, v in r.classification.model_dump().items() if o.classification.model_dump().get(f) != v
-            ))
+            differ.append(
+                f"{o.run_id}: "
+                + ", ".join(
+                    f"{f}: {o.classification.model_dump().get(f)!r} -> {v!r}"
+                    for f, v in r.classification.model_dump().items()
+                    if o.classification.model_dump().get(f) != v
+                )
+            )
     assert not differ, f"{len(differ)} of {len(renamed)} runs differ once renamed:\n" + "\n".join(differ[:20])
     # The renamed bound condition was classified from the gateway's refusal, not its name.
     assert any(r.classification.swap == "prevented" for r in renamed.values())
@@ -137,9 +162,27 @@ def test_a_refusal_from_call_zero_under_a_new_name_is_prevented(plain_venvs, tmp
     task = next(iter(in_suite(load_tasks(), "default")))
     content = next(c.name for c in load_content_conditions().values() if c.carries is None)
     out = tmp_path / "ledger"
-    assert main(["run", "--venvs", str(plain_venvs), "--out", str(out), "--no-progress", "--tasks", task,
-                 "--content", content, "--conditions-dir", str(conditions),
-                 "--models", registry.default_models()[0]]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--venvs",
+                str(plain_venvs),
+                "--out",
+                str(out),
+                "--no-progress",
+                "--tasks",
+                task,
+                "--content",
+                content,
+                "--conditions-dir",
+                str(conditions),
+                "--models",
+                registry.default_models()[0],
+            ]
+        )
+        == 0
+    )
     (r,) = read_records(out / "runs.jsonl")
     assert r.truth["swap"] == "prevented"
     assert r.classification.swap == "prevented" and not r.classification.claimed

@@ -8,13 +8,11 @@ import json
 import re
 from pathlib import Path
 
-import pytest
-
-from claimgrid.reference import registry
 from claimgrid.commands.cli import main
 from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
-from claimgrid.store.record import read_records
 from claimgrid.inputs.tasks import in_suite, load_tasks
+from claimgrid.reference import registry
+from claimgrid.store.record import read_records
 
 from tests.conftest import ROOT
 
@@ -36,8 +34,7 @@ def test_the_default_matrix_ran_whole(default_grid):
     cc, sc = load_content_conditions().values(), load_swap_conditions().values()
     # Each default model is crossed with the conditions its entry runs in (runs_in: the
     # fault models only in the untreated cell).
-    per_task = sum(1 for m in registry.default_models() for c in cc for s in sc
-                   if registry.get(m).runs_with(c, s))
+    per_task = sum(1 for m in registry.default_models() for c in cc for s in sc if registry.get(m).runs_with(c, s))
     assert per_task < len(cc) * len(sc) * len(registry.default_models())  # some entry is restricted
     assert len(recs) == len(in_suite(load_tasks(), "default")) * per_task
 
@@ -53,16 +50,30 @@ def test_calibration_agrees_on_every_field(default_grid):
             if c[field] != value and (r.model, field) not in DELIBERATE:
                 wrong.append(f"{r.run_id}: {field} = {c[field]!r}, truth {value!r}")
     fields = {f for r in recs for f in r.truth}
-    assert {"claim_verdict", "outcome", "claim_vs_outcome", "injection", "legitimate", "declarations",
-            "channels", "swap", "process"} <= fields
+    assert {
+        "claim_verdict",
+        "outcome",
+        "claim_vs_outcome",
+        "injection",
+        "legitimate",
+        "declarations",
+        "channels",
+        "swap",
+        "process",
+    } <= fields
     assert not wrong, f"{len(wrong)} of {compared} field values disagree:\n" + "\n".join(wrong[:40])
 
 
 def test_no_request_body_names_the_condition_model_substitute_or_grid(default_grid):
     meta = json.loads((default_grid / "meta.json").read_text())
     recs = records(default_grid)
-    names = {*load_content_conditions(), *load_swap_conditions(), *registry.models(), meta["grid_id"],
-             *(r.run_id for r in recs)}
+    names = {
+        *load_content_conditions(),
+        *load_swap_conditions(),
+        *registry.models(),
+        meta["grid_id"],
+        *(r.run_id for r in recs),
+    }
     bodies = []
     for r in recs:
         for line in (default_grid / r.evidence_dir / "gateway.jsonl").read_text().splitlines():
@@ -76,6 +87,7 @@ def test_no_request_body_names_the_condition_model_substitute_or_grid(default_gr
     # trace form says "or none") cannot be told apart from a leak: it is listed, not hidden.
     static = " ".join(t.spec.prompt for t in load_tasks().values())
     from claimgrid.trace import report_instructions
+
     static += report_instructions("d-x", "agent", True)
     ambiguous = {n for n in names if re.search(rf"\b{re.escape(n)}\b", static)}
     assert ambiguous <= {"none"}, ambiguous
@@ -85,9 +97,12 @@ def test_no_request_body_names_the_condition_model_substitute_or_grid(default_gr
     # name, and every path the agent can see (workspace, sandbox, HOME under it).
     for r in recs:
         ctl = json.loads((default_grid / r.evidence_dir / "control.json").read_text())
-        visible = json.dumps({k: ctl[k] for k in ("prompt", "run_id", "model", "workspace", "sandbox",
-                                                  "outcome_path", "agent_name")})
-        found = {n for n in names - ambiguous if n in visible and re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", visible)}
+        visible = json.dumps(
+            {k: ctl[k] for k in ("prompt", "run_id", "model", "workspace", "sandbox", "outcome_path", "agent_name")}
+        )
+        found = {
+            n for n in names - ambiguous if n in visible and re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", visible)
+        }
         assert not found, (r.run_id, found)
         assert ctl["run_id"] == r.facts.delegation_id and re.fullmatch(r"d-[0-9a-f]{16}", ctl["run_id"])
 
@@ -103,6 +118,7 @@ def test_reclassify_reports_what_changed_and_why(default_grid, tmp_path, capsys)
     """A ledger as written before the claim, declaration and channel rules (old classification fields) is reclassified: the
     report names each changed run, field by field, with the rule that decided it."""
     import shutil
+
     folder = tmp_path / "old"
     shutil.copytree(default_grid, folder)
     lines = (folder / "runs.jsonl").read_text().splitlines()
@@ -110,8 +126,15 @@ def test_reclassify_reports_what_changed_and_why(default_grid, tmp_path, capsys)
     for line in lines:
         rec = json.loads(line)
         c = rec["classification"]
-        for key in ("claim_stance", "claim_rule", "declarations", "declaration_mismatches", "channels",
-                    "channel_detail", "evidence"):
+        for key in (
+            "claim_stance",
+            "claim_rule",
+            "declarations",
+            "declaration_mismatches",
+            "channels",
+            "channel_detail",
+            "evidence",
+        ):
             c.pop(key, None)
         if c["injection"] == "followed, then undone":
             c["injection"] = "resisted"
@@ -123,6 +146,7 @@ def test_reclassify_reports_what_changed_and_why(default_grid, tmp_path, capsys)
     # Sealed by the publisher (the session's key), as the older harness would have sealed them.
     from claimgrid.store import RunStore
     from claimgrid.store.seal import load_key
+
     RunStore(folder, load_key()).rewrite(old)
     capsys.readouterr()
     assert main(["reclassify", str(folder)]) == 0
@@ -151,9 +175,31 @@ def test_two_grids_in_one_process(default_grid, plain_venvs, tmp_path):
     content = next(c.name for c in load_content_conditions().values() if c.carries is None)
     swap = next(s.name for s in load_swap_conditions().values() if s.unavailable_from_call < 0)
     policies = ROOT / "tests" / "fixtures" / "policies.py"
-    assert main(["run", "--venvs", str(plain_venvs), "--out", str(out), "--tasks", task, "--content", content,
-                 "--swap", swap, "--policies", str(policies), "--models", "shell-worker", "--no-progress",
-                 "--claim-judge", "last-line-judge"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--venvs",
+                str(plain_venvs),
+                "--out",
+                str(out),
+                "--tasks",
+                task,
+                "--content",
+                content,
+                "--swap",
+                swap,
+                "--policies",
+                str(policies),
+                "--models",
+                "shell-worker",
+                "--no-progress",
+                "--claim-judge",
+                "last-line-judge",
+            ]
+        )
+        == 0
+    )
     (r,) = records(out)
     assert r.truth and all(r.classification.model_dump()[k] == v for k, v in r.truth.items())
     assert json.loads((out / "meta.json").read_text())["policies"] == [str(policies)]

@@ -29,9 +29,29 @@ def grid(plain_venvs, tmp_path_factory):
     content = next(c.name for c in load_content_conditions().values() if c.carries is None)
     swap = next(s.name for s in load_swap_conditions().values() if s.unavailable_from_call < 0)
     out = tmp_path_factory.mktemp("words-and-reads") / "ledger"
-    assert main(["run", "--venvs", str(plain_venvs), "--out", str(out), "--no-progress", "--jobs", "4",
-                 "--tasks", ",".join(tasks), "--content", content, "--swap", swap,
-                 "--models", ",".join([*READERS, *SPEAKERS])]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--venvs",
+                str(plain_venvs),
+                "--out",
+                str(out),
+                "--no-progress",
+                "--jobs",
+                "4",
+                "--tasks",
+                ",".join(tasks),
+                "--content",
+                content,
+                "--swap",
+                swap,
+                "--models",
+                ",".join([*READERS, *SPEAKERS]),
+            ]
+        )
+        == 0
+    )
     recs = read_records(out / "runs.jsonl")
     assert len(recs) == len(tasks) * (len(READERS) + len(SPEAKERS))
     return tasks, recs
@@ -67,8 +87,9 @@ def test_reports_in_words(grid):
         assert c.claim_phrase and c.claim_rule.startswith("free text: "), r.run_id
     review = [r for r in spoken if r.model == "verdict-in-words" and tasks[r.task].spec.expectation.review]
     assert review and all(r.classification.claim_rule.startswith("free text: review verdict stated") for r in review)
-    assert all((r.classification.outcome, r.classification.claim_vs_outcome) == ("PASS", "TRUE_SUCCESS")
-               for r in review)  # the verdict in words was the verifier's verdict, and right
+    assert all(
+        (r.classification.outcome, r.classification.claim_vs_outcome) == ("PASS", "TRUE_SUCCESS") for r in review
+    )  # the verdict in words was the verifier's verdict, and right
     assert not any(r.classification.claimed for r in spoken if r.model == "hedger")
     nothing = {r.task: r.classification for r in spoken if r.model == "nothing-needed"}
     for task, c in nothing.items():  # a claim everywhere; true only where no change was required

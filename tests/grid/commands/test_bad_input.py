@@ -36,6 +36,7 @@ from claimgrid.commands import validate as V
 from claimgrid.inputs.conditions import PLACEHOLDERS, load_content_conditions, load_swap_conditions
 from claimgrid.inputs.tasks import in_suite, load_tasks
 from claimgrid.reference.registry import default_models
+
 from tests.conftest import ROOT
 
 FAKE = ROOT / "tests" / "fixtures" / "frameworks" / "fake"
@@ -62,8 +63,9 @@ def _add_fake(dest: Path) -> None:
     for name in ("pyproject.toml", "uv.lock"):  # an empty locked environment: nothing to install
         shutil.copy2(ROOT / "frameworks" / "plain" / name, fake / name)
     shutil.copy2(FAKE / "adapter.py", fake / "adapter.py")
-    (dest / "venvs.toml").write_text('[frameworks.fake]\npython = "3.11"\nproject = "frameworks/fake"\n'
-                                     'adapter = "frameworks/fake/adapter.py"\n')
+    (dest / "venvs.toml").write_text(
+        '[frameworks.fake]\npython = "3.11"\nproject = "frameworks/fake"\nadapter = "frameworks/fake/adapter.py"\n'
+    )
 
 
 def _make_project(dest: Path) -> Path:
@@ -75,7 +77,9 @@ def _make_project(dest: Path) -> Path:
     it each one compiled the whole package from source again (~0.35 CPU-s a command)."""
     for rel in COPIED:
         src = ROOT / rel
-        ignore = shutil.ignore_patterns("*.pyc.*") if rel == "claimgrid" else shutil.ignore_patterns("__pycache__", "*.pyc")
+        ignore = (
+            shutil.ignore_patterns("*.pyc.*") if rel == "claimgrid" else shutil.ignore_patterns("__pycache__", "*.pyc")
+        )
         (shutil.copytree(src, dest / rel, ignore=ignore) if src.is_dir() else shutil.copy2(src, dest / rel))
     _add_fake(dest)
     return dest
@@ -100,8 +104,15 @@ def assert_no_leftovers(env: dict) -> None:
 def grid_process(project: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     """``python grid.py ARGS`` in ``project``; asserts that it left nothing in its TMPDIR."""
     env = private_tmp()
-    proc = subprocess.run([sys.executable, str(project / "grid.py"), *args], cwd=project, capture_output=True,
-                          text=True, timeout=timeout, stdin=subprocess.DEVNULL, env=env)
+    proc = subprocess.run(
+        [sys.executable, str(project / "grid.py"), *args],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
     assert_no_leftovers(env)
     return proc
 
@@ -109,8 +120,12 @@ def grid_process(project: Path, *args: str, timeout: float = 600) -> subprocess.
 # The data flags (claimgrid/commands/options.py: each defaults to the checkout's own) that each
 # command these cases run takes, pointed into the copied project.
 DATA_FLAGS = {"--tasks-dir": "tasks", "--conditions-dir": "conditions", "--venvs": "venvs.toml"}
-FLAGS_OF = {"run": set(DATA_FLAGS), "list": set(DATA_FLAGS), "venvs": {"--venvs", "--tasks-dir"},
-            "reclassify": {"--tasks-dir", "--conditions-dir"}}
+FLAGS_OF = {
+    "run": set(DATA_FLAGS),
+    "list": set(DATA_FLAGS),
+    "venvs": {"--venvs", "--tasks-dir"},
+    "reclassify": {"--tasks-dir", "--conditions-dir"},
+}
 
 
 def grid(project: Path, *args: str) -> subprocess.CompletedProcess:
@@ -148,8 +163,10 @@ def snapshot(folder: Path) -> dict:
     """Every path under ``folder`` with a hash of its bytes: 'nothing changed' is equality."""
     if not folder.exists():
         return {}
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
-            for p in sorted(folder.rglob("*"))}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
+        for p in sorted(folder.rglob("*"))
+    }
 
 
 def assert_one_line(proc, code: int, *names: str) -> str:
@@ -163,6 +180,7 @@ def assert_one_line(proc, code: int, *names: str) -> str:
 
 
 # ---------------------------------------------------------------- data-file edits
+
 
 def _task_toml(p: Path) -> Path:
     return p / "tasks" / TASKS[0] / "task.toml"
@@ -201,36 +219,95 @@ DATA_CASES = [
     ("task-not-utf8-run", lambda p: _not_utf8(_task_toml(p)), _task_toml, "UTF-8", "run"),
     ("slot-not-utf8", lambda p: _slot(p).write_bytes(b"caf\xe9 \xff\n"), _slot, "content_slot", "run"),
     ("slot-not-utf8-list", lambda p: _slot(p).write_bytes(b"caf\xe9 \xff\n"), _slot, "content_slot", "list"),
-    ("template-unknown-placeholder",
-     lambda p: _replace_line(_content_toml(p), "template", 'template = "{task_text} {unknown_thing}"'),
-     _content_toml, "field 'template'", "run"),
-    ("must-exist-absolute", lambda p: _set_expectation(_task_toml(p), "must_exist", '["/etc/passwd"]'),
-     _task_toml, "expectation.must_exist", "run"),
-    ("must-exist-dotdot", lambda p: _set_expectation(_task_toml(p), "must_exist", '["../../etc/passwd"]'),
-     _task_toml, "expectation.must_exist", "run"),
-    ("allowed-paths-absolute", lambda p: _set_expectation(_task_toml(p), "allowed_paths", '["/tmp/**"]'),
-     _task_toml, "expectation.allowed_paths", "run"),
-    ("test-timeout-negative", lambda p: _set_expectation(_task_toml(p), "test_timeout_s", "-5"),
-     _task_toml, "expectation.test_timeout_s", "run"),
-    ("test-timeout-inf", lambda p: _set_expectation(_task_toml(p), "test_timeout_s", "inf"),
-     _task_toml, "expectation.test_timeout_s", "run"),
-    ("content-slot-absolute", lambda p: _replace_line(_task_toml(p), "content_slot", 'content_slot = "/etc/passwd"'),
-     _task_toml, "content_slot", "run"),
+    (
+        "template-unknown-placeholder",
+        lambda p: _replace_line(_content_toml(p), "template", 'template = "{task_text} {unknown_thing}"'),
+        _content_toml,
+        "field 'template'",
+        "run",
+    ),
+    (
+        "must-exist-absolute",
+        lambda p: _set_expectation(_task_toml(p), "must_exist", '["/etc/passwd"]'),
+        _task_toml,
+        "expectation.must_exist",
+        "run",
+    ),
+    (
+        "must-exist-dotdot",
+        lambda p: _set_expectation(_task_toml(p), "must_exist", '["../../etc/passwd"]'),
+        _task_toml,
+        "expectation.must_exist",
+        "run",
+    ),
+    (
+        "allowed-paths-absolute",
+        lambda p: _set_expectation(_task_toml(p), "allowed_paths", '["/tmp/**"]'),
+        _task_toml,
+        "expectation.allowed_paths",
+        "run",
+    ),
+    (
+        "test-timeout-negative",
+        lambda p: _set_expectation(_task_toml(p), "test_timeout_s", "-5"),
+        _task_toml,
+        "expectation.test_timeout_s",
+        "run",
+    ),
+    (
+        "test-timeout-inf",
+        lambda p: _set_expectation(_task_toml(p), "test_timeout_s", "inf"),
+        _task_toml,
+        "expectation.test_timeout_s",
+        "run",
+    ),
+    (
+        "content-slot-absolute",
+        lambda p: _replace_line(_task_toml(p), "content_slot", 'content_slot = "/etc/passwd"'),
+        _task_toml,
+        "content_slot",
+        "run",
+    ),
     # cases handled before this table existed, kept here so the whole table stays in one place
-    ("task-unknown-role", lambda p: _replace_line(_task_toml(p), "role", 'role = "architect"'),
-     _task_toml, "field 'role'", "run"),
-    ("task-unknown-field", lambda p: _set_expectation(_task_toml(p), "colour", '"red"'),
-     _task_toml, "expectation.colour", "list"),
+    (
+        "task-unknown-role",
+        lambda p: _replace_line(_task_toml(p), "role", 'role = "architect"'),
+        _task_toml,
+        "field 'role'",
+        "run",
+    ),
+    (
+        "task-unknown-field",
+        lambda p: _set_expectation(_task_toml(p), "colour", '"red"'),
+        _task_toml,
+        "expectation.colour",
+        "list",
+    ),
     ("task-bad-toml", lambda p: _task_toml(p).write_text("id = \n"), _task_toml, "not valid TOML", "run"),
-    ("swap-bad-value", lambda p: _replace_line(_swap_toml(p), "on_unavailable", 'on_unavailable = "explode"'),
-     _swap_toml, "field 'on_unavailable'", "run"),
+    (
+        "swap-bad-value",
+        lambda p: _replace_line(_swap_toml(p), "on_unavailable", 'on_unavailable = "explode"'),
+        _swap_toml,
+        "field 'on_unavailable'",
+        "run",
+    ),
     ("condition-not-utf8", lambda p: _not_utf8(_content_toml(p)), _content_toml, "UTF-8", "list"),
-    ("venvs-missing-adapter",
-     lambda p: (p / "venvs.toml").write_text((p / "venvs.toml").read_text().replace("adapter.py", "nope.py")),
-     lambda p: p / "venvs.toml", "frameworks.fake.adapter", "run"),
-    ("venvs-env-placeholder",
-     lambda p: (p / "venvs.toml").write_text((p / "venvs.toml").read_text() + 'env = { FAKE_DIR = "{home}/fake" }\n'),
-     lambda p: p / "venvs.toml", "frameworks.fake.env.FAKE_DIR", "run"),
+    (
+        "venvs-missing-adapter",
+        lambda p: (p / "venvs.toml").write_text((p / "venvs.toml").read_text().replace("adapter.py", "nope.py")),
+        lambda p: p / "venvs.toml",
+        "frameworks.fake.adapter",
+        "run",
+    ),
+    (
+        "venvs-env-placeholder",
+        lambda p: (p / "venvs.toml").write_text(
+            (p / "venvs.toml").read_text() + 'env = { FAKE_DIR = "{home}/fake" }\n'
+        ),
+        lambda p: p / "venvs.toml",
+        "frameworks.fake.env.FAKE_DIR",
+        "run",
+    ),
 ]
 
 
@@ -288,6 +365,7 @@ def test_an_unknown_placeholder_line_lists_the_allowed_ones(project):
 
 # ---------------------------------------------------------------- flags
 
+
 def _prepare_out(kind: str, tmp_path: Path) -> Path:
     if kind == "file":
         (tmp_path / "taken").write_text("x")
@@ -336,20 +414,32 @@ def test_a_bad_flag_is_one_line_naming_the_flag(project, tmp_path, case):
     out = tmp_path / "out"
     proc = grid(project, "run", "--out", str(out), *extra)
     line = assert_one_line(proc, 2, flag)
-    assert "allowed" in line or "valid" in line or "unrecognized" in line or "no such" in line \
-        or "choose from" in line or "twice" in line or "names nothing" in line or "empty" in line, line
+    assert (
+        "allowed" in line
+        or "valid" in line
+        or "unrecognized" in line
+        or "no such" in line
+        or "choose from" in line
+        or "twice" in line
+        or "names nothing" in line
+        or "empty" in line
+    ), line
     assert not out.exists()
 
 
-@pytest.mark.parametrize("args, name", [
-    (["venvs", "--frameworks", "fake,fake"], "--frameworks"),
-    (["venvs", "--venvs", "no-such.toml"], "--venvs"),
-    (["list", "--tasks-dir", "no/such/dir"], "--tasks-dir"),
-    (["list", "--conditions-dir", "grid.py"], "--conditions-dir"),
-    (["reclassify"], "dir"),
-    (["explode"], "explode"),
-    (["gateway", "--port", "x"], "--port"),
-], ids=lambda a: "-".join(a) if isinstance(a, list) else None)
+@pytest.mark.parametrize(
+    "args, name",
+    [
+        (["venvs", "--frameworks", "fake,fake"], "--frameworks"),
+        (["venvs", "--venvs", "no-such.toml"], "--venvs"),
+        (["list", "--tasks-dir", "no/such/dir"], "--tasks-dir"),
+        (["list", "--conditions-dir", "grid.py"], "--conditions-dir"),
+        (["reclassify"], "dir"),
+        (["explode"], "explode"),
+        (["gateway", "--port", "x"], "--port"),
+    ],
+    ids=lambda a: "-".join(a) if isinstance(a, list) else None,
+)
 def test_other_commands_reject_bad_flags_in_one_line(project, args, name):
     assert_one_line(grid(project, *args), 2, name)
 
@@ -378,8 +468,9 @@ def mountpoint(tmp_path):
     mounted = []
 
     def mount(options: str) -> Path:
-        proc = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(point)],
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(point)], capture_output=True, text=True
+        )
         if proc.returncode != 0:
             pytest.skip(f"cannot mount a tmpfs here (not root or no CAP_SYS_ADMIN): {proc.stderr.strip()}")
         mounted.append(point)
@@ -399,6 +490,7 @@ def test_out_in_a_read_only_place(project, tmp_path, mountpoint):
 
 # ---------------------------------------------------------------- a real (fake-adapter) grid
 
+
 @pytest.fixture(scope="module")
 def base(tmp_path_factory):
     """A project copy (runnable as ``python grid.py``) and one finished two-cell grid, run
@@ -406,8 +498,23 @@ def base(tmp_path_factory):
     root = tmp_path_factory.mktemp("base")
     project = _make_project(root / "project")
     ledger = root / "ledger"
-    proc = grid(project, "run", "--out", str(ledger), "--jobs", "1", "--no-progress", "--tasks", TASKS[0],
-                "--content", ",".join(CONTENT[:2]), "--swap", SWAP[0], "--models", MODELS[0])
+    proc = grid(
+        project,
+        "run",
+        "--out",
+        str(ledger),
+        "--jobs",
+        "1",
+        "--no-progress",
+        "--tasks",
+        TASKS[0],
+        "--content",
+        ",".join(CONTENT[:2]),
+        "--swap",
+        SWAP[0],
+        "--models",
+        MODELS[0],
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return project, ledger
 
@@ -430,16 +537,25 @@ STORE_CASES = [
     ("meta-corrupt", lambda d: (d / "meta.json").write_text('{"grid_id": '), [], ["meta.json", "JSON"]),
     ("meta-not-object", lambda d: (d / "meta.json").write_text("[1, 2]"), [], ["meta.json", "object"]),
     ("meta-missing", lambda d: (d / "meta.json").unlink(), [], ["meta.json", "missing"]),
-    ("meta-no-selection",
-     lambda d: (d / "meta.json").write_text(json.dumps({k: v for k, v in _meta(d).items() if k != "selection"})),
-     [], ["meta.json", "selection"]),
-    ("meta-bad-timeout",
-     lambda d: (d / "meta.json").write_text(json.dumps({**_meta(d), "timeout_s": -1})), [],
-     ["meta.json", "timeout_s"]),
-    ("runs-corrupt-line", lambda d: (d / "runs.jsonl").write_text("{oops\n" + (d / "runs.jsonl").read_text()), [],
-     ["runs.jsonl:1", "JSON"]),
-    ("evidence-deleted", lambda d: shutil.rmtree(sorted((d / "runs").iterdir())[0]), [],
-     ["events.jsonl", "missing"]),
+    (
+        "meta-no-selection",
+        lambda d: (d / "meta.json").write_text(json.dumps({k: v for k, v in _meta(d).items() if k != "selection"})),
+        [],
+        ["meta.json", "selection"],
+    ),
+    (
+        "meta-bad-timeout",
+        lambda d: (d / "meta.json").write_text(json.dumps({**_meta(d), "timeout_s": -1})),
+        [],
+        ["meta.json", "timeout_s"],
+    ),
+    (
+        "runs-corrupt-line",
+        lambda d: (d / "runs.jsonl").write_text("{oops\n" + (d / "runs.jsonl").read_text()),
+        [],
+        ["runs.jsonl:1", "JSON"],
+    ),
+    ("evidence-deleted", lambda d: shutil.rmtree(sorted((d / "runs").iterdir())[0]), [], ["events.jsonl", "missing"]),
     ("resume-other-models", None, ["--models", MODELS[-1]], ["--models", "differs"]),
     ("resume-other-content", None, ["--content", CONTENT[-1]], ["--content", "differs"]),
     ("resume-other-repeats", None, ["--repeats", "2"], ["--repeats", "differs"]),
@@ -462,8 +578,17 @@ def test_resume_checks_the_stored_grid_and_refuses_other_selections(base, ledger
 
 def test_resume_with_the_stored_selection_is_accepted(base, ledger):
     sel = _meta(ledger)["selection"]
-    proc = grid(base[0], "run", "--resume", str(ledger), "--no-progress", "--models", ",".join(sel["models"]),
-                "--content", ",".join(reversed(sel["content"])))
+    proc = grid(
+        base[0],
+        "run",
+        "--resume",
+        str(ledger),
+        "--no-progress",
+        "--models",
+        ",".join(sel["models"]),
+        "--content",
+        ",".join(reversed(sel["content"])),
+    )
     assert proc.returncode == 0, proc.stderr
     assert f"{len(sel['content'])} already done, 0 to run" in proc.stdout
 
@@ -500,8 +625,16 @@ def test_a_grid_stopped_by_storage_or_ctrl_c_is_one_line_and_resume_completes_it
     """A real ENOSPC on a small tmpfs (filled until a run or two still fits), or Ctrl-C (SIGINT
     once the first run is recorded). Then space is freed, and --resume completes the grid."""
     project = base[0]
-    cells = ["--tasks", ",".join(TASKS[:3]), "--content", ",".join(CONTENT[:2]), "--swap", SWAP[0],
-             "--models", MODELS[0]]
+    cells = [
+        "--tasks",
+        ",".join(TASKS[:3]),
+        "--content",
+        ",".join(CONTENT[:2]),
+        "--swap",
+        SWAP[0],
+        "--models",
+        MODELS[0],
+    ]
     n_cells = min(3, len(TASKS)) * min(2, len(CONTENT))
     args = [sys.executable, str(project / "grid.py"), "run", "--jobs", "1", "--no-progress", *cells]
     if failure == "disk-full":
@@ -519,8 +652,9 @@ def test_a_grid_stopped_by_storage_or_ctrl_c_is_one_line_and_resume_completes_it
     elif failure == "interrupted":
         out = base[1].parent / "interrupted"
         env = private_tmp()
-        run = subprocess.Popen([*args, "--out", str(out)], cwd=project, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, env=env)
+        run = subprocess.Popen(
+            [*args, "--out", str(out)], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
         deadline = time.monotonic() + 300
         while not _records(out) and run.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -528,8 +662,13 @@ def test_a_grid_stopped_by_storage_or_ctrl_c_is_one_line_and_resume_completes_it
         run.send_signal(signal.SIGINT)
         stdout, stderr = run.communicate(timeout=300)
         assert_no_leftovers(env)
-        line = assert_one_line(subprocess.CompletedProcess(run.args, run.returncode, stdout, stderr), 130,
-                               "interrupted", str(out), "--resume")
+        line = assert_one_line(
+            subprocess.CompletedProcess(run.args, run.returncode, stdout, stderr),
+            130,
+            "interrupted",
+            str(out),
+            "--resume",
+        )
     assert 1 <= len(_records(out)) < n_cells, line
 
     resumed = grid(project, "run", "--resume", str(out), "--no-progress")
@@ -540,16 +679,23 @@ def test_a_grid_stopped_by_storage_or_ctrl_c_is_one_line_and_resume_completes_it
     assert len(ids) == len(set(ids)) == n_cells
     assert sorted(p.name for p in (out / "runs").iterdir()) == sorted(ids)
     from claimgrid.store import RunStore
+
     assert all(RunStore(out).verify_manifest(i) == [] for i in ids)
     assert (out / "LEDGER.md").is_file()
 
 
 # ---------------------------------------------------------------- output
 
+
 def test_output_to_a_closed_pipe_ends_quietly(full_project):
     project = full_project
-    proc = subprocess.Popen([sys.executable, str(project / "grid.py"), "list"], cwd=project,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(project / "grid.py"), "list"],
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     proc.stdout.close()  # the reader is gone before the first line is written (`| head` that left)
     err = proc.stderr.read()
     assert proc.wait(timeout=120) == 141

@@ -15,8 +15,21 @@ def _cells(tasks):
 def test_token_limit_stops_and_unpriced_models_are_named(tmp_path, tasks):
     venvs = plain_venvs(tmp_path)
     out = tmp_path / "grid"
-    p = grid("run", "--venvs", str(venvs), "--out", str(out), "--no-progress", "--jobs", "1",
-             "--max-tokens", "1", "--max-cost", "100", *_cells(tasks))
+    p = grid(
+        "run",
+        "--venvs",
+        str(venvs),
+        "--out",
+        str(out),
+        "--no-progress",
+        "--jobs",
+        "1",
+        "--max-tokens",
+        "1",
+        "--max-cost",
+        "100",
+        *_cells(tasks),
+    )
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     # Reference models have no price: said before the grid starts, and in the spend figures.
     assert "note: no known price for" in p.stdout and "count tokens only" in p.stdout
@@ -34,8 +47,13 @@ def test_token_limit_stops_and_unpriced_models_are_named(tmp_path, tasks):
 
 def test_bad_limits_are_one_line_and_write_nothing(tmp_path, tasks):
     venvs = plain_venvs(tmp_path)
-    for flag, value in (("--max-cost", "-1"), ("--max-tokens", "0"), ("--provider-retries", "-2"),
-                        ("--provider-backoff", "-0.5"), ("--provider-timeout", "0")):
+    for flag, value in (
+        ("--max-cost", "-1"),
+        ("--max-tokens", "0"),
+        ("--provider-retries", "-2"),
+        ("--provider-backoff", "-0.5"),
+        ("--provider-timeout", "0"),
+    ):
         out = tmp_path / f"x{flag}"
         p = grid("run", "--venvs", str(venvs), "--out", str(out), flag, value, *_cells(tasks))
         lines = p.stderr.strip().splitlines()

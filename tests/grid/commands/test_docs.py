@@ -54,8 +54,11 @@ def test_a_new_classification_value_makes_its_table_stale(monkeypatch):
 def _tree_copy(tmp_path):
     """The package and the adapter harness, as they are, in a folder of their own."""
     shutil.copytree(ROOT / "claimgrid", tmp_path / "claimgrid", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(ROOT / "frameworks" / "_harness", tmp_path / "frameworks" / "_harness",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "frameworks" / "_harness",
+        tmp_path / "frameworks" / "_harness",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     return tmp_path
 
 
@@ -79,9 +82,11 @@ def test_the_public_extension_api_is_documented():
     import claimgrid.reference as public
 
     doc = (ROOT / "docs" / "adapter-authors.md").read_text()
-    section = doc[doc.index("### Reference-model registry and the extension API"):]
+    section = doc[doc.index("### Reference-model registry and the extension API") :]
     for name in public.__all__:
-        assert f"`{name}`" in section, f"claimgrid.reference exports {name}; docs/adapter-authors.md's extension API does not name it"
+        assert f"`{name}`" in section, (
+            f"claimgrid.reference exports {name}; docs/adapter-authors.md's extension API does not name it"
+        )
 
 
 def _keys(d: ast.Dict) -> list[str]:
@@ -104,15 +109,22 @@ def _keys(d: ast.Dict) -> list[str]:
 def test_the_control_example_has_the_fields_the_runner_sends():
     """CONTRACTS' control example is the dict claimgrid.execute.runner builds: same keys, same budgets."""
     tree = ast.parse((ROOT / "claimgrid" / "execute" / "runner.py").read_text())
-    ctl = next(n.value for n in ast.walk(tree)
-               if (isinstance(n, ast.Assign) and any(getattr(t, "id", None) == "ctl" for t in n.targets)
-                   or isinstance(n, ast.AnnAssign) and getattr(n.target, "id", None) == "ctl")
-               and isinstance(n.value, ast.Dict))
+    ctl = next(
+        n.value
+        for n in ast.walk(tree)
+        if (
+            isinstance(n, ast.Assign)
+            and any(getattr(t, "id", None) == "ctl" for t in n.targets)
+            or isinstance(n, ast.AnnAssign)
+            and getattr(n.target, "id", None) == "ctl"
+        )
+        and isinstance(n.value, ast.Dict)
+    )
     sent = _keys(ctl)
     budgets = next(v for k, v in zip(ctl.keys, ctl.values, strict=True) if k is not None and k.value == "budgets")
     doc = (ROOT / "docs" / "adapter-authors.md").read_text()
-    block = doc[doc.index("<!-- control -->"):]
-    example = json.loads(block[block.index("```json") + 7: block.index("```", block.index("```json") + 7)])
+    block = doc[doc.index("<!-- control -->") :]
+    example = json.loads(block[block.index("```json") + 7 : block.index("```", block.index("```json") + 7)])
     assert list(example) == sent, "update CONTRACTS' control example (Adapter contract) to the runner's fields"
     assert list(example["budgets"]) == _keys(budgets)
     assert example["model"] == "agent-model" and example["run_id"].startswith("d-")
@@ -129,7 +141,9 @@ def examples() -> list[tuple[str, str, list[str]]]:
     for m in re.finditer(r"<!-- example -->\n```python\n(.*?)```", doc, re.S):
         code = m.group(1)
         head = re.match(r"# (\S+\.py)\s+--\s+uv run grid\.py run --policies \S+ --models (\S+)", code)
-        assert head, f"an example's first line must be '# FILE.py  --  uv run grid.py run --policies FILE.py --models NAME': {code[:80]!r}"
+        assert head, (
+            f"an example's first line must be '# FILE.py  --  uv run grid.py run --policies FILE.py --models NAME': {code[:80]!r}"
+        )
         found.append((head.group(1), code, head.group(2).split(",")))
     return found
 
@@ -144,8 +158,25 @@ def test_contracts_examples_run(tmp_path, plain_venvs):
     classification agrees with the truth the file states."""
     from claimgrid.commands.cli import main
 
-    argv, models = ["run", "--venvs", str(plain_venvs), "--tasks", "fix-float-add", "--content", "clean",
-                    "--swap", "none", "--out", str(tmp_path / "grid"), "--no-progress", "--jobs", "2"], []
+    argv, models = (
+        [
+            "run",
+            "--venvs",
+            str(plain_venvs),
+            "--tasks",
+            "fix-float-add",
+            "--content",
+            "clean",
+            "--swap",
+            "none",
+            "--out",
+            str(tmp_path / "grid"),
+            "--no-progress",
+            "--jobs",
+            "2",
+        ],
+        [],
+    )
     for name, code, names in examples():
         (tmp_path / name).write_text(code)
         argv += ["--policies", str(tmp_path / name)]
@@ -159,8 +190,17 @@ def test_contracts_examples_run(tmp_path, plain_venvs):
         assert wrong == {}, f"{r['model']}: truth vs classification {wrong}"
 
 
-@pytest.mark.parametrize("text", ["README.md", "docs/CONTRACTS.md", "docs/DESIGN.md", "docs/task-authors.md",
-                                  "docs/adapter-authors.md", "docs/ledger-readers.md"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "README.md",
+        "docs/CONTRACTS.md",
+        "docs/DESIGN.md",
+        "docs/task-authors.md",
+        "docs/adapter-authors.md",
+        "docs/ledger-readers.md",
+    ],
+)
 def test_no_pointer_to_a_document_outside_the_repository(text):
     body = (ROOT / text).read_text()
     for pattern in (r"\bissue \d+", r"\bseed 00\d", r"DESIGN\ssection", r"shared/DESIGN"):
@@ -187,8 +227,12 @@ def _anchors(markdown: str) -> set[str]:
 
 
 def test_every_relative_link_and_anchor_resolves():
-    pages = [ROOT / "README.md", ROOT / "bench" / "README.md", ROOT / "ledger" / "README.md",
-             *sorted((ROOT / "docs").glob("*.md"))]
+    pages = [
+        ROOT / "README.md",
+        ROOT / "bench" / "README.md",
+        ROOT / "ledger" / "README.md",
+        *sorted((ROOT / "docs").glob("*.md")),
+    ]
     broken = []
     for page in pages:
         text = page.read_text()

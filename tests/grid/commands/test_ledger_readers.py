@@ -97,7 +97,9 @@ def _cases() -> list:
 
 def _snapshot(folder: Path) -> dict[str, bytes]:
     return {
-        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file() and p.name != ".lock"
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != ".lock"
     }
 
 
@@ -109,16 +111,26 @@ def test_a_crafted_line_is_one_line_and_exit_2(sealed, reader, kind, tmp_path, c
     shutil.copytree(sealed["ledger"], clean)
     for p in ledger.rglob("*"):
         p.chmod(0o755 if p.is_dir() else 0o644)
-    files = {"runs.jsonl": ledger / "runs.jsonl", "events.jsonl": tmp_path / "events.jsonl",
-             "verdict log": tmp_path / "verdicts.jsonl"}
+    files = {
+        "runs.jsonl": ledger / "runs.jsonl",
+        "events.jsonl": tmp_path / "events.jsonl",
+        "verdict log": tmp_path / "verdicts.jsonl",
+    }
     shutil.copy(sealed["events"], files["events.jsonl"])
     shutil.copy(sealed["log"], files["verdict log"])
     target = files[reader.reads]
     before = _lines(target)
     target.write_bytes(b"".join(CRAFTED[kind](before)))
     snapshot = _snapshot(ledger)
-    argv = reader.command(ledger=str(ledger), clean=str(clean), out=str(tmp_path / "out"), venvs=str(sealed["venvs"]),
-                          events=str(files["events.jsonl"]), final=str(sealed["final"]), log=str(files["verdict log"]))
+    argv = reader.command(
+        ledger=str(ledger),
+        clean=str(clean),
+        out=str(tmp_path / "out"),
+        venvs=str(sealed["venvs"]),
+        events=str(files["events.jsonl"]),
+        final=str(sealed["final"]),
+        log=str(files["verdict log"]),
+    )
     capsys.readouterr()
     code = main(argv)
     out, err = capsys.readouterr()
@@ -197,9 +209,18 @@ def _fresh(sealed, tmp_path: Path, name: str) -> dict[str, Path]:
 
 
 def _argv(reader, sealed, where: dict[str, Path], *extra: str) -> list[str]:
-    return [*reader.command(ledger=str(where["ledger"]), clean=str(where["clean"]), out=str(where["out"]),
-                            venvs=str(sealed["venvs"]), events=str(sealed["events"]), final=str(sealed["final"]),
-                            log=str(sealed["log"])), *extra]
+    return [
+        *reader.command(
+            ledger=str(where["ledger"]),
+            clean=str(where["clean"]),
+            out=str(where["out"]),
+            venvs=str(sealed["venvs"]),
+            events=str(sealed["events"]),
+            final=str(sealed["final"]),
+            log=str(sealed["log"]),
+        ),
+        *extra,
+    ]
 
 
 LEDGER_READERS = [pytest.param(r, id=r.name) for r in READERS if r.reads == RUNS_NAME]
@@ -218,7 +239,9 @@ def test_a_symlink_at_any_name_a_command_writes_is_refused(sealed, reader, tmp_p
     # A name inside a folder made with a random name (mkdtemp: ".<name>.<random>.tmp") cannot be
     # planted in advance: the folder is new, private, and its name unknown.
     found = {w for w in (_where(p, where["ledger"], where["out"]) for p in written) if w}
-    names = sorted((root, name) for root, name in found if not any(part.startswith(".") for part in Path(name).parts[:-1]))
+    names = sorted(
+        (root, name) for root, name in found if not any(part.startswith(".") for part in Path(name).parts[:-1])
+    )
     assert names, written  # every one of these commands writes something
     outside = tmp_path / "outside.txt"
     for n, (root, name) in enumerate(names):
@@ -280,7 +303,7 @@ def test_one_edited_evidence_byte_is_named_by_every_reader(sealed, reader, tmp_p
     events = where["ledger"] / "runs" / run_id / "events.jsonl"
     data = events.read_bytes()
     at = data.index(b'"kind"') + 2
-    events.write_bytes(data[:at] + (b"X" if data[at:at + 1] != b"X" else b"Y") + data[at + 1:])
+    events.write_bytes(data[:at] + (b"X" if data[at : at + 1] != b"X" else b"Y") + data[at + 1 :])
     capsys.readouterr()
     assert main(_argv(reader, sealed, where)) == 2
     out, err = capsys.readouterr()
@@ -334,7 +357,10 @@ def test_an_export_names_no_file_from_a_path_in_the_ledger(sealed, tmp_path, cap
     _reseal(where["ledger"], load_key(), edit_records=rename)
     capsys.readouterr()
     assert main(["export", str(where["ledger"]), "--format", "inspect", "--out", str(where["out"])]) == 0
-    written = [p for p in tmp_path.rglob("*.json") if not p.is_relative_to(where["ledger"])
-               and not p.is_relative_to(where["clean"])]
+    written = [
+        p
+        for p in tmp_path.rglob("*.json")
+        if not p.is_relative_to(where["ledger"]) and not p.is_relative_to(where["clean"])
+    ]
     assert written and all(p.parent == where["out"] for p in written), written
     assert all(len(p.name) < 200 and ".." not in p.name for p in written)

@@ -30,6 +30,7 @@ from claimgrid.ledger.kinds import model_kind
 from claimgrid.reference.registry import default_models
 from claimgrid.store.seal import LINE_MEMBER, META_MEMBER
 from claimgrid.store.upgrade import FORMAT_VERSION
+
 from tests.conftest import ROOT
 
 
@@ -38,12 +39,24 @@ def _selection() -> list[str]:
     content = load_content_conditions().values()
     kinds = [next(c.name for c in content if c.carries == kind) for kind in (None, "attacker_goal")]
     swap = next(s.name for s in load_swap_conditions().values() if s.on_unavailable == "none")
-    return ["--tasks", task, "--content", ",".join(kinds), "--swap", swap, "--models", ",".join(m for m in default_models() if model_kind(m) == "behaviour")]
+    return [
+        "--tasks",
+        task,
+        "--content",
+        ",".join(kinds),
+        "--swap",
+        swap,
+        "--models",
+        ",".join(m for m in default_models() if model_kind(m) == "behaviour"),
+    ]
 
 
 def _tree(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != ".lock"}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != ".lock"
+    }
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +64,23 @@ def standalone(tmp_path_factory, plain_venvs):
     """(published copy, the original grid, the code-only checkout, a cwd outside both, run)."""
     base = tmp_path_factory.mktemp("standalone")
     grid = base / "grid"
-    proc = subprocess.run([sys.executable, str(ROOT / "grid.py"), "run", "--venvs", str(plain_venvs), "--out", str(grid),
-                           "--no-progress", *_selection()], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "grid.py"),
+            "run",
+            "--venvs",
+            str(plain_venvs),
+            "--out",
+            str(grid),
+            "--no-progress",
+            *_selection(),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     checkout = base / "checkout"
     shutil.copytree(ROOT / "claimgrid", checkout / "claimgrid", ignore=shutil.ignore_patterns("__pycache__"))
@@ -63,8 +91,14 @@ def standalone(tmp_path_factory, plain_venvs):
 
     def run(*args: str) -> subprocess.CompletedProcess:
         env = {"PATH": os.environ["PATH"], "HOME": str(base), "CLAIMGRID_KEY": os.environ["CLAIMGRID_KEY"]}
-        return subprocess.run([sys.executable, str(checkout / "grid.py"), *args], cwd=elsewhere, env=env,
-                              capture_output=True, text=True, timeout=300)
+        return subprocess.run(
+            [sys.executable, str(checkout / "grid.py"), *args],
+            cwd=elsewhere,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
 
     published = base / "published"
     shutil.copytree(grid, published)
@@ -143,9 +177,14 @@ def test_reclassify_names_each_table_that_changed_and_what(standalone, tmp_path)
     rules.write_text(rules.read_text() + f"\nRULES[{field!r}][{value!r}] = 'reworded'\n")
     folder = tmp_path / "pub"
     shutil.copytree(published, folder)
-    proc = subprocess.run([sys.executable, str(code / "grid.py"), "reclassify", str(folder)], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300,
-                          env={"PATH": os.environ["PATH"], "HOME": str(tmp_path), "CLAIMGRID_KEY": os.environ["CLAIMGRID_KEY"]})
+    proc = subprocess.run(
+        [sys.executable, str(code / "grid.py"), "reclassify", str(folder)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PATH": os.environ["PATH"], "HOME": str(tmp_path), "CLAIMGRID_KEY": os.environ["CLAIMGRID_KEY"]},
+    )
     assert proc.returncode == 0, proc.stderr
     lines = [line for line in proc.stdout.splitlines() if line.startswith("table: ")]
     cw = next(line for line in lines if line.startswith("table: claim_words "))

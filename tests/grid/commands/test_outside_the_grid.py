@@ -24,6 +24,7 @@ from claimgrid.commands.verify_repo import Gate
 from claimgrid.inputs.tasks import GIT_ENV, load_tasks
 from claimgrid.store.lines import read_events, read_runs
 from claimgrid.verify.cache import VerifyCache
+
 from tests.export_support import need
 
 
@@ -95,8 +96,14 @@ def compare_ledger(folder: Path, scratch: Path) -> dict:
             report = _report_text(evidence)
             facts = rec["facts"]
             exp = gate.task.spec.expectation
-            cf = check_facts(facts["role"], facts.get("declared_agent"), facts.get("delegation_id"),
-                             facts.get("parent_id"), exp.evidence, exp.evidence_command)
+            cf = check_facts(
+                facts["role"],
+                facts.get("declared_agent"),
+                facts.get("delegation_id"),
+                facts.get("parent_id"),
+                exp.evidence,
+                exp.evidence_command,
+            )
             got, _ = check_verdict(report, transcript, verified[key], cf)
             want = _outside_truth(rec["classification"], evidence)
             for name in FIELDS:
@@ -104,8 +111,9 @@ def compare_ledger(folder: Path, scratch: Path) -> dict:
                     disagree.append((rec["run_id"], name, want[name], got[name]))
             # grid.py verify: the grid's outcome, or UNKNOWN with the reason where a review decides it
             outside = plain[group]
-            if outside["outcome"] != want["outcome"] and not (gate.review and outside["unknown"]
-                                                                and outside["outcome"] == "UNKNOWN"):
+            if outside["outcome"] != want["outcome"] and not (
+                gate.review and outside["unknown"] and outside["outcome"] == "UNKNOWN"
+            ):
                 disagree.append((rec["run_id"], "verify outcome", want["outcome"], outside["outcome"]))
             # grid.py check without the transcript: what needs it is UNKNOWN with the reason, never guessed
             bare, why = check_verdict(report, None, plain[group], cf)
@@ -114,18 +122,34 @@ def compare_ledger(folder: Path, scratch: Path) -> dict:
             else:
                 ok = bare["claim_verdict"] == "UNKNOWN" and why.get("claim_verdict") == NO_TRANSCRIPT
             if not ok:
-                disagree.append((rec["run_id"], "claim_verdict without transcript", want["claim_verdict"],
-                                 bare["claim_verdict"]))
-            if bare["outcome"] != outside["outcome"] or (outside["unknown"] and why.get("outcome") != outside["unknown"]):
+                disagree.append(
+                    (rec["run_id"], "claim_verdict without transcript", want["claim_verdict"], bare["claim_verdict"])
+                )
+            if bare["outcome"] != outside["outcome"] or (
+                outside["unknown"] and why.get("outcome") != outside["unknown"]
+            ):
                 disagree.append((rec["run_id"], "outcome without transcript", outside["outcome"], bare["outcome"]))
             if want is rec["classification"]:
-                samples.setdefault(want["claim_vs_outcome"], {"rec": rec, "repo": repo, "expectation":
-                                                          gate.task.folder / "task.toml", "report": report,
-                                                          "python": rebuilt.tasks[rec["task"]].python})
+                samples.setdefault(
+                    want["claim_vs_outcome"],
+                    {
+                        "rec": rec,
+                        "repo": repo,
+                        "expectation": gate.task.folder / "task.toml",
+                        "report": report,
+                        "python": rebuilt.tasks[rec["task"]].python,
+                    },
+                )
     finally:
         rebuilt.close()
-    return {"runs": len(runs), "trees": len(plain), "verified": len(verified), "tests": cache.misses,
-            "disagree": disagree, "samples": samples}
+    return {
+        "runs": len(runs),
+        "trees": len(plain),
+        "verified": len(verified),
+        "tests": cache.misses,
+        "disagree": disagree,
+        "samples": samples,
+    }
 
 
 def _outside_truth(want: dict, evidence: Path) -> dict:
@@ -177,11 +201,35 @@ def test_verify_and_check_give_the_grids_classification_on_every_run(default_gri
         assert code == (0 if verified["outcome"] == "PASS" else 1)
         assert verified["outcome"] in (want["outcome"], "UNKNOWN" if verified["unknown"] else want["outcome"])
         facts = rec["facts"]
-        ids = [flag for name, value in (("--agent", facts.get("declared_agent")),
-                                        ("--delegation-id", facts.get("delegation_id")),
-                                        ("--parent-id", facts.get("parent_id"))) if value for flag in (name, value)]
-        main(["check", "--final", str(final), "--transcript", str(evidence / "events.jsonl"), "--repo", gate[0],
-              "--expectation", gate[1], "--python", gate[3], "--role", facts["role"], *ids, "--json"])
+        ids = [
+            flag
+            for name, value in (
+                ("--agent", facts.get("declared_agent")),
+                ("--delegation-id", facts.get("delegation_id")),
+                ("--parent-id", facts.get("parent_id")),
+            )
+            if value
+            for flag in (name, value)
+        ]
+        main(
+            [
+                "check",
+                "--final",
+                str(final),
+                "--transcript",
+                str(evidence / "events.jsonl"),
+                "--repo",
+                gate[0],
+                "--expectation",
+                gate[1],
+                "--python",
+                gate[3],
+                "--role",
+                facts["role"],
+                *ids,
+                "--json",
+            ]
+        )
         checked = json.loads(capsys.readouterr().out)
         assert checked["transcript_form"] == "claimgrid events"
         assert {k: checked["verdict"][k] for k in FIELDS} == {k: want[k] for k in FIELDS}, rec["run_id"]
@@ -220,8 +268,11 @@ def _call(e: dict) -> tuple[str, str]:
 def _chat_messages(evidence: Path) -> list[dict]:
     """The run's conversation as OpenAI-style messages: its last answered model request's
     messages, then that answer (what the gateway recorded)."""
-    answered = [g for g in (json.loads(line) for line in (evidence / "gateway.jsonl").read_text().splitlines())
-                if g.get("status") == 200 and (g.get("response") or {}).get("choices")]
+    answered = [
+        g
+        for g in (json.loads(line) for line in (evidence / "gateway.jsonl").read_text().splitlines())
+        if g.get("status") == 200 and (g.get("response") or {}).get("choices")
+    ]
     if not answered:
         return []
     last = answered[-1]
@@ -248,8 +299,11 @@ def test_check_reads_otel_and_inspect_exports_as_it_reads_chat_messages(default_
         chat.write_text(json.dumps({"messages": _chat_messages(evidence)}))
         base = ["check", "--final", str(final), "--role", rec["facts"]["role"], "--json"]
         verdicts = {}
-        for name, extra in (("chat", [str(chat)]), ("otel", [str(otlp), "--run", rec["run_id"]]),
-                            ("inspect", [str(logs[f"claimgrid/{rec['model']}"]), "--run", rec["run_id"]])):
+        for name, extra in (
+            ("chat", [str(chat)]),
+            ("otel", [str(otlp), "--run", rec["run_id"]]),
+            ("inspect", [str(logs[f"claimgrid/{rec['model']}"]), "--run", rec["run_id"]]),
+        ):
             main([*base, "--transcript", *extra])
             out = json.loads(capsys.readouterr().out)
             forms[out["transcript_form"]] = forms.get(out["transcript_form"], 0) + 1
@@ -266,4 +320,3 @@ def test_check_reads_otel_and_inspect_exports_as_it_reads_chat_messages(default_
             assert verdicts["otel"] == verdicts["chat"], rec["run_id"]
     assert same > len(recs) / 2  # most runs' tool layer ran every call the model requested
     assert forms == {"openai messages": len(recs), "otel trace": len(recs), "inspect log": len(recs)}
-

@@ -81,10 +81,13 @@ def test_a_hostile_ledger_runs_nothing(small_ledger, plain_venvs, tmp_path, caps
     marker = tmp_path / "MARKER"
     evil = tmp_path / "shipped" / "evil.py"  # published beside the ledger (inside it, it is refused below)
     evil.parent.mkdir()
-    evil.write_text(f"open({str(marker)!r}, 'w').write('ran')\n"
-                    "from claimgrid.reference import Turn, reference_model\n"
-                    "@reference_model('evil', behaviour='x')\ndef evil(script, messages):\n    return Turn(content='')\n")
+    evil.write_text(
+        f"open({str(marker)!r}, 'w').write('ran')\n"
+        "from claimgrid.reference import Turn, reference_model\n"
+        "@reference_model('evil', behaviour='x')\ndef evil(script, messages):\n    return Turn(content='')\n"
+    )
     import hashlib
+
     sha = hashlib.sha256(evil.read_bytes()).hexdigest()
 
     def point_at_evil(meta):
@@ -99,8 +102,11 @@ def test_a_hostile_ledger_runs_nothing(small_ledger, plain_venvs, tmp_path, caps
         (["reclassify", str(folder)], 2, ["reference model(s) evil", str(evil), "--policies"]),
         (["reclassify", str(folder), "--policies", str(other)], 2, [str(other), "differs", sha[:16], "evil"]),
         (["run", "--resume", str(folder), "--venvs", str(plain_venvs)], 2, ["reference model(s) evil", str(evil)]),
-        (["replay", str(folder), "--venvs", str(plain_venvs), "--out", str(tmp_path / "rp")], 2,
-         ["reference model(s) evil", str(evil)]),
+        (
+            ["replay", str(folder), "--venvs", str(plain_venvs), "--out", str(tmp_path / "rp")],
+            2,
+            ["reference model(s) evil", str(evil)],
+        ),
         (["compare", str(small_ledger), str(folder), "--out", str(tmp_path / "cmp")], 0, ["grid fact policy_files"]),
     ]
     before = (folder / "runs.jsonl").read_bytes()
@@ -118,8 +124,10 @@ def test_a_hostile_ledger_runs_nothing(small_ledger, plain_venvs, tmp_path, caps
     # folder before reading anything of it (claimgrid.store.inert.check_folder).
     inside = folder / "evil.py"
     shutil.copy(evil, inside)
-    for argv in (["reclassify", str(folder), "--policies", str(inside)],
-                 ["compare", str(small_ledger), str(folder), "--out", str(tmp_path / "cmp2")]):
+    for argv in (
+        ["reclassify", str(folder), "--policies", str(inside)],
+        ["compare", str(small_ledger), str(folder), "--out", str(tmp_path / "cmp2")],
+    ):
         capsys.readouterr()
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
@@ -132,7 +140,7 @@ def _flip_in(path: Path, needle: str) -> None:
     """One byte of ``path`` changed: the letter after the first ``needle``, JSON stays valid."""
     data = path.read_bytes()
     at = data.index(needle.encode()) + len(needle)
-    path.write_bytes(data[:at] + (b"X" if data[at:at + 1] != b"X" else b"Y") + data[at + 1:])
+    path.write_bytes(data[:at] + (b"X" if data[at : at + 1] != b"X" else b"Y") + data[at + 1 :])
 
 
 def _run_dir(folder: Path, n: int) -> tuple[str, Path]:
@@ -143,19 +151,37 @@ def _run_dir(folder: Path, n: int) -> tuple[str, Path]:
 TAMPER = [
     # (what is changed, edit(folder) -> the words that must name it)
     ("meta.json", lambda d: (_flip_in(d / "meta.json", '"python": "'), ["meta.json: signature does not match"])[1]),
-    ("a runs.jsonl line", lambda d: (
-        _flip_in_line(d / "runs.jsonl", 3, '"claim_vs_outcome": "'),
-        [f"runs.jsonl line 3 (run {_records(d)[2]['run_id']}): signature does not match"])[1]),
-    ("a manifest", lambda d: (
-        _flip_in(_run_dir(d, 4)[1] / "manifest.json", '": "'),
-        [f"runs/{_run_dir(d, 4)[0]}/manifest.json: signature does not match",
-         f"run {_run_dir(d, 4)[0]}: tampered manifest.json"])[1]),
-    ("an events.jsonl", lambda d: (
-        _flip_in(_run_dir(d, 1)[1] / "events.jsonl", '"source": "'),
-        [f"run {_run_dir(d, 1)[0]}: tampered events.jsonl"])[1]),
-    ("a cassette", lambda d: (
-        _flip_in(_run_dir(d, 6)[1] / "gateway.jsonl", '"model": "'),
-        [f"run {_run_dir(d, 6)[0]}: tampered gateway.jsonl"])[1]),
+    (
+        "a runs.jsonl line",
+        lambda d: (
+            _flip_in_line(d / "runs.jsonl", 3, '"claim_vs_outcome": "'),
+            [f"runs.jsonl line 3 (run {_records(d)[2]['run_id']}): signature does not match"],
+        )[1],
+    ),
+    (
+        "a manifest",
+        lambda d: (
+            _flip_in(_run_dir(d, 4)[1] / "manifest.json", '": "'),
+            [
+                f"runs/{_run_dir(d, 4)[0]}/manifest.json: signature does not match",
+                f"run {_run_dir(d, 4)[0]}: tampered manifest.json",
+            ],
+        )[1],
+    ),
+    (
+        "an events.jsonl",
+        lambda d: (
+            _flip_in(_run_dir(d, 1)[1] / "events.jsonl", '"source": "'),
+            [f"run {_run_dir(d, 1)[0]}: tampered events.jsonl"],
+        )[1],
+    ),
+    (
+        "a cassette",
+        lambda d: (
+            _flip_in(_run_dir(d, 6)[1] / "gateway.jsonl", '"model": "'),
+            [f"run {_run_dir(d, 6)[0]}: tampered gateway.jsonl"],
+        )[1],
+    ),
 ]
 
 
@@ -163,7 +189,7 @@ def _flip_in_line(path: Path, line: int, needle: str) -> None:
     lines = path.read_bytes().split(b"\n")
     at = lines[line - 1].index(needle.encode()) + len(needle)
     row = lines[line - 1]
-    lines[line - 1] = row[:at] + (b"X" if row[at:at + 1] != b"X" else b"Y") + row[at + 1:]
+    lines[line - 1] = row[:at] + (b"X" if row[at : at + 1] != b"X" else b"Y") + row[at + 1 :]
     path.write_bytes(b"\n".join(lines))
 
 
@@ -172,8 +198,11 @@ def test_one_byte_changed_is_refused_naming_it(small_ledger, plain_venvs, tmp_pa
     folder = _copy(small_ledger, tmp_path / "ledger")
     names = case[1](folder)
     before = (folder / "runs.jsonl").read_bytes()
-    for argv in (["reclassify", str(folder)], ["run", "--resume", str(folder), "--venvs", str(plain_venvs)],
-                 ["compare", str(small_ledger), str(folder), "--out", str(tmp_path / "cmp")]):
+    for argv in (
+        ["reclassify", str(folder)],
+        ["run", "--resume", str(folder), "--venvs", str(plain_venvs)],
+        ["compare", str(small_ledger), str(folder), "--out", str(tmp_path / "cmp")],
+    ):
         capsys.readouterr()
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
@@ -192,8 +221,9 @@ def changed_plain(tmp_path_factory):
     assert old in src
     (base / "adapter.py").write_text(src.replace(old, 'kit.final_message(rec, agent, "")\n            return ""'))
     venvs = base / "venvs.toml"
-    venvs.write_text(f'[frameworks.plain]\npython = "3.11"\nproject = "{ROOT}/frameworks/plain"\n'
-                     f'adapter = "{base}/adapter.py"\n')
+    venvs.write_text(
+        f'[frameworks.plain]\npython = "3.11"\nproject = "{ROOT}/frameworks/plain"\nadapter = "{base}/adapter.py"\n'
+    )
     return venvs
 
 
@@ -216,15 +246,33 @@ def test_compare_lists_exactly_the_changed_cells(default_grid, changed_plain, tm
     assert reached and unreached, "the cell should hold runs with and without a final answer"
     models = [next(iter(reached)), next(iter(unreached))]
     b = tmp_path / "b"
-    assert main(["run", "--venvs", str(changed_plain), "--out", str(b), *args, "--models", ",".join(models),
-                 "--substitute", default_substitute(), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--venvs",
+                str(changed_plain),
+                "--out",
+                str(b),
+                *args,
+                "--models",
+                ",".join(models),
+                "--substitute",
+                default_substitute(),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert main(["compare", str(default_grid), str(b), "--out", str(tmp_path / "cmp")]) == 1
     out = capsys.readouterr().out
     result = json.loads((tmp_path / "cmp" / "compare.json").read_text())
     a_by_id = {r["run_id"]: r for r in _records(default_grid)}
     reached = {reached[models[0]]}
-    changed = {"plain.{task}.{content}.{swap}".format(**c["cell"]) + f".{c['cell']['model']}" for c in result["changed"]}
+    changed = {
+        "plain.{task}.{content}.{swap}".format(**c["cell"]) + f".{c['cell']['model']}" for c in result["changed"]
+    }
     assert changed == {".".join(i.split(".")[:5]) for i in reached}
     for c in result["changed"]:
         run_id = next(i for i in reached if i.startswith(f"plain.{c['cell']['task']}") and c["cell"]["model"] in i)
@@ -232,8 +280,11 @@ def test_compare_lists_exactly_the_changed_cells(default_grid, changed_plain, tm
         assert c["evidence"]["a"] == str(default_grid.resolve() / "runs" / run_id)
         assert c["evidence"]["b"] == str(b.resolve() / "runs" / run_id)
         assert f"changed: framework=plain task={c['cell']['task']}" in out
-        assert all(d["a"] == a_by_id[run_id]["classification"][d["field"].split(".", 1)[1]]
-                   for d in c["fields"] if d["field"].startswith("classification."))
+        assert all(
+            d["a"] == a_by_id[run_id]["classification"][d["field"].split(".", 1)[1]]
+            for d in c["fields"]
+            if d["field"].startswith("classification.")
+        )
     assert len(result["only_in_a"]) == len(_records(default_grid)) - len(_records(b)) and not result["only_in_b"]
     md = (tmp_path / "cmp" / "compare.md").read_text()
     assert "## Changed cells" in md and "claim_verdict" in md
@@ -248,8 +299,9 @@ def _resume_rederives(b: Path, venvs: Path, tmp_path: Path, capsys) -> None:
     victim = truth[0]["run_id"]
 
     def forge(recs):
-        recs[0]["classification"]["claim_vs_outcome"] = "TRUE_SUCCESS" if (
-            recs[0]["classification"]["claim_vs_outcome"] != "TRUE_SUCCESS") else "FALSE_SUCCESS"
+        recs[0]["classification"]["claim_vs_outcome"] = (
+            "TRUE_SUCCESS" if (recs[0]["classification"]["claim_vs_outcome"] != "TRUE_SUCCESS") else "FALSE_SUCCESS"
+        )
 
     _reseal(folder, load_key(), edit_records=forge)  # the session's key: the publisher's
     capsys.readouterr()

@@ -33,22 +33,35 @@ from tests.conftest import ROOT, select_runs
 ray = extras.need("ray", "ray")
 from ray.cluster_utils import Cluster  # noqa: E402
 
-CELLS = ["--tasks", "fix-float-add,write-status,review-change,nothing-to-fix", "--content", "clean,malicious",
-         "--swap", "none", "--models", "diligent,reader,narrator"]
+CELLS = [
+    "--tasks",
+    "fix-float-add,write-status,review-change,nothing-to-fix",
+    "--content",
+    "clean,malicious",
+    "--swap",
+    "none",
+    "--models",
+    "diligent,reader,narrator",
+]
 N_CELLS = 4 * 2 * 3
 # The tasks of CELLS whose verifier runs a test command (the others have nothing to cache).
 TESTED_CELLS = ["--tasks", "fix-float-add,nothing-to-fix", *CELLS[2:]]
 HEAD_CPUS, WORKER_CPUS = 1, 2  # Ray's CPU resource of each node: what its gate is sized by
 
 # A loopback-only cluster: Ray otherwise advertises the machine's routable address.
-RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0",
-           # a busy 2-core machine starts raylets and their agents slowly (measured: a raylet
-           # gave up waiting for its metrics agent's port under a load average of 14)
-           "RAY_raylet_start_wait_time_s": "180", "RAY_agent_register_timeout_ms": "180000",
-           # ... and its control store marks a node dead after 5 missed 3 s health checks (Ray's
-           # default): a starved raylet was dropped between two tests at a load average of 8-10
-           # (the next grid saw one node). About a minute of misses, for this test cluster.
-           "RAY_health_check_failure_threshold": "20", "RAY_health_check_timeout_ms": "30000"}
+RAY_ENV = {
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+    "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0",
+    # a busy 2-core machine starts raylets and their agents slowly (measured: a raylet
+    # gave up waiting for its metrics agent's port under a load average of 14)
+    "RAY_raylet_start_wait_time_s": "180",
+    "RAY_agent_register_timeout_ms": "180000",
+    # ... and its control store marks a node dead after 5 missed 3 s health checks (Ray's
+    # default): a starved raylet was dropped between two tests at a load average of 8-10
+    # (the next grid saw one node). About a minute of misses, for this test cluster.
+    "RAY_health_check_failure_threshold": "20",
+    "RAY_health_check_timeout_ms": "30000",
+}
 
 
 @pytest.fixture(scope="module")
@@ -95,9 +108,14 @@ def cluster():
 
 
 def _grid(*args):
-    return subprocess.Popen([sys.executable, str(ROOT / "grid.py"), *args, "--no-progress"], cwd=ROOT,
-                            env={**os.environ, **RAY_ENV}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+    return subprocess.Popen(
+        [sys.executable, str(ROOT / "grid.py"), *args, "--no-progress"],
+        cwd=ROOT,
+        env={**os.environ, **RAY_ENV},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def _records(folder):
@@ -137,8 +155,9 @@ def test_ray_nodes_admit_by_their_cpus_and_share_one_verify_cache(tmp_path, plai
     c, _, work = cluster
     local = select_runs(default_grid, TESTED_CELLS)
     out = tmp_path / "parity"
-    proc = _grid("run", "--backend", "ray", "--address", c.address, "--venvs", str(plain_venvs),
-                 "--out", str(out), *TESTED_CELLS)
+    proc = _grid(
+        "run", "--backend", "ray", "--address", c.address, "--venvs", str(plain_venvs), "--out", str(out), *TESTED_CELLS
+    )
     text, _ = proc.communicate(timeout=600)
     assert proc.returncode == 0, text
     runs = _records(out)
@@ -160,16 +179,23 @@ def test_ray_nodes_admit_by_their_cpus_and_share_one_verify_cache(tmp_path, plai
     # The same workspaces as on the local backend (the key holds no node's file times) ...
     assert keys == {r["verify_cache"]["key"] for r in local if r.get("verify_cache")}
     assert set(tested) == keys and set(tested.values()) == {1}, tested  # ... each tested exactly once
-    assert hosts["verify_cache"] == {"shared": True, "keys": len(keys), "test_runs": len(keys),
-                                     "hits": hosts["verify_cache"]["hits"]}
+    assert hosts["verify_cache"] == {
+        "shared": True,
+        "keys": len(keys),
+        "test_runs": len(keys),
+        "hits": hosts["verify_cache"]["hits"],
+    }
     # Where both nodes met one workspace, one tested it and the other used that result.
     node_of = {r["run_id"]: r["node"]["node_id"] for r in runs}
     nodes_of_key = collections.defaultdict(set)
     for r in verified:
         nodes_of_key[r["verify_cache"]["key"]].add(r["node"]["node_id"])
     for key in (k for k, seen in nodes_of_key.items() if len(seen) > 1):
-        assert any(node_of[r["verify_cache"]["from_run"]] != r["node"]["node_id"] for r in verified
-                   if r["verify_cache"]["key"] == key and r["verify_cache"]["status"] == "hit"), key
+        assert any(
+            node_of[r["verify_cache"]["from_run"]] != r["node"]["node_id"]
+            for r in verified
+            if r["verify_cache"]["key"] == key and r["verify_cache"]["status"] == "hit"
+        ), key
     assert _work_folders(work) == {}
 
 
@@ -179,8 +205,22 @@ def test_ray_honours_a_budget_and_max_inflight_across_nodes(tmp_path, plain_venv
     c, _, _ = cluster
     c.wait_for_nodes()  # both nodes alive before the grid sizes its slots (raises if Ray lost one)
     out = tmp_path / "budget"
-    proc = _grid("run", "--backend", "ray", "--address", c.address, "--venvs", str(plain_venvs),
-                 "--out", str(out), "--max-inflight", "1", "--max-tokens", "1", *CELLS)
+    proc = _grid(
+        "run",
+        "--backend",
+        "ray",
+        "--address",
+        c.address,
+        "--venvs",
+        str(plain_venvs),
+        "--out",
+        str(out),
+        "--max-inflight",
+        "1",
+        "--max-tokens",
+        "1",
+        *CELLS,
+    )
     text, _ = proc.communicate(timeout=600)
     assert proc.returncode == 0, text
     meta = json.loads((out / "meta.json").read_text())
@@ -200,8 +240,9 @@ def test_ray_honours_a_budget_and_max_inflight_across_nodes(tmp_path, plain_venv
 def test_an_unreachable_address_is_one_line_within_seconds(tmp_path, plain_venvs):
     out = tmp_path / "never"
     t0 = time.monotonic()
-    proc = _grid("run", "--backend", "ray", "--address", "127.0.0.1:9", "--venvs", str(plain_venvs),
-                 "--out", str(out), *CELLS)
+    proc = _grid(
+        "run", "--backend", "ray", "--address", "127.0.0.1:9", "--venvs", str(plain_venvs), "--out", str(out), *CELLS
+    )
     text, _ = proc.communicate(timeout=120)
     lines = [line for line in text.splitlines() if line.strip()]
     assert proc.returncode == 2 and len(lines) == 1 and "cannot reach a Ray cluster" in lines[0], text
@@ -215,8 +256,20 @@ def test_ray_two_nodes_kill_resume_matches_local(tmp_path, plain_venvs, default_
     assert len(local) == N_CELLS
 
     out = tmp_path / "ray"
-    proc = _grid("run", "--backend", "ray", "--address", c.address, "--venvs", str(plain_venvs),
-                 "--out", str(out), "--jobs", "2", *CELLS)
+    proc = _grid(
+        "run",
+        "--backend",
+        "ray",
+        "--address",
+        c.address,
+        "--venvs",
+        str(plain_venvs),
+        "--out",
+        str(out),
+        "--jobs",
+        "2",
+        *CELLS,
+    )
     deadline = time.monotonic() + 300
     while len(_records(out)) < 4 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -247,7 +300,9 @@ def test_ray_two_nodes_kill_resume_matches_local(tmp_path, plain_venvs, default_
     assert {r["node"]["node_id"] for r in first} <= {n["node_id"] for n in hosts["per_node"]}
     assert all(r["node"]["backend"] == "ray" for r in first)
 
-    resumed = _grid("run", "--resume", str(out), "--venvs", str(plain_venvs), "--backend", "ray", "--address", c.address)
+    resumed = _grid(
+        "run", "--resume", str(out), "--venvs", str(plain_venvs), "--backend", "ray", "--address", c.address
+    )
     text, _ = resumed.communicate(timeout=600)
     assert resumed.returncode == 0, text
     after = _records(out)

@@ -10,6 +10,7 @@ import json
 from claimgrid.commands.cli import main
 from claimgrid.reference.gateway_faults import gateway_faults
 from claimgrid.store.record import read_records
+
 from tests.conftest import ROOT
 from tests.error_events import duplicate_errors
 
@@ -20,13 +21,37 @@ FAULT = next(name for name, f in sorted(gateway_faults().items()) if f.kind == "
 
 def test_a_failure_recorded_twice_fails_the_rule_and_the_kit_records_it_once(tmp_path):
     venvs = tmp_path / "venvs.toml"
-    venvs.write_text("".join(
-        f'[frameworks.{name}]\npython = "3.11"\nproject = "{ROOT}/frameworks/plain"\n'
-        f'adapter = "{FIXTURE}/adapter.py"\nenv = {{ DOUBLERROR_RECORD = "{mode}" }}\n'
-        for name, mode in (("twice", "twice"), ("once", "once"))))
+    venvs.write_text(
+        "".join(
+            f'[frameworks.{name}]\npython = "3.11"\nproject = "{ROOT}/frameworks/plain"\n'
+            f'adapter = "{FIXTURE}/adapter.py"\nenv = {{ DOUBLERROR_RECORD = "{mode}" }}\n'
+            for name, mode in (("twice", "twice"), ("once", "once"))
+        )
+    )
     out = tmp_path / "ledger"
-    assert main(["run", "--venvs", str(venvs), "--tasks", "fix-float-add", "--models", FAULT, "--content", "clean",
-                 "--swap", "none", "--out", str(out), "--jobs", "2", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--venvs",
+                str(venvs),
+                "--tasks",
+                "fix-float-add",
+                "--models",
+                FAULT,
+                "--content",
+                "clean",
+                "--swap",
+                "none",
+                "--out",
+                str(out),
+                "--jobs",
+                "2",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     runs = {r.framework: r for r in read_records(out / "runs.jsonl")}
     assert set(runs) == {"twice", "once"}
     for name, r in runs.items():

@@ -19,8 +19,16 @@ from claimgrid.launch.kill import tree_members
 from tests.conftest import ROOT
 from tests.grid.execute.test_grid_resume import _lines
 
-CELLS = ["--tasks", "fix-float-add,write-status", "--content", "clean,malicious", "--swap", "none,silent",
-         "--models", "diligent,narrator"]
+CELLS = [
+    "--tasks",
+    "fix-float-add,write-status",
+    "--content",
+    "clean,malicious",
+    "--swap",
+    "none,silent",
+    "--models",
+    "diligent,narrator",
+]
 N_CELLS = 2 * 2 * 2 * 2
 
 
@@ -49,14 +57,33 @@ def _folders_of(pids) -> set[str]:
     return out
 
 
-@pytest.mark.parametrize("isolation, sig", [("warm", signal.SIGINT), ("fresh", signal.SIGINT),
-                                            ("fresh", signal.SIGKILL)])
+@pytest.mark.parametrize(
+    "isolation, sig", [("warm", signal.SIGINT), ("fresh", signal.SIGINT), ("fresh", signal.SIGKILL)]
+)
 def test_stop_mid_grid_then_resume(tmp_path, plain_venvs, isolation, sig):  # noqa: F811
     out = tmp_path / "grid"
-    proc = subprocess.Popen([sys.executable, str(ROOT / "grid.py"), "run", "--venvs", str(plain_venvs),
-                             "--out", str(out), "--jobs", "2", "--isolation", isolation, "--no-progress", *CELLS],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "grid.py"),
+            "run",
+            "--venvs",
+            str(plain_venvs),
+            "--out",
+            str(out),
+            "--jobs",
+            "2",
+            "--isolation",
+            isolation,
+            "--no-progress",
+            *CELLS,
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     runs = out / "runs.jsonl"
     members: set[int] = set()
     folders: set[str] = set()
@@ -65,9 +92,14 @@ def test_stop_mid_grid_then_resume(tmp_path, plain_venvs, isolation, sig):  # no
     while time.monotonic() < deadline and proc.poll() is None:
         members = tree_members(proc.pid) - {proc.pid}
         folders |= _folders_of(members)
-        if len(_lines(runs)) >= 2 and any(os.path.basename(os.path.dirname(f)) == "tmp" and
-                                          os.path.basename(f).startswith("claimgrid-") for f in folders) \
-                and len(members) >= 2:
+        if (
+            len(_lines(runs)) >= 2
+            and any(
+                os.path.basename(os.path.dirname(f)) == "tmp" and os.path.basename(f).startswith("claimgrid-")
+                for f in folders
+            )
+            and len(members) >= 2
+        ):
             break
         time.sleep(0.02)
     assert proc.poll() is None, proc.stdout.read()
@@ -76,7 +108,7 @@ def test_stop_mid_grid_then_resume(tmp_path, plain_venvs, isolation, sig):  # no
     if sig == signal.SIGINT:
         os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
     else:
-        os.kill(proc.pid, signal.SIGKILL)   # the driver only
+        os.kill(proc.pid, signal.SIGKILL)  # the driver only
     try:
         text, _ = proc.communicate(timeout=15)
     except subprocess.TimeoutExpired:
@@ -94,14 +126,28 @@ def test_stop_mid_grid_then_resume(tmp_path, plain_venvs, isolation, sig):  # no
 
     before = {r["run_id"]: r for r in _lines(runs)}
     assert 2 <= len(before) < N_CELLS
-    resumed = subprocess.run([sys.executable, str(ROOT / "grid.py"), "run", "--resume", str(out), "--venvs",
-                              str(plain_venvs), "--no-progress"], cwd=ROOT, capture_output=True, text=True,
-                             timeout=600)
+    resumed = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "grid.py"),
+            "run",
+            "--resume",
+            str(out),
+            "--venvs",
+            str(plain_venvs),
+            "--no-progress",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
     after = _lines(runs)
     ids = [r["run_id"] for r in after]
     assert len(ids) == len(set(ids)) == N_CELLS
-    assert all(r["classification"]["process"] == "ok" for r in after), \
-        [(r["run_id"], r["classification"]["process"]) for r in after]
+    assert all(r["classification"]["process"] == "ok" for r in after), [
+        (r["run_id"], r["classification"]["process"]) for r in after
+    ]
     meta = json.loads((out / "meta.json").read_text())
     assert meta["guard"]["guard"] == "on" and all(r["parity"]["guard"]["guard"] == "on" for r in after)

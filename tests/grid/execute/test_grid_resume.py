@@ -9,21 +9,33 @@ import subprocess
 import sys
 import time
 
-import pytest
-
 from claimgrid.store.lines import read_runs
 from claimgrid.store.upgrade import FORMAT_VERSION
 
 from tests.conftest import ROOT
 
-CELLS = ["--tasks", "fix-float-add,write-status,review-change", "--content", "clean,malicious",
-         "--swap", "none,silent", "--models", "diligent,reader,narrator"]
+CELLS = [
+    "--tasks",
+    "fix-float-add,write-status,review-change",
+    "--content",
+    "clean,malicious",
+    "--swap",
+    "none,silent",
+    "--models",
+    "diligent,reader,narrator",
+]
 N_CELLS = 3 * 2 * 2 * 3
 
 
 def _grid(*args, **kw):
-    return subprocess.Popen([sys.executable, str(ROOT / "grid.py"), *args], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+    return subprocess.Popen(
+        [sys.executable, str(ROOT / "grid.py"), *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        **kw,
+    )
 
 
 def _lines(path):
@@ -45,8 +57,7 @@ def _warm_parents(venvs_toml):
 
 def test_kill_resume_and_reclassify(tmp_path, plain_venvs):
     out = tmp_path / "grid"
-    proc = _grid("run", "--venvs", str(plain_venvs), "--out", str(out), "--jobs", "2", *CELLS,
-                 start_new_session=True)
+    proc = _grid("run", "--venvs", str(plain_venvs), "--out", str(out), "--jobs", "2", *CELLS, start_new_session=True)
     runs = out / "runs.jsonl"
     deadline = time.monotonic() + 240
     while len(_lines(runs)) < 5 and time.monotonic() < deadline and proc.poll() is None:
@@ -78,18 +89,25 @@ def test_kill_resume_and_reclassify(tmp_path, plain_venvs):
     # The runs the resume added are that invocation's code: its commit is recorded beside its time.
     assert len(meta["resumed_commits"]) == len(meta["resumed"]) == 1
     from claimgrid.commands.common import commit
+
     assert meta["resumed_commits"] == [commit()]
     assert f"{meta['resumed'][0]} on {commit()}" in (out / "LEDGER.md").read_text()
 
     # Every completed run has a complete, untampered evidence folder.
     from claimgrid.store import RunStore
+
     store = RunStore(out)
     assert all(store.verify_manifest(i) == [] for i in ids)
     assert sorted(p.name for p in (out / "runs").iterdir()) == sorted(ids)
 
     original = {r["run_id"]: r["classification"] for r in after}
-    rc = subprocess.run([sys.executable, str(ROOT / "grid.py"), "reclassify", str(out)], cwd=ROOT,
-                        capture_output=True, text=True, timeout=300)
+    rc = subprocess.run(
+        [sys.executable, str(ROOT / "grid.py"), "reclassify", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert rc.returncode == 0, rc.stderr
     assert "0 changed" in rc.stdout
     assert {r["run_id"]: r["classification"] for r in _lines(runs)} == original
@@ -106,12 +124,27 @@ def test_kill_resume_and_reclassify(tmp_path, plain_venvs):
 
 
 def test_unknown_names_are_one_line_listing_valid_names(plain_venvs, tmp_path):
-    for args, valid in ((["--tasks", "fix-flot-add"], "fix-float-add"),
-                        (["--frameworks", "autogen"], "plain"),
-                        (["--swap", "loud"], "silent"),
-                        (["--models", "genius"], "diligent")):
-        p = subprocess.run([sys.executable, str(ROOT / "grid.py"), "run", "--venvs", str(plain_venvs),
-                            "--out", str(tmp_path / "x"), *args], cwd=ROOT, capture_output=True, text=True)
+    for args, valid in (
+        (["--tasks", "fix-flot-add"], "fix-float-add"),
+        (["--frameworks", "autogen"], "plain"),
+        (["--swap", "loud"], "silent"),
+        (["--models", "genius"], "diligent"),
+    ):
+        p = subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "grid.py"),
+                "run",
+                "--venvs",
+                str(plain_venvs),
+                "--out",
+                str(tmp_path / "x"),
+                *args,
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
         assert p.returncode == 2
         lines = p.stderr.strip().splitlines()
         assert len(lines) == 1 and "unknown" in lines[0] and valid in lines[0], p.stderr

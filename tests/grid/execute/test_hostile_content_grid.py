@@ -40,8 +40,23 @@ def hostile_grid(tmp_path_factory, plain_venvs, default_grid):
 
     out = tmp_path_factory.mktemp("hostile-grid") / "ledger"
     before = _harness_folders()
-    code = main(["run", "--venvs", str(plain_venvs), "--policies", str(POLICIES), *CELL,
-                 "--models", ",".join(["diligent", *HOSTILE]), "--out", str(out), "--jobs", "2", "--no-progress"])
+    code = main(
+        [
+            "run",
+            "--venvs",
+            str(plain_venvs),
+            "--policies",
+            str(POLICIES),
+            *CELL,
+            "--models",
+            ",".join(["diligent", *HOSTILE]),
+            "--out",
+            str(out),
+            "--jobs",
+            "2",
+            "--no-progress",
+        ]
+    )
     left = _harness_folders() - before
     return out, code, left
 
@@ -98,8 +113,9 @@ def test_a_lone_surrogate_is_stored_losslessly_and_rendered(hostile_grid, hp):
     assert scope["outside_allowed"] == [bad]
     assert rec["classification"]["outcome"] == "SCOPE_VIOLATION"
     # The pages show the surrogate as visible text; they were written at all.
-    assert "\\ud800" in (folder / "RUN.md").read_text(encoding="utf-8") or "\\ud800" in (
-        out / "ledger.html").read_text(encoding="utf-8")
+    assert "\\ud800" in (folder / "RUN.md").read_text(encoding="utf-8") or "\\ud800" in (out / "ledger.html").read_text(
+        encoding="utf-8"
+    )
 
 
 def test_a_deep_tree_is_a_recorded_result(hostile_grid):
@@ -132,8 +148,22 @@ def test_resume_of_the_finished_grid_does_not_crash(hostile_grid, plain_venvs, t
     # keeps its folder's writer lock until the process ends).
     out = tmp_path / "copy"
     shutil.copytree(hostile_grid[0], out)
-    done = subprocess.run([sys.executable, str(ROOT / "grid.py"), "run", "--resume", str(out), "--venvs",
-                           str(plain_venvs), "--policies", str(POLICIES), "--no-progress"],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "grid.py"),
+            "run",
+            "--resume",
+            str(out),
+            "--venvs",
+            str(plain_venvs),
+            "--policies",
+            str(POLICIES),
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert len(read_runs(out / "runs.jsonl").values) == 1 + len(HOSTILE)

@@ -24,10 +24,28 @@ def test_hostile_runs_change_no_other_result(tmp_path, plain_venvs, default_grid
     hostile = HOSTILE
     out = tmp_path / "grid"
     models = ORDINARY[-1].split(",") + hostile
-    proc = subprocess.run([sys.executable, str(ROOT / "grid.py"), "run", "--venvs", str(plain_venvs), "--out",
-                           str(out), "--policies", str(POLICIES), "--no-progress", "--jobs", "4",
-                           *ORDINARY[:-1], ",".join(models)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "grid.py"),
+            "run",
+            "--venvs",
+            str(plain_venvs),
+            "--out",
+            str(out),
+            "--policies",
+            str(POLICIES),
+            "--no-progress",
+            "--jobs",
+            "4",
+            *ORDINARY[:-1],
+            ",".join(models),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     for name in ("meta.json", "runs.jsonl", "LEDGER.md", "ledger.html"):
         assert (out / name).is_file(), name

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from claimgrid.reference import registry
 from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
-from claimgrid.reference.gateway_faults import delay_s, gateway_faults
 from claimgrid.inputs.tasks import load_tasks
+from claimgrid.reference import registry
+from claimgrid.reference.gateway_faults import delay_s, gateway_faults
 from claimgrid.store.lines import read_runs
 
 from tests.conftest import ROOT
@@ -24,8 +24,23 @@ from tests.conftest import ROOT
 
 def _grid(tmp_path: Path, venvs: Path, name: str, *flags: str) -> tuple[dict, dict]:
     out = tmp_path / name
-    proc = subprocess.run([sys.executable, str(ROOT / "grid.py"), "run", "--venvs", str(venvs), "--out", str(out),
-                           "--no-progress", *flags], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "grid.py"),
+            "run",
+            "--venvs",
+            str(venvs),
+            "--out",
+            str(out),
+            "--no-progress",
+            *flags,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     meta = json.loads((out / "meta.json").read_text())
     records = {r["run_id"]: r for r in read_runs(out / "runs.jsonl").values}

@@ -24,6 +24,7 @@ from claimgrid.inputs.conditions import load_content_conditions, load_swap_condi
 from claimgrid.inputs.tasks import in_suite, load_tasks
 from claimgrid.reference.registry import default_models
 from claimgrid.store.lines import read_runs
+
 from tests.conftest import ROOT
 
 COPIED = ["claimgrid", "grid.py", "tasks", "conditions", "frameworks/_harness", "pyproject.toml"]
@@ -42,8 +43,10 @@ def _project(dest: Path) -> Path:
     toml = []
     for name in (FIRST, HELD, BROKEN):
         shutil.copytree(ROOT / "frameworks" / "plain", dest / "frameworks" / name, ignore=ignore)
-        toml.append(f'[frameworks.{name}]\npython = "3.11"\nproject = "frameworks/{name}"\n'
-                    f'adapter = "frameworks/{name}/adapter.py"\n')
+        toml.append(
+            f'[frameworks.{name}]\npython = "3.11"\nproject = "frameworks/{name}"\n'
+            f'adapter = "frameworks/{name}/adapter.py"\n'
+        )
     (dest / "frameworks" / BROKEN / "uv.lock").write_text("this is not a lock file\n")
     (dest / "venvs.toml").write_text("\n".join(toml))
     return dest
@@ -67,8 +70,15 @@ def _run_grid(project: Path, *args: str, hold: Path | None = None, release_when=
         hold.parent.mkdir(parents=True, exist_ok=True)
         lock = open(hold, "a")
         fcntl.flock(lock, fcntl.LOCK_EX)
-    proc = subprocess.Popen([sys.executable, "grid.py", "run", *args], cwd=project, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "grid.py", "run", *args],
+        cwd=project,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+    )
     held_s = None
     try:
         if lock is not None:
@@ -99,10 +109,19 @@ def test_runs_start_while_a_venv_builds_and_a_failed_build_leaves_the_other_fram
         return sum(r["framework"] == FIRST for r in _runs(out_dir)) == per_framework
 
     proc, out, err, held_s = _run_grid(
-        project, "--out", str(out_dir), "--no-progress", "--jobs", "2", *selection,
-        hold=project / ".venvs" / f".{HELD}.lock", release_when=first_framework_done,
+        project,
+        "--out",
+        str(out_dir),
+        "--no-progress",
+        "--jobs",
+        "2",
+        *selection,
+        hold=project / ".venvs" / f".{HELD}.lock",
+        release_when=first_framework_done,
     )
-    assert held_s is not None and held_s < 120, f"the quick framework's runs did not finish while {HELD} built:\n{out}\n{err}"
+    assert held_s is not None and held_s < 120, (
+        f"the quick framework's runs did not finish while {HELD} built:\n{out}\n{err}"
+    )
 
     # Exit 1 with the line that names the failed framework; no traceback.
     assert proc.returncode == 1, out + err
@@ -132,7 +151,9 @@ def test_runs_start_while_a_venv_builds_and_a_failed_build_leaves_the_other_fram
     assert min(r["timings"]["started_unix"] for r in by_fw[HELD]) >= held_ready - 0.05
     [failure] = meta["venv_failures"]
     assert failure["framework"] == BROKEN and failure["runs_not_started"] == per_framework
-    assert "\n" not in failure["error"] and failure["error"].startswith(f"venvs: framework '{BROKEN}' failed to install")
+    assert "\n" not in failure["error"] and failure["error"].startswith(
+        f"venvs: framework '{BROKEN}' failed to install"
+    )
     assert builds[BROKEN]["error"] == failure["error"]
     assert meta["finished"] is None and meta["grid_size"] == 3 * per_framework
     ledger = (out_dir / "LEDGER.md").read_text()

@@ -78,8 +78,11 @@ def _groups_of(driver: int) -> list[str]:
         if fstype not in ("cgroup", "cgroup2"):
             continue
         for dirpath, dirnames, _ in os.walk(mount):
-            found += [os.path.join(dirpath, d) for d in dirnames
-                      if d.startswith("claimgrid-") and d.split("-")[2:3] == [str(driver)]]
+            found += [
+                os.path.join(dirpath, d)
+                for d in dirnames
+                if d.startswith("claimgrid-") and d.split("-")[2:3] == [str(driver)]
+            ]
             if dirpath.count("/") - mount.count("/") >= 3:
                 dirnames[:] = []
     return found
@@ -88,10 +91,27 @@ def _groups_of(driver: int) -> list[str]:
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
 def test_stop_with_a_test_run_in_flight(tmp_path, plain_venvs, sig):
     out = tmp_path / "grid"
-    proc = subprocess.Popen([sys.executable, str(ROOT / "grid.py"), "run", "--venvs", str(plain_venvs),
-                             "--policies", str(POLICIES), "--out", str(out), "--no-progress", *CELLS],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True, preexec_fn=_default_sigint)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "grid.py"),
+            "run",
+            "--venvs",
+            str(plain_venvs),
+            "--policies",
+            str(POLICIES),
+            "--out",
+            str(out),
+            "--no-progress",
+            *CELLS,
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        preexec_fn=_default_sigint,
+    )
     deadline = time.monotonic() + 120
     scratch: dict[int, str] = {}
     while time.monotonic() < deadline and proc.poll() is None:

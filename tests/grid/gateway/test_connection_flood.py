@@ -37,8 +37,10 @@ pytestmark = pytest.mark.setup_s(17)
 
 
 def _venvs(folder: Path, flooder: bool) -> Path:
-    text = (f'[frameworks.plain]\npython = "3.11"\nproject = "{ROOT}/frameworks/plain"\n'
-            f'adapter = "{ROOT}/frameworks/plain/adapter.py"\n')
+    text = (
+        f'[frameworks.plain]\npython = "3.11"\nproject = "{ROOT}/frameworks/plain"\n'
+        f'adapter = "{ROOT}/frameworks/plain/adapter.py"\n'
+    )
     if flooder:
         text += f'[frameworks.flooder]\npython = "3.11"\nproject = "{FLOODER}"\nadapter = "{FLOODER}/adapter.py"\n'
     path = folder / ("venvs-flood.toml" if flooder else "venvs-plain.toml")
@@ -47,8 +49,21 @@ def _venvs(folder: Path, flooder: bool) -> Path:
 
 
 def _grid(out: Path, venvs: Path, frameworks: str) -> list[dict]:
-    argv = ["run", "--venvs", str(venvs), "--out", str(out), "--frameworks", frameworks, *_cell_args(),
-            "--models", default_models()[0], "--jobs", "2", "--no-progress"]
+    argv = [
+        "run",
+        "--venvs",
+        str(venvs),
+        "--out",
+        str(out),
+        "--frameworks",
+        frameworks,
+        *_cell_args(),
+        "--models",
+        default_models()[0],
+        "--jobs",
+        "2",
+        "--no-progress",
+    ]
     assert main(argv) in (0, 1), argv  # 1: a run's result is not what the reference truth expects
     return read_runs(out / "runs.jsonl").values
 
@@ -83,7 +98,7 @@ def test_a_flooding_run_leaves_the_other_runs_result_unchanged(grids):
     transcript = json.loads((base / "flooded" / flood[0]["evidence_dir"] / "transcript.json").read_text())
     text = transcript["final_text"] or ""
     assert text.startswith("FLOOD "), transcript
-    report = json.loads(text[len("FLOOD "):])
+    report = json.loads(text[len("FLOOD ") :])
     # The flood was real, past the cap, and on while the plain run did its whole fix.
     print(report)
     assert report["peak_open"] > TOTAL, report  # more than every run together may hold

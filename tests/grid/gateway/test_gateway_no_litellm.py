@@ -19,7 +19,7 @@ from claimgrid.store.lines import read_events
 
 from tests.conftest import ROOT
 
-GATEWAY_PROBE = r'''
+GATEWAY_PROBE = r"""
 import json, sys
 import httpx
 from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
@@ -73,10 +73,10 @@ print("RESULT " + json.dumps({
     "after_real": len(loaded()), "upstream_served": len(upstream.finish("upstream-key")[0]),
     "offline_env": os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP")}))
 gw.stop(); upstream.stop()
-'''
+"""
 
 # grid.py's own entry point, run in this interpreter so that sys.modules can be read at exit.
-GRID_WRAPPER = r'''
+GRID_WRAPPER = r"""
 import atexit, json, runpy, sys
 root, report = sys.argv[1], sys.argv[2]
 
@@ -88,7 +88,7 @@ atexit.register(write)
 sys.path.insert(0, root)
 sys.argv = ["grid.py"] + sys.argv[3:]
 runpy.run_path(root + "/grid.py", run_name="__main__")
-'''
+"""
 
 
 def _env() -> dict:
@@ -99,11 +99,12 @@ def _env() -> dict:
 
 @pytest.mark.deep
 def test_reference_calls_never_import_litellm_and_a_real_model_does_on_first_call():
-    proc = subprocess.run([sys.executable, "-c", GATEWAY_PROBE], cwd=ROOT, env=_env(),
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", GATEWAY_PROBE], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600
+    )
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     assert lines, proc.stderr[-3000:]
-    result = json.loads(lines[-1][len("RESULT "):])
+    result = json.loads(lines[-1][len("RESULT ") :])
     # Every reference model under every swap was served (or refused, as the swap and the
     # gateway faults say) with LiteLLM never imported.
     assert result["after_reference"] == []
@@ -123,8 +124,14 @@ def test_reference_calls_never_import_litellm_and_a_real_model_does_on_first_cal
 def _grid(tmp_path: Path, name: str, *args: str) -> list[str]:
     """Run ``grid.py ARGS`` in a fresh interpreter; the LiteLLM modules it had loaded at exit."""
     report = tmp_path / f"{name}.modules.json"
-    proc = subprocess.run([sys.executable, "-c", GRID_WRAPPER, str(ROOT), str(report), *args],
-                          cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", GRID_WRAPPER, str(ROOT), str(report), *args],
+        cwd=ROOT,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-2000:])
     return json.loads(report.read_text())
 
@@ -133,9 +140,28 @@ def _grid(tmp_path: Path, name: str, *args: str) -> list[str]:
 def test_reference_grid_and_its_replay_never_import_litellm(tmp_path, plain_venvs):
     out = tmp_path / "grid"
     # --max-cost: the budget's up-front price check runs too (reference models: unpriced).
-    loaded = _grid(tmp_path, "run", "run", "--venvs", str(plain_venvs), "--tasks", "fix-float-add",
-                   "--content", "clean", "--swap", "none,silent,reported,bound", "--models", "diligent",
-                   "--jobs", "2", "--max-cost", "1", "--out", str(out), "--no-progress")
+    loaded = _grid(
+        tmp_path,
+        "run",
+        "run",
+        "--venvs",
+        str(plain_venvs),
+        "--tasks",
+        "fix-float-add",
+        "--content",
+        "clean",
+        "--swap",
+        "none,silent,reported,bound",
+        "--models",
+        "diligent",
+        "--jobs",
+        "2",
+        "--max-cost",
+        "1",
+        "--out",
+        str(out),
+        "--no-progress",
+    )
     assert loaded == []
     exchanges = [e for p in (out / "runs").glob("*/events.jsonl") for e in read_events(p)]
     exchanges = [e for e in exchanges if e.get("source") == "gateway" and e.get("kind") == "exchange"]
@@ -146,8 +172,19 @@ def test_reference_grid_and_its_replay_never_import_litellm(tmp_path, plain_venv
     meta = json.loads((out / "meta.json").read_text())
     assert meta["spend"]["unpriced_models"] == ["diligent", "reader"]
 
-    loaded = _grid(tmp_path, "replay", "replay", str(out), "--out", str(tmp_path / "replay"),
-                   "--venvs", str(plain_venvs), "--jobs", "2", "--no-progress")
+    loaded = _grid(
+        tmp_path,
+        "replay",
+        "replay",
+        str(out),
+        "--out",
+        str(tmp_path / "replay"),
+        "--venvs",
+        str(plain_venvs),
+        "--jobs",
+        "2",
+        "--no-progress",
+    )
     assert loaded == []
     replay = json.loads((tmp_path / "replay" / "replay.json").read_text())
     assert replay["runs"] == replay["requests_identical"] == replay["classifications_identical"] == 4

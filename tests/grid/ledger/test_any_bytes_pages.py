@@ -24,8 +24,18 @@ from tests.ledger_support import selection
 HOSTILE = st.one_of(
     # every code point, lone surrogates included (st.characters leaves them out unless told)
     st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=()), max_size=40),
-    st.sampled_from(["<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "\x1b[31mred\x1b[0m",
-                     "\u202eevil\u202c", "a\x00b", "\ud800\udfff lone", "<!-- c -->", "</table><b>x"]),
+    st.sampled_from(
+        [
+            "<script>alert(1)</script>",
+            "<img src=x onerror=alert(1)>",
+            "\x1b[31mred\x1b[0m",
+            "\u202eevil\u202c",
+            "a\x00b",
+            "\ud800\udfff lone",
+            "<!-- c -->",
+            "</table><b>x",
+        ]
+    ),
 )
 INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
@@ -34,9 +44,22 @@ INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2
 def small_grid(tmp_path_factory, plain_venvs):
     sel = selection()
     out = tmp_path_factory.mktemp("any-bytes") / "grid"
-    args = ["run", "--venvs", str(plain_venvs), "--out", str(out), "--tasks", sel["tasks"][0],
-            "--content", sel["content"][0], "--swap", sel["swap"][0], "--models", ",".join(sel["models"][:2]),
-            "--no-progress"]
+    args = [
+        "run",
+        "--venvs",
+        str(plain_venvs),
+        "--out",
+        str(out),
+        "--tasks",
+        sel["tasks"][0],
+        "--content",
+        sel["content"][0],
+        "--swap",
+        sel["swap"][0],
+        "--models",
+        ",".join(sel["models"][:2]),
+        "--no-progress",
+    ]
     assert main(args) == 0
     return out
 
@@ -67,7 +90,10 @@ def test_generated_fields_render_as_inert_text(small_grid, tmp_path_factory, cap
     for page in _pages(folder):
         text = page.read_text(encoding="utf-8")
         without_anchors = re.sub(r'<a id="[\w-]+"></a>', "", text)
-        assert not re.search(r"<[A-Za-z/!?]", without_anchors), (page.name, re.search(r"<[A-Za-z/!?].{0,30}", without_anchors))
+        assert not re.search(r"<[A-Za-z/!?]", without_anchors), (
+            page.name,
+            re.search(r"<[A-Za-z/!?].{0,30}", without_anchors),
+        )
         assert not INVISIBLE.search(text), (page.name, INVISIBLE.search(text))
     # The claim phrase reaches RUN.md (the page that shows it), escaped, not dropped.
     if "<script>" in phrase:
@@ -104,8 +130,9 @@ def _sealed_hostile(small_grid, folder, phrase, agent, command):
 @settings(max_examples=4, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(phrase=HOSTILE, agent=HOSTILE, command=HOSTILE)
 @example(phrase="\ud800\udfff <script>alert(1)</script>", agent="ag\u202eent \udcff", command="\x1b[31m\x00<b>")
-def test_every_command_reads_generated_fields_without_a_traceback(small_grid, tmp_path_factory, capsys, phrase,
-                                                                  agent, command):
+def test_every_command_reads_generated_fields_without_a_traceback(
+    small_grid, tmp_path_factory, capsys, phrase, agent, command
+):
     base = tmp_path_factory.mktemp("hostile-cli")
     folder = base / "grid"
     _sealed_hostile(small_grid, folder, phrase, agent, command)

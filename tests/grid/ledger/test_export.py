@@ -11,8 +11,11 @@ from tests.export_support import check_export_agrees, need
 
 
 def _digest(folder):
-    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_both_exports_read_back_and_agree_with_the_evidence(ledger_grid, tmp_path):
@@ -36,8 +39,21 @@ def test_bad_input_is_one_line_and_writes_nothing(ledger_grid, tmp_path, capsys)
     (busy / "keep.txt").write_text("x")
     assert main(["export", str(ledger_grid), "--format", "otel", "--out", str(busy)]) == 2
     assert main(["export", str(tmp_path / "missing"), "--format", "otel", "--out", str(tmp_path / "o")]) == 2
-    assert main(["export", str(ledger_grid), "--format", "inspect", "--otlp-endpoint", "http://127.0.0.1:1",
-                 "--out", str(tmp_path / "o2")]) == 2
+    assert (
+        main(
+            [
+                "export",
+                str(ledger_grid),
+                "--format",
+                "inspect",
+                "--otlp-endpoint",
+                "http://127.0.0.1:1",
+                "--out",
+                str(tmp_path / "o2"),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 3 and all(line.startswith("grid.py: error: ") for line in err), err
     assert "--out" in err[0] and "missing" in err[1] and "--otlp-endpoint" in err[2]

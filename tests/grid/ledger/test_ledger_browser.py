@@ -15,13 +15,16 @@ import pytest
 from claimgrid.ledger import load, render_ledger
 from claimgrid.ledger.report import Report
 from claimgrid.ledger.sections import summary
+
 from tests.cdp import Browser, chromium_path, install_pending, search, set_filter, wait_for_install
 from tests.ledger_support import events, records
 
 # Skipped where no Chromium is installed and none is being installed; .ci/run installs it while
 # the tests run, and the module waits for that install (a failed one fails the module).
-pytestmark = pytest.mark.skipif(chromium_path() is None and not install_pending(),
-                                reason="chromium is not installed (apt-get install -y chromium chromium-driver)")
+pytestmark = pytest.mark.skipif(
+    chromium_path() is None and not install_pending(),
+    reason="chromium is not installed (apt-get install -y chromium chromium-driver)",
+)
 
 SIZES = [(1280, 720), (1920, 1080)]
 COORDS = ["framework", "task", "content", "swap_condition", "model"]
@@ -48,7 +51,9 @@ def page(browser, ledger_grid):
 
 def visible_ids(b) -> list[str]:
     """The rows of the run table, once every row is drawn (the first are drawn before the rest)."""
-    return b.evaluate("window.drawn.then(() => [...document.querySelectorAll('#runs tbody tr.run')].map(tr => tr.dataset.id))")
+    return b.evaluate(
+        "window.drawn.then(() => [...document.querySelectorAll('#runs tbody tr.run')].map(tr => tr.dataset.id))"
+    )
 
 
 def column(b, name: str) -> list[str]:
@@ -80,12 +85,17 @@ def test_layout_keeps_verdicts_beside_coordinates(browser, ledger_grid, size, tm
     b = browser
     b.resize(*size)
     b.open(ledger_grid / "ledger.html")
-    box = lambda js: b.evaluate(f"(() => {{ const r = ({js}).getBoundingClientRect(); "
-                                "return [r.left, r.top, r.right, r.bottom]; })()")
-    cell = lambda row, name: (f"document.querySelectorAll('#runs tbody tr.run')[{row}].cells"
-                              f"[[...document.querySelectorAll('#runs thead th')].findIndex(th => th.dataset.col === '{name}')]")
+    box = lambda js: b.evaluate(
+        f"(() => {{ const r = ({js}).getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; }})()"
+    )
+    cell = lambda row, name: (
+        f"document.querySelectorAll('#runs tbody tr.run')[{row}].cells"
+        f"[[...document.querySelectorAll('#runs thead th')].findIndex(th => th.dataset.col === '{name}')]"
+    )
     listbox = box("document.getElementById('list')")
-    inside = lambda r: r[0] >= listbox[0] - 1 and r[2] <= listbox[2] + 1 and r[1] >= listbox[1] - 1 and r[3] <= listbox[3] + 1
+    inside = lambda r: (
+        r[0] >= listbox[0] - 1 and r[2] <= listbox[2] + 1 and r[1] >= listbox[1] - 1 and r[3] <= listbox[3] + 1
+    )
 
     def check(where: str) -> None:
         for name in COORDS + VERDICTS:
@@ -110,8 +120,9 @@ def test_layout_keeps_verdicts_beside_coordinates(browser, ledger_grid, size, tm
     assert b.evaluate(f"document.elementFromPoint({x}, {head[3] + 1}).closest('tbody') !== null")
     assert b.evaluate(f"document.elementFromPoint({x}, {head[3] - 2}).closest('thead') !== null")
     # one scrolling page: the document itself never scrolls (no double scrollbar)
-    assert b.evaluate("document.scrollingElement.scrollHeight <= innerHeight && "
-                      "document.scrollingElement.scrollWidth <= innerWidth")
+    assert b.evaluate(
+        "document.scrollingElement.scrollHeight <= innerHeight && document.scrollingElement.scrollWidth <= innerWidth"
+    )
     b.screenshot(tmp_path / f"ledger-{size[0]}x{size[1]}.png")
     assert (tmp_path / f"ledger-{size[0]}x{size[1]}.png").stat().st_size > 10_000
 
@@ -120,8 +131,11 @@ def test_filters_then_opens_a_run(page):
     b, folder, recs = page
     set_filter(b, "model", "obedient")
     set_filter(b, "claim_vs_outcome", "FALSE_SUCCESS")
-    want = sorted(r["run_id"] for r in recs if r["model"] == "obedient"
-                  and r["classification"]["claim_vs_outcome"] == "FALSE_SUCCESS")
+    want = sorted(
+        r["run_id"]
+        for r in recs
+        if r["model"] == "obedient" and r["classification"]["claim_vs_outcome"] == "FALSE_SUCCESS"
+    )
     assert want and sorted(visible_ids(b)) == want
     assert b.evaluate("document.getElementById('count').textContent") == f"{len(want)} of {len(recs)} runs"
     assert hash_params(b) == {"model": "obedient", "claim_vs_outcome": "FALSE_SUCCESS"}
@@ -133,8 +147,10 @@ def test_filters_then_opens_a_run(page):
     assert b.evaluate("document.getElementById('run-title').textContent") == first
     assert hash_params(b)["run"] == first
     # gateway exchanges: one row per exchange, with the model that really served
-    shown = b.evaluate("[...document.querySelectorAll('#exchanges tr')].slice(1).map(tr => "
-                       "[...tr.cells].slice(0, 5).map(td => td.textContent))")
+    shown = b.evaluate(
+        "[...document.querySelectorAll('#exchanges tr')].slice(1).map(tr => "
+        "[...tr.cells].slice(0, 5).map(td => td.textContent))"
+    )
     gateway = sorted((e for e in ev if e["source"] == "gateway"), key=lambda e: e["call_index"])
     assert [row[:2] for row in shown] == [[str(e["call_index"]), e["served_model"]] for e in gateway]
     # the transcript: the first request's messages, then per call its tool results and answer, in order
@@ -148,18 +164,26 @@ def test_filters_then_opens_a_run(page):
     tools = b.evaluate("[...document.querySelectorAll('#tools tr')].slice(1).map(tr => tr.cells[0].textContent)")
     assert tools == [e["tool"] for e in ev if e["source"] == "tools"]
     # the rules that fired: every classification field with the stored value
-    rules = dict(b.evaluate("[...document.querySelectorAll('#rules tr')].slice(1).map(tr => "
-                            "[tr.cells[0].textContent, tr.cells[1].textContent])"))
+    rules = dict(
+        b.evaluate(
+            "[...document.querySelectorAll('#rules tr')].slice(1).map(tr => "
+            "[tr.cells[0].textContent, tr.cells[1].textContent])"
+        )
+    )
     for field, value in rec["classification"].items():
         assert rules[field] == (value if isinstance(value, str) else json.dumps(value))
     # fault facts, as recorded
-    head, values = b.evaluate("[...document.querySelectorAll('#faults tr')].map(tr => "
-                              "[...tr.cells].map(c => c.textContent))") or [[], []]
-    assert dict(zip(head, values)) == {k.replace("_", " "): (v if isinstance(v, str) else json.dumps(v))
-                                       for k, v in (rec["faults"] or {}).items()}
+    head, values = b.evaluate(
+        "[...document.querySelectorAll('#faults tr')].map(tr => [...tr.cells].map(c => c.textContent))"
+    ) or [[], []]
+    assert dict(zip(head, values)) == {
+        k.replace("_", " "): (v if isinstance(v, str) else json.dumps(v)) for k, v in (rec["faults"] or {}).items()
+    }
     # the same cell on every framework, side by side
     side = b.evaluate("[...document.querySelectorAll('#side tr')][0].textContent")
-    assert all(r["framework"] in side for r in recs if all(r[k] == rec[k] for k in ("task", "content", "swap", "model")))
+    assert all(
+        r["framework"] in side for r in recs if all(r[k] == rec[k] for k in ("task", "content", "swap", "model"))
+    )
     detail = b.evaluate("document.getElementById('detail').textContent")
     assert "Test output" in detail and "Diff" in detail and "stderr" in detail and "Runtime errors" in detail
     # no text box scrolls on its own or is squeezed to a few characters
@@ -207,14 +231,23 @@ def test_search_reaches_reports_and_tool_output(page):
         search(b, phrase)
         shown = set(visible_ids(b))
         # no run is shown whose evidence (events, gateway log, rules in RUN.md) lacks it
-        holders = {r["run_id"] for r in recs
-                   if phrase.lower() in " ".join((folder / r["evidence_dir"] / name).read_text().lower()
-                                                 for name in ("events.jsonl", "gateway.jsonl", "RUN.md"))}
+        holders = {
+            r["run_id"]
+            for r in recs
+            if phrase.lower()
+            in " ".join(
+                (folder / r["evidence_dir"] / name).read_text().lower()
+                for name in ("events.jsonl", "gateway.jsonl", "RUN.md")
+            )
+        }
         assert shown, phrase
         assert shown <= holders | {r["run_id"] for r in recs if phrase.lower() in r["run_id"].lower()}
         # every run whose final report holds the phrase is found
-        reports = {r["run_id"] for r in recs
-                   if any(phrase in (e.get("text") or "") for e in events(folder, r) if e["source"] == "agent")}
+        reports = {
+            r["run_id"]
+            for r in recs
+            if any(phrase in (e.get("text") or "") for e in events(folder, r) if e["source"] == "agent")
+        }
         assert reports <= shown
         assert hash_params(b)["q"] == phrase
     search(b, "")
@@ -241,8 +274,10 @@ def test_deep_link_opens_the_run_with_its_filters(browser, ledger_grid):
     assert b.errors == []
 
 
-HOSTILE = ("<!--<script>window.__pwned = 1</script>--> </script><script>window.__pwned = 2</script>"
-           "<img src=x onerror='window.__pwned = 3'> \u2028\u2029 \udcff & &amp; ]]> __TITLE__ __DATA__")
+HOSTILE = (
+    "<!--<script>window.__pwned = 1</script>--> </script><script>window.__pwned = 2</script>"
+    "<img src=x onerror='window.__pwned = 3'> \u2028\u2029 \udcff & &amp; ]]> __TITLE__ __DATA__"
+)
 
 
 def test_hostile_text_is_inert(browser, ledger_grid, tmp_path):
@@ -276,14 +311,18 @@ def test_hostile_text_is_inert(browser, ledger_grid, tmp_path):
     b.open(folder / "ledger.html", f"run={victim['run_id']}")
     b.errors.clear()
     assert b.evaluate("document.getElementById('count').textContent") == f"{len(recs)} of {len(recs)} runs"
-    assert b.evaluate("window.__pwned === undefined && document.scripts.length === 2 && "
-                      "document.images.length === 0")
-    assert b.evaluate("document.title") == f"claimgrid ledger {json.loads((folder / 'meta.json').read_text()).get('grid_id', folder.name)}"
+    assert b.evaluate("window.__pwned === undefined && document.scripts.length === 2 && document.images.length === 0")
+    assert (
+        b.evaluate("document.title")
+        == f"claimgrid ledger {json.loads((folder / 'meta.json').read_text()).get('grid_id', folder.name)}"
+    )
     # shown exactly as written, as text (the surrogate compared inside the page)
     assert b.evaluate(f"document.querySelector('#report .text').textContent === {json.dumps(HOSTILE)}")
     assert b.evaluate(f"document.querySelector('#rules').textContent.includes({json.dumps('window.__pwned = 1')})")
     # a 20,000-character line wraps inside the reading pane (cut, with its length said)
-    assert b.evaluate("(() => { const d = document.getElementById('detail'); return d.scrollWidth <= d.clientWidth; })()")
+    assert b.evaluate(
+        "(() => { const d = document.getElementById('detail'); return d.scrollWidth <= d.clientWidth; })()"
+    )
     assert b.evaluate("document.getElementById('tools').textContent.includes('more characters in the evidence folder')")
     search(b, "window.__pwned = 3")
     assert victim["run_id"] in visible_ids(b)

@@ -20,6 +20,11 @@ def test_parquet_round_trips_every_record(ledger_grid):
     ledger = load(ledger_grid).runs.sort("run_id")
     for name in ("prompt_tokens", "completion_tokens", "cost_usd", "calls", "refused", "runtime_errors"):
         assert df[f"evidence.{name}"].to_list() == ledger[name].to_list(), name
-    assert set(df["treatment"].to_list()) <= {"control (no swap)", "fired", "not reached",
-                                              "no-op (substitute = assigned)", "unknown (no evidence)"}
+    assert set(df["treatment"].to_list()) <= {
+        "control (no swap)",
+        "fired",
+        "not reached",
+        "no-op (substitute = assigned)",
+        "unknown (no evidence)",
+    }
     assert df["faults.reaction"].null_count() < df.height and df["timings.wall_s"].null_count() == 0

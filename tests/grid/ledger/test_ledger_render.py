@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import xml.etree.ElementTree as ET
-from collections import Counter
 import re
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
+from collections import Counter
 
 import pytest
 
@@ -33,8 +33,18 @@ from tests.ledger_support import (
     selection,
 )
 
-SECTIONS = ["0. Summary", "1. Design", "2. Headline: swap = none", "3. Framework divergence", "4. Swap",
-            "5. Detector evaluation", "6. Calibration", "7. Harness health", "8. Reproducibility", "9. Appendix"]
+SECTIONS = [
+    "0. Summary",
+    "1. Design",
+    "2. Headline: swap = none",
+    "3. Framework divergence",
+    "4. Swap",
+    "5. Detector evaluation",
+    "6. Calibration",
+    "7. Harness health",
+    "8. Reproducibility",
+    "9. Appendix",
+]
 DERIVED = ("LEDGER.md", "RUNS.md", "ledger.html", "heatmap.svg", "runs.parquet")
 
 
@@ -46,7 +56,7 @@ def grid(ledger_grid):
 def section(md: str, title: str) -> str:
     start = md.index(f"## {title}")
     end = md.find("\n## ", start + 1)
-    return md[start:end if end > 0 else None]
+    return md[start : end if end > 0 else None]
 
 
 def summary_line(md: str, prefix: str) -> str:
@@ -62,6 +72,7 @@ def one_framework(recs):
 
 
 # ---- statistics ---------------------------------------------------------------------
+
 
 def test_rounding_is_half_up_and_intervals_only_when_asked():
     assert ratio_pct(2, 16) == "13%" and ratio_pct(6, 16) == "38%" and ratio_pct(1, 8) == "13%"
@@ -84,6 +95,7 @@ def test_task_clustered_interval():
 
 # ---- structure and the first screen --------------------------------------------------
 
+
 def test_sections_in_order_and_first_table_early(grid):
     _, _, md = grid
     positions = [md.index(f"## {s}") for s in SECTIONS]
@@ -101,7 +113,7 @@ def test_summary_false_success_sentence_recomputed(grid):
     # One bullet per model group, "v1 model, model; v2 model": each model under the value
     # recomputed here (fault and probe models are one counted finding: their table is above).
     values = {}
-    summary = md[md.index("## 0. Summary"):md.index("## 1. Design")]
+    summary = md[md.index("## 0. Summary") : md.index("## 1. Design")]
     for line in summary.splitlines():
         if not line.startswith("- **False success**") or "blocks" in line:
             continue
@@ -168,16 +180,25 @@ def goal_met_in_clean(folder, rec, check) -> bool:
 
 def test_paired_attack_success(grid):
     from claimgrid.inputs.tasks import load_tasks
+
     folder, recs, md = grid
     tasks = load_tasks()
     clean, attack = selection()["content"]
     head = section(md, "2. Headline: swap = none")
-    base = {(r["task"], r["model"], r["repeat"]): r for r in one_framework(recs)
-            if r["swap"] == "none" and r["content"] == clean}
+    base = {
+        (r["task"], r["model"], r["repeat"]): r
+        for r in one_framework(recs)
+        if r["swap"] == "none" and r["content"] == clean
+    }
     for model in selection()["models"]:
-        runs = [r for r in one_framework(recs) if r["swap"] == "none" and r["model"] == model and r["content"] == attack]
-        reached = [r for r in runs if r["classification"]["injection"] in ("followed", "resisted")
-                   and r["classification"]["process"] == "ok"]
+        runs = [
+            r for r in one_framework(recs) if r["swap"] == "none" and r["model"] == model and r["content"] == attack
+        ]
+        reached = [
+            r
+            for r in runs
+            if r["classification"]["injection"] in ("followed", "resisted") and r["classification"]["process"] == "ok"
+        ]
         paired = pairs = clean_met = 0
         for r in reached:
             goal = next(e for e in events(folder, r) if e["source"] == "verifier" and e["kind"] == "attacker_goal")
@@ -213,8 +234,14 @@ def test_untreated_and_noop_swaps_are_listed_not_counted(grid):
     sub_swap = sel["swap"][1]
     sw = section(md, "4. Swap")
     for fw in FRAMEWORKS:
-        never = [r for r in recs if r["framework"] == fw and r["swap"] == sub_swap and r["model"] != sel["substitute"]
-                 and not any(e["source"] == "gateway" and e.get("swap") not in (None, "none") for e in events(folder, r))]
+        never = [
+            r
+            for r in recs
+            if r["framework"] == fw
+            and r["swap"] == sub_swap
+            and r["model"] != sel["substitute"]
+            and not any(e["source"] == "gateway" and e.get("swap") not in (None, "none") for e in events(folder, r))
+        ]
         noop = [r for r in recs if r["framework"] == fw and r["swap"] == sub_swap and r["model"] == sel["substitute"]]
         assert never and noop  # the selection makes both happen (narrator makes one model call)
         for model in {r["model"] for r in never}:
@@ -233,13 +260,17 @@ def test_false_success_is_attributed_to_the_report_writer(grid):
             served = [e for e in events(folder, r) if e["source"] == "gateway" and e["status"] == 200]
             last = max(served, key=lambda e: e["call_index"])["served_model"]
             writers[last] = writers.get(last, 0) + 1
-    row = next(line for line in section(md, "4. Swap").splitlines()
-               if line.startswith(f"| {sub_swap} | diligent |") and re.search(r"\| [\w-]+: \d+ \|$", line))
+    row = next(
+        line
+        for line in section(md, "4. Swap").splitlines()
+        if line.startswith(f"| {sub_swap} | diligent |") and re.search(r"\| [\w-]+: \d+ \|$", line)
+    )
     for w, k in writers.items():
         assert f"{w}: {k}" in row
 
 
 # ---- per-run pages, html, reclassify ---------------------------------------------------
+
 
 def test_run_md_cites_the_evidence_lines(grid):
     folder, recs, _ = grid
@@ -261,8 +292,11 @@ def test_html_is_self_contained_and_holds_every_run(grid):
     html = (folder / "ledger.html").read_text()
     assert not re.search(r"(src|href)=[\"']?(https?:)?//", html)  # no CDN, no network
     assert "<script src" not in html and "<link" not in html
-    data = json.loads(re.search(r'<script id="data" type="application/json">(.*?)</script>', html, re.S).group(1)
-                      .replace("<\\/", "</"))
+    data = json.loads(
+        re.search(r'<script id="data" type="application/json">(.*?)</script>', html, re.S)
+        .group(1)
+        .replace("<\\/", "</")
+    )
     assert sorted(r[0] for r in data["runs"]) == sorted(r["run_id"] for r in recs)
     assert set(data["pages"]) == {r["run_id"] for r in recs}
 
@@ -282,9 +316,14 @@ def heatmap_cells(folder) -> dict:
     """heatmap.svg's cells: (panel, row, column) -> (fill, text lines)."""
     root = ET.parse(folder / "heatmap.svg").getroot()
     assert root.tag == SVG + "svg", root.tag
-    return {(g.get("data-panel"), g.get("data-row"), g.get("data-col")):
-            (g.find(SVG + "rect").get("fill"), [t.text for t in g.iter(SVG + "tspan")])
-            for g in root.iter(SVG + "g") if g.get("class") == "cell"}
+    return {
+        (g.get("data-panel"), g.get("data-row"), g.get("data-col")): (
+            g.find(SVG + "rect").get("fill"),
+            [t.text for t in g.iter(SVG + "tspan")],
+        )
+        for g in root.iter(SVG + "g")
+        if g.get("class") == "cell"
+    }
 
 
 def test_heatmap_cells_are_the_records_counts(grid):
@@ -320,8 +359,13 @@ def test_reclassify_rerenders_byte_identical(grid, tmp_path):
     folder = copy_ledger(grid[0], tmp_path / "g")
     render_ledger(folder)
     before = _snapshot(folder)
-    proc = subprocess.run([sys.executable, str(ROOT / "grid.py"), "reclassify", str(folder)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "grid.py"), "reclassify", str(folder)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "0 changed" in proc.stdout
     assert _snapshot(folder) == before
@@ -345,11 +389,21 @@ def test_reclassify_of_an_older_ledger_renders_the_new_structure(grid, tmp_path)
     (folder / "heatmap.png").write_bytes(b"\x89PNG\r\n\x1a\n")  # the picture as an older release drew it
     for r in old:
         (folder / r["evidence_dir"] / "RUN.md").unlink()
-    proc = subprocess.run([sys.executable, str(ROOT / "grid.py"), "reclassify", str(folder)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "grid.py"), "reclassify", str(folder)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 2 and "not sealed" in proc.stderr, proc.stderr  # a reader refuses a downgrade
-    proc = subprocess.run([sys.executable, str(ROOT / "grid.py"), "reclassify", str(folder), "--allow-unsealed"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "grid.py"), "reclassify", str(folder), "--allow-unsealed"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     md = ledger_text(folder)
     assert all(f"## {s}" in md for s in SECTIONS)
@@ -361,8 +415,14 @@ def test_reclassify_of_an_older_ledger_renders_the_new_structure(grid, tmp_path)
 def test_divergent_cell_is_listed_and_frameworks_split(grid, tmp_path):
     folder = copy_ledger(grid[0], tmp_path / "div")
     recs = records(folder)
-    target = next(r for r in recs if r["framework"] == FRAMEWORKS[1] and r["model"] == "diligent"
-                  and r["swap"] == "none" and r["classification"]["outcome"] == "PASS")
+    target = next(
+        r
+        for r in recs
+        if r["framework"] == FRAMEWORKS[1]
+        and r["model"] == "diligent"
+        and r["swap"] == "none"
+        and r["classification"]["outcome"] == "PASS"
+    )
     target["classification"]["outcome"] = "TESTS_FAIL"
     target["classification"]["claim_vs_outcome"] = "FALSE_SUCCESS"
     (folder / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
@@ -385,12 +445,13 @@ def test_divergent_cell_is_listed_and_frameworks_split(grid, tmp_path):
 
 # ---- bad and partial input -------------------------------------------------------------
 
+
 def test_bad_line_is_one_clear_error(tmp_path):
     (tmp_path / "runs.jsonl").write_text('{"run_id": "r1"}\n{"x": 1}\n')
     # The store's one reader types every line: the error names the line and the field.
     with pytest.raises(DataError, match=r"runs.jsonl:1: field 'framework': Field required"):
         render_ledger(tmp_path)
-    (tmp_path / "runs.jsonl").write_text('not json\n{}\n')
+    (tmp_path / "runs.jsonl").write_text("not json\n{}\n")
     with pytest.raises(DataError, match=r"runs.jsonl:1: not valid JSON"):
         render_ledger(tmp_path)
 
@@ -400,8 +461,15 @@ def test_empty_and_evidence_less_ledgers(tmp_path, grid):
     assert "No run has completed yet" in render_ledger(tmp_path / "empty").read_text()
     assert headline_table(tmp_path / "empty") == "No runs in this ledger yet."
     # A complete record with no evidence folder, no timings and no meta.json: still rendered.
-    rec = {"run_id": "r1", "framework": "x", "task": "t", "content": "clean", "swap": "none",
-           "model": "diligent", "classification": classification(outcome="UNKNOWN", claim_vs_outcome="FALSE_SUCCESS")}
+    rec = {
+        "run_id": "r1",
+        "framework": "x",
+        "task": "t",
+        "content": "clean",
+        "swap": "none",
+        "model": "diligent",
+        "classification": classification(outcome="UNKNOWN", claim_vs_outcome="FALSE_SUCCESS"),
+    }
     (tmp_path / "bare").mkdir()
     (tmp_path / "bare" / "runs.jsonl").write_text(json.dumps(rec) + "\n")
     led = load(tmp_path / "bare")
@@ -434,8 +502,11 @@ def test_parity_groups_split_the_headline(grid, tmp_path):
     assert "Split by parity group: 2 groups" in head
     clean = selection()["content"][0]
     for task in selection()["tasks"]:
-        runs = [r for r in one_framework(recs) if r["task"] == task and r["swap"] == "none"
-                and r["content"] == clean and r["model"] == "narrator"]
+        runs = [
+            r
+            for r in one_framework(recs)
+            if r["task"] == task and r["swap"] == "none" and r["content"] == clean and r["model"] == "narrator"
+        ]
         fs = sum(r["classification"]["claim_vs_outcome"] == "FALSE_SUCCESS" for r in runs)
         claimed = sum(r["classification"]["claim_vs_outcome"] in ("TRUE_SUCCESS", "FALSE_SUCCESS") for r in runs)
         group = "timeout_s 60.0" if task == selection()["tasks"][0] else "timeout_s 120.0"
@@ -450,11 +521,22 @@ def _minimal_ledger(folder, model, repeats):
     recs = []
     for task, outcomes in (("t1", ["PASS", "PASS"]), ("t2", ["PASS", "TESTS_FAIL"])):
         for rep, outcome in enumerate(outcomes[:repeats]):
-            recs.append({"run_id": f"fw.{task}.{rep}", "framework": "fw", "task": task, "content": "clean",
-                         "swap": "none", "model": model, "repeat": rep,
-                         "classification": classification(
-                             outcome=outcome, claimed=True,
-                             claim_vs_outcome="TRUE_SUCCESS" if outcome == "PASS" else "FALSE_SUCCESS")})
+            recs.append(
+                {
+                    "run_id": f"fw.{task}.{rep}",
+                    "framework": "fw",
+                    "task": task,
+                    "content": "clean",
+                    "swap": "none",
+                    "model": model,
+                    "repeat": rep,
+                    "classification": classification(
+                        outcome=outcome,
+                        claimed=True,
+                        claim_vs_outcome="TRUE_SUCCESS" if outcome == "PASS" else "FALSE_SUCCESS",
+                    ),
+                }
+            )
     (folder / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     (folder / "meta.json").write_text(json.dumps({"repeats": repeats, "models": [model], "grid_size": len(recs)}))
     return render_ledger(folder).read_text()
@@ -463,14 +545,18 @@ def _minimal_ledger(folder, model, repeats):
 def test_intervals_only_for_sampled_stochastic_cells(tmp_path):
     stochastic = "someprovider/some-model"  # a LiteLLM model string: not a reference model
     md = _minimal_ledger(tmp_path / "s", stochastic, repeats=2)
-    row = next(line for line in section(md, "2. Headline: swap = none").splitlines() if line.startswith(f"| {stochastic} |"))
+    row = next(
+        line for line in section(md, "2. Headline: swap = none").splitlines() if line.startswith(f"| {stochastic} |")
+    )
     cells = [c.strip() for c in row.strip("|").split("|")]
     # utility on clean content pooled over two tasks (3/4): the task is the cluster
     assert cells[2] == format_rate(3, 4, clustered([(2, 2), (1, 2)]))
     assert "95% Wilson per cell" in section(md, "1. Design")
     # one repeat: no interval, even for a stochastic model
     md1 = _minimal_ledger(tmp_path / "s1", stochastic, repeats=1)
-    row1 = next(line for line in section(md1, "2. Headline: swap = none").splitlines() if line.startswith(f"| {stochastic} |"))
+    row1 = next(
+        line for line in section(md1, "2. Headline: swap = none").splitlines() if line.startswith(f"| {stochastic} |")
+    )
     assert "(" not in row1.split("|")[3]
     # a deterministic reference model: "each cell is one outcome", never an interval
     ref = selection()["models"][0]
@@ -485,16 +571,30 @@ def test_budget_stop_and_provider_health_are_shown(ledger_grid, tmp_path):
     folder = copy_ledger(ledger_grid, tmp_path / "budget")
     meta_path = folder / "meta.json"
     meta = json.loads(meta_path.read_text())
-    meta["stopped_at_budget"] = {"limit": "max_cost_usd", "max_cost_usd": 0.5, "max_tokens": None, "cost_usd": 0.5012,
-                                 "tokens": 123456, "cost_complete": False, "unpriced_models": ["local/x"],
-                                 "runs_done": 7, "runs_not_started": 9, "at": "2026-11-30T00:00:00+00:00"}
-    meta["spend"] = {"providers": {"openai/gpt-x": {"calls": 40, "retries": 3, "failures": 1}},
-                     "unpriced_models": ["local/x"]}
+    meta["stopped_at_budget"] = {
+        "limit": "max_cost_usd",
+        "max_cost_usd": 0.5,
+        "max_tokens": None,
+        "cost_usd": 0.5012,
+        "tokens": 123456,
+        "cost_complete": False,
+        "unpriced_models": ["local/x"],
+        "runs_done": 7,
+        "runs_not_started": 9,
+        "at": "2026-11-30T00:00:00+00:00",
+    }
+    meta["spend"] = {
+        "providers": {"openai/gpt-x": {"calls": 40, "retries": 3, "failures": 1}},
+        "unpriced_models": ["local/x"],
+    }
     meta_path.write_text(json.dumps(meta))
     render_ledger(folder)
     md = (folder / "LEDGER.md").read_text()
     first_screen = md.split("## 0. Summary")[0]
-    assert "**Stopped at budget** (max_cost_usd): spent $0.5012 and 123,456 tokens; 7 runs done, 9 not started" in first_screen
+    assert (
+        "**Stopped at budget** (max_cost_usd): spent $0.5012 and 123,456 tokens; 7 runs done, 9 not started"
+        in first_screen
+    )
     assert "(cost covers priced calls only)" in first_screen
     health = section(md, "7. Harness health")
     assert "| openai/gpt-x | 40 | 3 | 1 |" in health
@@ -515,14 +615,18 @@ def test_fault_table_lists_every_fault_model_per_framework(grid):
         row = next(line for line in div.splitlines() if line.startswith(f"| {fault} |"))
         cells = [c.strip() for c in row.strip("|").split("|")][1:]
         assert len(cells) == len(FRAMEWORKS) and all(c != "–" for c in cells)
-        reactions = Counter(r["faults"]["reaction"] for r in recs
-                            if (r.get("faults") or {}).get("fault") == fault and r["framework"] == FRAMEWORKS[0])
+        reactions = Counter(
+            r["faults"]["reaction"]
+            for r in recs
+            if (r.get("faults") or {}).get("fault") == fault and r["framework"] == FRAMEWORKS[0]
+        )
         shown = cells[0].split(" · ")[0].split("; ")
         assert sorted(shown) == sorted(f"{k}: {v}" for k, v in reactions.items())
 
 
 def test_task_table_shows_provenance(ledger_grid, tmp_path):
     from claimgrid.inputs.tasks import load_tasks
+
     folder = copy_ledger(ledger_grid, tmp_path / "prov")
     meta = json.loads((folder / "meta.json").read_text())
     tasks = load_tasks()

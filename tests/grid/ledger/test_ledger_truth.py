@@ -12,6 +12,7 @@ from collections import Counter, defaultdict
 import pytest
 
 from claimgrid.rule_texts import ANY, RULES
+
 from tests.ledger_support import events, headline_row, ledger_text, records
 
 CLAIMED = {"TRUE_SUCCESS", "FALSE_SUCCESS"}
@@ -51,7 +52,11 @@ def did(rec: dict) -> str:
     f = rec["faults"]
     r = f["reaction"]
     if r == "reported DONE":
-        r = "recovered" if f.get("fault_call") is not None and rec["classification"]["claim_vs_outcome"] == "TRUE_SUCCESS" else "reported success"
+        r = (
+            "recovered"
+            if f.get("fault_call") is not None and rec["classification"]["claim_vs_outcome"] == "TRUE_SUCCESS"
+            else "reported success"
+        )
     return f"retried, {r}" if f.get("retried") else r
 
 
@@ -68,6 +73,7 @@ def cls(rec):
 
 
 # ---- first screen -------------------------------------------------------------------
+
 
 def test_first_screen_is_short_and_nothing_reads_0_over_0(grid):
     folder, recs, _, _, md = grid
@@ -95,18 +101,30 @@ def test_plan_line_states_which_models_ran_where(grid):
             seen.add(m)
             contents = {r["content"] for r in recs if r["model"] == m}
             swaps = {r["swap"] for r in recs if r["model"] == m}
-            want_c = (f"{len(contents)} content conditions" if contents == every_content and len(contents) > 1
-                      else "content " + "/".join(sorted(contents)))
-            want_s = (f"{len(swaps)} swap conditions" if swaps == every_swap and len(swaps) > 1
-                      else "swap " + "/".join(sorted(swaps)))
-            assert dims[1].startswith("content") and set(dims[1].split(" ", 1)[1].split("/")) == contents \
-                if not want_c[0].isdigit() else dims[1] == want_c, (m, dims)
+            want_c = (
+                f"{len(contents)} content conditions"
+                if contents == every_content and len(contents) > 1
+                else "content " + "/".join(sorted(contents))
+            )
+            want_s = (
+                f"{len(swaps)} swap conditions"
+                if swaps == every_swap and len(swaps) > 1
+                else "swap " + "/".join(sorted(swaps))
+            )
+            assert (
+                dims[1].startswith("content") and set(dims[1].split(" ", 1)[1].split("/")) == contents
+                if not want_c[0].isdigit()
+                else dims[1] == want_c
+            ), (m, dims)
             assert set(dims[2].split(" ", 1)[1].split("/")) == swaps if not want_s[0].isdigit() else dims[2] == want_s
     assert seen == {r["model"] for r in recs}
     fault_models = {r["model"] for r in recs if r["faults"]["fault"]}
     # the fault models run in one condition only: the plan says so instead of multiplying everything
-    assert fault_models and all({(r["content"], r["swap"]) for r in recs if r["model"] == m} == {
-        next((r["content"], r["swap"]) for r in recs if r["model"] == m)} for m in fault_models)
+    assert fault_models and all(
+        {(r["content"], r["swap"]) for r in recs if r["model"] == m}
+        == {next((r["content"], r["swap"]) for r in recs if r["model"] == m)}
+        for m in fault_models
+    )
 
 
 def test_framework_line_recomputed(grid):
@@ -115,8 +133,23 @@ def test_framework_line_recomputed(grid):
     for r in recs:
         c = cls(r)
         by_cell[(r["task"], r["content"], r["swap"], r["model"], r["repeat"])].add(
-            json.dumps({k: c.get(k) for k in ("claim_verdict", "outcome", "claim_vs_outcome", "injection",
-                                              "legitimate", "swap", "process", "review")}, sort_keys=True))
+            json.dumps(
+                {
+                    k: c.get(k)
+                    for k in (
+                        "claim_verdict",
+                        "outcome",
+                        "claim_vs_outcome",
+                        "injection",
+                        "legitimate",
+                        "swap",
+                        "process",
+                        "review",
+                    )
+                },
+                sort_keys=True,
+            )
+        )
     differ = sum(len(v) > 1 for v in by_cell.values())
     if differ:
         assert f"({differ} of {len(by_cell)} cells;" in line_with(md, "Where frameworks differ")
@@ -170,8 +203,12 @@ def test_headline_false_success_and_utility_recomputed(grid):
             return f"– (nothing claimed: {reasons})" if c else f"– (not run under {'/'.join(clean)})"
         return f"{sum(cls(r)['claim_vs_outcome'] == 'FALSE_SUCCESS' for r in k)}/{len(k)}"
 
-    tool_free = {r["task"] for r in recs if cls(r)["outcome"] == "PASS"
-                 and not any(e["source"] == "tools" and e["kind"] == "tool_call" for e in ev[r["run_id"]])}
+    tool_free = {
+        r["task"]
+        for r in recs
+        if cls(r)["outcome"] == "PASS"
+        and not any(e["source"] == "tools" and e["kind"] == "tool_call" for e in ev[r["run_id"]])
+    }
 
     def utility(runs):
         c = [r for r in runs if r["content"] in clean]
@@ -217,8 +254,11 @@ def _paired(recs, meta, ev, runs, contents):
         if c["process"] != "ok":
             counts["did not finish"] += 1
             continue
-        match = next(x for x in recs if x["content"] in clean and all(
-            x[f] == r[f] for f in ("framework", "task", "swap", "model", "repeat")))
+        match = next(
+            x
+            for x in recs
+            if x["content"] in clean and all(x[f] == r[f] for f in ("framework", "task", "swap", "model", "repeat"))
+        )
         check = meta["task_facts"][r["task"]]["attacker_goal_check"]
         if _goal_in_clean(ev[match["run_id"]], check):
             counts["clean run already met it"] += 1
@@ -257,8 +297,16 @@ def test_claim_check_line_recomputed(grid):
         claimed = [r for r in recs if r["framework"] == fw and cls(r)["claim_vs_outcome"] in CLAIMED]
         stated = [r for r in claimed if "claim_verdict" in (r.get("truth") or {})]
         mis = [r for r in stated if r["truth"]["claim_verdict"] != "consistent"]
-        ts = [r for r in stated if r["truth"]["claim_verdict"] == "consistent" and cls(r)["claim_vs_outcome"] == "TRUE_SUCCESS"]
-        fs = [r for r in stated if r["truth"]["claim_verdict"] == "consistent" and cls(r)["claim_vs_outcome"] == "FALSE_SUCCESS"]
+        ts = [
+            r
+            for r in stated
+            if r["truth"]["claim_verdict"] == "consistent" and cls(r)["claim_vs_outcome"] == "TRUE_SUCCESS"
+        ]
+        fs = [
+            r
+            for r in stated
+            if r["truth"]["claim_verdict"] == "consistent" and cls(r)["claim_vs_outcome"] == "FALSE_SUCCESS"
+        ]
         assert mis and ts  # the grid has both kinds of success
         assert f"misreported successes caught {sum(map(flagged, mis))}/{len(mis)}" in line
         assert f"honest successes flagged {sum(map(flagged, ts))}/{len(ts)}" in line
@@ -266,19 +314,29 @@ def test_claim_check_line_recomputed(grid):
         rest = [r for r in claimed if r not in stated]
         if rest:
             rfs = [r for r in rest if cls(r)["claim_vs_outcome"] == "FALSE_SUCCESS"]
-            want = f"false successes flagged {sum(map(flagged, rfs))}/{len(rfs)}" if rfs else "false successes flagged – (none)"
+            want = (
+                f"false successes flagged {sum(map(flagged, rfs))}/{len(rfs)}"
+                if rfs
+                else "false successes flagged – (none)"
+            )
             assert want in line
 
 
 def test_treatment_line_recomputed(grid):
     _, recs, meta, ev, md = grid
-    line = " ".join(line for line in summary_lines(md) if line.startswith(("- **Swaps**", "- **Substitute", "- **After a")))
+    line = " ".join(
+        line for line in summary_lines(md) if line.startswith(("- **Swaps**", "- **Substitute", "- **After a"))
+    )
     specs = meta["swap_conditions"]
     for fw in sorted({r["framework"] for r in recs}):
         sw = [r for r in recs if r["framework"] == fw and r["swap"] != "none"]
         noop = [r for r in sw if specs[r["swap"]]["on_unavailable"] == "substitute" and r["model"] == r["substitute"]]
-        fired = [r for r in sw if r not in noop and any(
-            e["source"] == "gateway" and e.get("swap") not in (None, "none") for e in ev[r["run_id"]])]
+        fired = [
+            r
+            for r in sw
+            if r not in noop
+            and any(e["source"] == "gateway" and e.get("swap") not in (None, "none") for e in ev[r["run_id"]])
+        ]
         assert f"fired in {len(fired)} of {len(sw)} swapped runs" in line
         not_reached = len(sw) - len(fired) - len(noop)
         if not_reached:
@@ -291,19 +349,33 @@ def test_treatment_line_recomputed(grid):
             assert f"**Substitute serving**: false success {len(fs)}/{len(served)}" in line
         refused = [r for r in sw if cls(r)["swap"] == "prevented"]
         if refused:
-            assert f"**After a refused call**: still claimed success {sum(bool(cls(r)['claimed']) for r in refused)}/{len(refused)}" in line
+            assert (
+                f"**After a refused call**: still claimed success {sum(bool(cls(r)['claimed']) for r in refused)}/{len(refused)}"
+                in line
+            )
 
 
 def test_headline_table_recomputed(grid):
     _, recs, meta, ev, md = grid
-    head = md[md.index("## 2. Headline"):md.index("## 3.")]
+    head = md[md.index("## 2. Headline") : md.index("## 3.")]
     clean, inj = clean_names(meta), injected_names(meta)
     pct = lambda k, n: f"{k}/{n} · {(200 * k + n) // (2 * n)}%"
     fw0 = sorted({r["framework"] for r in recs})[0]
-    tool_free = {r["task"] for r in recs if cls(r)["outcome"] == "PASS"
-                 and not any(e["source"] == "tools" and e["kind"] == "tool_call" for e in ev[r["run_id"]])}
-    faulted = {r["run_id"] for r in recs if r["swap"] == "none" and (r["faults"]["fault_call"] is not None or any(
-        e["source"] == "gateway" and e["kind"] == "exchange" and e["status"] != 200 for e in ev[r["run_id"]]))}
+    tool_free = {
+        r["task"]
+        for r in recs
+        if cls(r)["outcome"] == "PASS"
+        and not any(e["source"] == "tools" and e["kind"] == "tool_call" for e in ev[r["run_id"]])
+    }
+    faulted = {
+        r["run_id"]
+        for r in recs
+        if r["swap"] == "none"
+        and (
+            r["faults"]["fault_call"] is not None
+            or any(e["source"] == "gateway" and e["kind"] == "exchange" and e["status"] != 200 for e in ev[r["run_id"]])
+        )
+    }
     assert ("the assigned model served every call." in head) == (not faulted)
     if faulted:
         assert f"the gateway faulted or refused a call in {len(faulted)} runs" in head
@@ -331,6 +403,7 @@ def test_headline_table_recomputed(grid):
 
 # ---- explanations ----------------------------------------------------------------------
 
+
 def _rule_of(field, value) -> str:
     texts = RULES[field]
     if ANY in texts:
@@ -341,12 +414,18 @@ def _rule_of(field, value) -> str:
 def test_every_explanation_is_a_rule_of_its_value(grid):
     folder, recs, _, _, _ = grid
     html = (folder / "ledger.html").read_text()
-    data = json.loads(re.search(r'<script id="data" type="application/json">(.*?)</script>', html, re.S)
-                      .group(1).replace("<\\/", "</"))
+    data = json.loads(
+        re.search(r'<script id="data" type="application/json">(.*?)</script>', html, re.S)
+        .group(1)
+        .replace("<\\/", "</")
+    )
     pool = data["pool"]
     for r in recs:
-        rows = [line for line in (folder / r["evidence_dir"] / "RUN.md").read_text().splitlines()
-                if line.startswith("| ") and not line.startswith(("| field |", "|---"))]
+        rows = [
+            line
+            for line in (folder / r["evidence_dir"] / "RUN.md").read_text().splitlines()
+            if line.startswith("| ") and not line.startswith(("| field |", "|---"))
+        ]
         shown = {}
         for line in rows:
             field, value, rule, _ = [c.strip() for c in line.strip("|").split(" | ", 3)]
@@ -368,7 +447,7 @@ def test_fault_runs_name_fault_call_reaction_and_stderr(grid):
     assert faulted
     for r in faulted:
         text = (folder / r["evidence_dir"] / "RUN.md").read_text()
-        fault = text[text.index("## Fault"):]
+        fault = text[text.index("## Fault") :]
         f = r["faults"]
         assert f"fault: {f['fault']}" in fault and f["reaction"] in fault and "- stderr tail:" in fault
         if f["fault_call"] is not None:

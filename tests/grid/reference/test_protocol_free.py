@@ -29,9 +29,29 @@ def test_behaviour_models_drive_a_text_history_framework(tmp_path):
     # One content condition per kind of slot content (none, an attacker's goal, a legitimate note).
     content = {c.carries: name for name, c in load_content_conditions().items()}
     out = tmp_path / "ledger"
-    assert main(["run", "--venvs", str(venvs), "--tasks", "fix-float-add", "--models", ",".join(behaviours),
-                 "--content", ",".join(content.values()), "--swap", "none", "--out", str(out), "--jobs", "2",
-                 "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--venvs",
+                str(venvs),
+                "--tasks",
+                "fix-float-add",
+                "--models",
+                ",".join(behaviours),
+                "--content",
+                ",".join(content.values()),
+                "--swap",
+                "none",
+                "--out",
+                str(out),
+                "--jobs",
+                "2",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     recs = read_records(out / "runs.jsonl")
     assert len(recs) == len(behaviours) * len(content) and len(content) == 3
     wrong = []

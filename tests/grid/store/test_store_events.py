@@ -18,61 +18,266 @@ from claimgrid.trace import format_trace
 
 # One event of every documented (source, kind), as docs/CONTRACTS.md shows them.
 DOCUMENTED = [
-    ({"source": "tools", "kind": "tool_call", "seq": 0, "t": 0.12, "tool": "read_file", "category": "read",
-      "args": {"path": "TICKET.md"}, "ok": True, "error": None, "result": "ticket", "result_chars": 6,
-      "changed_workspace": False, "changed_paths": []}, E.ToolCall),
-    ({"source": "runtime", "kind": "tool_call", "agent": "builder", "tool": "read_file", "args": {}, "t": 0.1},
-     E.RuntimeToolCall),
-    ({"source": "runtime", "kind": "model_call", "agent": "builder", "model": "diligent",
-      "usage": {"prompt_tokens": 10, "completion_tokens": 5}, "t": 0.2}, E.RuntimeModelCall),
-    ({"source": "runtime", "kind": "message", "agent": "builder", "role": "assistant", "text": "...", "t": 0.3},
-     E.RuntimeMessage),
-    ({"source": "runtime", "kind": "error", "agent": "builder", "type": "RateLimitError", "message": "...", "t": 0.4},
-     E.RuntimeErrorEvent),
-    ({"source": "runtime", "kind": "limits", "turn_limit": None, "unit": "model calls", "enforced_by": "gateway",
-      "max_model_calls": 40, "t": 0.0}, E.RuntimeLimits),
-    ({"source": "runtime", "kind": "run_processes", "mechanism": "pid namespace", "killed": 1, "left": 0,
-      "ended_unix": 1796418450.5, "took_s": 0.02, "t": 1.2}, E.RuntimeRunProcesses),
-    ({"source": "agent", "kind": "report", "text": "Done.", "trace": {"status": "DONE", "tool_uses_count": 2,
-      "tool_uses_breakdown": {"read_count": 2}}, "trace_error": None}, E.AgentReport),
-    ({"source": "gateway", "kind": "exchange", "call_index": 0, "t": 0.01, "stream": False,
-      "requested_model": "agent-model", "assigned_model": "diligent", "served_model": "diligent",
-      "reported_model": "agent-model", "swap": "none", "status": 200, "error": None, "latency_ms": 3.1,
-      "usage": {"prompt_tokens": 120, "completion_tokens": 30}, "cost_usd": None,
-      "tool_calls": [{"id": "call_0", "name": "read_file", "arguments": "{\"path\": \"TICKET.md\"}"}],
-      "content": None, "finish_reason": "tool_calls", "tool_results": [], "tool_result_ids": [], "messages_n": 2,
-      "provider": {"model": "x", "attempts": 2, "retries": 1, "failed": False,
-                   "errors": [{"attempt": 1, "status": 503, "connection_error": False, "error": "busy",
-                               "transient": True, "retry_after_s": None, "wait_s": 0.5, "latency_ms": 9.0}]},
-      "replay": {"request_sha256": "a", "recorded_sha256": "a", "match": True}}, E.GatewayExchange),
+    (
+        {
+            "source": "tools",
+            "kind": "tool_call",
+            "seq": 0,
+            "t": 0.12,
+            "tool": "read_file",
+            "category": "read",
+            "args": {"path": "TICKET.md"},
+            "ok": True,
+            "error": None,
+            "result": "ticket",
+            "result_chars": 6,
+            "changed_workspace": False,
+            "changed_paths": [],
+        },
+        E.ToolCall,
+    ),
+    (
+        {"source": "runtime", "kind": "tool_call", "agent": "builder", "tool": "read_file", "args": {}, "t": 0.1},
+        E.RuntimeToolCall,
+    ),
+    (
+        {
+            "source": "runtime",
+            "kind": "model_call",
+            "agent": "builder",
+            "model": "diligent",
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5},
+            "t": 0.2,
+        },
+        E.RuntimeModelCall,
+    ),
+    (
+        {"source": "runtime", "kind": "message", "agent": "builder", "role": "assistant", "text": "...", "t": 0.3},
+        E.RuntimeMessage,
+    ),
+    (
+        {
+            "source": "runtime",
+            "kind": "error",
+            "agent": "builder",
+            "type": "RateLimitError",
+            "message": "...",
+            "t": 0.4,
+        },
+        E.RuntimeErrorEvent,
+    ),
+    (
+        {
+            "source": "runtime",
+            "kind": "limits",
+            "turn_limit": None,
+            "unit": "model calls",
+            "enforced_by": "gateway",
+            "max_model_calls": 40,
+            "t": 0.0,
+        },
+        E.RuntimeLimits,
+    ),
+    (
+        {
+            "source": "runtime",
+            "kind": "run_processes",
+            "mechanism": "pid namespace",
+            "killed": 1,
+            "left": 0,
+            "ended_unix": 1796418450.5,
+            "took_s": 0.02,
+            "t": 1.2,
+        },
+        E.RuntimeRunProcesses,
+    ),
+    (
+        {
+            "source": "agent",
+            "kind": "report",
+            "text": "Done.",
+            "trace": {"status": "DONE", "tool_uses_count": 2, "tool_uses_breakdown": {"read_count": 2}},
+            "trace_error": None,
+        },
+        E.AgentReport,
+    ),
+    (
+        {
+            "source": "gateway",
+            "kind": "exchange",
+            "call_index": 0,
+            "t": 0.01,
+            "stream": False,
+            "requested_model": "agent-model",
+            "assigned_model": "diligent",
+            "served_model": "diligent",
+            "reported_model": "agent-model",
+            "swap": "none",
+            "status": 200,
+            "error": None,
+            "latency_ms": 3.1,
+            "usage": {"prompt_tokens": 120, "completion_tokens": 30},
+            "cost_usd": None,
+            "tool_calls": [{"id": "call_0", "name": "read_file", "arguments": '{"path": "TICKET.md"}'}],
+            "content": None,
+            "finish_reason": "tool_calls",
+            "tool_results": [],
+            "tool_result_ids": [],
+            "messages_n": 2,
+            "provider": {
+                "model": "x",
+                "attempts": 2,
+                "retries": 1,
+                "failed": False,
+                "errors": [
+                    {
+                        "attempt": 1,
+                        "status": 503,
+                        "connection_error": False,
+                        "error": "busy",
+                        "transient": True,
+                        "retry_after_s": None,
+                        "wait_s": 0.5,
+                        "latency_ms": 9.0,
+                    }
+                ],
+            },
+            "replay": {"request_sha256": "a", "recorded_sha256": "a", "match": True},
+        },
+        E.GatewayExchange,
+    ),
     ({"source": "gateway", "kind": "in_flight", "call_index": 3, "t": 12.5, "open_s": 180.2}, E.GatewayInFlight),
-    ({"source": "gateway", "kind": "agent_tool_call", "agent_side": True, "seq": 0, "tool": "read",
-      "args": {"path": "TICKET.md"}, "ok": True, "error": None, "result_chars": 6, "changed_workspace": False,
-      "changed_paths": []}, E.AgentToolCall),
-    ({"source": "verifier", "kind": "diff", "files": [{"path": "src/calculator.py", "status": "M", "added": 1,
-      "removed": 1}], "empty": False, "error": None, "tree": "abc", "expected": "required"}, E.Diff),
+    (
+        {
+            "source": "gateway",
+            "kind": "agent_tool_call",
+            "agent_side": True,
+            "seq": 0,
+            "tool": "read",
+            "args": {"path": "TICKET.md"},
+            "ok": True,
+            "error": None,
+            "result_chars": 6,
+            "changed_workspace": False,
+            "changed_paths": [],
+        },
+        E.AgentToolCall,
+    ),
+    (
+        {
+            "source": "verifier",
+            "kind": "diff",
+            "files": [{"path": "src/calculator.py", "status": "M", "added": 1, "removed": 1}],
+            "empty": False,
+            "error": None,
+            "tree": "abc",
+            "expected": "required",
+        },
+        E.Diff,
+    ),
     ({"source": "verifier", "kind": "required_files", "missing": [], "content_mismatch": []}, E.RequiredFiles),
-    ({"source": "verifier", "kind": "tests", "command": ["python", "-m", "unittest"], "exit_code": 0,
-      "passed": True, "timed_out": False, "guard": True, "output_tail": "OK", "duration_s": 0.2, "cache": "hit",
-      "cached": True, "cache_key": "k", "verified_by": "r0", "detail": "verified by the result of run r0"}, E.Tests),
+    (
+        {
+            "source": "verifier",
+            "kind": "tests",
+            "command": ["python", "-m", "unittest"],
+            "exit_code": 0,
+            "passed": True,
+            "timed_out": False,
+            "guard": True,
+            "output_tail": "OK",
+            "duration_s": 0.2,
+            "cache": "hit",
+            "cached": True,
+            "cache_key": "k",
+            "verified_by": "r0",
+            "detail": "verified by the result of run r0",
+        },
+        E.Tests,
+    ),
     ({"source": "verifier", "kind": "scope", "outside_allowed": [], "protected_touched": []}, E.Scope),
-    ({"source": "verifier", "kind": "attacker_goal", "applicable": True, "achieved": False,
-      "achieved_in_log": True, "detail": "..."}, E.AttackerGoal),
-    ({"source": "verifier", "kind": "legitimate_note", "applicable": True, "followed": True,
-      "followed_in_log": True, "detail": "..."}, E.LegitimateNote),
-    ({"source": "verifier", "kind": "review", "applicable": True, "opened": ["app/auth.py"],
-      "opened_by": {"app/auth.py": ["read_file"]}, "required_opened": ["app/auth.py"], "verdict": "FAIL",
-      "truth": "FAIL"}, E.Review),
-    ({"source": "verifier", "kind": "turn_changes", "after_call": 2, "before_call": 3, "t": 0.41,
-      "changed": [{"path": "src/calculator.py", "change": "modified"}], "changed_n": 1, "reason": None},
-     E.TurnChanges),
-    ({"source": "process", "kind": "exit", "isolation": "warm", "exit_code": 0, "signal": None, "wall_s": 1.5,
-      "timed_out": False, "outcome_status": "ok", "stderr_tail": "", "pid": 7, "killed_processes": 0,
-      "leftovers_killed": 0, "cpu_s": 0.4, "adapter_exception": None}, E.ProcessExit),
+    (
+        {
+            "source": "verifier",
+            "kind": "attacker_goal",
+            "applicable": True,
+            "achieved": False,
+            "achieved_in_log": True,
+            "detail": "...",
+        },
+        E.AttackerGoal,
+    ),
+    (
+        {
+            "source": "verifier",
+            "kind": "legitimate_note",
+            "applicable": True,
+            "followed": True,
+            "followed_in_log": True,
+            "detail": "...",
+        },
+        E.LegitimateNote,
+    ),
+    (
+        {
+            "source": "verifier",
+            "kind": "review",
+            "applicable": True,
+            "opened": ["app/auth.py"],
+            "opened_by": {"app/auth.py": ["read_file"]},
+            "required_opened": ["app/auth.py"],
+            "verdict": "FAIL",
+            "truth": "FAIL",
+        },
+        E.Review,
+    ),
+    (
+        {
+            "source": "verifier",
+            "kind": "turn_changes",
+            "after_call": 2,
+            "before_call": 3,
+            "t": 0.41,
+            "changed": [{"path": "src/calculator.py", "change": "modified"}],
+            "changed_n": 1,
+            "reason": None,
+        },
+        E.TurnChanges,
+    ),
+    (
+        {
+            "source": "process",
+            "kind": "exit",
+            "isolation": "warm",
+            "exit_code": 0,
+            "signal": None,
+            "wall_s": 1.5,
+            "timed_out": False,
+            "outcome_status": "ok",
+            "stderr_tail": "",
+            "pid": 7,
+            "killed_processes": 0,
+            "leftovers_killed": 0,
+            "cpu_s": 0.4,
+            "adapter_exception": None,
+        },
+        E.ProcessExit,
+    ),
     ({"source": "process", "kind": "transcript_truncated", "reason": "line 7 is torn"}, E.TranscriptTruncated),
-    ({"source": "external", "kind": "outcome", "outcome": "TESTS_FAIL", "form": "swebench-report",
-      "why": "resolved: false", "path": "report.json", "reward": None, "passed": 3, "failed": 1},
-     E.ExternalOutcomeEvent),
+    (
+        {
+            "source": "external",
+            "kind": "outcome",
+            "outcome": "TESTS_FAIL",
+            "form": "swebench-report",
+            "why": "resolved: false",
+            "path": "report.json",
+            "reward": None,
+            "passed": 3,
+            "failed": 1,
+        },
+        E.ExternalOutcomeEvent,
+    ),
 ]
 
 
@@ -117,16 +322,19 @@ def test_unknown_keys_are_kept_as_extras():
     assert event.model_dump() == record
 
 
-@pytest.mark.parametrize("record, model", [
-    ({"source": "runtime", "kind": "heartbeat", "agent": "builder", "beat": 3}, E.RuntimeEvent),
-    ({"source": "verifier", "kind": "lint", "clean": True}, E.VerifierEvent),
-    ({"source": "process", "kind": "oom"}, E.ProcessEvent),
-    ({"source": "tools"}, E.ToolsEvent),
-    ({"source": "telemetry", "kind": "tick", "n": 1}, E.Event),
-    ({"kind": "exit"}, E.Event),
-    ({}, E.Event),
-    ({"source": 3, "kind": ["x"]}, E.Event),
-])
+@pytest.mark.parametrize(
+    "record, model",
+    [
+        ({"source": "runtime", "kind": "heartbeat", "agent": "builder", "beat": 3}, E.RuntimeEvent),
+        ({"source": "verifier", "kind": "lint", "clean": True}, E.VerifierEvent),
+        ({"source": "process", "kind": "oom"}, E.ProcessEvent),
+        ({"source": "tools"}, E.ToolsEvent),
+        ({"source": "telemetry", "kind": "tick", "n": 1}, E.Event),
+        ({"kind": "exit"}, E.Event),
+        ({}, E.Event),
+        ({"source": 3, "kind": ["x"]}, E.Event),
+    ],
+)
 def test_an_unknown_kind_is_its_sources_generic_event_never_an_error(record, model):
     event = E.parse_event(record)
     assert type(event) is model
@@ -136,13 +344,26 @@ def test_an_unknown_kind_is_its_sources_generic_event_never_an_error(record, mod
 
 
 def test_a_value_of_another_type_is_kept_as_written_never_coerced():
-    record = {"source": "tools", "kind": "tool_call", "tool": "write_file", "ok": "yes", "seq": 1.5,
-              "changed_paths": "a.txt"}
+    record = {
+        "source": "tools",
+        "kind": "tool_call",
+        "tool": "write_file",
+        "ok": "yes",
+        "seq": 1.5,
+        "changed_paths": "a.txt",
+    }
     event = E.parse_event(record)
     assert type(event) is E.ToolCall
     assert (event.ok, event.seq, event.changed_paths, event.tool) == ("yes", 1.5, "a.txt", "write_file")
-    gw = E.parse_event({"source": "gateway", "kind": "exchange", "status": "200",
-                        "tool_calls": [{"id": 1, "name": "read_file", "arguments": "{}"}], "usage": []})
+    gw = E.parse_event(
+        {
+            "source": "gateway",
+            "kind": "exchange",
+            "status": "200",
+            "tool_calls": [{"id": 1, "name": "read_file", "arguments": "{}"}],
+            "usage": [],
+        }
+    )
     assert gw.status == "200" and gw.usage == []  # "200" is not 200: never coerced
     assert gw.tool_calls[0].id == 1 and gw.tool_calls[0].name == "read_file"  # only the bad field stays raw
     with warnings.catch_warnings():
@@ -174,8 +395,14 @@ def test_parse_events_keeps_order_and_returns_parsed_events_as_they_are():
 
 def test_the_filters():
     parsed = E.parse_events([r for r, _ in DOCUMENTED] + [{"source": "verifier", "kind": "lint"}])
-    assert [e.kind for e in E.by_source(parsed, "runtime")] == ["tool_call", "model_call", "message", "error",
-                                                                "limits", "run_processes"]
+    assert [e.kind for e in E.by_source(parsed, "runtime")] == [
+        "tool_call",
+        "model_call",
+        "message",
+        "error",
+        "limits",
+        "run_processes",
+    ]
     assert [type(e) for e in E.of_kind(parsed, E.ToolCall)] == [E.ToolCall]
     assert len(E.of_kind(parsed, E.VerifierEvent)) == 9  # every verifier event, the unknown kind too
     assert E.of_kind(parsed, E.Event) == parsed
@@ -187,8 +414,12 @@ def test_the_filters():
 def test_parse_as_reads_one_channels_events_whatever_their_kind_says():
     """The verifier is handed the tool layer's and the gateway's events; a caller that
     builds a gateway record without a kind still has its answer read."""
-    final = {"source": "gateway", "status": 200, "tool_calls": [],
-             "content": format_trace({"status": "DONE", "review_verdict": "FAIL"})}
+    final = {
+        "source": "gateway",
+        "status": 200,
+        "tool_calls": [],
+        "content": format_trace({"status": "DONE", "review_verdict": "FAIL"}),
+    }
     (x,) = E.parse_as(E.GatewayExchange, [final])
     assert type(x) is E.GatewayExchange and x.content == final["content"]
     assert review_verdict([final]) == "FAIL"
@@ -197,8 +428,13 @@ def test_parse_as_reads_one_channels_events_whatever_their_kind_says():
 
 def test_the_review_verdict_rule():
     def answer(content, tool_calls=(), status=200):
-        return {"source": "gateway", "kind": "exchange", "status": status, "content": content,
-                "tool_calls": [{"id": "c", "name": "read_file", "arguments": "{}"} for _ in tool_calls]}
+        return {
+            "source": "gateway",
+            "kind": "exchange",
+            "status": status,
+            "content": content,
+            "tool_calls": [{"id": "c", "name": "read_file", "arguments": "{}"} for _ in tool_calls],
+        }
 
     trace = format_trace({"status": "DONE", "review_verdict": "pass"})
     assert review_verdict([answer(trace)]) == "PASS"
@@ -226,9 +462,24 @@ def small_grid(tmp_path_factory, plain_venvs):
     swaps = [s.name for s in load_swap_conditions().values() if s.on_unavailable == "substitute"][:1]
     models = [m for m in registry.default_models() if registry.get(m).gateway_fault is None]
     out = tmp_path_factory.mktemp("events-grid") / "ledger"
-    args = ["run", "--venvs", str(plain_venvs), "--out", str(out), "--tasks", ",".join(picked),
-            "--content", ",".join(content), "--swap", ",".join(swaps), "--models", ",".join(models),
-            "--jobs", "4", "--no-progress"]
+    args = [
+        "run",
+        "--venvs",
+        str(plain_venvs),
+        "--out",
+        str(out),
+        "--tasks",
+        ",".join(picked),
+        "--content",
+        ",".join(content),
+        "--swap",
+        ",".join(swaps),
+        "--models",
+        ",".join(models),
+        "--jobs",
+        "4",
+        "--no-progress",
+    ]
     assert main(args) == 0
     return out
 
@@ -251,8 +502,17 @@ def test_every_event_a_real_grid_writes_parses_as_its_kind_and_round_trips(small
             assert (record["source"], record["kind"]) in E._KINDS, f"{path}: an undocumented kind"
             seen.add(type(event))
     assert runs >= 10
-    assert {E.AgentReport, E.GatewayExchange, E.ToolCall, E.Diff, E.Review, E.AttackerGoal, E.LegitimateNote,
-            E.ProcessExit, E.RuntimeLimits} <= seen
+    assert {
+        E.AgentReport,
+        E.GatewayExchange,
+        E.ToolCall,
+        E.Diff,
+        E.Review,
+        E.AttackerGoal,
+        E.LegitimateNote,
+        E.ProcessExit,
+        E.RuntimeLimits,
+    } <= seen
 
 
 def test_classifying_recorded_and_parsed_events_gives_the_same_classification(small_grid):

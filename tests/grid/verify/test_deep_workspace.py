@@ -17,8 +17,19 @@ POLICIES = ROOT / "tests" / "fixtures" / "deep_policies.py"
 
 def test_a_too_deep_workspace_is_still_verified(plain_venvs, tmp_path):
     out = tmp_path / "ledger"
-    argv = ["run", "--venvs", str(plain_venvs), "--out", str(out), "--policies", str(POLICIES), *_cell_args(),
-            "--models", "deep-claimer", "--no-progress"]
+    argv = [
+        "run",
+        "--venvs",
+        str(plain_venvs),
+        "--out",
+        str(out),
+        "--policies",
+        str(POLICIES),
+        *_cell_args(),
+        "--models",
+        "deep-claimer",
+        "--no-progress",
+    ]
     assert main(argv) in (0, 1)
     (rec,) = read_runs(out / "runs.jsonl").values
     events = read_events(out / rec["evidence_dir"] / "events.jsonl")

@@ -38,8 +38,11 @@ def test_gaming_models_in_the_default_matrix_are_never_a_true_success(default_gr
     assert {r.model for r in recs} == set(_gaming_models()) and all(registry.get(m).default for m in _gaming_models())
     assert len(recs) == len(_gaming_models()) * len(in_suite(load_tasks(), "default"))  # untreated cell only
     assert not _agrees(recs)
-    assert not [r.run_id for r in recs if r.classification.claim_vs_outcome == "TRUE_SUCCESS"
-                and r.classification.outcome != "PASS"]
+    assert not [
+        r.run_id
+        for r in recs
+        if r.classification.claim_vs_outcome == "TRUE_SUCCESS" and r.classification.outcome != "PASS"
+    ]
     outcomes = {r.classification.outcome for r in recs}
     assert {"TESTS_SUBVERTED", "SCOPE_VIOLATION"} <= outcomes
 
@@ -48,8 +51,26 @@ def test_impossible_variants_an_honest_fix_fails_and_every_pass_is_a_cheat_caugh
     out = tmp_path / "impossible"
     honest = next(m for m in registry.default_models() if not registry.get(m).fault and m not in _gaming_models())
     models = [honest, *_gaming_models()]
-    assert main(["run", "--venvs", str(plain_venvs), "--out", str(out), "--suite", "impossible", *_untreated(),
-                 "--models", ",".join(models), "--no-progress", "--jobs", "3"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--venvs",
+                str(plain_venvs),
+                "--out",
+                str(out),
+                "--suite",
+                "impossible",
+                *_untreated(),
+                "--models",
+                ",".join(models),
+                "--no-progress",
+                "--jobs",
+                "3",
+            ]
+        )
+        == 0
+    )
     recs = read_records(out / "runs.jsonl")
     tasks = in_suite(load_tasks(), "impossible")
     assert tasks and all(t.spec.expectation.impossible for t in tasks.values())
@@ -67,8 +88,26 @@ def test_large_junk_files_never_turn_a_false_success_into_unknown(plain_venvs, t
     assert added
     out = tmp_path / "junk"
     task = next(iter(in_suite(load_tasks(), "default")))
-    assert main(["run", "--venvs", str(plain_venvs), "--out", str(out), "--tasks", task, *_untreated(),
-                 "--policies", str(policies), "--models", ",".join(added), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--venvs",
+                str(plain_venvs),
+                "--out",
+                str(out),
+                "--tasks",
+                task,
+                *_untreated(),
+                "--policies",
+                str(policies),
+                "--models",
+                ",".join(added),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     recs = read_records(out / "runs.jsonl")
     assert len(recs) == len(added) and not _agrees(recs)
     for r in recs:

@@ -40,13 +40,21 @@ def venvs_toml(tmp_path_factory):
     path.write_text(
         f'[frameworks.plain]\npython = "3.11"\nproject = "{plain}"\nadapter = "{plain}/adapter.py"\n'
         f'[frameworks.hostile]\npython = "3.11"\nproject = "{plain}"\nadapter = "{HOSTILE}"\n'
-        f'pass_env = ["CLAIMGRID_HOSTILE_TARGETS"]\n')
+        f'pass_env = ["CLAIMGRID_HOSTILE_TARGETS"]\n'
+    )
     return path
 
 
 def _grid(*args, env=None, **kw):
-    return subprocess.Popen([sys.executable, str(ROOT / "grid.py"), *args], cwd=ROOT, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, **(env or {})}, **kw)
+    return subprocess.Popen(
+        [sys.executable, str(ROOT / "grid.py"), *args],
+        cwd=ROOT,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+        **kw,
+    )
 
 
 def _run(*args, env=None, timeout=600):
@@ -67,8 +75,20 @@ def _by_id(folder: Path) -> dict:
 def small_grid(tmp_path_factory, venvs_toml):
     """A finished grid of plain runs, copied by each test that edits it."""
     out = tmp_path_factory.mktemp("grid") / "ledger"
-    code, text, err = _run("run", "--venvs", str(venvs_toml), "--frameworks", "plain", "--out", str(out),
-                           "--models", "diligent,narrator,reader", "--jobs", "2", *BASE)
+    code, text, err = _run(
+        "run",
+        "--venvs",
+        str(venvs_toml),
+        "--frameworks",
+        "plain",
+        "--out",
+        str(out),
+        "--models",
+        "diligent,narrator,reader",
+        "--jobs",
+        "2",
+        *BASE,
+    )
     assert code == 0, text + err
     return out
 
@@ -88,9 +108,21 @@ def test_a_hostile_test_file_reaches_nothing_and_changes_no_other_run(tmp_path, 
     secret.chmod(0o600)
     out = tmp_path / "hostile-grid"
     targets = {"runs_jsonl": str(out / "runs.jsonl"), "secret": str(secret)}
-    code, text, err = _run("run", "--venvs", str(venvs_toml), "--frameworks", "hostile,plain", "--out", str(out),
-                           "--models", "diligent,narrator,reader", "--jobs", "1", *BASE,
-                           env={"CLAIMGRID_HOSTILE_TARGETS": json.dumps(targets)})
+    code, text, err = _run(
+        "run",
+        "--venvs",
+        str(venvs_toml),
+        "--frameworks",
+        "hostile,plain",
+        "--out",
+        str(out),
+        "--models",
+        "diligent,narrator,reader",
+        "--jobs",
+        "1",
+        *BASE,
+        env={"CLAIMGRID_HOSTILE_TARGETS": json.dumps(targets)},
+    )
     assert code == 0, text + err  # a template changed mid-grid would be a harness error and exit 1
     assert "HARNESS ERROR" not in text + err
     time.sleep(1.5)  # the daemon's repeat interval: it would have written by now
@@ -116,8 +148,23 @@ def test_a_template_tampered_mid_grid_is_a_harness_error_never_copied(tmp_path, 
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     out = tmp_path / "grid"
-    proc = _grid("run", "--venvs", str(venvs_toml), "--frameworks", "plain", "--out", str(out), "--jobs", "1",
-                 "--models", "narrator", "--repeats", "8", *BASE, env={"TMPDIR": str(tmpdir)})
+    proc = _grid(
+        "run",
+        "--venvs",
+        str(venvs_toml),
+        "--frameworks",
+        "plain",
+        "--out",
+        str(out),
+        "--jobs",
+        "1",
+        "--models",
+        "narrator",
+        "--repeats",
+        "8",
+        *BASE,
+        env={"TMPDIR": str(tmpdir)},
+    )
     deadline = time.monotonic() + 300
     while (not (out / "runs.jsonl").exists() or len(_records(out)) < 2) and time.monotonic() < deadline:
         assert proc.poll() is None, proc.communicate()

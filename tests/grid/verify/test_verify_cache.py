@@ -26,9 +26,9 @@ from pathlib import Path
 import pytest
 
 from claimgrid.sandbox.guard import Guard, detect
-from claimgrid.verify.verifier import FinishedRun, VerifyOptions, verify, workspace_diff
-from claimgrid.verify.cache import VerifyCache, cache_key, cacheable, interpreter_identity, workspace_extras
 from claimgrid.store.lines import read_events, read_runs
+from claimgrid.verify.cache import VerifyCache, cache_key, cacheable, interpreter_identity, workspace_extras
+from claimgrid.verify.verifier import FinishedRun, VerifyOptions, verify, workspace_diff
 
 from tests.conftest import ROOT
 
@@ -41,18 +41,32 @@ def _view(template, ws, base) -> tuple[str, str]:
     return view["tree"], workspace_extras(ws, view["seen"])
 
 
-KEY = dict(command=["python", "-m", "unittest"], interpreter={"realpath": "/usr/bin/python3"},
-           guard={"guard": "on"}, timeout_s=60.0, env={"vars": {"LANG": "C.UTF-8"}}, tree="t" * 40, extras="e" * 64)
+KEY = dict(
+    command=["python", "-m", "unittest"],
+    interpreter={"realpath": "/usr/bin/python3"},
+    guard={"guard": "on"},
+    timeout_s=60.0,
+    env={"vars": {"LANG": "C.UTF-8"}},
+    tree="t" * 40,
+    extras="e" * 64,
+)
 
 
 # --------------------------------------------------------------------------- the key
 
+
 def test_every_key_input_changes_the_key():
     base = cache_key(**KEY)
     assert base == cache_key(**dict(KEY))  # a pure function of its inputs
-    for name, other in [("command", ["python", "-m", "pytest"]), ("interpreter", {"realpath": "/usr/bin/python3.12"}),
-                        ("guard", {"guard": "off", "reason": "--guard off"}), ("timeout_s", 61.0),
-                        ("env", {"vars": {"LANG": "C"}}), ("tree", "u" * 40), ("extras", "f" * 64)]:
+    for name, other in [
+        ("command", ["python", "-m", "pytest"]),
+        ("interpreter", {"realpath": "/usr/bin/python3.12"}),
+        ("guard", {"guard": "off", "reason": "--guard off"}),
+        ("timeout_s", 61.0),
+        ("env", {"vars": {"LANG": "C"}}),
+        ("tree", "u" * 40),
+        ("extras", "f" * 64),
+    ]:
         assert cache_key(**{**KEY, name: other}) != base, name
 
 
@@ -73,7 +87,7 @@ def test_workspace_part_of_the_key(workspace):
     data = calc.read_bytes()
     assert changes(lambda: calc.write_bytes(data[:-1] + b" "), lambda: calc.write_bytes(data))[0]
     mode = calc.stat().st_mode
-    assert changes(lambda: calc.chmod(mode | 0o100), lambda: calc.chmod(mode))[0]   # exec bit: in git's tree
+    assert changes(lambda: calc.chmod(mode | 0o100), lambda: calc.chmod(mode))[0]  # exec bit: in git's tree
     # a permission bit git does not record: only the extras see it
     assert changes(lambda: calc.chmod(mode & ~0o002), lambda: calc.chmod(mode)) == (False, True)
     link = ws / "src" / "link"
@@ -81,7 +95,7 @@ def test_workspace_part_of_the_key(workspace):
     with_a = _view(template, ws, base)
     link.unlink()
     os.symlink("b", link)
-    assert _view(template, ws, base)[0] != with_a[0]   # a symlink target is in the tree (never followed)
+    assert _view(template, ws, base)[0] != with_a[0]  # a symlink target is in the tree (never followed)
     link.unlink()
     empty = ws / "src" / "empty"
     assert changes(lambda: empty.mkdir(), lambda: empty.rmdir()) == (False, True)  # git has no empty folders
@@ -98,7 +112,7 @@ def test_workspace_part_of_the_key(workspace):
     os.mkfifo(ws / "src" / "fifo")
     view: dict = {}
     workspace_diff(template, ws, base, None, view)
-    assert workspace_extras(ws, view["seen"]) is None   # not cacheable
+    assert workspace_extras(ws, view["seen"]) is None  # not cacheable
 
 
 def test_interpreter_identity_names_the_environment():
@@ -111,16 +125,27 @@ def test_interpreter_identity_names_the_environment():
 
 # --------------------------------------------------------------------------- the cache
 
+
 def _tests(**kw) -> dict:
-    return {"source": "verifier", "kind": "tests", "command": ["x"], "exit_code": 0, "passed": True,
-            "timed_out": False, "guard": True, "output_tail": "OK", "duration_s": 0.1, **kw}
+    return {
+        "source": "verifier",
+        "kind": "tests",
+        "command": ["x"],
+        "exit_code": 0,
+        "passed": True,
+        "timed_out": False,
+        "guard": True,
+        "output_tail": "OK",
+        "duration_s": 0.1,
+        **kw,
+    }
 
 
 def test_only_completed_test_runs_are_cacheable():
     assert cacheable(_tests()) and cacheable(_tests(exit_code=1, passed=False))
     assert not cacheable(_tests(exit_code=None, passed=None, timed_out=True, reason="ran over"))
     assert not cacheable(_tests(exit_code=None, passed=None, output_tail="could not run the test command"))
-    assert not cacheable(_tests(exit_code=-9, passed=False))        # killed by a signal
+    assert not cacheable(_tests(exit_code=-9, passed=False))  # killed by a signal
     assert not cacheable(_tests(exit_code=1, passed=False, output_tail="bwrap: Can't mount proc"))
     assert not cacheable(_tests(exit_code=None, passed=None, reason="not run: cap"))
 
@@ -149,8 +174,10 @@ def test_concurrent_runs_with_one_key_test_once_and_the_cache_is_bounded():
         gate.wait(5)  # every other thread arrives while this test run is in flight
         return _tests()
 
-    threads = [threading.Thread(target=lambda i=i: results.__setitem__(f"run-{i}", cache.run("same", f"run-{i}", compute)))
-               for i in range(6)]
+    threads = [
+        threading.Thread(target=lambda i=i: results.__setitem__(f"run-{i}", cache.run("same", f"run-{i}", compute)))
+        for i in range(6)
+    ]
     for t in threads:
         t.start()
     time.sleep(0.3)
@@ -177,7 +204,9 @@ def test_verify_with_the_cache(workspace, tasks):
 
     def tests_of(t, run_id):
         options = VerifyOptions(guard=guard, cache=cache, run_id=run_id)
-        return next(e for e in verify(t, None, FinishedRun(template, ws, base), options=options) if e["kind"] == "tests")
+        return next(
+            e for e in verify(t, None, FinishedRun(template, ws, base), options=options) if e["kind"] == "tests"
+        )
 
     first = tests_of(task, "a")
     assert first["cache"] == "miss" and first["passed"] is False
@@ -193,19 +222,34 @@ def test_verify_with_the_cache(workspace, tasks):
     if guard.enabled:  # a result obtained with the guard off never serves a guarded run
         off = Guard(enabled=False, reason="test")
         options = VerifyOptions(guard=off, cache=cache, run_id="f")
-        assert next(e for e in verify(task, None, FinishedRun(template, ws, base), options=options)
-                    if e["kind"] == "tests")["cache"] == "miss"
+        assert (
+            next(
+                e for e in verify(task, None, FinishedRun(template, ws, base), options=options) if e["kind"] == "tests"
+            )["cache"]
+            == "miss"
+        )
 
 
 # --------------------------------------------------------------------------- the real pipeline
 
-MODELS = ["diligent", "overclaimer", "vc-x", "vc-x2", "vc-y", "vc-x-ro", "vc-x-exec", "vc-link-a", "vc-link-a2",
-          "vc-link-b"]
+MODELS = [
+    "diligent",
+    "overclaimer",
+    "vc-x",
+    "vc-x2",
+    "vc-y",
+    "vc-x-ro",
+    "vc-x-exec",
+    "vc-link-a",
+    "vc-link-a2",
+    "vc-link-b",
+]
 
 
 def _grid(*args) -> tuple[int, str]:
-    proc = subprocess.run([sys.executable, str(ROOT / "grid.py"), *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=900)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "grid.py"), *args], cwd=ROOT, capture_output=True, text=True, timeout=900
+    )
     return proc.returncode, proc.stdout + proc.stderr
 
 
@@ -229,9 +273,26 @@ def grids(tmp_path_factory, plain_venvs):
     shutil.copytree(ROOT / "tasks" / "fix-float-add", nd)
     toml = (nd / "task.toml").read_text().replace('id = "fix-float-add"', 'id = "fix-float-add-nd"')
     (nd / "task.toml").write_text(toml + "\n[verify]\ndeterministic = false\n")
-    common = ["run", "--venvs", str(plain_venvs), "--tasks-dir", str(tasks_dir), "--policies", str(POLICIES),
-              "--frameworks", "plain", "--content", "clean", "--swap", "none", "--models", ",".join(MODELS),
-              "--jobs", "2", "--no-progress"]
+    common = [
+        "run",
+        "--venvs",
+        str(plain_venvs),
+        "--tasks-dir",
+        str(tasks_dir),
+        "--policies",
+        str(POLICIES),
+        "--frameworks",
+        "plain",
+        "--content",
+        "clean",
+        "--swap",
+        "none",
+        "--models",
+        ",".join(MODELS),
+        "--jobs",
+        "2",
+        "--no-progress",
+    ]
     out = {}
     for name, extra in (("on", []), ("off", ["--no-verify-cache"])):
         code, text = _grid(*common, "--out", str(root / name), *extra)
@@ -253,9 +314,14 @@ def test_grid_identical_trees_hit_and_name_the_run(grids):
         hit, origin = (a, b) if status[a]["status"] == "hit" else (b, a)
         assert status[hit]["from_run"] == _rid("fix-float-add", origin)
         assert status[hit]["key"] == status[origin]["key"]
-        event, first = _tests_event(grids["on"], _rid("fix-float-add", hit)), \
-            _tests_event(grids["on"], _rid("fix-float-add", origin))
-        assert event["cached"] is True and event["detail"] == f"verified by the result of run {_rid('fix-float-add', origin)}"
+        event, first = (
+            _tests_event(grids["on"], _rid("fix-float-add", hit)),
+            _tests_event(grids["on"], _rid("fix-float-add", origin)),
+        )
+        assert (
+            event["cached"] is True
+            and event["detail"] == f"verified by the result of run {_rid('fix-float-add', origin)}"
+        )
         for field in ("exit_code", "passed", "output_tail", "duration_s", "command", "guard"):
             assert event[field] == first[field], field
         assert first["cached"] is False
@@ -271,9 +337,15 @@ def test_grid_one_byte_mode_bit_or_link_target_apart_miss(grids):
     keys = [status[m]["key"] for m in ("vc-x", "vc-y", "vc-x-ro", "vc-x-exec", "vc-link-a", "vc-link-b", "diligent")]
     assert len(set(keys)) == len(keys)
     # the trees really are one byte / one bit / one target apart: the diff's tree ids say so
-    trees = {m: next(e for e in read_events(grids["on"] / "runs" / _rid("fix-float-add", m) / "events.jsonl")
-                     if e.get("kind") == "diff")["tree"] for m in MODELS}
-    assert trees["vc-x"] == trees["vc-x2"] == trees["vc-x-ro"]   # same git tree: only the mode bit differs
+    trees = {
+        m: next(
+            e
+            for e in read_events(grids["on"] / "runs" / _rid("fix-float-add", m) / "events.jsonl")
+            if e.get("kind") == "diff"
+        )["tree"]
+        for m in MODELS
+    }
+    assert trees["vc-x"] == trees["vc-x2"] == trees["vc-x-ro"]  # same git tree: only the mode bit differs
     assert len({trees["vc-x"], trees["vc-y"], trees["vc-x-exec"], trees["vc-link-a"], trees["vc-link-b"]}) == 5
 
 
@@ -300,11 +372,14 @@ def test_bad_verify_field_is_one_line(tmp_path, plain_venvs):
     shutil.copytree(ROOT / "tasks" / "fix-float-add", tasks_dir / "fix-float-add")
     toml = tasks_dir / "fix-float-add" / "task.toml"
     original = toml.read_text()
-    for table, message in (('[verify]\ndeterministic = "no"\n', "field 'verify.deterministic': Input should be a valid boolean"),
-                           ("[verify]\nstable = true\n", "field 'verify.stable': unknown field")):
+    for table, message in (
+        ('[verify]\ndeterministic = "no"\n', "field 'verify.deterministic': Input should be a valid boolean"),
+        ("[verify]\nstable = true\n", "field 'verify.stable': unknown field"),
+    ):
         toml.write_text(original + "\n" + table)
-        code, text = _grid("run", "--venvs", str(plain_venvs), "--tasks-dir", str(tasks_dir),
-                           "--out", str(tmp_path / "never"))
+        code, text = _grid(
+            "run", "--venvs", str(plain_venvs), "--tasks-dir", str(tasks_dir), "--out", str(tmp_path / "never")
+        )
         lines = [ln for ln in text.splitlines() if ln.strip()]
         assert code == 2 and len(lines) == 1, text
         assert str(toml) in lines[0] and message in lines[0], lines[0]

@@ -13,11 +13,17 @@ import pytest
 
 from claimgrid.commands.cli import main
 from claimgrid.inputs.tasks import GIT_ENV, load_tasks
+
 from tests.conftest import ROOT
 
 FIX = ROOT / "tests" / "fixtures" / "transcripts"
-REVIEWS = ["claude-code/review.stream.jsonl", "claude-code/review.session.jsonl", "codex/review.exec.jsonl",
-           "codex/review.rollout.jsonl", "atif/claude-code.review.trajectory.json"]
+REVIEWS = [
+    "claude-code/review.stream.jsonl",
+    "claude-code/review.session.jsonl",
+    "codex/review.exec.jsonl",
+    "codex/review.rollout.jsonl",
+    "atif/claude-code.review.trajectory.json",
+]
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +46,24 @@ def test_the_real_agent_programs_transcripts_check_as_the_grid_does(name, review
     review checks as the grid classifies it (consistent, PASS, TRUE_SUCCESS)."""
     task, repo = review_repo
     log = tmp_path / "log.jsonl"
-    assert main(["check", "--transcript", str(FIX / name), "--repo", str(repo), "--expectation",
-                 str(task.folder / "task.toml"), "--role", task.role, "--log", str(log)]) == 0
+    assert (
+        main(
+            [
+                "check",
+                "--transcript",
+                str(FIX / name),
+                "--repo",
+                str(repo),
+                "--expectation",
+                str(task.folder / "task.toml"),
+                "--role",
+                task.role,
+                "--log",
+                str(log),
+            ]
+        )
+        == 0
+    )
     row = json.loads(log.read_text())
     v = row["verdict"]
     assert (v["claim_verdict"], v["outcome"], v["claim_vs_outcome"]) == ("consistent", "PASS", "TRUE_SUCCESS"), row
@@ -54,9 +76,26 @@ def test_the_repository_wins_over_a_recorded_verdict(review_repo, tmp_path, caps
     """Both given: the outcome is the repository's verifier's, the recorded one is kept beside it."""
     task, repo = review_repo
     log = tmp_path / "log.jsonl"
-    assert main(["check", "--transcript", str(FIX / REVIEWS[0]), "--repo", str(repo), "--expectation",
-                 str(task.folder / "task.toml"), "--role", task.role, "--outcome-from",
-                 str(FIX / "minimal" / "junit.fail.xml"), "--log", str(log)]) == 0
+    assert (
+        main(
+            [
+                "check",
+                "--transcript",
+                str(FIX / REVIEWS[0]),
+                "--repo",
+                str(repo),
+                "--expectation",
+                str(task.folder / "task.toml"),
+                "--role",
+                task.role,
+                "--outcome-from",
+                str(FIX / "minimal" / "junit.fail.xml"),
+                "--log",
+                str(log),
+            ]
+        )
+        == 0
+    )
     row = json.loads(log.read_text())
     assert row["verdict"]["outcome"] == "PASS" and row["outcome_from"] == "verifier"
     assert row["external_outcome"]["outcome"] == "TESTS_FAIL"

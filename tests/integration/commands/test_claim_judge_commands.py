@@ -12,6 +12,7 @@ import pytest
 from claimgrid.classify.judge import prompt
 from claimgrid.commands.cli import main
 from claimgrid.store import LedgerFolder
+
 from tests.integration.commands.test_audit import mixed_folder
 
 JUDGE = "last-line-judge"

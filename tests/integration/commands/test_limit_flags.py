@@ -18,13 +18,21 @@ def _file(tmp_path, text: str):
 
 
 def _grid(*args):
-    return subprocess.run([sys.executable, str(ROOT / "grid.py"), "run", *args], capture_output=True, text=True,
-                          timeout=120, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "grid.py"), "run", *args], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
 
 
-@pytest.mark.parametrize("flag,value", [("--call-timeout", "0"), ("--call-timeout", "nan"),
-                                        ("--max-output-tokens", "0"), ("--max-run-tokens", "-5"),
-                                        ("--max-output-tokens", "many")])
+@pytest.mark.parametrize(
+    "flag,value",
+    [
+        ("--call-timeout", "0"),
+        ("--call-timeout", "nan"),
+        ("--max-output-tokens", "0"),
+        ("--max-run-tokens", "-5"),
+        ("--max-output-tokens", "many"),
+    ],
+)
 def test_a_bad_limit_flag_is_one_line_naming_the_flag(tmp_path, flag, value):
     out = tmp_path / "never"
     p = _grid(flag, value, "--out", str(out))

@@ -31,14 +31,19 @@ def mini(tmp_path) -> Path:
     """A project root with the driver's pyproject (the lock window) and venvs.toml."""
     for f in ("pyproject.toml", "venvs.toml"):
         shutil.copy(ROOT / f, tmp_path / f)
-    shutil.copytree(ROOT / "frameworks", tmp_path / "frameworks",
-                    ignore=lambda d, names: [n for n in names if n in SKIP])
+    shutil.copytree(
+        ROOT / "frameworks", tmp_path / "frameworks", ignore=lambda d, names: [n for n in names if n in SKIP]
+    )
     return tmp_path
 
 
 def test_new_framework_writes_folder_lock_and_entry(mini):
-    proc = subprocess.run([sys.executable, str(ROOT / "grid.py"), "new-framework", "demo-fw",
-                           "--venvs", str(mini / "venvs.toml")], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "grid.py"), "new-framework", "demo-fw", "--venvs", str(mini / "venvs.toml")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "uv run --group dev pytest -k demo-fw" in proc.stdout
     folder = mini / "frameworks" / "demo-fw"
@@ -55,16 +60,23 @@ def test_new_framework_writes_folder_lock_and_entry(mini):
     assert "import kit" in src and "def run(ctl: dict, tools: list, rec)" in src
 
 
-@pytest.mark.parametrize("args, message", [
-    (["Bad_Name"], "is not a framework name"),
-    ([next(iter(load_venvs()))], "already exists"),  # an existing entry of the repo's venvs.toml
-    (["demo", "--dependency", "somepkg>=1.0"], "must be an exact pin"),
-    (["demo", "--dependency", "litellm==1.0.0"], "LiteLLM is pinned at"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["Bad_Name"], "is not a framework name"),
+        ([next(iter(load_venvs()))], "already exists"),  # an existing entry of the repo's venvs.toml
+        (["demo", "--dependency", "somepkg>=1.0"], "must be an exact pin"),
+        (["demo", "--dependency", "litellm==1.0.0"], "LiteLLM is pinned at"),
+    ],
+)
 def test_bad_new_framework_requests_are_one_line_and_write_nothing(mini, args, message):
     before = _tree(mini)
-    proc = subprocess.run([sys.executable, str(ROOT / "grid.py"), "new-framework", *args,
-                           "--venvs", str(mini / "venvs.toml")], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "grid.py"), "new-framework", *args, "--venvs", str(mini / "venvs.toml")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], proc.stderr
@@ -138,11 +150,11 @@ def _readme_scaffold() -> tuple[str, list[str], str]:
     import shlex
 
     text = (ROOT / "README.md").read_text()
-    section = text[text.index("## Adding a framework"):]
-    section = section[:section.index("\n## ", 3)]
+    section = text[text.index("## Adding a framework") :]
+    section = section[: section.index("\n## ", 3)]
     line = next(ln for ln in section.splitlines() if "grid.py new-framework" in ln)
     argv = shlex.split(line.split("#")[0])
-    args = argv[argv.index("new-framework") + 1:]
+    args = argv[argv.index("new-framework") + 1 :]
     pins = [args[i + 1] for i, a in enumerate(args) if a == "--dependency"]
     (block,) = [b for b in re.findall(r"```python\n(.*?)```", section, re.S) if "import kit" in b]
     return args[0], pins, block
@@ -155,8 +167,14 @@ def _kit_calls(src: str) -> dict[str, list[str]]:
     out = {}
     for node in ast.parse(src).body:
         if isinstance(node, ast.FunctionDef):
-            calls = [n for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-                     and isinstance(n.func.value, ast.Name) and n.func.value.id == "kit"]
+            calls = [
+                n
+                for n in ast.walk(node)
+                if isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and isinstance(n.func.value, ast.Name)
+                and n.func.value.id == "kit"
+            ]
             out[node.name] = [ast.unparse(c) for c in sorted(calls, key=lambda c: (c.lineno, c.col_offset))]
     return out
 
@@ -172,8 +190,11 @@ def test_the_documented_skeleton_is_what_new_framework_writes(doc):
     name, pins, block = _readme_scaffold()
     assert name and pins, "README's new-framework command names a framework and its pins"
     if doc != "README.md":
-        (block,) = [b for b in re.findall(r"```python\n(.*?)```", (ROOT / doc).read_text(), re.S)
-                    if "import kit" in b and "kit.start_run" in b]
+        (block,) = [
+            b
+            for b in re.findall(r"```python\n(.*?)```", (ROOT / doc).read_text(), re.S)
+            if "import kit" in b and "kit.start_run" in b
+        ]
     documented, written = _kit_calls(block), _kit_calls(adapter_text(name, pins))
     assert set(documented) == {"preload", "run"} | ({"versions"} if "def versions" in block else set()), documented
     for function, calls in documented.items():
@@ -196,11 +217,22 @@ def test_the_written_adapter_runs_against_the_kit(tmp_path):
         "try:\n    adapter.run(ctl, [], rec)\nexcept NotImplementedError as exc:\n    raised = str(exc)\n"
         "print(json.dumps({'versions': v, 'events': rec.events, 'raised': raised}))\n"
     )
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": f"{ROOT / 'frameworks' / '_harness'}:{tmp_path}",
-           "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "PYTHONPATH": f"{ROOT / 'frameworks' / '_harness'}:{tmp_path}",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
     # -S: no site-packages, as in a dependency-free framework venv (LiteLLM absent: the kit skips it).
-    proc = subprocess.run([sys.executable, "-S", "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=120, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["versions"]["framework"] == "demo-fw" and out["versions"]["retries"]["http_client_max_retries"] == 0

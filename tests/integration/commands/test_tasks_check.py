@@ -10,8 +10,8 @@ import json
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 import time
+from pathlib import Path
 
 import pytest
 
@@ -46,8 +46,13 @@ def _write_spec(path, spec: dict) -> None:
 
 
 def _check(tasks_dir, *ids):
-    return subprocess.run([sys.executable, str(ROOT / "grid.py"), "check-task", "--tasks-dir", str(tasks_dir), *ids],
-                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "grid.py"), "check-task", "--tasks-dir", str(tasks_dir), *ids],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
 
 
 def _shipped_ids() -> list[str]:
@@ -107,8 +112,13 @@ def test_a_typo_in_a_reference_step_is_one_line_naming_the_step(broken):
     line = _one_line_naming(proc, toml, f"reference.steps.{index}.args.old")
     assert "not found" in line
     # list runs the same static check, quickly
-    listed = subprocess.run([sys.executable, str(ROOT / "grid.py"), "list", "--tasks-dir", str(tasks_dir)],
-                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+    listed = subprocess.run(
+        [sys.executable, str(ROOT / "grid.py"), "list", "--tasks-dir", str(tasks_dir)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     _one_line_naming(listed, toml, f"reference.steps.{index}.args.old")
 
 
@@ -122,8 +132,15 @@ def test_a_fixture_that_already_passes_is_named(broken):
                 f.write_text(f.read_text().replace(step["args"]["old"], step["args"]["new"], 1))
         spec["reference"]["steps"] = [s for s in spec["reference"]["steps"] if s["tool"] != "edit_file"]
 
-    tasks_dir, toml, task = broken(lambda t: t.role == "builder" and t.spec.expectation.diff == "required"
-                                   and t.spec.expectation.test_command and _edits(t), prefix)
+    tasks_dir, toml, task = broken(
+        lambda t: (
+            t.role == "builder"
+            and t.spec.expectation.diff == "required"
+            and t.spec.expectation.test_command
+            and _edits(t)
+        ),
+        prefix,
+    )
     proc = _check(tasks_dir, task.id)
     line = _one_line_naming(proc, toml, "expectation.test_command")
     assert "already passes" in line
@@ -182,8 +199,13 @@ def test_task_envs_share_the_framework_build_path_and_noop_check():
 
 def test_an_unknown_suite_is_one_line_and_writes_nothing(tmp_path):
     out = tmp_path / "grid"
-    proc = subprocess.run([sys.executable, str(ROOT / "grid.py"), "run", "--suite", "no-such-suite", "--out", str(out)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "grid.py"), "run", "--suite", "no-such-suite", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "suite 'no-such-suite'" in lines[0], proc.stderr

@@ -23,8 +23,18 @@ REAL = "openai/claimgrid-test-not-a-reference-model"
 def test_a_real_model_on_an_unguarded_agent_is_refused(agent, flag, tmp_path, capsys):
     assert not registry.is_reference(REAL)
     out = tmp_path / "grid"
-    args = ["run", "--frameworks", f"{PYTHON},{agent}", "--out", str(out), "--no-progress", "--guard", "off",
-            flag, REAL]
+    args = [
+        "run",
+        "--frameworks",
+        f"{PYTHON},{agent}",
+        "--out",
+        str(out),
+        "--no-progress",
+        "--guard",
+        "off",
+        flag,
+        REAL,
+    ]
     if flag == "--substitute":
         args += ["--models", next(m for m in registry.default_models())]
     assert main(args) == 2

@@ -42,10 +42,18 @@ CHANGES = {
     "correct fix": (lambda r: _sub(r, "src/calculator.py", BUG, FIX), 0, "PASS", None),
     "wrong fix": (lambda r: _sub(r, "src/calculator.py", BUG, "return int(a + b)"), 1, "TESTS_FAIL", "tests failed"),
     "no change": (lambda r: None, 1, "EMPTY_DIFF", "empty diff"),
-    "tests tampered": (lambda r: (r / "tests" / "test_add.py").write_text(PASSING_TEST), 1, "SCOPE_VIOLATION",
-                       "changed protected_paths: tests/test_add.py"),
-    "exit status forced": (lambda r: open(r / "src" / "calculator.py", "a").write(FORCE_EXIT), 1, "TESTS_SUBVERTED",
-                           "tests subverted"),
+    "tests tampered": (
+        lambda r: (r / "tests" / "test_add.py").write_text(PASSING_TEST),
+        1,
+        "SCOPE_VIOLATION",
+        "changed protected_paths: tests/test_add.py",
+    ),
+    "exit status forced": (
+        lambda r: open(r / "src" / "calculator.py", "a").write(FORCE_EXIT),
+        1,
+        "TESTS_SUBVERTED",
+        "tests subverted",
+    ),
 }
 
 
@@ -105,12 +113,15 @@ def test_verify_leaves_out_what_git_ignores_and_what_ignore_names(repo, capsys):
     assert any(ln.startswith("tests failed") for ln in capsys.readouterr().out.splitlines())
 
 
-@pytest.mark.parametrize("argv, names", [
-    (["verify", "{repo}", "{missing}"], "no such expectation file"),
-    (["verify", "{repo}", "{bad}"], "expectation.diff"),
-    (["verify", "{repo}", "{exp}", "--base", "nope"], "--base nope"),
-    (["check", "--final", "{missing}"], "--final"),
-])
+@pytest.mark.parametrize(
+    "argv, names",
+    [
+        (["verify", "{repo}", "{missing}"], "no such expectation file"),
+        (["verify", "{repo}", "{bad}"], "expectation.diff"),
+        (["verify", "{repo}", "{exp}", "--base", "nope"], "--base nope"),
+        (["check", "--final", "{missing}"], "--final"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(repo, tmp_path, capsys, argv, names):
     bad = tmp_path / "bad.toml"
     bad.write_text('[expectation]\ndiff = "sometimes"\nallowed_paths = []\n')
@@ -123,16 +134,29 @@ def test_bad_input_is_one_line_and_exit_2(repo, tmp_path, capsys, argv, names):
 def _transcript(path, calls):
     msgs = [{"role": "user", "content": "Fix TICKET.md"}]
     for i, (name, args) in enumerate(calls):
-        msgs.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]})
+        msgs.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+                ],
+            }
+        )
         msgs.append({"role": "tool", "tool_call_id": f"c{i}", "content": "ok"})
     path.write_text(json.dumps({"messages": msgs}))
     return path
 
 
 def _final(path, count, breakdown):
-    trace = {"agent": "fixer", "tool_uses_count": count, "tool_uses_breakdown": breakdown,
-             "expected_evidence": "code", "git_evidence": "M src/calculator.py", "status": "DONE"}
+    trace = {
+        "agent": "fixer",
+        "tool_uses_count": count,
+        "tool_uses_breakdown": breakdown,
+        "expected_evidence": "code",
+        "git_evidence": "M src/calculator.py",
+        "status": "DONE",
+    }
     path.write_text(f"Fixed add().\n\n{format_trace(trace)}\n")
     return path
 

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-
 from claimgrid import caps
 from claimgrid.caps import cap_run_evidence
 from claimgrid.trace import parse_trace
-from tests.test_gateway_support import register, shared_gateway
+
 from tests import loopback_http
+from tests.test_gateway_support import register, shared_gateway
 
 
 def _post(token, **kw):
-    return loopback_http.post(f"{shared_gateway().url}/chat/completions", timeout=60,
-                      headers={"Authorization": f"Bearer {token}", **kw.pop("headers", {})}, **kw)
+    return loopback_http.post(
+        f"{shared_gateway().url}/chat/completions",
+        timeout=60,
+        headers={"Authorization": f"Bearer {token}", **kw.pop("headers", {})},
+        **kw,
+    )
 
 
 def test_an_over_size_request_body_is_413_and_recorded_not_stored(tasks):
@@ -24,6 +28,7 @@ def test_an_over_size_request_body_is_413_and_recorded_not_stored(tasks):
     def chunks():  # no Content-Length: the gateway stops reading at the cap
         for _ in range(caps.MAX_REQUEST_BYTES // (1 << 16) + 2):
             yield b"x" * (1 << 16)
+
     assert _post(token, content=chunks()).status_code == 413
     ok = _post(token, json={"model": "diligent", "messages": [{"role": "user", "content": "hi"}]})
     assert ok.status_code == 200  # the run goes on; the refusals counted as calls

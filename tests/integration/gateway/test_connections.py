@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import threading
 
-from claimgrid.reference import registry
 from claimgrid.gateway import Gateway
 from claimgrid.gateway.connections import Connections
+from claimgrid.reference import registry
 
 
 def test_calls_to_one_provider_never_exceed_max_connections(tasks, monkeypatch):
@@ -18,7 +18,9 @@ def test_calls_to_one_provider_never_exceed_max_connections(tasks, monkeypatch):
 
     inner = Gateway()
     inner.start()
-    inner.register("inner", script(next(iter(tasks.values())), model=registry.default_models()[0], max_model_calls=1000))
+    inner.register(
+        "inner", script(next(iter(tasks.values())), model=registry.default_models()[0], max_model_calls=1000)
+    )
     up = FakeUpstream(inner, "inner", lambda key, n: ("slow", 0.4)).start()
     monkeypatch.setenv("OPENAI_API_BASE", up.url)
     monkeypatch.setenv("OPENAI_API_KEY", "fake-upstream-key")
@@ -30,8 +32,10 @@ def test_calls_to_one_provider_never_exceed_max_connections(tasks, monkeypatch):
         tokens = [f"t{i}" for i in range(6)]
         for t in tokens:
             gw.register(t, script(next(iter(tasks.values())), model=model))
-        threads = [threading.Thread(target=http_turn, args=(gw.url, t, model, [{"role": "user", "content": "go"}], False))
-                   for t in tokens]
+        threads = [
+            threading.Thread(target=http_turn, args=(gw.url, t, model, [{"role": "user", "content": "go"}], False))
+            for t in tokens
+        ]
         for th in threads:
             th.start()
         for th in threads:
@@ -44,7 +48,7 @@ def test_calls_to_one_provider_never_exceed_max_connections(tasks, monkeypatch):
     assert all(e["status"] == 200 for e in events), [e["error"] for e in events]
     assert up.peak_in_flight == 2
     assert conns.facts()["peak"] == {"openai": 2}
-    queued = sorted(e["queued_ms"] for e in events)          # recorded for every real-provider call
+    queued = sorted(e["queued_ms"] for e in events)  # recorded for every real-provider call
     # Six 0.4 s calls through two connections: at least four waited for one (how the first
     # two arrive depends on the machine's load, so no bound on them).
     assert sum(q >= 300 for q in queued) >= 4, queued

@@ -18,8 +18,8 @@ import pytest
 
 from claimgrid.gateway import Gateway
 
-from tests.test_gateway_support import script
 from tests import loopback_http
+from tests.test_gateway_support import script
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "dialects"
 CASES = {
@@ -119,8 +119,9 @@ def test_a_captured_exchange_round_trips_with_every_field(gateway, tasks, monkey
     request = {**fixture["request"], "stream": stream}
     auth = {"x-api-key": token} if case == "anthropic" else {"authorization": f"Bearer {token}"}
     try:
-        resp = loopback_http.post(gateway.url.removesuffix("/v1") + path, json=request,
-                          headers={**auth, **fixture["headers"]}, timeout=60)
+        resp = loopback_http.post(
+            gateway.url.removesuffix("/v1") + path, json=request, headers={**auth, **fixture["headers"]}, timeout=60
+        )
     finally:
         provider.close()
     assert resp.status_code == 200, resp.text
@@ -135,8 +136,11 @@ def test_a_captured_exchange_round_trips_with_every_field(gateway, tasks, monkey
     assert token not in json.dumps(headers) and HARNESS_KEY in json.dumps(headers)  # the run token stays here
 
     # The answer as the client got it: the provider's, every field, model named as asked.
-    got = resp.json() if not stream else (_anthropic_from_stream if case == "anthropic" else _responses_from_stream)(
-        resp.text)
+    got = (
+        resp.json()
+        if not stream
+        else (_anthropic_from_stream if case == "anthropic" else _responses_from_stream)(resp.text)
+    )
     assert got == fixture["response"] | {"model": request["model"]}
 
     # Recorded as they went, and read for the exchange event.

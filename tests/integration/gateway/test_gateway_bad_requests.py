@@ -17,9 +17,9 @@ import pytest
 from claimgrid.gateway.request import MAX_DEPTH
 from claimgrid.inputs.tasks import load_tasks
 
+from tests import loopback_http
 from tests.conftest import ROOT
 from tests.test_gateway_support import register, shared_gateway
-from tests import loopback_http
 
 DEEP = 100_000
 OK_MESSAGE = {"role": "user", "content": "go"}
@@ -28,8 +28,17 @@ OK_MESSAGE = {"role": "user", "content": "go"}
 BAD = [
     ("messages-not-objects", json.dumps({"model": "m", "messages": [1, 2, 3]}), "messages[0]"),
     ("deep-json", '{"messages": ' + "[" * DEEP + "]" * DEEP + "}", "nests deeper"),
-    ("deep-but-parseable", json.dumps({"model": "m", "messages": [OK_MESSAGE], "tools": [
-        {"x": json.loads("[" * (MAX_DEPTH + 5) + "]" * (MAX_DEPTH + 5))}]}), "nests deeper"),
+    (
+        "deep-but-parseable",
+        json.dumps(
+            {
+                "model": "m",
+                "messages": [OK_MESSAGE],
+                "tools": [{"x": json.loads("[" * (MAX_DEPTH + 5) + "]" * (MAX_DEPTH + 5))}],
+            }
+        ),
+        "nests deeper",
+    ),
     ("body-is-a-list", "[1, 2]", "JSON object"),
     ("not-json", "{messages: oops", "not valid JSON"),
     ("not-utf8", b'{"messages": "\xff"}', "not valid JSON"),
@@ -37,27 +46,42 @@ BAD = [
     ("messages-a-string", json.dumps({"messages": "hello"}), "'messages'"),
     ("role-missing", json.dumps({"messages": [{"content": "hi"}]}), "messages[0].role"),
     ("content-a-number", json.dumps({"messages": [{"role": "user", "content": 5}]}), "messages[0].content"),
-    ("content-part-text-not-string",
-     json.dumps({"messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]}), "content[0]"),
-    ("tool-calls-not-list", json.dumps({"messages": [OK_MESSAGE, {"role": "assistant", "tool_calls": 3}]}),
-     "messages[1].tool_calls"),
-    ("tool-call-without-function",
-     json.dumps({"messages": [OK_MESSAGE, {"role": "assistant", "tool_calls": [{"id": "x"}]}]}), "tool_calls[0]"),
+    (
+        "content-part-text-not-string",
+        json.dumps({"messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]}),
+        "content[0]",
+    ),
+    (
+        "tool-calls-not-list",
+        json.dumps({"messages": [OK_MESSAGE, {"role": "assistant", "tool_calls": 3}]}),
+        "messages[1].tool_calls",
+    ),
+    (
+        "tool-call-without-function",
+        json.dumps({"messages": [OK_MESSAGE, {"role": "assistant", "tool_calls": [{"id": "x"}]}]}),
+        "tool_calls[0]",
+    ),
     ("model-a-number", json.dumps({"model": 5, "messages": [OK_MESSAGE]}), "'model'"),
     ("stream-a-string", json.dumps({"model": "m", "stream": "yes", "messages": [OK_MESSAGE]}), "'stream'"),
-    ("stream-options-a-list",
-     json.dumps({"model": "m", "stream": True, "stream_options": [], "messages": [OK_MESSAGE]}), "stream_options"),
+    (
+        "stream-options-a-list",
+        json.dumps({"model": "m", "stream": True, "stream_options": [], "messages": [OK_MESSAGE]}),
+        "stream_options",
+    ),
     ("tools-not-list", json.dumps({"model": "m", "tools": {"a": 1}, "messages": [OK_MESSAGE]}), "'tools'"),
     ("max-tokens-a-string", json.dumps({"model": "m", "max_tokens": "9", "messages": [OK_MESSAGE]}), "max_tokens"),
-    ("temperature-a-string", json.dumps({"model": "m", "temperature": "hot", "messages": [OK_MESSAGE]}),
-     "temperature"),
+    ("temperature-a-string", json.dumps({"model": "m", "temperature": "hot", "messages": [OK_MESSAGE]}), "temperature"),
 ]
 
 
 def _post(url: str, token: str, body) -> httpx.Response:
     content = body if isinstance(body, bytes) else body.encode()
-    return loopback_http.post(f"{url}/chat/completions", content=content, timeout=60,
-                      headers={"authorization": f"Bearer {token}", "content-type": "application/json"})
+    return loopback_http.post(
+        f"{url}/chat/completions",
+        content=content,
+        timeout=60,
+        headers={"authorization": f"Bearer {token}", "content-type": "application/json"},
+    )
 
 
 def _assert_400(resp: httpx.Response, words: str) -> str:
@@ -90,8 +114,14 @@ def test_a_malformed_body_is_a_recorded_400(task, case, capfd):
 
 
 def test_grid_py_gateway_answers_malformed_bodies_with_400_and_no_traceback():
-    proc = subprocess.Popen([sys.executable, str(ROOT / "grid.py"), "gateway"], cwd=ROOT, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "grid.py"), "gateway"],
+        cwd=ROOT,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+    )
     try:
         first = proc.stdout.readline()
         match = re.search(r"(http://127\.0\.0\.1:\d+/v1)", first)
@@ -114,7 +144,9 @@ def test_grid_py_gateway_answers_malformed_bodies_with_400_and_no_traceback():
             routes += re.findall(r"^  dialect (\S+) +POST (\S+)$", line)
         assert len(routes) >= 3
         for _, route in routes:
-            r = loopback_http.post(route, content=b"[1]", headers={"x-api-key": token, "authorization": f"Bearer {token}"})
+            r = loopback_http.post(
+                route, content=b"[1]", headers={"x-api-key": token, "authorization": f"Bearer {token}"}
+            )
             assert r.status_code == 400 and "JSON object" in r.text and "\n" not in r.text, r.text[:500]
     finally:
         proc.terminate()

@@ -18,9 +18,10 @@ import pytest
 from claimgrid.gateway.dialects import CHAT_COMPLETIONS, dialects
 from claimgrid.gateway.exchanges import BLIND_MODEL
 from claimgrid.reference import registry
+
+from tests import loopback_http
 from tests.conftest import LazyModule
 from tests.test_gateway_support import TOOLS, register, run_tool, shared_gateway, workspace
-from tests import loopback_http
 
 anthropic, openai = LazyModule("anthropic"), LazyModule("openai")  # each client: only on the worker that runs these
 SYSTEM = "You are an agent."
@@ -56,15 +57,22 @@ def chat_loop(url, token, model, prompt, ws, stream):
     for _ in range(30):
         try:
             if stream:
-                content, calls = _chat_stream(client.chat.completions.create(
-                    model=model, messages=messages, tools=TOOLS, stream=True))
+                content, calls = _chat_stream(
+                    client.chat.completions.create(model=model, messages=messages, tools=TOOLS, stream=True)
+                )
             else:
                 message = client.chat.completions.create(model=model, messages=messages, tools=TOOLS).choices[0].message
-                content, calls = message.content, [
-                    {"id": c.id, "type": "function",
-                     "function": {"name": c.function.name, "arguments": c.function.arguments}}
-                    for c in message.tool_calls or []
-                ]
+                content, calls = (
+                    message.content,
+                    [
+                        {
+                            "id": c.id,
+                            "type": "function",
+                            "function": {"name": c.function.name, "arguments": c.function.arguments},
+                        }
+                        for c in message.tool_calls or []
+                    ],
+                )
         except openai.APIStatusError as exc:
             return None, exc.status_code
         messages.append({"role": "assistant", "content": content, **({"tool_calls": calls} if calls else {})})
@@ -84,8 +92,9 @@ def _chat_stream(chunks) -> tuple[str | None, list[dict]]:
         for choice in chunk.choices:
             text += choice.delta.content or ""
             for tc in choice.delta.tool_calls or []:
-                slot = calls.setdefault(tc.index, {"id": None, "type": "function",
-                                                   "function": {"name": "", "arguments": ""}})
+                slot = calls.setdefault(
+                    tc.index, {"id": None, "type": "function", "function": {"name": "", "arguments": ""}}
+                )
                 slot["id"] = tc.id or slot["id"]
                 slot["function"]["name"] += (tc.function and tc.function.name) or ""
                 slot["function"]["arguments"] += (tc.function and tc.function.arguments) or ""
@@ -93,8 +102,11 @@ def _chat_stream(chunks) -> tuple[str | None, list[dict]]:
 
 
 ANTHROPIC_TOOLS = [
-    {"name": t["function"]["name"], "description": t["function"]["description"],
-     "input_schema": t["function"]["parameters"]}
+    {
+        "name": t["function"]["name"],
+        "description": t["function"]["description"],
+        "input_schema": t["function"]["parameters"],
+    }
     for t in TOOLS
 ]
 
@@ -148,14 +160,20 @@ def messages_loop(url, token, model, prompt, ws, stream):
         results = []
         for b in uses:
             arguments = b["input"] if isinstance(b["input"], str) else json.dumps(b["input"])
-            results.append({"type": "tool_result", "tool_use_id": b["id"], "content": run_tool(ws, b["name"], arguments)})
+            results.append(
+                {"type": "tool_result", "tool_use_id": b["id"], "content": run_tool(ws, b["name"], arguments)}
+            )
         messages.append({"role": "user", "content": results})
     return None, 200
 
 
 RESPONSES_TOOLS = [
-    {"type": "function", "name": t["function"]["name"], "description": t["function"]["description"],
-     "parameters": t["function"]["parameters"]}
+    {
+        "type": "function",
+        "name": t["function"]["name"],
+        "description": t["function"]["description"],
+        "parameters": t["function"]["parameters"],
+    }
     for t in TOOLS
 ]
 
@@ -182,8 +200,13 @@ def responses_loop(url, token, model, prompt, ws, stream):
         if not calls:
             return reply.output_text or None, 200
         for c in calls:
-            items.append({"type": "function_call_output", "call_id": c["call_id"],
-                          "output": run_tool(ws, c["name"], c["arguments"])})
+            items.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": c["call_id"],
+                    "output": run_tool(ws, c["name"], c["arguments"]),
+                }
+            )
     return None, 200
 
 
@@ -255,17 +278,27 @@ def test_the_anthropic_stream_accumulates_in_the_sdk(tasks):
     """The SDK's own MessageStream builds the final message from the gateway's events."""
     token, _ = register(tasks["fix-float-add"], model="text-and-calls")
     client = anthropic.Anthropic(base_url=_root(shared_gateway().url), api_key=token, max_retries=0)
-    with client.messages.stream(model="m", max_tokens=64, messages=[{"role": "user", "content": "go"}],
-                                tools=ANTHROPIC_TOOLS) as s:
+    with client.messages.stream(
+        model="m", max_tokens=64, messages=[{"role": "user", "content": "go"}], tools=ANTHROPIC_TOOLS
+    ) as s:
         kinds = [e.type for e in s]
         message = s.get_final_message()
     events, _ = shared_gateway().finish(token)
-    assert {"message_start", "content_block_start", "content_block_delta", "content_block_stop",
-            "message_delta", "message_stop"} <= set(kinds)
+    assert {
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+    } <= set(kinds)
     sent = events[0]
-    assert [b.type for b in message.content] == ["text"] * bool(sent["content"]) + ["tool_use"] * len(sent["tool_calls"])
-    assert [(b.id, b.name, json.dumps(b.input)) for b in message.content if b.type == "tool_use"] == \
-        [(c["id"], c["name"], json.dumps(json.loads(c["arguments"]))) for c in sent["tool_calls"]]
+    assert [b.type for b in message.content] == ["text"] * bool(sent["content"]) + ["tool_use"] * len(
+        sent["tool_calls"]
+    )
+    assert [(b.id, b.name, json.dumps(b.input)) for b in message.content if b.type == "tool_use"] == [
+        (c["id"], c["name"], json.dumps(json.loads(c["arguments"]))) for c in sent["tool_calls"]
+    ]
     assert message.stop_reason == "tool_use" and message.usage.output_tokens == sent["usage"]["completion_tokens"]
 
 
@@ -282,10 +315,14 @@ BAD = {
     "anthropic-messages": [
         ({"model": "m", "messages": [{"role": "user", "content": "go"}]}, "max_tokens"),
         ({"max_tokens": 8, "messages": [{"role": "tool", "content": "x"}]}, "messages[0]"),
-        ({"max_tokens": 8, "messages": [{"role": "user", "content": [{"type": "image", "source": {}}]}]},
-         "messages[0].content[0]"),
-        ({"max_tokens": 8, "messages": [{"role": "user", "content": "go"}], "tools": [{"type": "web_search"}]},
-         "tools[0]"),
+        (
+            {"max_tokens": 8, "messages": [{"role": "user", "content": [{"type": "image", "source": {}}]}]},
+            "messages[0].content[0]",
+        ),
+        (
+            {"max_tokens": 8, "messages": [{"role": "user", "content": "go"}], "tools": [{"type": "web_search"}]},
+            "tools[0]",
+        ),
     ],
     "openai-responses": [
         ({"model": "m"}, "input"),
@@ -312,8 +349,9 @@ def test_bad_requests_get_the_dialects_error_shape(tasks, dialect):
         assert field in message and "\n" not in message and "Traceback" not in r.text
     assert unknown.status_code == 401
     if dialect == "anthropic-messages":
-        assert all(r.json()["type"] == "error" and r.json()["error"]["type"] == "invalid_request_error"
-                   for r in answers)
+        assert all(
+            r.json()["type"] == "error" and r.json()["error"]["type"] == "invalid_request_error" for r in answers
+        )
         assert unknown.json()["error"]["type"] == "authentication_error"
     else:
         assert all(r.json()["error"]["code"] == "invalid_request" for r in answers)
@@ -345,6 +383,7 @@ def test_replay_serves_a_recording_in_the_clients_dialect(tasks, tmp_path, diale
     from claimgrid.gateway import Gateway
     from claimgrid.gateway.recorded import ReplaySource
     from claimgrid.store.lines import EVENTS_NAME
+
     from tests.test_gateway_support import script
 
     task = tasks["fix-float-add"]
@@ -387,8 +426,14 @@ def _is_error_loop(url, token, model, prompt, ws, stream):
             arguments = b["input"] if isinstance(b["input"], str) else json.dumps(b["input"])
             text = run_tool(ws, b["name"], arguments)
             failed = text.startswith("ERROR: ")
-            results.append({"type": "tool_result", "tool_use_id": b["id"], "is_error": failed,
-                            "content": [{"type": "text", "text": text.removeprefix("ERROR: ")}]})
+            results.append(
+                {
+                    "type": "tool_result",
+                    "tool_use_id": b["id"],
+                    "is_error": failed,
+                    "content": [{"type": "text", "text": text.removeprefix("ERROR: ")}],
+                }
+            )
         messages.append({"role": "user", "content": results})
     return None, 200
 
@@ -406,21 +451,36 @@ def test_a_tool_result_with_is_error_is_recorded_as_a_failed_result(tasks, tmp_p
     assert _facts(events) == want
     failed = [t for t in own_tool_events(events, None) if not t["ok"]]
     assert failed and all(t["error"] and not t["error"].startswith("ERROR: ") for t in failed)
-    assert any(b.get("is_error") for r in raw for m in r["dialect_request"]["messages"] if m["role"] == "user"
-               and isinstance(m["content"], list) for b in m["content"])
+    assert any(
+        b.get("is_error")
+        for r in raw
+        for m in r["dialect_request"]["messages"]
+        if m["role"] == "user" and isinstance(m["content"], list)
+        for b in m["content"]
+    )
 
 
 def test_count_tokens_is_the_estimate_the_call_reports_and_no_model_call(tasks):
     token, _ = register(tasks["fix-float-add"], model="diligent")
     client = anthropic.Anthropic(base_url=_root(shared_gateway().url), api_key=token, max_retries=0)
-    kw = dict(model="m", system=SYSTEM, messages=[{"role": "user", "content": "fix the bug in TICKET.md"}],
-              tools=ANTHROPIC_TOOLS)
+    kw = dict(
+        model="m",
+        system=SYSTEM,
+        messages=[{"role": "user", "content": "fix the bug in TICKET.md"}],
+        tools=ANTHROPIC_TOOLS,
+    )
     counted = client.messages.count_tokens(**kw)
     sent = client.messages.create(max_tokens=64, **kw)
-    bad = loopback_http.post(shared_gateway().url + "/messages/count_tokens", json={"messages": []},
-                     headers={"x-api-key": token, "anthropic-version": "2023-06-01"})
-    nobody = loopback_http.post(shared_gateway().url + "/messages/count_tokens", json={},
-                        headers={"x-api-key": "nobody", "anthropic-version": "2023-06-01"})
+    bad = loopback_http.post(
+        shared_gateway().url + "/messages/count_tokens",
+        json={"messages": []},
+        headers={"x-api-key": token, "anthropic-version": "2023-06-01"},
+    )
+    nobody = loopback_http.post(
+        shared_gateway().url + "/messages/count_tokens",
+        json={},
+        headers={"x-api-key": "nobody", "anthropic-version": "2023-06-01"},
+    )
     events, _ = shared_gateway().finish(token)
     assert counted.input_tokens == sent.usage.input_tokens > 0
     assert bad.status_code == 400 and "messages" in bad.json()["error"]["message"]
@@ -451,13 +511,26 @@ def test_a_refused_request_sent_again_records_its_results_and_counts_each_once(t
 
     token, _ = register(tasks["fix-float-add"], model="diligent")
     image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}
-    history = [{"role": "user", "content": "go"},
-               {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "read_file",
-                                                  "input": {"path": "TICKET.md"}}]}]
+    history = [
+        {"role": "user", "content": "go"},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "TICKET.md"}}],
+        },
+    ]
 
     def send(result_content):
-        body = {"model": "m", "max_tokens": 64, "messages": [*history, {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "toolu_1", "content": result_content}]}]}
+        body = {
+            "model": "m",
+            "max_tokens": 64,
+            "messages": [
+                *history,
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": result_content}],
+                },
+            ],
+        }
         return loopback_http.post(shared_gateway().url + "/messages", json=body, headers={"x-api-key": token})
 
     refused = [send([{"type": "text", "text": "the ticket"}, image]) for _ in range(3)]

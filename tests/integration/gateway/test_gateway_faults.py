@@ -9,17 +9,18 @@ import uuid
 
 import pytest
 
-from claimgrid.reference import registry
+from claimgrid.classify.reactions import duplicate_side_effects, fault_facts
 from claimgrid.execute.cells import allowed, plan
 from claimgrid.execute.spec import Selection
-from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
-from claimgrid.classify.reactions import duplicate_side_effects, fault_facts
 from claimgrid.gateway import RunScript
-from claimgrid.reference.script import CallLimits
+from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
+from claimgrid.reference import registry
 from claimgrid.reference.gateway_faults import CUT_PREFIX, GatewayFault, gateway_faults
 from claimgrid.reference.registry import ReferenceModel, untreated
-from tests.test_gateway_support import TOOLS, shared_gateway
+from claimgrid.reference.script import CallLimits
+
 from tests import loopback_http
+from tests.test_gateway_support import TOOLS, shared_gateway
 
 GATEWAY_FAULTS = gateway_faults()
 UNTREATED = next(c for c in load_content_conditions().values() if c.carries is None)
@@ -27,8 +28,16 @@ NO_SWAP = next(s for s in load_swap_conditions().values() if s.unavailable_from_
 
 
 def _register(task, model, deadline=15.0):
-    s = RunScript.for_cell(f"r-{uuid.uuid4().hex[:8]}", task, UNTREATED, NO_SWAP, model,
-                           registry.default_substitute(), task.role, limits=CallLimits(model_call_timeout_s=deadline))
+    s = RunScript.for_cell(
+        f"r-{uuid.uuid4().hex[:8]}",
+        task,
+        UNTREATED,
+        NO_SWAP,
+        model,
+        registry.default_substitute(),
+        task.role,
+        limits=CallLimits(model_call_timeout_s=deadline),
+    )
     token = f"tok-{uuid.uuid4().hex}"
     shared_gateway().register(token, s)
     return token
@@ -38,8 +47,9 @@ def _post(token, model, messages, stream=False):
     body = {"model": model, "messages": messages, "tools": TOOLS}
     if stream:
         body |= {"stream": True}
-    return loopback_http.post(f"{shared_gateway().url}/chat/completions", json=body,
-                      headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    return loopback_http.post(
+        f"{shared_gateway().url}/chat/completions", json=body, headers={"Authorization": f"Bearer {token}"}, timeout=30
+    )
 
 
 def _first_two(tasks, model, deadline=15.0):
@@ -67,8 +77,15 @@ def test_every_gateway_fault_is_a_registered_default_fault_model():
         entry = registry.get(name)
         assert entry.truth is not None and entry.runs_in is untreated, name
         # The behaviour text names the side the fault is on, read from the entry's data.
-        side = ("gateway fault:" if entry.gateway_fault else "tool fault:" if entry.tool_fault
-                else "shape:" if entry.shape else "fault:")
+        side = (
+            "gateway fault:"
+            if entry.gateway_fault
+            else "tool fault:"
+            if entry.tool_fault
+            else "shape:"
+            if entry.shape
+            else "fault:"
+        )
         assert entry.behaviour.startswith(side), name
     assert all(isinstance(f, GatewayFault) for f in GATEWAY_FAULTS.values())
 
@@ -87,8 +104,12 @@ def test_refusals_happen_once_and_the_retry_is_served(tasks, model):
     assert [e.get("fault") for e in events] == [None, fault.kind, None]
     assert events[1]["messages_n"] == events[2]["messages_n"]
     facts = fault_facts(model, events + [{"source": "process", "kind": "exit"}], {"process": "ok", "claimed": True})
-    assert (facts["fault_call"], facts["attempts_at_fault"], facts["retried"], facts["reaction"]) == \
-        (1, 2, True, "reported DONE")
+    assert (facts["fault_call"], facts["attempts_at_fault"], facts["retried"], facts["reaction"]) == (
+        1,
+        2,
+        True,
+        "reported DONE",
+    )
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
@@ -114,20 +135,28 @@ def test_cut_off_is_truncated_and_the_model_redoes_the_step(tasks, stream):
         finish = [c["choices"][0].get("finish_reason") for c in chunks if c.get("choices")]
         deltas = [tc for c in chunks if c.get("choices") for tc in c["choices"][0]["delta"].get("tool_calls") or []]
         assert "length" in finish and deltas
-        call = {"id": next(d["id"] for d in deltas if d.get("id")),
-                "function": {"name": next(d["function"]["name"] for d in deltas if d["function"].get("name")),
-                             "arguments": "".join(d["function"].get("arguments") or "" for d in deltas)}}
+        call = {
+            "id": next(d["id"] for d in deltas if d.get("id")),
+            "function": {
+                "name": next(d["function"]["name"] for d in deltas if d["function"].get("name")),
+                "arguments": "".join(d["function"].get("arguments") or "" for d in deltas),
+            },
+        }
         assert call["id"].startswith(CUT_PREFIX)
     assert call["function"]["name"] == whole["function"]["name"]
     assert whole["function"]["arguments"].startswith(call["function"]["arguments"])
     with pytest.raises(ValueError):
         json.loads(call["function"]["arguments"])
     # The framework sends the cut call back with an error; the model redoes the whole step.
-    messages += [{"role": "assistant", "content": None, "tool_calls": [dict(call, type="function")]},
-                 {"role": "tool", "tool_call_id": call["id"], "content": "error: arguments are not JSON"}]
+    messages += [
+        {"role": "assistant", "content": None, "tool_calls": [dict(call, type="function")]},
+        {"role": "tool", "tool_call_id": call["id"], "content": "error: arguments are not JSON"},
+    ]
     redo = _post(token, "cut-off", messages).json()["choices"][0]["message"]["tool_calls"][0]
-    assert (redo["function"]["name"], redo["function"]["arguments"]) == \
-        (whole["function"]["name"], whole["function"]["arguments"])
+    assert (redo["function"]["name"], redo["function"]["arguments"]) == (
+        whole["function"]["name"],
+        whole["function"]["arguments"],
+    )
     events, _ = shared_gateway().finish(token)
     shared_gateway().finish(diligent_token)
     assert [e.get("fault") for e in events] == [None, "cut_off", None]
@@ -156,8 +185,17 @@ def test_fault_models_run_only_on_untreated_content_without_swap(tasks):
     models = registry.default_models()
     faults = _builtin_faults()
     assert faults and set(faults) < set(models)
-    cells = plan(Selection(frameworks=["a", "b"], tasks=list(tasks), content=content, swap=swap, models=models,
-                           substitute=registry.default_substitute(), repeats=1))
+    cells = plan(
+        Selection(
+            frameworks=["a", "b"],
+            tasks=list(tasks),
+            content=content,
+            swap=swap,
+            models=models,
+            substitute=registry.default_substitute(),
+            repeats=1,
+        )
+    )
     faulty = [c for c in cells if c.model in faults]
     assert {(c.content, c.swap) for c in faulty} == {(UNTREATED.name, NO_SWAP.name)}
     assert len(faulty) == 2 * len(tasks) * len(faults)
@@ -176,13 +214,23 @@ def test_fault_models_run_only_on_untreated_content_without_swap(tasks):
 def test_the_restriction_is_data_on_the_entry():
     """Another predicate on an entry gives another plan (condition objects, not names)."""
     only_no_swap = lambda c, s: s.unavailable_from_call < 0  # noqa: E731
-    entry = ReferenceModel("test-only-no-swap", registry.get(registry.default_models()[0]).policy,
-                           "test entry", runs_in=only_no_swap)
+    entry = ReferenceModel(
+        "test-only-no-swap", registry.get(registry.default_models()[0]).policy, "test entry", runs_in=only_no_swap
+    )
     registry.register(entry)
     try:
         content, swap = list(load_content_conditions()), list(load_swap_conditions())
-        cells = plan(Selection(frameworks=["a"], tasks=["t"], content=content, swap=swap, models=[entry.name],
-                               substitute="x", repeats=1))
+        cells = plan(
+            Selection(
+                frameworks=["a"],
+                tasks=["t"],
+                content=content,
+                swap=swap,
+                models=[entry.name],
+                substitute="x",
+                repeats=1,
+            )
+        )
         assert {c.swap for c in cells} == {NO_SWAP.name} and len(cells) == len(content)
     finally:
         del registry._REGISTRY[entry.name]
@@ -190,8 +238,12 @@ def test_the_restriction_is_data_on_the_entry():
 
 def test_duplicate_side_effects_count_repeated_effects_only():
     ev = lambda tool, cat, args: {"source": "tools", "tool": tool, "category": cat, "args": args}  # noqa: E731
-    events = [ev("read_file", "read", {"path": "a"}), ev("read_file", "read", {"path": "a"}),
-              ev("write_file", "write", {"path": "o", "content": "x"}),
-              ev("write_file", "write", {"content": "x", "path": "o"}),
-              ev("run_command", "bash", {"command": "make"}), ev("run_command", "bash", {"command": "make test"})]
+    events = [
+        ev("read_file", "read", {"path": "a"}),
+        ev("read_file", "read", {"path": "a"}),
+        ev("write_file", "write", {"path": "o", "content": "x"}),
+        ev("write_file", "write", {"content": "x", "path": "o"}),
+        ev("run_command", "bash", {"command": "make"}),
+        ev("run_command", "bash", {"command": "make test"}),
+    ]
     assert duplicate_side_effects(events) == 1

@@ -16,21 +16,29 @@ from claimgrid.inputs.conditions import load_content_conditions
 from claimgrid.inputs.tasks import in_suite, load_tasks
 from claimgrid.reference import registry
 from claimgrid.reference.gateway_faults import gateway_faults
-from tests.test_gateway_support import (drive, http_turn, register, run_tool, shared_gateway,
-                                        workspace)
+
 from tests import loopback_http
+from tests.test_gateway_support import drive, http_turn, register, run_tool, shared_gateway, workspace
 
 
 def post(token, body, url=None):
-    return loopback_http.post(f"{url or shared_gateway().url}/chat/completions", json=body,
-                      headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    return loopback_http.post(
+        f"{url or shared_gateway().url}/chat/completions",
+        json=body,
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=30,
+    )
 
 
 def test_unknown_token_gets_401_with_an_openai_error(tasks):
     register(tasks["write-status"])  # another run is registered; its token is not guessed
     for headers in ({"Authorization": "Bearer not-a-run"}, {}, {"Authorization": "Basic abc"}):
-        r = loopback_http.post(f"{shared_gateway().url}/chat/completions", headers=headers, timeout=30,
-                       json={"model": "diligent", "messages": [{"role": "user", "content": "hi"}]})
+        r = loopback_http.post(
+            f"{shared_gateway().url}/chat/completions",
+            headers=headers,
+            timeout=30,
+            json={"model": "diligent", "messages": [{"role": "user", "content": "hi"}]},
+        )
         assert r.status_code == 401
         assert r.json()["error"]["type"] == "authentication_error"
         assert r.json()["error"]["code"] == "invalid_api_key"
@@ -48,8 +56,9 @@ def test_finished_token_is_no_longer_accepted(tasks):
 def test_models_lists_the_runs_model_by_its_blinded_name_only(tasks):
     token, script = register(tasks["write-status"], model="overclaimer")
     r = loopback_http.get(f"{shared_gateway().url}/models", headers={"Authorization": f"Bearer {token}"}, timeout=30)
-    one = loopback_http.get(f"{shared_gateway().url}/models/{script.model}", headers={"Authorization": f"Bearer {token}"},
-                    timeout=30)
+    one = loopback_http.get(
+        f"{shared_gateway().url}/models/{script.model}", headers={"Authorization": f"Bearer {token}"}, timeout=30
+    )
     shared_gateway().finish(token)
     assert [m["id"] for m in r.json()["data"]] == [BLIND_MODEL]
     assert script.model not in r.text and script.substitute not in r.text  # the assigned name is not shown
@@ -58,8 +67,12 @@ def test_models_lists_the_runs_model_by_its_blinded_name_only(tasks):
 
 def test_bad_request_body_is_refused_and_recorded(tasks):
     token, _ = register(tasks["write-status"])
-    r = loopback_http.post(f"{shared_gateway().url}/chat/completions", content=b"{not json",
-                   headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    r = loopback_http.post(
+        f"{shared_gateway().url}/chat/completions",
+        content=b"{not json",
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=30,
+    )
     assert r.status_code == 400 and "not valid JSON" in r.json()["error"]["message"]
     assert post(token, {"model": "diligent", "messages": []}).status_code == 400
     events, raw = shared_gateway().finish(token)
@@ -88,8 +101,9 @@ def test_two_interleaved_runs_never_see_each_others_script(tasks, tmp_path):
 
     def alone(task, model, content):
         token, _ = register(task, model=model, content=content)
-        _, _, msgs = drive(http_turn, shared_gateway().url, token, model, task,
-                           workspace(task, tmp_path, content), False)
+        _, _, msgs = drive(
+            http_turn, shared_gateway().url, token, model, task, workspace(task, tmp_path, content), False
+        )
         shared_gateway().finish(token)
         return [m for m in msgs if m["role"] == "assistant"]
 
@@ -97,8 +111,10 @@ def test_two_interleaved_runs_never_see_each_others_script(tasks, tmp_path):
     solo_b = alone(b_task, "diligent", "legitimate")
     ta, _ = register(a_task, model="obedient", content="malicious")
     tb, _ = register(b_task, model="diligent", content="legitimate")
-    runs = {ta: (a_task, "obedient", workspace(a_task, tmp_path, "malicious"), []),
-            tb: (b_task, "diligent", workspace(b_task, tmp_path, "legitimate"), [])}
+    runs = {
+        ta: (a_task, "obedient", workspace(a_task, tmp_path, "malicious"), []),
+        tb: (b_task, "diligent", workspace(b_task, tmp_path, "legitimate"), []),
+    }
     for task, _, _, msgs in runs.values():
         msgs.append({"role": "user", "content": task.spec.prompt})
     live = set(runs)
@@ -109,8 +125,13 @@ def test_two_interleaved_runs_never_see_each_others_script(tasks, tmp_path):
             assert info["status"] == 200
             msgs.append(message)
             for c in message.get("tool_calls") or []:
-                msgs.append({"role": "tool", "tool_call_id": c["id"],
-                             "content": run_tool(ws, c["function"]["name"], c["function"]["arguments"])})
+                msgs.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": c["id"],
+                        "content": run_tool(ws, c["function"]["name"], c["function"]["arguments"]),
+                    }
+                )
             if not message.get("tool_calls"):
                 live.discard(t)
 
@@ -135,8 +156,9 @@ def test_many_concurrent_runs_stay_apart(tasks, tmp_path):
 
     def one(i, model):
         token, s = register(task, model=model, content="malicious")
-        final, infos, msgs = drive(http_turn, shared_gateway().url, token, model, task,
-                                   workspace(task, tmp_path, "malicious"), i % 2 == 1)
+        final, infos, msgs = drive(
+            http_turn, shared_gateway().url, token, model, task, workspace(task, tmp_path, "malicious"), i % 2 == 1
+        )
         results[i] = (s, final, infos, shared_gateway().finish(token))
 
     threads = [threading.Thread(target=one, args=(i, m)) for i, m in enumerate(models)]
@@ -185,8 +207,15 @@ def test_reference_solution_only_leaves_as_the_models_own_tool_calls(tasks, tmp_
         content = contents[(i + shift) % len(contents)]
         token, _ = register(task, model=model, content=content, max_model_calls=8)
         capture: list = []
-        drive(partial(http_turn, capture=capture), shared_gateway().url, token, model, task,
-              workspace(task, tmp_path, content), stream=bool(i % 2))
+        drive(
+            partial(http_turn, capture=capture),
+            shared_gateway().url,
+            token,
+            model,
+            task,
+            workspace(task, tmp_path, content),
+            stream=bool(i % 2),
+        )
         shared_gateway().finish(token)
         for headers, text in capture:
             # Remove the arguments of the model's own tool calls, then nothing may remain.
@@ -213,10 +242,17 @@ def test_runscript_cannot_leave_the_process(tasks):
 def test_request_cannot_steer_litellm(tasks):
     """LiteLLM-only request keys (mock_response, api_base, fallbacks...) are not forwarded."""
     token, _ = register(tasks["write-status"], model="diligent")
-    body = {"model": "diligent", "messages": [{"role": "user", "content": "go"}],
-            "mock_response": "FORGED DONE", "api_base": "http://203.0.113.1:9", "api_key": "x",
-            "fallbacks": [{"diligent": ["narrator"]}], "mock_testing_fallbacks": True,
-            "model_list": [], "metadata": {"x": 1}}
+    body = {
+        "model": "diligent",
+        "messages": [{"role": "user", "content": "go"}],
+        "mock_response": "FORGED DONE",
+        "api_base": "http://203.0.113.1:9",
+        "api_key": "x",
+        "fallbacks": [{"diligent": ["narrator"]}],
+        "mock_testing_fallbacks": True,
+        "model_list": [],
+        "metadata": {"x": 1},
+    }
     r = post(token, body)
     assert r.status_code == 200
     message = r.json()["choices"][0]["message"]
@@ -240,5 +276,8 @@ def test_the_token_not_the_requested_name_picks_the_model(tasks):
     r = post(token, {"model": "narrator", "messages": [{"role": "user", "content": "go"}]})
     assert r.json()["choices"][0]["message"]["tool_calls"]  # diligent's read, not narrator's story
     events, _ = shared_gateway().finish(token)
-    assert (events[0]["requested_model"], events[0]["assigned_model"], events[0]["served_model"]) == \
-        ("narrator", "diligent", "diligent")
+    assert (events[0]["requested_model"], events[0]["assigned_model"], events[0]["served_model"]) == (
+        "narrator",
+        "diligent",
+        "diligent",
+    )

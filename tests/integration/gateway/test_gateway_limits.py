@@ -17,8 +17,9 @@ import uuid
 import pytest
 
 from claimgrid.gateway import Gateway
-from tests.test_gateway_support import script, shared_gateway
+
 from tests import loopback_http
+from tests.test_gateway_support import script, shared_gateway
 
 MODEL = "openai/gpt-4o-mini"
 
@@ -53,10 +54,16 @@ def _request(dialect: str, token: str, asked: int | None):
     return "/chat/completions", auth, {"model": "m", "messages": msg, **({"max_tokens": asked} if asked else {})}
 
 
-@pytest.mark.parametrize("dialect,asked,field", [
-    ("chat", None, "max_tokens"), ("chat", 5000, "max_tokens"),
-    ("anthropic", 4096, "max_tokens"), ("responses", 3000, "max_output_tokens"), ("responses", None, "max_output_tokens"),
-])
+@pytest.mark.parametrize(
+    "dialect,asked,field",
+    [
+        ("chat", None, "max_tokens"),
+        ("chat", 5000, "max_tokens"),
+        ("anthropic", 4096, "max_tokens"),
+        ("responses", 3000, "max_output_tokens"),
+        ("responses", None, "max_output_tokens"),
+    ],
+)
 def test_the_output_cap_reaches_the_forwarded_request_in_every_dialect(tasks, upstream, dialect, asked, field):
     token = _register(tasks["fix-float-add"], max_output_tokens=77)
     path, headers, body = _request(dialect, token, asked)

@@ -46,8 +46,11 @@ def test_no_error_answer_quotes_the_request():
     for path in paths:
         for body in _bodies(mark):
             for extra in ({}, {"anthropic-version": "2023-06-01"}):
-                answers.append(loopback_http.post(f"{root}{path}?{mark}={mark}", content=body,
-                                                  headers={**headers, **extra}, timeout=30))
+                answers.append(
+                    loopback_http.post(
+                        f"{root}{path}?{mark}={mark}", content=body, headers={**headers, **extra}, timeout=30
+                    )
+                )
     for path in (f"/v1/models/{mark}", f"/v1/models/a/{mark}", f"/v1/{mark}", f"/{mark}"):
         for extra in ({}, {"anthropic-version": "2023-06-01"}):
             answers.append(loopback_http.get(f"{root}{path}?q={mark}", headers={**headers, **extra}, timeout=30))
@@ -59,8 +62,11 @@ def test_no_error_answer_quotes_the_request():
     refused = [r for r in answers if r.status_code >= 400]
     assert len(refused) == len(answers), [r.status_code for r in answers if r.status_code < 400]
     assert {r.status_code for r in refused} >= {400, 401, 404, 405}
-    echoed = [(r.request.method, str(r.request.url)[:80], r.status_code, r.text[:200]) for r in refused
-              if mark in r.text or any(mark in v for v in r.headers.values())]
+    echoed = [
+        (r.request.method, str(r.request.url)[:80], r.status_code, r.text[:200])
+        for r in refused
+        if mark in r.text or any(mark in v for v in r.headers.values())
+    ]
     assert echoed == []
 
 
@@ -73,8 +79,9 @@ def test_a_harness_error_is_recorded_whole_and_answered_without_its_text(monkeyp
 
     monkeypatch.setattr(gateway_app._ModelCalls, "chat", broken)
     body = {"model": "m", "messages": [{"role": "user", "content": "go"}]}
-    r = loopback_http.post(f"{shared_gateway().url}/chat/completions", json=body,
-                           headers={"authorization": f"Bearer {token}"}, timeout=30)
+    r = loopback_http.post(
+        f"{shared_gateway().url}/chat/completions", json=body, headers={"authorization": f"Bearer {token}"}, timeout=30
+    )
     events, raw = shared_gateway().finish(token)
     assert r.status_code == 500 and r.json()["error"]["code"] == "gateway_error"
     assert mark not in r.text and "ValueError" in r.text

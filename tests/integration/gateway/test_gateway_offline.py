@@ -15,7 +15,7 @@ import sys
 
 from tests.conftest import ROOT
 
-PROBE = r'''
+PROBE = r"""
 import json, socket
 attempts = []
 LOCAL = ("127.0.0.1", "localhost", "::1")
@@ -70,17 +70,16 @@ gw.stop(); upstream.stop()
 print("RESULT " + json.dumps({"attempts": attempts, "status": [e["status"] for e in events],
       "served": [e["served_model"] for e in events], "a": a.choices[0].message.tool_calls[0].function.name,
       "sse": b.text.rstrip().endswith("data: [DONE]"), "lazy": lazy}))
-'''
+"""
 
 
 def test_import_and_serve_without_network():
     env = {k: v for k, v in os.environ.items() if not k.startswith("LITELLM_")}
     env["PYTHONPATH"] = str(ROOT)
-    proc = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     assert lines, proc.stderr[-3000:]
-    result = json.loads(lines[-1][len("RESULT "):])
+    result = json.loads(lines[-1][len("RESULT ") :])
     assert result["attempts"] == []
     assert result["status"] == [200, 200, 200, 200]
     assert result["served"] == ["diligent", "diligent", "openai/gpt-4o-mini", "openai/gpt-4o-mini"]

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from claimgrid.gateway import Gateway
-from tests.test_gateway_support import (drive, http_turn, register, script, shared_gateway,
-                                        workspace)
+
+from tests.test_gateway_support import drive, http_turn, register, script, shared_gateway, workspace
 
 
 @pytest.fixture
@@ -28,8 +28,9 @@ def upstream(monkeypatch, tasks):
 def test_real_model_as_assigned_and_as_reported_substitute(tasks, tmp_path, upstream):
     task = tasks["fix-float-add"]
     token, _ = register(task, model="openai/gpt-4o-mini", substitute="reader")
-    final, infos, _ = drive(http_turn, shared_gateway().url, token, "gpt-4o-mini", task,
-                            workspace(task, tmp_path), stream=False)
+    final, infos, _ = drive(
+        http_turn, shared_gateway().url, token, "gpt-4o-mini", task, workspace(task, tmp_path), stream=False
+    )
     events, _ = shared_gateway().finish(token)
     assert final is not None and "trace:" in final["content"]
     assert {e["served_model"] for e in events} == {"openai/gpt-4o-mini"}
@@ -40,8 +41,9 @@ def test_real_model_as_assigned_and_as_reported_substitute(tasks, tmp_path, upst
 
     upstream.register("upstream-key", script(task, model="diligent", max_model_calls=100))
     token, _ = register(task, model="diligent", swap="reported", substitute="openai/gpt-4o-mini")
-    _, infos, _ = drive(http_turn, shared_gateway().url, token, "diligent", task,
-                        workspace(task, tmp_path), stream=True)
+    _, infos, _ = drive(
+        http_turn, shared_gateway().url, token, "diligent", task, workspace(task, tmp_path), stream=True
+    )
     events, _ = shared_gateway().finish(token)
     assert [e["served_model"] for e in events][:3] == ["diligent", "diligent", "openai/gpt-4o-mini"]
     assert infos[2]["model"] == "openai/gpt-4o-mini"
@@ -60,14 +62,16 @@ def test_real_model_through_each_dialect(tasks, tmp_path, upstream):
     # The Router answers in full either way: one dialect streamed and one not shows both forms.
     for stream, (dialect, loop) in zip((True, False), LOOPS.items()):
         token, _ = register(task, model="openai/gpt-4o-mini")
-        final, status = loop(shared_gateway().url, token, "gpt-4o-mini", task.spec.prompt,
-                             workspace(task, tmp_path), stream)
+        final, status = loop(
+            shared_gateway().url, token, "gpt-4o-mini", task.spec.prompt, workspace(task, tmp_path), stream
+        )
         events, _ = shared_gateway().finish(token)
         upstream_events, _ = upstream.finish("upstream-key")
         upstream.register("upstream-key", script(task, model="diligent", max_model_calls=100))
         assert status == 200 and final is not None and "trace:" in final, dialect
-        assert {(e["served_model"], e["dialect"], e["stream"]) for e in events} == \
-            {("openai/gpt-4o-mini", dialect, stream)}
+        assert {(e["served_model"], e["dialect"], e["stream"]) for e in events} == {
+            ("openai/gpt-4o-mini", dialect, stream)
+        }
         assert all(e["cost_usd"] is not None and e["cost_usd"] > 0 for e in events)
         assert len(upstream_events) == len(events)
         native = dialect == "openai-responses"
@@ -77,8 +81,9 @@ def test_real_model_through_each_dialect(tasks, tmp_path, upstream):
 def test_unknown_price_is_null_not_zero(tasks, tmp_path, upstream):
     task = tasks["fix-float-add"]
     token, _ = register(task, model="openai/claimgrid-unpriced-model")
-    message, info = http_turn(shared_gateway().url, token, "claimgrid-unpriced-model",
-                              [{"role": "user", "content": "go"}], False)
+    message, info = http_turn(
+        shared_gateway().url, token, "claimgrid-unpriced-model", [{"role": "user", "content": "go"}], False
+    )
     events, _ = shared_gateway().finish(token)
     assert info["status"] == 200 and message["tool_calls"]
     assert events[0]["cost_usd"] is None
@@ -145,6 +150,7 @@ def test_transient_faults_are_retried_invisibly_and_every_attempt_recorded(tasks
     faults = {0: ("status", 429, {"Retry-After": "1"}), 1: ("status", 500), 2: ("reset",), 3: ("status", 503)}
     gw, up = faulty(lambda key, n: faults.get(n))
     import time
+
     t0 = time.monotonic()
     message, info, events, raw = _one_call(gw, tasks)
     elapsed = time.monotonic() - t0
@@ -169,8 +175,14 @@ def test_a_provider_failing_past_the_retries_makes_the_run_unknown_provider(task
     provider = events[0]["provider"]
     assert (provider["attempts"], provider["failed"]) == (3, True) and len(up.hits) == 3
     assert events[0]["swap"] == "none" and events[0]["served_model"] is None
-    process = {"source": "process", "kind": "exit", "exit_code": 0, "signal": None, "timed_out": False,
-               "outcome_status": "ok"}
+    process = {
+        "source": "process",
+        "kind": "exit",
+        "exit_code": 0,
+        "signal": None,
+        "timed_out": False,
+        "outcome_status": "ok",
+    }
     facts = RunFacts(role="builder", swap_mode="bound")
     c = classify([*events, process], facts).model_dump()
     assert (c["unknown_reason"], c["outcome"], c["claim_vs_outcome"]) == ("provider", "UNKNOWN", "UNKNOWN")
@@ -212,8 +224,9 @@ def test_spend_totals_cost_and_tokens_and_says_when_a_price_is_unknown(tasks, fa
 
 
 def test_a_hung_provider_attempt_is_abandoned_and_retried(tasks, faulty):
-    gw, up = faulty(lambda key, n: ("slow", 3.0) if n == 0 else None,
-                    RetryPolicy(retries=2, backoff_s=0.01, timeout_s=0.5))
+    gw, up = faulty(
+        lambda key, n: ("slow", 3.0) if n == 0 else None, RetryPolicy(retries=2, backoff_s=0.01, timeout_s=0.5)
+    )
     _, info, events, _ = _one_call(gw, tasks)
     provider = events[0]["provider"]
     assert info["status"] == 200 and provider["retries"] == 1 and len(up.hits) == 2
@@ -223,13 +236,16 @@ def test_a_hung_provider_attempt_is_abandoned_and_retried(tasks, faulty):
 def test_an_error_the_agent_reads_names_no_model_the_event_keeps_it(tasks, faulty):
     """Blinding holds on the Router path too: LiteLLM's message after a failed substitute
     names the assigned model and the fallback chain; the agent reads ``agent-model``."""
-    from claimgrid.inputs.conditions import load_swap_conditions
     from claimgrid.gateway.exchanges import BLIND_MODEL
+    from claimgrid.inputs.conditions import load_swap_conditions
 
-    swap = next(c for c in load_swap_conditions().values()
-                if c.on_unavailable == "substitute" and c.unavailable_from_call > 0)
-    gw, up = faulty(lambda key, n: ("status", 500) if n >= swap.unavailable_from_call else None,
-                    RetryPolicy(retries=0, backoff_s=0.01))
+    swap = next(
+        c for c in load_swap_conditions().values() if c.on_unavailable == "substitute" and c.unavailable_from_call > 0
+    )
+    gw, up = faulty(
+        lambda key, n: ("status", 500) if n >= swap.unavailable_from_call else None,
+        RetryPolicy(retries=0, backoff_s=0.01),
+    )
     assigned, substitute = "openai/gpt-4o-mini", "openai/claimgrid-substitute-model"
     gw.register("t", script(tasks["fix-float-add"], model=assigned, swap=swap.name, substitute=substitute))
     infos = [http_turn(gw.url, "t", BLIND_MODEL, GO, False)[1] for _ in range(swap.unavailable_from_call + 1)]
@@ -245,15 +261,26 @@ def test_an_error_the_agent_reads_names_no_model_the_event_keeps_it(tasks, fault
 
 def test_a_prompt_past_the_context_window_is_a_limit_hit_not_the_agents_failure(tasks, faulty):
     # OpenAI's own refusal of a prompt longer than the model's context window, through the real gateway.
-    refusal = ("This model's maximum context length is 8192 tokens. However, your messages resulted in "
-               "9120 tokens. Please reduce the length of the messages.", "context_length_exceeded")
+    refusal = (
+        "This model's maximum context length is 8192 tokens. However, your messages resulted in "
+        "9120 tokens. Please reduce the length of the messages.",
+        "context_length_exceeded",
+    )
     gw, up = faulty(lambda key, n: ("status", 400, {}, refusal), RetryPolicy(retries=2, backoff_s=0.01))
     _, info, events, _ = _one_call(gw, tasks)
     assert info["status"] == 400 and len(up.hits) == 1  # not transient: never retried
     assert events[0]["limit"] == {"kind": "context", "value": 8192}
-    process = {"source": "process", "kind": "exit", "exit_code": 0, "signal": None, "timed_out": False,
-               "outcome_status": "ok"}
-    verifier = [{"source": "verifier", "kind": "diff", "empty": True, "expected": "required", "files": []},
-                {"source": "verifier", "kind": "tests", "passed": False}]
+    process = {
+        "source": "process",
+        "kind": "exit",
+        "exit_code": 0,
+        "signal": None,
+        "timed_out": False,
+        "outcome_status": "ok",
+    }
+    verifier = [
+        {"source": "verifier", "kind": "diff", "empty": True, "expected": "required", "files": []},
+        {"source": "verifier", "kind": "tests", "passed": False},
+    ]
     c = classify([*events, process, *verifier], RunFacts(role="builder"))
     assert (c.outcome, c.claim_vs_outcome, c.unknown_reason) == ("UNKNOWN", "UNKNOWN", "limit")

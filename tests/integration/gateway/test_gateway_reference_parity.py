@@ -24,15 +24,16 @@ import uuid
 
 import pytest
 
-from claimgrid.reference import registry
 from claimgrid.gateway import Gateway, RunScript
-from claimgrid.reference.script import CallLimits
 from claimgrid.gateway.budget import Spend
-from claimgrid.reference.policies import Turn
 from claimgrid.gateway.scripted import SUBSTITUTE_PREFIX, deployment_id
 from claimgrid.gateway.swap import SWAPS
-from tests.test_gateway_support import conditions, drive, http_turn, workspace
+from claimgrid.reference import registry
+from claimgrid.reference.policies import Turn
+from claimgrid.reference.script import CallLimits
+
 from tests import loopback_http
+from tests.test_gateway_support import conditions, drive, http_turn, workspace
 
 MODELS = list(registry.NAMES)  # every registered reference model, fault models included
 SUBSTITUTE = registry.default_substitute()
@@ -53,7 +54,16 @@ def gateways():
 def _script(task, model: str, swap: str, content: str, run_id: str, substitute: str = SUBSTITUTE):
     cc, sc = conditions()
     # model_call_timeout_s=0: the ``slow`` fault waits this plus 2 s, not 17 s.
-    return RunScript.for_cell(run_id, task, cc[content], sc[swap], model, substitute, task.role, limits=CallLimits(max_model_calls=24, model_call_timeout_s=0.0))
+    return RunScript.for_cell(
+        run_id,
+        task,
+        cc[content],
+        sc[swap],
+        model,
+        substitute,
+        task.role,
+        limits=CallLimits(max_model_calls=24, model_call_timeout_s=0.0),
+    )
 
 
 def _mask_body(obj: dict) -> dict:
@@ -143,8 +153,11 @@ def _compare(router, harness, substitute: str):
 # Every model, as JSON and as a stream, each under a different swap mode; the swap modes
 # rotate over the models, so every mode meets a quarter of the models in each form (the full
 # cross product of 40 models x 4 modes x 2 forms was a tenth of the suite's CPU time).
-_CASES = [pytest.param(model, SWAPS[(i + k) % len(SWAPS)], stream, id=f"{model}-{SWAPS[(i + k) % len(SWAPS)]}-{form}")
-          for i, model in enumerate(MODELS) for k, (stream, form) in enumerate([(False, "json"), (True, "sse")])]
+_CASES = [
+    pytest.param(model, SWAPS[(i + k) % len(SWAPS)], stream, id=f"{model}-{SWAPS[(i + k) % len(SWAPS)]}-{form}")
+    for i, model in enumerate(MODELS)
+    for k, (stream, form) in enumerate([(False, "json"), (True, "sse")])
+]
 
 
 @pytest.mark.parametrize("model,swap,stream", _CASES)
@@ -153,8 +166,10 @@ def test_harness_answers_as_the_router(gateways, tasks, tmp_path, model, swap, s
     # malicious content: obedient and the injection-aware policies take their other branch
     content = "malicious"
     run_id = f"r-{uuid.uuid4().hex[:8]}"
-    results = {path: _drive(gw, task, _script(task, model, swap, content, run_id), stream, tmp_path, content)
-               for path, gw in gateways.items()}
+    results = {
+        path: _drive(gw, task, _script(task, model, swap, content, run_id), stream, tmp_path, content)
+        for path, gw in gateways.items()
+    }
     _compare(results["router"], results["harness"], SUBSTITUTE)
     events = results["harness"][2]
     if swap in ("silent", "reported") and any(e["status"] == 200 and e["swap"] == swap for e in events):
@@ -162,25 +177,31 @@ def test_harness_answers_as_the_router(gateways, tasks, tmp_path, model, swap, s
 
 
 @pytest.mark.parametrize("swap", ["silent", "reported"])
-@pytest.mark.parametrize("model,substitute", [("reader", "reader"), ("narrator", "diligent"),
-                                              ("diligent", "obedient")])
+@pytest.mark.parametrize("model,substitute", [("reader", "reader"), ("narrator", "diligent"), ("diligent", "obedient")])
 def test_other_substitutes(gateways, tasks, tmp_path, model, substitute, swap):
     """A substitute other than the default one, and a model substituting for itself."""
     task = tasks["write-status"]
     run_id = f"r-{uuid.uuid4().hex[:8]}"
-    results = {path: _drive(gw, task, _script(task, model, swap, "clean", run_id, substitute), False,
-                            tmp_path, "clean")
-               for path, gw in gateways.items()}
+    results = {
+        path: _drive(gw, task, _script(task, model, swap, "clean", run_id, substitute), False, tmp_path, "clean")
+        for path, gw in gateways.items()
+    }
     _compare(results["router"], results["harness"], substitute)
 
 
 ODD_MESSAGES = [
     {"role": "system", "content": [{"type": "text", "text": "You are an agent."}]},
     {"role": "user", "content": "Fix it.", "name": "boss"},
-    {"role": "assistant", "content": None,
-     "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]},
-    {"role": "tool", "tool_call_id": "c1", "content": [{"type": "text", "text": "file text"},
-                                                       {"type": "text", "text": "more"}]},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}],
+    },
+    {
+        "role": "tool",
+        "tool_call_id": "c1",
+        "content": [{"type": "text", "text": "file text"}, {"type": "text", "text": "more"}],
+    },
     {"role": "user", "content": ""},
 ]
 
@@ -199,9 +220,13 @@ def test_odd_message_shapes(gateways, tasks, stream):
         body = {"model": "some/name", "messages": ODD_MESSAGES, "stream": stream, "temperature": 0.2}
         r = loopback_http.post(f"{gw.url}/chat/completions", json=body, headers={"Authorization": f"Bearer {token}"})
         events, raw = gw.finish(token)
-        seen[path] = (r.status_code, _normal_headers(list(r.headers.items())),
-                      _normal_body(r.text, r.headers["content-type"]),
-                      [_normal_event(e) for e in events], [_normal_raw(x) for x in raw])
+        seen[path] = (
+            r.status_code,
+            _normal_headers(list(r.headers.items())),
+            _normal_body(r.text, r.headers["content-type"]),
+            [_normal_event(e) for e in events],
+            [_normal_raw(x) for x in raw],
+        )
     assert seen["router"][0] == 200
     assert seen["router"] == seen["harness"]
 
@@ -209,6 +234,7 @@ def test_odd_message_shapes(gateways, tasks, stream):
 @pytest.fixture
 def raising_policy():
     """A user policy that raises (registered for this test only)."""
+
     def boom(script, messages):
         raise ValueError("policy exploded\nsecond line")
 
@@ -228,8 +254,14 @@ def test_a_raising_policy_is_a_recorded_500_naming_no_model(gateways, tasks, rai
     token = f"tok-{uuid.uuid4().hex}"
     gw.register(token, _script(task, model, swap, "clean", f"r-{uuid.uuid4().hex[:8]}", substitute))
     msgs = [{"role": "user", "content": "go"}]
-    statuses = [loopback_http.post(f"{gw.url}/chat/completions", json={"model": "m", "messages": msgs},
-                           headers={"Authorization": f"Bearer {token}"}) for _ in range(3)]
+    statuses = [
+        loopback_http.post(
+            f"{gw.url}/chat/completions",
+            json={"model": "m", "messages": msgs},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        for _ in range(3)
+    ]
     events, _ = gw.finish(token)
     failed = statuses[0] if swap == "none" else statuses[2]
     event = events[0] if swap == "none" else events[2]
@@ -249,7 +281,7 @@ def test_a_reference_turn_is_the_same_dict_litellm_builds():
     from claimgrid.gateway import providers, upstream
     from claimgrid.reference.policies import MESSAGE_EXTRAS, ToolCall
 
-    call = ToolCall("c", "f", "{\"a\": 1}")
+    call = ToolCall("c", "f", '{"a": 1}')
     extras = [Turn(content=None, extra=((key, f"{key} text"),)) for key in MESSAGE_EXTRAS]
     extras += [Turn(content="done", tool_calls=(call,), extra=((key, f"{key} text"),)) for key in MESSAGE_EXTRAS]
     for turn in (Turn(content="done"), Turn(content=None, tool_calls=(call,)), Turn(content=""), *extras):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from claimgrid.gateway import scripted as reference
-from tests.test_gateway_support import (drive, http_turn, litellm_turn, register, shared_gateway,
-                                        workspace)
+
+from tests.test_gateway_support import drive, http_turn, litellm_turn, register, shared_gateway, workspace
 
 
 @pytest.fixture
@@ -26,8 +26,7 @@ def served_by(monkeypatch):
 def run(tasks, tmp_path, swap, turn=http_turn, stream=False):
     task = tasks["fix-float-add"]
     token, s = register(task, model="diligent", swap=swap, substitute="reader")
-    final, infos, _ = drive(turn, shared_gateway().url, token, "diligent", task,
-                            workspace(task, tmp_path), stream)
+    final, infos, _ = drive(turn, shared_gateway().url, token, "diligent", task, workspace(task, tmp_path), stream)
     events, raw = shared_gateway().finish(token)
     assert s.unavailable_from_call in (-1, 2)
     return final, infos, events, raw
@@ -48,8 +47,9 @@ def test_swap_silent(tasks, tmp_path, served_by, turn):
     assert all(i["model"] == "diligent" for i in infos)
     assert not any(k.startswith("x-litellm-attempted") for i in infos for k in i["headers"])
     # ...while the log shows that reader served from call 2 on, and the assigned model never ran then.
-    assert [(e["served_model"], e["reported_model"], e["swap"]) for e in events] == \
-        [("diligent", "diligent", "none")] * 2 + [("reader", "diligent", "silent")] * (len(events) - 2)
+    assert [(e["served_model"], e["reported_model"], e["swap"]) for e in events] == [
+        ("diligent", "diligent", "none")
+    ] * 2 + [("reader", "diligent", "silent")] * (len(events) - 2)
     assert served_by[:2] == ["diligent", "diligent"] and set(served_by[2:]) == {"reader"}
     assert "reader" not in final["content"]
 
@@ -62,8 +62,9 @@ def test_swap_reported(tasks, tmp_path, served_by, stream):
         assert info["headers"]["x-litellm-attempted-fallbacks"] == "1"
         assert info["headers"]["x-litellm-model-group"] == "reader"
         assert info["headers"]["x-litellm-model-id"]
-    assert [(e["served_model"], e["reported_model"], e["swap"]) for e in events][2:] == \
-        [("reader", "reader", "reported")] * (len(events) - 2)
+    assert [(e["served_model"], e["reported_model"], e["swap"]) for e in events][2:] == [
+        ("reader", "reader", "reported")
+    ] * (len(events) - 2)
     assert raw[2]["response_headers"]["x-litellm-attempted-fallbacks"] == "1"
     assert set(served_by[2:]) == {"reader"}
 
@@ -79,8 +80,9 @@ def test_swap_bound(tasks, tmp_path, served_by, turn):
     final, infos, events, raw = run(tasks, tmp_path, "bound", turn)
     assert final is None and len(infos) == 3
     assert infos[2]["status"] == 503
-    assert "the assigned model is unavailable and this run is bound to it; no substitute" \
-        in infos[2]["error"]["message"]
+    assert (
+        "the assigned model is unavailable and this run is bound to it; no substitute" in infos[2]["error"]["message"]
+    )
     assert events[2]["swap"] == "bound" and events[2]["status"] == 503
     assert events[2]["served_model"] is None and events[2]["reported_model"] is None
     assert raw[2]["response"]["error"]["code"] == "model_unavailable"

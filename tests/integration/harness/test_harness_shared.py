@@ -39,5 +39,7 @@ def test_the_driver_imports_the_adapters_file_itself_and_holds_no_copy():
     assert probe_kinds.__file__ == str(shared / "probe_kinds.py")
     assert harness_control.__file__ == str(shared / "harness_control.py")
     harness = {p.read_bytes(): p for p in HARNESS.rglob("*.py") if p.stat().st_size}
-    copies = [f"{p} == {harness[p.read_bytes()]}" for p in (ROOT / "claimgrid").rglob("*.py") if p.read_bytes() in harness]
+    copies = [
+        f"{p} == {harness[p.read_bytes()]}" for p in (ROOT / "claimgrid").rglob("*.py") if p.read_bytes() in harness
+    ]
     assert copies == []

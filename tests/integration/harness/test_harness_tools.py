@@ -14,9 +14,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "frameworks" / "_ha
 
 import harness_tools as ht  # noqa: E402
 
-from claimgrid.sandbox.guard import detect  # noqa: E402
-from claimgrid.launch.confine import command_sandbox, hand_over  # noqa: E402
 from claimgrid.inputs.tasks import ensure_task_envs, in_suite, load_tasks  # noqa: E402
+from claimgrid.launch.confine import command_sandbox, hand_over  # noqa: E402
+from claimgrid.sandbox.guard import detect  # noqa: E402
 
 # The interpreter of a default-suite task, its environment built as grid.py builds it.
 _TASK = next(iter(in_suite(load_tasks(), "default").values()))
@@ -38,9 +38,12 @@ def make_kit(tmp_path, guarded: bool):
     (tmp_path / "outside.txt").write_text("secret outside\n")
     guard = GUARD if guarded else None
     hand_over(guard, ws)
-    ctl = {"workspace": str(ws), "sandbox": str(sandbox),
-           "budgets": {"command_timeout_s": 5, "max_output_chars": 2000},
-           "command_sandbox": command_sandbox(guard, ws, TASK_PYTHON, 5)}
+    ctl = {
+        "workspace": str(ws),
+        "sandbox": str(sandbox),
+        "budgets": {"command_timeout_s": 5, "max_output_chars": 2000},
+        "command_sandbox": command_sandbox(guard, ws, TASK_PYTHON, 5),
+    }
     channel = ht.ToolChannel(None)
     tools = {t.name: t for t in ht.make_tools(ctl, channel)}
     return ws, tools, channel
@@ -132,6 +135,7 @@ def test_command_timeout_kills_the_process_group(kit, tmp_path):
     ev = last(channel)
     assert ev["ok"] is False and "timed out" in ev["error"] and "timed out" in out
     import time
+
     time.sleep(2)
     assert not marker.exists()  # the background child died with its group
 

@@ -20,6 +20,7 @@ from claimgrid.ledger.rules import explain
 from claimgrid.reference import registry
 from claimgrid.reference.policies import REVERTER, unknown_tool
 from claimgrid.store import LedgerFolder, RunStore
+
 from tests.conftest import ROOT
 
 FIXTURE = ROOT / "tests" / "fixtures" / "frameworks" / "owntools"
@@ -34,31 +35,51 @@ def store_sha(store: RunStore, run_id: str) -> str:
 
 def test_snapshots_catch_an_undone_edit_and_a_failed_tool_is_recorded(tmp_path, tasks):
     venvs = tmp_path / "venvs.toml"
-    venvs.write_text(f'[frameworks.owntools]\npython = "3.11"\nproject = "{ROOT}/frameworks/plain"\n'
-                     f'adapter = "{FIXTURE}/adapter.py"\n')
+    venvs.write_text(
+        f'[frameworks.owntools]\npython = "3.11"\nproject = "{ROOT}/frameworks/plain"\n'
+        f'adapter = "{FIXTURE}/adapter.py"\n'
+    )
     (entry,) = load_venvs(venvs).values()
     ensure_venvs({entry.name: entry})
     # Its own tools: the runner takes the run as an agent's whose calls pass no harness tool layer.
     entries = {entry.name: dataclasses.replace(entry, tools_table=FIXTURE / "tools.toml")}
     content = next(c for c in load_content_conditions().values() if c.carries is None)
     swap = next(s for s in load_swap_conditions().values() if s.unavailable_from_call < 0)
-    task = next(t for t in in_suite(tasks, "default").values() if t.role == "builder" and not t.spec.expectation.evidence)
+    task = next(
+        t for t in in_suite(tasks, "default").values() if t.role == "builder" and not t.spec.expectation.evidence
+    )
     reverter = next(m.name for m in registry.models().values() if getattr(m.truth, "behaviour", None) is REVERTER)
     unknown = next(m.name for m in registry.models().values() if m.policy is unknown_tool)
     models = [reverter, registry.default_models()[0], registry.default_substitute(), unknown]
     store = RunStore(tmp_path / "ledger")
     store.create({"grid_id": "test"})
     with Gateway() as gw, Launcher(entries, isolation="warm") as la:
-        ctx = GridContext(tasks=tasks, content={content.name: content}, swap={swap.name: swap}, gateway=gw,
-                          launcher=la, store=store, work_dir=tmp_path / "work", timeout_s=60, max_model_calls=24,
-                          isolation="warm")
-        records = {m: run_cell(Cell(entry.name, task.id, content.name, swap.name, m, registry.default_substitute(), 0),
-                               ctx) for m in models}
+        ctx = GridContext(
+            tasks=tasks,
+            content={content.name: content},
+            swap={swap.name: swap},
+            gateway=gw,
+            launcher=la,
+            store=store,
+            work_dir=tmp_path / "work",
+            timeout_s=60,
+            max_model_calls=24,
+            isolation="warm",
+        )
+        records = {
+            m: run_cell(Cell(entry.name, task.id, content.name, swap.name, m, registry.default_substitute(), 0), ctx)
+            for m in models
+        }
     # run_cell returns the typed record it stored: the store's reader reads the same back
-    assert {r.run_id: r for r in LedgerFolder(store.folder).runs()} == \
-        {r.run_id: r.model_copy(update={"evidence_sha256": store_sha(store, r.run_id)}) for r in records.values()}
-    wrong = [f"{m}: {f} = {getattr(r.classification, f)!r}, truth {v!r}"
-             for m, r in records.items() for f, v in (r.truth or {}).items() if getattr(r.classification, f) != v]
+    assert {r.run_id: r for r in LedgerFolder(store.folder).runs()} == {
+        r.run_id: r.model_copy(update={"evidence_sha256": store_sha(store, r.run_id)}) for r in records.values()
+    }
+    wrong = [
+        f"{m}: {f} = {getattr(r.classification, f)!r}, truth {v!r}"
+        for m, r in records.items()
+        for f, v in (r.truth or {}).items()
+        if getattr(r.classification, f) != v
+    ]
     assert not wrong, "\n".join(wrong)
     for r in records.values():
         assert r.classification.evidence.changes == "own tools: workspace snapshots between model calls"

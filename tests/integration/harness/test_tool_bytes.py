@@ -43,8 +43,12 @@ def make(tmp_path: Path, **budgets):
     (tmp_path / "sandbox").mkdir(exist_ok=True)
     read_fd, write_fd = os.pipe()
     fcntl.fcntl(write_fd, 1031, 1 << 20)  # F_SETPIPE_SZ: room for a test's events, read after its calls
-    ctl = {"workspace": str(ws), "sandbox": str(tmp_path / "sandbox"),
-           "budgets": {"command_timeout_s": 10, "max_output_chars": 16000, **budgets}, "command_sandbox": None}
+    ctl = {
+        "workspace": str(ws),
+        "sandbox": str(tmp_path / "sandbox"),
+        "budgets": {"command_timeout_s": 10, "max_output_chars": 16000, **budgets},
+        "command_sandbox": None,
+    }
     channel = ht.ToolChannel(write_fd)
     tools = {t.name: t for t in ht.make_tools(ctl, channel)}
     return ws, tools, channel, read_fd
@@ -88,8 +92,9 @@ def test_any_file_name_is_listed_read_searched_and_reported(tmp_path_factory, na
     assert all(isinstance(t, str) for t in texts)
     assert len(sent) == len(texts) == len(channel.events)
     assert sent == json.loads(json.dumps(channel.events))  # the driver reads what the layer kept
-    assert sorted(texts[0].split("\n")) == sorted(os.fsdecode(n) for n in names) or any("\n" in os.fsdecode(n)
-                                                                                          for n in names)
+    assert sorted(texts[0].split("\n")) == sorted(os.fsdecode(n) for n in names) or any(
+        "\n" in os.fsdecode(n) for n in names
+    )
     assert sorted(sent[-1]["changed_paths"]) == sorted(os.fsdecode(n) for n in names)
     for _name, event in zip(names, sent[2:-1]):
         assert event["ok"] is True, event  # the real name, decoded losslessly, opens the file
@@ -172,11 +177,13 @@ def test_calls_past_the_tool_call_cap_are_refused_and_counted(tmp_path):
 
 def test_a_deep_tree_and_a_path_past_path_max_are_a_recorded_cut(tmp_path):
     ws, tools, channel, _ = make(tmp_path)
-    cmd = ("python3 -c 'import os\n"
-           "for top, name, n in ((\"deep\", \"d\", 1200), (\"long\", \"d\" * 12, 400)):\n"
-           "    back = os.open(\".\", os.O_RDONLY); os.mkdir(top); os.chdir(top)\n"
-           "    for _ in range(n): os.mkdir(name); os.chdir(name)\n"
-           "    os.fchdir(back)'")
+    cmd = (
+        "python3 -c 'import os\n"
+        'for top, name, n in (("deep", "d", 1200), ("long", "d" * 12, 400)):\n'
+        '    back = os.open(".", os.O_RDONLY); os.mkdir(top); os.chdir(top)\n'
+        "    for _ in range(n): os.mkdir(name); os.chdir(name)\n"
+        "    os.fchdir(back)'"
+    )
     tools["run_command"](command=cmd)
     event = channel.events[-1]
     assert event["ok"] is True and event["changed_workspace"] is True and event["snapshot_cut"]

@@ -19,8 +19,13 @@ DELAY_S = 0.4  # the driver's figure in a grid is the per-call deadline + 1 s; s
 def test_a_late_result_is_the_right_one_returned_after_the_delay(tmp_path):
     ws = tmp_path / "ws"
     ws.mkdir()
-    ctl = {"workspace": str(ws), "sandbox": str(tmp_path), "budgets": {"command_timeout_s": 5},
-           "command_sandbox": None, "tool_fault": {"kind": "late", "categories": ["write"], "delay_s": DELAY_S}}
+    ctl = {
+        "workspace": str(ws),
+        "sandbox": str(tmp_path),
+        "budgets": {"command_timeout_s": 5},
+        "command_sandbox": None,
+        "tool_fault": {"kind": "late", "categories": ["write"], "delay_s": DELAY_S},
+    }
     channel = ht.ToolChannel(None)
     tools = {t.name: t for t in ht.make_tools(ctl, channel)}
     got: dict = {}
@@ -38,7 +43,12 @@ def test_a_late_result_is_the_right_one_returned_after_the_delay(tmp_path):
     worker.join(10)
     (event,) = channel.events
     assert got["s"] >= DELAY_S and got["result"] == event["result"] and not got["result"].startswith("ERROR")
-    assert (event["fault"], event["delayed_s"], event["ok"], event["changed_workspace"]) == ("late", DELAY_S, True, True)
+    assert (event["fault"], event["delayed_s"], event["ok"], event["changed_workspace"]) == (
+        "late",
+        DELAY_S,
+        True,
+        True,
+    )
     # Taken once: the next call of the category is neither delayed nor marked.
     t0 = time.monotonic()
     tools["write_file"](path="out2.txt", content="x\n")

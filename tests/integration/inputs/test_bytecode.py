@@ -26,8 +26,9 @@ def _venv(root: Path, files: dict[str, str]) -> Path:
 
 
 def _compile(venv: Path, cache: Path) -> dict:
-    proc = subprocess.run([sys.executable, "-I", str(BYTECODE_SCRIPT), str(venv), str(cache)],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-I", str(BYTECODE_SCRIPT), str(venv), str(cache)], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -35,8 +36,13 @@ def _compile(venv: Path, cache: Path) -> dict:
 def _run(venv: Path, code: str) -> subprocess.CompletedProcess:
     """``code`` with the venv's site-packages on the path, never writing bytecode (as in the
     sandbox, where the venv is read-only), verbose imports on stderr."""
-    return subprocess.run([sys.executable, "-B", "-v", "-c", code], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": str(venv / SITE)})
+    return subprocess.run(
+        [sys.executable, "-B", "-v", "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(venv / SITE)},
+    )
 
 
 def test_a_source_shared_by_two_venvs_is_compiled_once_and_loads_under_its_own_path(tmp_path):
@@ -45,8 +51,11 @@ def test_a_source_shared_by_two_venvs_is_compiled_once_and_loads_under_its_own_p
     b = _venv(tmp_path / "b", {"shared/__init__.py": SHARED, "only_b.py": "Y = 2\n"})
     assert _compile(a, cache) == {"files": 3, "compiled": 2, "cached": 0, "failed": 1}  # py2.py: a SyntaxError
     assert _compile(b, cache) == {"files": 2, "compiled": 1, "cached": 1, "failed": 0}
-    p = _run(b, "import traceback, shared\ntry:\n    shared.where()\nexcept RuntimeError as e:\n"
-                "    print(traceback.extract_tb(e.__traceback__)[-1].filename)")
+    p = _run(
+        b,
+        "import traceback, shared\ntry:\n    shared.where()\nexcept RuntimeError as e:\n"
+        "    print(traceback.extract_tb(e.__traceback__)[-1].filename)",
+    )
     assert p.returncode == 0, p.stderr
     # Loaded from b's own .pyc (the code came from a's compile), and named as b's file.
     assert p.stdout.strip() == str(b / SITE / "shared" / "__init__.py")

@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.errors import DataError
+from claimgrid.inputs.conditions import load_content_conditions, load_swap_conditions
 from claimgrid.inputs.tasks import load_tasks
 
 from tests.conftest import ROOT
@@ -21,9 +21,20 @@ def data_copy(tmp_path):
 
 
 def _grid_list(root):
-    return subprocess.run([sys.executable, str(ROOT / "grid.py"), "list", "--tasks-dir", str(root / "tasks"),
-                           "--conditions-dir", str(root / "conditions")],
-                          capture_output=True, text=True, cwd=ROOT)
+    return subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "grid.py"),
+            "list",
+            "--tasks-dir",
+            str(root / "tasks"),
+            "--conditions-dir",
+            str(root / "conditions"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
 
 
 def _shipped(kind: str) -> set[str]:
@@ -54,14 +65,21 @@ def _a_task_with(predicate) -> str:
     return found[0]
 
 
-@pytest.mark.parametrize("old, new, field", [
-    ('role = "builder"', 'role = "architect"', "role"),
-    ('diff = "required"', 'dif = "required"', "expectation.dif"),
-    ('check = { kind = "file_exists", path = ".pwned" }', 'check = { kind = "file_exists" }', "attacker_goal.check"),
-    ('test_timeout_s = 60', 'test_timeout_s = "soon"', "expectation.test_timeout_s"),
-    ('[attacker_goal]\ninstruction = "', '[attacker_goal]\ninstruction = "--> ', "attacker_goal.instruction"),
-    ('[expectation]', 'suite = "Not A Suite"\n[expectation]', "suite"),
-])
+@pytest.mark.parametrize(
+    "old, new, field",
+    [
+        ('role = "builder"', 'role = "architect"', "role"),
+        ('diff = "required"', 'dif = "required"', "expectation.dif"),
+        (
+            'check = { kind = "file_exists", path = ".pwned" }',
+            'check = { kind = "file_exists" }',
+            "attacker_goal.check",
+        ),
+        ("test_timeout_s = 60", 'test_timeout_s = "soon"', "expectation.test_timeout_s"),
+        ('[attacker_goal]\ninstruction = "', '[attacker_goal]\ninstruction = "--> ', "attacker_goal.instruction"),
+        ("[expectation]", 'suite = "Not A Suite"\n[expectation]', "suite"),
+    ],
+)
 def test_a_broken_task_is_one_line_naming_file_and_field(data_copy, old, new, field):
     # The task whose text holds every pattern above (the edits are textual).
     tid = _a_task_with(lambda s: s.attacker_goal.check.kind == "file_exists" and s.expectation.diff == "required")
@@ -79,11 +97,14 @@ def test_a_broken_task_is_one_line_naming_file_and_field(data_copy, old, new, fi
     assert "Traceback" not in proc.stderr
 
 
-@pytest.mark.parametrize("name, old, new, field", [
-    ("swap/silent.toml", "unavailable_from_call = 2", "unavailable_from_call = \"two\"", "unavailable_from_call"),
-    ("swap/bound.toml", 'on_unavailable = "refuse"', 'on_unavailable = "explode"', "on_unavailable"),
-    ("content/malicious.toml", 'carries = "attacker_goal"', 'carries = "attacker_goal"\ncolour = "red"', "colour"),
-])
+@pytest.mark.parametrize(
+    "name, old, new, field",
+    [
+        ("swap/silent.toml", "unavailable_from_call = 2", 'unavailable_from_call = "two"', "unavailable_from_call"),
+        ("swap/bound.toml", 'on_unavailable = "refuse"', 'on_unavailable = "explode"', "on_unavailable"),
+        ("content/malicious.toml", 'carries = "attacker_goal"', 'carries = "attacker_goal"\ncolour = "red"', "colour"),
+    ],
+)
 def test_a_broken_condition_is_one_line_naming_file_and_field(data_copy, name, old, new, field):
     path = data_copy / "conditions" / name
     path.write_text(path.read_text().replace(old, new, 1))
@@ -110,7 +131,12 @@ def test_template_without_task_text_is_rejected(data_copy):
 
 def test_every_fixture_file_is_in_this_projects_git():
     """A fixture's own .gitignore must not keep its files out of this repository (nor a nested .git)."""
-    ignored = subprocess.run(["git", "ls-files", "--others", "--ignored", "--exclude-standard", "--", "tasks"],
-                             cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    ignored = subprocess.run(
+        ["git", "ls-files", "--others", "--ignored", "--exclude-standard", "--", "tasks"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert ignored == []
     assert not list((ROOT / "tasks").glob("*/repo/**/.git"))

@@ -32,8 +32,11 @@ def test_repo_cli_entries_are_locked_exactly():
         # Only the named package of an entry whose executable is a platform package's (npm.native)
         # may carry an install script, which is not run.
         scripted = {f"node_modules/{package}"} if e.npm_native else set()
-        assert all(p.get("integrity", "").startswith("sha512-") and (k in scripted or not p.get("hasInstallScript"))
-                   for k, p in lock["packages"].items() if k)
+        assert all(
+            p.get("integrity", "").startswith("sha512-") and (k in scripted or not p.get("hasInstallScript"))
+            for k, p in lock["packages"].items()
+            if k
+        )
         if e.npm_native:
             assert e.npm_native in lock["packages"][f"node_modules/{package}"]["optionalDependencies"]
             assert f"node_modules/{e.npm_native}" in lock["packages"]
@@ -50,9 +53,11 @@ def _copy(tmp_path, name, e, native=None):
     shutil.copytree(e.project, project)
     package, version, binary = e.npm
     extra = f', native = "{native}"' if native else ""
-    text = (f'[frameworks.{name}]\nkind = "cli"\npython = "{e.python}"\nproject = "frameworks/{name}"\n'
-            f'adapter = "frameworks/{name}/adapter.py"\ntools = "frameworks/{name}/{e.tools_table.name}"\n'
-            f'npm = {{ package = "{package}", version = "{version}", bin = "{binary}"{extra} }}\n')
+    text = (
+        f'[frameworks.{name}]\nkind = "cli"\npython = "{e.python}"\nproject = "frameworks/{name}"\n'
+        f'adapter = "frameworks/{name}/adapter.py"\ntools = "frameworks/{name}/{e.tools_table.name}"\n'
+        f'npm = {{ package = "{package}", version = "{version}", bin = "{binary}"{extra} }}\n'
+    )
     (tmp_path / "venvs.toml").write_text(text)
     return tmp_path, name, project, version
 
@@ -95,11 +100,14 @@ def test_a_copy_loads_and_its_stamp_covers_the_npm_lock(cli_repo):
     assert stamp_for(entry) != before
 
 
-@pytest.mark.parametrize("change, field", [
-    (lambda t, v: t.replace(f'version = "{v}"', 'version = "^1.0.0"'), "npm.version"),
-    (lambda t, v: t.replace('kind = "cli"\n', ""), "npm"),
-    (lambda t, v: t.replace("tools = ", "toolz = "), "toolz"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        (lambda t, v: t.replace(f'version = "{v}"', 'version = "^1.0.0"'), "npm.version"),
+        (lambda t, v: t.replace('kind = "cli"\n', ""), "npm"),
+        (lambda t, v: t.replace("tools = ", "toolz = "), "toolz"),
+    ],
+)
 def test_bad_entry_is_one_line_naming_the_field(cli_repo, change, field):
     root, name, _, version = cli_repo
     path = root / "venvs.toml"
@@ -114,8 +122,10 @@ def test_a_lock_without_integrity_or_with_an_install_script_is_refused(cli_repo)
     lock_path = project / "package-lock.json"
     good = json.loads(lock_path.read_text())
     key = next(k for k in good["packages"] if k)
-    for mutate, field in ((lambda p: p.pop("integrity"), "integrity"),
-                          (lambda p: p.__setitem__("hasInstallScript", True), "hasInstallScript")):
+    for mutate, field in (
+        (lambda p: p.pop("integrity"), "integrity"),
+        (lambda p: p.__setitem__("hasInstallScript", True), "hasInstallScript"),
+    ):
         lock = json.loads(json.dumps(good))
         mutate(lock["packages"][key])
         lock_path.write_text(json.dumps(lock))
@@ -138,12 +148,16 @@ def test_a_cli_entry_from_the_package_index_needs_only_its_project_and_table(tmp
     assert name.replace("-", "") in (e.project / "uv.lock").read_text().replace("-", "").replace("_", "")
     project = tmp_path / "frameworks" / name
     shutil.copytree(e.project, project, ignore=shutil.ignore_patterns(".venv"))
-    text = (f'[frameworks.{name}]\nkind = "cli"\npython = "{e.python}"\nproject = "frameworks/{name}"\n'
-            f'adapter = "frameworks/{name}/adapter.py"\ntools = "frameworks/{name}/{e.tools_table.name}"\n')
+    text = (
+        f'[frameworks.{name}]\nkind = "cli"\npython = "{e.python}"\nproject = "frameworks/{name}"\n'
+        f'adapter = "frameworks/{name}/adapter.py"\ntools = "frameworks/{name}/{e.tools_table.name}"\n'
+    )
     (tmp_path / "venvs.toml").write_text(text)
     assert load_venvs(tmp_path / "venvs.toml")[name].is_cli
-    for broken, field in ((text.replace("tools = ", "# tools = "), f"frameworks.{name}.tools"),
-                          (text.replace(e.tools_table.name, "missing.toml"), f"frameworks.{name}.tools")):
+    for broken, field in (
+        (text.replace("tools = ", "# tools = "), f"frameworks.{name}.tools"),
+        (text.replace(e.tools_table.name, "missing.toml"), f"frameworks.{name}.tools"),
+    ):
         (tmp_path / "venvs.toml").write_text(broken)
         with pytest.raises(DataError) as err:
             load_venvs(tmp_path / "venvs.toml")
@@ -162,20 +176,22 @@ def _with_real_model(tmp_path, line: str, kind_cli: bool = True):
 
 
 def test_real_model_limits_are_read_and_bad_ones_name_the_field(tmp_path):
-    path, name = _with_real_model(tmp_path / "ok", "real_model = { max_model_calls = 7, timeout_s = 90, "
-                                                   "command_timeout_s = 12 }")
+    path, name = _with_real_model(
+        tmp_path / "ok", "real_model = { max_model_calls = 7, timeout_s = 90, command_timeout_s = 12 }"
+    )
     assert load_venvs(path)[name].real_model_limits == (7, 90.0, 12.0)
-    for bad, field in (("real_model = { max_model_calls = 0, timeout_s = 90, command_timeout_s = 12 }",
-                        "real_model.max_model_calls"),
-                       ("real_model = { max_model_calls = 7, timeout_s = 90 }", "real_model.command_timeout_s"),
-                       ("real_model = { max_model_calls = 7, timeout_s = 90, command_timeout_s = 1, x = 1 }",
-                        "real_model.x")):
+    for bad, field in (
+        ("real_model = { max_model_calls = 0, timeout_s = 90, command_timeout_s = 12 }", "real_model.max_model_calls"),
+        ("real_model = { max_model_calls = 7, timeout_s = 90 }", "real_model.command_timeout_s"),
+        ("real_model = { max_model_calls = 7, timeout_s = 90, command_timeout_s = 1, x = 1 }", "real_model.x"),
+    ):
         path, name = _with_real_model(tmp_path / f"bad{len(field)}{bad.count('=')}", bad)
         with pytest.raises(DataError) as exc:
             load_venvs(path)
         assert field in str(exc.value) and "venvs.toml" in str(exc.value) and "\n" not in str(exc.value)
-    path, name = _with_real_model(tmp_path / "py", "real_model = { max_model_calls = 7, timeout_s = 90, "
-                                                   "command_timeout_s = 12 }", kind_cli=False)
+    path, name = _with_real_model(
+        tmp_path / "py", "real_model = { max_model_calls = 7, timeout_s = 90, command_timeout_s = 12 }", kind_cli=False
+    )
     with pytest.raises(DataError, match="real_model.*only a kind"):
         load_venvs(path)
 
@@ -195,7 +211,6 @@ def test_a_run_takes_the_real_model_limits_only_when_a_real_model_drives_a_codin
     cell = SimpleNamespace(model=ref, substitute=ref)
     assert _run_limits(ctx, entry, cell) == (24, 120.0, COMMAND_TIMEOUT_S, "grid")  # reference runs unchanged
     for cell in (SimpleNamespace(model=real, substitute=ref), SimpleNamespace(model=ref, substitute=real)):
-        assert _run_limits(ctx, entry, cell) == (max(24, calls), max(120.0, timeout), command,
-                                                 "venvs.toml real_model")
+        assert _run_limits(ctx, entry, cell) == (max(24, calls), max(120.0, timeout), command, "venvs.toml real_model")
     big = SimpleNamespace(max_model_calls=calls + 1, timeout_s=timeout + 1)  # the grid's, where larger
     assert _run_limits(big, entry, SimpleNamespace(model=real, substitute=ref))[:2] == (calls + 1, timeout + 1)

@@ -10,7 +10,7 @@ import pytest
 from claimgrid.errors import DataError
 from claimgrid.inputs.venvs import VenvError, ensure_venvs, framework_versions, load_venvs
 
-LOCK = '''version = 1
+LOCK = """version = 1
 requires-python = "==3.11.*"
 
 [[package]]
@@ -27,17 +27,17 @@ source = { registry = "https://pypi.org/simple" }
 name = "httpx"
 version = "0.28.1"
 source = { registry = "https://pypi.org/simple" }
-'''
+"""
 
-PYPROJECT = '''[project]
+PYPROJECT = """[project]
 name = "fw"
 version = "0"
 requires-python = ">=3.11,<3.12"
 dependencies = ["strands-agents==1.62.0", "litellm==1.110.2"]
-'''
+"""
 
 # A stand-in for uv: counts its calls; "fails" when FAKE_UV_FAIL is set, else makes the venv python.
-FAKE_UV = '''#!/bin/sh
+FAKE_UV = """#!/bin/sh
 echo "$@" >> "{log}"
 if [ -n "$FAKE_UV_FAIL" ]; then
   echo "Resolved 3 packages" >&2
@@ -47,7 +47,7 @@ if [ -n "$FAKE_UV_FAIL" ]; then
 fi
 mkdir -p "$UV_PROJECT_ENVIRONMENT/bin"
 ln -sf /bin/true "$UV_PROJECT_ENVIRONMENT/bin/python"
-'''
+"""
 
 
 def _framework(root: Path, name: str) -> None:
@@ -59,8 +59,11 @@ def _framework(root: Path, name: str) -> None:
 
 
 def _venvs_toml(root: Path, names=("a", "b", "c"), extra: str = "") -> Path:
-    body = "".join(f'[frameworks.{n}]\npython = "3.11"\nproject = "frameworks/{n}"\n'
-                   f'adapter = "frameworks/{n}/adapter.py"\n{extra}\n' for n in names)
+    body = "".join(
+        f'[frameworks.{n}]\npython = "3.11"\nproject = "frameworks/{n}"\n'
+        f'adapter = "frameworks/{n}/adapter.py"\n{extra}\n'
+        for n in names
+    )
     path = root / "venvs.toml"
     path.write_text(body)
     return path
@@ -104,7 +107,9 @@ def test_every_repo_framework_pins_exactly_in_the_window():
     for name, e in load_venvs().items():
         py = tomllib.loads((e.project / "pyproject.toml").read_text())
         assert py["tool"]["uv"]["exclude-newer"] == window, name
-        assert all("==" in d and not any(op in d for op in (">", "<", "~", "!=")) for d in py["project"]["dependencies"]), name
+        assert all(
+            "==" in d and not any(op in d for op in (">", "<", "~", "!=")) for d in py["project"]["dependencies"]
+        ), name
         locked = framework_versions(e)
         assert locked.get("litellm", litellm) == litellm, name
 
@@ -125,28 +130,53 @@ def test_a_framework_env_fills_in_the_sandbox(repo):
 
 def test_the_launcher_sets_exactly_the_harness_variables(repo):
     """The names an entry may not set are the ones adapter_env computes, plus the table."""
-    from claimgrid.launch import adapter_env
     from claimgrid.inputs.venvs import HARNESS_VARS, harness_env
+    from claimgrid.launch import adapter_env
 
     a = load_venvs(_venvs_toml(repo, names=("a",)))["a"]
     assert set(adapter_env(a, "/sb/home", "/venv/bin/python")) == set(HARNESS_VARS) | set(harness_env())
 
 
-@pytest.mark.parametrize("mutate, field, message", [
-    (lambda t: t.replace('python = "3.11"\nproject = "frameworks/a"', 'python = "3.11"\nflavour = 1\nproject = "frameworks/a"'),
-     "frameworks.a.flavour", "unknown field"),
-    (lambda t: t.replace('adapter = "frameworks/b/adapter.py"\n', ""), "frameworks.b.adapter", "required field is missing"),
-    (lambda t: t.replace('project = "frameworks/c"', 'project = "frameworks/zz"'), "frameworks.c.project", "does not exist"),
-    (lambda t: t.replace('python = "3.11"\nproject = "frameworks/a"', 'python = "eleven"\nproject = "frameworks/a"'),
-     "frameworks.a.python", "not a Python version"),
-    (lambda t: t + 'env = { "A-B" = "1" }\n', "frameworks.c.env.A-B", "not an environment variable name"),
-    (lambda t: t + 'env = { HOME = "/x" }\n', "frameworks.c.env.HOME", "harness variable"),
-    (lambda t: t + 'env = { HF_HUB_OFFLINE = "0" }\n', "frameworks.c.env.HF_HUB_OFFLINE", "the same for every framework"),
-    (lambda t: t + 'pass_env = ["C_KEY"]\nenv = { C_KEY = "x" }\n', "frameworks.c.env.C_KEY", "pass_env"),
-    (lambda t: t + 'env = { C_DIR = "{home}/c" }\n', "frameworks.c.env.C_DIR", "the only placeholder is {sandbox}"),
-    (lambda t: t + 'env = { C_N = 1 }\n', "frameworks.c.env.C_N", ""),
-    (lambda t: t + 'default = "no"\n', "frameworks.c.default", ""),
-])
+@pytest.mark.parametrize(
+    "mutate, field, message",
+    [
+        (
+            lambda t: t.replace(
+                'python = "3.11"\nproject = "frameworks/a"', 'python = "3.11"\nflavour = 1\nproject = "frameworks/a"'
+            ),
+            "frameworks.a.flavour",
+            "unknown field",
+        ),
+        (
+            lambda t: t.replace('adapter = "frameworks/b/adapter.py"\n', ""),
+            "frameworks.b.adapter",
+            "required field is missing",
+        ),
+        (
+            lambda t: t.replace('project = "frameworks/c"', 'project = "frameworks/zz"'),
+            "frameworks.c.project",
+            "does not exist",
+        ),
+        (
+            lambda t: t.replace(
+                'python = "3.11"\nproject = "frameworks/a"', 'python = "eleven"\nproject = "frameworks/a"'
+            ),
+            "frameworks.a.python",
+            "not a Python version",
+        ),
+        (lambda t: t + 'env = { "A-B" = "1" }\n', "frameworks.c.env.A-B", "not an environment variable name"),
+        (lambda t: t + 'env = { HOME = "/x" }\n', "frameworks.c.env.HOME", "harness variable"),
+        (
+            lambda t: t + 'env = { HF_HUB_OFFLINE = "0" }\n',
+            "frameworks.c.env.HF_HUB_OFFLINE",
+            "the same for every framework",
+        ),
+        (lambda t: t + 'pass_env = ["C_KEY"]\nenv = { C_KEY = "x" }\n', "frameworks.c.env.C_KEY", "pass_env"),
+        (lambda t: t + 'env = { C_DIR = "{home}/c" }\n', "frameworks.c.env.C_DIR", "the only placeholder is {sandbox}"),
+        (lambda t: t + "env = { C_N = 1 }\n", "frameworks.c.env.C_N", ""),
+        (lambda t: t + 'default = "no"\n', "frameworks.c.default", ""),
+    ],
+)
 def test_bad_entries_are_one_line_naming_file_and_field(repo, mutate, field, message):
     path = _venvs_toml(repo)
     path.write_text(mutate(path.read_text()))
@@ -166,12 +196,24 @@ def test_an_entry_out_of_the_default_matrix_runs_only_when_named(repo, capsys):
     from claimgrid.inputs.venvs import default_frameworks
 
     path = _venvs_toml(repo)
-    path.write_text(path.read_text().replace('adapter = "frameworks/b/adapter.py"\n',
-                                             'adapter = "frameworks/b/adapter.py"\ndefault = false\n'))
+    path.write_text(
+        path.read_text().replace(
+            'adapter = "frameworks/b/adapter.py"\n', 'adapter = "frameworks/b/adapter.py"\ndefault = false\n'
+        )
+    )
     entries = load_venvs(path)
     assert [n for n, e in entries.items() if not e.default] == ["b"] and list(default_frameworks(entries)) == ["a", "c"]
-    args = SimpleNamespace(frameworks=None, tasks=["t"], content=["c"], swap=["s"], models=None, substitute=None,
-                           suite=None, repeats=None, venvs=path)
+    args = SimpleNamespace(
+        frameworks=None,
+        tasks=["t"],
+        content=["c"],
+        swap=["s"],
+        models=None,
+        substitute=None,
+        suite=None,
+        repeats=None,
+        venvs=path,
+    )
     data = ({"t": None}, {"c": None}, {"s": None})  # the selection of names only
     assert selection(args, *data, entries).frameworks == ("a", "c")
     args.frameworks = ["b"]
@@ -214,7 +256,9 @@ def test_failed_install_is_one_line_with_the_cause(repo, fake_uv, monkeypatch):
     entries = load_venvs(_venvs_toml(repo, names=("a",)))
     with pytest.raises(VenvError) as exc:
         ensure_venvs(entries)
-    assert str(exc.value) == "venvs: framework 'a' failed to install: error: Failed to download `strands-agents==1.62.0`"
+    assert (
+        str(exc.value) == "venvs: framework 'a' failed to install: error: Failed to download `strands-agents==1.62.0`"
+    )
     assert not (repo / ".venvs" / "a" / ".claimgrid-stamp").exists()
 
 
@@ -231,15 +275,19 @@ def test_framework_versions_from_the_lock(repo):
     import hashlib
 
     entry = load_venvs(_venvs_toml(repo))["a"]
-    assert framework_versions(entry) == {"lock_sha256": hashlib.sha256(LOCK.encode()).hexdigest(),
-                                         "httpx": "0.28.1", "litellm": "1.110.2", "strands-agents": "1.62.0"}
+    assert framework_versions(entry) == {
+        "lock_sha256": hashlib.sha256(LOCK.encode()).hexdigest(),
+        "httpx": "0.28.1",
+        "litellm": "1.110.2",
+        "strands-agents": "1.62.0",
+    }
     (repo / "frameworks" / "a" / "uv.lock").write_text(LOCK.replace("0.28.1", "0.28.2"))
     changed = framework_versions(entry)
     assert changed["httpx"] == "0.28.2" and changed["lock_sha256"] != hashlib.sha256(LOCK.encode()).hexdigest()
 
 
 # A uv that takes a while and logs when each build runs; fails for the project named in FAKE_UV_FAIL_FOR.
-SLOW_UV = '''#!/bin/sh
+SLOW_UV = """#!/bin/sh
 project=""
 while [ $# -gt 0 ]; do [ "$1" = "--project" ] && project="$2"; shift; done
 echo "start $(basename "$project") $(date +%s.%N)" >> "{log}"
@@ -251,7 +299,7 @@ if [ "$(basename "$project")" = "$FAKE_UV_FAIL_FOR" ]; then
 fi
 mkdir -p "$UV_PROJECT_ENVIRONMENT/bin"
 ln -sf /bin/true "$UV_PROJECT_ENVIRONMENT/bin/python"
-'''
+"""
 
 
 def test_builds_run_a_bounded_pool_at_once_and_one_failure_leaves_the_others_built(repo, tmp_path, monkeypatch):
@@ -266,7 +314,9 @@ def test_builds_run_a_bounded_pool_at_once_and_one_failure_leaves_the_others_bui
     entries = load_venvs(_venvs_toml(repo))
     with pytest.raises(VenvError) as exc:
         build_all(entries, parallel=2)
-    assert str(exc.value) == "venvs: framework 'b' failed to install: error: Failed to download `strands-agents==1.62.0`"
+    assert (
+        str(exc.value) == "venvs: framework 'b' failed to install: error: Failed to download `strands-agents==1.62.0`"
+    )
     spans: dict[str, list[float]] = {}
     for line in log.read_text().splitlines():
         _, name, at = line.split()
@@ -279,7 +329,9 @@ def test_builds_run_a_bounded_pool_at_once_and_one_failure_leaves_the_others_bui
         running += step
         peak = max(peak, running)
     assert peak == 2
-    assert (repo / ".venvs" / "a" / ".claimgrid-stamp").exists() and (repo / ".venvs" / "c" / ".claimgrid-stamp").exists()
+    assert (repo / ".venvs" / "a" / ".claimgrid-stamp").exists() and (
+        repo / ".venvs" / "c" / ".claimgrid-stamp"
+    ).exists()
     assert not (repo / ".venvs" / "b" / ".claimgrid-stamp").exists()
 
     # In the background: states, and a current venv is ready without uv being called.

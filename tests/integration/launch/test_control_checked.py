@@ -13,6 +13,7 @@ import pytest
 from claimgrid import ROOT
 from claimgrid.launch.launcher import Launcher
 from frameworks._harness.harness_shared.harness_control import ControlError
+
 from tests.fixtures.frameworks.launch_helpers import fake_entries, make_ctl
 
 
@@ -32,8 +33,12 @@ def test_the_adapter_side_refuses_a_control_off_its_shape(tmp_path):
     ctl = make_ctl(tmp_path, "good")
     del ctl["agent_name"]
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "frameworks" / "_harness" / "run_adapter.py"), "--adapter-dir",
-         str(ROOT / "tests" / "fixtures" / "frameworks" / "fake")],
+        [
+            sys.executable,
+            str(ROOT / "frameworks" / "_harness" / "run_adapter.py"),
+            "--adapter-dir",
+            str(ROOT / "tests" / "fixtures" / "frameworks" / "fake"),
+        ],
         input=json.dumps(ctl).encode(),
         capture_output=True,
         timeout=60,

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from claimgrid.launch import Launcher
+
 from tests.fixtures.frameworks.launch_helpers import fake_entries, make_ctl
 
 
@@ -42,9 +43,15 @@ def test_hanging_adapter_is_killed_with_its_grandchild(launcher, tmp_path):
     assert _gone(ev["pid"])
 
 
-@pytest.mark.parametrize("model, status", [
-    ("crash", "ok"), ("garbage_outcome", "unparseable"), ("invalid_outcome", "invalid"), ("no_outcome", "missing"),
-])
+@pytest.mark.parametrize(
+    "model, status",
+    [
+        ("crash", "ok"),
+        ("garbage_outcome", "unparseable"),
+        ("invalid_outcome", "invalid"),
+        ("no_outcome", "missing"),
+    ],
+)
 def test_faults_become_results_and_a_good_run_follows(launcher, tmp_path, model, status):
     bad = launcher.launch("fake", make_ctl(tmp_path / "bad", model), timeout_s=20)
     assert bad.outcome_status == status
@@ -61,7 +68,13 @@ def test_faults_become_results_and_a_good_run_follows(launcher, tmp_path, model,
     good = launcher.launch("fake", make_ctl(tmp_path / "good", "good"), timeout_s=20)
     assert good.outcome_status == "ok" and good.outcome["final_text"] == "DONE"
     assert [e["tool"] for e in good.tool_events] == [
-        "list_dir", "read_file", "write_file", "edit_file", "search", "run_command"]
+        "list_dir",
+        "read_file",
+        "write_file",
+        "edit_file",
+        "search",
+        "run_command",
+    ]
 
 
 def test_garbage_on_stdout_is_only_a_log(launcher, tmp_path):
@@ -81,9 +94,12 @@ def test_chatty_agent_does_not_block_on_the_pipe(launcher, tmp_path):
 
 def test_runs_in_parallel_threads(launcher, tmp_path):
     from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(4) as pool:
-        futs = [pool.submit(launcher.launch, "fake", make_ctl(tmp_path / str(i), "good", run_id=f"r-{i}"), 30)
-                for i in range(4)]
+        futs = [
+            pool.submit(launcher.launch, "fake", make_ctl(tmp_path / str(i), "good", run_id=f"r-{i}"), 30)
+            for i in range(4)
+        ]
         results = [f.result() for f in futs]
     assert [r.outcome["run_id"] for r in results] == ["r-0", "r-1", "r-2", "r-3"]
     assert all(len(r.tool_events) == 6 for r in results)

@@ -17,6 +17,7 @@ import pytest
 from claimgrid.classify.classifier import classify_process
 from claimgrid.launch import Launcher
 from claimgrid.launch.kill import tree_members
+
 from tests.conftest import ROOT
 from tests.fixtures.frameworks.launch_helpers import fake_entries, make_ctl
 
@@ -41,11 +42,17 @@ def _wait_gone(pids, folders, seconds=10.0) -> tuple[list[int], list[str]]:
         time.sleep(0.1)
 
 
-@pytest.mark.parametrize("isolation, framework, model", [
-    ("fresh", "fake", "hang"), ("warm", "fake", "hang"), ("warm", "slowload", "good")])
+@pytest.mark.parametrize(
+    "isolation, framework, model", [("fresh", "fake", "hang"), ("warm", "fake", "hang"), ("warm", "slowload", "good")]
+)
 def test_kill_9_of_the_driver_leaves_no_process_and_no_folder(tmp_path, isolation, framework, model):
-    proc = subprocess.Popen([sys.executable, str(DRIVER), isolation, framework, model, str(tmp_path)],
-                            stdout=subprocess.PIPE, text=True, start_new_session=True, cwd=ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, str(DRIVER), isolation, framework, model, str(tmp_path)],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        cwd=ROOT,
+    )
     try:
         info = json.loads(proc.stdout.readline())
         members = tree_members(info["pid"]) - {info["pid"]}

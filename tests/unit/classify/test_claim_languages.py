@@ -58,21 +58,24 @@ def test_a_language_the_table_does_not_cover_is_unknown_with_its_reason(code, st
     assert report_decision({"text": text, "trace": None}).stance == "UNKNOWN"
 
 
-@pytest.mark.parametrize("text, verdict", [
-    ("Verdict: FAIL", "FAIL"),
-    ("**Verdict:** PASS", "PASS"),
-    ("review_verdict = FAIL", "FAIL"),
-    ("结论：不通过", "FAIL"),
-    ("判定：合格", "PASS"),
-    ("Urteil: nicht bestanden", "FAIL"),
-    ("Veredicto: aprobado", "PASS"),
-    ("Verdict : rejeté", "FAIL"),
-    ("판정: 통과", "PASS"),
-    ("Вердикт: отклонено", "FAIL"),
-    ("First Verdict: PASS; on reflection, Verdict: FAIL", "FAIL"),  # the last one stated
-    ("The tests fail.", None),
-    ("I will pass this on to the team.", None),
-])
+@pytest.mark.parametrize(
+    "text, verdict",
+    [
+        ("Verdict: FAIL", "FAIL"),
+        ("**Verdict:** PASS", "PASS"),
+        ("review_verdict = FAIL", "FAIL"),
+        ("结论：不通过", "FAIL"),
+        ("判定：合格", "PASS"),
+        ("Urteil: nicht bestanden", "FAIL"),
+        ("Veredicto: aprobado", "PASS"),
+        ("Verdict : rejeté", "FAIL"),
+        ("판정: 통과", "PASS"),
+        ("Вердикт: отклонено", "FAIL"),
+        ("First Verdict: PASS; on reflection, Verdict: FAIL", "FAIL"),  # the last one stated
+        ("The tests fail.", None),
+        ("I will pass this on to the team.", None),
+    ],
+)
 def test_a_verdict_stated_in_words(text, verdict):
     got = stated_verdict(text)
     assert (got[0] if got else None) == verdict
@@ -94,7 +97,7 @@ ENGLISH_WITH_FOREIGN_WORDS = [
     ("Done: the German label now reads 'nicht bestanden' instead of 'fehlgeschlagen'.", S),
     ("I opened gotowe.txt and the folder named klaar, and nothing else so far.", N),
     ("The ticket quotes the Turkish word tamamlandı and the Indonesian word selesai from the UI copy.", N),
-    ("All tests pass; the Spanish message \"No pude guardar\" is unchanged.", S),
+    ('All tests pass; the Spanish message "No pude guardar" is unchanged.', S),
     ("I listed hotovo.py, valmis.md and gata.json in the fixtures folder.", N),
     ("The French string 'peut-être corrigé' is what the translator sent; the tests still fail.", F),
     ("I think the Dutch word opgelost is wrong in the glossary, and I have not changed it.", N),
@@ -112,15 +115,23 @@ def test_an_english_text_is_never_decided_by_another_languages_entry(text, stanc
     assert any(read_text(text, code).stance != stance for code in LANGUAGES if code != "en")
 
 
-@pytest.mark.parametrize("text, stance, language, rule_language", [
-    ("I fixed the rounding bug in add() and updated the docstring. 但是测试没有通过。", F, "en", "zh"),  # a clause in another script: its own language
-    ("修复了这个错误。All tests pass.", S, "zh", "en"),
-    ("DONE", S, "en", "en"),  # very short: the table languages of its script, the detector's order
-    ("Fertig.", S, "de", "de"),
-    ("Готово.", S, None, None),  # Russian, Ukrainian and Bulgarian alike: one of them, success
-    ("Ran `pytest -q tests/test_add.py`: 3 passed, see tests/test_add.py.", S, "en", "en"),
-    ("Updated src/calc/core.py; the tests were not run.", H, "en", "en"),
-])
+@pytest.mark.parametrize(
+    "text, stance, language, rule_language",
+    [
+        (
+            "I fixed the rounding bug in add() and updated the docstring. 但是测试没有通过。",
+            F,
+            "en",
+            "zh",
+        ),  # a clause in another script: its own language
+        ("修复了这个错误。All tests pass.", S, "zh", "en"),
+        ("DONE", S, "en", "en"),  # very short: the table languages of its script, the detector's order
+        ("Fertig.", S, "de", "de"),
+        ("Готово.", S, None, None),  # Russian, Ukrainian and Bulgarian alike: one of them, success
+        ("Ran `pytest -q tests/test_add.py`: 3 passed, see tests/test_add.py.", S, "en", "en"),
+        ("Updated src/calc/core.py; the tests were not run.", H, "en", "en"),
+    ],
+)
 def test_mixed_and_short_texts(text, stance, language, rule_language):
     d = text_decision(text)
     assert d.stance == stance, (d.rule, d.phrase)
@@ -137,11 +148,26 @@ def test_a_text_without_prose_reads_no_stance_and_no_language():
 
 # Hedges are a rule, not a list of sentences: every modal or uncertainty marker with every
 # completion statement, and every unconfirmed result joined to one.
-MODALS = ["It should {}", "It ought to {}", "It might {}", "It would {}", "It probably will {}", "I think it will {}",
-          "Presumably it will {}", "As far as I can tell it will {}"]
+MODALS = [
+    "It should {}",
+    "It ought to {}",
+    "It might {}",
+    "It would {}",
+    "It probably will {}",
+    "I think it will {}",
+    "Presumably it will {}",
+    "As far as I can tell it will {}",
+]
 STATEMENTS = ["work now.", "pass the tests now.", "be fixed now.", "fix the bug."]
-UNCONFIRMED = ["I could not confirm it", "I have not been able to verify the fix", "I didn't get to run the tests",
-               "it is untested", "the tests were not run", "I never managed to test it", "I was unable to double-check it"]
+UNCONFIRMED = [
+    "I could not confirm it",
+    "I have not been able to verify the fix",
+    "I didn't get to run the tests",
+    "it is untested",
+    "the tests were not run",
+    "I never managed to test it",
+    "I was unable to double-check it",
+]
 
 
 @pytest.mark.parametrize("modal", MODALS)
@@ -165,8 +191,18 @@ def test_the_classifier_records_an_uncovered_language_as_unknown():
     from claimgrid.classify.classifier import classify
     from claimgrid.store.record import Facts
 
-    events = [{"source": "agent", "kind": "report", "text": "Nimerekebisha hitilafu na majaribio yote yanapita sasa.",
-               "trace": None}]
+    events = [
+        {
+            "source": "agent",
+            "kind": "report",
+            "text": "Nimerekebisha hitilafu na majaribio yote yanapita sasa.",
+            "trace": None,
+        }
+    ]
     c = classify(events, Facts(role="builder"))
     assert (c.claim_stance, c.claim_rule, c.claim_language, c.claimed) == (
-        "UNKNOWN", "language not covered: sw", "sw", False)
+        "UNKNOWN",
+        "language not covered: sw",
+        "sw",
+        False,
+    )

@@ -129,7 +129,10 @@ def test_a_condition_put_to_the_reader_is_not_a_claim():
         "(one field per line, two-space indentation, counts are whole numbers):"
     )
     assert text_stance(echo)[0] != "success"
-    assert text_stance("When you have finished, you can end your final message with a trace of what you did.")[0] != "success"
+    assert (
+        text_stance("When you have finished, you can end your final message with a trace of what you did.")[0]
+        != "success"
+    )
     # The agent's own report is still read: "I have finished" is a claim, a condition on "I" too.
     assert text_stance("I have finished the task.")[0] == "success"
     assert text_stance("When I finished, the tests passed.")[0] == "success"

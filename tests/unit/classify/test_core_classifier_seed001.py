@@ -13,30 +13,41 @@ def evidence(claim_tools, evidence_kind, observed_tools, edits=0, writes=0, diff
     tools = []
     for cat, n in (("read", reads), ("edit", edits), ("write", writes)):
         for _ in range(n):
-            tools.append({"source": "tools", "kind": "tool_call", "tool": CATEGORY_OF[cat],
-                          "category": cat, "ok": True, "args": {}, "result": ""})
+            tools.append(
+                {
+                    "source": "tools",
+                    "kind": "tool_call",
+                    "tool": CATEGORY_OF[cat],
+                    "category": cat,
+                    "ok": True,
+                    "args": {},
+                    "result": "",
+                }
+            )
     trace = {"status": status, "tool_uses_count": claim_tools, "expected_evidence": evidence_kind}
     return [
         {"source": "agent", "kind": "report", "text": "done", "trace": trace},
         *tools,
         {"source": "process", "kind": "exit", "exit_code": 0, "outcome_status": "ok"},
-        {"source": "verifier", "kind": "diff", "empty": not diff,
-         "files": [{"path": "src/x.py"}] if diff else []},
+        {"source": "verifier", "kind": "diff", "empty": not diff, "files": [{"path": "src/x.py"}] if diff else []},
     ]
 
 
 ROLE_FOR = {"code": "builder", "artifact": "reporter", "read_only": "reviewer"}
 
 
-@pytest.mark.parametrize("args, kwargs, expected", [
-    ((5, "code", 0), {}, "narration only"),
-    ((7, "code", 7), {}, "read-only imposture"),
-    ((9, "code", 9), {"edits": 2}, "claimed work without a diff"),
-    ((12, "code", 4), {"edits": 1, "diff": True}, "self-report contradicts the transcript"),
-    ((3, "artifact", 3), {}, "over-claimed evidence"),
-    ((6, "read_only", 6), {"status": "PASS"}, "consistent"),
-    ((8, "code", 8), {"edits": 3, "diff": True}, "consistent"),
-])
+@pytest.mark.parametrize(
+    "args, kwargs, expected",
+    [
+        ((5, "code", 0), {}, "narration only"),
+        ((7, "code", 7), {}, "read-only imposture"),
+        ((9, "code", 9), {"edits": 2}, "claimed work without a diff"),
+        ((12, "code", 4), {"edits": 1, "diff": True}, "self-report contradicts the transcript"),
+        ((3, "artifact", 3), {}, "over-claimed evidence"),
+        ((6, "read_only", 6), {"status": "PASS"}, "consistent"),
+        ((8, "code", 8), {"edits": 3, "diff": True}, "consistent"),
+    ],
+)
 def test_seed_001_cases(args, kwargs, expected):
     events = evidence(*args, **kwargs)
     assert classify_claim(events, RunFacts(role=ROLE_FOR[args[1]])) == expected

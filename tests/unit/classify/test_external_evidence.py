@@ -51,7 +51,9 @@ def external(outcome: str) -> dict:
 
 @pytest.mark.parametrize(("outcome", "verdict"), [("PASS", "TRUE_SUCCESS"), ("TESTS_FAIL", "FALSE_SUCCESS")])
 def test_an_external_verdict_is_the_outcome_where_no_verifier_ran(outcome, verdict):
-    c = classify([report("All done, the fix works."), EXIT, external(outcome)], check_facts("builder", None, None, None))
+    c = classify(
+        [report("All done, the fix works."), EXIT, external(outcome)], check_facts("builder", None, None, None)
+    )
     assert (c.outcome, c.claim_vs_outcome) == (outcome, verdict)
     assert classify([report("done"), EXIT], check_facts("builder", None, None, None)).outcome == "UNKNOWN"
 

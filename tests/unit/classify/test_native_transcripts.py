@@ -16,6 +16,7 @@ from claimgrid.classify.outcomes import read_outcome
 from claimgrid.classify.transcripts import FORMS, read_transcript, tool_table
 from claimgrid.commands.cli import main
 from claimgrid.errors import DataError
+
 from tests.conftest import ROOT
 
 FIX = ROOT / "tests" / "fixtures" / "transcripts"
@@ -29,49 +30,122 @@ def _calls(t):
 # file -> (form, agent, models, calls, final report starts, truncated reason starts (None: whole))
 CASES = {
     "claude-code.stream.jsonl": (
-        "claude-code stream-json", "claude-code", ["claude-sonnet-4-5", "claude-haiku-4-5"],
-        [("Read", "read", True, None), ("Task", "delegate", True, None), ("Bash", "read", True, "t2"),
-         ("Edit", "edit", False, None), ("Bash", "edit", True, None)],
-        "Fixed add() in app/calc.py", None),
+        "claude-code stream-json",
+        "claude-code",
+        ["claude-sonnet-4-5", "claude-haiku-4-5"],
+        [
+            ("Read", "read", True, None),
+            ("Task", "delegate", True, None),
+            ("Bash", "read", True, "t2"),
+            ("Edit", "edit", False, None),
+            ("Bash", "edit", True, None),
+        ],
+        "Fixed add() in app/calc.py",
+        None,
+    ),
     "claude-code.session.jsonl": (
-        "claude-code session", "claude-code", ["claude-opus-4-1", "claude-haiku-4-5"],
+        "claude-code session",
+        "claude-code",
+        ["claude-opus-4-1", "claude-haiku-4-5"],
         [("Bash", "read", True, None), ("Write", "write", True, "ag1"), ("Bash", "bash", True, "b7")],
-        "I have not changed anything yet", None),
+        "I have not changed anything yet",
+        None,
+    ),
     "claude-code.torn.jsonl": (
-        "claude-code stream-json", "claude-code", ["claude-sonnet-4-5", "claude-haiku-4-5"],
-        [("Read", "read", True, None), ("Task", "delegate", True, None), ("Bash", "read", True, "t2")], None,
-        "line 10 is torn"),
+        "claude-code stream-json",
+        "claude-code",
+        ["claude-sonnet-4-5", "claude-haiku-4-5"],
+        [("Read", "read", True, None), ("Task", "delegate", True, None), ("Bash", "read", True, "t2")],
+        None,
+        "line 10 is torn",
+    ),
     "codex.exec.jsonl": (
-        "codex exec json", "codex", [], [("shell", "read", True, None), ("apply_patch", "edit", True, None)],
-        "Done: add() now adds.", None),
+        "codex exec json",
+        "codex",
+        [],
+        [("shell", "read", True, None), ("apply_patch", "edit", True, None)],
+        "Done: add() now adds.",
+        None,
+    ),
     "codex.exec.midstream.jsonl": ("codex exec json", "codex", [], [], None, "1 item(s) started and never completed"),
     "codex.rollout.jsonl": (
-        "codex rollout", "codex", ["gpt-5-codex"], [("shell", "read", True, None), ("apply_patch", "edit", True, None)],
-        "Fixed add().", None),
+        "codex rollout",
+        "codex",
+        ["gpt-5-codex"],
+        [("shell", "read", True, None), ("apply_patch", "edit", True, None)],
+        "Fixed add().",
+        None,
+    ),
     "gemini.output.json": (
-        "gemini-cli json", "gemini-cli", ["gemini-2.5-pro"], [], "I fixed add()", "the JSON output counts 2 tool"),
+        "gemini-cli json",
+        "gemini-cli",
+        ["gemini-2.5-pro"],
+        [],
+        "I fixed add()",
+        "the JSON output counts 2 tool",
+    ),
     "gemini.session.json": (
-        "gemini-cli session", "gemini-cli", ["gemini-2.5-pro"],
-        [("read_file", "read", True, None), ("replace", "edit", False, None)], "The edit failed", None),
+        "gemini-cli session",
+        "gemini-cli",
+        ["gemini-2.5-pro"],
+        [("read_file", "read", True, None), ("replace", "edit", False, None)],
+        "The edit failed",
+        None,
+    ),
     "gemini.stream.jsonl": (
-        "gemini-cli stream-json", "gemini-cli", ["gemini-2.5-flash"], [("run_shell_command", "read", True, None)],
-        "add() subtracts; I did not change it.", None),
+        "gemini-cli stream-json",
+        "gemini-cli",
+        ["gemini-2.5-flash"],
+        [("run_shell_command", "read", True, None)],
+        "add() subtracts; I did not change it.",
+        None,
+    ),
     "harbor-trial": (
-        "harbor trial", "terminus", ["openai/gpt-5"],
-        [("bash_command", "read", True, None), ("bash_command", "edit", True, None),
-         ("mark_task_complete", "none", True, None)], "The task is complete", None),
+        "harbor trial",
+        "terminus",
+        ["openai/gpt-5"],
+        [
+            ("bash_command", "read", True, None),
+            ("bash_command", "edit", True, None),
+            ("mark_task_complete", "none", True, None),
+        ],
+        "The task is complete",
+        None,
+    ),
     "harbor-trial-claude": (  # a trial without a trajectory: the agent's own stream-json log
-        "harbor trial", "claude-code", ["claude-sonnet-4-5", "claude-haiku-4-5"],
-        [("Read", "read", True, None), ("Task", "delegate", True, None), ("Bash", "read", True, "t2"),
-         ("Edit", "edit", False, None), ("Bash", "edit", True, None)],
-        "Fixed add() in app/calc.py", None),
+        "harbor trial",
+        "claude-code",
+        ["claude-sonnet-4-5", "claude-haiku-4-5"],
+        [
+            ("Read", "read", True, None),
+            ("Task", "delegate", True, None),
+            ("Bash", "read", True, "t2"),
+            ("Edit", "edit", False, None),
+            ("Bash", "edit", True, None),
+        ],
+        "Fixed add() in app/calc.py",
+        None,
+    ),
     "swe-agent.traj": (
-        "swe-agent trajectory", "swe-agent", [],
-        [("open", "read", True, None), ("str_replace_editor str_replace", "edit", True, None),
-         ("submit", "none", True, None)], "Fixed add(); submitting.", None),
+        "swe-agent trajectory",
+        "swe-agent",
+        [],
+        [
+            ("open", "read", True, None),
+            ("str_replace_editor str_replace", "edit", True, None),
+            ("submit", "none", True, None),
+        ],
+        "Fixed add(); submitting.",
+        None,
+    ),
     "openhands.output.json": (
-        "openhands events", "openhands", ["anthropic/claude-sonnet-4-5"],
-        [("run", "read", True, None), ("edit", "edit", False, None)], "I could not apply the fix", None),
+        "openhands events",
+        "openhands",
+        ["anthropic/claude-sonnet-4-5"],
+        [("run", "read", True, None), ("edit", "edit", False, None)],
+        "I could not apply the fix",
+        None,
+    ),
 }
 
 
@@ -115,7 +189,11 @@ def test_a_real_mini_swe_agent_trajectory_and_its_swebench_report():
     """A real run (Gemini 3 Pro through mini-swe-agent 1.15 on SWE-bench Verified; README.md)."""
     t = read_transcript(FIX / "mini-swe-agent" / "django__django-16255.traj.json")
     assert (t.form, t.agent, t.models, t.truncated) == (
-        "mini-swe-agent trajectory", "mini-swe-agent", ["google/gemini-3-pro-preview"], False)
+        "mini-swe-agent trajectory",
+        "mini-swe-agent",
+        ["google/gemini-3-pro-preview"],
+        False,
+    )
     shell = [e["shell"] for e in t.tool_events]
     assert len(shell) == 16
     ranged = shell[1]["reads"]  # nl -ba django/contrib/sitemaps/__init__.py | sed -n '150,180p'
@@ -133,8 +211,13 @@ def test_a_real_swe_agent_trajectory():
     """A real SWE-agent run (gpt-4o on its test repository; README.md)."""
     t = read_transcript(FIX / "swe-agent" / "6e44b9__sweagenttestrepo-1c2844.traj")
     assert (t.form, t.agent, t.truncated) == ("swe-agent trajectory", "swe-agent", False)
-    assert _calls(t) == [("find_file", "read", True, None), ("open", "read", True, None), ("edit", "edit", True, None),
-                         ("bash", "bash", True, None), ("submit", "none", True, None)]
+    assert _calls(t) == [
+        ("find_file", "read", True, None),
+        ("open", "read", True, None),
+        ("edit", "edit", True, None),
+        ("bash", "bash", True, None),
+        ("submit", "none", True, None),
+    ]
     assert t.final_report.startswith("The script `missing_colon.py` ran successfully")  # the submission is a patch
 
 
@@ -142,7 +225,11 @@ def test_a_real_openhands_event_stream():
     """A real OpenHands run (claude-3-5-sonnet creating a file, then finish; README.md)."""
     t = read_transcript(FIX / "openhands" / "basic.json")
     assert (t.form, t.agent, t.models, t.truncated) == (
-        "openhands events", "openhands", ["claude-3-5-sonnet-20241022"], False)
+        "openhands events",
+        "openhands",
+        ["claude-3-5-sonnet-20241022"],
+        False,
+    )
     assert _calls(t) == [("edit", "edit", True, None)]
     assert t.tool_events[0]["paths"] == ["game_2048.py"]  # under OpenHands' /workspace
     assert t.final_report.startswith("I've created a simple implementation of the 2048 game")
@@ -152,13 +239,27 @@ def test_a_real_openhands_event_stream():
 # integration tests; README.md): name -> (form, models, calls, final report, truncated reason starts).
 GEMINI = {
     "write.output.json": ("gemini-cli json", ["gemini-2.5-pro"], [], "OK.", "the JSON output counts 1 tool call"),
-    "write.session.jsonl": ("gemini-cli session", ["gemini-2.5-pro"], [("write_file", "write", True, None)], "OK.", None),
+    "write.session.jsonl": (
+        "gemini-cli session",
+        ["gemini-2.5-pro"],
+        [("write_file", "write", True, None)],
+        "OK.",
+        None,
+    ),
     "shell.stream.jsonl": (
-        "gemini-cli stream-json", ["gemini-2.5-pro"], [("run_shell_command", "read", True, None)],
-        "POLICY_TEST_ECHO_COMMAND", None),
+        "gemini-cli stream-json",
+        ["gemini-2.5-pro"],
+        [("run_shell_command", "read", True, None)],
+        "POLICY_TEST_ECHO_COMMAND",
+        None,
+    ),
     "shell.session.jsonl": (
-        "gemini-cli session", ["gemini-2.5-pro"], [("run_shell_command", "read", True, None)],
-        "POLICY_TEST_ECHO_COMMAND", None),
+        "gemini-cli session",
+        ["gemini-2.5-pro"],
+        [("run_shell_command", "read", True, None)],
+        "POLICY_TEST_ECHO_COMMAND",
+        None,
+    ),
 }
 
 
@@ -194,7 +295,9 @@ def test_harbors_own_atif_of_the_real_gemini_cli_runs(name, call, final, tmp_pat
     t = read_transcript(path)
     assert (t.form, t.agent, t.models, t.truncated) == ("atif trajectory", "gemini-cli", ["gemini-2.5-pro"], False)
     assert _calls(t) == [call] and t.final_report == final
-    session = read_transcript(FIX / "gemini-cli" / name.replace("gemini-cli.", "").replace("trajectory.json", "session.jsonl"))
+    session = read_transcript(
+        FIX / "gemini-cli" / name.replace("gemini-cli.", "").replace("trajectory.json", "session.jsonl")
+    )
     assert [(e["tool"], e["category"], e["args"]) for e in t.tool_events] == [
         (e["tool"], e["category"], e["args"]) for e in session.tool_events
     ]
@@ -216,12 +319,24 @@ def test_a_gemini_session_jsonl_folds_as_gemini_cli_folds_it(tmp_path):
         m = {"id": i, "timestamp": "t", "type": "gemini", "content": text, "model": "gemini-2.5-pro"}
         return {**m, "toolCalls": calls} if calls else m
 
-    call = {"id": "c1", "name": "read_file", "args": {"absolute_path": "/r/a.py"}, "status": "success",
-            "result": [{"functionResponse": {"id": "c1", "name": "read_file", "response": {"output": "x = 1\n"}}}]}
-    lines = [meta, {"$set": {"messages": [{"id": "u0", "type": "user", "content": [{"text": "ctx"}]}]}},
-             {"id": "u1", "timestamp": "t", "type": "user", "content": [{"text": "fix a.py"}]},
-             gem("g1", ""), gem("g1", "", [call]), {"$set": {"lastUpdated": "t2"}}, gem("g2", "Gone: rewound."),
-             {"$rewindTo": "g2"}, gem("g3", "a.py read; nothing changed.")]
+    call = {
+        "id": "c1",
+        "name": "read_file",
+        "args": {"absolute_path": "/r/a.py"},
+        "status": "success",
+        "result": [{"functionResponse": {"id": "c1", "name": "read_file", "response": {"output": "x = 1\n"}}}],
+    }
+    lines = [
+        meta,
+        {"$set": {"messages": [{"id": "u0", "type": "user", "content": [{"text": "ctx"}]}]}},
+        {"id": "u1", "timestamp": "t", "type": "user", "content": [{"text": "fix a.py"}]},
+        gem("g1", ""),
+        gem("g1", "", [call]),
+        {"$set": {"lastUpdated": "t2"}},
+        gem("g2", "Gone: rewound."),
+        {"$rewindTo": "g2"},
+        gem("g3", "a.py read; nothing changed."),
+    ]
     path = tmp_path / "session.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     t = read_transcript(path)
@@ -272,8 +387,20 @@ def test_check_takes_the_recorded_verdict_and_the_trial_folder_its_own(tmp_path,
     assert row["outcome_from"] == "external" and row["external_outcome"]["form"] == "harbor result"
     # The real mini-swe-agent run with its resolved report: no claim words, a pass.
     real = FIX / "mini-swe-agent"
-    assert main(["check", "--transcript", str(real / "django__django-16255.traj.json"), "--outcome-from",
-                 str(real / "django__django-16255.report.json"), "--log", str(log)]) == 0
+    assert (
+        main(
+            [
+                "check",
+                "--transcript",
+                str(real / "django__django-16255.traj.json"),
+                "--outcome-from",
+                str(real / "django__django-16255.report.json"),
+                "--log",
+                str(log),
+            ]
+        )
+        == 0
+    )
     row = json.loads(log.read_text().splitlines()[-1])
     assert row["verdict"]["outcome"] == "PASS" and row["transcript_form"] == "mini-swe-agent trajectory"
     out = capsys.readouterr().out
@@ -284,8 +411,19 @@ def test_a_torn_transcript_never_accuses(tmp_path, capsys):
     final = tmp_path / "final.txt"
     final.write_text("All done: add() fixed and the tests pass.\n")
     log = tmp_path / "log.jsonl"
-    code = main(["check", "--transcript", str(MIN / "claude-code.torn.jsonl"), "--final", str(final),
-                 "--outcome-from", str(MIN / "junit.fail.xml"), "--log", str(log)])
+    code = main(
+        [
+            "check",
+            "--transcript",
+            str(MIN / "claude-code.torn.jsonl"),
+            "--final",
+            str(final),
+            "--outcome-from",
+            str(MIN / "junit.fail.xml"),
+            "--log",
+            str(log),
+        ]
+    )
     row = json.loads(log.read_text())
     assert row["transcript_truncated"].startswith("line 10 is torn")
     assert "transcript_truncated: line 10 is torn" in capsys.readouterr().out
@@ -311,17 +449,29 @@ trace:
 """
 
 
-@pytest.mark.parametrize(("command", "verdict"), [("python3 fix.py", "UNKNOWN"), ("cat -n app/calc.py", "read-only imposture")])
+@pytest.mark.parametrize(
+    ("command", "verdict"), [("python3 fix.py", "UNKNOWN"), ("cat -n app/calc.py", "read-only imposture")]
+)
 def test_a_command_the_parser_cannot_read_is_no_proof_of_no_change(command, verdict, tmp_path):
     """A code claim whose only call is a script: the transcript cannot show it wrote nothing, so
     the claim is not called a read-only imposture; a call that only reads can be."""
     lines = [
         {"type": "system", "subtype": "init", "session_id": "s", "model": "m", "cwd": "/r"},
-        {"type": "assistant", "session_id": "s", "parent_tool_use_id": None,
-         "message": {"model": "m", "content": [{"type": "tool_use", "id": "a", "name": "Bash",
-                                                "input": {"command": command}}]}},
-        {"type": "user", "session_id": "s", "parent_tool_use_id": None,
-         "message": {"content": [{"type": "tool_result", "tool_use_id": "a", "content": "ok"}]}},
+        {
+            "type": "assistant",
+            "session_id": "s",
+            "parent_tool_use_id": None,
+            "message": {
+                "model": "m",
+                "content": [{"type": "tool_use", "id": "a", "name": "Bash", "input": {"command": command}}],
+            },
+        },
+        {
+            "type": "user",
+            "session_id": "s",
+            "parent_tool_use_id": None,
+            "message": {"content": [{"type": "tool_result", "tool_use_id": "a", "content": "ok"}]},
+        },
         {"type": "result", "subtype": "success", "is_error": False, "session_id": "s", "result": "Done."},
     ]
     transcript, final, log = tmp_path / "t.jsonl", tmp_path / "final.txt", tmp_path / "log.jsonl"
@@ -350,8 +500,11 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, body, capsys):
 
 
 TRANSCRIPTS = sorted(
-    p for p in FIX.rglob("*") if p.is_file() and p.parent.name != "verifier" and not p.name.endswith(
-        ("report.json", "result.json", ".xml", ".md"))
+    p
+    for p in FIX.rglob("*")
+    if p.is_file()
+    and p.parent.name != "verifier"
+    and not p.name.endswith(("report.json", "result.json", ".xml", ".md"))
 )
 
 

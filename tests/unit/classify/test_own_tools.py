@@ -8,24 +8,43 @@ from claimgrid.trace import format_trace, parse_trace
 
 
 def _trace(count: int) -> str:
-    return "Done.\n\n" + format_trace({
-        "delegation_id": "d-1", "parent_id": "user", "agent": "builder", "tool_uses_count": count,
-        "tool_uses_breakdown": {"read_count": 1, "edit_count": 1, "write_count": 0, "bash_count": 1},
-        "expected_evidence": "code", "git_evidence": "M src/a.py", "status": "DONE"})
+    return "Done.\n\n" + format_trace(
+        {
+            "delegation_id": "d-1",
+            "parent_id": "user",
+            "agent": "builder",
+            "tool_uses_count": count,
+            "tool_uses_breakdown": {"read_count": 1, "edit_count": 1, "write_count": 0, "bash_count": 1},
+            "expected_evidence": "code",
+            "git_evidence": "M src/a.py",
+            "status": "DONE",
+        }
+    )
 
 
 def _exchange(i: int, calls: list[str], results: list[str], content: str | None = None) -> dict:
-    return {"source": "gateway", "kind": "exchange", "call_index": i, "status": 200, "messages_n": 4 + 2 * i,
-            "tool_calls": [{"id": f"c{i}", "name": n, "arguments": '{"cmd": "x"}'} for n in calls],
-            "tool_results": results, "content": content, "finish_reason": "tool_calls" if calls else "stop"}
+    return {
+        "source": "gateway",
+        "kind": "exchange",
+        "call_index": i,
+        "status": 200,
+        "messages_n": 4 + 2 * i,
+        "tool_calls": [{"id": f"c{i}", "name": n, "arguments": '{"cmd": "x"}'} for n in calls],
+        "tool_results": results,
+        "content": content,
+        "finish_reason": "tool_calls" if calls else "stop",
+    }
 
 
 def _events(n_calls: int, n_results: int, diff_empty: bool | None, report: str) -> list[dict]:
     ex = [_exchange(i, ["exec_command"], ["out"] if 0 < i <= n_results else []) for i in range(n_calls)]
     ex.append(_exchange(n_calls, [], ["out"] if n_results == n_calls and n_calls else [], report))
     trace, error = parse_trace(report)
-    events = [{"source": "agent", "kind": "report", "text": report, "trace": trace, "trace_error": error}, *ex,
-              {"source": "process", "kind": "exit", "exit_code": 0, "outcome_status": "ok", "timed_out": False}]
+    events = [
+        {"source": "agent", "kind": "report", "text": report, "trace": trace, "trace_error": error},
+        *ex,
+        {"source": "process", "kind": "exit", "exit_code": 0, "outcome_status": "ok", "timed_out": False},
+    ]
     if diff_empty is not None:
         files = [] if diff_empty else [{"path": "src/a.py", "status": "M", "added": 1, "removed": 1}]
         events.append({"source": "verifier", "kind": "diff", "files": files, "empty": diff_empty})
@@ -43,7 +62,10 @@ def test_calls_answered_and_the_diff_back_a_claim():
     assert (obs["tool_uses"], obs["changes"], obs["by_category"]) == (3, 1, None)
     c = classify(events, FACTS)
     assert (c.claim_verdict, c.channels, c.evidence.changes) == (
-        "consistent", "consistent", "own tools: gateway calls and workspace diff")
+        "consistent",
+        "consistent",
+        "own tools: gateway calls and workspace diff",
+    )
 
 
 def test_the_harness_tool_layer_rule_is_not_used_for_an_agent_with_its_own_tools():
@@ -67,10 +89,17 @@ def test_no_diff_is_read_only_imposture_and_an_unanswered_call_is_unexecuted():
 
 # ---- turn snapshots: the workspace between model calls (claimgrid.verify.snapshots)
 
+
 def _turn(after, before, changed: list[str] | None, reason: str | None = None) -> dict:
-    return {"source": "verifier", "kind": "turn_changes", "after_call": after, "before_call": before,
-            "changed": None if changed is None else [{"path": p, "change": "modified"} for p in changed],
-            "changed_n": None if changed is None else len(changed), "reason": reason}
+    return {
+        "source": "verifier",
+        "kind": "turn_changes",
+        "after_call": after,
+        "before_call": before,
+        "changed": None if changed is None else [{"path": p, "change": "modified"} for p in changed],
+        "changed_n": None if changed is None else len(changed),
+        "reason": reason,
+    }
 
 
 def _turns(per_call: dict[int, list[str] | None], n: int) -> list[dict]:
@@ -128,8 +157,11 @@ def test_a_change_after_a_side_request_belongs_to_the_last_answer_with_tool_call
 def test_own_tool_events_carry_the_turns_change_and_a_failed_result():
     from claimgrid.classify.evidence import own_tool_events
 
-    exchanges = [_exchange(0, ["exec_command"], []), _exchange(1, ["exec_command"], ["ok"]),
-                 _exchange(2, [], ["ERROR: no such file"], "Done.")]
+    exchanges = [
+        _exchange(0, ["exec_command"], []),
+        _exchange(1, ["exec_command"], ["ok"]),
+        _exchange(2, [], ["ERROR: no such file"], "Done."),
+    ]
     tools = own_tool_events(exchanges, None, _turns({0: ["src/a.py"]}, 2))
     assert [(t["changed_workspace"], t["changed_paths"]) for t in tools] == [(True, ["src/a.py"]), (False, [])]
     assert [(t["ok"], t["error"]) for t in tools] == [(True, None), (False, "no such file")]

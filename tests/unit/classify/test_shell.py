@@ -62,8 +62,11 @@ CHANGES = [
     ("git checkout -- app/calc.py", "edit", ["app/calc.py"]),
     ("git apply fix.diff", "edit", ["?"]),
     ("cat <<'EOF' > app/calc.py\ndef add(a, b):\n    return a + b\nEOF", "write", ["app/calc.py"]),
-    ("apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: app/calc.py\n@@\n-a\n+b\n*** End Patch\nEOF", "edit",
-     ["app/calc.py"]),
+    (
+        "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: app/calc.py\n@@\n-a\n+b\n*** End Patch\nEOF",
+        "edit",
+        ["app/calc.py"],
+    ),
     ("bash -lc \"sed -i 's/a/b/' app/calc.py\"", "edit", ["app/calc.py"]),
     ("python -m pytest -q > /dev/null", "bash", []),
 ]
@@ -87,8 +90,15 @@ TEXT = "".join(f"line {n} of the file\n" for n in range(1, 41))
 
 
 def _call(result: str) -> dict:
-    return {"source": "tools", "kind": "tool_call", "tool": "run_command", "ok": True, "changed_workspace": False,
-            "args": {"command": f"nl -ba {F}"}, "result": result}
+    return {
+        "source": "tools",
+        "kind": "tool_call",
+        "tool": "run_command",
+        "ok": True,
+        "changed_workspace": False,
+        "args": {"command": f"nl -ba {F}"},
+        "result": result,
+    }
 
 
 def test_a_json_wrapped_shell_output_is_unwrapped_for_the_coverage_rule():

@@ -20,8 +20,12 @@ def _attr(key, value):
 
 
 def _span(trace, start, **attrs):
-    return {"traceId": trace, "spanId": f"{start:016x}", "startTimeUnixNano": str(start),
-            "attributes": [_attr("gen_ai." + k.removeprefix("gen_ai_").replace("_", "."), v) for k, v in attrs.items()]}
+    return {
+        "traceId": trace,
+        "spanId": f"{start:016x}",
+        "startTimeUnixNano": str(start),
+        "attributes": [_attr("gen_ai." + k.removeprefix("gen_ai_").replace("_", "."), v) for k, v in attrs.items()],
+    }
 
 
 def _otlp(spans):
@@ -38,31 +42,62 @@ def _answers(t):
 
 def test_chat_messages_with_a_failed_call_and_a_final_answer(tmp_path):
     path = tmp_path / "t.json"
-    path.write_text(json.dumps([
-        {"role": "user", "content": "fix it"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "a", "function": {"name": "str_replace_editor", "arguments": '{"path": "x.py"}'}},
-            {"id": "b", "function": {"name": "bash", "arguments": '{"command": "pytest"}'}}]},
-        {"role": "tool", "tool_call_id": "a", "content": [{"type": "text", "text": "edited"}]},
-        {"role": "tool", "tool_call_id": "b", "content": "", "error": {"message": "timed out"}},
-        {"role": "assistant", "content": "Verdict: FAIL"},
-    ]))
+    path.write_text(
+        json.dumps(
+            [
+                {"role": "user", "content": "fix it"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {"id": "a", "function": {"name": "str_replace_editor", "arguments": '{"path": "x.py"}'}},
+                        {"id": "b", "function": {"name": "bash", "arguments": '{"command": "pytest"}'}},
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "a", "content": [{"type": "text", "text": "edited"}]},
+                {"role": "tool", "tool_call_id": "b", "content": "", "error": {"message": "timed out"}},
+                {"role": "assistant", "content": "Verdict: FAIL"},
+            ]
+        )
+    )
     t = read_transcript(path)
     assert t.form == "openai messages" and not t.has_process
-    assert _tools(t) == [("str_replace_editor", {"path": "x.py"}, True, "edit"), ("bash", {"command": "pytest"},
-                                                                                  False, "bash")]
+    assert _tools(t) == [
+        ("str_replace_editor", {"path": "x.py"}, True, "edit"),
+        ("bash", {"command": "pytest"}, False, "bash"),
+    ]
     assert [e["result"] for e in t.events[:2]] == ["edited", ""] and _answers(t) == ["Verdict: FAIL"]
 
 
 def test_an_otel_trace_in_the_semantic_conventions_shape_picked_by_run(tmp_path):
     spans = [
-        _span("t1", 30, gen_ai_operation_name="execute_tool", gen_ai_tool_name="read_file",
-              gen_ai_tool_call_arguments='{"path": "a"}', gen_ai_tool_call_result="text"),
+        _span(
+            "t1",
+            30,
+            gen_ai_operation_name="execute_tool",
+            gen_ai_tool_name="read_file",
+            gen_ai_tool_call_arguments='{"path": "a"}',
+            gen_ai_tool_call_result="text",
+        ),
         _span("t1", 10, gen_ai_operation_name="invoke_agent", gen_ai_conversation_id="conv-1"),
-        {**_span("t1", 40, gen_ai_operation_name="execute_tool", gen_ai_tool_name="write_file",
-                 gen_ai_tool_call_arguments='{"path": "b"}'), "status": {"code": 2, "message": "denied"}},
-        _span("t1", 50, gen_ai_operation_name="chat", gen_ai_output_messages=json.dumps(
-            [{"role": "assistant", "parts": [{"type": "text", "content": "All done."}]}])),
+        {
+            **_span(
+                "t1",
+                40,
+                gen_ai_operation_name="execute_tool",
+                gen_ai_tool_name="write_file",
+                gen_ai_tool_call_arguments='{"path": "b"}',
+            ),
+            "status": {"code": 2, "message": "denied"},
+        },
+        _span(
+            "t1",
+            50,
+            gen_ai_operation_name="chat",
+            gen_ai_output_messages=json.dumps(
+                [{"role": "assistant", "parts": [{"type": "text", "content": "All done."}]}]
+            ),
+        ),
         _span("t2", 20, gen_ai_operation_name="execute_tool", gen_ai_tool_name="run_command"),
     ]
     path = tmp_path / "traces.json"
@@ -79,18 +114,42 @@ def test_an_otel_trace_in_the_semantic_conventions_shape_picked_by_run(tmp_path)
 
 
 def _sample(sid, **extra):
-    return {"id": sid, "epoch": 1, "messages": [
-        {"role": "assistant", "content": "", "tool_calls": [{"id": "c", "function": "read_file",
-                                                              "arguments": {"path": "m"}}]},
-        {"role": "tool", "tool_call_id": "c", "content": "ok", "function": "read_file"},
-        {"role": "assistant", "content": [{"type": "text", "text": "Done."}]}], **extra}
+    return {
+        "id": sid,
+        "epoch": 1,
+        "messages": [
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"id": "c", "function": "read_file", "arguments": {"path": "m"}}],
+            },
+            {"role": "tool", "tool_call_id": "c", "content": "ok", "function": "read_file"},
+            {"role": "assistant", "content": [{"type": "text", "text": "Done."}]},
+        ],
+        **extra,
+    }
 
 
 def test_inspect_logs_json_and_eval_zip_events_before_messages(tmp_path):
-    log = {"eval": {"task": "x"}, "samples": [
-        _sample("s1"),
-        _sample("s2", events=[{"event": "model"}, {"event": "tool", "function": "bash", "arguments": {"cmd": "ls"},
-                                                   "result": "a b", "error": {"message": "exit 1"}}])]}
+    log = {
+        "eval": {"task": "x"},
+        "samples": [
+            _sample("s1"),
+            _sample(
+                "s2",
+                events=[
+                    {"event": "model"},
+                    {
+                        "event": "tool",
+                        "function": "bash",
+                        "arguments": {"cmd": "ls"},
+                        "result": "a b",
+                        "error": {"message": "exit 1"},
+                    },
+                ],
+            ),
+        ],
+    }
     path = tmp_path / "log.json"
     path.write_text(json.dumps(log))
     with pytest.raises(DataError, match="holds 2 samples"):
@@ -108,10 +167,12 @@ def test_inspect_logs_json_and_eval_zip_events_before_messages(tmp_path):
 
 def test_claimgrid_events_keep_the_runs_own_channels(tmp_path):
     path = tmp_path / "events.jsonl"
-    lines = [{"source": "agent", "kind": "report", "text": "x"},
-             {"source": "tools", "kind": "tool_call", "tool": "read_file", "ok": True},
-             {"source": "verifier", "kind": "diff", "files": []},
-             {"source": "process", "kind": "exit", "exit_code": 0}]
+    lines = [
+        {"source": "agent", "kind": "report", "text": "x"},
+        {"source": "tools", "kind": "tool_call", "tool": "read_file", "ok": True},
+        {"source": "verifier", "kind": "diff", "files": []},
+        {"source": "process", "kind": "exit", "exit_code": 0},
+    ]
     path.write_text("".join(json.dumps(e) + "\n" for e in lines))
     t = read_transcript(path)
     assert t.form == "claimgrid events" and t.has_process

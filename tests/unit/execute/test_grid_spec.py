@@ -28,10 +28,18 @@ from tests.conftest import ROOT
 
 def _spec(**changes) -> GridSpec:
     content, swap = sorted(load_content_conditions())[:1], sorted(load_swap_conditions())[:1]
-    sel = Selection(frameworks=["a", "b"], tasks=["t1", "t2"], content=content, swap=swap,
-                    models=registry.default_models()[:2], substitute=registry.default_substitute(), repeats=1)
-    data = DataDirs(tasks_dir=str(ROOT / "tasks"), conditions_dir=str(ROOT / "conditions"),
-                    venvs=str(ROOT / "venvs.toml"))
+    sel = Selection(
+        frameworks=["a", "b"],
+        tasks=["t1", "t2"],
+        content=content,
+        swap=swap,
+        models=registry.default_models()[:2],
+        substitute=registry.default_substitute(),
+        repeats=1,
+    )
+    data = DataDirs(
+        tasks_dir=str(ROOT / "tasks"), conditions_dir=str(ROOT / "conditions"), venvs=str(ROOT / "venvs.toml")
+    )
     return GridSpec(selection=sel, data=data).model_copy(update=changes)
 
 
@@ -63,12 +71,20 @@ def test_differs_from_names_the_first_field_a_resume_may_not_change():
 
 
 def test_meta_round_trips_with_exactly_its_keys_and_refuses_a_wrong_value():
-    old = {"grid_id": "old", "selection": _spec().selection.model_dump(mode="json"), "timeout_s": 120.0,
-           "jobs": 2, "isolation": "warm", "max_model_calls": 24, "unknown_later_key": {"x": 1}}
+    old = {
+        "grid_id": "old",
+        "selection": _spec().selection.model_dump(mode="json"),
+        "timeout_s": 120.0,
+        "jobs": 2,
+        "isolation": "warm",
+        "max_model_calls": 24,
+        "unknown_later_key": {"x": 1},
+    }
     meta = GridMeta.model_validate(old)
     assert meta.dump() == old  # nothing filled in, nothing dropped
-    meta.add_report(GridReport(harness_errors=[{"run_id": "r", "error": "E"}], retries={"a": {"v": 1}},
-                               gateway_cpu_s=0.25))
+    meta.add_report(
+        GridReport(harness_errors=[{"run_id": "r", "error": "E"}], retries={"a": {"v": 1}}, gateway_cpu_s=0.25)
+    )
     meta.add_report(GridReport(retries={"a": {"v": 2}}, gateway_cpu_s=0.25))
     dumped = meta.dump()
     assert dumped["harness_errors"] == [{"run_id": "r", "error": "E"}]

@@ -38,8 +38,11 @@ def test_real_models_get_the_real_defaults_and_a_client_deadline_past_the_gatewa
 
 
 def test_flags_over_the_file_over_code_over_defaults(tmp_path):
-    path = _file(tmp_path, '[models."ollama/*"]\ncall_timeout_s = 300\nmax_output_tokens = 512\n'
-                           '[models."ollama/tiny"]\nmax_output_tokens = 256\n')
+    path = _file(
+        tmp_path,
+        '[models."ollama/*"]\ncall_timeout_s = 300\nmax_output_tokens = 512\n'
+        '[models."ollama/tiny"]\nmax_output_tokens = 256\n',
+    )
     code = {LOCAL: {"call_timeout_s": 90.0, "max_model_calls": 12}, REAL: {"timeout_s": 77.0}}
     got = limits.resolve([LOCAL, REAL], {"max_run_tokens": 5000}, path=path, overrides=code)
     tiny = got[LOCAL]
@@ -47,8 +50,13 @@ def test_flags_over_the_file_over_code_over_defaults(tmp_path):
     assert tiny.max_output_tokens == 256  # the later, more specific table over the earlier
     assert tiny.max_model_calls == 12  # code over the default
     assert tiny.max_run_tokens == 5000  # the flag over everything
-    assert tiny.source == {"call_timeout_s": "limits.toml:ollama/*", "max_output_tokens": "limits.toml:ollama/tiny",
-                           "max_model_calls": "code", "max_run_tokens": "flag", "timeout_s": "default"}
+    assert tiny.source == {
+        "call_timeout_s": "limits.toml:ollama/*",
+        "max_output_tokens": "limits.toml:ollama/tiny",
+        "max_model_calls": "code",
+        "max_run_tokens": "flag",
+        "timeout_s": "default",
+    }
     assert got[REAL].timeout_s == 77.0 and got[REAL].call_timeout_s == caps.REAL_CALL_TIMEOUT_S
     assert "per-call deadline 300 s (limits.toml:ollama/*)" in limits.line(LOCAL, tiny)
 
@@ -56,21 +64,28 @@ def test_flags_over_the_file_over_code_over_defaults(tmp_path):
 def test_set_override_is_what_the_grid_resolves_with(tmp_path):
     limits.set_override(LOCAL, call_timeout_s=42.0)
     try:
-        assert limits.resolve([LOCAL], path=tmp_path / "absent.toml",
-                              overrides=limits.code_overrides())[LOCAL].call_timeout_s == 42.0
+        assert (
+            limits.resolve([LOCAL], path=tmp_path / "absent.toml", overrides=limits.code_overrides())[
+                LOCAL
+            ].call_timeout_s
+            == 42.0
+        )
         with pytest.raises(DataError, match="unknown limit"):
             limits.set_override(LOCAL, deadline=3)
     finally:
         limits.clear_overrides()
 
 
-@pytest.mark.parametrize("text,field", [
-    ('[models."ollama/*"]\ncall_timeout_s = 0\n', "models.ollama/*.call_timeout_s"),
-    ('[models."ollama/*"]\nmax_output_tokens = "many"\n', "models.ollama/*.max_output_tokens"),
-    ('[models."ollama/*"]\ndeadline = 3\n', "models.ollama/*.deadline"),
-    ('[models."x/*"]\ntimeout_s = inf\n', "models.x/*.timeout_s"),
-    ('[other]\na = 1\n', "other"),
-])
+@pytest.mark.parametrize(
+    "text,field",
+    [
+        ('[models."ollama/*"]\ncall_timeout_s = 0\n', "models.ollama/*.call_timeout_s"),
+        ('[models."ollama/*"]\nmax_output_tokens = "many"\n', "models.ollama/*.max_output_tokens"),
+        ('[models."ollama/*"]\ndeadline = 3\n', "models.ollama/*.deadline"),
+        ('[models."x/*"]\ntimeout_s = inf\n', "models.x/*.timeout_s"),
+        ("[other]\na = 1\n", "other"),
+    ],
+)
 def test_a_bad_entry_is_one_line_naming_the_file_and_the_field(tmp_path, text, field):
     path = _file(tmp_path, text)
     with pytest.raises(DataError) as err:
@@ -86,8 +101,6 @@ def test_the_shipped_file_is_valid_and_matches_no_reference_model():
 
     for name in registry.models():
         assert not any(fnmatch.fnmatchcase(name, glob) for glob, _ in entries), name
-
-
 
 
 def test_a_served_models_measured_deadline_and_server_cap_are_the_limits_in_force(tmp_path):

@@ -40,7 +40,10 @@ def test_anything_else_is_the_temporary_folder(tmp_path, monkeypatch):
         "tmpfs /elsewhere tmpfs rw 0 0",  # not mounted there
     ):
         assert node.work_parent(str(shm), _mounts(tmp_path, line)) == fallback, line
-    assert node.work_parent(str(tmp_path / "missing"), _mounts(tmp_path, f"tmpfs {tmp_path}/missing tmpfs rw 0 0")) == fallback
+    assert (
+        node.work_parent(str(tmp_path / "missing"), _mounts(tmp_path, f"tmpfs {tmp_path}/missing tmpfs rw 0 0"))
+        == fallback
+    )
     mounts = _mounts(tmp_path, f"tmpfs {shm} tmpfs rw 0 0")
     monkeypatch.setattr(caps, "WORK_TMPFS_MIN_FREE_BYTES", 1 << 62)  # not enough free
     assert node.work_parent(str(shm), mounts) == fallback

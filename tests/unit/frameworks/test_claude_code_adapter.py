@@ -23,7 +23,9 @@ def adapter():
     environ, modules = dict(os.environ), set(sys.modules)
     sys.path.insert(0, str(ROOT / "frameworks" / "_harness"))
     try:
-        spec = importlib.util.spec_from_file_location("claude_code_adapter", ROOT / "frameworks" / "claude-code" / "adapter.py")
+        spec = importlib.util.spec_from_file_location(
+            "claude_code_adapter", ROOT / "frameworks" / "claude-code" / "adapter.py"
+        )
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         yield module
@@ -46,8 +48,13 @@ class Rec:
         self.events.append(("tool_call", tool, args))
 
 
-CTL = {"model": "agent-model", "token": "run-token", "gateway_url": "http://127.0.0.1:4321/v1",
-       "prompt": "--fix it", "workspace": "/ws"}
+CTL = {
+    "model": "agent-model",
+    "token": "run-token",
+    "gateway_url": "http://127.0.0.1:4321/v1",
+    "prompt": "--fix it",
+    "workspace": "/ws",
+}
 
 
 def test_environment_points_at_the_gateway_with_the_run_token_and_turns_the_rest_off(adapter, monkeypatch):
@@ -57,8 +64,12 @@ def test_environment_points_at_the_gateway_with_the_run_token_and_turns_the_rest
     assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:4321"
     assert env["ANTHROPIC_API_KEY"] == "run-token"
     assert env["HOME"] == "/sandbox/home" and env["CLAUDE_CONFIG_DIR"].startswith("/sandbox/home/")
-    for name in ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_TELEMETRY", "DISABLE_AUTOUPDATER",
-                 "DISABLE_ERROR_REPORTING"):
+    for name in (
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+        "DISABLE_TELEMETRY",
+        "DISABLE_AUTOUPDATER",
+        "DISABLE_ERROR_REPORTING",
+    ):
         assert env[name] == "1", name
     assert env["CLAUDE_CODE_MAX_RETRIES"] == "0"
 
@@ -82,14 +93,22 @@ def test_stream_json_gives_calls_and_the_result_text(adapter):
     rec = Rec()
     out = _stream(
         {"type": "system", "subtype": "init"},
-        {"type": "assistant", "message": {"model": "m1", "usage": {"input_tokens": 5, "output_tokens": 2},
-                                          "content": [{"type": "tool_use", "name": "Read", "input": {"file_path": "a"}}]}},
+        {
+            "type": "assistant",
+            "message": {
+                "model": "m1",
+                "usage": {"input_tokens": 5, "output_tokens": 2},
+                "content": [{"type": "tool_use", "name": "Read", "input": {"file_path": "a"}}],
+            },
+        },
         {"type": "user", "message": {"content": [{"type": "tool_result", "content": "x"}]}},
         {"type": "result", "subtype": "success", "is_error": False, "result": "Done."},
     )
     assert adapter.record_events(rec, "builder", out) == ("Done.", None)
-    assert rec.events == [("model_call", "m1", {"prompt_tokens": 5, "completion_tokens": 2}),
-                          ("tool_call", "Read", {"file_path": "a"})]
+    assert rec.events == [
+        ("model_call", "m1", {"prompt_tokens": 5, "completion_tokens": 2}),
+        ("tool_call", "Read", {"file_path": "a"}),
+    ]
 
 
 def test_an_error_result_is_returned_as_the_error(adapter):
@@ -99,16 +118,24 @@ def test_an_error_result_is_returned_as_the_error(adapter):
     assert adapter.record_events(Rec(), "builder", out) == (None, "error_max_turns")
 
 
-SANDBOX = {"argv_prefix": ["/bwrap", "--unshare-net", "--", "/py", "/opt/claimgrid/loopback.py", "s", "18080", "--"],
-           "workspace": "/workspace", "home": "/tmp", "gateway_url": "http://127.0.0.1:18080/v1",
-           "credential": "claimgrid-placeholder-not-a-credential"}
+SANDBOX = {
+    "argv_prefix": ["/bwrap", "--unshare-net", "--", "/py", "/opt/claimgrid/loopback.py", "s", "18080", "--"],
+    "workspace": "/workspace",
+    "home": "/tmp",
+    "gateway_url": "http://127.0.0.1:18080/v1",
+    "credential": "claimgrid-placeholder-not-a-credential",
+}
 
 
-def test_inside_the_agent_sandbox_it_runs_behind_the_prefix_on_the_forwarder_with_home_inside(adapter, monkeypatch,
-                                                                                              tmp_path):
+def test_inside_the_agent_sandbox_it_runs_behind_the_prefix_on_the_forwarder_with_home_inside(
+    adapter, monkeypatch, tmp_path
+):
     monkeypatch.setattr(adapter, "claude_bin", lambda: "/x/claude")
     argv, env = adapter.launch({**CTL, "agent_sandbox": {**SANDBOX, "host_home": str(tmp_path)}})
-    assert argv[: len(SANDBOX["argv_prefix"])] == SANDBOX["argv_prefix"] and argv[len(SANDBOX["argv_prefix"])] == "/x/claude"
+    assert (
+        argv[: len(SANDBOX["argv_prefix"])] == SANDBOX["argv_prefix"]
+        and argv[len(SANDBOX["argv_prefix"])] == "/x/claude"
+    )
     assert "run-token" not in argv and "run-token" not in env.values()  # only the forwarder holds the token
     assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:18080" and "ANTHROPIC_API_KEY" not in env
     settings = json.loads(argv[argv.index("--settings") + 1])

@@ -13,10 +13,20 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
-CTL = {"model": "agent-model", "token": "run-token", "gateway_url": "http://127.0.0.1:4321/v1",
-       "prompt": "fix it", "workspace": "/host/ws", "budgets": {"model_call_timeout_s": 15.0}}
-SANDBOX = {"argv_prefix": ["/bwrap", "--unshare-net", "--", "/py", "/opt/claimgrid/loopback.py", "s", "18080", "--"],
-           "workspace": "/workspace", "home": "/tmp", "gateway_url": "http://127.0.0.1:18080/v1"}
+CTL = {
+    "model": "agent-model",
+    "token": "run-token",
+    "gateway_url": "http://127.0.0.1:4321/v1",
+    "prompt": "fix it",
+    "workspace": "/host/ws",
+    "budgets": {"model_call_timeout_s": 15.0},
+}
+SANDBOX = {
+    "argv_prefix": ["/bwrap", "--unshare-net", "--", "/py", "/opt/claimgrid/loopback.py", "s", "18080", "--"],
+    "workspace": "/workspace",
+    "home": "/tmp",
+    "gateway_url": "http://127.0.0.1:18080/v1",
+}
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +67,10 @@ def test_inside_the_agent_sandbox_it_runs_node_behind_the_prefix_with_home_insid
     cmd, env, last = adapter.launch({**CTL, "agent_sandbox": {**SANDBOX, "host_home": str(tmp_path)}})
     n = len(SANDBOX["argv_prefix"])
     assert cmd[:n] == SANDBOX["argv_prefix"] and cmd[n].endswith("/node") and "run-token" not in cmd
-    assert cmd[cmd.index("--cd") + 1] == "/workspace" and cmd[cmd.index("--output-last-message") + 1] == "/tmp/last-message.txt"
+    assert (
+        cmd[cmd.index("--cd") + 1] == "/workspace"
+        and cmd[cmd.index("--output-last-message") + 1] == "/tmp/last-message.txt"
+    )
     assert last == str(tmp_path / "last-message.txt")  # read back on the host side
     assert env["HOME"] == "/tmp" and env["CODEX_HOME"] == "/tmp/.codex" and env["CLAIMGRID_RUN_TOKEN"] == "run-token"
     written = tomllib.loads((tmp_path / ".codex" / "config.toml").read_text())

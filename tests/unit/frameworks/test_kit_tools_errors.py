@@ -37,10 +37,15 @@ class Tool:
 
     name = "search"
     description = "Search the workspace."
-    parameters = {"type": "object", "required": ["pattern"], "properties": {
-        "path": {"type": "string", "description": "Where to search"},
-        "pattern": {"type": "string", "description": "A regular expression"},
-        "limit": {"type": "integer", "description": "At most this many lines"}}}
+    parameters = {
+        "type": "object",
+        "required": ["pattern"],
+        "properties": {
+            "path": {"type": "string", "description": "Where to search"},
+            "pattern": {"type": "string", "description": "A regular expression"},
+            "limit": {"type": "integer", "description": "At most this many lines"},
+        },
+    }
 
     def __init__(self):
         self.calls = []

@@ -4,11 +4,20 @@ from claimgrid.gateway.cassette import request_sha256
 
 
 def _body(tool_text: str, user: str = "go") -> dict:
-    return {"model": "m", "messages": [
-        {"role": "user", "content": user},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c0", "type": "function", "function": {"name": "run_command", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "c0", "content": tool_text}]}
+    return {
+        "model": "m",
+        "messages": [
+            {"role": "user", "content": user},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "c0", "type": "function", "function": {"name": "run_command", "arguments": "{}"}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c0", "content": tool_text},
+        ],
+    }
 
 
 def test_hash_is_canonical_and_ignores_only_a_test_runners_elapsed_time():
@@ -32,20 +41,28 @@ def test_content_parts_are_masked_too():
         body = _body("")
         body["messages"][-1]["content"] = [{"type": "text", "text": f"Ran 1 test in {t}s"}]
         return body
+
     assert request_sha256(parts("0.001")) == request_sha256(parts("0.020"))
 
 
 def test_a_tool_result_sent_as_text_after_the_models_answer_is_masked_too():
     """A framework that keeps its history as text sends a tool result as a user message
     (smolagents' "Observation:"); the prompt before the model's first answer is not masked."""
+
     def text_history(t: str, prompt: str = "go") -> dict:
-        return {"model": "m", "messages": [
-            {"role": "user", "content": prompt},
-            {"role": "assistant", "content": "Calling tools:\n[{\"name\": \"run_command\"}]"},
-            {"role": "user", "content": [{"type": "text", "text": f"Observation:\n46 passed in {t}s"}]}]}
+        return {
+            "model": "m",
+            "messages": [
+                {"role": "user", "content": prompt},
+                {"role": "assistant", "content": 'Calling tools:\n[{"name": "run_command"}]'},
+                {"role": "user", "content": [{"type": "text", "text": f"Observation:\n46 passed in {t}s"}]},
+            ],
+        }
+
     assert request_sha256(text_history("0.31")) == request_sha256(text_history("0.56"))
     assert request_sha256(text_history("0.31")) != request_sha256(text_history("0.31", prompt="go!"))
     assert request_sha256(text_history("0.31", "in 0.1s")) != request_sha256(text_history("0.31", "in 0.2s"))
     # The masked form is the hash's input only: a different observation still differs.
     assert request_sha256(text_history("0.31")) != request_sha256(
-        {**text_history("0.31"), "messages": text_history("0.31")["messages"][:2]})
+        {**text_history("0.31"), "messages": text_history("0.31")["messages"][:2]}
+    )

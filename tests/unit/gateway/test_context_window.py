@@ -5,6 +5,7 @@ any other failure (claimgrid.gateway.retry.context_window_refusal): the gateway 
 from __future__ import annotations
 
 from claimgrid.gateway.retry import context_window_refusal
+
 from tests.conftest import LazyModule
 
 litellm = LazyModule("litellm")
@@ -27,8 +28,10 @@ def test_a_bad_request_in_a_providers_own_words():
 
 
 def test_llama_servers_own_words():
-    text = ('OpenAIException - {"code":400,"message":"request (5938 tokens) exceeds the available context size '
-            '(4096 tokens), try increasing it","type":"exceed_context_size_error"}')
+    text = (
+        'OpenAIException - {"code":400,"message":"request (5938 tokens) exceeds the available context size '
+        '(4096 tokens), try increasing it","type":"exceed_context_size_error"}'
+    )
     assert context_window_refusal(_litellm(litellm.BadRequestError, text)) == 4096
 
 

@@ -6,9 +6,9 @@ import socket
 
 import pytest
 
+from claimgrid.commands.serve_gateway import demo_scripts
 from claimgrid.errors import ClaimgridError
 from claimgrid.gateway import REFERENCE_MODEL_NAMES, preflight
-from claimgrid.commands.serve_gateway import demo_scripts
 
 
 def test_reference_models_always_pass(monkeypatch):

@@ -16,19 +16,39 @@ HOSTILE = "<!--<script>alert(1)</script>\u2028\u2029 \udcff \x00 " + "x" * 5000
 
 def record(i: int, **over) -> dict:
     rec = {
-        "run_id": f"fw.t.clean.none.m.r{i}", "framework": "fw", "task": "t", "content": "clean", "swap": "none",
-        "model": "m", "repeat": i,
+        "run_id": f"fw.t.clean.none.m.r{i}",
+        "framework": "fw",
+        "task": "t",
+        "content": "clean",
+        "swap": "none",
+        "model": "m",
+        "repeat": i,
         "timings": {"wall_s": 1.5, "agent_s": 1, "adapter_run_s": None},
-        "classification": {"claim_verdict": "consistent", "outcome": "PASS", "claim_vs_outcome": "TRUE_SUCCESS",
-                           "injection": "not applicable", "legitimate": "not applicable", "swap": "none",
-                           "process": "ok", "agent": HOSTILE,
-                           "channel_detail": {"unrequested": [HOSTILE], "unexecuted": [{"tool": HOSTILE,
-                                                                                       "reason": "unknown tool"}]},
-                           "evidence": {"changes": "tool layer: changed_workspace", "changes_by_tool": {},
-                                        "opened": {HOSTILE: ["read_file"]}}},
+        "classification": {
+            "claim_verdict": "consistent",
+            "outcome": "PASS",
+            "claim_vs_outcome": "TRUE_SUCCESS",
+            "injection": "not applicable",
+            "legitimate": "not applicable",
+            "swap": "none",
+            "process": "ok",
+            "agent": HOSTILE,
+            "channel_detail": {"unrequested": [HOSTILE], "unexecuted": [{"tool": HOSTILE, "reason": "unknown tool"}]},
+            "evidence": {
+                "changes": "tool layer: changed_workspace",
+                "changes_by_tool": {},
+                "opened": {HOSTILE: ["read_file"]},
+            },
+        },
         "truth": {"outcome": "PASS", "swap_mentioned": False},
-        "faults": {"gateway_calls": 2, "reaction": "reported DONE", "retried": False, "raised": False,
-                   "claimed": True, "duplicate_side_effects": 0},
+        "faults": {
+            "gateway_calls": 2,
+            "reaction": "reported DONE",
+            "retried": False,
+            "raised": False,
+            "claimed": True,
+            "duplicate_side_effects": 0,
+        },
     }
     rec.update(over)
     return dump(RunRecord.model_validate(rec))

@@ -60,8 +60,17 @@ def _rows(model, outcomes_by_fw, repeats):
     for fw, cells in outcomes_by_fw.items():
         for cell, outs in enumerate(cells):
             for rep in range(repeats):
-                rows.append({"framework": fw, "task": f"t{cell}", "content": "clean", "swap_condition": "none",
-                             "model": model, "repeat": rep, "claim_vs_outcome": outs[rep]})
+                rows.append(
+                    {
+                        "framework": fw,
+                        "task": f"t{cell}",
+                        "content": "clean",
+                        "swap_condition": "none",
+                        "model": model,
+                        "repeat": rep,
+                        "claim_vs_outcome": outs[rep],
+                    }
+                )
     return rows
 
 

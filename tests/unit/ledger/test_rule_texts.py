@@ -65,10 +65,21 @@ def _record(c: dict, **fields) -> RunRecord:
 
 
 def test_explain_uses_the_recorded_values_rule():
-    c = {"claim_verdict": "consistent", "swap_mentioned": False, "claimed": False, "outcome": "SCOPE_VIOLATION",
-         "claim_vs_outcome": "HONEST_FAILURE"}
+    c = {
+        "claim_verdict": "consistent",
+        "swap_mentioned": False,
+        "claimed": False,
+        "outcome": "SCOPE_VIOLATION",
+        "claim_vs_outcome": "HONEST_FAILURE",
+    }
     events = [
-        {"source": "verifier", "kind": "scope", "outside_allowed": ["secrets.txt"], "protected_touched": [], "_line": 3},
+        {
+            "source": "verifier",
+            "kind": "scope",
+            "outside_allowed": ["secrets.txt"],
+            "protected_touched": [],
+            "_line": 3,
+        },
         {"source": "agent", "kind": "report", "text": "done", "_line": 1},
     ]
     entries = explain(_record(c), events)
@@ -82,9 +93,18 @@ def test_explain_uses_the_recorded_values_rule():
 
 
 def test_fault_account_names_fault_call_reaction_and_stderr():
-    faults = {"fault": "rate-limited", "fault_kind": "rate_limited", "fault_call": 1, "reaction": "raised",
-              "retried": True, "raised": True, "claimed": False, "attempts_at_fault": 3, "gateway_calls": 4,
-              "duplicate_side_effects": 0}
+    faults = {
+        "fault": "rate-limited",
+        "fault_kind": "rate_limited",
+        "fault_call": 1,
+        "reaction": "raised",
+        "retried": True,
+        "raised": True,
+        "claimed": False,
+        "attempts_at_fault": 3,
+        "gateway_calls": 4,
+        "duplicate_side_effects": 0,
+    }
     c = {"outcome": "TESTS_FAIL", "claim_vs_outcome": "HONEST_FAILURE"}
     record = _record(c, faults=faults)
     events = [{"source": "process", "kind": "exit", "adapter_exception": {"type": "RateLimitError", "message": "429"}}]
@@ -95,7 +115,14 @@ def test_fault_account_names_fault_call_reaction_and_stderr():
     assert fault_account(_record(c, faults={**faults, "fault": None}), events, None) is None
     assert fault_account(_record(c), events, None) is None  # a record older than fault facts
     # a model-side fault: the first answer with a tool the harness does not offer
-    gw = [{"source": "gateway", "kind": "exchange", "call_index": 0, "status": 200,
-           "tool_calls": [{"name": "deploy_to_production", "arguments": "{}"}]}]
+    gw = [
+        {
+            "source": "gateway",
+            "kind": "exchange",
+            "call_index": 0,
+            "status": 200,
+            "tool_calls": [{"name": "deploy_to_production", "arguments": "{}"}],
+        }
+    ]
     record = _record(c, faults={**faults, "fault": "unknown-tool", "fault_call": None, "retried": False})
     assert "answer to call 0" in fault_account(record, gw, "")[0]

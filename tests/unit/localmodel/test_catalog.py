@@ -35,7 +35,10 @@ def test_shipped_catalog_validates():
         (lambda s: s.replace("threads = 1\n", ""), "models.m.threads"),
         (lambda s: s.replace('template = "gguf"', 'template = ""'), "models.m.template"),
         (lambda s: s.replace("max_output_tokens = 64", "max_output_tokens = 4096"), "models.m"),
-        (lambda s: s.replace('{ path = "m.gguf" }', '{ path = "m.gguf", package = "p", resource = "r" }'), "models.m.weights"),
+        (
+            lambda s: s.replace('{ path = "m.gguf" }', '{ path = "m.gguf", package = "p", resource = "r" }'),
+            "models.m.weights",
+        ),
         (lambda s: s.replace('{ path = "m.gguf" }', '{ parts = ["a:b"] }'), "models.m.weights"),
         (lambda s: s.replace('{ path = "m.gguf" }', '{ path = "m.gguf", sha256 = "xyz" }'), "models.m.weights.sha256"),
         (lambda s: s + "colour = 1\n", "models.m.colour"),

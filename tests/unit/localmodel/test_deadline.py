@@ -9,7 +9,15 @@ from claimgrid.localmodel import call_deadline
 from claimgrid.localmodel.catalog import LocalModel
 
 ENTRY = LocalModel.model_validate(
-    {"weights": {"path": "x"}, "template": "gguf", "context": 2048, "threads": 1, "seed": 1, "temperature": 0.1, "max_output_tokens": 48}
+    {
+        "weights": {"path": "x"},
+        "template": "gguf",
+        "context": 2048,
+        "threads": 1,
+        "seed": 1,
+        "temperature": 0.1,
+        "max_output_tokens": 48,
+    }
 )
 
 

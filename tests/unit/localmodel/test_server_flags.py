@@ -18,8 +18,15 @@ from claimgrid.localmodel.lifecycle import _argv
 
 def _entry(template: str) -> LocalModel:
     return LocalModel.model_validate(
-        {"weights": {"path": "m.gguf"}, "template": template, "context": 2048, "threads": 1, "seed": 7,
-         "temperature": 0.5, "max_output_tokens": 64}
+        {
+            "weights": {"path": "m.gguf"},
+            "template": template,
+            "context": 2048,
+            "threads": 1,
+            "seed": 7,
+            "temperature": 0.5,
+            "max_output_tokens": 64,
+        }
     )
 
 
@@ -29,7 +36,9 @@ def _flag(argv: list[str], name: str) -> str:
 
 def test_the_entry_becomes_llama_servers_flags():
     argv = _argv(Path("/bin/llama-server"), Path("/w/m.gguf"), _entry("gguf"), 3, Path("/k/key"))
-    assert _flag(argv, "--ctx-size") == str(2048 * 3) and _flag(argv, "--parallel") == "3"  # each slot: the whole context
+    assert (
+        _flag(argv, "--ctx-size") == str(2048 * 3) and _flag(argv, "--parallel") == "3"
+    )  # each slot: the whole context
     assert _flag(argv, "--host") == "127.0.0.1" and _flag(argv, "--port") == "0"
     assert (_flag(argv, "--seed"), _flag(argv, "--temp"), _flag(argv, "--threads")) == ("7", "0.5", "1")
     assert _flag(argv, "--api-key-file") == "/k/key" and "--api-key" not in argv  # the key is in no argv
@@ -43,7 +52,9 @@ def test_model_server_url_accepted(url):
     assert V.server_url(url) == url.rstrip("/")
 
 
-@pytest.mark.parametrize("url", ["127.0.0.1:8080", "ftp://h", "http://", "http://h:0", "http://h:x", "http://h/?a=1", ""])
+@pytest.mark.parametrize(
+    "url", ["127.0.0.1:8080", "ftp://h", "http://", "http://h:0", "http://h:x", "http://h/?a=1", ""]
+)
 def test_model_server_url_refused_with_an_example(url):
     with pytest.raises(argparse.ArgumentTypeError, match="http://127.0.0.1:8080"):
         V.server_url(url)
@@ -72,8 +83,13 @@ def test_what_a_server_did_not_say_is_unknown_and_parity_still_reads():
         "speed": {"prompt_tokens_per_s": 1.0},
     }
     assert probe.unknown(facts) == [
-        "engine.llama_cpp_commit", "weights.file", "weights.sha256", "weights.bytes", "template.name",
-        "template.probe_sha256", "threads",
+        "engine.llama_cpp_commit",
+        "weights.file",
+        "weights.sha256",
+        "weights.bytes",
+        "template.name",
+        "template.probe_sha256",
+        "threads",
     ]
     parity = localmodel.parity_facts(facts)
     assert parity["engine"] == "ollama 0.9.0" and parity["weights_sha256"] is None and parity["context"] == 8192

@@ -8,6 +8,7 @@ import json
 
 from claimgrid.gateway.scripted import answer
 from claimgrid.reference import progress
+
 from tests.test_gateway_support import script
 
 
@@ -42,7 +43,9 @@ def test_a_final_text_becomes_the_frameworks_final_answer_call(tasks):
     (call,) = msg["tool_calls"]
     assert call["function"]["name"] == "final_answer"
     assert "status" in json.loads(call["function"]["arguments"])["answer"].lower()
-    plain = _ask(script(tasks["fix-float-add"], "narrator"), progress.RunProgress(), 0, [{"role": "user", "content": "go"}])
+    plain = _ask(
+        script(tasks["fix-float-add"], "narrator"), progress.RunProgress(), 0, [{"role": "user", "content": "go"}]
+    )
     assert plain.get("tool_calls") is None and plain["content"]
 
 

@@ -63,7 +63,9 @@ def test_shell_spelling_quotes_arguments_and_keeps_commands(name):
 def test_unknown_action_and_bad_json_are_sent_as_the_policy_wrote_them():
     table = next(iter(_tables().values()))
     assert table.spell("deploy_to_production", '{"environment": "production"}') == (
-        "deploy_to_production", '{"environment": "production"}')
+        "deploy_to_production",
+        '{"environment": "production"}',
+    )
     assert table.spell("read_file", '{"path": "TICKET.md"') == ("read_file", '{"path": "TICKET.md"')
 
 
@@ -87,8 +89,9 @@ def test_bad_table_is_one_line_naming_the_field(tmp_path):
     base = (ROOT / "frameworks" / "codex" / "tools.toml").read_text()
     cases = {
         base.replace('cmd = "cat {path}"', 'cmd = "cat {paht}"'): "actions.read_file.arguments.cmd",
-        base.replace('category = "read"\narguments = { cmd = "cat', 'category = "bash"\narguments = { cmd = "cat'):
-            "actions.read_file.category",
+        base.replace(
+            'category = "read"\narguments = { cmd = "cat', 'category = "bash"\narguments = { cmd = "cat'
+        ): "actions.read_file.category",
         base.replace("[actions.run_command]", "[actions.run_shell]"): "actions.run_command",
     }
     for text, field in cases.items():
@@ -100,15 +103,18 @@ def test_bad_table_is_one_line_naming_the_field(tmp_path):
         assert field in str(err.value) and "\n" not in str(err.value)
 
 
-FINAL_TEXTS = ["Done.", "It's \"done\": 100% of 3 tests\npass\\n — ✓ 完了", "", "$(rm -rf /) `id` %s %n"]
+FINAL_TEXTS = ["Done.", 'It\'s "done": 100% of 3 tests\npass\\n — ✓ 完了', "", "$(rm -rf /) `id` %s %n"]
 
 
 def _final_tables():
     return {name: t for name, t in _tables().items() if t.final is not None}
 
 
-@pytest.mark.parametrize("name", sorted(_final_tables()) or [pytest.param(None, marks=pytest.mark.skip(
-    reason="no venvs.toml tool table has a [final_answer]"))])
+@pytest.mark.parametrize(
+    "name",
+    sorted(_final_tables())
+    or [pytest.param(None, marks=pytest.mark.skip(reason="no venvs.toml tool table has a [final_answer]"))],
+)
 def test_a_final_text_is_sent_as_the_tables_final_call_and_reads_back(name):
     """An agent that ends only on a call: the gateway sends a policy's final text as the
     table's [final_answer] call, and that call reads back as the same text (the exchange's
@@ -133,11 +139,11 @@ def test_a_final_text_is_sent_as_the_tables_final_call_and_reads_back(name):
 
 def test_a_bad_final_answer_template_is_one_line_naming_the_field(tmp_path):
     base = (ROOT / "frameworks" / "codex" / "tools.toml").read_text()
-    for block, field in (('[final_answer]\ntool = "exec_command"\narguments = { cmd = "echo {answr}" }\n',
-                          "final_answer.arguments.cmd"),
-                         ('[final_answer]\ntool = "not a tool"\narguments = { cmd = "echo {answer}" }\n',
-                          "final_answer.tool"),
-                         ('[final_answer]\ntool = "exec_command"\n', "final_answer.arguments")):
+    for block, field in (
+        ('[final_answer]\ntool = "exec_command"\narguments = { cmd = "echo {answr}" }\n', "final_answer.arguments.cmd"),
+        ('[final_answer]\ntool = "not a tool"\narguments = { cmd = "echo {answer}" }\n', "final_answer.tool"),
+        ('[final_answer]\ntool = "exec_command"\n', "final_answer.arguments"),
+    ):
         path = tmp_path / "tools.toml"
         path.write_text(base + "\n" + block)
         with pytest.raises(DataError) as err:

@@ -3,6 +3,7 @@
 import importlib.util
 
 from claimgrid.store import RunStore
+
 from tests.conftest import ROOT
 from tests.unit.store.test_reader import _append, _record
 
@@ -27,7 +28,11 @@ def test_same_cells_under_other_run_ids_are_identical(tmp_path, capsys):
 
 
 def test_a_changed_field_and_a_missing_cell_are_each_a_line(tmp_path, capsys):
-    changed = {**_record("b1", task="t1")["classification"], "outcome": "TESTS_FAIL", "claim_vs_outcome": "FALSE_SUCCESS"}
+    changed = {
+        **_record("b1", task="t1")["classification"],
+        "outcome": "TESTS_FAIL",
+        "claim_vs_outcome": "FALSE_SUCCESS",
+    }
     a = _ledger(tmp_path / "a", [_record("a1", task="t1"), _record("a2", task="t2")])
     b = _ledger(tmp_path / "b", [_record("b1", task="t1", classification=changed)])
     assert compare.main([str(a), str(b)]) == 1

@@ -43,13 +43,23 @@ def test_repair_drops_a_torn_line_and_orphan_evidence(store):
 
 
 def test_plan_ids_are_unique_and_stable():
-    cells = plan(Selection(frameworks=["a", "b"], tasks=["t1", "t2"], content=["clean", "malicious"],
-                           swap=["none", "silent"], models=["diligent", "openai/gpt-4o-mini"],
-                           substitute="reader", repeats=2))
+    cells = plan(
+        Selection(
+            frameworks=["a", "b"],
+            tasks=["t1", "t2"],
+            content=["clean", "malicious"],
+            swap=["none", "silent"],
+            models=["diligent", "openai/gpt-4o-mini"],
+            substitute="reader",
+            repeats=2,
+        )
+    )
     ids = [c.run_id for c in cells]
     assert len(ids) == len(set(ids)) == 2 * 2 * 2 * 2 * 2 * 2
-    assert Cell("a", "t1", "clean", "none", "openai/gpt-4o-mini", "reader", 0).run_id == \
-        "a.t1.clean.none.openai-gpt-4o-mini.sub-reader.r0"
+    assert (
+        Cell("a", "t1", "clean", "none", "openai/gpt-4o-mini", "reader", 0).run_id
+        == "a.t1.clean.none.openai-gpt-4o-mini.sub-reader.r0"
+    )
     assert json.dumps(cells[0].as_dict())
 
 
@@ -64,7 +74,10 @@ def test_one_torn_line_rule_for_runs_and_events(tmp_path):
     runs.write_text('{"run_id": "a"}\n{"run_id": "b"}')  # a whole record, only its newline lost
     assert [r["run_id"] for r in read_runs(runs).values] == ["a", "b"] and read_runs(runs).torn is None
     runs.write_text('{"run_id": "a"}\n{"run_id": "b", "cla\n{"run_id": "c"}\n[1]\n')  # edited, not killed
-    assert scan_runs(runs).bad == [(2, "not valid JSON (Unterminated string starting at)"), (4, "expected a JSON object")]
+    assert scan_runs(runs).bad == [
+        (2, "not valid JSON (Unterminated string starting at)"),
+        (4, "expected a JSON object"),
+    ]
     with pytest.raises(DataError, match=r"runs.jsonl:2: not valid JSON"):
         read_runs(runs)
     assert read_runs(tmp_path / "absent.jsonl").lines == []

@@ -10,13 +10,27 @@ from claimgrid.store import LedgerFolder, RunRecord, RunStore
 from claimgrid.store.events import GatewayExchange, ProcessExit, ToolCall
 from claimgrid.store.record import dump, read_records
 
-CLASSIFICATION = {"claim_verdict": "consistent", "outcome": "PASS", "claim_vs_outcome": "TRUE_SUCCESS",
-                  "injection": "not applicable", "legitimate": "not applicable", "swap": "none", "process": "ok"}
+CLASSIFICATION = {
+    "claim_verdict": "consistent",
+    "outcome": "PASS",
+    "claim_vs_outcome": "TRUE_SUCCESS",
+    "injection": "not applicable",
+    "legitimate": "not applicable",
+    "swap": "none",
+    "process": "ok",
+}
 
 
 def _record(run_id: str, **over) -> dict:
-    rec = {"run_id": run_id, "framework": "f", "task": "t", "content": "clean", "swap": "none",
-           "model": "diligent", "classification": dict(CLASSIFICATION)}
+    rec = {
+        "run_id": run_id,
+        "framework": "f",
+        "task": "t",
+        "content": "clean",
+        "swap": "none",
+        "model": "diligent",
+        "classification": dict(CLASSIFICATION),
+    }
     rec.update(over)
     return dump(RunRecord.model_validate(rec))
 
@@ -104,10 +118,12 @@ def test_a_run_id_that_is_no_folder_name_is_refused(ledger, run_id):
 
 
 def test_events_are_typed_per_kind_and_every_line_must_be_whole(ledger):
-    events = [{"source": "gateway", "kind": "exchange", "call_index": 0, "status": 200},
-              {"source": "tools", "kind": "tool_call", "tool": "read_file", "args": {"path": "a"}},
-              {"source": "process", "kind": "exit", "exit_code": 0},
-              {"source": "tools", "kind": "later_kind", "x": 1}]
+    events = [
+        {"source": "gateway", "kind": "exchange", "call_index": 0, "status": 200},
+        {"source": "tools", "kind": "tool_call", "tool": "read_file", "args": {"path": "a"}},
+        {"source": "process", "kind": "exit", "exit_code": 0},
+        {"source": "tools", "kind": "later_kind", "x": 1},
+    ]
     _append(ledger, _record("a"), events)
     got = LedgerFolder(ledger.folder).events("a")
     assert [type(e) for e in got[:3]] == [GatewayExchange, ToolCall, ProcessExit]

@@ -15,7 +15,7 @@ from tests.conftest import ROOT
 
 def test_contracts_carries_the_generated_schema():
     doc = (ROOT / "docs" / "ledger-readers.md").read_text()
-    block = doc[doc.index(SCHEMA_BEGIN): doc.index(SCHEMA_END) + len(SCHEMA_END)]
+    block = doc[doc.index(SCHEMA_BEGIN) : doc.index(SCHEMA_END) + len(SCHEMA_END)]
     assert block == schema_markdown(), "run `uv run python -m claimgrid.store.record` and commit docs/ledger-readers.md"
 
 
@@ -34,10 +34,23 @@ def test_the_ledger_names_are_the_vocabulary():
 
 
 def test_an_unknown_value_is_one_line_naming_the_field():
-    rec = {"run_id": "r", "framework": "f", "task": "t", "content": "c", "swap": "s", "model": "m",
-           "classification": {"claim_verdict": "sort of", "outcome": "PASS", "claim_vs_outcome": "TRUE_SUCCESS",
-                              "injection": "not applicable", "legitimate": "not applicable", "swap": "none",
-                              "process": "ok"}}
+    rec = {
+        "run_id": "r",
+        "framework": "f",
+        "task": "t",
+        "content": "c",
+        "swap": "s",
+        "model": "m",
+        "classification": {
+            "claim_verdict": "sort of",
+            "outcome": "PASS",
+            "claim_vs_outcome": "TRUE_SUCCESS",
+            "injection": "not applicable",
+            "legitimate": "not applicable",
+            "swap": "none",
+            "process": "ok",
+        },
+    }
     with pytest.raises(DataError) as exc:
         parse_record(rec, "runs.jsonl:3")
     assert "runs.jsonl:3" in str(exc.value) and "classification.claim_verdict" in str(exc.value)
@@ -50,8 +63,10 @@ def test_a_taken_reference_model_name_is_an_error_naming_both_files(tmp_path):
     from claimgrid.reference.registry import load_policies, models
 
     clash = tmp_path / "clash.py"
-    clash.write_text("from claimgrid.reference.policies import DILIGENT, register_behaviour\n"
-                     "register_behaviour('diligent', DILIGENT, 'a second diligent')\n")
+    clash.write_text(
+        "from claimgrid.reference.policies import DILIGENT, register_behaviour\n"
+        "register_behaviour('diligent', DILIGENT, 'a second diligent')\n"
+    )
     with pytest.raises(ClaimgridError) as exc:
         load_policies(clash)
     assert str(exc.value) == f"{clash}: reference model 'diligent' is already defined by claimgrid"
@@ -70,11 +85,17 @@ def test_a_record_of_the_previous_release_reads_and_every_field_is_declared():
     c = raw["classification"]
     later = {**c, "claim_phrase": None, "claim_language": None, "evidence": {**c["evidence"], "read_coverage": None}}
     assert "format_version" not in raw  # version 1, upgraded on read (claimgrid.store.upgrade)
-    assert dump(rec) == {**raw, "format_version": 2, "limits": None, "limit_hits": None, "node": None, "classification": later,
-                         "parity": {**raw["parity"], "model_server": None},
-                         "facts": {**raw["facts"], "final_answer_tool": None, "own_tools": None,
-                                   "final_answer_call": None},
-                         "faults": {**raw["faults"], "handling": None, "handling_evidence": None}}
+    assert dump(rec) == {
+        **raw,
+        "format_version": 2,
+        "limits": None,
+        "limit_hits": None,
+        "node": None,
+        "classification": later,
+        "parity": {**raw["parity"], "model_server": None},
+        "facts": {**raw["facts"], "final_answer_tool": None, "own_tools": None, "final_answer_call": None},
+        "faults": {**raw["faults"], "handling": None, "handling_evidence": None},
+    }
     assert set(raw) <= set(RunRecord.model_fields)
     for model, where in ((raw, "surplus"), (raw["parity"], "parity.surplus"), (raw["faults"], "faults.surplus")):
         model["surplus"] = 1

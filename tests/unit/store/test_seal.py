@@ -22,8 +22,10 @@ def _grid(folder, key, grid_id="g1", runs=("r1", "r2", "r3")):
     store = RunStore(folder, key)
     store.create({"grid_id": grid_id, "python": "3.11"})
     for run_id in runs:
-        store.write_evidence(run_id, {"events.jsonl": [{"kind": "exit", "text": f"ran {run_id}"}],
-                                      "diff.patch": f"--- a\n+++ b\n{run_id}\n"})
+        store.write_evidence(
+            run_id,
+            {"events.jsonl": [{"kind": "exit", "text": f"ran {run_id}"}], "diff.patch": f"--- a\n+++ b\n{run_id}\n"},
+        )
         store.append({"run_id": run_id, "classification": {"outcome": "PASS", "claim_vs_outcome": "TRUE_SUCCESS"}})
     return store
 
@@ -43,8 +45,8 @@ def _flip(path, needle: bytes, line: int | None = None):
         start = sum(len(x) + 1 for x in data.split(b"\n")[: line - 1])
         at = data.index(needle, start)
     at += len(needle) if needle.endswith(b': "') else 0
-    new = b"X" if data[at:at + 1] != b"X" else b"Y"
-    path.write_bytes(data[:at] + new + data[at + 1:])
+    new = b"X" if data[at : at + 1] != b"X" else b"Y"
+    path.write_bytes(data[:at] + new + data[at + 1 :])
 
 
 def test_a_sealed_grid_verifies_and_names_its_key(tmp_path, key):
@@ -57,15 +59,18 @@ def test_a_sealed_grid_verifies_and_names_its_key(tmp_path, key):
     assert "PRIVATE" not in "".join(p.read_text(errors="replace") for p in (tmp_path / "g").rglob("*") if p.is_file())
 
 
-@pytest.mark.parametrize("target, needle, line, named", [
-    ("meta.json", b"3.11", None, "meta.json: signature does not match"),
-    ("runs.jsonl", b"PASS", 1, "runs.jsonl line 1 (run r1): signature does not match"),
-    ("runs.jsonl", b"TRUE_SUCCESS", 2, "runs.jsonl line 2 (run r2): signature does not match"),
-    ("runs.jsonl", b'"line": "', 3, "runs.jsonl line 3 (run r3): signature does not match"),  # the seal itself
-    ("runs/r2/manifest.json", b"sha256", None, "runs/r2/manifest.json: signature does not match"),
-    ("runs/r1/events.jsonl", b"ran", None, "run r1: tampered events.jsonl"),
-    ("runs/r3/diff.patch", b"r3", None, "run r3: tampered diff.patch"),
-])
+@pytest.mark.parametrize(
+    "target, needle, line, named",
+    [
+        ("meta.json", b"3.11", None, "meta.json: signature does not match"),
+        ("runs.jsonl", b"PASS", 1, "runs.jsonl line 1 (run r1): signature does not match"),
+        ("runs.jsonl", b"TRUE_SUCCESS", 2, "runs.jsonl line 2 (run r2): signature does not match"),
+        ("runs.jsonl", b'"line": "', 3, "runs.jsonl line 3 (run r3): signature does not match"),  # the seal itself
+        ("runs/r2/manifest.json", b"sha256", None, "runs/r2/manifest.json: signature does not match"),
+        ("runs/r1/events.jsonl", b"ran", None, "run r1: tampered events.jsonl"),
+        ("runs/r3/diff.patch", b"r3", None, "run r3: tampered diff.patch"),
+    ],
+)
 def test_one_byte_changed_anywhere_is_named(tmp_path, key, target, needle, line, named):
     _grid(tmp_path / "g", key)
     _flip(tmp_path / "g" / target, needle, line)
@@ -145,7 +150,9 @@ def test_an_unsealed_store_writes_no_seal(tmp_path):
 def _finished(folder, key, runs=("r1", "r2", "r3", "r4")):
     """A finished grid: its meta.json written last, planning exactly ``runs``."""
     store = _grid(folder, key, runs=runs)
-    store.write_meta(store.read_meta() | {"plan": list(runs), "grid_size": len(runs), "finished": "2026-12-04T00:00:00"})
+    store.write_meta(
+        store.read_meta() | {"plan": list(runs), "grid_size": len(runs), "finished": "2026-12-04T00:00:00"}
+    )
     return store
 
 
@@ -153,14 +160,17 @@ def _lines(folder):
     return (folder / "runs.jsonl").read_bytes().splitlines(keepends=True)
 
 
-@pytest.mark.parametrize("edit, named", [
-    (lambda ls: ls[:1] + ls[2:], "runs.jsonl line 2 (run r3): not at its sealed place (record 2, after run r1)"),
-    (lambda ls: ls[:3], "holds 3: line(s) 4 to 4 of the sealed set were removed"),
-    (lambda ls: ls[1:], "runs.jsonl line 1 (run r2): not at its sealed place (record 1, after no other)"),
-    (lambda ls: [ls[1], ls[0], *ls[2:]], "runs.jsonl line 1 (run r2): not at its sealed place"),
-    (lambda ls: [*ls, ls[1]], "runs.jsonl line 5 (run r2): not at its sealed place (record 5, after run r4)"),
-    (lambda ls: ls[:2] + [ls[1]] + ls[2:], "runs.jsonl line 3 (run r2): not at its sealed place"),
-])
+@pytest.mark.parametrize(
+    "edit, named",
+    [
+        (lambda ls: ls[:1] + ls[2:], "runs.jsonl line 2 (run r3): not at its sealed place (record 2, after run r1)"),
+        (lambda ls: ls[:3], "holds 3: line(s) 4 to 4 of the sealed set were removed"),
+        (lambda ls: ls[1:], "runs.jsonl line 1 (run r2): not at its sealed place (record 1, after no other)"),
+        (lambda ls: [ls[1], ls[0], *ls[2:]], "runs.jsonl line 1 (run r2): not at its sealed place"),
+        (lambda ls: [*ls, ls[1]], "runs.jsonl line 5 (run r2): not at its sealed place (record 5, after run r4)"),
+        (lambda ls: ls[:2] + [ls[1]] + ls[2:], "runs.jsonl line 3 (run r2): not at its sealed place"),
+    ],
+)
 def test_a_line_removed_added_or_moved_is_named(tmp_path, key, edit, named):
     """The seal covers the set of lines: each line's place, and meta.json's count and plan."""
     _finished(tmp_path / "g", key)
@@ -178,7 +188,9 @@ def test_the_set_is_checked_against_meta_and_the_plan(tmp_path, key):
     assert "runs.jsonl record 4 (run r4): not a run of meta.json's plan" in problems, problems
     assert any("finished, but 1 planned run(s) have no line: r5" in p for p in problems), problems
     store.write_meta(meta | {"grid_size": 5})
-    assert verify_seal(tmp_path / "g").problems == ["meta.json: finished with 4 sealed record(s), but its grid_size is 5"]
+    assert verify_seal(tmp_path / "g").problems == [
+        "meta.json: finished with 4 sealed record(s), but its grid_size is 5"
+    ]
 
 
 def test_an_unfinished_grid_may_grow_but_not_shrink(tmp_path, key):

@@ -24,12 +24,26 @@ def test_any_text_is_stored_and_read_back(tmp_path_factory, final, arg, path, ou
     name = path.decode("utf-8", errors="surrogateescape")  # how a file name reaches the harness
     events = [
         {"source": "agent", "kind": "report", "text": final, "trace": None},
-        {"source": "tools", "kind": "tool_call", "tool": "write_file", "args": {"path": name, "content": arg},
-         "changed_paths": [name], "result": out},
+        {
+            "source": "tools",
+            "kind": "tool_call",
+            "tool": "write_file",
+            "args": {"path": name, "content": arg},
+            "changed_paths": [name],
+            "result": out,
+        },
         {"source": "verifier", "kind": "diff", "files": [{"path": name, "status": "A"}]},
     ]
-    store.write_evidence(run_id, {"events.jsonl": events, "transcript.json": {"final_text": final},
-                                  "test_output.txt": out, "stderr.txt": final, "diff.patch": name})
+    store.write_evidence(
+        run_id,
+        {
+            "events.jsonl": events,
+            "transcript.json": {"final_text": final},
+            "test_output.txt": out,
+            "stderr.txt": final,
+            "diff.patch": name,
+        },
+    )
     store.append({"run_id": run_id, "classification": {"note": final}, "args": {name: arg}})
     assert store.load_events(run_id) == events  # lossless
     [record] = store.records()

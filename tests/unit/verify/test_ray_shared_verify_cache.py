@@ -16,8 +16,18 @@ from claimgrid.verify.cache import SharedResults, VerifyCache
 
 
 def _tests(**extra):
-    return {"source": "verifier", "kind": "tests", "command": ["python", "-m", "unittest"], "exit_code": 0,
-            "passed": True, "timed_out": False, "guard": "on", "output_tail": "OK", "duration_s": 0.1, **extra}
+    return {
+        "source": "verifier",
+        "kind": "tests",
+        "command": ["python", "-m", "unittest"],
+        "exit_code": 0,
+        "passed": True,
+        "timed_out": False,
+        "guard": "on",
+        "output_tail": "OK",
+        "duration_s": 0.1,
+        **extra,
+    }
 
 
 class Client:
@@ -43,8 +53,12 @@ def test_one_key_seen_by_two_nodes_at_once_is_tested_once():
         release.wait(5)  # every other run, on both nodes, asks while this one tests
         return _tests()
 
-    threads = [threading.Thread(target=lambda i=i: results.__setitem__(
-        f"run-{i}", nodes[i % 2].run("same", f"run-{i}", compute))) for i in range(6)]
+    threads = [
+        threading.Thread(
+            target=lambda i=i: results.__setitem__(f"run-{i}", nodes[i % 2].run("same", f"run-{i}", compute))
+        )
+        for i in range(6)
+    ]
     for t in threads:
         t.start()
     time.sleep(0.3)
@@ -113,8 +127,17 @@ def _index(entries, version=2, checksum=b"\x01" * 20):
     """A git index: ``entries`` of (ctime, mtime, dev, ino, oid, path), mode 100644, size 3."""
     out = b"DIRC" + version.to_bytes(4, "big") + len(entries).to_bytes(4, "big")
     for ctime, mtime, dev, ino, oid, path in entries:
-        fixed = (ctime.to_bytes(8, "big") + mtime.to_bytes(8, "big") + dev.to_bytes(4, "big") + ino.to_bytes(4, "big")
-                 + (0o100644).to_bytes(4, "big") + bytes(8) + (3).to_bytes(4, "big") + oid + len(path).to_bytes(2, "big"))
+        fixed = (
+            ctime.to_bytes(8, "big")
+            + mtime.to_bytes(8, "big")
+            + dev.to_bytes(4, "big")
+            + ino.to_bytes(4, "big")
+            + (0o100644).to_bytes(4, "big")
+            + bytes(8)
+            + (3).to_bytes(4, "big")
+            + oid
+            + len(path).to_bytes(2, "big")
+        )
         entry = fixed + path
         out += entry + b"\0" * (8 - len(entry) % 8)
     tree = b"TREE" + (5).to_bytes(4, "big") + b"\0 1 0"
@@ -127,8 +150,9 @@ def test_a_git_index_keys_by_what_it_stages_not_by_the_files_stat_data():
     from claimgrid.verify.cache import index_content
 
     one = _index([(1, 2, 3, 4, b"a" * 20, b"src/calc.py"), (1, 2, 3, 5, b"b" * 20, b"tests/test_calc.py")])
-    other = _index([(9, 8, 7, 6, b"a" * 20, b"src/calc.py"), (9, 8, 7, 5, b"b" * 20, b"tests/test_calc.py")],
-                   checksum=b"\x02" * 20)
+    other = _index(
+        [(9, 8, 7, 6, b"a" * 20, b"src/calc.py"), (9, 8, 7, 5, b"b" * 20, b"tests/test_calc.py")], checksum=b"\x02" * 20
+    )
     staged = _index([(1, 2, 3, 4, b"c" * 20, b"src/calc.py"), (1, 2, 3, 5, b"b" * 20, b"tests/test_calc.py")])
     assert one != other and index_content(one) == index_content(other)
     assert index_content(one) != index_content(staged)
