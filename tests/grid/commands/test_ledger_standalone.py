@@ -85,6 +85,16 @@ def standalone(tmp_path_factory, plain_venvs):
     checkout = base / "checkout"
     shutil.copytree(ROOT / "claimgrid", checkout / "claimgrid", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "grid.py", checkout / "grid.py")
+    # The stdlib package the driver and the adapters share (frameworks/_harness/harness_shared) is
+    # part of the driver's code; no framework, task or condition is copied.
+    shutil.copytree(
+        ROOT / "frameworks" / "_harness" / "harness_shared",
+        checkout / "frameworks" / "_harness" / "harness_shared",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    for init in ("frameworks/_harness/__init__.py",):
+        if (ROOT / init).exists():
+            shutil.copy(ROOT / init, checkout / init)
     assert not any((checkout / name).exists() for name in ("tasks", "conditions", "venvs.toml"))
     elsewhere = base / "elsewhere"
     elsewhere.mkdir()

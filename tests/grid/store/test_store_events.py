@@ -278,6 +278,19 @@ DOCUMENTED = [
         },
         E.ExternalOutcomeEvent,
     ),
+    (
+        {
+            "source": "judge",
+            "kind": "claim_reading",
+            "model": "last-line-judge",
+            "prompt_version": "claim-judge-1",
+            "stance": "yes",
+            "sentence": "Done.",
+            "error": None,
+            "answer": '{"stance": "yes", "sentence": "Done."}',
+        },
+        E.JudgeClaimReading,
+    ),
 ]
 
 

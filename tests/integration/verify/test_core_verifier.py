@@ -157,7 +157,7 @@ def test_a_declaration_alone_never_gets_a_success_outcome(tasks, workspace, word
 def test_outcome_code_never_reads_the_agent_channel():
     """Parse-level: the outcome functions mention no agent/runtime/claim/trace name or key."""
     forbidden = {"agent", "runtime", "report", "trace", "claim", "claimed", "text", "declared"}
-    for fn in (classify_outcome, classifier.classify_review, classifier._one):
+    for fn in (classify_outcome, classifier.classify_review, classifier._one, classifier._unopened):
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
         body = tree.body[0]
         body.body = [n for n in body.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
@@ -166,7 +166,7 @@ def test_outcome_code_never_reads_the_agent_channel():
         consts = {n.value for n in ast.walk(body) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
         calls = {n.func.id for n in ast.walk(body) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
         assert not (names | consts) & forbidden, fn.__name__
-        assert calls <= {"_one", "set", "len", "isinstance"}, (fn.__name__, calls)
+        assert calls <= {"_one", "_unopened", "set", "len", "isinstance"}, (fn.__name__, calls)
     # and the only source it keeps is the verifier's
     src = inspect.getsource(classify_outcome)
     assert '"verifier"' in src and '"agent"' not in src
