@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Do two checkouts derive the same files from one ledger folder? A refactoring check.
 
-    uv run bench/rerender_diff.py LEDGER_DIR [--base /work/main] [--head .] [--keep]
+    uv run bench/rerender_diff.py LEDGER_DIR --base CHECKOUT [--head .] [--keep]
 
 Copies ``LEDGER_DIR`` twice into a temporary folder (the original is not touched), runs
 ``uv run grid.py report COPY`` and ``uv run grid.py export COPY --format F`` for every
@@ -100,7 +100,9 @@ def first_difference(a: bytes, b: bytes) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("ledger", type=Path)
-    ap.add_argument("--base", type=Path, default=Path("/work/main"), help="the checkout before the change")
+    ap.add_argument(
+        "--base", type=Path, required=True, help="the checkout before the change (e.g. a git worktree of main)"
+    )
     ap.add_argument("--head", type=Path, default=ROOT, help="the checkout after the change (default: this one)")
     ap.add_argument("--keep", action="store_true", help="keep the two rendered copies and print where")
     args = ap.parse_args()
