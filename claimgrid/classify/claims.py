@@ -335,7 +335,7 @@ def __getattr__(name: str) -> dict[str, Language]:
 
 @functools.cache
 def _identifier():
-    # Loaded on the first free-text report (~0.7 s): trace-only runs never pay for it.
+    # Loaded on the first free-text report (loading the language model is the reader's costliest step): trace-only runs never pay for it.
     from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
     return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
