@@ -211,16 +211,22 @@ def read_at(dir_fd: int, name: str, rel: bytes, st: os.stat_result) -> bytes:
         same = (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino)
         if not same or not stat.S_ISREG(now.st_mode) or now.st_size > st.st_size:
             raise LimitExceeded(f"{_shown(rel)} changed while it was read")
-        chunks, left = [], st.st_size
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
+        return _read_upto(fd, st.st_size)
     finally:
         os.close(fd)
+
+
+def _read_upto(fd: int, size: int) -> bytes:
+    """At most ``size`` bytes of ``fd`` (its size when it was stat'ed: a file that grew since is
+    read only that far), in 1 MiB reads."""
+    chunks, left = [], size
+    while left > 0:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 def _shown(rel: bytes, limit: int = 300) -> str:
@@ -237,14 +243,7 @@ def read_nofollow(root: bytes, rel: bytes, st: os.stat_result) -> bytes:
         now = os.fstat(fd)
         if not stat.S_ISREG(now.st_mode) or now.st_size > st.st_size:
             raise LimitExceeded(f"{os.fsdecode(rel)} changed while the verifier read it")
-        chunks, left = [], st.st_size
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
+        return _read_upto(fd, st.st_size)
     finally:
         os.close(fd)
 
